@@ -1,0 +1,44 @@
+"""One place that decides what a survey token may reach (Zulip's access_* pattern). Views call
+these instead of re-writing permission checks."""
+from __future__ import annotations
+
+from django.http import Http404
+
+from annotation.models import ExpertItem, LayItem, Participant, Study
+
+
+class SurveyClosed(Exception):
+    """The participant's study is not open (draft or closed)."""
+
+    def __init__(self, study: Study):
+        super().__init__(study.status)
+        self.study = study
+
+
+class WrongFlow(Exception):
+    """A token of one role asked for the other role's pages."""
+
+
+def access_participant(*, token: str, role: str | None = None, require_open: bool = True) -> Participant:
+    participant = Participant.objects.select_related("study").filter(token=token).first()
+    if participant is None:
+        raise Http404("This survey link is not valid.")
+    if role is not None and participant.role != role:
+        raise WrongFlow(f"This link is for a {participant.get_role_display().lower()}, not a {role}.")
+    if require_open and not participant.study.is_open:
+        raise SurveyClosed(participant.study)
+    return participant
+
+
+def access_expert_item(*, participant: Participant, item_id: int) -> ExpertItem:
+    item = ExpertItem.objects.select_related("source").filter(pk=item_id, participant=participant).first()
+    if item is None:
+        raise Http404("This page is not part of your survey.")
+    return item
+
+
+def access_lay_item(*, participant: Participant, item_id: int) -> LayItem:
+    item = LayItem.objects.select_related("source", "shown_text").filter(pk=item_id, participant=participant).first()
+    if item is None:
+        raise Http404("This sentence is not part of your survey.")
+    return item

@@ -1,0 +1,220 @@
+"""Admin for every model of the annotation app. Answers are read-only here: they are written only
+by participants through the survey (or by an import)."""
+from django.contrib import admin
+from django.db.models import Count
+from django.urls import reverse
+from django.utils.html import format_html
+
+from annotation.models import (
+    AttentionCheck,
+    AttentionCheckResponse,
+    ConsentRefusal,
+    ExpertItem,
+    ExpertRating,
+    ExpertSourceJudgement,
+    LayAnswer,
+    LayItem,
+    LayPreference,
+    Participant,
+    Simplification,
+    SimplificationText,
+    Source,
+    Study,
+    System,
+)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+class SystemInline(admin.TabularInline):
+    model = System
+    extra = 0
+    fields = ("key", "label", "position", "is_reference")
+
+
+class AttentionCheckInline(admin.TabularInline):
+    model = AttentionCheck
+    extra = 0
+
+
+@admin.register(Study)
+class StudyAdmin(admin.ModelAdmin):
+    list_display = ("slug", "title", "status", "unit", "n_sources", "n_participants", "dashboard", "created_at")
+    list_filter = ("status", "unit")
+    search_fields = ("slug", "title")
+    prepopulated_fields = {"slug": ("title",)}
+    filter_horizontal = ("researchers",)
+    inlines = [SystemInline, AttentionCheckInline]
+    actions = ["open_studies", "close_studies"]
+    fieldsets = (
+        (None, {"fields": ("slug", "title", "description", "status", "unit", "researchers")}),
+        ("Texts shown to participants (empty = the protocol's defaults)",
+         {"fields": ("expert_instructions", "expert_consent_text", "lay_instructions", "lay_consent_text")}),
+        ("Radiologist flow", {"fields": ("expert_sources_per_participant",)}),
+        ("Lay flow", {"fields": ("lay_sources_per_participant", "ask_urgency", "background_questions",
+                                 "abandon_after_minutes", "safety_gate_enabled", "safety_gate_threshold",
+                                 "completion_redirect_url")}),
+    )
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(
+            _sources=Count("sources", distinct=True), _participants=Count("participants", distinct=True)
+        )
+
+    @admin.display(description="sources", ordering="_sources")
+    def n_sources(self, obj):
+        return obj._sources
+
+    @admin.display(description="participants", ordering="_participants")
+    def n_participants(self, obj):
+        return obj._participants
+
+    @admin.display(description="dashboard")
+    def dashboard(self, obj):
+        return format_html('<a href="/dashboard/{}/">open</a>', obj.slug)
+
+    @admin.action(description="Open the selected studies")
+    def open_studies(self, request, queryset):
+        queryset.update(status=Study.Status.OPEN)
+
+    @admin.action(description="Close the selected studies")
+    def close_studies(self, request, queryset):
+        queryset.update(status=Study.Status.CLOSED)
+
+
+@admin.register(Source)
+class SourceAdmin(admin.ModelAdmin):
+    list_display = ("key", "study", "position", "reference_severity", "short_text")
+    list_filter = ("study", "reference_severity")
+    search_fields = ("key", "text")
+    ordering = ("study", "position")
+
+    @admin.display(description="text")
+    def short_text(self, obj):
+        return obj.text[:100]
+
+
+@admin.register(System)
+class SystemAdmin(admin.ModelAdmin):
+    list_display = ("key", "label", "study", "position", "is_reference")
+    list_filter = ("study", "is_reference")
+
+
+@admin.register(Simplification)
+class SimplificationAdmin(admin.ModelAdmin):
+    list_display = ("source", "system", "short_text", "origin", "backend", "model_name", "prompt_version",
+                    "rounds", "flagged")
+    list_filter = ("source__study", "system__key", "origin", "backend", "flagged", "reached_round_cap")
+    search_fields = ("source__key", "shown_text__text")
+    readonly_fields = ("shown_text", "created_at", "updated_at", "transcript_view")
+    exclude = ("transcript",)
+
+    @admin.display(description="text")
+    def short_text(self, obj):
+        return obj.shown_text.text[:100]
+
+    @admin.display(description="agent transcript")
+    def transcript_view(self, obj):
+        if not obj.transcript:
+            return "—"
+        rows = format_html("")
+        for turn in obj.transcript:
+            rows += format_html(
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td style='white-space:pre-wrap'>{}</td></tr>",
+                turn.get("round", ""), turn.get("agent", ""), turn.get("role", ""), turn.get("content", ""),
+            )
+        return format_html("<table><tr><th>round</th><th>agent</th><th>role</th><th>message</th></tr>{}</table>", rows)
+
+
+@admin.register(SimplificationText)
+class SimplificationTextAdmin(ReadOnlyAdmin):
+    list_display = ("source", "short_text", "systems")
+    list_filter = ("source__study",)
+    search_fields = ("text",)
+
+    @admin.display(description="text")
+    def short_text(self, obj):
+        return obj.text[:100]
+
+    @admin.display(description="systems")
+    def systems(self, obj):
+        return ", ".join(obj.simplifications.values_list("system__key", flat=True))
+
+
+@admin.register(Participant)
+class ParticipantAdmin(admin.ModelAdmin):
+    list_display = ("pseudonym", "study", "role", "external_id", "latin_square_row", "progress", "consented_at",
+                    "completed_at", "survey_link")
+    list_filter = ("study", "role", ("completed_at", admin.EmptyFieldListFilter))
+    search_fields = ("pseudonym", "external_id")
+    readonly_fields = ("token", "created_at", "started_at", "completed_at", "last_activity_at", "consented_at",
+                       "declined_at")
+
+    @admin.display(description="progress")
+    def progress(self, obj):
+        if obj.role == Participant.Role.RADIOLOGIST:
+            items = obj.expert_items.all()
+        else:
+            items = obj.lay_items.all()
+        total = items.count()
+        done = items.filter(completed_at__isnull=False).count()
+        return f"{done}/{total}"
+
+    @admin.display(description="link")
+    def survey_link(self, obj):
+        return format_html('<a href="{}">survey</a>', reverse("annotation:entry", args=[obj.token]))
+
+
+@admin.register(ExpertItem)
+class ExpertItemAdmin(ReadOnlyAdmin):
+    list_display = ("participant", "source", "position", "time_spent_ms", "completed_at")
+    list_filter = ("participant__study",)
+
+
+@admin.register(ExpertRating)
+class ExpertRatingAdmin(ReadOnlyAdmin):
+    list_display = ("participant", "shown_text", "correctness", "completeness", "hallucination", "structure",
+                    "simplicity", "updated_at")
+    list_filter = ("participant__study", "participant")
+
+
+@admin.register(ExpertSourceJudgement)
+class ExpertSourceJudgementAdmin(ReadOnlyAdmin):
+    list_display = ("participant", "source", "severity", "simplicity", "updated_at")
+    list_filter = ("participant__study", "severity")
+
+
+@admin.register(LayItem)
+class LayItemAdmin(ReadOnlyAdmin):
+    list_display = ("participant", "source", "position", "assigned_system", "stage", "completed_at")
+    list_filter = ("participant__study", "stage", "assigned_system__key")
+
+
+@admin.register(LayAnswer)
+class LayAnswerAdmin(ReadOnlyAdmin):
+    list_display = ("item", "phase", "understanding", "confidence", "severity_guess", "helpfulness", "updated_at")
+    list_filter = ("item__participant__study", "phase")
+
+
+@admin.register(LayPreference)
+class LayPreferenceAdmin(ReadOnlyAdmin):
+    list_display = ("item", "most_justification", "least_justification", "updated_at")
+    list_filter = ("item__participant__study",)
+
+
+@admin.register(AttentionCheckResponse)
+class AttentionCheckResponseAdmin(ReadOnlyAdmin):
+    list_display = ("participant", "check_item", "answer", "passed", "answered_at")
+    list_filter = ("participant__study", "passed")
+
+
+@admin.register(ConsentRefusal)
+class ConsentRefusalAdmin(ReadOnlyAdmin):
+    list_display = ("study", "role", "refused_at")
+    list_filter = ("study",)

@@ -1,0 +1,2 @@
+"""URL patterns of the expert survey flow (included by annotation/urls.py, namespace "annotation")."""
+urlpatterns: list = []

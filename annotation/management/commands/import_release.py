@@ -1,0 +1,32 @@
+from pathlib import Path
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from annotation.importers.errors import ImportFormatError
+from annotation.importers.release import read_release
+from annotation.importers.write import release_records_write
+from annotation.services import study_get_or_create
+
+
+class Command(BaseCommand):
+    help = "Import the authors' release of seed 003 (Yang, Cherian & Vucetic 2024) from its directory."
+
+    def add_arguments(self, parser):
+        parser.add_argument("directory", type=Path)
+        parser.add_argument("--study", required=True)
+        parser.add_argument("--title", default="Two-pronged evaluation of ChatGPT self-correction (2024 release)")
+
+    def handle(self, *args, directory: Path, study: str, title: str, **options):
+        try:
+            records = read_release(directory)
+            with transaction.atomic():
+                target, _ = study_get_or_create(slug=study, title=title)
+                counts = release_records_write(study=target, records=records)
+        except (ImportFormatError, ValidationError) as exc:
+            raise CommandError(f"Nothing was imported. {exc}") from exc
+        self.stdout.write(
+            f"Imported the release into {study}: {counts['sources']} sources, {counts['systems']} systems, "
+            f"{counts['simplifications']} simplifications, {counts['participants']} participants."
+        )

@@ -1,0 +1,27 @@
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+from django.urls import reverse
+
+from annotation.models import Participant, Study
+from annotation.services import participants_invite
+
+
+class Command(BaseCommand):
+    help = "Create participants of a study and print one survey link per line."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--study", required=True)
+        parser.add_argument("--role", required=True, choices=Participant.Role.values)
+        parser.add_argument("--count", type=int, default=1)
+        parser.add_argument("--base-url", default="http://127.0.0.1:8000")
+
+    def handle(self, *args, study: str, role: str, count: int, base_url: str, **options):
+        target = Study.objects.filter(slug=study).first()
+        if target is None:
+            raise CommandError(f"No study with slug {study!r}.")
+        try:
+            participants = participants_invite(study=target, role=role, count=count)
+        except ValidationError as exc:
+            raise CommandError("; ".join(exc.messages)) from exc
+        for participant in participants:
+            self.stdout.write(base_url.rstrip("/") + reverse("annotation:entry", args=[participant.token]))

@@ -1,0 +1,438 @@
+"""The data model of a two-pronged study (DESIGN.md "Domain model").
+
+Scales are stored by their level names (annotation/scales.py maps them to numbers for analysis);
+the radiologist's 1-5 Likert aspects are stored as integers with database range checks.
+
+Identical texts: when several systems produce the same text for a source, the simplifications
+point at one `SimplificationText` row. Participants see and answer that row once; analysis credits
+the answer to every system whose simplification points at it.
+"""
+from __future__ import annotations
+
+import hashlib
+import secrets
+import unicodedata
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from annotation import scales
+
+
+def new_participant_token() -> str:
+    # 32 bytes = 256 bits of randomness, URL-safe.
+    return secrets.token_urlsafe(32)
+
+
+def new_completion_code() -> str:
+    return secrets.token_hex(4).upper()
+
+
+def normalize_text(text: str) -> str:
+    """The form under which two texts count as identical: Unicode NFC, whitespace collapsed."""
+    return " ".join(unicodedata.normalize("NFC", text).split())
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(normalize_text(text).encode("utf-8")).hexdigest()
+
+
+SEVERITY_CHOICES = scales.SEVERITY.choices()
+
+
+class Study(models.Model):
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        OPEN = "open", "Open"
+        CLOSED = "closed", "Closed"
+
+    class Unit(models.TextChoices):
+        SENTENCE = "sentence", "Sentence"
+        REPORT = "report", "Report"
+
+    slug = models.SlugField(max_length=80, unique=True)
+    title = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
+    unit = models.CharField(max_length=10, choices=Unit.choices, default=Unit.SENTENCE)
+    researchers = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="studies")
+
+    # Per-role texts; empty means "the protocol's default" (annotation/protocol_texts.py).
+    expert_instructions = models.TextField(blank=True)
+    lay_instructions = models.TextField(blank=True)
+    lay_consent_text = models.TextField(blank=True)
+    expert_consent_text = models.TextField(blank=True)
+
+    # Lay flow configuration.
+    lay_sources_per_participant = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Sources each lay participant sees; empty = all."
+    )
+    ask_urgency = models.BooleanField(
+        default=False, help_text="Ask the urgency-confidence question (in the original survey, not in the paper)."
+    )
+    background_questions = models.JSONField(
+        default=list, blank=True,
+        help_text='List of {"key", "question", "options": [..]} asked after consent (empty = none).',
+    )
+    abandon_after_minutes = models.PositiveIntegerField(
+        default=120, help_text="A lay participant idle this long counts as abandoned; their Latin-square row is reused."
+    )
+    safety_gate_enabled = models.BooleanField(default=False)
+    safety_gate_threshold = models.PositiveSmallIntegerField(
+        default=2, help_text="Withhold a text any radiologist rated at or below this on Hallucination or Correctness."
+    )
+    completion_redirect_url = models.URLField(blank=True, max_length=500)
+    expert_sources_per_participant = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Sources each radiologist rates; empty = all."
+    )
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "studies"
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(safety_gate_threshold__gte=1) & Q(safety_gate_threshold__lte=5),
+                name="study_safety_threshold_1_5",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    @property
+    def is_open(self) -> bool:
+        return self.status == self.Status.OPEN
+
+
+class Source(models.Model):
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="sources")
+    key = models.CharField(max_length=100)
+    text = models.TextField()
+    position = models.PositiveIntegerField(help_text="Fixed index i of the source in the study (Latin square).")
+    reference_severity = models.CharField(max_length=10, choices=SEVERITY_CHOICES, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["study", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "key"], name="source_unique_key"),
+            models.UniqueConstraint(fields=["study", "position"], name="source_unique_position"),
+            models.CheckConstraint(
+                condition=Q(reference_severity="") | Q(reference_severity__in=scales.SEVERITY.names),
+                name="source_reference_severity_level",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug}/{self.key}"
+
+
+class System(models.Model):
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="systems")
+    key = models.SlugField(max_length=60)
+    label = models.CharField(max_length=120, blank=True)
+    position = models.PositiveIntegerField(default=0)
+    config = models.JSONField(default=dict, blank=True)
+    is_reference = models.BooleanField(
+        default=False, help_text="Human reference simplifications (used by reference-based metrics)."
+    )
+
+    class Meta:
+        ordering = ["study", "position", "key"]
+        constraints = [models.UniqueConstraint(fields=["study", "key"], name="system_unique_key")]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug}/{self.key}"
+
+
+class SimplificationText(models.Model):
+    """One distinct text shown for a source. Simplifications with the same normalized text share it."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="texts")
+    text = models.TextField()
+    text_hash = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["source", "text_hash"], name="text_unique_per_source")]
+
+    def __str__(self) -> str:
+        return self.text[:60]
+
+
+class Simplification(models.Model):
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="simplifications")
+    system = models.ForeignKey(System, on_delete=models.CASCADE, related_name="simplifications")
+    shown_text = models.ForeignKey(SimplificationText, on_delete=models.PROTECT, related_name="simplifications")
+    # Provenance (filled by generation; imports record "import").
+    origin = models.CharField(max_length=40, default="import")
+    backend = models.CharField(max_length=40, blank=True)
+    model_name = models.CharField(max_length=200, blank=True)
+    prompt_version = models.CharField(max_length=60, blank=True)
+    parameters = models.JSONField(default=dict, blank=True)
+    seed = models.BigIntegerField(null=True, blank=True)
+    rounds = models.PositiveIntegerField(null=True, blank=True)
+    reached_round_cap = models.BooleanField(default=False)
+    transcript = models.JSONField(default=list, blank=True)
+    raw_output = models.TextField(blank=True)
+    flagged = models.BooleanField(default=False)
+    flag_reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["source__position", "system__position"]
+        constraints = [models.UniqueConstraint(fields=["source", "system"], name="simplification_unique")]
+
+    @property
+    def text(self) -> str:
+        return self.shown_text.text
+
+    def __str__(self) -> str:
+        return f"{self.source} · {self.system.key}"
+
+
+class Participant(models.Model):
+    class Role(models.TextChoices):
+        RADIOLOGIST = "radiologist", "Radiologist"
+        LAYPERSON = "layperson", "Layperson"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="participants")
+    role = models.CharField(max_length=12, choices=Role.choices)
+    token = models.CharField(max_length=64, unique=True, default=new_participant_token, editable=False)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="participations"
+    )
+    external_id = models.CharField(max_length=200, blank=True, help_text="e.g. the Prolific PID")
+    recruitment = models.JSONField(default=dict, blank=True, help_text="STUDY_ID, SESSION_ID, … of the recruiter")
+    pseudonym = models.CharField(max_length=20, blank=True)
+    latin_square_row = models.PositiveIntegerField(null=True, blank=True)
+    order_seed = models.BigIntegerField(default=0)
+    background = models.JSONField(default=dict, blank=True)
+    consented_at = models.DateTimeField(null=True, blank=True)
+    declined_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    returned_at = models.DateTimeField(null=True, blank=True, help_text="Returned/withdrawn: row may be reused.")
+    last_activity_at = models.DateTimeField(null=True, blank=True)
+    completion_code = models.CharField(max_length=16, default=new_completion_code)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "role", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "external_id"], condition=~Q(external_id=""), name="participant_unique_external_id"
+            ),
+            models.UniqueConstraint(
+                fields=["study", "pseudonym"], condition=~Q(pseudonym=""), name="participant_unique_pseudonym"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug}/{self.role}/{self.pseudonym or self.pk}"
+
+    @property
+    def is_radiologist(self) -> bool:
+        return self.role == self.Role.RADIOLOGIST
+
+
+# --- Expert (radiologist) flow ---------------------------------------------------------------
+
+
+class ExpertItem(models.Model):
+    """One page of the radiologist flow: a source, with its texts in a stored random order."""
+
+    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="expert_items")
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="expert_items")
+    position = models.PositiveIntegerField()
+    text_order = models.JSONField(default=list, help_text="SimplificationText ids in display order (labels A, B, …)")
+    time_spent_ms = models.PositiveBigIntegerField(default=0)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["participant", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["participant", "source"], name="expert_item_unique_source"),
+            models.UniqueConstraint(fields=["participant", "position"], name="expert_item_unique_position"),
+        ]
+
+
+def _likert_check(field: str, name: str) -> models.CheckConstraint:
+    return models.CheckConstraint(
+        condition=Q(**{f"{field}__isnull": True}) | (Q(**{f"{field}__gte": 1}) & Q(**{f"{field}__lte": 5})),
+        name=name,
+    )
+
+
+class ExpertRating(models.Model):
+    ASPECTS = tuple(scales.EXPERT_ASPECTS)
+
+    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="expert_ratings")
+    shown_text = models.ForeignKey(SimplificationText, on_delete=models.CASCADE, related_name="expert_ratings")
+    correctness = models.PositiveSmallIntegerField(null=True, blank=True)
+    completeness = models.PositiveSmallIntegerField(null=True, blank=True)
+    hallucination = models.PositiveSmallIntegerField(null=True, blank=True)
+    structure = models.PositiveSmallIntegerField(null=True, blank=True)
+    simplicity = models.PositiveSmallIntegerField(null=True, blank=True)
+    comment = models.TextField(blank=True)
+    time_spent_ms = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["participant", "shown_text"], name="expert_rating_unique"),
+            *[_likert_check(a, f"expert_rating_{a}_1_5") for a in scales.EXPERT_ASPECTS],
+        ]
+
+    @property
+    def is_complete(self) -> bool:
+        return all(getattr(self, a) is not None for a in self.ASPECTS)
+
+
+class ExpertSourceJudgement(models.Model):
+    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="source_judgements")
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="expert_judgements")
+    severity = models.CharField(max_length=10, choices=SEVERITY_CHOICES, blank=True)
+    simplicity = models.PositiveSmallIntegerField(null=True, blank=True)
+    comment = models.TextField(blank=True)
+    time_spent_ms = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["participant", "source"], name="expert_source_judgement_unique"),
+            models.CheckConstraint(
+                condition=Q(severity="") | Q(severity__in=scales.SEVERITY.names), name="expert_severity_level"
+            ),
+            _likert_check("simplicity", "expert_source_simplicity_1_5"),
+        ]
+
+    @property
+    def is_complete(self) -> bool:
+        return bool(self.severity) and self.simplicity is not None
+
+
+# --- Lay flow ---------------------------------------------------------------------------------
+
+
+class LayItem(models.Model):
+    class Stage(models.TextChoices):
+        ORIGINAL = "original", "Panel 1: original"
+        ASSISTED = "assisted", "Panel 2: original + simplification"
+        PREFERENCE = "preference", "Panel 3: preferences"
+        DONE = "done", "Done"
+
+    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="lay_items")
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="lay_items")
+    position = models.PositiveIntegerField(help_text="Display position in this participant's survey.")
+    assigned_system = models.ForeignKey(
+        System, null=True, blank=True, on_delete=models.PROTECT, related_name="lay_items",
+        help_text="The system the Latin square assigned for panel 2.",
+    )
+    shown_text = models.ForeignKey(SimplificationText, on_delete=models.PROTECT, related_name="lay_items")
+    preference_order = models.JSONField(default=list, help_text="SimplificationText ids in panel-3 order.")
+    stage = models.CharField(max_length=12, choices=Stage.choices, default=Stage.ORIGINAL)
+    original_locked_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["participant", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["participant", "source"], name="lay_item_unique_source"),
+            models.UniqueConstraint(fields=["participant", "position"], name="lay_item_unique_position"),
+        ]
+
+
+class LayAnswer(models.Model):
+    class Phase(models.TextChoices):
+        ORIGINAL = "original", "Original only (panel 1)"
+        ASSISTED = "assisted", "With simplification (panel 2)"
+
+    item = models.ForeignKey(LayItem, on_delete=models.CASCADE, related_name="answers")
+    phase = models.CharField(max_length=10, choices=Phase.choices)
+    understanding = models.CharField(max_length=20, blank=True)
+    confidence = models.CharField(max_length=24, blank=True)
+    urgency_confidence = models.CharField(max_length=24, blank=True)
+    severity_guess = models.CharField(max_length=10, blank=True)
+    helpfulness = models.CharField(max_length=32, blank=True)
+    time_spent_ms = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["item", "phase"], name="lay_answer_unique_phase"),
+            models.CheckConstraint(
+                condition=Q(understanding="") | Q(understanding__in=scales.UNDERSTANDING.names),
+                name="lay_answer_understanding_level",
+            ),
+            models.CheckConstraint(
+                condition=Q(confidence="") | Q(confidence__in=scales.CONFIDENCE.names),
+                name="lay_answer_confidence_level",
+            ),
+            models.CheckConstraint(
+                condition=Q(urgency_confidence="") | Q(urgency_confidence__in=scales.URGENCY_CONFIDENCE.names),
+                name="lay_answer_urgency_level",
+            ),
+            models.CheckConstraint(
+                condition=Q(severity_guess="") | Q(severity_guess__in=scales.SEVERITY.names),
+                name="lay_answer_severity_level",
+            ),
+            models.CheckConstraint(
+                condition=Q(helpfulness="") | (Q(phase="assisted") & Q(helpfulness__in=scales.HELPFULNESS.names)),
+                name="lay_answer_helpfulness_assisted_only",
+            ),
+        ]
+
+
+class LayPreference(models.Model):
+    item = models.OneToOneField(LayItem, on_delete=models.CASCADE, related_name="preference")
+    most = models.ManyToManyField(SimplificationText, related_name="most_votes", blank=True)
+    least = models.ManyToManyField(SimplificationText, related_name="least_votes", blank=True)
+    most_justification = models.TextField(blank=True)
+    least_justification = models.TextField(blank=True)
+    order_shown = models.JSONField(default=list)
+    time_spent_ms = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+
+class AttentionCheck(models.Model):
+    """A check item with a known answer, shown to lay participants after `position` sources."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="attention_checks")
+    position = models.PositiveIntegerField(help_text="Shown after this many sources (0 = before the first).")
+    prompt = models.TextField()
+    options = models.JSONField(default=list)
+    expected_answer = models.CharField(max_length=200)
+
+    class Meta:
+        ordering = ["study", "position"]
+        constraints = [models.UniqueConstraint(fields=["study", "position"], name="attention_check_unique_position")]
+
+
+class AttentionCheckResponse(models.Model):
+    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="attention_responses")
+    check_item = models.ForeignKey(AttentionCheck, on_delete=models.CASCADE, related_name="responses")
+    answer = models.CharField(max_length=200)
+    passed = models.BooleanField()
+    answered_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["participant", "check_item"], name="attention_response_unique")
+        ]
+
+
+class ConsentRefusal(models.Model):
+    """Declining consent records only that a refusal happened (no identifier)."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="consent_refusals")
+    role = models.CharField(max_length=12, choices=Participant.Role.choices)
+    refused_at = models.DateTimeField(auto_now_add=True)

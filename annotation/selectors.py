@@ -1,0 +1,75 @@
+"""Reads of the annotation app."""
+from __future__ import annotations
+
+from django.db.models import Count, QuerySet
+
+from annotation.models import (
+    ExpertRating,
+    ExpertSourceJudgement,
+    LayAnswer,
+    LayItem,
+    LayPreference,
+    Participant,
+    Simplification,
+    SimplificationText,
+    Source,
+    Study,
+    System,
+)
+
+
+def study_get(*, slug: str) -> Study:
+    return Study.objects.get(slug=slug)
+
+
+def studies_for_user(*, user) -> QuerySet[Study]:
+    """The studies a researcher may see: superusers see all, others those they belong to."""
+    if not user.is_authenticated:
+        return Study.objects.none()
+    if user.is_superuser:
+        return Study.objects.all()
+    return Study.objects.filter(researchers=user)
+
+
+def study_counts(*, study: Study) -> dict:
+    """The counts `manage.py study_stats` prints. An expert rating on a text that several systems
+    share counts once per system (rater × simplification pairs rated)."""
+    participants = dict(
+        Participant.objects.filter(study=study).values_list("role").annotate(n=Count("id")).values_list("role", "n")
+    )
+    rating_pairs = (
+        ExpertRating.objects.filter(participant__study=study)
+        .annotate(n_systems=Count("shown_text__simplifications"))
+        .values_list("n_systems", flat=True)
+    )
+    answers = dict(
+        LayAnswer.objects.filter(item__participant__study=study)
+        .values_list("phase").annotate(n=Count("id")).values_list("phase", "n")
+    )
+    return {
+        "study": study.slug,
+        "sources": Source.objects.filter(study=study).count(),
+        "systems": System.objects.filter(study=study).count(),
+        "simplifications": Simplification.objects.filter(source__study=study).count(),
+        "distinct_texts": SimplificationText.objects.filter(source__study=study, simplifications__isnull=False)
+        .distinct().count(),
+        "participants": {role: participants.get(role, 0) for role in Participant.Role.values},
+        "expert_ratings": sum(rating_pairs),
+        "expert_source_judgements": ExpertSourceJudgement.objects.filter(participant__study=study).count(),
+        "lay_items": LayItem.objects.filter(participant__study=study).count(),
+        "lay_answers": {phase: answers.get(phase, 0) for phase in LayAnswer.Phase.values},
+        "lay_preferences": LayPreference.objects.filter(item__participant__study=study).count(),
+    }
+
+
+def systems_by_text(*, study: Study) -> dict[int, list[str]]:
+    """SimplificationText id → keys of every system that produced it (study order)."""
+    mapping: dict[int, list[str]] = {}
+    rows = (
+        Simplification.objects.filter(source__study=study)
+        .order_by("system__position", "system__key")
+        .values_list("shown_text_id", "system__key")
+    )
+    for text_id, key in rows:
+        mapping.setdefault(text_id, []).append(key)
+    return mapping

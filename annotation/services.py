@@ -1,0 +1,465 @@
+"""Writes of the annotation app: studies, sources, systems, simplifications, participants and every
+kind of answer. Each answer service is idempotent (answering twice updates the one row, never
+duplicates), validates its values, and adds the time spent it is given to the row's total.
+
+`None` for an answer field means "not given in this call" (autosave sends one question at a time);
+it never clears an answer that was given.
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotation import scales
+from annotation.models import (
+    ConsentRefusal,
+    ExpertItem,
+    ExpertRating,
+    ExpertSourceJudgement,
+    LayAnswer,
+    LayItem,
+    LayPreference,
+    Participant,
+    Simplification,
+    SimplificationText,
+    Source,
+    Study,
+    System,
+    normalize_text,
+    text_hash,
+)
+
+
+class AnswerLocked(ValidationError):
+    """Raised when an answer may no longer change (panel 1 after panel 2 was shown)."""
+
+
+# --- Studies, sources, systems, simplifications ------------------------------------------------
+
+
+def study_get_or_create(*, slug: str, title: str = "") -> tuple[Study, bool]:
+    study, created = Study.objects.get_or_create(slug=slug, defaults={"title": title or slug})
+    if title and study.title != title:
+        study.title = title
+        study.save(update_fields=["title", "updated_at"])
+    return study, created
+
+
+def study_set_status(*, study: Study, status: str) -> Study:
+    if status not in Study.Status.values:
+        raise ValidationError({"status": f"Unknown status {status!r}; use one of {', '.join(Study.Status.values)}."})
+    study.status = status
+    study.save(update_fields=["status", "updated_at"])
+    return study
+
+
+def source_upsert(
+    *,
+    study: Study,
+    key: str,
+    text: str,
+    reference_severity: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> Source:
+    """Create the source `key` of `study` or update its text/severity/metadata. New sources take
+    the next free position (the fixed index the Latin square uses)."""
+    if reference_severity and reference_severity not in scales.SEVERITY.names:
+        raise ValidationError(
+            {"reference_severity": f"{reference_severity!r} is not a severity level "
+                                   f"({', '.join(scales.SEVERITY.names)})."}
+        )
+    text = text.strip()
+    if not key.strip() or not text:
+        raise ValidationError("A source needs a non-empty key and text.")
+    source = Source.objects.filter(study=study, key=key).first()
+    if source is None:
+        last = Source.objects.filter(study=study).order_by("-position").values_list("position", flat=True).first()
+        source = Source(study=study, key=key, position=0 if last is None else last + 1)
+    source.text = text
+    if reference_severity is not None:
+        source.reference_severity = reference_severity
+    if metadata is not None:
+        source.metadata = {**source.metadata, **dict(metadata)}
+    source.full_clean(validate_unique=False, validate_constraints=False)
+    source.save()
+    return source
+
+
+def system_upsert(*, study: Study, key: str, label: str = "", config: Mapping[str, Any] | None = None,
+                  is_reference: bool | None = None) -> System:
+    system = System.objects.filter(study=study, key=key).first()
+    if system is None:
+        last = System.objects.filter(study=study).order_by("-position").values_list("position", flat=True).first()
+        system = System(study=study, key=key, position=0 if last is None else last + 1)
+    if label:
+        system.label = label
+    elif not system.label:
+        system.label = key
+    if config is not None:
+        system.config = dict(config)
+    if is_reference is not None:
+        system.is_reference = is_reference
+    system.full_clean(validate_unique=False, validate_constraints=False)
+    system.save()
+    return system
+
+
+def simplification_text_get_or_create(*, source: Source, text: str) -> SimplificationText:
+    digest = text_hash(text)
+    shown, _ = SimplificationText.objects.get_or_create(
+        source=source, text_hash=digest, defaults={"text": normalize_text(text)}
+    )
+    return shown
+
+
+def simplification_upsert(
+    *, source: Source, system: System, text: str, provenance: Mapping[str, Any] | None = None
+) -> Simplification:
+    """Set the (source, system) simplification. Identical texts of a source share one
+    SimplificationText, so answers on it count for every system that produced it."""
+    if system.study_id != source.study_id:
+        raise ValidationError("The system and the source belong to different studies.")
+    if not text or not text.strip():
+        raise ValidationError({"text": f"Empty simplification for source {source.key!r}, system {system.key!r}."})
+    shown = simplification_text_get_or_create(source=source, text=text)
+    simplification = Simplification.objects.filter(source=source, system=system).first()
+    previous_text_id = simplification.shown_text_id if simplification else None
+    if simplification is None:
+        simplification = Simplification(source=source, system=system)
+    simplification.shown_text = shown
+    for field, value in (provenance or {}).items():
+        if not hasattr(Simplification, field):
+            raise ValidationError(f"Unknown provenance field {field!r}.")
+        setattr(simplification, field, value)
+    simplification.save()
+    if previous_text_id and previous_text_id != shown.pk:
+        _text_delete_if_unused(previous_text_id)
+    return simplification
+
+
+def _text_delete_if_unused(text_id: int) -> None:
+    shown = SimplificationText.objects.filter(pk=text_id).first()
+    if shown is None:
+        return
+    in_use = (
+        shown.simplifications.exists()
+        or shown.expert_ratings.exists()
+        or shown.lay_items.exists()
+        or shown.most_votes.exists()
+        or shown.least_votes.exists()
+    )
+    if not in_use:
+        shown.delete()
+
+
+# --- Participants --------------------------------------------------------------------------------
+
+
+def _next_pseudonym(study: Study, role: str) -> str:
+    prefix = "R" if role == Participant.Role.RADIOLOGIST else "L"
+    taken = set(Participant.objects.filter(study=study, role=role).values_list("pseudonym", flat=True))
+    n = len(taken) + 1
+    while f"{prefix}{n:03d}" in taken:
+        n += 1
+    return f"{prefix}{n:03d}"
+
+
+def participant_create(
+    *,
+    study: Study,
+    role: str,
+    external_id: str = "",
+    user: Any = None,
+    recruitment: Mapping[str, Any] | None = None,
+    pseudonym: str = "",
+) -> Participant:
+    if role not in Participant.Role.values:
+        raise ValidationError({"role": f"Unknown role {role!r}; use radiologist or layperson."})
+    participant = Participant(
+        study=study,
+        role=role,
+        external_id=external_id,
+        user=user,
+        recruitment=dict(recruitment or {}),
+        pseudonym=pseudonym or _next_pseudonym(study, role),
+        order_seed=random.SystemRandom().randrange(2**31),
+    )
+    participant.save()
+    return participant
+
+
+def participants_invite(*, study: Study, role: str, count: int) -> list[Participant]:
+    if count < 1:
+        raise ValidationError({"count": "Invite at least one participant."})
+    with transaction.atomic():
+        return [participant_create(study=study, role=role) for _ in range(count)]
+
+
+def participant_touch(*, participant: Participant) -> None:
+    now = timezone.now()
+    updates = {"last_activity_at": now}
+    if participant.started_at is None:
+        updates["started_at"] = now
+        participant.started_at = now
+    participant.last_activity_at = now
+    Participant.objects.filter(pk=participant.pk).update(**updates)
+
+
+def participant_consent(*, participant: Participant, accepted: bool) -> Participant:
+    now = timezone.now()
+    if accepted:
+        participant.consented_at = participant.consented_at or now
+        participant.declined_at = None
+    else:
+        participant.declined_at = now
+    participant.save(update_fields=["consented_at", "declined_at"])
+    return participant
+
+
+def consent_refusal_record(*, study: Study, role: str) -> ConsentRefusal:
+    return ConsentRefusal.objects.create(study=study, role=role)
+
+
+def participant_complete(*, participant: Participant) -> Participant:
+    if participant.completed_at is None:
+        participant.completed_at = timezone.now()
+        participant.save(update_fields=["completed_at"])
+    return participant
+
+
+# --- Expert answers ---------------------------------------------------------------------------------
+
+
+def _check_likert(name: str, value: Any) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ValidationError({name: f"{name} must be a whole number from 1 to 5, not {value!r}."}) from None
+    if not 1 <= number <= 5 or str(value).strip() not in {str(number), f"{number}.0"}:
+        raise ValidationError({name: f"{name} must be a whole number from 1 to 5, not {value!r}."})
+    return number
+
+
+def _check_level(name: str, value: str, scale: scales.Scale) -> str:
+    if value not in scale.names:
+        raise ValidationError({name: f"{value!r} is not an answer to {name} (one of: {', '.join(scale.names)})."})
+    return value
+
+
+def _require_role(participant: Participant, role: str) -> None:
+    if participant.role != role:
+        raise ValidationError(f"Participant {participant.pseudonym or participant.pk} is not a {role}.")
+
+
+def expert_rating_save(
+    *,
+    participant: Participant,
+    shown_text: SimplificationText,
+    scores: Mapping[str, Any] | None = None,
+    comment: str | None = None,
+    time_spent_ms: int = 0,
+) -> ExpertRating:
+    """Save (part of) a radiologist's rating of one distinct text. Unknown aspects, values outside
+    1-5 and texts of another study are refused."""
+    _require_role(participant, Participant.Role.RADIOLOGIST)
+    if shown_text.source.study_id != participant.study_id:
+        raise ValidationError("This simplification belongs to another study.")
+    clean: dict[str, int] = {}
+    for aspect, value in (scores or {}).items():
+        if aspect not in scales.EXPERT_ASPECTS:
+            raise ValidationError({aspect: f"Unknown aspect {aspect!r} ({', '.join(scales.EXPERT_ASPECTS)})."})
+        if value is not None:
+            clean[aspect] = _check_likert(aspect, value)
+    with transaction.atomic():
+        rating, _ = _get_or_create_locked(ExpertRating, participant=participant, shown_text=shown_text)
+        for aspect, value in clean.items():
+            setattr(rating, aspect, value)
+        if comment is not None:
+            rating.comment = comment.strip()
+        rating.time_spent_ms += max(0, int(time_spent_ms))
+        rating.save()
+    return rating
+
+
+def expert_source_judgement_save(
+    *,
+    participant: Participant,
+    source: Source,
+    severity: str | None = None,
+    simplicity: Any = None,
+    comment: str | None = None,
+    time_spent_ms: int = 0,
+) -> ExpertSourceJudgement:
+    _require_role(participant, Participant.Role.RADIOLOGIST)
+    if source.study_id != participant.study_id:
+        raise ValidationError("This source belongs to another study.")
+    if severity is not None:
+        _check_level("severity", severity, scales.SEVERITY)
+    simplicity_value = _check_likert("simplicity", simplicity) if simplicity is not None else None
+    with transaction.atomic():
+        judgement, _ = _get_or_create_locked(ExpertSourceJudgement, participant=participant, source=source)
+        if severity is not None:
+            judgement.severity = severity
+        if simplicity_value is not None:
+            judgement.simplicity = simplicity_value
+        if comment is not None:
+            judgement.comment = comment.strip()
+        judgement.time_spent_ms += max(0, int(time_spent_ms))
+        judgement.save()
+    return judgement
+
+
+def expert_item_create(*, participant: Participant, source: Source, position: int,
+                       text_order: Sequence[int] | None = None) -> ExpertItem:
+    """The radiologist's page for `source`; its texts in a random order drawn from the
+    participant's seed unless given."""
+    _require_role(participant, Participant.Role.RADIOLOGIST)
+    if text_order is None:
+        ids = sorted(SimplificationText.objects.filter(source=source, simplifications__isnull=False)
+                     .values_list("pk", flat=True).distinct())
+        random.Random(f"{participant.order_seed}:{source.pk}").shuffle(ids)
+        text_order = ids
+    item, _ = ExpertItem.objects.get_or_create(
+        participant=participant, source=source, defaults={"position": position, "text_order": list(text_order)}
+    )
+    return item
+
+
+def expert_item_add_time(*, item: ExpertItem, time_spent_ms: int) -> None:
+    ExpertItem.objects.filter(pk=item.pk).update(time_spent_ms=F("time_spent_ms") + max(0, int(time_spent_ms)))
+
+
+# --- Lay answers -------------------------------------------------------------------------------------
+
+
+LAY_FIELDS = ("understanding", "confidence", "urgency_confidence", "severity_guess", "helpfulness")
+
+
+def lay_item_create(
+    *,
+    participant: Participant,
+    source: Source,
+    position: int,
+    shown_text: SimplificationText,
+    assigned_system: System | None,
+    preference_order: Sequence[int] | None = None,
+) -> LayItem:
+    _require_role(participant, Participant.Role.LAYPERSON)
+    if shown_text.source_id != source.pk:
+        raise ValidationError("The assigned text is not a simplification of this source.")
+    if preference_order is None:
+        ids = sorted(SimplificationText.objects.filter(source=source, simplifications__isnull=False)
+                     .values_list("pk", flat=True).distinct())
+        random.Random(f"{participant.order_seed}:pref:{source.pk}").shuffle(ids)
+        preference_order = ids
+    return LayItem.objects.create(
+        participant=participant, source=source, position=position, shown_text=shown_text,
+        assigned_system=assigned_system, preference_order=list(preference_order),
+    )
+
+
+def lay_answer_save(
+    *,
+    item: LayItem,
+    phase: str,
+    answers: Mapping[str, str | None],
+    time_spent_ms: int = 0,
+) -> LayAnswer:
+    """Save (part of) a panel's answers. Panel 1 (phase "original") is locked once panel 2 was
+    shown; helpfulness (Q4) exists only in panel 2."""
+    if phase not in LayAnswer.Phase.values:
+        raise ValidationError({"phase": f"Unknown phase {phase!r} (original or assisted)."})
+    clean: dict[str, str] = {}
+    for name, value in answers.items():
+        if name not in LAY_FIELDS:
+            raise ValidationError({name: f"Unknown question {name!r}."})
+        if value is None:
+            continue
+        if name == "helpfulness" and phase != LayAnswer.Phase.ASSISTED:
+            raise ValidationError({name: "Helpfulness (Q4) is asked only with the simplification (panel 2)."})
+        clean[name] = _check_level(name, value, scales.LAY_SCALES[name])
+    with transaction.atomic():
+        locked_item = LayItem.objects.select_for_update().get(pk=item.pk)
+        if phase == LayAnswer.Phase.ORIGINAL and locked_item.original_locked_at is not None and clean:
+            existing = LayAnswer.objects.filter(item=item, phase=phase).first()
+            changed = existing is None or any(getattr(existing, k) != v for k, v in clean.items())
+            if changed:
+                raise AnswerLocked("Panel 1 answers are locked once the simplification has been shown.")
+        answer, _ = _get_or_create_locked(LayAnswer, item=item, phase=phase)
+        for name, value in clean.items():
+            setattr(answer, name, value)
+        answer.time_spent_ms += max(0, int(time_spent_ms))
+        answer.save()
+    return answer
+
+
+def lay_item_lock_original(*, item: LayItem) -> LayItem:
+    """Lock panel 1 (called when panel 2 is first shown)."""
+    if item.original_locked_at is None:
+        item.original_locked_at = timezone.now()
+        if item.stage == LayItem.Stage.ORIGINAL:
+            item.stage = LayItem.Stage.ASSISTED
+        item.save(update_fields=["original_locked_at", "stage"])
+    return item
+
+
+def lay_preference_save(
+    *,
+    item: LayItem,
+    most: Iterable[int] | None = None,
+    least: Iterable[int] | None = None,
+    most_justification: str | None = None,
+    least_justification: str | None = None,
+    time_spent_ms: int = 0,
+) -> LayPreference:
+    """Save panel 3. `most`/`least` are SimplificationText ids among the item's shown texts."""
+    allowed = set(item.preference_order)
+    most_ids = _check_choice_ids("most", most, allowed)
+    least_ids = _check_choice_ids("least", least, allowed)
+    with transaction.atomic():
+        preference, _ = _get_or_create_locked(LayPreference, item=item, defaults={"order_shown": item.preference_order})
+        if most_justification is not None:
+            preference.most_justification = most_justification.strip()
+        if least_justification is not None:
+            preference.least_justification = least_justification.strip()
+        preference.time_spent_ms += max(0, int(time_spent_ms))
+        preference.save()
+        if most_ids is not None:
+            preference.most.set(most_ids)
+        if least_ids is not None:
+            preference.least.set(least_ids)
+    return preference
+
+
+def _check_choice_ids(name: str, ids: Iterable[int] | None, allowed: set[int]) -> list[int] | None:
+    if ids is None:
+        return None
+    clean = []
+    for raw in ids:
+        try:
+            value = int(raw)
+        except (TypeError, ValueError):
+            raise ValidationError({name: f"{raw!r} is not a simplification of this sentence."}) from None
+        if value not in allowed:
+            raise ValidationError({name: f"{raw!r} is not a simplification of this sentence."})
+        clean.append(value)
+    return sorted(set(clean))
+
+
+def _get_or_create_locked(model, defaults: Mapping[str, Any] | None = None, **lookup):
+    """get_or_create that survives two concurrent first answers (double click, two tabs): the
+    loser of the insert race re-reads the winner's row. Call inside a transaction."""
+    row = model.objects.select_for_update().filter(**lookup).first()
+    if row is not None:
+        return row, False
+    try:
+        with transaction.atomic():
+            return model.objects.create(**lookup, **(defaults or {})), True
+    except IntegrityError:
+        return model.objects.select_for_update().get(**lookup), False

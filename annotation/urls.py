@@ -1,0 +1,12 @@
+from django.urls import path
+
+from annotation import expert_urls, lay_urls
+from annotation.views import entry
+
+app_name = "annotation"
+urlpatterns = [
+    path("", entry.home, name="home"),
+    path("s/<str:token>/", entry.participant_entry, name="entry"),
+    *expert_urls.urlpatterns,
+    *lay_urls.urlpatterns,
+]
