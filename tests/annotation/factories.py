@@ -1,0 +1,77 @@
+"""factory_boy factories for the annotation app, and `build_study` for a ready-made small study."""
+from __future__ import annotations
+
+import factory
+
+from annotation import services
+from annotation.models import Participant, Source, Study, System
+
+
+class StudyFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Study
+
+    slug = factory.Sequence(lambda n: f"study-{n}")
+    title = factory.LazyAttribute(lambda o: f"Study {o.slug}")
+    status = Study.Status.OPEN
+
+
+class SourceFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Source
+
+    study = factory.SubFactory(StudyFactory)
+    key = factory.Sequence(lambda n: f"s{n:03d}")
+    position = factory.Sequence(lambda n: n)
+    text = factory.Sequence(lambda n: f"Focal hypodensity number {n} in hepatic segment VI, probably a cyst.")
+    reference_severity = "Mild"
+
+
+class SystemFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = System
+
+    study = factory.SubFactory(StudyFactory)
+    key = factory.Sequence(lambda n: f"system_{n}")
+    label = factory.LazyAttribute(lambda o: o.key)
+    position = factory.Sequence(lambda n: n)
+
+
+class ParticipantFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Participant
+
+    study = factory.SubFactory(StudyFactory)
+    role = Participant.Role.LAYPERSON
+    pseudonym = factory.Sequence(lambda n: f"P{n:04d}")
+
+
+SEVERITIES = ["Critical", "Serious", "Moderate", "Mild", "Healthy"]
+
+
+def build_study(
+    *,
+    slug: str = "demo",
+    n_sources: int = 4,
+    systems: tuple[str, ...] = ("plain_bs", "plain_sc", "cot_bs", "cot_sc"),
+    shared: tuple[tuple[int, str, str], ...] = (),
+    status: str = Study.Status.OPEN,
+) -> Study:
+    """A study with `n_sources` sources and one simplification per (source, system). `shared`
+    lists (source index, system a, system b) pairs whose texts are made identical."""
+    study, _ = services.study_get_or_create(slug=slug, title=f"Study {slug}")
+    study.status = status
+    study.save()
+    system_rows = [services.system_upsert(study=study, key=key) for key in systems]
+    for i in range(n_sources):
+        source = services.source_upsert(
+            study=study, key=f"s{i + 1:02d}", text=f"Sentence {i + 1}: a 1.{i} cm hypodense lesion in the liver.",
+            reference_severity=SEVERITIES[i % 5],
+        )
+        texts = {s.key: f"Simplification of sentence {i + 1} by {s.key}." for s in system_rows}
+        for index, a, b in shared:
+            if index == i:
+                texts[b] = texts[a]
+        for system in system_rows:
+            services.simplification_upsert(source=source, system=system, text=texts[system.key])
+    return study
