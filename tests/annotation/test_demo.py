@@ -1,0 +1,50 @@
+"""The embedded demo: its study, logins and links, and that running it twice changes nothing."""
+import re
+from io import StringIO
+
+import pytest
+from django.contrib.auth import authenticate
+from django.core.management import call_command
+
+from annotation.models import Participant, Study
+from annotation.selectors import study_counts
+from config.celery_app import app as celery_app
+
+pytestmark = pytest.mark.django_db
+
+
+def run_demo() -> str:
+    out = StringIO()
+    call_command("demo", "--base-url", "http://testserver", stdout=out)
+    return out.getvalue()
+
+
+def test_demo_creates_an_open_study_logins_and_links():
+    output = run_demo()
+    study = Study.objects.get(slug="demo")
+    counts = study_counts(study=study)
+    assert study.status == Study.Status.OPEN
+    assert 10 <= counts["sources"] <= 15
+    assert counts["systems"] >= 3
+    assert counts["simplifications"] == counts["sources"] * counts["systems"]
+    assert counts["participants"] == {"radiologist": 1, "layperson": 4}
+    assert all(s.reference_severity for s in study.sources.all())
+    user = authenticate(username="researcher", password="radlay-demo")
+    assert user is not None and user.is_staff
+    assert study.researchers.filter(pk=user.pk).exists()
+    links = re.findall(r"http://testserver/s/([\w-]+)/", output)
+    assert set(links) == set(Participant.objects.filter(study=study).values_list("token", flat=True))
+
+
+def test_demo_is_idempotent():
+    first = run_demo()
+    second = run_demo()
+    assert first == second
+    assert Participant.objects.count() == 5
+    assert Study.objects.count() == 1
+
+
+def test_celery_declares_the_three_queues():
+    assert {q.name for q in celery_app.conf.task_queues} == {"default", "llm", "gpu"}
+    assert celery_app.conf.task_serializer == "json"
+    assert celery_app.conf.accept_content == ["json"]
