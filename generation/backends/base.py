@@ -6,6 +6,7 @@ A backend answers chat conversations. The agent loop tells it which agent is spe
 LLM backends ignore both and read the messages; the offline glossary backend plays each agent
 deterministically from the context.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -20,9 +21,18 @@ class GenerationParams:
     max_tokens: int | None = 512
     seed: int | None = None
     top_p: float | None = None
+    # Not sent to any model: it only enters the call-cache key, so that asking for sample 1, 2, …
+    # of the same job makes fresh calls while a rerun of sample 0 is served from the cache.
+    sample_index: int = 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"temperature": self.temperature, "max_tokens": self.max_tokens, "seed": self.seed, "top_p": self.top_p}
+        return {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "top_p": self.top_p,
+            "sample_index": self.sample_index,
+        }
 
 
 @dataclass
@@ -34,6 +44,8 @@ class Completion:
     model: str = ""
     cached: bool = False
     raw: dict[str, Any] = field(default_factory=dict)
+    # False when the backend could not price the call (a model missing from its price table).
+    cost_known: bool = True
 
 
 class BackendError(Exception):
