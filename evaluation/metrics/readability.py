@@ -1,0 +1,80 @@
+"""Readability formulas (textstat 0.7.3, pinned: the protocol's FKGL values are its own).
+
+textstat 0.7.3 counts syllables with pyphen's bundled hyphenation dictionaries, so it
+runs offline; later versions download cmudict at first use.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+
+from evaluation.metrics.registry import MetricContext, MetricFamily, MetricRecord, MetricValue, register
+
+with warnings.catch_warnings():
+    # textstat 0.7.3 imports pkg_resources, which warns about its own deprecation.
+    warnings.simplefilter("ignore", UserWarning)
+    import textstat
+
+__all__ = ["READABILITY_FORMULAS", "SMOG_MIN_SENTENCES", "readability_scores", "share_at_or_below_grade"]
+
+# metric name -> textstat function of the text
+READABILITY_FORMULAS: dict[str, Callable[[str], float]] = {
+    "fkgl": textstat.flesch_kincaid_grade,
+    "gunning_fog": textstat.gunning_fog,
+    "ari": textstat.automated_readability_index,
+    "smog": textstat.smog_index,
+    "coleman_liau": textstat.coleman_liau_index,
+    "dale_chall": textstat.dale_chall_readability_score,
+    "flesch_reading_ease": textstat.flesch_reading_ease,
+}
+
+
+# SMOG is only defined from three sentences on; textstat returns 0.0 below that, which
+# would read as "very easy", so we report None instead.
+SMOG_MIN_SENTENCES = 3
+
+
+def readability_scores(text: str) -> dict[str, MetricValue]:
+    """Every formula's score for ``text`` (textstat's value, unchanged); all None for a
+    text without words, and SMOG None for fewer than three sentences (by textstat's count)."""
+    if not text or not any(ch.isalnum() for ch in text):
+        return dict.fromkeys(READABILITY_FORMULAS)
+    scores: dict[str, MetricValue] = {
+        name: float(formula(text)) for name, formula in READABILITY_FORMULAS.items()
+    }
+    if textstat.sentence_count(text) < SMOG_MIN_SENTENCES:
+        scores["smog"] = None
+    return scores
+
+
+def share_at_or_below_grade(values: Iterable[MetricValue], grade: float = 8) -> float | None:
+    """Share of the (non-missing) grade levels at or below ``grade``, e.g. how many
+    simplifications reach the 8th-grade level patient materials aim for."""
+    present = [value for value in values if value is not None]
+    if not present:
+        return None
+    return sum(value <= grade for value in present) / len(present)
+
+
+def _texts(records: Sequence[MetricRecord], context: MetricContext) -> list[dict[str, MetricValue]]:
+    return [readability_scores(record.candidate_text) for record in records]
+
+
+def _corpus(records: Sequence[MetricRecord], context: MetricContext) -> dict[str, MetricValue]:
+    grade = context.option("readability_grade", 8)
+    fkgl = [readability_scores(record.candidate_text)["fkgl"] for record in records]
+    return {"fkgl_share_at_or_below_grade": share_at_or_below_grade(fkgl, grade)}
+
+
+FAMILY = register(
+    MetricFamily(
+        name="readability",
+        description="Readability formulas of the simplification (textstat 0.7.3); option readability_grade "
+        "(default 8) for the share of texts at or below that FKGL grade.",
+        text_metrics=tuple(READABILITY_FORMULAS),
+        compute_texts=_texts,
+        corpus_metrics=("fkgl_share_at_or_below_grade",),
+        compute_corpus=_corpus,
+    )
+)
