@@ -1,0 +1,732 @@
+"""The protocol's analysis (seed 003 Tables 1–3, Figures 3–4, agreement) and radlay's additions
+(bootstrap intervals, paired comparisons, metric–human correlations), from pandas frames.
+
+Pure computation: no Django. `evaluation/selectors.py::study_frames` builds a `StudyFrames` from
+the database; a notebook can build one from anything else. `study_analysis` returns one JSON-ready
+dict, the same one `manage.py analyze`, the API, the dashboard and the report show.
+
+Codings (annotation/scales.py): severity Critical = 1 … Healthy = 5; Q1 understanding 1–4; Q2
+confidence 1–3; Q4 helpfulness −1..2; radiologist aspects 1–5. Shared texts: an answer on a text
+that several systems produced counts for each of them (frames carry the tuple `systems`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from annotation import scales
+from evaluation.metrics import registry as metric_registry
+from evaluation.stats.agreement import cohen_kappa_pairwise, icc, krippendorff_alpha, krippendorff_alpha_sets
+from evaluation.stats.comparisons import paired_system_comparisons
+from evaluation.stats.correlation import correlate
+from evaluation.stats.intervals import bootstrap_mean_ci
+from evaluation.stats.severity import mse_and_accuracy
+
+ORIGINAL = "original"
+EXPERT_ASPECTS: tuple[str, ...] = tuple(scales.EXPERT_ASPECTS)
+LAY_MEASURES: tuple[str, ...] = (
+    "understanding",
+    "confidence",
+    "severity_mse",
+    "severity_accuracy",
+    "helpfulness",
+)
+# Human measures a metric is correlated with (per simplification and per system).
+HUMAN_MEASURES: tuple[str, ...] = (
+    *EXPERT_ASPECTS,
+    "understanding",
+    "confidence",
+    "helpfulness",
+    "severity_accuracy",
+    "preference_share",
+    "least_preference_share",
+)
+READABILITY_FAMILY = "readability"
+
+
+@dataclass(frozen=True)
+class StudyFrames:
+    """The study's data as frames (column contracts in evaluation/selectors.py)."""
+
+    study: str
+    systems: pd.DataFrame
+    sources: pd.DataFrame
+    simplifications: pd.DataFrame
+    expert_ratings: pd.DataFrame
+    expert_judgements: pd.DataFrame
+    lay_answers: pd.DataFrame
+    lay_preferences: pd.DataFrame
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """Knobs of the analysis. The defaults are the ones the report's methods section states."""
+
+    n_resamples: int = 2000  # bootstrap resamples per mean
+    correlation_resamples: int = 1000  # bootstrap resamples per correlation coefficient
+    confidence: float = 0.95
+    seed: int = 0
+    metric_families: tuple[str, ...] | None = None  # None: every registered family
+    embedder: metric_registry.Embedder | None = None
+    metric_options: Mapping[str, Any] = field(default_factory=dict)
+    correlations: bool = True
+    correlation_metrics: tuple[str, ...] | None = None  # None: every per-text metric computed
+
+
+# --- small helpers ----------------------------------------------------------------------------
+
+
+def _float(value: Any) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _mean(values: pd.Series | np.ndarray) -> float | None:
+    array = np.asarray(values, dtype=np.float64)
+    array = array[~np.isnan(array)]
+    return float(array.mean()) if array.size else None
+
+
+def system_keys(frames: StudyFrames) -> list[str]:
+    return list(frames.systems["system"])
+
+
+def credit_systems(frame: pd.DataFrame, column: str = "systems") -> pd.DataFrame:
+    """One row per (row, credited system): the answer on a shared text counts for each system."""
+    exploded = frame.assign(system=frame[column].map(list)).explode("system", ignore_index=True)
+    return exploded.dropna(subset=["system"])
+
+
+def _phase(frames: StudyFrames, phase: str) -> pd.DataFrame:
+    answers = frames.lay_answers
+    return answers[answers["phase"] == phase]
+
+
+def lay_columns(frames: StudyFrames) -> dict[str, pd.DataFrame]:
+    """Table 1's lay columns: "original" = panel-1 answers; each system = the panel-2 answers of
+    the items that showed that system's text (a text shared by two systems counts for both)."""
+    assisted = credit_systems(_phase(frames, "assisted"))
+    columns = {ORIGINAL: _phase(frames, "original")}
+    for system in system_keys(frames):
+        columns[system] = assisted[assisted["system"] == system]
+    return columns
+
+
+def _ci(values: Sequence[float] | np.ndarray, options: AnalysisOptions, salt: int = 0) -> dict[str, Any]:
+    array = np.asarray(values, dtype=np.float64)
+    array = array[~np.isnan(array)]
+    mean, low, high = bootstrap_mean_ci(
+        array, n_resamples=options.n_resamples, confidence=options.confidence, seed=options.seed + salt
+    )
+    return {"mean": _float(mean), "low": _float(low), "high": _float(high), "n": int(array.size)}
+
+
+def _severity_vectors(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    usable = frame.dropna(subset=["severity_guess", "reference_severity"])
+    return usable["severity_guess"].to_numpy(np.float64), usable["reference_severity"].to_numpy(np.float64)
+
+
+# --- Table 1 ----------------------------------------------------------------------------------
+
+
+def metric_tables(frames: StudyFrames, options: AnalysisOptions) -> dict[str, Any]:
+    """Every registered metric family over the study's simplifications (and, for the families
+    that judge a text on its own, over the originals). Per-text values are averaged per system
+    over the study's simplifications (a shared text counts once for each of its systems)."""
+    simplifications = frames.simplifications.merge(
+        frames.sources[["source", "text", "metadata"]].rename(columns={"text": "source_text"}), on="source"
+    )
+    reference_systems = set(frames.systems.loc[frames.systems["is_reference"].astype(bool), "system"])
+    references: dict[str, str] = {}
+    if reference_systems:
+        for row in simplifications[simplifications["system"].isin(reference_systems)].itertuples():
+            references.setdefault(row.source, row.text)
+    records = [
+        metric_registry.MetricRecord(
+            source_text=row.source_text,
+            candidate_text=row.text,
+            reference_text=None if row.system in reference_systems else references.get(row.source),
+            source_metadata=row.metadata or {},
+            system=row.system,
+        )
+        for row in simplifications.itertuples()
+    ]
+    available = metric_registry.families()
+    chosen = list(options.metric_families) if options.metric_families is not None else list(available)
+    report = metric_registry.compute_all(
+        records, families=chosen, embedder=options.embedder, options=dict(options.metric_options)
+    )
+    text_metric_names = [name for family in chosen for name in available[family].text_metrics]
+    per_text = pd.DataFrame(report.texts, columns=text_metric_names, dtype="float64")
+    per_text.insert(0, "system", simplifications["system"].to_numpy())
+    per_text.insert(0, "text_id", simplifications["text_id"].to_numpy())
+    per_text.insert(0, "source", simplifications["source"].to_numpy())
+
+    # The original is a text on its own: only families that need neither a source nor a reference.
+    standalone = [
+        f
+        for f in chosen
+        if not available[f].needs_source
+        and not available[f].needs_reference
+        and available[f].compute_texts is not None
+    ]
+    original_records = [
+        metric_registry.MetricRecord(source_text=row.text, candidate_text=row.text, system=ORIGINAL)
+        for row in frames.sources.itertuples()
+    ]
+    original_report = (
+        metric_registry.compute_all(
+            original_records,
+            families=standalone,
+            embedder=options.embedder,
+            options=dict(options.metric_options),
+        )
+        if standalone and original_records
+        else None
+    )
+    standalone_names = [name for family in standalone for name in available[family].text_metrics]
+    per_original = pd.DataFrame(
+        original_report.texts if original_report else [], columns=standalone_names, dtype="float64"
+    )
+    per_original.insert(0, "source", frames.sources["source"].to_numpy()[: len(per_original)])
+
+    families_info = {
+        name: {
+            "description": available[name].description,
+            "text_metrics": list(available[name].text_metrics),
+            "corpus_metrics": list(available[name].corpus_metrics),
+        }
+        for name in chosen
+    }
+    return {
+        "per_text": per_text,
+        "per_original": per_original,
+        "text_metrics": text_metric_names,
+        "original_metrics": standalone_names,
+        "corpus": report.systems,
+        "unavailable": report.unavailable,
+        "families": families_info,
+    }
+
+
+def readability_table(metrics: Mapping[str, Any], frames: StudyFrames) -> dict[str, dict[str, float | None]]:
+    """Table 1 (top): mean per-text readability of the originals and of each system's texts."""
+    names = list(metric_registry.get_family(READABILITY_FAMILY).text_metrics)
+    table: dict[str, dict[str, float | None]] = {}
+    per_original = metrics["per_original"]
+    table[ORIGINAL] = {
+        name: _mean(per_original[name]) if name in per_original else None for name in names
+    } | {"n": len(per_original)}
+    per_text = metrics["per_text"]
+    for system in system_keys(frames):
+        rows = per_text[per_text["system"] == system]
+        table[system] = {name: _mean(rows[name]) if name in rows else None for name in names} | {
+            "n": len(rows)
+        }
+    return table
+
+
+def metrics_summary(metrics: Mapping[str, Any], frames: StudyFrames) -> dict[str, Any]:
+    """The `metrics` key: every registered per-text metric averaged per system (and for the
+    original), each system's corpus-level metrics, and the values per simplification."""
+    per_text = metrics["per_text"]
+    names = metrics["text_metrics"]
+    per_system: dict[str, dict[str, float | None]] = {}
+    for system in system_keys(frames):
+        rows = per_text[per_text["system"] == system]
+        per_system[system] = {name: _mean(rows[name]) for name in names}
+        per_system[system].update(metrics["corpus"].get(system, {}))
+    per_original = metrics["per_original"]
+    records = []
+    for row in per_text.to_dict("records"):
+        records.append({k: (_float(v) if k in names else v) for k, v in row.items()})
+    return {
+        "families": metrics["families"],
+        "text_metrics": names,
+        "original": {name: _mean(per_original[name]) for name in metrics["original_metrics"]},
+        "per_system": per_system,
+        "per_simplification": records,
+        "unavailable": metrics["unavailable"],
+    }
+
+
+def expert_table(frames: StudyFrames) -> dict[str, dict[str, float | None]]:
+    """Table 1 (middle): the radiologists' mean score per aspect and system (credited ratings)."""
+    ratings = frames.expert_ratings
+    table = {}
+    for system in system_keys(frames):
+        rows = ratings[ratings["system"] == system]
+        table[system] = {aspect: _mean(rows[aspect]) for aspect in EXPERT_ASPECTS}
+        table[system]["n"] = int(rows[list(EXPERT_ASPECTS)].notna().any(axis=1).sum())
+    return table
+
+
+def expert_original_table(frames: StudyFrames) -> dict[str, float | None]:
+    """The original's column where the protocol rates it: the simplicity of the original
+    ("Do you think laypeople can understand the sentence?"). The paper's 5.000 factuality of the
+    original is a convention, not a rating, so radlay reports none."""
+    judgements = frames.expert_judgements
+    values = judgements["simplicity"].dropna() if len(judgements) else pd.Series(dtype="float64")
+    return {"simplicity": _mean(values), "n": int(values.size)}
+
+
+def lay_column(frame: pd.DataFrame, *, original: bool) -> dict[str, float | None]:
+    guesses, references = _severity_vectors(frame)
+    mse, accuracy, n_severity = mse_and_accuracy(list(guesses), list(references))
+    return {
+        "understanding": _mean(frame["understanding"]),
+        "confidence": _mean(frame["confidence"]),
+        "severity_mse": _float(mse),
+        "severity_accuracy": _float(accuracy),
+        "helpfulness": None if original else _mean(frame["helpfulness"]),
+        "urgency_confidence": _mean(frame["urgency_confidence"]),
+        "n": int(len(frame)),
+        "n_severity": int(n_severity),
+    }
+
+
+def lay_table(frames: StudyFrames) -> dict[str, dict[str, float | None]]:
+    """Table 1 (bottom): lay Q1, Q2, Q3 (MSE, accuracy vs the reference severity), Q4."""
+    return {
+        column: lay_column(frame, original=column == ORIGINAL)
+        for column, frame in lay_columns(frames).items()
+    }
+
+
+# --- Table 2, severity distribution -------------------------------------------------------------
+
+
+def confidence_vs_accuracy(frames: StudyFrames) -> dict[str, dict[str, float | None]]:
+    """Table 2: every (confidence, severity guess) pair of both panels, grouped by the confidence
+    level, against the source's reference severity. Each answer counts once (not per system)."""
+    answers = frames.lay_answers
+    table = {}
+    for level in scales.CONFIDENCE.levels:
+        rows = answers[answers["confidence"] == level.value]
+        guesses, references = _severity_vectors(rows)
+        mse, accuracy, n = mse_and_accuracy(list(guesses), list(references))
+        table[level.name] = {"mse": _float(mse), "accuracy": _float(accuracy), "n": int(n)}
+    return table
+
+
+def severity_distribution(frames: StudyFrames) -> dict[str, int]:
+    """How many sources have each reference severity (sources without one are not counted)."""
+    counts = frames.sources["reference_severity"].value_counts()
+    return {name: int(counts.get(name, 0)) for name in scales.SEVERITY.names}
+
+
+# --- Table 3, Figures 3 and 4 -----------------------------------------------------------------
+
+
+def vote_counts(frames: StudyFrames, side: str) -> pd.DataFrame:
+    """Sources × systems: how many participants chose a text of that system as `side` (most or
+    least); a vote for a shared text counts for every system that produced it."""
+    systems = system_keys(frames)
+    sources = list(frames.sources["source"])
+    prefs = frames.lay_preferences
+    counts = pd.DataFrame(0, index=pd.Index(sources, name="source"), columns=systems, dtype=np.int64)
+    if len(prefs):
+        votes = (
+            prefs[["source", side]]
+            .assign(system=prefs[side].map(list))
+            .explode("system")
+            .dropna(subset=["system"])
+        )
+        tally = votes.groupby(["source", "system"]).size().unstack("system", fill_value=0)
+        counts = counts.add(tally.reindex(index=sources, columns=systems, fill_value=0), fill_value=0).astype(
+            np.int64
+        )
+    return counts
+
+
+def preference_wins(frames: StudyFrames) -> tuple[dict[str, dict[str, int]], dict[str, Any]]:
+    """Table 3: per source, the system(s) with the most votes win; ties credit every tied system;
+    a source nobody voted on has no winner. Returns (wins, details)."""
+    wins: dict[str, dict[str, int]] = {}
+    details: dict[str, Any] = {}
+    for side in ("most", "least"):
+        counts = vote_counts(frames, side)
+        top = counts.max(axis=1)
+        winners = counts.eq(top, axis=0) & (top > 0).to_numpy()[:, None]
+        wins[side] = {system: int(winners[system].sum()) for system in counts.columns}
+        details[side] = {
+            "votes": {system: int(counts[system].sum()) for system in counts.columns},
+            "winners": {
+                source: [s for s in counts.columns if winners.loc[source, s]] for source in counts.index
+            },
+            "sources_with_votes": int((top > 0).sum()),
+        }
+    return wins, details
+
+
+def _level_counts(values: pd.Series, scale: scales.Scale) -> dict[str, int]:
+    counts = values.dropna().value_counts()
+    return {level.name: int(counts.get(float(level.value), 0)) for level in scale.levels}
+
+
+def distributions(frames: StudyFrames) -> dict[str, Any]:
+    """Figure 3 (confidence per column), Figure 4 (sources by number of votes, per system and
+    side) and the Likert distributions of every rated aspect and question."""
+    columns = lay_columns(frames)
+    lay = {
+        question: {
+            column: _level_counts(frame[question], scales.LAY_SCALES[question])
+            for column, frame in columns.items()
+            if not (question == "helpfulness" and column == ORIGINAL)
+        }
+        for question in ("understanding", "confidence", "severity_guess", "helpfulness")
+    }
+    expert = {
+        aspect: {
+            system: _level_counts(
+                frames.expert_ratings.loc[frames.expert_ratings["system"] == system, aspect], scales.LIKERT
+            )
+            for system in system_keys(frames)
+        }
+        for aspect in EXPERT_ASPECTS
+    }
+    n_voters = (
+        frames.lay_preferences.groupby("source")["participant"].nunique()
+        if len(frames.lay_preferences)
+        else pd.Series(dtype=np.int64)
+    )
+    votes: dict[str, dict[str, dict[str, int]]] = {}
+    for side in ("most", "least"):
+        counts = vote_counts(frames, side)
+        top = int(n_voters.max()) if len(n_voters) else 0
+        votes[side] = {
+            system: {str(k): int((counts[system] == k).sum()) for k in range(top + 1)}
+            for system in counts.columns
+        }
+    return {"confidence": lay["confidence"], "lay": lay, "expert": expert, "votes": votes}
+
+
+# --- agreement ------------------------------------------------------------------------------------
+
+
+def _set_annotations(frames: StudyFrames, side: str) -> dict[str, dict[str, frozenset]]:
+    data: dict[str, dict[str, frozenset]] = {}
+    for participant, source, chosen in frames.lay_preferences[["participant", "source", side]].itertuples(
+        index=False
+    ):
+        # An empty selection is a skipped question, not an answer "none of them".
+        if chosen:
+            data.setdefault(participant, {})[source] = frozenset(chosen)
+    return data
+
+
+def _reliability(frame: pd.DataFrame, unit: str, coder: str, value: str) -> np.ndarray:
+    grid = frame.dropna(subset=[value]).pivot_table(index=coder, columns=unit, values=value, aggfunc="first")
+    return grid.to_numpy(dtype=np.float64)
+
+
+def agreement(frames: StudyFrames) -> dict[str, Any]:
+    """Krippendorff's alpha (MASI) on preference sets; for two or more radiologists per aspect:
+    alpha (ordinal, interval), pairwise quadratic-weighted Cohen's kappa, ICC; laypeople's panel-1
+    severity guesses: alpha (ordinal)."""
+    result: dict[str, Any] = {"preference_alpha_masi": {}}
+    for side in ("most", "least"):
+        data = _set_annotations(frames, side)
+        result["preference_alpha_masi"][side] = _float(krippendorff_alpha_sets(data)) if data else None
+    result["preference_alpha_masi"]["n_coders"] = (
+        int(frames.lay_preferences["participant"].nunique()) if len(frames.lay_preferences) else 0
+    )
+
+    ratings = frames.expert_ratings.drop_duplicates(
+        "rating_id"
+    )  # one rating per (rater, text), not per system
+    raters = sorted(ratings["participant"].unique()) if len(ratings) else []
+    expert: dict[str, Any] = {"n_raters": len(raters)}
+    if len(raters) >= 2:
+        scale = [1, 2, 3, 4, 5]
+        for aspect in EXPERT_ASPECTS:
+            grid = _reliability(ratings, "text_id", "participant", aspect)
+            kappa = cohen_kappa_pairwise(
+                {
+                    rater: dict(zip(rows["text_id"], rows[aspect], strict=True))
+                    for rater, rows in ratings.dropna(subset=[aspect]).groupby("participant")
+                },
+                weights="quadratic",
+                labels=scale,
+            )
+            try:
+                icc_result = icc(
+                    ratings.dropna(subset=[aspect]), unit="text_id", rater="participant", score=aspect
+                )
+                icc_record = {
+                    "icc2_1": _float(icc_result.icc2_1),
+                    "icc3_1": _float(icc_result.icc3_1),
+                    "icc2_k": _float(icc_result.icc2_k),
+                    "icc3_k": _float(icc_result.icc3_k),
+                    "n_units": icc_result.n_units,
+                    "n_raters": icc_result.n_raters,
+                }
+            except ValueError as exc:
+                icc_record = {"error": str(exc)}
+            expert[aspect] = {
+                "alpha_ordinal": _float(krippendorff_alpha(grid, "ordinal", value_domain=scale)),
+                "alpha_interval": _float(krippendorff_alpha(grid, "interval")),
+                "kappa_quadratic_mean": _float(kappa.mean),
+                "kappa_pairs": [{**pair, "kappa": _float(pair["kappa"])} for pair in kappa.pairs],
+                "icc": icc_record,
+            }
+        judgements = frames.expert_judgements
+        if judgements["participant"].nunique() >= 2:
+            grid = _reliability(judgements, "source", "participant", "severity_value")
+            expert["severity_alpha_ordinal"] = _float(krippendorff_alpha(grid, "ordinal", value_domain=scale))
+    else:
+        expert["note"] = "Agreement between radiologists needs two or more radiologists."
+    result["expert"] = expert
+
+    original = _phase(frames, "original")
+    lay: dict[str, Any] = {"n_raters": int(original["participant"].nunique())}
+    for question, domain in (
+        ("severity_guess", [1, 2, 3, 4, 5]),
+        ("understanding", [1, 2, 3, 4]),
+        ("confidence", [1, 2, 3]),
+    ):
+        grid = _reliability(original, "source", "participant", question)
+        value = krippendorff_alpha(grid, "ordinal", value_domain=domain) if grid.size else math.nan
+        lay[f"{question}_alpha_ordinal"] = _float(value)
+    result["lay"] = lay
+    result["lay_severity_alpha_ordinal"] = lay["severity_guess_alpha_ordinal"]
+    return result
+
+
+# --- beyond the paper -------------------------------------------------------------------------
+
+
+def confidence_intervals(
+    frames: StudyFrames, metrics: Mapping[str, Any], options: AnalysisOptions
+) -> dict[str, Any]:
+    """A percentile-bootstrap interval for every mean of Tables 1 and 2 (answers resampled as
+    independent observations)."""
+    intervals: dict[str, Any] = {"readability": {}, "expert": {}, "lay": {}, "confidence_vs_accuracy": {}}
+    names = list(metric_registry.get_family(READABILITY_FAMILY).text_metrics)
+    per_original, per_text = metrics["per_original"], metrics["per_text"]
+    intervals["readability"][ORIGINAL] = {
+        n: _ci(per_original[n], options) for n in names if n in per_original
+    }
+    for system in system_keys(frames):
+        rows = per_text[per_text["system"] == system]
+        intervals["readability"][system] = {n: _ci(rows[n], options) for n in names if n in rows}
+    ratings = frames.expert_ratings
+    for system in system_keys(frames):
+        rows = ratings[ratings["system"] == system]
+        intervals["expert"][system] = {aspect: _ci(rows[aspect], options) for aspect in EXPERT_ASPECTS}
+    intervals["expert_original"] = {"simplicity": _ci(frames.expert_judgements["simplicity"], options)}
+    for column, frame in lay_columns(frames).items():
+        guesses, references = _severity_vectors(frame)
+        record = {
+            "understanding": _ci(frame["understanding"], options),
+            "confidence": _ci(frame["confidence"], options),
+            "severity_mse": _ci((guesses - references) ** 2, options),
+            "severity_accuracy": _ci((guesses == references).astype(np.float64), options),
+        }
+        if column != ORIGINAL:
+            record["helpfulness"] = _ci(frame["helpfulness"], options)
+        intervals["lay"][column] = record
+    answers = frames.lay_answers
+    for level in scales.CONFIDENCE.levels:
+        guesses, references = _severity_vectors(answers[answers["confidence"] == level.value])
+        intervals["confidence_vs_accuracy"][level.name] = {
+            "mse": _ci((guesses - references) ** 2, options),
+            "accuracy": _ci((guesses == references).astype(np.float64), options),
+        }
+    return intervals
+
+
+def _ordered(frame: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
+    order = {system: i for i, system in enumerate(system_keys(frames))}
+    return frame.assign(_order=frame["system"].map(order)).sort_values(["_order", "source"], kind="stable")
+
+
+def comparisons(frames: StudyFrames) -> dict[str, list[dict[str, Any]]]:
+    """Per-source paired comparisons of systems (Wilcoxon signed-rank, Holm over the pairs):
+    panel-2 understanding, comprehension gain (panel 2 − panel 1 understanding, per item) and
+    each radiologist aspect. Values of several raters are averaged per (source, system) first."""
+    answers = frames.lay_answers
+    assisted = answers[answers["phase"] == "assisted"]
+    original = answers[answers["phase"] == "original"].set_index("item_id")["understanding"]
+    gain = assisted.assign(
+        gain=assisted["understanding"].to_numpy() - original.reindex(assisted["item_id"]).to_numpy()
+    )
+    credited = credit_systems(gain)
+    measures = {
+        "understanding": credited[["source", "system", "understanding"]].rename(
+            columns={"understanding": "value"}
+        ),
+        "understanding_gain": credited[["source", "system", "gain"]].rename(columns={"gain": "value"}),
+    }
+    for aspect in EXPERT_ASPECTS:
+        measures[f"expert_{aspect}"] = frames.expert_ratings[["source", "system", aspect]].rename(
+            columns={aspect: "value"}
+        )
+    result = {}
+    for name, frame in measures.items():
+        frame = _ordered(frame.dropna(subset=["value"]), frames)
+        result[name] = paired_system_comparisons(frame) if frame["system"].nunique() >= 2 else []
+    return result
+
+
+def human_measures_per_simplification(frames: StudyFrames) -> pd.DataFrame:
+    """One row per (source, system) simplification with the human judgements of its text:
+    radiologists' mean aspects, lay panel-2 means (understanding, confidence, helpfulness,
+    severity accuracy) and the share of panel-3 voters who chose it as most / least preferred."""
+    base = frames.simplifications[["source", "system", "text_id"]].copy()
+    ratings = frames.expert_ratings
+    if len(ratings):
+        base = base.merge(
+            ratings.groupby(["source", "system"])[list(EXPERT_ASPECTS)].mean().reset_index(),
+            on=["source", "system"],
+            how="left",
+        )
+    else:
+        base = base.assign(**{aspect: np.nan for aspect in EXPERT_ASPECTS})
+    assisted = credit_systems(_phase(frames, "assisted"))
+    assisted = assisted.assign(
+        severity_accuracy=np.where(
+            assisted["severity_guess"].notna() & assisted["reference_severity"].notna(),
+            (assisted["severity_guess"] == assisted["reference_severity"]).astype(np.float64),
+            np.nan,
+        )
+    )
+    lay = (
+        assisted.groupby(["source", "system"])[
+            ["understanding", "confidence", "helpfulness", "severity_accuracy"]
+        ]
+        .mean()
+        .reset_index()
+    )
+    base = base.merge(lay, on=["source", "system"], how="left")
+    prefs = frames.lay_preferences
+    voters = prefs.groupby("source")["participant"].nunique() if len(prefs) else pd.Series(dtype=np.float64)
+    for side, column in (("most", "preference_share"), ("least", "least_preference_share")):
+        counts = vote_counts(frames, side).stack().rename("votes").reset_index()
+        counts = counts.rename(columns={counts.columns[1]: "system"})
+        share = counts.assign(**{column: counts["votes"] / counts["source"].map(voters)})
+        base = base.merge(share[["source", "system", column]], on=["source", "system"], how="left")
+    for measure in HUMAN_MEASURES:
+        base[measure] = base[measure].astype(np.float64)
+    return base
+
+
+def correlations(
+    frames: StudyFrames, metrics: Mapping[str, Any], options: AnalysisOptions
+) -> list[dict[str, Any]]:
+    """Pearson, Spearman and Kendall (with paired-bootstrap intervals) between every per-text
+    metric of the registry and every human measure, per simplification ("item") and per system
+    (means over the system's simplifications)."""
+    human = human_measures_per_simplification(frames)
+    per_text = metrics["per_text"]
+    names = [
+        n
+        for n in metrics["text_metrics"]
+        if options.correlation_metrics is None or n in options.correlation_metrics
+    ]
+    items = human.merge(per_text[["source", "system", *names]], on=["source", "system"], how="left")
+    systems = items.groupby("system", sort=False)[[*HUMAN_MEASURES, *names]].mean()
+    records: list[dict[str, Any]] = []
+    for level, table in (("item", items), ("system", systems)):
+        for metric in names:
+            x = table[metric].to_numpy(np.float64)
+            if np.isnan(x).all():
+                continue
+            for measure in HUMAN_MEASURES:
+                y = table[measure].to_numpy(np.float64)
+                if np.isnan(y).all():
+                    continue
+                for record in correlate(
+                    x,
+                    y,
+                    n_resamples=options.correlation_resamples,
+                    seed=options.seed,
+                    confidence=options.confidence,
+                ):
+                    records.append(
+                        {
+                            "level": level,
+                            "metric": metric,
+                            "measure": measure,
+                            **{k: (_float(v) if k not in ("method", "n") else v) for k, v in record.items()},
+                        }
+                    )
+    return records
+
+
+# --- the whole analysis ---------------------------------------------------------------------------
+
+
+def study_analysis(frames: StudyFrames, *, options: AnalysisOptions | None = None) -> dict[str, Any]:
+    """Everything `manage.py analyze` writes: JSON-ready, means as plain floats (not rounded),
+    accuracies and shares as fractions, None where a figure is undefined."""
+    options = options or AnalysisOptions()
+    metrics = metric_tables(frames, options)
+    wins, preference_details = preference_wins(frames)
+    analysis = {
+        "study": frames.study,
+        "title": frames.title,
+        "systems": {
+            row.system: {
+                "label": row.label,
+                "position": int(row.position),
+                "is_reference": bool(row.is_reference),
+            }
+            for row in frames.systems.itertuples()
+        },
+        "n": {
+            "sources": int(len(frames.sources)),
+            "simplifications": int(len(frames.simplifications)),
+            "distinct_texts": int(frames.simplifications["text_id"].nunique()),
+            "radiologists": int(frames.expert_ratings["participant"].nunique())
+            if len(frames.expert_ratings)
+            else 0,
+            "laypeople": int(frames.lay_answers["participant"].nunique()) if len(frames.lay_answers) else 0,
+            "lay_answers": {
+                phase: int((frames.lay_answers["phase"] == phase).sum()) for phase in ("original", "assisted")
+            },
+            "lay_preferences": int(len(frames.lay_preferences)),
+            "expert_ratings": int(frames.expert_ratings["rating_id"].nunique())
+            if len(frames.expert_ratings)
+            else 0,
+        },
+        "readability": readability_table(metrics, frames),
+        "expert": expert_table(frames),
+        "expert_original": expert_original_table(frames),
+        "lay": lay_table(frames),
+        "confidence_vs_accuracy": confidence_vs_accuracy(frames),
+        "preferences": wins,
+        "preference_details": preference_details,
+        "agreement": agreement(frames),
+        "severity_distribution": severity_distribution(frames),
+        "severity_unrated": int(frames.sources["reference_severity"].isna().sum()),
+        "distributions": distributions(frames),
+        "metrics": metrics_summary(metrics, frames),
+        "correlations": correlations(frames, metrics, options) if options.correlations else [],
+        "confidence_intervals": confidence_intervals(frames, metrics, options),
+        "comparisons": comparisons(frames),
+        "options": {
+            "n_resamples": options.n_resamples,
+            "correlation_resamples": options.correlation_resamples,
+            "confidence": options.confidence,
+            "seed": options.seed,
+            "metric_families": list(metrics["families"]),
+        },
+        "coding": {
+            "severity": {level.name: level.value for level in scales.SEVERITY.levels},
+            "understanding": {level.name: level.value for level in scales.UNDERSTANDING.levels},
+            "confidence": {level.name: level.value for level in scales.CONFIDENCE.levels},
+            "helpfulness": {level.name: level.value for level in scales.HELPFULNESS.levels},
+            "expert_aspects": "1 = strongly disagree … 5 = strongly agree",
+        },
+    }
+    return analysis

@@ -1,0 +1,58 @@
+"""`manage.py analyze --study SLUG --json FILE`: the whole analysis of a study as one JSON file
+(the same document as GET /api/studies/<slug>/analysis/)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.models import Study
+from evaluation.analysis import AnalysisOptions, study_analysis
+from evaluation.selectors import study_frames
+
+
+class Command(BaseCommand):
+    help = "Compute Tables 1–3, agreement, correlations, intervals and comparisons of a study as JSON."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--study", required=True, help="slug of the study")
+        parser.add_argument("--json", dest="json_path", default="-", help="output file ('-' = stdout)")
+        parser.add_argument(
+            "--resamples", type=int, default=AnalysisOptions.n_resamples, help="bootstrap resamples per mean"
+        )
+        parser.add_argument(
+            "--correlation-resamples",
+            type=int,
+            default=AnalysisOptions.correlation_resamples,
+            help="bootstrap resamples per correlation coefficient",
+        )
+        parser.add_argument("--seed", type=int, default=0, help="seed of every bootstrap")
+        parser.add_argument(
+            "--metrics", default="", help="comma-separated metric families (default: every registered family)"
+        )
+        parser.add_argument(
+            "--no-correlations", action="store_true", help="skip the metric–human correlations"
+        )
+
+    def handle(self, *args, **options) -> None:
+        study = Study.objects.filter(slug=options["study"]).first()
+        if study is None:
+            raise CommandError(f"no study with slug {options['study']!r}")
+        families = tuple(f.strip() for f in options["metrics"].split(",") if f.strip()) or None
+        analysis_options = AnalysisOptions(
+            n_resamples=options["resamples"],
+            correlation_resamples=options["correlation_resamples"],
+            seed=options["seed"],
+            metric_families=families,
+            correlations=not options["no_correlations"],
+        )
+        analysis = study_analysis(study_frames(study=study), options=analysis_options)
+        text = json.dumps(analysis, indent=2, ensure_ascii=False, default=str, allow_nan=False)
+        if options["json_path"] == "-":
+            sys.stdout.write(text + "\n")
+        else:
+            Path(options["json_path"]).write_text(text + "\n", encoding="utf-8")
+            self.stderr.write(f"Wrote the analysis of {study.slug} to {options['json_path']}.")

@@ -1,0 +1,373 @@
+"""Reads of the evaluation app: the database as pandas frames for the Django-free analysis
+(evaluation/analysis.py), plus the progress and Latin-square views of the dashboard.
+
+Answers are stored by level name; here they become the numbers of annotation/scales.py (one
+documented coding: Critical = 1 … Healthy = 5, Q1 1–4, Q2 1–3, Q4 −1..2). A missing answer is NaN.
+
+Crediting shared texts: when several systems produced the same text for a source, participants
+saw and answered that text once (one `SimplificationText`). Every frame here that is "per system"
+credits such an answer to each of those systems; frames that keep one row per answer carry the
+tuple of credited systems instead (column `systems`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+from django.db.models import Count, Q
+
+from annotation import scales
+from annotation.models import (
+    ExpertItem,
+    ExpertRating,
+    ExpertSourceJudgement,
+    LayAnswer,
+    LayItem,
+    LayPreference,
+    Participant,
+    Simplification,
+    Source,
+    Study,
+    System,
+)
+from annotation.selectors import systems_by_text
+from evaluation.analysis import StudyFrames
+
+LAY_QUESTIONS = ("understanding", "confidence", "urgency_confidence", "severity_guess", "helpfulness")
+EXPERT_ASPECTS = tuple(scales.EXPERT_ASPECTS)
+CHUNK = 5000
+
+
+def _codes(scale: scales.Scale) -> dict[str, float]:
+    return {level.name: float(level.value) for level in scale.levels}
+
+
+def _to_numbers(values: pd.Series, scale: scales.Scale) -> pd.Series:
+    # "" (not answered) and unknown names become NaN; the database constraints already
+    # guarantee stored names are levels of the scale.
+    return values.map(_codes(scale)).astype("float64")
+
+
+def _frame(rows: Iterable, columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame.from_records(list(rows), columns=columns)
+
+
+def _participant_label(pseudonym: str, pk: int) -> str:
+    return pseudonym or f"P{pk}"
+
+
+def systems_frame(*, study: Study) -> pd.DataFrame:
+    """One row per system in study order: system (key), label, position, is_reference."""
+    rows = (
+        System.objects.filter(study=study)
+        .order_by("position", "key")
+        .values_list("key", "label", "position", "is_reference")
+    )
+    frame = _frame(rows, ["system", "label", "position", "is_reference"])
+    frame["label"] = [label or key for key, label in zip(frame["system"], frame["label"], strict=True)]
+    return frame
+
+
+def sources_frame(*, study: Study) -> pd.DataFrame:
+    """One row per source in study order: source (key), position, text, reference_severity (level
+    name or None) and reference_severity_value (1–5, NaN when the source has none)."""
+    rows = (
+        Source.objects.filter(study=study)
+        .order_by("position")
+        .values_list("key", "position", "text", "reference_severity", "metadata")
+    )
+    frame = _frame(rows, ["source", "position", "text", "reference_severity", "metadata"])
+    frame["reference_severity_value"] = _to_numbers(frame["reference_severity"], scales.SEVERITY)
+    frame["reference_severity"] = frame["reference_severity"].where(frame["reference_severity"] != "", None)
+    return frame
+
+
+def simplifications_frame(*, study: Study) -> pd.DataFrame:
+    """Texts per system: one row per (source, system) simplification with its shown text."""
+    rows = (
+        Simplification.objects.filter(source__study=study)
+        .order_by("source__position", "system__position", "system__key")
+        .values_list("pk", "source__key", "system__key", "shown_text_id", "shown_text__text", "flagged")
+    )
+    return _frame(rows, ["simplification_id", "source", "system", "text_id", "text", "flagged"])
+
+
+def _text_systems(study: Study) -> dict[int, tuple[str, ...]]:
+    return {text_id: tuple(keys) for text_id, keys in systems_by_text(study=study).items()}
+
+
+def expert_ratings_frame(*, study: Study) -> pd.DataFrame:
+    """Radiologists' ratings credited per system: one row per (rating, system that produced the
+    rated text), with the five aspects as numbers 1–5 (NaN = not rated)."""
+    rows = (
+        ExpertRating.objects.filter(participant__study=study)
+        .order_by("pk")
+        .values_list(
+            "pk",
+            "participant_id",
+            "participant__pseudonym",
+            "shown_text_id",
+            "shown_text__source__key",
+            *EXPERT_ASPECTS,
+            "time_spent_ms",
+        )
+        .iterator(chunk_size=CHUNK)
+    )
+    frame = _frame(
+        rows,
+        ["rating_id", "participant_id", "pseudonym", "text_id", "source", *EXPERT_ASPECTS, "time_spent_ms"],
+    )
+    frame.insert(
+        1,
+        "participant",
+        [
+            _participant_label(p, i)
+            for p, i in zip(frame.pop("pseudonym"), frame["participant_id"], strict=True)
+        ],
+    )
+    frame = frame.drop(columns="participant_id")
+    text_systems = _text_systems(study)
+    frame["system"] = frame["text_id"].map(lambda t: list(text_systems.get(t, ())))
+    frame = frame.explode("system", ignore_index=True).dropna(subset=["system"])
+    for aspect in EXPERT_ASPECTS:
+        frame[aspect] = frame[aspect].astype("float64")
+    return frame.reset_index(drop=True)
+
+
+def expert_judgements_frame(*, study: Study) -> pd.DataFrame:
+    """Radiologists' judgements of each original: severity (name and 1–5) and its simplicity."""
+    rows = (
+        ExpertSourceJudgement.objects.filter(participant__study=study)
+        .order_by("pk")
+        .values_list("participant_id", "participant__pseudonym", "source__key", "severity", "simplicity")
+    )
+    frame = _frame(rows, ["participant_id", "pseudonym", "source", "severity", "simplicity"])
+    frame.insert(
+        0,
+        "participant",
+        [
+            _participant_label(p, i)
+            for p, i in zip(frame.pop("pseudonym"), frame.pop("participant_id"), strict=True)
+        ],
+    )
+    frame["severity_value"] = _to_numbers(frame["severity"], scales.SEVERITY)
+    frame["simplicity"] = frame["simplicity"].astype("float64")
+    return frame
+
+
+def lay_answers_frame(*, study: Study) -> pd.DataFrame:
+    """Every lay answer (both panels), one row per answer, answers as numbers.
+
+    Columns: answer_id, item_id, participant, source, phase ("original" = panel 1, "assisted" =
+    panel 2), assigned_system (the Latin square's), text_id (the text panel 2 showed), systems
+    (tuple of every system that produced that text: the answer counts for each), the five
+    questions as numbers, reference_severity (1–5 of the source) and time_spent_ms.
+    """
+    rows = (
+        LayAnswer.objects.filter(item__participant__study=study)
+        .order_by("item__participant_id", "item__position", "phase")
+        .values_list(
+            "pk",
+            "item_id",
+            "item__participant_id",
+            "item__participant__pseudonym",
+            "item__source__key",
+            "phase",
+            "item__assigned_system__key",
+            "item__shown_text_id",
+            *LAY_QUESTIONS,
+            "item__source__reference_severity",
+            "time_spent_ms",
+        )
+        .iterator(chunk_size=CHUNK)
+    )
+    frame = _frame(
+        rows,
+        [
+            "answer_id",
+            "item_id",
+            "participant_id",
+            "pseudonym",
+            "source",
+            "phase",
+            "assigned_system",
+            "text_id",
+            *LAY_QUESTIONS,
+            "reference_severity",
+            "time_spent_ms",
+        ],
+    )
+    frame.insert(
+        2,
+        "participant",
+        [
+            _participant_label(p, i)
+            for p, i in zip(frame.pop("pseudonym"), frame.pop("participant_id"), strict=True)
+        ],
+    )
+    text_systems = _text_systems(study)
+    frame.insert(
+        frame.columns.get_loc("text_id") + 1,
+        "systems",
+        frame["text_id"].map(lambda t: text_systems.get(t, ())),
+    )
+    for question in LAY_QUESTIONS:
+        frame[question] = _to_numbers(frame[question], scales.LAY_SCALES[question])
+    frame["reference_severity"] = _to_numbers(frame["reference_severity"], scales.SEVERITY)
+    return frame
+
+
+def lay_preferences_frame(*, study: Study) -> pd.DataFrame:
+    """Panel 3, one row per answered item: most / least as frozensets of system keys (every
+    system that produced a chosen text) and of SimplificationText ids."""
+    prefs = (
+        LayPreference.objects.filter(item__participant__study=study)
+        .order_by("item__participant_id", "item__position")
+        .values_list(
+            "pk", "item_id", "item__participant_id", "item__participant__pseudonym", "item__source__key"
+        )
+        .iterator(chunk_size=CHUNK)
+    )
+    frame = _frame(prefs, ["preference_id", "item_id", "participant_id", "pseudonym", "source"])
+    frame.insert(
+        2,
+        "participant",
+        [
+            _participant_label(p, i)
+            for p, i in zip(frame.pop("pseudonym"), frame.pop("participant_id"), strict=True)
+        ],
+    )
+    text_systems = _text_systems(study)
+    for side in ("most", "least"):
+        through = getattr(LayPreference, side).through
+        chosen: dict[int, set[int]] = {}
+        for preference_id, text_id in (
+            through.objects.filter(laypreference__item__participant__study=study)
+            .values_list("laypreference_id", "simplificationtext_id")
+            .iterator(chunk_size=CHUNK)
+        ):
+            chosen.setdefault(preference_id, set()).add(text_id)
+        texts = [frozenset(chosen.get(pk, ())) for pk in frame["preference_id"]]
+        frame[f"{side}_texts"] = texts
+        frame[side] = [frozenset(s for t in ids for s in text_systems.get(t, ())) for ids in texts]
+    return frame
+
+
+def study_frames(*, study: Study) -> StudyFrames:
+    """Everything the analysis reads, in one bundle."""
+    return StudyFrames(
+        study=study.slug,
+        title=study.title,
+        systems=systems_frame(study=study),
+        sources=sources_frame(study=study),
+        simplifications=simplifications_frame(study=study),
+        expert_ratings=expert_ratings_frame(study=study),
+        expert_judgements=expert_judgements_frame(study=study),
+        lay_answers=lay_answers_frame(study=study),
+        lay_preferences=lay_preferences_frame(study=study),
+    )
+
+
+# --- dashboard views of the raw data ------------------------------------------------------------
+
+
+def participants_progress(*, study: Study) -> list[dict]:
+    """Per participant: role, pseudonym, done / total units and status. A radiologist's unit is a
+    source page (ExpertItem), a layperson's a sentence (LayItem) that reached the last stage."""
+    participants = (
+        Participant.objects.filter(study=study)
+        .annotate(
+            lay_total=Count("lay_items", distinct=True),
+            lay_done=Count("lay_items", filter=Q(lay_items__stage=LayItem.Stage.DONE), distinct=True),
+        )
+        .order_by("role", "pseudonym", "pk")
+    )
+    expert_counts = dict(
+        ExpertItem.objects.filter(participant__study=study)
+        .values_list("participant_id")
+        .annotate(n=Count("pk"))
+        .values_list("participant_id", "n")
+    )
+    expert_done = dict(
+        ExpertItem.objects.filter(participant__study=study, completed_at__isnull=False)
+        .values_list("participant_id")
+        .annotate(n=Count("pk"))
+        .values_list("participant_id", "n")
+    )
+    records = []
+    for p in participants:
+        if p.role == Participant.Role.RADIOLOGIST:
+            total, done = expert_counts.get(p.pk, 0), expert_done.get(p.pk, 0)
+            if total and p.completed_at is not None and done == 0:
+                done = total  # imported data marks only the participant complete
+        else:
+            total, done = p.lay_total, p.lay_done
+        if p.completed_at:
+            status = "completed"
+        elif p.returned_at:
+            status = "returned"
+        elif p.declined_at:
+            status = "declined"
+        elif p.started_at:
+            status = "in progress"
+        else:
+            status = "invited"
+        records.append(
+            {
+                "participant": _participant_label(p.pseudonym, p.pk),
+                "role": p.role,
+                "done": done,
+                "total": total,
+                "status": status,
+                "latin_square_row": p.latin_square_row,
+                "started_at": p.started_at,
+                "completed_at": p.completed_at,
+            }
+        )
+    return records
+
+
+def progress_by_role(*, study: Study) -> dict[str, dict]:
+    """Summary per role: participants, completed, units done / total."""
+    summary: dict[str, dict] = {
+        role: {"participants": 0, "completed": 0, "done": 0, "total": 0} for role in Participant.Role.values
+    }
+    for record in participants_progress(study=study):
+        row = summary[record["role"]]
+        row["participants"] += 1
+        row["completed"] += record["status"] == "completed"
+        row["done"] += record["done"]
+        row["total"] += record["total"]
+    return summary
+
+
+def latin_square_balance(*, study: Study) -> pd.DataFrame:
+    """Sources × systems: how many lay items the Latin square assigned (LayItem.assigned_system),
+    and how many showed the system's text through a text it shares with the assigned system.
+    Columns: source, system, assigned, credited (assigned + shared), as counts."""
+    sources = list(Source.objects.filter(study=study).order_by("position").values_list("key", flat=True))
+    systems = list(
+        System.objects.filter(study=study).order_by("position", "key").values_list("key", flat=True)
+    )
+    text_systems = _text_systems(study)
+    assigned = {(s, k): 0 for s in sources for k in systems}
+    credited = dict(assigned)
+    for source, system, text_id, n in (
+        LayItem.objects.filter(participant__study=study)
+        .values_list("source__key", "assigned_system__key", "shown_text_id")
+        .annotate(n=Count("pk"))
+    ):
+        if system is not None:
+            assigned[(source, system)] = assigned.get((source, system), 0) + n
+        for key in text_systems.get(text_id, ()):
+            credited[(source, key)] = credited.get((source, key), 0) + n
+    return pd.DataFrame(
+        [
+            {"source": s, "system": k, "assigned": assigned[(s, k)], "credited": credited[(s, k)]}
+            for s in sources
+            for k in systems
+        ],
+        columns=["source", "system", "assigned", "credited"],
+    ).astype({"assigned": np.int64, "credited": np.int64})
