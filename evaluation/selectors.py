@@ -12,11 +12,13 @@ tuple of credited systems instead (column `systems`).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
-from django.db.models import Count, Q
+from django.core.cache import cache
+from django.db.models import Count, Max, Q
 
 from annotation import scales
 from annotation.models import (
@@ -33,11 +35,12 @@ from annotation.models import (
     System,
 )
 from annotation.selectors import systems_by_text
-from evaluation.analysis import StudyFrames
+from evaluation.analysis import AnalysisOptions, StudyFrames, study_analysis
 
 LAY_QUESTIONS = ("understanding", "confidence", "urgency_confidence", "severity_guess", "helpfulness")
 EXPERT_ASPECTS = tuple(scales.EXPERT_ASPECTS)
 CHUNK = 5000
+ANALYSIS_CACHE_SECONDS = 24 * 3600
 
 
 def _codes(scale: scales.Scale) -> dict[str, float]:
@@ -371,3 +374,57 @@ def latin_square_balance(*, study: Study) -> pd.DataFrame:
         ],
         columns=["source", "system", "assigned", "credited"],
     ).astype({"assigned": np.int64, "credited": np.int64})
+
+
+# --- cached analysis ------------------------------------------------------------------------------
+
+
+def study_data_version(*, study: Study) -> str:
+    """A fingerprint of everything the analysis reads: it changes whenever an answer, a rating,
+    a simplification, a source's reference severity or the study itself changes."""
+    parts: list[object] = [study.pk, study.updated_at.isoformat() if study.updated_at else ""]
+    for queryset in (
+        LayAnswer.objects.filter(item__participant__study=study),
+        LayPreference.objects.filter(item__participant__study=study),
+        ExpertRating.objects.filter(participant__study=study),
+        ExpertSourceJudgement.objects.filter(participant__study=study),
+        Simplification.objects.filter(source__study=study),
+    ):
+        aggregate = queryset.aggregate(n=Count("pk"), last=Max("updated_at"))
+        parts += [aggregate["n"], aggregate["last"].isoformat() if aggregate["last"] else ""]
+    parts.append(System.objects.filter(study=study).count())
+    digest = hashlib.sha256(repr(parts).encode())
+    for key, severity, text in (
+        Source.objects.filter(study=study)
+        .order_by("position")
+        .values_list("key", "reference_severity", "text")
+        .iterator(chunk_size=CHUNK)
+    ):
+        digest.update(f"{key}\x1f{severity}\x1f{text}\x1e".encode())
+    return digest.hexdigest()[:32]
+
+
+def study_analysis_cached(*, study: Study, options: AnalysisOptions | None = None) -> dict:
+    """`study_analysis` of the study's current data, cached (Django cache) per data version and
+    options, so the dashboard, API and downloads do not recompute it on every request."""
+    options = options or AnalysisOptions()
+    key_options = (
+        options.n_resamples,
+        options.correlation_resamples,
+        options.confidence,
+        options.seed,
+        options.metric_families,
+        options.correlations,
+        options.correlation_metrics,
+        tuple(sorted(options.metric_options.items())),
+        options.embedder is not None,
+    )
+    key = (
+        "radlay:analysis:"
+        + hashlib.sha256(repr((study.pk, study_data_version(study=study), key_options)).encode()).hexdigest()
+    )
+    analysis = cache.get(key)
+    if analysis is None:
+        analysis = study_analysis(study_frames(study=study), options=options)
+        cache.set(key, analysis, timeout=ANALYSIS_CACHE_SECONDS)
+    return analysis
