@@ -1,0 +1,50 @@
+"""`manage.py export --study SLUG --format csv|xlsx|json --out PATH [--include-external-ids]`:
+every raw answer of a study in long format (one row per answer), written as it is read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.models import Study
+from evaluation.exporters import FORMATS
+from evaluation.exporters.rows import answer_columns, answer_rows
+
+
+class Command(BaseCommand):
+    help = "Export every raw answer of a study (pseudonymous unless --include-external-ids)."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--study", required=True, help="slug of the study")
+        parser.add_argument("--format", required=True, choices=sorted(FORMATS))
+        parser.add_argument("--out", required=True, type=Path, help="file to write")
+        parser.add_argument(
+            "--include-external-ids",
+            action="store_true",
+            help="add the recruiter's participant ids (e.g. Prolific PIDs): personal data",
+        )
+
+    def handle(self, *args, **options) -> None:
+        study = Study.objects.filter(slug=options["study"]).first()
+        if study is None:
+            raise CommandError(f"no study with slug {options['study']!r}")
+        include = options["include_external_ids"]
+        columns = answer_columns(include_external_ids=include)
+        counter = _Counter(answer_rows(study=study, include_external_ids=include))
+        with options["out"].open("wb") as out:
+            FORMATS[options["format"]].write(counter, columns, out)
+        self.stderr.write(f"Wrote {counter.n} answers of {study.slug} to {options['out']}.")
+
+
+class _Counter:
+    """Counts rows as they pass through, without keeping them."""
+
+    def __init__(self, rows):
+        self.rows = rows
+        self.n = 0
+
+    def __iter__(self):
+        for row in self.rows:
+            self.n += 1
+            yield row

@@ -1,0 +1,224 @@
+"""Server-rendered SVG figures from the analysis dict (matplotlib's object API with the SVG
+backend: no pyplot state, no browser JavaScript, no CDN). Each function returns an SVG string
+ready to inline in HTML: the XML prolog is dropped and element ids are prefixed per figure so
+several figures can share one page.
+
+Pure computation: no Django.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # never a GUI backend on a server
+
+from matplotlib.figure import Figure  # noqa: E402
+
+from annotation import scales  # noqa: E402
+
+# Deterministic output (same analysis → same bytes) and real text instead of glyph paths.
+_RC = {"svg.hashsalt": "radlay", "svg.fonttype": "none", "font.size": 9, "font.family": "sans-serif"}
+# Colour-blind-safe sequential palettes (ColorBrewer), low → high.
+_SEQUENTIAL = {
+    2: ["#fdae61", "#2c7bb6"],
+    3: ["#d7191c", "#fdae61", "#2c7bb6"],
+    4: ["#d7191c", "#fdae61", "#abd9e9", "#2c7bb6"],
+    5: ["#d7191c", "#fdae61", "#ffffbf", "#abd9e9", "#2c7bb6"],
+}
+_ID = re.compile(r'\bid="([^"]+)"')
+
+
+def _palette(n: int) -> list[str]:
+    if n in _SEQUENTIAL:
+        return _SEQUENTIAL[n]
+    cmap = matplotlib.colormaps["viridis"]
+    return [matplotlib.colors.to_hex(cmap(i / max(n - 1, 1))) for i in range(n)]
+
+
+def _svg(figure: Figure, prefix: str) -> str:
+    buffer = io.StringIO()
+    with matplotlib.rc_context(_RC):
+        figure.savefig(buffer, format="svg", metadata={"Date": None})
+    text = buffer.getvalue()
+    text = text[text.index("<svg") :]
+    ids = set(_ID.findall(text))
+    for old in sorted(ids, key=len, reverse=True):
+        new = f"{prefix}-{old}"
+        text = (
+            text.replace(f'id="{old}"', f'id="{new}"')
+            .replace(f"#{old})", f"#{new})")
+            .replace(f'href="#{old}"', f'href="#{new}"')
+        )
+    return text.replace("<svg ", f'<svg role="img" aria-label="{prefix}" ', 1)
+
+
+def _label(analysis: Mapping[str, Any], key: str) -> str:
+    if key == "original":
+        return "Original"
+    return analysis.get("systems", {}).get(key, {}).get("label") or key
+
+
+def stacked_shares_svg(
+    counts: Mapping[str, Mapping[str, int]],
+    *,
+    levels: Sequence[str],
+    title: str,
+    labels: Mapping[str, str] | None = None,
+    prefix: str = "fig",
+    xlabel: str = "share of answers",
+) -> str:
+    """Horizontal 100% stacked bars: one bar per row of `counts` (row → level → count), one
+    segment per level in `levels` order. Rows with no answers are drawn empty and marked n = 0."""
+    rows = list(counts)
+    with matplotlib.rc_context(_RC):
+        figure = Figure(figsize=(7.0, 0.42 * max(len(rows), 1) + 1.4), layout="constrained")
+        axes = figure.subplots()
+        colours = _palette(len(levels))
+        left = [0.0] * len(rows)
+        totals = [sum(counts[row].get(level, 0) for level in levels) for row in rows]
+        for index, level in enumerate(levels):
+            shares = [
+                counts[row].get(level, 0) / total if total else 0.0
+                for row, total in zip(rows, totals, strict=True)
+            ]
+            axes.barh(
+                range(len(rows)), shares, left=left, color=colours[index], edgecolor="white", label=level
+            )
+            for y, (share, start) in enumerate(zip(shares, left, strict=True)):
+                if share >= 0.08:
+                    axes.text(
+                        start + share / 2,
+                        y,
+                        f"{share:.0%}",
+                        ha="center",
+                        va="center",
+                        fontsize=7,
+                        color="black" if colours[index] in ("#ffffbf", "#abd9e9", "#fdae61") else "white",
+                    )
+            left = [a + b for a, b in zip(left, shares, strict=True)]
+        names = [(labels or {}).get(row, row) for row in rows]
+        axes.set_yticks(
+            range(len(rows)), [f"{name} (n={total})" for name, total in zip(names, totals, strict=True)]
+        )
+        axes.invert_yaxis()
+        axes.set_xlim(0, 1)
+        axes.xaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
+        axes.set_xlabel(xlabel)
+        axes.set_title(title, loc="left", fontsize=10)
+        figure.legend(ncol=min(len(levels), 5), loc="outside lower center", frameon=False, fontsize=8)
+        for side in ("top", "right"):
+            axes.spines[side].set_visible(False)
+    return _svg(figure, prefix)
+
+
+def confidence_svg(analysis: Mapping[str, Any]) -> str:
+    """Figure 3: the distribution of Q2 confidence for the original and each system."""
+    counts = analysis["distributions"]["confidence"]
+    return stacked_shares_svg(
+        counts,
+        levels=scales.CONFIDENCE.names,
+        title="Q2 confidence (panel 1 = original, panel 2 = each system)",
+        labels={key: _label(analysis, key) for key in counts},
+        prefix="fig3-confidence",
+    )
+
+
+def votes_svg(analysis: Mapping[str, Any]) -> str:
+    """Figure 4: per system, how many sources got 0, 1, 2, … voters choosing it as most (left) and
+    least (right) preferred, as horizontal stacked bars (the protocol's Figure 4)."""
+    votes = analysis["distributions"]["votes"]
+    with matplotlib.rc_context(_RC):
+        systems = list(votes.get("most", {}))
+        figure = Figure(figsize=(8.0, 0.45 * max(len(systems), 1) + 1.8), layout="constrained")
+        panels = figure.subplots(1, 2, sharey=True)
+        for axes, side in zip(panels, ("most", "least"), strict=True):
+            per_system = votes.get(side, {})
+            ks = sorted({int(k) for counts in per_system.values() for k in counts})
+            colours = _palette(len(ks)) if ks else []
+            left = [0] * len(systems)
+            for index, k in enumerate(ks):
+                widths = [per_system[s].get(str(k), 0) for s in systems]
+                axes.barh(
+                    range(len(systems)),
+                    widths,
+                    left=left,
+                    color=colours[index],
+                    edgecolor="white",
+                    label=f"{k}",
+                )
+                left = [a + b for a, b in zip(left, widths, strict=True)]
+            axes.set_yticks(range(len(systems)), [_label(analysis, s) for s in systems])
+            axes.set_title(f"{side} preferred", loc="left", fontsize=10)
+            axes.set_xlabel("sources")
+            for spine in ("top", "right"):
+                axes.spines[spine].set_visible(False)
+        panels[0].invert_yaxis()
+        handles, names = panels[0].get_legend_handles_labels()
+        figure.legend(
+            handles,
+            names,
+            title="voters per source",
+            ncol=min(len(names), 10),
+            loc="outside lower center",
+            frameon=False,
+            fontsize=8,
+            title_fontsize=8,
+        )
+    return _svg(figure, "fig4-votes")
+
+
+def severity_svg(analysis: Mapping[str, Any]) -> str:
+    """Bar chart of the reference severities of the sources."""
+    distribution = analysis["severity_distribution"]
+    with matplotlib.rc_context(_RC):
+        figure = Figure(figsize=(5.0, 2.4), layout="constrained")
+        axes = figure.subplots()
+        names = list(distribution)
+        bars = axes.bar(names, [distribution[n] for n in names], color=_palette(len(names)))
+        axes.bar_label(bars, fontsize=8)
+        axes.set_ylabel("sources")
+        axes.set_title("Reference severity (radiologist)", loc="left", fontsize=10)
+        for spine in ("top", "right"):
+            axes.spines[spine].set_visible(False)
+    return _svg(figure, "severity")
+
+
+def likert_svgs(analysis: Mapping[str, Any]) -> dict[str, str]:
+    """One stacked-share figure per radiologist aspect and per lay question."""
+    figures = {}
+    for aspect, counts in analysis["distributions"]["expert"].items():
+        if not any(sum(c.values()) for c in counts.values()):
+            continue
+        figures[f"expert_{aspect}"] = stacked_shares_svg(
+            counts,
+            levels=scales.LIKERT.names,
+            title=f"Radiologists: {aspect}",
+            labels={k: _label(analysis, k) for k in counts},
+            prefix=f"likert-expert-{aspect}",
+        )
+    for question, counts in analysis["distributions"]["lay"].items():
+        if not any(sum(c.values()) for c in counts.values()):
+            continue
+        figures[f"lay_{question}"] = stacked_shares_svg(
+            counts,
+            levels=scales.LAY_SCALES[question].names,
+            title=f"Laypeople: {question.replace('_', ' ')}",
+            labels={k: _label(analysis, k) for k in counts},
+            prefix=f"likert-lay-{question}",
+        )
+    return figures
+
+
+def all_svgs(analysis: Mapping[str, Any]) -> dict[str, str]:
+    """Every figure of the dashboard and report, by name."""
+    return {
+        "confidence": confidence_svg(analysis),
+        "votes": votes_svg(analysis),
+        "severity": severity_svg(analysis),
+        **likert_svgs(analysis),
+    }
