@@ -1,0 +1,134 @@
+"""Reads for the ml app: which (source, simplification) pairs of a study to fine-tune on."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from django.db.models import Count, Q
+
+from annotation import scales
+from annotation.models import Participant, SimplificationText, Study
+from ml.corpora import SimplificationPair
+from ml.models import EmbeddingCacheEntry, ModelArtifact, TrainingJob
+
+FILTER_KINDS = ("all", "expert_min", "lay_preferred")
+
+
+@dataclass(frozen=True)
+class PairFilter:
+    """Which human judgements make a simplification worth training on.
+
+    - ``all``: every distinct text shown for a source.
+    - ``expert_min`` (``expert_min:k``): texts rated by at least one radiologist where every
+      radiologist who rated the text gave at least k on all five aspects. A rating with an aspect
+      left empty does not meet the bar (the radiologist has not vouched for that aspect).
+    - ``lay_preferred``: per source, the text(s) with the most "most preferred" votes of lay
+      participants (ties keep every tied text; a source nobody voted on contributes nothing).
+    """
+
+    kind: str = "all"
+    min_score: int | None = None
+
+    @classmethod
+    def parse(cls, value: str | Mapping[str, Any] | PairFilter | None) -> PairFilter:
+        """From ``"expert_min:4"``, ``"lay_preferred"``, ``"all"`` or their JSON form."""
+        if isinstance(value, PairFilter):
+            return value
+        if not value:
+            return cls()
+        if isinstance(value, str):
+            kind, _, argument = value.strip().partition(":")
+            min_score: Any = argument or None
+        else:
+            kind, min_score = value.get("kind", "all"), value.get("min_score")
+        if kind not in FILTER_KINDS:
+            raise ValueError(f"unknown pair filter {kind!r}; use all, expert_min:K or lay_preferred")
+        if kind == "expert_min":
+            try:
+                min_score = int(min_score) if min_score is not None else 4
+            except (TypeError, ValueError):
+                raise ValueError(f"expert_min needs an integer score 1-5, got {min_score!r}") from None
+            if not 1 <= min_score <= 5:
+                raise ValueError("expert_min's score must be between 1 and 5")
+        elif min_score is not None:
+            raise ValueError(f"{kind} takes no argument")
+        return cls(kind=kind, min_score=min_score)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, **({"min_score": self.min_score} if self.min_score is not None else {})}
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.min_score}" if self.min_score is not None else self.kind
+
+
+def _study_texts(study: Study):
+    # Only texts some system actually produced (a text row outlives nothing, but be explicit).
+    return SimplificationText.objects.filter(source__study=study, simplifications__isnull=False).distinct()
+
+
+def training_texts_for_study(*, study: Study, filter: PairFilter | str | Mapping[str, Any] | None = None):
+    """The SimplificationText rows chosen by `filter`, ordered by source position then id."""
+    pair_filter = PairFilter.parse(filter)
+    texts = _study_texts(study)
+    if pair_filter.kind == "expert_min":
+        k = pair_filter.min_score
+        by_radiologist = Q(expert_ratings__participant__role=Participant.Role.RADIOLOGIST)
+        below = Q()
+        for aspect in scales.EXPERT_ASPECTS:
+            below |= Q(**{f"expert_ratings__{aspect}__lt": k}) | Q(
+                **{f"expert_ratings__{aspect}__isnull": True}
+            )
+        texts = texts.annotate(
+            n_ratings=Count("expert_ratings", filter=by_radiologist, distinct=True),
+            n_below=Count("expert_ratings", filter=by_radiologist & below, distinct=True),
+        ).filter(n_ratings__gt=0, n_below=0)
+    elif pair_filter.kind == "lay_preferred":
+        votes = list(
+            texts.annotate(votes=Count("most_votes", distinct=True))
+            .filter(votes__gt=0)
+            .values_list("pk", "source_id", "votes")
+        )
+        best: dict[int, int] = {}
+        for _, source_id, n in votes:
+            best[source_id] = max(best.get(source_id, 0), n)
+        texts = SimplificationText.objects.filter(pk__in=[pk for pk, s, n in votes if n == best[s]])
+    return texts.select_related("source").order_by("source__position", "pk")
+
+
+def training_pairs_for_study(
+    *, study: Study, filter: PairFilter | str | Mapping[str, Any] | None = None
+) -> list[SimplificationPair]:
+    """(source text, simplification text) pairs of `study` chosen by human judgement (PairFilter)."""
+    return [
+        SimplificationPair(source=t.source.text, target=t.text)
+        for t in training_texts_for_study(study=study, filter=filter)
+    ]
+
+
+def model_artifact_for_path(*, path: str) -> ModelArtifact | None:
+    return ModelArtifact.objects.filter(path=path).order_by("created_at").first()
+
+
+def training_job_progress(*, job_id: int) -> dict[str, Any]:
+    """What the admin's live progress bar polls."""
+    job = TrainingJob.objects.only("status", "progress", "error", "output_artifact").get(pk=job_id)
+    return {
+        "status": job.status,
+        "progress": job.progress,
+        "error": job.error[-2000:],
+        "output_artifact_id": job.output_artifact_id,
+    }
+
+
+def embedding_cache_get_many(*, keys: Sequence[str]) -> dict[str, np.ndarray]:
+    found: dict[str, np.ndarray] = {}
+    # Chunked: SQLite caps the number of query parameters.
+    for start in range(0, len(keys), 500):
+        for key, vector in EmbeddingCacheEntry.objects.filter(key__in=keys[start : start + 500]).values_list(
+            "key", "vector"
+        ):
+            found[key] = np.frombuffer(bytes(vector), dtype="<f4").copy()
+    return found

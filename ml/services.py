@@ -1,0 +1,371 @@
+"""Writes for the ml app: register model artifacts, create and run training jobs, fill the
+embedding cache.
+
+`training_job_run` is long (minutes to hours on a GPU) and holds no transaction while training:
+progress rows are written as it goes, and only the final registration is atomic.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import traceback
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.models import Study
+from ml import selectors
+from ml.models import EmbeddingCacheEntry, ModelArtifact, TrainingJob
+from ml.selectors import PairFilter
+
+logger = logging.getLogger(__name__)
+
+# A progress row is written at most this often (every step would be one UPDATE per batch).
+PROGRESS_WRITE_INTERVAL_S = 1.0
+
+
+def _architecture_of(path: Path) -> str:
+    # Read config.json directly: the web process need not import transformers to register a model.
+    config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    return (
+        ModelArtifact.Architecture.SEQ2SEQ
+        if config.get("is_encoder_decoder")
+        else ModelArtifact.Architecture.CAUSAL
+    )
+
+
+def model_artifact_register(
+    *,
+    name: str,
+    path: str | Path,
+    kind: str = ModelArtifact.Kind.BASE,
+    architecture: str | None = None,
+    base_model: ModelArtifact | None = None,
+    training_job: TrainingJob | None = None,
+    training_data: str = "",
+    training_filter: Mapping[str, Any] | None = None,
+    hyperparameters: Mapping[str, Any] | None = None,
+    validation_metrics: Mapping[str, Any] | None = None,
+) -> ModelArtifact:
+    """Record a local model directory. The directory must exist here and hold a config.json; the
+    architecture is read from it unless given."""
+    directory = Path(path).expanduser()
+    if not (directory / "config.json").is_file():
+        raise ValidationError({"path": f"{path} is not a local model directory (no config.json)."})
+    artifact = ModelArtifact(
+        name=name,
+        path=str(directory.resolve()),
+        kind=kind,
+        architecture=architecture or _architecture_of(directory),
+        base_model=base_model,
+        training_job=training_job,
+        training_data=training_data,
+        training_filter=dict(training_filter or {}),
+        hyperparameters=dict(hyperparameters or {}),
+        validation_metrics=dict(validation_metrics or {}),
+    )
+    artifact.full_clean()
+    artifact.save()
+    return artifact
+
+
+def _base_artifact_for_path(path: str) -> ModelArtifact:
+    resolved = str(Path(path).expanduser().resolve())
+    existing = selectors.model_artifact_for_path(path=resolved)
+    if existing is not None:
+        return existing
+    name = Path(resolved).name
+    if ModelArtifact.objects.filter(name=name).exists():
+        name = f"{name}-{uuid.uuid4().hex[:6]}"
+    return model_artifact_register(name=name, path=resolved, kind=ModelArtifact.Kind.BASE)
+
+
+def training_job_prepare(
+    *,
+    study: Study | None = None,
+    corpus_path: str = "",
+    pair_filter: str | Mapping[str, Any] | None = None,
+    base_artifact: ModelArtifact | None = None,
+    base_model_path: str = "",
+    hyperparameters: Mapping[str, Any] | None = None,
+    output_dir: str = "",
+) -> TrainingJob:
+    """A validated, unsaved training job (forms call this to show errors before launching).
+    Data: a study (pairs chosen by `pair_filter`) or a corpus file; base: a registered artifact or
+    a model directory path."""
+    from ml.training import TrainingConfig  # validates hyper-parameter names and values
+
+    if (study is None) == (not corpus_path):
+        raise ValidationError("Give either a study or a corpus file, not both.")
+    if (base_artifact is None) == (not base_model_path):
+        raise ValidationError("Give either a base model artifact or a base model path, not both.")
+    if base_artifact is not None and base_artifact.architecture != ModelArtifact.Architecture.SEQ2SEQ:
+        raise ValidationError({"base_artifact": "Only encoder-decoder (T5/BART) models can be fine-tuned."})
+    if base_model_path and not (Path(base_model_path).expanduser() / "config.json").is_file():
+        raise ValidationError({"base_model_path": f"{base_model_path} is not a local model directory."})
+    if corpus_path and not Path(corpus_path).is_file():
+        raise ValidationError({"corpus_path": f"{corpus_path} is not a file."})
+    try:
+        parsed_filter = PairFilter.parse(pair_filter) if study is not None else None
+    except ValueError as exc:
+        raise ValidationError({"pair_filter": str(exc)}) from None
+    given = {k: v for k, v in (hyperparameters or {}).items() if v is not None}
+    try:
+        config = TrainingConfig.from_dict(given)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError({"hyperparameters": str(exc)}) from None
+    job = TrainingJob(
+        study=study,
+        corpus_path=corpus_path,
+        pair_filter=parsed_filter.as_json() if parsed_filter else {},
+        base_artifact=base_artifact,
+        base_model_path=base_model_path,
+        # Only what was asked for: the defaults live in TrainingConfig, the artifact records all.
+        hyperparameters={k: v for k, v in config.as_dict().items() if k in given},
+        output_dir=output_dir,
+    )
+    job.full_clean()
+    return job
+
+
+def training_job_create(
+    *,
+    study: Study | None = None,
+    corpus_path: str = "",
+    pair_filter: str | Mapping[str, Any] | None = None,
+    base_artifact: ModelArtifact | None = None,
+    base_model_path: str = "",
+    hyperparameters: Mapping[str, Any] | None = None,
+    output_dir: str = "",
+    enqueue: bool = True,
+) -> TrainingJob:
+    """Create a queued training job (see `training_job_prepare`) and, with `enqueue`, dispatch its
+    Celery task (queue gpu) once the surrounding transaction commits."""
+    job = training_job_prepare(
+        study=study,
+        corpus_path=corpus_path,
+        pair_filter=pair_filter,
+        base_artifact=base_artifact,
+        base_model_path=base_model_path,
+        hyperparameters=hyperparameters,
+        output_dir=output_dir,
+    )
+    with transaction.atomic():
+        job.save()
+        if enqueue:
+            training_job_enqueue(job=job)
+    return job
+
+
+def training_job_enqueue(*, job: TrainingJob) -> TrainingJob:
+    """Dispatch the job's task after the current transaction commits (never inside it: the worker
+    must find the row). The task id is stored first, so the admin can show it at once."""
+    from ml.tasks import training_job_run_task
+
+    task_id = str(uuid.uuid4())
+    TrainingJob.objects.filter(pk=job.pk).update(celery_task_id=task_id)
+    job.celery_task_id = task_id
+    transaction.on_commit(lambda: training_job_run_task.apply_async(args=[job.pk], task_id=task_id))
+    return job
+
+
+def training_job_cancel(*, job: TrainingJob) -> TrainingJob:
+    """Ask a running job to stop at its next step (it writes a checkpoint first); a queued job is
+    cancelled at once."""
+    with transaction.atomic():
+        locked = TrainingJob.objects.select_for_update().get(pk=job.pk)
+        if locked.is_finished:
+            return locked
+        locked.cancel_requested = True
+        if locked.status == TrainingJob.Status.QUEUED:
+            locked.status = TrainingJob.Status.CANCELLED
+            locked.finished_at = timezone.now()
+        locked.save(update_fields=["cancel_requested", "status", "finished_at", "updated_at"])
+    return locked
+
+
+def training_job_retry(*, job: TrainingJob) -> TrainingJob:
+    """Queue a failed or cancelled job again; training resumes from its last checkpoint."""
+    with transaction.atomic():
+        locked = TrainingJob.objects.select_for_update().get(pk=job.pk)
+        if locked.status not in (TrainingJob.Status.FAILED, TrainingJob.Status.CANCELLED):
+            raise ValidationError("Only failed or cancelled jobs can be retried.")
+        locked.status = TrainingJob.Status.QUEUED
+        locked.cancel_requested = False
+        locked.error = ""
+        locked.finished_at = None
+        locked.save(update_fields=["status", "cancel_requested", "error", "finished_at", "updated_at"])
+        training_job_enqueue(job=locked)
+    return locked
+
+
+def training_job_output_dir(job: TrainingJob) -> Path:
+    return (
+        Path(job.output_dir) if job.output_dir else Path(settings.RADLAY_MODEL_DIR) / f"fine-tuned-{job.pk}"
+    )
+
+
+def _training_data(job: TrainingJob):
+    from ml.corpora import read_corpus, records_to_pairs
+
+    if job.study_id is not None:
+        pair_filter = PairFilter.parse(job.pair_filter)
+        pairs = selectors.training_pairs_for_study(study=job.study, filter=pair_filter)
+        return pairs, f"study {job.study.slug}, filter {pair_filter}: {len(pairs)} pairs"
+    pairs = records_to_pairs(read_corpus(job.corpus_path))
+    return pairs, f"corpus {job.corpus_path}: {len(pairs)} pairs"
+
+
+def _claim(job: TrainingJob, task_id: str) -> bool:
+    """Mark the job running unless it is finished. A job already `running` is taken over: that is
+    the same task redelivered after its worker died (acks_late), and training resumes."""
+    with transaction.atomic():
+        locked = TrainingJob.objects.select_for_update().get(pk=job.pk)
+        if locked.is_finished:
+            return False
+        if locked.cancel_requested:
+            locked.status = TrainingJob.Status.CANCELLED
+            locked.finished_at = timezone.now()
+            locked.save(update_fields=["status", "finished_at", "updated_at"])
+            return False
+        locked.status = TrainingJob.Status.RUNNING
+        locked.started_at = locked.started_at or timezone.now()
+        if task_id:
+            locked.celery_task_id = task_id
+        locked.save(update_fields=["status", "started_at", "celery_task_id", "updated_at"])
+    return True
+
+
+def _finish(job: TrainingJob, status: str, *, error: str = "", **fields: Any) -> None:
+    TrainingJob.objects.filter(pk=job.pk).update(
+        status=status, error=error, finished_at=timezone.now(), updated_at=timezone.now(), **fields
+    )
+
+
+def training_job_run(*, job: TrainingJob, task_id: str = "", device: str | None = None) -> TrainingJob:
+    """Run a training job to the end, in this process: fine-tune with ml.training (resuming from
+    the job's last checkpoint), keep `progress` current, register the resulting ModelArtifact.
+
+    Safe to call twice: a finished job is returned as is. Failures are recorded on the job (status
+    failed, error with the traceback) rather than raised: the row is the record of what happened.
+    """
+    from ml.training import TrainingCancelled, TrainingConfig, TrainingProgress, train_simplifier
+
+    if not _claim(job, task_id):
+        job.refresh_from_db()
+        return job
+    job.refresh_from_db()
+    last_write = 0.0
+
+    def on_progress(progress: TrainingProgress) -> None:
+        nonlocal last_write
+        now = time.monotonic()
+        final = progress.phase != "training" or progress.step == progress.total_steps
+        if final or now - last_write >= PROGRESS_WRITE_INTERVAL_S:
+            TrainingJob.objects.filter(pk=job.pk).update(
+                progress=progress.as_dict(), updated_at=timezone.now()
+            )
+            last_write = now
+
+    last_poll, stop = 0.0, False
+
+    def should_stop() -> bool:
+        nonlocal last_poll, stop
+        now = time.monotonic()
+        if now - last_poll >= PROGRESS_WRITE_INTERVAL_S:
+            stop = TrainingJob.objects.filter(pk=job.pk, cancel_requested=True).exists()
+            last_poll = now
+        return stop
+
+    try:
+        pairs, description = _training_data(job)
+        if not pairs:
+            raise ValueError(f"no training pairs ({description})")
+        config = TrainingConfig.from_dict(job.hyperparameters)
+        output_dir = training_job_output_dir(job)
+        result = train_simplifier(
+            pairs,
+            base_model=job.base_path,
+            output_dir=output_dir,
+            config=config,
+            progress=on_progress,
+            should_stop=should_stop,
+            device=device,
+        )
+    except TrainingCancelled as cancelled:
+        _finish(
+            job,
+            TrainingJob.Status.CANCELLED,
+            error=f"cancelled at step {cancelled.step}; retry resumes there",
+        )
+        job.refresh_from_db()
+        return job
+    except Exception:  # noqa: BLE001 - any failure is recorded on the job, whatever it is
+        logger.exception("training job %s failed", job.pk)
+        _finish(job, TrainingJob.Status.FAILED, error=traceback.format_exc()[-10000:])
+        job.refresh_from_db()
+        return job
+
+    with transaction.atomic():
+        base = job.base_artifact or _base_artifact_for_path(job.base_model_path)
+        artifact = model_artifact_register(
+            name=f"{base.name}-ft-{job.pk}",
+            path=result.output_dir,
+            kind=ModelArtifact.Kind.FINE_TUNED,
+            architecture=ModelArtifact.Architecture.SEQ2SEQ,
+            base_model=base,
+            training_job=job,
+            training_data=f"{description} ({result.train_size} train / {result.validation_size} validation)",
+            training_filter=job.pair_filter,
+            hyperparameters=config.as_dict(),
+            validation_metrics=result.validation_metrics,
+        )
+        _finish(job, TrainingJob.Status.SUCCEEDED, output_artifact=artifact)
+    job.refresh_from_db()
+    return job
+
+
+class EmbeddingCacheStore:
+    """The database behind ml.embeddings' cache: ``Embedder(store=EmbeddingCacheStore())``."""
+
+    def get_many(self, keys):
+        return selectors.embedding_cache_get_many(keys=list(keys))
+
+    def put_many(self, vectors, *, model_id: str) -> None:
+        embedding_cache_put_many(vectors=vectors, model_id=model_id)
+
+
+def embedding_cache_put_many(*, vectors: Mapping[str, np.ndarray], model_id: str) -> int:
+    """Store vectors by cache key; keys already stored are left alone (another worker may have
+    written the same text's vector first: it is the same vector)."""
+    rows = [
+        EmbeddingCacheEntry(
+            key=key,
+            model_id=model_id,
+            dimension=int(np.asarray(v).size),
+            vector=np.asarray(v, dtype="<f4").tobytes(),
+        )
+        for key, v in vectors.items()
+    ]
+    created = EmbeddingCacheEntry.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+    return len(created)
+
+
+def embedder_get(*, model: str | Path | None = None):
+    """The process-wide Embedder backed by the database cache (what the metrics code should use
+    inside Django)."""
+    from ml.embeddings import get_embedder
+
+    return get_embedder(model, store=_database_store)
+
+
+_database_store = EmbeddingCacheStore()
