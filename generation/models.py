@@ -1,1 +1,180 @@
-from django.db import models  # noqa: F401
+"""Generation batches: what an admin launched, one job per (source, prompt family), and the cache of
+identical LLM calls (DESIGN.md "Generation").
+
+A *family* is one run of the pipeline on one source; it yields the systems of that family:
+"plain" → plain_bs (the Generator's first answer) and plain_sc (after self-correction), "cot" →
+cot_bs and cot_sc, "scgr" → scgr. A job asked only for BS systems skips the self-correction loop.
+
+Job states: pending → running → succeeded | failed, or pending → cancelled. A pending job that was
+handed to the queue carries `dispatched_at` (it holds one of the batch's concurrency slots); a running
+job carries the id of the Celery task that claimed it, so that a redelivered message of that task
+(the worker died before acknowledging it) may take the job over.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+# System key → the family that produces it, and the label a new System row gets.
+SYSTEM_FAMILY: dict[str, str] = {
+    "plain_bs": "plain",
+    "plain_sc": "plain",
+    "cot_bs": "cot",
+    "cot_sc": "cot",
+    "scgr": "scgr",
+}
+SYSTEM_LABELS: dict[str, str] = {
+    "plain_bs": "Plain_BS",
+    "plain_sc": "Plain_SC",
+    "cot_bs": "CoT_BS",
+    "cot_sc": "CoT_SC",
+    "scgr": "SCGR",
+}
+GENERATED_SYSTEMS: tuple[str, ...] = tuple(SYSTEM_FAMILY)
+
+
+class GenerationBatch(models.Model):
+    class Backend(models.TextChoices):
+        OPENAI = "openai", "OpenAI-compatible API"
+        TRANSFORMERS = "transformers", "Local model (transformers, GPU)"
+        GLOSSARY = "glossary", "Offline glossary (deterministic)"
+
+    study = models.ForeignKey("annotation.Study", on_delete=models.CASCADE, related_name="generation_batches")
+    systems = models.JSONField(
+        default=list, help_text='System keys to generate, e.g. ["plain_bs", "plain_sc"].'
+    )
+    backend = models.CharField(max_length=20, choices=Backend.choices)
+    model_name = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="API model name, or the local directory of a transformers model "
+        "(empty when an artifact is chosen).",
+    )
+    model_artifact = models.ForeignKey(
+        "ml.ModelArtifact",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="generation_batches",
+        help_text="A registered local or fine-tuned model (transformers backend only).",
+    )
+    prompt_version = models.CharField(max_length=60)
+    # temperature, max_tokens, seed, top_p, sample_index (GenerationParams) + max_rounds, scgr_max_attempts.
+    parameters = models.JSONField(default=dict, blank=True)
+    concurrency = models.PositiveIntegerField(
+        help_text="At most this many jobs of the batch queued or running."
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    cancelled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(concurrency__gte=1), name="generation_batch_concurrency_positive"
+            ),
+            models.CheckConstraint(
+                condition=Q(backend__in=["openai", "transformers", "glossary"]),
+                name="generation_batch_backend",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"batch {self.pk} · {self.study.slug} · {self.backend}"
+
+    @property
+    def model_label(self) -> str:
+        if self.model_artifact_id:
+            return f"{self.model_artifact.name} ({self.model_artifact.path})"
+        return self.model_name
+
+    @property
+    def status(self) -> str:
+        if self.cancelled_at:
+            return "cancelled"
+        if self.finished_at:
+            return "finished"
+        return "running"
+
+
+class GenerationJob(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    class Family(models.TextChoices):
+        PLAIN = "plain", "Plain prompt"
+        COT = "cot", "Chain-of-thought prompt"
+        SCGR = "scgr", "SCGR"
+
+    batch = models.ForeignKey(GenerationBatch, on_delete=models.CASCADE, related_name="jobs")
+    source = models.ForeignKey("annotation.Source", on_delete=models.CASCADE, related_name="generation_jobs")
+    family = models.CharField(max_length=10, choices=Family.choices)
+    systems = models.JSONField(default=list, help_text="The system keys of this family the job writes.")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    not_before = models.DateTimeField(
+        null=True, blank=True, help_text="Retry backoff: not sent before this time."
+    )
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    task_id = models.CharField(max_length=255, blank=True)
+    calls = models.PositiveIntegerField(default=0)
+    cached_calls = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    completion_tokens = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.FloatField(default=0.0)
+    transcript = models.JSONField(default=list, blank=True)
+    simplifications = models.ManyToManyField(
+        "annotation.Simplification", blank=True, related_name="generation_jobs"
+    )
+
+    class Meta:
+        ordering = ["batch", "source__position", "family"]
+        constraints = [
+            models.UniqueConstraint(fields=["batch", "source", "family"], name="generation_job_unique"),
+            models.CheckConstraint(
+                condition=Q(status__in=["pending", "running", "succeeded", "failed", "cancelled"]),
+                name="generation_job_status",
+            ),
+            models.CheckConstraint(
+                condition=Q(family__in=["plain", "cot", "scgr"]), name="generation_job_family"
+            ),
+        ]
+        indexes = [models.Index(fields=["batch", "status"], name="generation_job_batch_status")]
+
+    def __str__(self) -> str:
+        return f"job {self.pk} · {self.source} · {self.family}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (self.Status.SUCCEEDED, self.Status.FAILED, self.Status.CANCELLED)
+
+
+class LLMCallCache(models.Model):
+    """One completed backend call, keyed by the sha256 of everything that defines it
+    (generation.backends.cache.call_cache_key)."""
+
+    key = models.CharField(max_length=64, unique=True)
+    backend = models.CharField(max_length=40, blank=True)
+    model_name = models.CharField(max_length=300, blank=True)
+    completion = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "LLM call cache entry"
+        verbose_name_plural = "LLM call cache"
+
+    def __str__(self) -> str:
+        return f"{self.backend}/{self.model_name} {self.key[:12]}"
