@@ -1,4 +1,23 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+from rest_framework.authtoken.views import obtain_auth_token
+
+from evaluation import api
 
 app_name = "api"
-urlpatterns: list = []
+urlpatterns = [
+    path("token/", obtain_auth_token, name="token"),
+    path("studies/", api.StudyListView.as_view(), name="study-list"),
+    path("studies/<slug:slug>/", api.StudyDetailView.as_view(), name="study-detail"),
+    path("studies/<slug:slug>/sources/", api.SourceListView.as_view(), name="source-list"),
+    path("studies/<slug:slug>/systems/", api.SystemListView.as_view(), name="system-list"),
+    path(
+        "studies/<slug:slug>/simplifications/",
+        api.SimplificationListView.as_view(),
+        name="simplification-list",
+    ),
+    path("studies/<slug:slug>/progress/", api.ProgressView.as_view(), name="progress"),
+    path("studies/<slug:slug>/answers/", api.AnswerListView.as_view(), name="answer-list"),
+    path("studies/<slug:slug>/analysis/", api.AnalysisView.as_view(), name="analysis"),
+    path("studies/<slug:slug>/audit/", api.AuditView.as_view(), name="audit"),
+    path("studies/<slug:slug>/exports/<str:file_format>/", api.ExportView.as_view(), name="export"),
+]

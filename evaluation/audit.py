@@ -140,6 +140,7 @@ def audit(analysis: Mapping[str, Any], reported: Mapping[str, Any]) -> dict[str,
     summary = {
         status: sum(row["status"] == status for row in rows) for status in (AGREES, DIFFERS, NOT_COMPUTED)
     }
+    summary["not_computed"] = summary[NOT_COMPUTED]  # the same count under a template-friendly key
     summary["total"] = len(rows)
     return {"paper": reported.get("paper", ""), "rows": rows, "summary": summary}
 

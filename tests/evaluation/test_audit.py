@@ -80,7 +80,7 @@ def test_audit_statuses_at_the_rounding_boundary():
     }
     row = next(r for r in result["rows"] if r["id"] == "acc3")
     assert row["difference"] == pytest.approx(0.3875 - 0.386)
-    assert result["summary"] == {AGREES: 5, DIFFERS: 2, NOT_COMPUTED: 2, "total": 9}
+    assert result["summary"] == {AGREES: 5, DIFFERS: 2, NOT_COMPUTED: 2, "not_computed": 2, "total": 9}
 
 
 def test_load_reported_rejects_duplicates(tmp_path):

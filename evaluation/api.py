@@ -1,0 +1,186 @@
+"""Read-only research API (DRF): studies, sources, systems, simplifications, progress, answers,
+analysis, audit and exports. Token or session authentication; every view narrows to the studies
+the user may see through `access_study_for_user` (another researcher's study is a 404)."""
+
+from __future__ import annotations
+
+from itertools import islice
+
+from django.db.models import Count
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import generics
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.models import Simplification, Source, Study, System
+from evaluation import serializers
+from evaluation.access import access_study_for_user, studies_for_researcher
+from evaluation.audit import audit, load_reported, reported_files
+from evaluation.exporters import FORMATS
+from evaluation.exporters.rows import answer_columns, answer_rows
+from evaluation.selectors import analysis_options_from_settings, participants_progress, study_analysis_cached
+
+MAX_ANSWERS_PAGE = 5000
+
+
+def export_response(*, study: Study, file_format: str, include_external_ids: bool) -> StreamingHttpResponse:
+    """The raw answers of `study` as a streamed download (shared by the API and the dashboard)."""
+    exporter = FORMATS[file_format]
+    rows = answer_rows(study=study, include_external_ids=include_external_ids)
+    response = StreamingHttpResponse(
+        exporter.stream(rows, answer_columns(include_external_ids=include_external_ids)),
+        content_type=exporter.CONTENT_TYPE,
+    )
+    suffix = "-with-external-ids" if include_external_ids else ""
+    response["Content-Disposition"] = (
+        f'attachment; filename="{study.slug}-answers{suffix}.{exporter.EXTENSION}"'
+    )
+    return response
+
+
+class StudyListView(generics.ListAPIView):
+    """The studies you are a researcher of."""
+
+    serializer_class = serializers.StudySerializer
+
+    def get_queryset(self):
+        return (
+            studies_for_researcher(user=self.request.user)
+            .annotate(
+                n_sources=Count("sources", distinct=True),
+                n_systems=Count("systems", distinct=True),
+                n_participants=Count("participants", distinct=True),
+            )
+            .order_by("-created_at")
+        )
+
+
+class StudyDetailView(generics.RetrieveAPIView):
+    serializer_class = serializers.StudySerializer
+    lookup_field = "slug"
+
+    def get_queryset(self):
+        return StudyListView.get_queryset(self)
+
+
+class _StudyChildList(generics.ListAPIView):
+    def study(self) -> Study:
+        return access_study_for_user(user=self.request.user, slug=self.kwargs["slug"])
+
+
+class SourceListView(_StudyChildList):
+    serializer_class = serializers.SourceSerializer
+
+    def get_queryset(self):
+        return Source.objects.filter(study=self.study()).order_by("position")
+
+
+class SystemListView(_StudyChildList):
+    serializer_class = serializers.SystemSerializer
+    pagination_class = None
+
+    def get_queryset(self):
+        return System.objects.filter(study=self.study()).order_by("position", "key")
+
+
+class SimplificationListView(_StudyChildList):
+    serializer_class = serializers.SimplificationSerializer
+
+    def get_queryset(self):
+        return (
+            Simplification.objects.filter(source__study=self.study())
+            .select_related("source", "system", "shown_text")
+            .order_by("source__position", "system__position", "system__key")
+        )
+
+
+class ProgressView(APIView):
+    @extend_schema(responses=serializers.ParticipantProgressSerializer(many=True))
+    def get(self, request: Request, slug: str) -> Response:
+        """Every participant's progress: units done / total and status."""
+        study = access_study_for_user(user=request.user, slug=slug)
+        return Response(
+            serializers.ParticipantProgressSerializer(participants_progress(study=study), many=True).data
+        )
+
+
+class AnswerListView(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("limit", int, description=f"rows per page (at most {MAX_ANSWERS_PAGE})"),
+            OpenApiParameter("offset", int, description="rows to skip"),
+        ],
+        responses=serializers.AnswerPageSerializer,
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        """Raw answers in the export's long format (pseudonymous), a page at a time."""
+        study = access_study_for_user(user=request.user, slug=slug)
+        try:
+            limit = min(int(request.query_params.get("limit", 100)), MAX_ANSWERS_PAGE)
+            offset = max(int(request.query_params.get("offset", 0)), 0)
+        except ValueError as exc:
+            raise ValidationError({"limit": "limit and offset must be integers"}) from exc
+        columns = answer_columns()
+        page = list(islice(answer_rows(study=study), offset, offset + limit + 1))
+        more = len(page) > limit
+        results = [dict(zip(columns, row, strict=True)) for row in page[:limit]]
+        base = request.build_absolute_uri(request.path)
+        return Response(
+            {
+                "next": f"{base}?limit={limit}&offset={offset + limit}" if more else None,
+                "previous": f"{base}?limit={limit}&offset={max(offset - limit, 0)}" if offset else None,
+                "results": results,
+            }
+        )
+
+
+class AnalysisView(APIView):
+    @extend_schema(responses=serializers.AnalysisSerializer)
+    def get(self, request: Request, slug: str) -> Response:
+        """The whole analysis (the document `manage.py analyze --json` writes)."""
+        study = access_study_for_user(user=request.user, slug=slug)
+        return Response(study_analysis_cached(study=study, options=analysis_options_from_settings()))
+
+
+class AuditView(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "reported", str, description="name of a shipped reported-figures file", default="seed003"
+            )
+        ],
+        responses=serializers.AuditSerializer,
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        """The study's figures next to those a paper reported (see evaluation/reported/)."""
+        study = access_study_for_user(user=request.user, slug=slug)
+        name = request.query_params.get("reported", "seed003")
+        files = reported_files()
+        if name not in files:
+            raise NotFound(f"no reported-figures file {name!r}; known: {', '.join(files)}")
+        analysis = study_analysis_cached(
+            study=study, options=analysis_options_from_settings(correlations=False)
+        )
+        result = audit(analysis, load_reported(files[name]))
+        return Response({**result, "reported_file": files[name].name})
+
+
+class ExportView(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("file_format", str, OpenApiParameter.PATH, enum=sorted(FORMATS)),
+            OpenApiParameter("include_external_ids", bool, description="add recruiters' ids (personal data)"),
+        ],
+        responses={200: OpenApiResponse(OpenApiTypes.BINARY, description="the file, streamed")},
+    )
+    def get(self, request: Request, slug: str, file_format: str) -> StreamingHttpResponse:
+        """Every raw answer as CSV, XLSX or JSON (one row per answer), streamed."""
+        study = access_study_for_user(user=request.user, slug=slug)
+        if file_format not in FORMATS:
+            raise NotFound(f"unknown format {file_format!r}; use one of {', '.join(sorted(FORMATS))}")
+        include = request.query_params.get("include_external_ids", "").lower() in {"1", "true", "yes"}
+        return export_response(study=study, file_format=file_format, include_external_ids=include)

@@ -1,0 +1,414 @@
+"""The study report: one self-contained HTML document (tables with intervals, agreement,
+correlations, the figures inline, the audit and a methods section) and the display rows the
+dashboard shares with it.
+
+`report_tables` turns the analysis dict into rows of formatted cells (pure, no Django);
+`study_report_html` gathers a study's data and renders templates/evaluation/report.html.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from decimal import ROUND_HALF_UP, Decimal
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from annotation import scales
+
+ORIGINAL = "original"
+READABILITY_LABELS = {
+    "fkgl": "FKGL ↓",
+    "gunning_fog": "Gunning Fog (GFI) ↓",
+    "ari": "ARI ↓",
+    "smog": "SMOG ↓",
+    "coleman_liau": "Coleman–Liau ↓",
+    "dale_chall": "Dale–Chall ↓",
+    "flesch_reading_ease": "Flesch Reading Ease ↑",
+}
+EXPERT_LABELS = {a: a.capitalize() for a in scales.EXPERT_ASPECTS}
+LAY_LABELS = {
+    "understanding": "Q1 understanding (1–4)",
+    "confidence": "Q2 confidence (1–3)",
+    "severity_mse": "Q3 MSE ↓",
+    "severity_accuracy": "Q3 accuracy",
+    "helpfulness": "Q4 helpfulness (−1..2)",
+}
+MEASURE_LABELS = {
+    **EXPERT_LABELS,
+    "understanding": "Q1 understanding",
+    "confidence": "Q2 confidence",
+    "helpfulness": "Q4 helpfulness",
+    "severity_accuracy": "Q3 accuracy",
+    "preference_share": "most-preferred share",
+    "least_preference_share": "least-preferred share",
+}
+PACKAGES = (
+    "Django",
+    "djangorestframework",
+    "drf-spectacular",
+    "pandas",
+    "numpy",
+    "scipy",
+    "statsmodels",
+    "scikit-learn",
+    "krippendorff",
+    "nltk",
+    "textstat",
+    "matplotlib",
+    "openpyxl",
+    "sentence-transformers",
+)
+
+
+def fmt(value: float | None, *, percent: bool = False, digits: int = 3) -> str:
+    """A figure as papers print it: rounded half up (8.8125 → "8.813", as in seed 003's Table 1),
+    percentages with one decimal."""
+    if value is None:
+        return "—"
+    if percent:
+        value, digits = 100 * value, 1
+    rounded = Decimal(repr(float(value))).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    return f"{rounded}%" if percent else str(rounded)
+
+
+def audit_display(result: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The audit with display strings for radlay's value, the difference and the tolerance."""
+    if result is None:
+        return None
+    rows = []
+    for row in result["rows"]:
+        rows.append(
+            {
+                **row,
+                "value_text": "—" if row["value"] is None else f"{row['value']:.6g}",
+                "difference_text": "—" if row["difference"] is None else f"{row['difference']:+.4g}",
+                "tolerance_text": "—" if row["tolerance"] is None else f"{row['tolerance']:g}",
+            }
+        )
+    return {**result, "rows": rows}
+
+
+def cell(value: float | None, interval: Mapping[str, Any] | None = None, *, percent: bool = False) -> dict:
+    """A table cell: the figure and, when known, its bootstrap interval."""
+    text = fmt(value, percent=percent)
+    ci = ""
+    if interval and interval.get("low") is not None and interval.get("high") is not None:
+        ci = f"[{fmt(interval['low'], percent=percent)}, {fmt(interval['high'], percent=percent)}]"
+    return {"value": text, "ci": ci, "missing": value is None}
+
+
+def _label(analysis: Mapping[str, Any], key: str) -> str:
+    if key == ORIGINAL:
+        return "Original"
+    return analysis["systems"].get(key, {}).get("label") or key
+
+
+def table1(analysis: Mapping[str, Any]) -> dict[str, Any]:
+    """Table 1 as header + sections of rows; each row: label and one cell per column."""
+    systems = list(analysis["systems"])
+    columns = [ORIGINAL, *systems]
+    intervals = analysis.get("confidence_intervals", {})
+    readability = []
+    for metric, label in READABILITY_LABELS.items():
+        if not any(analysis["readability"].get(c, {}).get(metric) is not None for c in columns):
+            continue
+        readability.append(
+            {
+                "label": label,
+                "cells": [
+                    cell(
+                        analysis["readability"].get(c, {}).get(metric),
+                        intervals.get("readability", {}).get(c, {}).get(metric),
+                    )
+                    for c in columns
+                ],
+            }
+        )
+    expert = []
+    for aspect, label in EXPERT_LABELS.items():
+        original = analysis.get("expert_original", {}).get(aspect) if aspect == "simplicity" else None
+        original_ci = intervals.get("expert_original", {}).get(aspect) if aspect == "simplicity" else None
+        expert.append(
+            {
+                "label": label,
+                "cells": [cell(original, original_ci)]
+                + [
+                    cell(analysis["expert"][s][aspect], intervals.get("expert", {}).get(s, {}).get(aspect))
+                    for s in systems
+                ],
+            }
+        )
+    expert.append(
+        {
+            "label": "n ratings",
+            "cells": [
+                {"value": str(analysis.get("expert_original", {}).get("n", 0)), "ci": "", "missing": False}
+            ]
+            + [{"value": str(analysis["expert"][s]["n"]), "ci": "", "missing": False} for s in systems],
+        }
+    )
+    lay = []
+    for measure, label in LAY_LABELS.items():
+        percent = measure == "severity_accuracy"
+        lay.append(
+            {
+                "label": label,
+                "cells": [
+                    cell(
+                        analysis["lay"][c][measure],
+                        intervals.get("lay", {}).get(c, {}).get(measure),
+                        percent=percent,
+                    )
+                    for c in columns
+                ],
+            }
+        )
+    lay.append(
+        {
+            "label": "n answers",
+            "cells": [{"value": str(analysis["lay"][c]["n"]), "ci": "", "missing": False} for c in columns],
+        }
+    )
+    return {
+        "columns": [_label(analysis, c) for c in columns],
+        "sections": [
+            {"title": "Readability (mean per text)", "rows": readability},
+            {"title": "Radiologists (1–5)", "rows": expert},
+            {"title": "Laypeople (original = panel 1; systems = panel 2)", "rows": lay},
+        ],
+    }
+
+
+def table2(analysis: Mapping[str, Any]) -> dict[str, Any]:
+    levels = list(analysis["confidence_vs_accuracy"])
+    intervals = analysis.get("confidence_intervals", {}).get("confidence_vs_accuracy", {})
+    rows = [
+        {
+            "label": "Q3 MSE ↓",
+            "cells": [
+                cell(analysis["confidence_vs_accuracy"][lv]["mse"], intervals.get(lv, {}).get("mse"))
+                for lv in levels
+            ],
+        },
+        {
+            "label": "Q3 accuracy",
+            "cells": [
+                cell(
+                    analysis["confidence_vs_accuracy"][lv]["accuracy"],
+                    intervals.get(lv, {}).get("accuracy"),
+                    percent=True,
+                )
+                for lv in levels
+            ],
+        },
+        {
+            "label": "n answers",
+            "cells": [
+                {"value": str(analysis["confidence_vs_accuracy"][lv]["n"]), "ci": "", "missing": False}
+                for lv in levels
+            ],
+        },
+    ]
+    return {"columns": levels, "rows": rows}
+
+
+def table3(analysis: Mapping[str, Any]) -> dict[str, Any]:
+    systems = list(analysis["systems"])
+    details = analysis.get("preference_details", {})
+    rows = []
+    for side, label in (
+        ("most", "Most preferred ↑ (sources won)"),
+        ("least", "Least preferred ↓ (sources won)"),
+    ):
+        rows.append({"label": label, "cells": [str(analysis["preferences"][side][s]) for s in systems]})
+        votes = details.get(side, {}).get("votes", {})
+        rows.append({"label": f"{side} votes in total", "cells": [str(votes.get(s, 0)) for s in systems]})
+    return {"columns": [_label(analysis, s) for s in systems], "rows": rows}
+
+
+def agreement_rows(analysis: Mapping[str, Any]) -> list[dict[str, str]]:
+    agreement = analysis["agreement"]
+    rows = [
+        {
+            "label": "Krippendorff's α (MASI), most preferred sets",
+            "value": fmt(agreement["preference_alpha_masi"]["most"]),
+            "note": f"{agreement['preference_alpha_masi'].get('n_coders', 0)} lay coders × sources",
+        },
+        {
+            "label": "Krippendorff's α (MASI), least preferred sets",
+            "value": fmt(agreement["preference_alpha_masi"]["least"]),
+            "note": "",
+        },
+    ]
+    lay = agreement.get("lay", {})
+    for question in ("severity_guess", "understanding", "confidence"):
+        rows.append(
+            {
+                "label": f"Laypeople, panel 1 {question.replace('_', ' ')}: α (ordinal)",
+                "value": fmt(lay.get(f"{question}_alpha_ordinal")),
+                "note": f"{lay.get('n_raters', 0)} raters",
+            }
+        )
+    expert = agreement.get("expert", {})
+    if "note" in expert:
+        rows.append({"label": "Radiologists", "value": "—", "note": expert["note"]})
+    for aspect in scales.EXPERT_ASPECTS:
+        if aspect in expert:
+            figures = expert[aspect]
+            icc = figures.get("icc", {})
+            rows.append(
+                {
+                    "label": f"Radiologists, {aspect}",
+                    "value": " · ".join(
+                        [
+                            f"α ord {fmt(figures['alpha_ordinal'])}",
+                            f"α int {fmt(figures['alpha_interval'])}",
+                            f"κ_w {fmt(figures['kappa_quadratic_mean'])}",
+                            f"ICC(2,1) {fmt(icc.get('icc2_1'))}",
+                        ]
+                    ),
+                    "note": f"{expert.get('n_raters')} raters",
+                }
+            )
+    if "severity_alpha_ordinal" in expert:
+        rows.append(
+            {
+                "label": "Radiologists, severity: α (ordinal)",
+                "value": fmt(expert["severity_alpha_ordinal"]),
+                "note": "",
+            }
+        )
+    return rows
+
+
+def comparison_rows(analysis: Mapping[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for measure, records in analysis.get("comparisons", {}).items():
+        for record in records:
+            rows.append(
+                {
+                    "measure": measure.replace("_", " "),
+                    "pair": " vs ".join(_label(analysis, record[k]) for k in ("system_a", "system_b")),
+                    "n": record["n"],
+                    "mean_diff": fmt(record["mean_diff"]),
+                    "effect": fmt(record["effect_size"]),
+                    "p": fmt(record["p_value"], digits=4),
+                    "p_holm": fmt(record["p_holm"], digits=4),
+                    "significant": record["p_holm"] is not None and record["p_holm"] < 0.05,
+                }
+            )
+    return rows
+
+
+def correlation_rows(analysis: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per (level, metric, measure) with the three coefficients and their intervals."""
+    grouped: dict[tuple, dict[str, Any]] = {}
+    for record in analysis.get("correlations", []):
+        key = (record["level"], record["metric"], record["measure"])
+        row = grouped.setdefault(
+            key,
+            {
+                "level": record["level"],
+                "metric": READABILITY_LABELS.get(record["metric"], record["metric"]),
+                "measure": MEASURE_LABELS.get(record["measure"], record["measure"]),
+                "n": record["n"],
+            },
+        )
+        row[record["method"]] = cell(record["r"], {"low": record["ci_low"], "high": record["ci_high"]})
+        row[f"{record['method']}_p"] = fmt(record["p_value"], digits=4)
+    return list(grouped.values())
+
+
+def report_tables(analysis: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything the dashboard and the report display, as formatted rows."""
+    return {
+        "table1": table1(analysis),
+        "table2": table2(analysis),
+        "table3": table3(analysis),
+        "agreement": agreement_rows(analysis),
+        "comparisons": comparison_rows(analysis),
+        "correlations": correlation_rows(analysis),
+        "severity_distribution": analysis["severity_distribution"],
+        "severity_unrated": analysis.get("severity_unrated", 0),
+    }
+
+
+def package_versions() -> dict[str, str]:
+    versions = {"Python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return versions
+
+
+def methods(analysis: Mapping[str, Any]) -> dict[str, Any]:
+    """The facts the methods section states (the template words them)."""
+    options = analysis.get("options", {})
+    return {
+        "coding": analysis.get("coding", {}),
+        "n_resamples": options.get("n_resamples"),
+        "correlation_resamples": options.get("correlation_resamples"),
+        "confidence": options.get("confidence"),
+        "seed": options.get("seed"),
+        "metric_families": analysis.get("metrics", {}).get("families", {}),
+        "unavailable": analysis.get("metrics", {}).get("unavailable", {}),
+        "versions": package_versions(),
+        "likert": [level.name for level in scales.LIKERT.levels],
+    }
+
+
+def study_report_html(*, study, reported: str | None = "seed003") -> str:
+    """Render the self-contained report of `study` (Django: reads the database)."""
+    from django.template.loader import render_to_string
+
+    from evaluation.audit import audit, load_reported, reported_files
+    from evaluation.plots import all_svgs
+    from evaluation.selectors import (
+        analysis_options_from_settings,
+        latin_square_balance,
+        progress_by_role,
+        study_analysis_cached,
+    )
+
+    analysis = study_analysis_cached(study=study, options=analysis_options_from_settings())
+    files = reported_files()
+    audit_result = None
+    if reported and reported in files:
+        audit_result = audit(analysis, load_reported(files[reported])) | {
+            "reported_file": files[reported].name
+        }
+    balance = latin_square_balance(study=study)
+    context = {
+        "study": study,
+        "analysis": analysis,
+        "tables": report_tables(analysis),
+        "plots": all_svgs(analysis),
+        "audit": audit_display(audit_result),
+        "progress": progress_by_role(study=study),
+        "balance": balance_summary(balance),
+        "methods": methods(analysis),
+        "generated_at": datetime.now(UTC),
+    }
+    return render_to_string("evaluation/report.html", context)
+
+
+def balance_summary(balance) -> list[dict[str, Any]]:
+    """Per system: how many lay items per source the Latin square assigned / credited (min–max)."""
+    rows = []
+    for system, group in balance.groupby("system", sort=False):
+        rows.append(
+            {
+                "system": system,
+                "assigned_total": int(group["assigned"].sum()),
+                "credited_total": int(group["credited"].sum()),
+                "assigned_min": int(group["assigned"].min()) if len(group) else 0,
+                "assigned_max": int(group["assigned"].max()) if len(group) else 0,
+                "credited_min": int(group["credited"].min()) if len(group) else 0,
+                "credited_max": int(group["credited"].max()) if len(group) else 0,
+            }
+        )
+    return rows

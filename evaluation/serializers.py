@@ -1,0 +1,146 @@
+"""DRF serializers of the read-only research API (evaluation/api.py)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from annotation.models import Simplification, Source, Study, System
+from evaluation.exporters.rows import answer_columns
+
+
+class StudySerializer(serializers.ModelSerializer):
+    n_sources = serializers.IntegerField(read_only=True)
+    n_systems = serializers.IntegerField(read_only=True)
+    n_participants = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Study
+        fields = [
+            "slug",
+            "title",
+            "description",
+            "status",
+            "unit",
+            "created_at",
+            "updated_at",
+            "n_sources",
+            "n_systems",
+            "n_participants",
+        ]
+
+
+class SourceSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Source
+        fields = ["key", "position", "text", "reference_severity", "metadata"]
+
+
+class SystemSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = System
+        fields = ["key", "label", "position", "is_reference", "config"]
+
+
+class SimplificationSerializer(serializers.ModelSerializer):
+    source = serializers.CharField(source="source.key")
+    system = serializers.CharField(source="system.key")
+    text = serializers.CharField(source="shown_text.text")
+    text_id = serializers.IntegerField(source="shown_text_id")
+
+    class Meta:
+        model = Simplification
+        fields = [
+            "source",
+            "system",
+            "text",
+            "text_id",
+            "origin",
+            "backend",
+            "model_name",
+            "prompt_version",
+            "parameters",
+            "seed",
+            "rounds",
+            "reached_round_cap",
+            "flagged",
+            "flag_reason",
+            "created_at",
+        ]
+
+
+class ParticipantProgressSerializer(serializers.Serializer):
+    participant = serializers.CharField(help_text="pseudonym")
+    role = serializers.CharField()
+    done = serializers.IntegerField()
+    total = serializers.IntegerField()
+    status = serializers.CharField()
+    latin_square_row = serializers.IntegerField(allow_null=True)
+    started_at = serializers.DateTimeField(allow_null=True)
+    completed_at = serializers.DateTimeField(allow_null=True)
+
+
+class AnswerSerializer(serializers.Serializer):
+    """One raw answer (the export's long format)."""
+
+    study = serializers.CharField()
+    participant = serializers.CharField(help_text="pseudonym")
+    role = serializers.CharField()
+    source = serializers.CharField()
+    systems = serializers.CharField(help_text="';'-joined keys of every system that produced the text")
+    assigned_system = serializers.CharField(help_text="the system the Latin square assigned (lay panel 2)")
+    text_id = serializers.CharField()
+    phase = serializers.CharField(help_text="original, assisted, preference, expert, attention_check")
+    question = serializers.CharField()
+    value = serializers.CharField(help_text="level name as shown to the participant (or free text)")
+    value_number = serializers.IntegerField(allow_null=True, help_text="the level in radlay's coding")
+    time_spent_ms = serializers.IntegerField()
+    created_at = serializers.CharField()
+    updated_at = serializers.CharField()
+
+    COLUMNS = answer_columns()
+
+
+class AnswerPageSerializer(serializers.Serializer):
+    next = serializers.CharField(allow_null=True)
+    previous = serializers.CharField(allow_null=True)
+    results = AnswerSerializer(many=True)
+
+
+class AnalysisSerializer(serializers.Serializer):
+    """The analysis document (see `manage.py analyze`); documented by its top-level keys."""
+
+    study = serializers.CharField()
+    systems = serializers.DictField()
+    readability = serializers.DictField()
+    expert = serializers.DictField()
+    lay = serializers.DictField()
+    confidence_vs_accuracy = serializers.DictField()
+    preferences = serializers.DictField()
+    agreement = serializers.DictField()
+    severity_distribution = serializers.DictField()
+    correlations = serializers.ListField(child=serializers.DictField())
+    confidence_intervals = serializers.DictField()
+    comparisons = serializers.DictField()
+    metrics = serializers.DictField()
+
+
+class AuditRowSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    table = serializers.CharField()
+    row = serializers.CharField()
+    column = serializers.CharField()
+    path = serializers.CharField()
+    reported = serializers.CharField()
+    reported_value = serializers.FloatField(allow_null=True)
+    value = serializers.FloatField(allow_null=True)
+    difference = serializers.FloatField(allow_null=True)
+    tolerance = serializers.FloatField(allow_null=True)
+    status = serializers.ChoiceField(choices=["agrees", "differs", "not computed"])
+    note = serializers.CharField(allow_blank=True)
+
+
+class AuditSerializer(serializers.Serializer):
+    paper = serializers.CharField(allow_blank=True)
+    reported_file = serializers.CharField()
+    summary = serializers.DictField(child=serializers.IntegerField())
+    rows = AuditRowSerializer(many=True)

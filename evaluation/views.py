@@ -1,0 +1,122 @@
+"""The research dashboard (/dashboard/): thin views that check access, read (cached) analysis
+and render. Researchers only: a user sees the studies they are a researcher of (superusers all);
+another study answers 404."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import render
+
+from evaluation.access import access_study_for_user, studies_for_researcher
+from evaluation.api import export_response
+from evaluation.audit import audit, load_reported, reported_files
+from evaluation.exporters import FORMATS
+from evaluation.plots import all_svgs
+from evaluation.report import audit_display, balance_summary, report_tables, study_report_html
+from evaluation.selectors import (
+    analysis_options_from_settings,
+    latin_square_balance,
+    participants_progress,
+    progress_by_role,
+    study_analysis_cached,
+)
+
+MATRIX_MAX_SOURCES = 200  # above this the Latin-square matrix is summarised, not drawn
+
+
+@login_required
+def study_list(request: HttpRequest) -> HttpResponse:
+    studies = (
+        studies_for_researcher(user=request.user)
+        .annotate(n_sources=Count("sources", distinct=True), n_systems=Count("systems", distinct=True))
+        .order_by("-created_at")
+    )
+    rows = [{"study": study, "progress": progress_by_role(study=study)} for study in studies]
+    return render(request, "evaluation/study_list.html", {"rows": rows})
+
+
+@login_required
+def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    study = access_study_for_user(user=request.user, slug=slug)
+    # The correlations (the slow part) load separately: see study_correlations.
+    analysis = study_analysis_cached(study=study, options=analysis_options_from_settings(correlations=False))
+    files = reported_files()
+    reported = request.GET.get("reported", "seed003")
+    audit_result = None
+    if reported in files:
+        audit_result = audit(analysis, load_reported(files[reported])) | {
+            "reported_file": files[reported].name
+        }
+    balance = latin_square_balance(study=study)
+    n_sources = balance["source"].nunique()
+    matrix = None
+    if n_sources <= MATRIX_MAX_SOURCES:
+        matrix = {
+            "systems": list(dict.fromkeys(balance["system"])),
+            "rows": [
+                {"source": source, "cells": list(zip(group["assigned"], group["credited"], strict=True))}
+                for source, group in balance.groupby("source", sort=False)
+            ],
+        }
+    progress = participants_progress(study=study)
+    context = {
+        "study": study,
+        "analysis": analysis,
+        "tables": report_tables(analysis),
+        "plots": all_svgs(analysis),
+        "audit": audit_display(audit_result),
+        "reported": reported,
+        "reported_files": list(files),
+        "progress_by_role": progress_by_role(study=study),
+        "participants": progress,
+        "balance": balance_summary(balance),
+        "matrix": matrix,
+        "formats": sorted(FORMATS),
+    }
+    return render(request, "evaluation/study_detail.html", context)
+
+
+@login_required
+def study_correlations(request: HttpRequest, slug: str) -> HttpResponse:
+    """The metric–human correlations: an htmx fragment on the dashboard, a page without htmx."""
+    study = access_study_for_user(user=request.user, slug=slug)
+    analysis = study_analysis_cached(study=study, options=analysis_options_from_settings())
+    context = {"study": study, "tables": {"correlations": report_tables(analysis)["correlations"]}}
+    template = "evaluation/_correlations.html" if request.htmx else "evaluation/study_correlations.html"
+    return render(request, template, context)
+
+
+@login_required
+def study_export(request: HttpRequest, slug: str, file_format: str) -> StreamingHttpResponse:
+    study = access_study_for_user(user=request.user, slug=slug)
+    if file_format not in FORMATS:
+        raise Http404("Unknown export format.")
+    include = request.GET.get("include_external_ids") in {"1", "true", "yes"}
+    return export_response(study=study, file_format=file_format, include_external_ids=include)
+
+
+@login_required
+def study_analysis_json(request: HttpRequest, slug: str) -> HttpResponse:
+    study = access_study_for_user(user=request.user, slug=slug)
+    analysis = study_analysis_cached(study=study, options=analysis_options_from_settings())
+    response = HttpResponse(
+        json.dumps(analysis, indent=2, ensure_ascii=False, default=str), content_type="application/json"
+    )
+    response["Content-Disposition"] = f'attachment; filename="{study.slug}-analysis.json"'
+    return response
+
+
+@login_required
+def study_report(request: HttpRequest, slug: str) -> HttpResponse:
+    study = access_study_for_user(user=request.user, slug=slug)
+    reported = request.GET.get("reported", "seed003")
+    response = HttpResponse(
+        study_report_html(study=study, reported=reported or None), content_type="text/html; charset=utf-8"
+    )
+    if request.GET.get("inline") != "1":
+        response["Content-Disposition"] = f'attachment; filename="{study.slug}-report.html"'
+    return response
