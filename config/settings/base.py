@@ -119,6 +119,14 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=60 * 60)
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=55 * 60)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Fine-tuning runs for hours; it checkpoints, so a run cut by the limit resumes on retry.
+RADLAY_TRAINING_TIME_LIMIT = env.int("RADLAY_TRAINING_TIME_LIMIT", default=24 * 60 * 60)
+CELERY_TASK_ANNOTATIONS = {
+    "ml.tasks.training_job_run_task": {
+        "time_limit": RADLAY_TRAINING_TIME_LIMIT,
+        "soft_time_limit": max(60, RADLAY_TRAINING_TIME_LIMIT - 300),
+    }
+}
 
 # --- radlay ---------------------------------------------------------------------------------
 # Where the authors' 2024 release lives (read at test/import time, never copied into the repo).

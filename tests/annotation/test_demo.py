@@ -48,3 +48,11 @@ def test_celery_declares_the_three_queues():
     assert {q.name for q in celery_app.conf.task_queues} == {"default", "llm", "gpu"}
     assert celery_app.conf.task_serializer == "json"
     assert celery_app.conf.accept_content == ["json"]
+
+
+def test_training_tasks_get_a_longer_time_limit_than_the_default():
+    from django.conf import settings
+
+    annotations = celery_app.conf.task_annotations
+    limit = annotations["ml.tasks.training_job_run_task"]["time_limit"]
+    assert limit == settings.RADLAY_TRAINING_TIME_LIMIT > settings.CELERY_TASK_TIME_LIMIT
