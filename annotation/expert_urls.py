@@ -1,2 +1,15 @@
 """URL patterns of the expert survey flow (included by annotation/urls.py, namespace "annotation")."""
-urlpatterns: list = []
+
+from django.urls import path
+
+from annotation.views import expert
+
+urlpatterns = [
+    path("radiologist/", expert.expert_studies, name="expert-studies"),
+    path("radiologist/login/", expert.expert_login, name="expert-login"),
+    path("radiologist/logout/", expert.expert_logout, name="expert-logout"),
+    path("r/<str:token>/", expert.expert_start, name="expert-start"),
+    path("r/<str:token>/instructions/", expert.expert_instructions, name="expert-instructions"),
+    path("r/<str:token>/page/<int:item_id>/", expert.expert_page, name="expert-page"),
+    path("r/<str:token>/done/", expert.expert_done, name="expert-done"),
+]

@@ -1,0 +1,424 @@
+"""The radiologist flow (seed 003 Figure 5): which sources a radiologist rates and in what order,
+what one page holds, when a page and the survey are complete, where to resume, and how a page's
+form is saved. Views stay thin: they parse the request and call one function here.
+
+A page's form fields are named after the blind labels, never after ids, so the HTML carries
+nothing that could hint at a system (text ids are created in system order):
+
+    A-correctness … A-simplicity, A-comment      one per distinct simplification text (A, B, C …)
+    original-severity, original-simplicity, original-comment
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import string
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core import signing
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from annotation import protocol_texts, scales, services
+from annotation.models import (
+    ExpertItem,
+    ExpertRating,
+    ExpertSourceJudgement,
+    Participant,
+    SimplificationText,
+    Source,
+)
+
+ORIGINAL = "original"
+ORIGINAL_FIELDS = ("severity", "simplicity")
+COMMENT = "comment"
+# Form fields that are not answers; every other field must name an answer on the page.
+NON_ANSWER_FIELDS = frozenset({"csrfmiddlewaretoken", "elapsed_ms", "rendered_at", "action"})
+_ANSWER_FIELD = re.compile(r"^(?P<row>[^-]+)-(?P<name>[^-]+)$")
+
+# One timing interval longer than this is a rater who walked away with the page open; counting it
+# whole would make "time per page" mean "time until the rater came back".
+MAX_INTERVAL_MS = 30 * 60 * 1000
+_STAMP_SALT = "annotation.expert_flow.page_stamp"
+
+
+def text_label(index: int) -> str:
+    """Blind label of the index-th text on a page: A … Z, then AA, AB, …"""
+    letters = string.ascii_uppercase
+    label = ""
+    index += 1
+    while index:
+        index, rest = divmod(index - 1, 26)
+        label = letters[rest] + label
+    return label
+
+
+# --- Page assignment -------------------------------------------------------------------------
+
+
+def _wanted_count(participant: Participant, n_sources: int) -> int:
+    # 0 and empty both mean "every source": a study asking radiologists to rate nothing is a typo.
+    subset = participant.study.expert_sources_per_participant
+    return n_sources if not subset else min(subset, n_sources)
+
+
+def _source_order(participant: Participant, sources: list[Source]) -> list[Source]:
+    """The participant's page order: the study's sources shuffled by the participant's own seed, so
+    order effects (fatigue, anchoring) spread over sources when several radiologists rate."""
+    ordered = sorted(sources, key=lambda s: s.position)
+    random.Random(f"{participant.order_seed}:expert-sources").shuffle(ordered)
+    return ordered
+
+
+def expert_items_ensure(*, participant: Participant) -> list[ExpertItem]:
+    """Create the participant's pages on first visit (every source, or the first
+    `Study.expert_sources_per_participant` of their seeded order) and return them in page order.
+    Idempotent; sources added to the study later are appended while the participant is short of
+    their quota."""
+    if not participant.is_radiologist:
+        raise ValidationError("Only radiologists have rating pages.")
+    with transaction.atomic():
+        # Serialises two first visits (two tabs, a double click) so positions never collide.
+        Participant.objects.select_for_update().filter(pk=participant.pk).first()
+        items = list(ExpertItem.objects.filter(participant=participant).order_by("position"))
+        sources = list(Source.objects.filter(study_id=participant.study_id))
+        wanted = _wanted_count(participant, len(sources))
+        if len(items) >= wanted:
+            return items
+        have = {item.source_id for item in items}
+        position = max((item.position for item in items), default=0) + 1
+        for source in _source_order(participant, sources):
+            if len(items) >= wanted:
+                break
+            if source.pk in have:
+                continue
+            items.append(
+                services.expert_item_create(participant=participant, source=source, position=position)
+            )
+            position += 1
+    return items
+
+
+# --- Reading a page ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One 1-5 (or severity) answer on the page."""
+
+    field: str
+    key: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class AspectCell(Cell):
+    aspect: protocol_texts.ExpertAspect | None = None
+
+
+@dataclass
+class TextRow:
+    label: str
+    text: str
+    aspects: list[AspectCell]
+    comment: str
+
+    @property
+    def comment_field(self) -> str:
+        return f"{self.label}-{COMMENT}"
+
+    @property
+    def complete(self) -> bool:
+        return all(cell.value is not None for cell in self.aspects)
+
+
+@dataclass
+class ExpertPage:
+    item: ExpertItem
+    source: Source
+    texts: list[TextRow]
+    severity: Cell
+    simplicity: Cell
+    comment: str
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing
+
+    @property
+    def original_comment_field(self) -> str:
+        return f"{ORIGINAL}-{COMMENT}"
+
+
+def _page_texts(item: ExpertItem) -> list[tuple[str, SimplificationText]]:
+    """(label, text) in the stored order. An id whose text has since been deleted (the source's
+    simplification was regenerated before anyone rated it) is skipped, so labels stay stable."""
+    by_id = SimplificationText.objects.in_bulk(item.text_order)
+    return [(text_label(i), by_id[text_id]) for i, text_id in enumerate(item.text_order) if text_id in by_id]
+
+
+def expert_page_get(*, item: ExpertItem) -> ExpertPage:
+    """Everything one page shows: the original, its texts under blind labels with this
+    participant's answers (never anyone else's), and which required answers are missing."""
+    texts = _page_texts(item)
+    ratings = {
+        r.shown_text_id: r
+        for r in ExpertRating.objects.filter(
+            participant_id=item.participant_id, shown_text__in=[t for _, t in texts]
+        )
+    }
+    rows = []
+    missing: list[str] = []
+    for label, text in texts:
+        rating = ratings.get(text.pk)
+        cells = []
+        for aspect in protocol_texts.EXPERT_ASPECTS:
+            value = getattr(rating, aspect.key) if rating else None
+            cell = AspectCell(field=f"{label}-{aspect.key}", key=aspect.key, value=value, aspect=aspect)
+            cells.append(cell)
+            if value is None:
+                missing.append(cell.field)
+        rows.append(
+            TextRow(label=label, text=text.text, aspects=cells, comment=rating.comment if rating else "")
+        )
+    judgement = ExpertSourceJudgement.objects.filter(
+        participant_id=item.participant_id, source_id=item.source_id
+    ).first()
+    severity = Cell(
+        field=f"{ORIGINAL}-severity",
+        key="severity",
+        value=(judgement.severity or None) if judgement else None,
+    )
+    simplicity = Cell(
+        field=f"{ORIGINAL}-simplicity", key="simplicity", value=judgement.simplicity if judgement else None
+    )
+    missing += [cell.field for cell in (severity, simplicity) if cell.value is None]
+    return ExpertPage(
+        item=item,
+        source=item.source,
+        texts=rows,
+        severity=severity,
+        simplicity=simplicity,
+        comment=judgement.comment if judgement else "",
+        missing=missing,
+    )
+
+
+@dataclass(frozen=True)
+class Progress:
+    done: int
+    total: int
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.done / self.total) if self.total else 100
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    item_id: int
+    position: int
+    number: int  # 1-based page number shown to the rater
+    complete: bool
+
+
+def expert_index(*, participant: Participant) -> list[IndexEntry]:
+    rows = ExpertItem.objects.filter(participant=participant).order_by("position")
+    return [
+        IndexEntry(item_id=pk, position=position, number=n, complete=completed_at is not None)
+        for n, (pk, position, completed_at) in enumerate(
+            rows.values_list("pk", "position", "completed_at"), 1
+        )
+    ]
+
+
+def expert_progress(*, participant: Participant) -> Progress:
+    """Pages done / pages assigned (the planned number while no page has been created yet)."""
+    items = ExpertItem.objects.filter(participant=participant)
+    total = items.count()
+    if total == 0:
+        total = _wanted_count(participant, Source.objects.filter(study_id=participant.study_id).count())
+    return Progress(done=items.filter(completed_at__isnull=False).count(), total=total)
+
+
+def expert_resume_item(*, participant: Participant) -> ExpertItem | None:
+    """Where a returning radiologist continues: their first incomplete page (None when all are done)."""
+    return (
+        ExpertItem.objects.filter(participant=participant, completed_at__isnull=True)
+        .order_by("position")
+        .first()
+    )
+
+
+def expert_neighbours(
+    *, index: list[IndexEntry], item: ExpertItem
+) -> tuple[IndexEntry | None, IndexEntry | None]:
+    ids = [entry.item_id for entry in index]
+    at = ids.index(item.pk)
+    return (index[at - 1] if at > 0 else None, index[at + 1] if at + 1 < len(index) else None)
+
+
+def expert_participations(*, user: Any) -> list[tuple[Participant, Progress]]:
+    """The radiologist participations of a logged-in user, with their progress (for the study list)."""
+    if not getattr(user, "is_authenticated", False):
+        return []
+    participants = (
+        Participant.objects.filter(user=user, role=Participant.Role.RADIOLOGIST)
+        .select_related("study")
+        .order_by("-study__created_at", "pk")
+    )
+    return [(p, expert_progress(participant=p)) for p in participants]
+
+
+# --- Saving a page ---------------------------------------------------------------------------------
+
+
+def _field_errors(exc: ValidationError, row: str) -> dict[str, list[str]]:
+    """Re-key a service's ValidationError ({aspect: [...]} or a plain message) by form field."""
+    if hasattr(exc, "error_dict"):
+        return {f"{row}-{name}": list(messages) for name, messages in exc.message_dict.items()}
+    return {row: list(exc.messages)}
+
+
+def _parse(data: Mapping[str, Any], labels: dict[str, SimplificationText]):
+    per_text: dict[str, dict[str, str]] = {}
+    original: dict[str, str] = {}
+    errors: dict[str, list[str]] = {}
+    allowed = {*scales.EXPERT_ASPECTS, COMMENT}
+    for key in data:
+        if key in NON_ANSWER_FIELDS:
+            continue
+        value = data.get(key)
+        match = _ANSWER_FIELD.match(key)
+        if match is None:
+            errors[key] = [f"{key!r} is not a question on this page."]
+            continue
+        row, name = match["row"], match["name"]
+        if row == ORIGINAL:
+            if name not in {*ORIGINAL_FIELDS, COMMENT}:
+                errors[key] = [f"{key!r} is not a question about the original sentence."]
+            else:
+                original[name] = value
+        elif row not in labels:
+            errors[key] = [f"There is no simplification {row} on this page."]
+        elif name not in allowed:
+            errors[key] = [f"{name!r} is not an aspect ({', '.join(scales.EXPERT_ASPECTS)})."]
+        else:
+            per_text.setdefault(row, {})[name] = value
+    return per_text, original, errors
+
+
+def expert_page_save(
+    *, participant: Participant, item: ExpertItem, data: Mapping[str, Any], time_spent_ms: int = 0
+) -> ExpertPage:
+    """Save the answers in `data` (form fields, see the module docstring; autosave sends one, a
+    plain form POST all of them). Empty values mean "not given" and never clear an answer; an empty
+    justification does clear one. All or nothing: one bad value raises ValidationError keyed by form
+    field and saves nothing. `time_spent_ms` goes to the page and, when the call answers a single
+    row (autosave), to that row too. Marks the page, and the survey, complete when they are."""
+    if item.participant_id != participant.pk:
+        raise ValidationError("This page belongs to another participant.")
+    labels = dict(_page_texts(item))
+    per_text, original, errors = _parse(data, labels)
+    if errors:
+        raise ValidationError(errors)
+    one_row = len(per_text) + (1 if original else 0) == 1
+    row_time = time_spent_ms if one_row else 0
+    with transaction.atomic():
+        for label, fields in per_text.items():
+            shown_text = labels[label]
+            scores = {k: v for k, v in fields.items() if k != COMMENT and v not in (None, "")}
+            comment = fields.get(COMMENT)
+            if not scores and not comment and not _rating_exists(participant, shown_text):
+                continue  # an empty justification box of an unrated text is not an answer
+            try:
+                services.expert_rating_save(
+                    participant=participant,
+                    shown_text=shown_text,
+                    scores=scores,
+                    comment=comment,
+                    time_spent_ms=row_time,
+                )
+            except ValidationError as exc:
+                errors.update(_field_errors(exc, label))
+        if original:
+            severity = original.get("severity") or None
+            simplicity = original.get("simplicity") or None
+            comment = original.get(COMMENT)
+            if severity or simplicity or comment or _judgement_exists(participant, item.source):
+                try:
+                    services.expert_source_judgement_save(
+                        participant=participant,
+                        source=item.source,
+                        severity=severity,
+                        simplicity=simplicity,
+                        comment=comment,
+                        time_spent_ms=row_time,
+                    )
+                except ValidationError as exc:
+                    errors.update(_field_errors(exc, ORIGINAL))
+        if errors:
+            raise ValidationError(errors)  # leaving the atomic block by an exception rolls it all back
+        services.expert_item_add_time(item=item, time_spent_ms=time_spent_ms)
+        page = expert_page_get(item=item)
+        expert_item_mark_completion(item=item, complete=page.complete)
+        if page.complete and expert_resume_item(participant=participant) is None:
+            services.participant_complete(participant=participant)
+    return page
+
+
+def _rating_exists(participant: Participant, shown_text: SimplificationText) -> bool:
+    return ExpertRating.objects.filter(participant=participant, shown_text=shown_text).exists()
+
+
+def _judgement_exists(participant: Participant, source: Source) -> bool:
+    return ExpertSourceJudgement.objects.filter(participant=participant, source=source).exists()
+
+
+def expert_item_mark_completion(*, item: ExpertItem, complete: bool) -> None:
+    """Keep ExpertItem.completed_at true to the answers: set when the page became complete (the
+    first time only, so it records when), cleared if it is not complete any more."""
+    if complete and item.completed_at is None:
+        item.completed_at = timezone.now()
+        ExpertItem.objects.filter(pk=item.pk, completed_at__isnull=True).update(
+            completed_at=item.completed_at
+        )
+    elif not complete and item.completed_at is not None:
+        item.completed_at = None
+        ExpertItem.objects.filter(pk=item.pk).update(completed_at=None)
+
+
+# --- Time spent ------------------------------------------------------------------------------------
+
+
+def elapsed_ms_clean(raw: Any) -> int:
+    """The client's "ms since the last save": a whole number in [0, MAX_INTERVAL_MS]; anything else
+    counts as 0 (timing is telemetry and must never cost the rater an answer)."""
+    try:
+        value = int(float(raw))
+    except (TypeError, ValueError, OverflowError):
+        return 0
+    return max(0, min(value, MAX_INTERVAL_MS))
+
+
+def page_stamp(*, item: ExpertItem, now: float | None = None) -> str:
+    """A signed render time, sent back by a plain form POST so the server can time a page without
+    JavaScript."""
+    return signing.dumps({"item": item.pk, "at": time.time() if now is None else now}, salt=_STAMP_SALT)
+
+
+def page_stamp_elapsed_ms(*, item: ExpertItem, stamp: str, now: float | None = None) -> int:
+    try:
+        payload = signing.loads(stamp, salt=_STAMP_SALT)
+    except signing.BadSignature:
+        return 0
+    if not isinstance(payload, dict) or payload.get("item") != item.pk:
+        return 0
+    seconds = (time.time() if now is None else now) - float(payload.get("at", 0))
+    return elapsed_ms_clean(seconds * 1000)

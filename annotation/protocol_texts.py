@@ -1,0 +1,147 @@
+"""The protocol's default participant-facing texts, shipped with every new study and shown when a
+study leaves its own text empty (Study.expert_instructions, Study.lay_instructions,
+Study.lay_consent_text).
+
+Source of the wording: Yang, Cherian & Vucetic, "Two-Pronged Human Evaluation of ChatGPT
+Self-Correction in Radiology Report Simplification", Findings of ACL 2024 (seed 003): the radiologist
+rubric is Figure 5 / appendix A.1, the severity levels appendix A.2, the lay panels Figure 1 (wording
+collected in PROTOCOL.md). The scales themselves live in annotation/scales.py; this module only
+arranges them into instructions, so a scale's wording is written once. Django-free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from annotation import scales
+
+PROTOCOL_CITATION = (
+    "Yang, Cherian & Vucetic, “Two-Pronged Human Evaluation of ChatGPT Self-Correction in Radiology "
+    "Report Simplification”, Findings of ACL 2024."
+)
+# What raters see: the title names the generator and the method under test, which a blind rater
+# should not be told.
+PROTOCOL_CITATION_BLIND = "Yang, Cherian & Vucetic, Findings of ACL 2024"
+
+# --- Radiologist (Figure 5 / appendix A.1) ------------------------------------------------------
+
+# The paper says "from ChatGPT"; radlay's systems need not be ChatGPT, and naming the generator
+# would hint at the systems the rater must stay blind to, so the default drops those two words.
+EXPERT_INSTRUCTION = (
+    "Given an original radiology sentence and different simplifications, you are asked to give a 1-5 "
+    "Likert scale score for each aspect of each simplification."
+)
+EXPERT_LIKERT_LEGEND = scales.LIKERT.question
+EXPERT_JUSTIFICATION_NOTE = (
+    "[Optional] You are asked to provide your optional comments/justifications about your ratings."
+)
+
+
+@dataclass(frozen=True)
+class ExpertAspect:
+    key: str
+    title: str
+    definition: str  # the rubric's sentence (appendix A.1)
+    statement: str  # the short claim a 1-5 answer agrees or disagrees with, shown on each row
+
+
+# Statements paraphrase the definitions in the agree/disagree form the scale asks for; for
+# Hallucination, agreeing (5) means *no* harmful or misleading content (PROTOCOL.md: the release
+# calls this column "No harm").
+EXPERT_ASPECTS: tuple[ExpertAspect, ...] = (
+    ExpertAspect(
+        "correctness",
+        "Correctness",
+        scales.EXPERT_ASPECTS["correctness"],
+        "All information is medically correct.",
+    ),
+    ExpertAspect(
+        "completeness",
+        "Completeness",
+        scales.EXPERT_ASPECTS["completeness"],
+        "It retains all essential information of the original.",
+    ),
+    ExpertAspect(
+        "hallucination",
+        "Hallucination",
+        scales.EXPERT_ASPECTS["hallucination"],
+        "It introduces no harmful or misleading content.",
+    ),
+    ExpertAspect(
+        "structure",
+        "Structure",
+        scales.EXPERT_ASPECTS["structure"],
+        "It clearly describes the body parts, the findings and what they indicate.",
+    ),
+    ExpertAspect(
+        "simplicity",
+        "Simplicity",
+        scales.EXPERT_ASPECTS["simplicity"],
+        "It is simple enough for laypeople to understand.",
+    ),
+)
+
+EXPERT_SEVERITY_QUESTION = "What is the severity of the medical condition described in the original sentence?"
+EXPERT_ORIGINAL_SIMPLICITY_QUESTION = scales.ORIGINAL_SIMPLICITY_QUESTION
+
+
+def _expert_instructions_text() -> str:
+    lines = [EXPERT_INSTRUCTION, EXPERT_LIKERT_LEGEND, ""]
+    lines += [f"- {a.title}: {a.definition}" for a in EXPERT_ASPECTS]
+    lines += ["", EXPERT_JUSTIFICATION_NOTE, ""]
+    lines += [
+        "For each original sentence you are also asked for the severity of the described condition "
+        "and whether laypeople can understand the original sentence (1-5).",
+        "",
+        "Severity levels:",
+    ]
+    lines += [f"- {level.name}: {level.definition}" for level in scales.SEVERITY.levels]
+    return "\n".join(lines)
+
+
+EXPERT_INSTRUCTIONS_DEFAULT = _expert_instructions_text()
+
+# --- Layperson (Figure 1) --------------------------------------------------------------------------
+
+LAY_PANEL_INTROS = {
+    "original": "Given a radiology sentence, please answer the following questions.",
+    "assisted": (
+        "Given the same radiology sentence and a simplification, please answer the following questions."
+    ),
+    "preference": "Given all simplifications, please answer the following questions.",
+}
+
+LAY_CONSENT_DEFAULT = """\
+You are invited to take part in a research study on making radiology reports easier for patients \
+to understand.
+
+What you will do: you will read short sentences taken from radiology reports, and simpler versions \
+of them written by computer programs, and answer a few multiple-choice questions about each \
+(how well you understand it, and how serious you think the described condition is). Some \
+questions ask you to choose the versions you like most and least and to say why.
+
+Your answers: they are stored under a random code, not your name, and are reported only as \
+group results. The sentences are not about you; you do not need any medical knowledge, and there \
+are no right or wrong answers to the understanding questions.
+
+Taking part is voluntary. You may stop at any time without giving a reason. If you have questions \
+about the study, please contact the research team that invited you.
+
+By choosing "I agree" you confirm that you are at least 18 years old, have read this information, \
+and agree to take part."""
+
+LAY_INSTRUCTIONS_DEFAULT = f"""\
+For each radiology sentence you will see three short steps.
+
+1. {LAY_PANEL_INTROS["original"]} You will say how well you understand the sentence, whether \
+you can guess how severe the described condition is, and make your best guess of its severity.
+
+2. {LAY_PANEL_INTROS["assisted"]} You will answer the same questions again, and say whether \
+the simplification improved your understanding. Your answers to step 1 can no longer be changed \
+once the simplification is shown.
+
+3. {LAY_PANEL_INTROS["preference"]} Choose the simplifications you like the most and the least \
+(you can select more than one) and briefly say why.
+
+Severity levels:
+""" + "\n".join(f"- {level.name}: {level.definition}" for level in scales.SEVERITY.levels)

@@ -1,0 +1,228 @@
+"""The radiologist survey flow (seed 003 Figure 5) in the browser. Views parse the request, call one
+function of annotation/expert_flow.py, and render; access goes through annotation/access.py.
+
+Every answer is saved the moment it is given (htmx autosave, one field per request) and the same
+page form works without JavaScript (a plain POST saves the whole page). A closed study, the other
+role's token, someone else's page and bad values all get a 4xx page or fragment, never a 500."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse_lazy
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_http_methods
+
+from annotation import expert_flow, protocol_texts, scales, services
+from annotation.access import SurveyClosed, WrongFlow, access_expert_item, access_participant
+from annotation.models import ExpertItem, Participant
+from annotation.views.entry import study_unavailable
+
+TEMPLATES = "annotation/expert/"
+
+
+def _error(request: HttpRequest, message: str, status: int) -> HttpResponse:
+    # An htmx autosave swaps its answer into the row's status, so it gets a fragment, not a page.
+    template = "_error_fragment.html" if request.htmx else "error.html"
+    return render(request, TEMPLATES + template, {"message": message, "status": status}, status=status)
+
+
+def radiologist_flow(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Resolve `token` to a radiologist of an open study and pass the participant on; turn the
+    access errors into clear 4xx answers."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, token: str, **kwargs) -> HttpResponse:
+        try:
+            participant = access_participant(token=token, role=Participant.Role.RADIOLOGIST)
+            return view(request, participant, **kwargs)
+        except SurveyClosed as closed:
+            if request.htmx:
+                return _error(request, "This study is not open: answers are no longer accepted.", 403)
+            return study_unavailable(request, closed.study)
+        except WrongFlow as exc:
+            return _error(request, f"{exc} Please open the link you were sent for your own survey.", 403)
+        except Http404 as exc:
+            return _error(request, str(exc) or "This page does not exist.", 404)
+
+    return wrapper
+
+
+def _redirect_resume(participant: Participant) -> HttpResponse:
+    item = expert_flow.expert_resume_item(participant=participant)
+    if item is None:
+        return redirect("annotation:expert-done", token=participant.token)
+    return redirect("annotation:expert-page", token=participant.token, item_id=item.pk)
+
+
+@require_GET
+@never_cache
+@radiologist_flow
+def expert_start(request: HttpRequest, participant: Participant) -> HttpResponse:
+    """The invite link lands here: instructions until the first page was opened, then the first
+    incomplete page (resume), or the end page when all are done."""
+    expert_flow.expert_items_ensure(participant=participant)
+    if participant.started_at is None:
+        return redirect("annotation:expert-instructions", token=participant.token)
+    return _redirect_resume(participant)
+
+
+@require_http_methods(["GET", "POST"])
+@never_cache
+@radiologist_flow
+def expert_instructions(request: HttpRequest, participant: Participant) -> HttpResponse:
+    study = participant.study
+    if request.method == "POST":
+        if study.expert_consent_text.strip():
+            services.participant_consent(participant=participant, accepted=True)
+        services.participant_touch(participant=participant)
+        expert_flow.expert_items_ensure(participant=participant)
+        return _redirect_resume(participant)
+    context = {
+        "participant": participant,
+        "study": study,
+        "custom_instructions": study.expert_instructions.strip(),
+        "consent_text": study.expert_consent_text.strip(),
+        "texts": protocol_texts,
+        "severity_levels": scales.SEVERITY.levels,
+        "progress": expert_flow.expert_progress(participant=participant),
+    }
+    return render(request, TEMPLATES + "instructions.html", context)
+
+
+def _page_context(participant: Participant, item: ExpertItem, page: expert_flow.ExpertPage) -> dict:
+    index = expert_flow.expert_index(participant=participant)
+    previous, following = expert_flow.expert_neighbours(index=index, item=item)
+    return {
+        "participant": participant,
+        "study": participant.study,
+        "page": page,
+        "item": item,
+        "index": index,
+        "entry": next(entry for entry in index if entry.item_id == item.pk),
+        "previous": previous,
+        "following": following,
+        "progress": expert_flow.expert_progress(participant=participant),
+        "texts": protocol_texts,
+        "likert_levels": scales.LIKERT.levels,
+        "severity_levels": scales.SEVERITY.levels,
+    }
+
+
+def _render_page(
+    request: HttpRequest,
+    participant: Participant,
+    item: ExpertItem,
+    *,
+    errors: dict[str, list[str]] | None = None,
+    show_missing: bool = False,
+    status: int = 200,
+) -> HttpResponse:
+    page = expert_flow.expert_page_get(item=item)
+    context = _page_context(participant, item, page) | {
+        "stamp": expert_flow.page_stamp(item=item),
+        "errors": sorted((errors or {}).items()),
+        "show_missing": show_missing,
+    }
+    return render(request, TEMPLATES + "page.html", context, status=status)
+
+
+@require_http_methods(["GET", "POST"])
+@never_cache
+@radiologist_flow
+def expert_page(request: HttpRequest, participant: Participant, item_id: int) -> HttpResponse:
+    """One source: GET shows it; an htmx POST autosaves the one answer it carries; a plain POST
+    saves the whole form and moves on (or shows what is missing)."""
+    item = access_expert_item(participant=participant, item_id=item_id)
+    services.participant_touch(participant=participant)
+    if request.method == "GET":
+        return _render_page(request, participant, item)
+    if request.htmx:
+        return _autosave(request, participant, item)
+    return _submit(request, participant, item)
+
+
+def _autosave(request: HttpRequest, participant: Participant, item: ExpertItem) -> HttpResponse:
+    elapsed = expert_flow.elapsed_ms_clean(request.POST.get("elapsed_ms"))
+    try:
+        page = expert_flow.expert_page_save(
+            participant=participant, item=item, data=request.POST, time_spent_ms=elapsed
+        )
+    except ValidationError as exc:
+        return render(request, TEMPLATES + "_error_fragment.html", {"messages": _messages(exc)}, status=400)
+    return render(request, TEMPLATES + "_saved.html", _page_context(participant, item, page))
+
+
+def _submit(request: HttpRequest, participant: Participant, item: ExpertItem) -> HttpResponse:
+    # With JavaScript the client sends the ms since its last autosave; without, the signed render time.
+    if request.POST.get("elapsed_ms"):
+        elapsed = expert_flow.elapsed_ms_clean(request.POST["elapsed_ms"])
+    else:
+        elapsed = expert_flow.page_stamp_elapsed_ms(item=item, stamp=request.POST.get("rendered_at", ""))
+    try:
+        page = expert_flow.expert_page_save(
+            participant=participant, item=item, data=request.POST, time_spent_ms=elapsed
+        )
+    except ValidationError as exc:
+        errors = exc.message_dict if hasattr(exc, "error_dict") else {"page": exc.messages}
+        return _render_page(request, participant, item, errors=errors, status=400)
+    index = expert_flow.expert_index(participant=participant)
+    previous, following = expert_flow.expert_neighbours(index=index, item=item)
+    action = request.POST.get("action", "next")
+    if action == "previous" and previous is not None:
+        return redirect("annotation:expert-page", token=participant.token, item_id=previous.item_id)
+    if action == "skip" and following is not None:
+        return redirect("annotation:expert-page", token=participant.token, item_id=following.item_id)
+    if not page.complete:
+        return _render_page(request, participant, item, show_missing=action == "next")
+    if following is not None:
+        return redirect("annotation:expert-page", token=participant.token, item_id=following.item_id)
+    return _redirect_resume(participant)
+
+
+def _messages(exc: ValidationError) -> list[str]:
+    if hasattr(exc, "error_dict"):
+        return [message for messages in exc.message_dict.values() for message in messages]
+    return list(exc.messages)
+
+
+@require_GET
+@never_cache
+@radiologist_flow
+def expert_done(request: HttpRequest, participant: Participant) -> HttpResponse:
+    expert_flow.expert_items_ensure(participant=participant)
+    if expert_flow.expert_resume_item(participant=participant) is not None:
+        return _redirect_resume(participant)
+    services.participant_complete(participant=participant)
+    context = {
+        "participant": participant,
+        "study": participant.study,
+        "progress": expert_flow.expert_progress(participant=participant),
+        "index": expert_flow.expert_index(participant=participant),
+        "texts": protocol_texts,
+    }
+    return render(request, TEMPLATES + "done.html", context)
+
+
+# --- Radiologists with accounts ----------------------------------------------------------------------
+
+expert_login = auth_views.LoginView.as_view(
+    template_name=TEMPLATES + "login.html",
+    next_page=reverse_lazy("annotation:expert-studies"),
+    redirect_authenticated_user=True,
+)
+expert_logout = auth_views.LogoutView.as_view(next_page=reverse_lazy("annotation:expert-login"))
+
+
+@require_GET
+@never_cache
+@login_required(login_url=reverse_lazy("annotation:expert-login"))
+def expert_studies(request: HttpRequest) -> HttpResponse:
+    participations = expert_flow.expert_participations(user=request.user)
+    return render(request, TEMPLATES + "studies.html", {"participations": participations})

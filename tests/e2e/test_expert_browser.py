@@ -1,0 +1,183 @@
+"""A radiologist rates a three-sentence study in headless Chromium: partly by keyboard, partly by
+clicking, reloading in the middle, going back to revise; the database must then hold exactly the
+answers given."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from annotation import scales, services
+from annotation.models import ExpertItem, ExpertRating, ExpertSourceJudgement, Participant
+from tests.annotation.factories import build_study
+
+SEVERITY_BY_KEY = {
+    str(level_index + 1): level.name for level_index, level in enumerate(scales.SEVERITY.levels)
+}
+
+
+def rows_on(page) -> list[str]:
+    return page.eval_on_selector_all(".rate-row", "rows => rows.map(r => r.dataset.field)")
+
+
+def answer_value(field: str, key: str) -> object:
+    return SEVERITY_BY_KEY[key] if field == "original-severity" else int(key)
+
+
+def wait_saved(page, field: str) -> None:
+    from playwright.sync_api import expect
+
+    expect(page.locator(f'[data-field="{field}"] .row-status .saved')).to_be_visible()
+
+
+def by_keyboard(page, fields: list[str], keys: list[str], given: dict) -> None:
+    """Press one digit per row: the page focuses the first unanswered row and moves on by itself."""
+    for field, key in zip(fields, keys, strict=True):
+        assert page.evaluate("document.activeElement.dataset.field") == field
+        page.keyboard.press(key)
+        wait_saved(page, field)
+        given[field] = answer_value(field, key)
+
+
+def by_click(page, fields: list[str], keys: list[str], given: dict) -> None:
+    for field, key in zip(fields, keys, strict=True):
+        page.locator(f'[data-field="{field}"] label:has(input[data-key="{key}"])').click()
+        wait_saved(page, field)
+        given[field] = answer_value(field, key)
+
+
+def arrive(page, url) -> None:
+    """Wait for a rating page to load and its keyboard script to be ready."""
+    from playwright.sync_api import expect
+
+    expect(page).to_have_url(url)
+    page.wait_for_selector("#expert-form[data-ready]", state="attached")
+
+
+def keys_for(fields: list[str], offset: int) -> list[str]:
+    return [str((i + offset) % 5 + 1) for i in range(len(fields))]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_radiologist_rates_a_study_reloads_goes_back_and_everything_is_stored(
+    page, live_server, artifacts_dir
+):
+    from playwright.sync_api import expect
+
+    study = build_study(slug="browser", n_sources=3, shared=((1, "plain_bs", "cot_bs"),))
+    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    given: dict[int, dict] = {}  # item id -> field -> value, what the rater did
+
+    page.goto(f"/s/{participant.token}/")
+    expect(page.locator("h2", has_text="Instructions")).to_be_visible()
+    expect(page.get_by_text("Hallucination", exact=True)).to_be_visible()
+    page.click("#begin")
+    items = list(ExpertItem.objects.filter(participant=participant).order_by("position"))
+    assert len(items) == 3
+    urls = [re.compile(rf"/r/{participant.token}/page/{item.pk}/$") for item in items]
+
+    # Page 1: everything by keyboard, then "n" for the next page.
+    arrive(page, urls[0])
+    expect(page.locator("#progress")).to_contain_text("0 of 3 sentences done")
+    fields = rows_on(page)
+    assert fields[:2] == ["original-severity", "original-simplicity"]
+    assert len(fields) == 2 + 5 * len(items[0].text_order)
+    given[items[0].pk] = {}
+    by_keyboard(page, fields, keys_for(fields, 0), given[items[0].pk])
+    expect(page.locator("#page-state")).to_contain_text("Page complete")
+    expect(page.locator("#progress")).to_contain_text("1 of 3 sentences done")
+    page.keyboard.press("n")
+
+    # Page 2: half by clicking, reload, the rest by keyboard.
+    arrive(page, urls[1])
+    fields = rows_on(page)
+    assert len(fields) == 2 + 5 * len(items[1].text_order)
+    half = len(fields) // 2
+    given[items[1].pk] = {}
+    by_click(page, fields[:half], keys_for(fields[:half], 2), given[items[1].pk])
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=str(artifacts_dir / "expert_rating_page_full.png"), full_page=True)
+    for name, size in (
+        ("tablet_portrait", {"width": 768, "height": 1024}),
+        ("desktop", {"width": 1280, "height": 900}),
+    ):
+        page.set_viewport_size(size)
+        page.screenshot(path=str(artifacts_dir / f"expert_rating_page_{name}.png"))
+    page.set_viewport_size({"width": 1024, "height": 768})
+
+    page.reload()
+    arrive(page, urls[1])
+    for field, value in given[items[1].pk].items():
+        key = (
+            next(k for k, v in SEVERITY_BY_KEY.items() if v == value)
+            if field == "original-severity"
+            else value
+        )
+        assert page.locator(f'[data-field="{field}"] input[data-key="{key}"]').is_checked(), field
+    assert page.evaluate("document.activeElement.dataset.field") == fields[half]
+    page.focus("#next-page")
+    page.keyboard.press("n")  # not complete yet: stays, and sends focus to the first missing answer
+    assert page.evaluate("document.activeElement.dataset.field") == fields[half]
+    arrive(page, urls[1])
+    by_keyboard(page, fields[half:], keys_for(fields[half:], 4), given[items[1].pk])
+    page.fill('textarea[name="A-comment"]', "Misses the size of the lesion.")
+    expect(page.locator('textarea[name="A-comment"] + .row-status .saved')).to_be_visible()
+    given[items[1].pk]["A-comment"] = "Misses the size of the lesion."
+    page.click("#next-page")
+
+    # Page 3: by clicking; the keys help opens and closes; then "p" goes back to page 2.
+    arrive(page, urls[2])
+    page.keyboard.press("?")
+    expect(page.locator("#keys-help")).to_be_visible()
+    page.keyboard.press("?")
+    expect(page.locator("#keys-help")).to_be_hidden()
+    fields = rows_on(page)
+    given[items[2].pk] = {}
+    # The connection drops for the first answer: it stays on screen, is marked, and is saved on return.
+    page.context.set_offline(True)
+    page.locator(f'[data-field="{fields[0]}"] label:has(input[data-key="2"])').click()
+    expect(page.locator(f'[data-field="{fields[0]}"] .row-status .offline')).to_be_visible()
+    assert not ExpertSourceJudgement.objects.filter(participant=participant, source=items[2].source).exists()
+    page.context.set_offline(False)
+    wait_saved(page, fields[0])
+    given[items[2].pk][fields[0]] = answer_value(fields[0], "2")
+    by_click(page, fields[1:], keys_for(fields[1:], 1), given[items[2].pk])
+    page.keyboard.press("p")
+
+    # Back on page 2: revise one answer, then jump to page 3 through the page index and finish.
+    arrive(page, urls[1])
+    old = given[items[1].pk]["B-correctness"]
+    new = 1 if old != 1 else 2
+    by_click(page, ["B-correctness"], [str(new)], given[items[1].pk])
+    page.click("#page-index summary")
+    page.click(f"#index-{items[2].pk}")
+    arrive(page, urls[2])
+    page.click("#next-page")
+    expect(page.get_by_text("all 3 sentences are rated")).to_be_visible()
+    expect(page.locator("#progress")).to_contain_text("3 of 3 sentences done")
+
+    # The database holds exactly what was given, once.
+    participant.refresh_from_db()
+    assert participant.completed_at is not None
+    total_ratings = 0
+    for item in items:
+        item.refresh_from_db()
+        assert item.completed_at is not None and item.time_spent_ms > 0
+        expected = given[item.pk]
+        judgement = ExpertSourceJudgement.objects.get(participant=participant, source=item.source)
+        assert judgement.severity == expected["original-severity"]
+        assert judgement.simplicity == expected["original-simplicity"]
+        for label_index, text_id in enumerate(item.text_order):
+            label = "ABCDE"[label_index]
+            rating = ExpertRating.objects.get(participant=participant, shown_text_id=text_id)
+            stored = {f"{label}-{aspect}": getattr(rating, aspect) for aspect in scales.EXPERT_ASPECTS}
+            assert stored == {
+                k: v for k, v in expected.items() if k.startswith(f"{label}-") and k != f"{label}-comment"
+            }
+            assert rating.comment == expected.get(f"{label}-comment", "")
+            total_ratings += 1
+    # One sentence's texts are shared by two systems: 4 + 3 + 4 distinct texts to rate.
+    assert ExpertRating.objects.filter(participant=participant).count() == total_ratings == 4 + 3 + 4
+    assert ExpertSourceJudgement.objects.filter(participant=participant).count() == 3
+    assert given[items[1].pk]["B-correctness"] == new != old
