@@ -1,0 +1,168 @@
+"""`manage.py generate`: launch a generation batch for a study (or cancel/resume one) from the shell.
+
+    manage.py generate --study demo --systems plain_bs,plain_sc,cot_bs,cot_sc,scgr --backend glossary --wait
+    manage.py generate --study demo --systems plain_bs,plain_sc --backend openai --model gpt-3.5-turbo
+    manage.py generate --study demo --systems cot_bs --backend transformers --model-artifact my-finetuned-t5
+    manage.py generate --resume 12 --force --wait
+
+Jobs run on the Celery workers (or in-process in the embedded mode without REDIS_URL, where the
+command returns when the batch is done). --wait polls the batch until it finishes, printing its
+progress; the exit status is then 1 when any job failed.
+"""
+
+from __future__ import annotations
+
+import time
+
+from django.apps import apps
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from annotation.models import Study
+from generation import selectors, services
+from generation.models import GENERATED_SYSTEMS, GenerationBatch, GenerationJob
+from generation.prompts.registry import DEFAULT_VERSION
+
+
+class Command(BaseCommand):
+    help = "Generate simplifications for a study (one Celery job per source and prompt family)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--study", help="study slug")
+        parser.add_argument("--systems", help=f"comma-separated, among {','.join(GENERATED_SYSTEMS)}")
+        parser.add_argument("--backend", choices=GenerationBatch.Backend.values)
+        parser.add_argument(
+            "--model", default="", help="API model name, or local model directory (transformers)"
+        )
+        parser.add_argument(
+            "--model-artifact", default="", help="name or id of an ml ModelArtifact (transformers)"
+        )
+        parser.add_argument("--temperature", type=float, default=0.8)
+        parser.add_argument("--max-rounds", type=int, default=5)
+        parser.add_argument("--seed", type=int, default=None)
+        parser.add_argument("--max-tokens", type=int, default=512)
+        parser.add_argument(
+            "--sample-index",
+            type=int,
+            default=0,
+            help="raise to draw fresh samples instead of cached answers",
+        )
+        parser.add_argument("--prompt-version", default=DEFAULT_VERSION)
+        parser.add_argument(
+            "--concurrency",
+            type=int,
+            default=None,
+            help="jobs of the batch queued or running at once (default RADLAY_GENERATION_CONCURRENCY)",
+        )
+        parser.add_argument(
+            "--wait", action="store_true", help="wait for the batch to finish, printing progress"
+        )
+        parser.add_argument(
+            "--poll", type=float, default=2.0, help="seconds between progress lines with --wait"
+        )
+        parser.add_argument(
+            "--resume", type=int, metavar="BATCH", help="resume this batch instead of launching one"
+        )
+        parser.add_argument(
+            "--retry-failed", action="store_true", help="with --resume: run failed jobs again"
+        )
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="with --resume: the workers were restarted, send running jobs again now",
+        )
+        parser.add_argument(
+            "--cancel", type=int, metavar="BATCH", help="cancel the pending jobs of this batch"
+        )
+
+    def handle(self, *args, **options) -> None:
+        if options["cancel"]:
+            batch = self._batch(options["cancel"])
+            count = services.generation_batch_cancel(batch=batch)
+            self.stdout.write(f"batch {batch.pk}: {count} pending job(s) cancelled")
+            return
+        if options["resume"]:
+            batch = self._batch(options["resume"])
+            sent = services.generation_batch_resume(
+                batch=batch, retry_failed=options["retry_failed"], force=options["force"]
+            )
+            self.stdout.write(f"batch {batch.pk}: resumed, {len(sent)} job(s) sent")
+        else:
+            batch = self._launch(options)
+        if options["wait"]:
+            self._wait(batch, poll=options["poll"])
+
+    def _batch(self, batch_id: int) -> GenerationBatch:
+        try:
+            return GenerationBatch.objects.get(pk=batch_id)
+        except GenerationBatch.DoesNotExist:
+            raise CommandError(f"No generation batch {batch_id}.") from None
+
+    def _launch(self, options) -> GenerationBatch:
+        for required in ("study", "systems", "backend"):
+            if not options[required]:
+                raise CommandError(f"--{required} is required to launch a batch.")
+        try:
+            study = Study.objects.get(slug=options["study"])
+        except Study.DoesNotExist:
+            raise CommandError(f"No study {options['study']!r}.") from None
+        artifact = None
+        if options["model_artifact"]:
+            artifact = self._artifact(options["model_artifact"])
+        try:
+            batch = services.generation_batch_create(
+                study=study,
+                systems=[key.strip() for key in options["systems"].split(",") if key.strip()],
+                backend=options["backend"],
+                model_name=options["model"],
+                model_artifact=artifact,
+                temperature=options["temperature"],
+                max_rounds=options["max_rounds"],
+                seed=options["seed"],
+                max_tokens=options["max_tokens"],
+                sample_index=options["sample_index"],
+                prompt_version=options["prompt_version"],
+                concurrency=options["concurrency"],
+            )
+        except ValidationError as exc:
+            raise CommandError(
+                "; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items())
+            ) from exc
+        self.stdout.write(
+            f"batch {batch.pk}: {batch.jobs.count()} job(s) for {study.slug} "
+            f"({', '.join(batch.systems)}) on {batch.backend} {batch.model_label}"
+        )
+        return batch
+
+    def _artifact(self, name_or_id: str):
+        ModelArtifact = apps.get_model("ml", "ModelArtifact")  # noqa: N806 - a model class
+        found = ModelArtifact.objects.filter(name=name_or_id).first()
+        if found is None and name_or_id.isdigit():
+            found = ModelArtifact.objects.filter(pk=int(name_or_id)).first()
+        if found is None:
+            raise CommandError(f"No model artifact {name_or_id!r}.")
+        return found
+
+    def _wait(self, batch: GenerationBatch, *, poll: float) -> None:
+        last = None
+        while True:
+            batch.refresh_from_db()
+            progress = selectors.batch_progress(batch=batch)
+            line = (
+                f"batch {batch.pk}: {progress.succeeded} succeeded, {progress.failed} failed, "
+                f"{progress.running} running, {progress.pending} pending, {progress.cancelled} cancelled · "
+                f"{progress.calls} calls ({progress.cached_calls} cached) · {progress.tokens} tokens · "
+                f"${progress.cost_usd:.4f} · elapsed {progress.elapsed_text} · ETA {progress.eta_text}"
+            )
+            if line != last:
+                self.stdout.write(line)
+                last = line
+            if batch.finished_at is not None:
+                break
+            time.sleep(poll)
+        failed = list(selectors.batch_jobs(batch=batch, status=GenerationJob.Status.FAILED))
+        for job in failed:
+            self.stderr.write(f"  failed: {job.source.key} {job.family}: {job.error}")
+        if failed:
+            raise CommandError(f"{len(failed)} job(s) of batch {batch.pk} failed.", returncode=1)
+        self.stdout.write(self.style.SUCCESS(f"batch {batch.pk} finished"))

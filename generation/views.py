@@ -1,0 +1,77 @@
+"""Staff pages of generation: the batch list and a batch's page, with its live progress bar (htmx
+polls the same URL every 2 s and gets only the progress fragment; without JavaScript a plain link
+reloads the page) and every job's transcript. Views parse, call one service or selector, render."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from generation import selectors, services
+from generation.models import GenerationBatch, GenerationJob
+
+JOBS_PER_PAGE = 50
+POLL_SECONDS = 2
+
+
+def access_batch(batch_id: int) -> GenerationBatch:
+    """The batch, or 404. Every generation page is staff-only (the decorator), so any batch is visible."""
+    try:
+        return selectors.batch_get(batch_id=batch_id)
+    except GenerationBatch.DoesNotExist:
+        raise Http404("No such generation batch.") from None
+
+
+@staff_member_required
+@require_GET
+def batch_list(request: HttpRequest) -> HttpResponse:
+    page = Paginator(selectors.batch_list(), 25).get_page(request.GET.get("page"))
+    rows = [(batch, selectors.batch_progress(batch=batch)) for batch in page]
+    return render(request, "generation/batch_list.html", {"page": page, "rows": rows})
+
+
+@staff_member_required
+@require_GET
+def batch_detail(request: HttpRequest, batch_id: int) -> HttpResponse:
+    batch = access_batch(batch_id)
+    progress = selectors.batch_progress(batch=batch)
+    context = {"batch": batch, "progress": progress, "poll_seconds": POLL_SECONDS}
+    if request.htmx:
+        return render(request, "generation/_batch_progress.html", context)
+    status = request.GET.get("status") or ""
+    if status not in GenerationJob.Status.values:
+        status = ""
+    context["jobs"] = Paginator(
+        selectors.batch_jobs(batch=batch, status=status or None), JOBS_PER_PAGE
+    ).get_page(request.GET.get("page"))
+    context["status_filter"] = status
+    context["statuses"] = GenerationJob.Status.choices
+    return render(request, "generation/batch_detail.html", context)
+
+
+@staff_member_required
+@require_POST
+def batch_cancel(request: HttpRequest, batch_id: int) -> HttpResponse:
+    batch = access_batch(batch_id)
+    count = services.generation_batch_cancel(batch=batch)
+    messages.info(
+        request, f"Batch {batch.pk} cancelled: {count} pending job(s) will not run; running ones finish."
+    )
+    return redirect("generation:batch_detail", batch_id=batch.pk)
+
+
+@staff_member_required
+@require_POST
+def batch_resume(request: HttpRequest, batch_id: int) -> HttpResponse:
+    batch = access_batch(batch_id)
+    sent = services.generation_batch_resume(
+        batch=batch,
+        retry_failed=bool(request.POST.get("retry_failed")),
+        force=bool(request.POST.get("force")),
+    )
+    messages.info(request, f"Batch {batch.pk} resumed: {len(sent)} job(s) sent.")
+    return redirect("generation:batch_detail", batch_id=batch.pk)
