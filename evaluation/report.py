@@ -366,8 +366,8 @@ def study_report_html(*, study, reported: str | None = "seed003") -> str:
     from django.template.loader import render_to_string
 
     from evaluation.audit import audit, load_reported, reported_files
-    from evaluation.plots import all_svgs
     from evaluation.selectors import (
+        analysis_figures_cached,
         analysis_options_from_settings,
         latin_square_balance,
         progress_by_role,
@@ -386,7 +386,7 @@ def study_report_html(*, study, reported: str | None = "seed003") -> str:
         "study": study,
         "analysis": analysis,
         "tables": report_tables(analysis),
-        "plots": all_svgs(analysis),
+        "plots": analysis_figures_cached(analysis=analysis),
         "audit": audit_display(audit_result),
         "progress": progress_by_role(study=study),
         "balance": balance_summary(balance),

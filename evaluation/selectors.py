@@ -13,10 +13,12 @@ tuple of credited systems instead (column `systems`).
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
+from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Count, Max, Q
 
@@ -36,6 +38,7 @@ from annotation.models import (
 )
 from annotation.selectors import systems_by_text
 from evaluation.analysis import AnalysisOptions, StudyFrames, study_analysis
+from evaluation.plots import all_svgs
 
 LAY_QUESTIONS = ("understanding", "confidence", "urgency_confidence", "severity_guess", "helpfulness")
 EXPERT_ASPECTS = tuple(scales.EXPERT_ASPECTS)
@@ -428,3 +431,28 @@ def study_analysis_cached(*, study: Study, options: AnalysisOptions | None = Non
         analysis = study_analysis(study_frames(study=study), options=options)
         cache.set(key, analysis, timeout=ANALYSIS_CACHE_SECONDS)
     return analysis
+
+
+def analysis_options_from_settings(**overrides) -> AnalysisOptions:
+    """The options the dashboard, API and report use: AnalysisOptions' defaults, overridden by
+    the optional setting RADLAY_ANALYSIS_OPTIONS (a dict of AnalysisOptions fields), then by
+    `overrides`."""
+    values = {**getattr(settings, "RADLAY_ANALYSIS_OPTIONS", {}), **overrides}
+    for key in ("metric_families", "correlation_metrics"):
+        if values.get(key) is not None:
+            values[key] = tuple(values[key])
+    return AnalysisOptions(**values)
+
+
+def analysis_figures_cached(*, analysis: dict) -> dict[str, str]:
+    """The SVG figures of an analysis (evaluation/plots.py), cached by the content they draw."""
+    drawn = {key: analysis.get(key) for key in ("systems", "distributions", "severity_distribution")}
+    key = (
+        "radlay:figures:"
+        + hashlib.sha256(json.dumps(drawn, sort_keys=True, default=str).encode()).hexdigest()
+    )
+    figures = cache.get(key)
+    if figures is None:
+        figures = all_svgs(analysis)
+        cache.set(key, figures, timeout=ANALYSIS_CACHE_SECONDS)
+    return figures

@@ -15,9 +15,9 @@ from evaluation.access import access_study_for_user, studies_for_researcher
 from evaluation.api import export_response
 from evaluation.audit import audit, load_reported, reported_files
 from evaluation.exporters import FORMATS
-from evaluation.plots import all_svgs
 from evaluation.report import audit_display, balance_summary, report_tables, study_report_html
 from evaluation.selectors import (
+    analysis_figures_cached,
     analysis_options_from_settings,
     latin_square_balance,
     participants_progress,
@@ -67,7 +67,7 @@ def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "study": study,
         "analysis": analysis,
         "tables": report_tables(analysis),
-        "plots": all_svgs(analysis),
+        "plots": analysis_figures_cached(analysis=analysis),
         "audit": audit_display(audit_result),
         "reported": reported,
         "reported_files": list(files),

@@ -1,0 +1,176 @@
+"""Exports of every raw answer: CSV, XLSX and JSON, streamed, pseudonymous by default."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import openpyxl
+import pandas as pd
+import pytest
+from django.core.management import call_command
+
+from annotation import scales
+from annotation.models import (
+    ExpertRating,
+    ExpertSourceJudgement,
+    LayAnswer,
+    LayPreference,
+)
+from evaluation.exporters import FORMATS
+from evaluation.exporters.csv import csv_chunks
+from evaluation.exporters.json import json_chunks
+from evaluation.exporters.rows import answer_columns, answer_rows
+from tests.evaluation.test_selectors import build_answered_study
+
+
+def expected_answer_count(study) -> int:
+    """Counted straight from the tables: one per answered question, chosen text, non-empty free
+    text, rated aspect and judged property."""
+    n = 0
+    for answer in LayAnswer.objects.filter(item__participant__study=study):
+        n += sum(
+            bool(getattr(answer, q))
+            for q in ("understanding", "confidence", "urgency_confidence", "severity_guess", "helpfulness")
+        )
+    for preference in LayPreference.objects.filter(item__participant__study=study):
+        n += preference.most.count() + preference.least.count()
+        n += bool(preference.most_justification) + bool(preference.least_justification)
+    for rating in ExpertRating.objects.filter(participant__study=study):
+        n += sum(getattr(rating, a) is not None for a in scales.EXPERT_ASPECTS) + bool(rating.comment)
+    for judgement in ExpertSourceJudgement.objects.filter(participant__study=study):
+        n += bool(judgement.severity) + (judgement.simplicity is not None) + bool(judgement.comment)
+    return n
+
+
+@pytest.fixture
+def study(db):
+    return build_answered_study(slug="exported", external_ids=True)
+
+
+def test_csv_parses_with_pandas_and_has_one_row_per_answer(study, tmp_path):
+    out = tmp_path / "answers.csv"
+    call_command("export", "--study", "exported", "--format", "csv", "--out", str(out))
+    frame = pd.read_csv(out)
+    assert len(frame) == expected_answer_count(study)
+    assert list(frame.columns) == list(answer_columns())
+    assert "external_id" not in frame.columns
+    assert not frame.astype(str).apply(lambda c: c.str.contains("PROLIFIC")).any().any()
+    # value and value_number agree with the scales, for every lay question.
+    for question, scale in scales.LAY_SCALES.items():
+        rows = frame[frame["question"] == question]
+        assert (rows["value"].map(scale.value_of) == rows["value_number"]).all()
+    severity = frame[(frame["question"] == "severity") & (frame["phase"] == "original")]
+    assert set(severity["value_number"]) <= {1, 2, 3, 4, 5}
+    # a vote for the shared text names both systems
+    shared_votes = frame[(frame["question"].str.endswith("_preferred")) & (frame["value"] == "cot_bs;cot_sc")]
+    assert (shared_votes["systems"] == "cot_bs;cot_sc").all()
+
+
+def test_external_ids_only_when_asked(study, tmp_path):
+    out = tmp_path / "answers.csv"
+    call_command(
+        "export", "--study", "exported", "--format", "csv", "--out", str(out), "--include-external-ids"
+    )
+    frame = pd.read_csv(out)
+    lay = frame[frame["role"] == "layperson"]
+    assert lay["external_id"].str.startswith("PROLIFIC").all()
+
+
+def test_xlsx_opens_with_openpyxl_and_pandas(study, tmp_path):
+    out = tmp_path / "answers.xlsx"
+    call_command("export", "--study", "exported", "--format", "xlsx", "--out", str(out))
+    workbook = openpyxl.load_workbook(out, read_only=True)
+    sheet = workbook.worksheets[0]
+    header = next(sheet.iter_rows(values_only=True))
+    assert list(header) == list(answer_columns())
+    assert len(pd.read_excel(out)) == expected_answer_count(study)
+
+
+def test_json_loads_as_an_array_of_objects(study, tmp_path):
+    out = tmp_path / "answers.json"
+    call_command("export", "--study", "exported", "--format", "json", "--out", str(out))
+    records = json.loads(out.read_text())
+    assert len(records) == expected_answer_count(study)
+    assert set(records[0]) == set(answer_columns())
+
+
+def test_every_format_writes_an_empty_study(db, tmp_path):
+    from tests.annotation.factories import build_study
+
+    build_study(slug="quiet", n_sources=1)
+    for name in FORMATS:
+        out = tmp_path / f"quiet.{name}"
+        call_command("export", "--study", "quiet", "--format", name, "--out", str(out))
+    assert json.loads((tmp_path / "quiet.json").read_text()) == []
+    assert pd.read_csv(tmp_path / "quiet.csv").empty
+
+
+def _rows_then_fail(n: int):
+    for i in range(n):
+        yield (
+            "s",
+            f"P{i}",
+            "layperson",
+            "s01",
+            "a",
+            "a",
+            1,
+            "original",
+            "understanding",
+            "Completely",
+            4,
+            0,
+            "",
+            "",
+        )
+    raise RuntimeError("the generator was read past the first chunks")
+
+
+@pytest.mark.parametrize("chunks", [csv_chunks, json_chunks])
+def test_streams_are_lazy(chunks):
+    """The first chunk comes out before the rows are exhausted: nothing is collected in memory."""
+    stream = chunks(_rows_then_fail(5000), answer_columns())
+    first = next(stream)
+    assert first
+    with pytest.raises(RuntimeError):
+        for _ in stream:
+            pass
+
+
+def test_json_stream_is_valid_json_for_many_rows():
+    rows = [
+        ("s", f"P{i}", "layperson", "s01", "a", "a", 1, "original", "q", 'v, "quoted"', i, 0, "", "")
+        for i in range(1234)
+    ]
+    text = b"".join(json_chunks(rows, answer_columns())).decode()
+    assert [r["value_number"] for r in json.loads(text)] == list(range(1234))
+
+
+def test_csv_quotes_free_text(db):
+    rows = [
+        (
+            "s",
+            "P1",
+            "layperson",
+            "s01",
+            "a",
+            "a",
+            1,
+            "preference",
+            "most_justification",
+            'short, "simple"\nand clear',
+            None,
+            0,
+            "",
+            "",
+        )
+    ]
+    frame = pd.read_csv(io.BytesIO(b"".join(csv_chunks(rows, answer_columns()))))
+    assert frame.loc[0, "value"] == 'short, "simple"\nand clear'
+
+
+@pytest.mark.django_db
+def test_answer_rows_are_a_generator(study):
+    rows = answer_rows(study=study)
+    assert iter(rows) is rows

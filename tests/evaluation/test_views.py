@@ -1,0 +1,174 @@
+"""The research dashboard: access (own studies only), pages, downloads, the report."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pandas as pd
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.urls import reverse
+
+from tests.annotation.factories import build_study
+from tests.evaluation.test_selectors import build_answered_study
+
+FAST = {
+    "n_resamples": 50,
+    "correlation_resamples": 10,
+    "metric_families": ["readability"],
+    "correlation_metrics": ["fkgl"],
+}
+
+
+@pytest.fixture(autouse=True)
+def fast_analysis(settings):
+    settings.RADLAY_ANALYSIS_OPTIONS = FAST
+
+
+@pytest.fixture
+def researcher(db):
+    return get_user_model().objects.create_user("ada", password="pw")
+
+
+@pytest.fixture
+def study(researcher):
+    study = build_answered_study(slug="mine")
+    study.researchers.add(researcher)
+    return study
+
+
+@pytest.fixture
+def other_study(db):
+    other = get_user_model().objects.create_user("bob", password="pw")
+    study = build_study(slug="theirs", n_sources=2)
+    study.researchers.add(other)
+    return study
+
+
+@pytest.fixture
+def client_in(client, researcher):
+    client.force_login(researcher)
+    return client
+
+
+def test_anonymous_users_are_sent_to_login(client, study):
+    response = client.get(reverse("evaluation:study-detail", args=["mine"]))
+    assert response.status_code == 302
+    assert "login" in response["Location"]
+
+
+def test_list_shows_only_own_studies(client_in, study, other_study):
+    response = client_in.get(reverse("evaluation:study-list"))
+    assert response.status_code == 200
+    assert b"/dashboard/mine/" in response.content
+    assert b"theirs" not in response.content
+
+
+@pytest.mark.parametrize(
+    "name, args",
+    [
+        ("evaluation:study-detail", []),
+        ("evaluation:study-correlations", []),
+        ("evaluation:study-analysis", []),
+        ("evaluation:study-report", []),
+        ("evaluation:study-export", ["csv"]),
+    ],
+)
+def test_another_researchers_study_is_not_found(client_in, study, other_study, name, args):
+    response = client_in.get(reverse(name, args=["theirs", *args]))
+    assert response.status_code == 404
+
+
+def test_superuser_sees_every_study(client, other_study):
+    admin = get_user_model().objects.create_superuser("root", password="pw")
+    client.force_login(admin)
+    assert client.get(reverse("evaluation:study-detail", args=["theirs"])).status_code == 200
+
+
+def test_study_page_shows_tables_figures_balance_and_audit(client_in, study):
+    response = client_in.get(reverse("evaluation:study-detail", args=["mine"]) + "?reported=seed003")
+    assert response.status_code == 200
+    html = response.content.decode()
+    for text in (
+        "Table 1",
+        "Table 2",
+        "Table 3",
+        "Krippendorff",
+        "Latin-square balance",
+        "Reproducibility audit",
+        "Wilcoxon",
+        "<svg",
+        "export.csv",
+        "report.html",
+    ):
+        assert text in html, text
+    # progress: 4 laypeople × 4 sources all done
+    assert "16 / 16" in html
+    # the audit of seed 003's file lists its figures
+    assert "table1.fkgl.original" in html
+    assert 'hx-get="/dashboard/mine/correlations/"' in html
+
+
+def test_audit_can_be_switched_off(client_in, study):
+    html = client_in.get(reverse("evaluation:study-detail", args=["mine"]) + "?reported=").content.decode()
+    assert "table1.fkgl.original" not in html
+
+
+def test_correlations_fragment_for_htmx_and_page_without(client_in, study):
+    url = reverse("evaluation:study-correlations", args=["mine"])
+    fragment = client_in.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "<table" in fragment and "<html" not in fragment and "FKGL" in fragment
+    page = client_in.get(url).content.decode()
+    assert "<html" in page and "Metric–human correlations" in page
+
+
+def test_export_downloads_stream(client_in, study):
+    response = client_in.get(reverse("evaluation:study-export", args=["mine", "csv"]))
+    assert response.status_code == 200
+    assert response.streaming
+    assert 'filename="mine-answers.csv"' in response["Content-Disposition"]
+    frame = pd.read_csv(io.BytesIO(b"".join(response.streaming_content)))
+    assert set(frame["study"]) == {"mine"}
+    xlsx = client_in.get(reverse("evaluation:study-export", args=["mine", "xlsx"]))
+    assert len(pd.read_excel(io.BytesIO(b"".join(xlsx.streaming_content)))) == len(frame)
+    assert client_in.get(reverse("evaluation:study-export", args=["mine", "pdf"])).status_code == 404
+
+
+def test_analysis_download_is_the_analysis_json(client_in, study):
+    response = client_in.get(reverse("evaluation:study-analysis", args=["mine"]))
+    analysis = json.loads(response.content)
+    assert analysis["study"] == "mine"
+    assert list(analysis["systems"]) == ["plain_bs", "plain_sc", "cot_bs", "cot_sc"]
+    assert analysis["correlations"]
+
+
+def test_report_is_self_contained(client_in, study):
+    response = client_in.get(reverse("evaluation:study-report", args=["mine"]))
+    assert response.status_code == 200
+    assert "attachment" in response["Content-Disposition"]
+    html = response.content.decode()
+    for text in (
+        "Table 1",
+        "Methods",
+        "Critical = 1",
+        "Krippendorff",
+        "textstat",
+        "<svg",
+        "@media print",
+        "Reproducibility audit",
+    ):
+        assert text in html, text
+    # nothing is fetched from elsewhere: no scripts, stylesheets or images by URL
+    assert "<script" not in html
+    assert "<link" not in html
+    assert "src=" not in html
+
+
+def test_report_command_writes_the_file(study, tmp_path):
+    out = tmp_path / "report.html"
+    call_command("report", "--study", "mine", "--out", str(out), "--reported", "")
+    html = out.read_text()
+    assert html.startswith("<!doctype html>")
+    assert "Reproducibility audit" not in html
