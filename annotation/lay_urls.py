@@ -1,2 +1,17 @@
 """URL patterns of the lay survey flow (included by annotation/urls.py, namespace "annotation")."""
-urlpatterns: list = []
+
+from django.urls import path
+
+from annotation.views import lay
+
+urlpatterns = [
+    path("join/<slug:slug>/", lay.lay_join, name="lay-join"),
+    path("l/<str:token>/", lay.lay_start, name="lay-start"),
+    path("l/<str:token>/consent/", lay.lay_consent, name="lay-consent"),
+    path("l/<str:token>/background/", lay.lay_background, name="lay-background"),
+    path("l/<str:token>/instructions/", lay.lay_instructions, name="lay-instructions"),
+    path("l/<str:token>/sentence/<int:item_id>/<str:panel>/", lay.lay_panel, name="lay-panel"),
+    path("l/<str:token>/check/<int:check_id>/", lay.lay_check, name="lay-check"),
+    path("l/<str:token>/done/", lay.lay_done, name="lay-done"),
+    path("studies/<slug:slug>/balance/", lay.lay_balance, name="lay-balance"),
+]

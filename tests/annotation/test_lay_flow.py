@@ -1,0 +1,563 @@
+"""The lay flow's services and selectors (annotation/lay_flow.py): row handout and backfill, item
+creation, the safety gate, stage transitions and the panel-1 lock, attention checks, progress,
+recruitment-link participants, completion and the researcher's balance."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from annotation import lay_flow, services
+from annotation.models import (
+    AttentionCheck,
+    AttentionCheckResponse,
+    LayAnswer,
+    LayItem,
+    LayPreference,
+    Participant,
+    Simplification,
+    SimplificationText,
+    Source,
+    System,
+)
+from tests.annotation.factories import build_study
+
+pytestmark = pytest.mark.django_db
+LAY = Participant.Role.LAYPERSON
+PANEL1 = {"understanding": "Some parts of it", "confidence": "With low confidence", "severity_guess": "Mild"}
+PANEL2 = {
+    "understanding": "Most of it",
+    "confidence": "With high confidence",
+    "severity_guess": "Moderate",
+    "helpfulness": "I understand much better",
+}
+
+
+def _lay(study, **kwargs) -> Participant:
+    participant = services.participant_create(study=study, role=LAY, **kwargs)
+    return services.participant_consent(participant=participant, accepted=True)
+
+
+def _started(study, **kwargs) -> Participant:
+    participant = _lay(study, **kwargs)
+    lay_flow.lay_survey_start(participant=participant)
+    participant.refresh_from_db()
+    return participant
+
+
+def _items(participant) -> list[LayItem]:
+    return list(LayItem.objects.filter(participant=participant).order_by("position"))
+
+
+def _finish_item(item: LayItem) -> None:
+    lay_flow.lay_panel_save(item=item, panel="original", data=PANEL1, submit=True)
+    item.refresh_from_db()
+    lay_flow.lay_panel_open(item=item, panel="assisted")
+    lay_flow.lay_panel_save(item=item, panel="assisted", data=PANEL2, submit=True)
+    item.refresh_from_db()
+    if item.stage == "preference":
+        first, last = item.preference_order[0], item.preference_order[-1]
+        lay_flow.lay_panel_save(
+            item=item,
+            panel="preference",
+            submit=True,
+            data={"fields": ["most", "least"], "most": [str(first)], "least": [str(last)]},
+        )
+
+
+def _complete(participant) -> Participant:
+    for item in _items(participant):
+        _finish_item(item)
+    lay_flow.lay_survey_complete(participant=participant)
+    participant.refresh_from_db()
+    return participant
+
+
+def _system_index(study) -> dict[int, int]:
+    return {
+        pk: j
+        for j, pk in enumerate(
+            System.objects.filter(study=study).order_by("position").values_list("pk", flat=True)
+        )
+    }
+
+
+# --- Start: rows and items ------------------------------------------------------------------------
+
+
+def test_start_creates_items_by_the_latin_square():
+    study = build_study(n_sources=5)
+    participants = [_started(study) for _ in range(5)]
+    assert [p.latin_square_row for p in participants] == [0, 1, 2, 3, 0]
+    systems = _system_index(study)
+    for participant in participants:
+        items = _items(participant)
+        assert [i.position for i in items] == list(range(5))
+        assert sorted(i.source.position for i in items) == list(range(5))
+        for item in items:
+            expected = (participant.latin_square_row + item.source.position) % 4
+            assert systems[item.assigned_system_id] == expected
+            simplification = Simplification.objects.get(source=item.source, system=item.assigned_system)
+            assert item.shown_text_id == simplification.shown_text_id
+            own_texts = set(
+                SimplificationText.objects.filter(source=item.source).values_list("pk", flat=True)
+            )
+            assert sorted(item.preference_order) == sorted(own_texts) and len(own_texts) == 4
+
+
+def test_display_order_is_random_per_participant_and_reproducible():
+    study = build_study(n_sources=8, systems=("a", "b"))
+    orders = {tuple(i.source.position for i in _items(_started(study))) for _ in range(6)}
+    assert len(orders) > 1  # six identical shuffles of 8 sources: chance 1 / 8!^5
+    participant = _started(study)
+    again = lay_flow.lay_survey_start(participant=participant)  # idempotent
+    assert [i.pk for i in again] == [i.pk for i in _items(participant)]
+    assert LayItem.objects.filter(participant=participant).count() == 8
+
+
+def test_start_requires_consent():
+    study = build_study()
+    participant = services.participant_create(study=study, role=LAY)
+    with pytest.raises(lay_flow.LayFlowError):
+        lay_flow.lay_survey_start(participant=participant)
+    assert not LayItem.objects.filter(participant=participant).exists()
+
+
+def test_abandoned_and_returned_rows_are_reused_first_and_answers_kept():
+    study = build_study(n_sources=4)
+    study.abandon_after_minutes = 60
+    study.save()
+    p = [_started(study) for _ in range(4)]
+    _finish_item(_items(p[1])[0])
+    answers_before = LayAnswer.objects.filter(item__participant=p[1]).count()
+    assert answers_before == 2
+    # p1 went quiet two hours ago; p3 returned the study on the recruiter.
+    Participant.objects.filter(pk=p[1].pk).update(last_activity_at=timezone.now() - timedelta(hours=2))
+    Participant.objects.filter(pk=p[3].pk).update(returned_at=timezone.now())
+    newcomer = _started(study)
+    assert newcomer.latin_square_row == 1
+    assert _started(study).latin_square_row == 3
+    assert _started(study).latin_square_row == 0  # then the normal rotation
+    p[1].refresh_from_db()
+    assert p[1].latin_square_row == 1  # kept: it says where the abandoned participant's items came from
+    assert LayAnswer.objects.filter(item__participant=p[1]).count() == answers_before
+    assert lay_flow.participant_is_abandoned(participant=p[1])
+    assert lay_flow.lay_participant_status(participant=p[1]) == "abandoned"
+
+
+def test_completed_participants_keep_their_row_even_when_idle():
+    study = build_study(n_sources=2, systems=("a", "b"))
+    first = _complete(_started(study))
+    Participant.objects.filter(pk=first.pk).update(last_activity_at=timezone.now() - timedelta(days=3))
+    first.refresh_from_db()
+    assert not lay_flow.participant_is_abandoned(participant=first)
+    assert _started(study).latin_square_row == 1
+
+
+def test_sources_per_participant_rotates_a_subset():
+    study = build_study(n_sources=4)
+    study.lay_sources_per_participant = 2
+    study.save()
+    seen = []
+    for _ in range(8):
+        participant = _started(study)
+        items = _items(participant)
+        assert len(items) == 2
+        seen.append(sorted(i.source.position for i in items))
+    assert seen[:4] == [[0, 1]] * 4 and seen[4:] == [[2, 3]] * 4
+    balance = lay_flow.lay_balance(study=study)
+    assert balance.period == 8
+
+
+def test_identical_texts_are_shown_once_and_credited_to_every_system():
+    study = build_study(n_sources=2, systems=("a", "b", "c"), shared=((0, "a", "b"),))
+    source = Source.objects.get(study=study, position=0)
+    shared = Simplification.objects.get(source=source, system__key="a").shown_text_id
+    participants = [_started(study) for _ in range(3)]
+    for participant in participants:
+        item = LayItem.objects.get(participant=participant, source=source)
+        assert len(item.preference_order) == 2 and shared in item.preference_order
+        _finish_item(item)
+    # Row 1 was assigned system b, which shows the text it shares with a.
+    item_b = LayItem.objects.get(participant=participants[1], source=source)
+    assert item_b.assigned_system.key == "b" and item_b.shown_text_id == shared
+    balance = lay_flow.lay_balance(study=study)
+    systems = {s.key: s.pk for s in balance.systems}
+    assert balance.cells[(source.pk, systems["a"])].answered == 1
+    assert balance.cells[(source.pk, systems["a"])].shared == 1  # b's answer on the same text
+    assert balance.cells[(source.pk, systems["b"])].shared == 1
+    assert balance.cells[(source.pk, systems["c"])].shared == 0
+
+
+# --- Safety gate ------------------------------------------------------------------------------------
+
+
+def _rate(study, source, system_key, *, hallucination=5, correctness=5, comment="", pseudonym="R001"):
+    expert = Participant.objects.filter(
+        study=study, pseudonym=pseudonym
+    ).first() or services.participant_create(
+        study=study, role=Participant.Role.RADIOLOGIST, pseudonym=pseudonym
+    )
+    text = Simplification.objects.get(source=source, system__key=system_key).shown_text
+    services.expert_rating_save(
+        participant=expert,
+        shown_text=text,
+        comment=comment,
+        scores={"hallucination": hallucination, "correctness": correctness},
+    )
+    return text
+
+
+def test_safety_gate_withholds_low_rated_texts_from_new_participants():
+    study = build_study(n_sources=3)
+    s0 = Source.objects.get(study=study, position=0)
+    bad = _rate(study, s0, "plain_bs", hallucination=1, comment="Says the lesion is cancer.")
+    _rate(study, s0, "plain_sc", correctness=3, pseudonym="R002")  # above the threshold (2)
+    # Gate off (the default): nothing withheld, but the flag is listed for the researcher.
+    assert lay_flow.lay_withheld_text_ids(study=study) == set()
+    assert [(f.rater, f.aspect, f.score, f.comment) for f in lay_flow.lay_safety_flags(study=study)] == [
+        ("R001", "hallucination", 1, "Says the lesion is cancer.")
+    ]
+    study.safety_gate_enabled = True
+    study.save()
+    assert lay_flow.lay_withheld_text_ids(study=study) == {bad.pk}
+    participants = [_started(study) for _ in range(4)]
+    for participant in participants:
+        item = LayItem.objects.get(participant=participant, source=s0)
+        assert item.shown_text_id != bad.pk
+        assert bad.pk not in item.preference_order and len(item.preference_order) == 3
+    # Row 0 would have shown plain_bs for source 0: it gets the next system in row order.
+    assert LayItem.objects.get(participant=participants[0], source=s0).assigned_system.key == "plain_sc"
+    # Other sources are untouched.
+    s1 = Source.objects.get(study=study, position=1)
+    assert LayItem.objects.get(participant=participants[0], source=s1).assigned_system.key == "plain_sc"
+
+
+def test_correctness_at_threshold_is_withheld_too():
+    study = build_study(n_sources=1, systems=("a", "b"))
+    study.safety_gate_enabled, study.safety_gate_threshold = True, 3
+    study.save()
+    source = Source.objects.get(study=study)
+    text = _rate(study, source, "a", correctness=3)
+    assert lay_flow.lay_withheld_text_ids(study=study) == {text.pk}
+    assert [(f.aspect, f.score) for f in lay_flow.lay_safety_flags(study=study)] == [("correctness", 3)]
+
+
+def test_gate_applies_when_a_started_participant_first_opens_panel_2_and_3():
+    study = build_study(n_sources=1, systems=("a", "b", "c"))
+    study.safety_gate_enabled = True
+    study.save()
+    participant = _started(study)  # row 0: system a
+    item = _items(participant)[0]
+    assert item.assigned_system.key == "a"
+    source = item.source
+    bad = _rate(study, source, "a", hallucination=2)
+    lay_flow.lay_panel_save(item=item, panel="original", data=PANEL1, submit=True)
+    item = lay_flow.lay_panel_open(item=LayItem.objects.get(pk=item.pk), panel="assisted")
+    assert item.assigned_system.key == "b" and item.shown_text_id != bad.pk
+    assert bad.pk not in item.preference_order and len(item.preference_order) == 2
+    assert item.original_locked_at is not None
+
+
+def test_source_with_every_text_withheld_ends_after_panel_1():
+    study = build_study(n_sources=2, systems=("a", "b"))
+    study.safety_gate_enabled = True
+    study.save()
+    participant = _started(study)
+    item = LayItem.objects.get(participant=participant, source__position=0)
+    for key in ("a", "b"):
+        _rate(study, item.source, key, hallucination=1)
+    lay_flow.lay_panel_save(item=item, panel="original", data=PANEL1, submit=True)
+    item = lay_flow.lay_panel_open(item=LayItem.objects.get(pk=item.pk), panel="assisted")
+    assert item.stage == "done" and item.original_locked_at is None
+    # And a newcomer is not shown that source at all.
+    newcomer = _started(study)
+    assert [i.source.position for i in _items(newcomer)] == [1]
+
+
+# --- Panels, stages, the lock ------------------------------------------------------------------------
+
+
+def test_panel_1_submit_needs_every_answer_then_moves_on():
+    study = build_study(n_sources=1)
+    item = _items(_started(study))[0]
+    lay_flow.lay_panel_save(item=item, panel="original", data={"understanding": "Completely"})
+    with pytest.raises(ValidationError) as missing:
+        lay_flow.lay_panel_save(item=item, panel="original", data={}, submit=True)
+    assert set(missing.value.message_dict) == {"confidence", "severity_guess"}
+    item.refresh_from_db()
+    assert item.stage == "original"
+    state = lay_flow.lay_panel_save(
+        item=item,
+        panel="original",
+        submit=True,
+        data={"confidence": "Not at all", "severity_guess": "Healthy"},
+    )
+    assert state.answers == {
+        "understanding": "Completely",
+        "confidence": "Not at all",
+        "severity_guess": "Healthy",
+    }
+    item.refresh_from_db()
+    assert item.stage == "assisted" and item.original_locked_at is None  # locked only when shown
+
+
+def test_panel_1_is_locked_once_panel_2_is_shown():
+    study = build_study(n_sources=1)
+    item = _items(_started(study))[0]
+    lay_flow.lay_panel_save(item=item, panel="original", data=PANEL1, submit=True)
+    lay_flow.lay_panel_open(item=LayItem.objects.get(pk=item.pk), panel="assisted")
+    item.refresh_from_db()
+    assert item.original_locked_at is not None
+    with pytest.raises(lay_flow.PanelClosed):
+        lay_flow.lay_panel_save(item=item, panel="original", data={**PANEL1, "understanding": "Completely"})
+    with pytest.raises(services.AnswerLocked):  # the service refuses as well
+        services.lay_answer_save(item=item, phase="original", answers={"understanding": "Completely"})
+    # A retried identical save is harmless.
+    lay_flow.lay_panel_save(item=item, panel="original", data=PANEL1)
+    assert LayAnswer.objects.get(item=item, phase="original").understanding == "Some parts of it"
+
+
+def test_later_panels_cannot_be_answered_early_and_left_panels_not_changed():
+    study = build_study(n_sources=1)
+    item = _items(_started(study))[0]
+    with pytest.raises(lay_flow.PanelClosed):
+        lay_flow.lay_panel_save(item=item, panel="assisted", data=PANEL2)
+    _finish_item(item)
+    item.refresh_from_db()
+    assert item.stage == "done" and item.completed_at is not None
+    with pytest.raises(lay_flow.PanelClosed):
+        lay_flow.lay_panel_save(
+            item=item, panel="assisted", data={**PANEL2, "helpfulness": "It did not help"}
+        )
+    assert LayAnswer.objects.get(item=item, phase="assisted").helpfulness == "I understand much better"
+
+
+def test_bad_values_and_questions_not_asked_are_refused():
+    study = build_study(n_sources=1)
+    item = _items(_started(study))[0]
+    for data in (
+        {"understanding": "Totally"},
+        {"helpfulness": "It did not help"},
+        {"urgency_confidence": "Not at all"},
+    ):
+        with pytest.raises(ValidationError):
+            lay_flow.lay_panel_save(item=item, panel="original", data=data)
+    assert not LayAnswer.objects.filter(item=item).exclude(understanding="", helpfulness="").exists()
+
+
+def test_urgency_question_when_the_study_asks_it():
+    study = build_study(n_sources=1)
+    study.ask_urgency = True
+    study.save()
+    item = _items(_started(study))[0]
+    with pytest.raises(ValidationError) as missing:
+        lay_flow.lay_panel_save(item=item, panel="original", data=PANEL1, submit=True)
+    assert set(missing.value.message_dict) == {"urgency_confidence"}
+    lay_flow.lay_panel_save(
+        item=item, panel="original", data={"urgency_confidence": "With high confidence"}, submit=True
+    )
+    assert LayAnswer.objects.get(item=item, phase="original").urgency_confidence == "With high confidence"
+
+
+def test_preference_panel_sets_and_overlap():
+    study = build_study(n_sources=1)
+    item = _items(_started(study))[0]
+    lay_flow.lay_panel_save(item=item, panel="original", data=PANEL1, submit=True)
+    lay_flow.lay_panel_open(item=LayItem.objects.get(pk=item.pk), panel="assisted")
+    lay_flow.lay_panel_save(item=item, panel="assisted", data=PANEL2, submit=True)
+    item.refresh_from_db()
+    a, b, c, d = item.preference_order
+    lay_flow.lay_panel_save(item=item, panel="preference", data={"fields": ["most", "least"], "most": [a, b]})
+    with pytest.raises(ValidationError) as both:
+        lay_flow.lay_panel_save(
+            item=item, panel="preference", data={"fields": ["most", "least"], "most": [a, b], "least": [b]}
+        )
+    assert "both" in str(both.value)
+    with pytest.raises(ValidationError):  # a text of another source
+        lay_flow.lay_panel_save(item=item, panel="preference", data={"fields": ["most"], "most": [a, 999999]})
+    with pytest.raises(ValidationError):  # least still empty
+        lay_flow.lay_panel_save(
+            item=item, panel="preference", data={"fields": ["most", "least"], "most": [a, b]}, submit=True
+        )
+    lay_flow.lay_panel_save(
+        item=item,
+        panel="preference",
+        submit=True,
+        data={
+            "fields": ["most", "least"],
+            "most": [a, b],
+            "least": [d],
+            "most_justification": " Clear words. ",
+            "least_justification": "Too long.",
+        },
+    )
+    preference = LayPreference.objects.get(item=item)
+    assert set(preference.most.values_list("pk", flat=True)) == {a, b}
+    assert list(preference.least.values_list("pk", flat=True)) == [d]
+    assert preference.most_justification == "Clear words." and preference.order_shown == [a, b, c, d]
+    item.refresh_from_db()
+    assert item.stage == "done"
+
+
+def test_single_distinct_text_skips_panel_3():
+    study = build_study(n_sources=1, systems=("a", "b"), shared=((0, "a", "b"),))
+    item = _items(_started(study))[0]
+    assert lay_flow.lay_item_panels(item=item) == ("original", "assisted")
+    _finish_item(item)
+    item.refresh_from_db()
+    assert item.stage == "done" and not LayPreference.objects.filter(item=item).exists()
+
+
+def test_time_spent_is_added_per_panel():
+    study = build_study(n_sources=1)
+    item = _items(_started(study))[0]
+    lay_flow.lay_panel_save(
+        item=item, panel="original", data={"understanding": "Completely"}, time_spent_ms=1200
+    )
+    lay_flow.lay_panel_save(item=item, panel="original", data={"confidence": "Not at all"}, time_spent_ms=800)
+    assert LayAnswer.objects.get(item=item, phase="original").time_spent_ms == 2000
+    assert lay_flow.elapsed_ms_clean("-5") == 0 and lay_flow.elapsed_ms_clean("abc") == 0
+    assert lay_flow.elapsed_ms_clean(10**12) == lay_flow.MAX_INTERVAL_MS
+    stamp = lay_flow.panel_stamp(item=item, panel="original", now=1000.0)
+    assert lay_flow.panel_stamp_elapsed_ms(item=item, panel="original", stamp=stamp, now=1004.5) == 4500
+    assert lay_flow.panel_stamp_elapsed_ms(item=item, panel="assisted", stamp=stamp, now=1004.5) == 0
+    assert lay_flow.panel_stamp_elapsed_ms(item=item, panel="original", stamp=stamp + "x", now=1004.5) == 0
+
+
+# --- Steps, attention checks, progress, completion -------------------------------------------------------
+
+
+def test_steps_with_attention_checks_and_progress():
+    study = build_study(n_sources=2)
+    first = AttentionCheck.objects.create(
+        study=study, position=0, prompt="Choose Blue.", options=["Red", "Blue"], expected_answer="Blue"
+    )
+    middle = AttentionCheck.objects.create(
+        study=study, position=1, prompt="Type the word seven.", options=[], expected_answer="seven"
+    )
+    participant = _started(study)
+    items = _items(participant)
+    step = lay_flow.lay_current_step(participant=participant)
+    assert step.kind == "check" and step.check == first
+    progress = lay_flow.lay_progress(participant=participant)
+    assert (progress.done, progress.total) == (0, 2 + 2 * 3)
+    lay_flow.attention_check_answer(participant=participant, check=first, answer="Red")
+    step = lay_flow.lay_current_step(participant=participant)
+    assert (step.kind, step.item, step.panel) == ("item", items[0], "original")
+    _finish_item(items[0])
+    assert lay_flow.lay_current_step(participant=participant).check == middle
+    lay_flow.attention_check_answer(participant=participant, check=middle, answer="  SEVEN ")
+    step = lay_flow.lay_current_step(participant=participant)
+    assert step.item == items[1]
+    progress = lay_flow.lay_progress(participant=participant, step=step)
+    assert (progress.done, progress.item_number, progress.panel_number, progress.panels_total) == (5, 2, 1, 3)
+    with pytest.raises(lay_flow.LayFlowError):
+        lay_flow.lay_survey_complete(participant=participant)
+    _finish_item(items[1])
+    assert lay_flow.lay_current_step(participant=participant).kind == "complete"
+    responses = dict(
+        AttentionCheckResponse.objects.filter(participant=participant).values_list(
+            "check_item__position", "passed"
+        )
+    )
+    assert responses == {0: False, 1: True}
+    lay_flow.lay_survey_complete(participant=participant)
+    participant.refresh_from_db()
+    assert participant.completed_at is not None
+    balance = lay_flow.lay_balance(study=study)
+    assert [(c["answered"], c["failed"]) for c in balance.checks] == [(1, 1), (1, 0)]
+    assert [r.check_item for r in balance.failures] == [first]
+
+
+def test_attention_check_validation():
+    study = build_study(n_sources=1)
+    check = AttentionCheck.objects.create(
+        study=study, position=0, prompt="?", options=["Yes", "No"], expected_answer="No"
+    )
+    participant = _started(study)
+    with pytest.raises(ValidationError):
+        lay_flow.attention_check_answer(participant=participant, check=check, answer="Maybe")
+    with pytest.raises(ValidationError):
+        lay_flow.attention_check_answer(participant=participant, check=check, answer="")
+    other = build_study(slug="other", n_sources=1)
+    with pytest.raises(ValidationError):
+        lay_flow.attention_check_answer(participant=_lay(other), check=check, answer="No")
+    assert not AttentionCheckResponse.objects.exists()
+
+
+def test_completion_url_keeps_prolific_urls_and_fills_code_placeholder():
+    study = build_study(n_sources=1)
+    participant = _lay(study)
+    assert lay_flow.lay_completion_url(participant=participant) == ""
+    study.completion_redirect_url = "https://app.prolific.com/submissions/complete?cc=C1A2B3"
+    study.save()
+    participant.refresh_from_db()
+    assert lay_flow.lay_completion_url(participant=participant) == study.completion_redirect_url
+    study.completion_redirect_url = "https://example.org/done?code={code}"
+    study.save()
+    participant.refresh_from_db()
+    assert lay_flow.lay_completion_url(participant=participant) == (
+        f"https://example.org/done?code={participant.completion_code}"
+    )
+
+
+# --- Recruitment links and background -------------------------------------------------------------
+
+
+def test_join_same_pid_resumes_the_same_participant():
+    study = build_study(n_sources=1)
+    recruitment = {"PROLIFIC_PID": "5f1a2b3c4d5e6f7a8b9c0d1e", "STUDY_ID": "S1", "SESSION_ID": "X1"}
+    first = lay_flow.lay_participant_join(study=study, recruitment=recruitment)
+    again = lay_flow.lay_participant_join(study=study, recruitment={**recruitment, "SESSION_ID": "X2"})
+    assert first.pk == again.pk
+    assert first.external_id == recruitment["PROLIFIC_PID"] and first.recruitment == recruitment
+    assert Participant.objects.filter(study=study).count() == 1
+
+
+def test_join_race_loser_rereads_the_winner(monkeypatch):
+    study = build_study(n_sources=1)
+    pid = "PID_RACE"
+    real_lookup = lay_flow.lay_join_existing
+    lookups = []
+
+    def racing_lookup(**kwargs):
+        lookups.append(kwargs)
+        if len(lookups) == 1:  # the other request inserts the same PID just after our lookup
+            services.participant_create(study=study, role=LAY, external_id=pid, pseudonym="L900")
+            return None
+        return real_lookup(**kwargs)
+
+    monkeypatch.setattr(lay_flow, "lay_join_existing", racing_lookup)
+    participant = lay_flow.lay_participant_join(study=study, recruitment={"PROLIFIC_PID": pid})
+    assert participant.pseudonym == "L900" and len(lookups) == 2
+    assert Participant.objects.filter(study=study, external_id=pid).count() == 1
+
+
+def test_recruitment_params_are_checked():
+    assert lay_flow.recruitment_clean({"PROLIFIC_PID": " abc ", "OTHER": "x"}) == {"PROLIFIC_PID": "abc"}
+    for bad in ("a b", "<script>", "x" * 201):
+        with pytest.raises(ValidationError):
+            lay_flow.recruitment_clean({"PROLIFIC_PID": bad})
+
+
+def test_background_questions():
+    study = build_study(n_sources=1)
+    study.background_questions = [
+        {"key": "age", "question": "Your age group?", "options": ["18-29", "30-49", "50+"]},
+        {"key": "job", "question": "Your occupation?"},
+        {"question": "no key: skipped"},
+    ]
+    study.save()
+    participant = _lay(study)
+    assert [q.key for q in lay_flow.lay_background_questions(study=study)] == ["age", "job"]
+    assert lay_flow.lay_background_pending(participant=participant)
+    with pytest.raises(ValidationError):
+        lay_flow.lay_background_save(participant=participant, data={"age": "12"})
+    lay_flow.lay_background_save(participant=participant, data={"age": "30-49"})
+    participant.refresh_from_db()
+    assert participant.background == {"age": "30-49", "job": ""}
+    assert not lay_flow.lay_background_pending(participant=participant)

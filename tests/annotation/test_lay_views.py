@@ -1,0 +1,399 @@
+"""The lay survey pages (annotation/views/lay.py) through Django's test client: invite and
+recruitment entry, consent, background, the three panels with autosave and the plain-POST fallback,
+the panel-1 lock, access rules, bad input (always 4xx, never 500), attention checks, completion and
+the researcher's balance page."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+
+from annotation import lay_flow, services
+from annotation.models import (
+    AttentionCheck,
+    AttentionCheckResponse,
+    ConsentRefusal,
+    LayAnswer,
+    LayItem,
+    LayPreference,
+    Participant,
+    Simplification,
+    Study,
+)
+from tests.annotation.factories import build_study
+
+pytestmark = pytest.mark.django_db
+LAY = Participant.Role.LAYPERSON
+HX = {"HTTP_HX_REQUEST": "true"}
+PANEL1 = {"understanding": "Some parts of it", "confidence": "With low confidence", "severity_guess": "Mild"}
+PANEL2 = {
+    "understanding": "Most of it",
+    "confidence": "With high confidence",
+    "severity_guess": "Moderate",
+    "helpfulness": "I understand much better",
+}
+
+
+def _url(name, participant, **kwargs):
+    return reverse(f"annotation:{name}", kwargs={"token": participant.token, **kwargs})
+
+
+def _panel_url(participant, item, panel):
+    return _url("lay-panel", participant, item_id=item.pk, panel=panel)
+
+
+def _consented(study, **kwargs):
+    participant = services.participant_create(study=study, role=LAY, **kwargs)
+    return services.participant_consent(participant=participant, accepted=True)
+
+
+def _begin(client, participant):
+    response = client.post(_url("lay-instructions", participant))
+    assert response.status_code == 302
+    return list(LayItem.objects.filter(participant=participant).order_by("position"))
+
+
+def _follow_to(client, url):
+    response = client.get(url, follow=True)
+    assert response.status_code == 200
+    return response
+
+
+# --- Entry, consent ----------------------------------------------------------------------------------
+
+
+def test_invite_link_goes_through_consent_and_instructions_to_panel_1(client):
+    study = build_study(n_sources=2)
+    participant = services.participant_create(study=study, role=LAY)
+    response = client.get(reverse("annotation:entry", kwargs={"token": participant.token}), follow=True)
+    assert response.redirect_chain[-1][0] == _url("lay-consent", participant)
+    assert "research study" in response.content.decode()  # the protocol's default consent text
+    participant.refresh_from_db()
+    assert participant.started_at is None  # nothing recorded before consent
+    response = client.post(_url("lay-consent", participant), {"choice": "accept"}, follow=True)
+    assert response.redirect_chain[-1][0] == _url("lay-instructions", participant)
+    page = response.content.decode()
+    for level in ("Critical", "Serious", "Moderate", "Mild", "Healthy"):
+        assert level in page
+    assert "poses a threat to a person&#x27;s life" in page  # appendix A.2 definitions
+    items = _begin(client, participant)
+    assert len(items) == 2
+    response = client.get(_url("lay-start", participant), follow=True)
+    assert response.redirect_chain[-1][0] == _panel_url(participant, items[0], "original")
+    page = response.content.decode()
+    assert "Given a radiology sentence, please answer the following questions." in page
+    assert "You understand the meaning of the sentence." in page
+    assert items[0].source.text in page and items[0].shown_text.text not in page
+
+
+def test_invite_decline_records_only_declined_at(client):
+    study = build_study(n_sources=1)
+    participant = services.participant_create(study=study, role=LAY)
+    response = client.post(_url("lay-consent", participant), {"choice": "decline"})
+    assert response.status_code == 200 and "not to take part" in response.content.decode()
+    participant.refresh_from_db()
+    assert participant.declined_at is not None and participant.consented_at is None
+    assert participant.started_at is None and not LayItem.objects.filter(participant=participant).exists()
+    assert not ConsentRefusal.objects.exists()
+    # The survey stays closed to them until they consent again.
+    assert client.get(_url("lay-instructions", participant)).status_code == 302
+    assert "not to take part" in _follow_to(client, _url("lay-start", participant)).content.decode()
+
+
+def test_consent_bad_choice_is_400(client):
+    participant = services.participant_create(study=build_study(n_sources=1), role=LAY)
+    assert client.post(_url("lay-consent", participant), {"choice": "maybe"}).status_code == 400
+    participant.refresh_from_db()
+    assert participant.consented_at is None and participant.declined_at is None
+
+
+def test_join_link_creates_participant_on_consent_and_same_pid_resumes(client):
+    study = build_study(slug="lay-join", n_sources=2)
+    url = reverse("annotation:lay-join", kwargs={"slug": study.slug}) + (
+        "?PROLIFIC_PID=5f1a2b3c4d5e6f7a8b9c0d1e&STUDY_ID=abc&SESSION_ID=s1"
+    )
+    response = client.get(url)
+    assert response.status_code == 200 and "I agree" in response.content.decode()
+    assert not Participant.objects.exists()
+    response = client.post(url, {"choice": "accept"})
+    participant = Participant.objects.get()
+    assert response.status_code == 302 and response["Location"] == _url("lay-start", participant)
+    assert participant.external_id == "5f1a2b3c4d5e6f7a8b9c0d1e" and participant.consented_at is not None
+    assert participant.recruitment == {
+        "PROLIFIC_PID": "5f1a2b3c4d5e6f7a8b9c0d1e",
+        "STUDY_ID": "abc",
+        "SESSION_ID": "s1",
+    }
+    _begin(client, participant)
+    # Same PID again, even from another browser and a new session: the same participant.
+    other = client.__class__()
+    response = other.get(url.replace("SESSION_ID=s1", "SESSION_ID=s2"))
+    assert response.status_code == 302 and response["Location"] == _url("lay-start", participant)
+    assert other.post(url, {"choice": "accept"})["Location"] == _url("lay-start", participant)
+    assert Participant.objects.count() == 1
+
+
+def test_join_decline_records_a_refusal_only(client):
+    study = build_study(slug="lay-decline", n_sources=1)
+    url = reverse("annotation:lay-join", kwargs={"slug": study.slug}) + "?PROLIFIC_PID=abcdef"
+    response = client.post(url, {"choice": "decline"})
+    assert response.status_code == 200 and "not to take part" in response.content.decode()
+    assert not Participant.objects.exists()
+    assert ConsentRefusal.objects.filter(study=study, role=LAY).count() == 1
+
+
+def test_join_bad_links(client):
+    study = build_study(slug="lay-bad", n_sources=1)
+    base = reverse("annotation:lay-join", kwargs={"slug": study.slug})
+    assert client.get(base + "?PROLIFIC_PID=%3Cscript%3E").status_code == 400
+    assert client.get(reverse("annotation:lay-join", kwargs={"slug": "nope"})).status_code == 404
+    services.study_set_status(study=study, status=Study.Status.CLOSED)
+    response = client.get(base + "?PROLIFIC_PID=abc")
+    assert response.status_code == 403 and "closed" in response.content.decode()
+    assert not Participant.objects.exists()
+
+
+def test_background_questions_are_stored(client):
+    study = build_study(n_sources=1)
+    study.background_questions = [
+        {"key": "education", "question": "Highest education?", "options": ["School", "College", "Graduate"]}
+    ]
+    study.save()
+    participant = _consented(study)
+    response = client.get(_url("lay-start", participant), follow=True)
+    assert response.redirect_chain[-1][0] == _url("lay-background", participant)
+    assert "Highest education?" in response.content.decode()
+    assert client.post(_url("lay-background", participant), {"education": "PhD"}).status_code == 400
+    response = client.post(_url("lay-background", participant), {"education": "College"})
+    assert response["Location"] == _url("lay-instructions", participant)
+    participant.refresh_from_db()
+    assert participant.background == {"education": "College"}
+
+
+# --- Panels -------------------------------------------------------------------------------------------
+
+
+def test_autosave_plain_post_lock_and_no_way_back(client):
+    study = build_study(n_sources=1)
+    participant = _consented(study)
+    item = _begin(client, participant)[0]
+    url1 = _panel_url(participant, item, "original")
+    # Autosave of a partial panel: a fragment, one row, time added.
+    response = client.post(url1, {"understanding": "Most of it", "autosave": "1", "elapsed_ms": "1500"}, **HX)
+    assert response.status_code == 200 and "Saved" in response.content.decode()
+    client.post(url1, {"understanding": "Completely", "autosave": "1", "elapsed_ms": "500"}, **HX)
+    answer = LayAnswer.objects.get(item=item, phase="original")
+    assert answer.understanding == "Completely" and answer.time_spent_ms == 2000
+    # Plain POST with a missing answer: 400 page that says what is missing; nothing advances.
+    response = client.post(url1, {"understanding": "Completely", "confidence": "Not at all", "continue": "1"})
+    assert response.status_code == 400 and "Please answer this question." in response.content.decode()
+    item.refresh_from_db()
+    assert item.stage == "original"
+    response = client.post(url1, {**PANEL1, "continue": "1"})
+    assert response.status_code == 302 and response["Location"] == _url("lay-start", participant)
+    # Panel 2 shows the simplification and locks panel 1 (shown read-only).
+    response = _follow_to(client, _url("lay-start", participant))
+    page = response.content.decode()
+    assert response.redirect_chain[-1][0] == _panel_url(participant, item, "assisted")
+    assert item.shown_text.text in page and "(locked)" in page and "Some parts of it" in page
+    assert "Has the simplified sentence improved your understanding of the original sentence?" in page
+    item.refresh_from_db()
+    assert item.original_locked_at is not None
+    # No way back: GET panel 1 goes to panel 2; a changed POST is a 409 and changes nothing.
+    assert client.get(url1)["Location"] == _panel_url(participant, item, "assisted")
+    for headers in ({}, HX):
+        response = client.post(url1, {**PANEL1, "understanding": "Not at all", "autosave": "1"}, **headers)
+        assert response.status_code == 409 and "locked" in response.content.decode()
+    assert LayAnswer.objects.get(item=item, phase="original").understanding == "Some parts of it"
+    # Panel 2 through the plain-POST fallback, timed by the signed render stamp.
+    stamp = lay_flow.panel_stamp(item=item, panel="assisted")
+    response = client.post(
+        _panel_url(participant, item, "assisted"), {**PANEL2, "rendered_at": stamp, "continue": "1"}
+    )
+    assert response.status_code == 302
+    assisted = LayAnswer.objects.get(item=item, phase="assisted")
+    assert assisted.helpfulness == "I understand much better" and assisted.understanding == "Most of it"
+
+
+def test_preference_panel_and_completion(client):
+    study = build_study(n_sources=1)
+    study.completion_redirect_url = "https://app.prolific.com/submissions/complete?cc=C0DE42"
+    study.save()
+    participant = _consented(study)
+    item = _begin(client, participant)[0]
+    client.post(_panel_url(participant, item, "original"), {**PANEL1, "continue": "1"})
+    client.get(_panel_url(participant, item, "assisted"))
+    client.post(_panel_url(participant, item, "assisted"), {**PANEL2, "continue": "1"})
+    response = _follow_to(client, _url("lay-start", participant))
+    page = response.content.decode()
+    assert "Given all simplifications, please answer the following questions." in page
+    assert "Which simplifications do you like the most?" in page
+    for text in Simplification.objects.filter(source=item.source).values_list("shown_text__text", flat=True):
+        assert text in page
+    item.refresh_from_db()
+    a, b, c, d = item.preference_order
+    url3 = _panel_url(participant, item, "preference")
+    assert (
+        client.post(url3, {"fields": ["most", "least"], "most": ["x"], "autosave": "1"}, **HX).status_code
+        == 400
+    )
+    response = client.post(
+        url3, {"fields": ["most", "least"], "most": [a], "least": [a], "autosave": "1"}, **HX
+    )
+    assert response.status_code == 400 and "both" in response.content.decode()
+    response = client.post(
+        url3,
+        {
+            "fields": ["most", "least"],
+            "most": [a, c],
+            "least": [d],
+            "most_justification": "Plain words",
+            "continue": "1",
+        },
+    )
+    assert response.status_code == 302
+    preference = LayPreference.objects.get(item=item)
+    assert set(preference.most.values_list("pk", flat=True)) == {a, c}
+    assert preference.most_justification == "Plain words"
+    response = _follow_to(client, _url("lay-start", participant))
+    page = response.content.decode()
+    participant.refresh_from_db()
+    assert participant.completed_at is not None
+    assert participant.completion_code in page and study.completion_redirect_url in page
+    # The code stays reachable after the study closed.
+    services.study_set_status(study=study, status=Study.Status.CLOSED)
+    assert participant.completion_code in client.get(_url("lay-done", participant)).content.decode()
+
+
+def test_bad_values_are_400_and_save_nothing(client):
+    study = build_study(n_sources=1)
+    participant = _consented(study)
+    item = _begin(client, participant)[0]
+    url = _panel_url(participant, item, "original")
+    for data in ({"understanding": "Very much"}, {"severity_guess": "5"}, {"helpfulness": "It did not help"}):
+        assert client.post(url, {**data, "autosave": "1"}, **HX).status_code == 400
+        assert client.post(url, {**data, "continue": "1"}).status_code == 400
+    assert not LayAnswer.objects.exclude(understanding="", severity_guess="", helpfulness="").exists()
+    assert client.get(_url("lay-panel", participant, item_id=item.pk, panel="bogus")).status_code == 404
+    assert (
+        client.post(_panel_url(participant, item, "assisted"), {**PANEL2, "continue": "1"}).status_code == 409
+    )
+
+
+def test_later_source_cannot_be_answered_ahead(client):
+    study = build_study(n_sources=2)
+    participant = _consented(study)
+    first, second = _begin(client, participant)
+    assert client.get(_panel_url(participant, second, "original"))["Location"] == _panel_url(
+        participant, first, "original"
+    )
+    assert (
+        client.post(_panel_url(participant, second, "original"), {**PANEL1, "continue": "1"}).status_code
+        == 409
+    )
+    assert not LayAnswer.objects.filter(item=second).exists()
+
+
+def test_access_rules(client):
+    study = build_study(n_sources=1)
+    participant = _consented(study)
+    item = _begin(client, participant)[0]
+    other = _consented(study)
+    _begin(client, other)
+    radiologist = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    # A radiologist's token on lay pages: 403.
+    for name in ("lay-start", "lay-consent", "lay-instructions", "lay-done"):
+        assert client.get(_url(name, radiologist)).status_code == 403
+    assert client.get(_panel_url(radiologist, item, "original")).status_code == 403
+    # Another participant's item: 404, nothing saved.
+    response = client.post(_panel_url(other, item, "original"), {**PANEL1, "continue": "1"})
+    assert response.status_code == 404
+    assert not LayAnswer.objects.exists()
+    # An unknown token: 404.
+    assert client.get(reverse("annotation:lay-start", kwargs={"token": "nope"})).status_code == 404
+    # A closed study: a clear 403 page, and autosave refused.
+    services.study_set_status(study=study, status=Study.Status.CLOSED)
+    response = client.get(_panel_url(participant, item, "original"))
+    assert response.status_code == 403 and "closed" in response.content.decode()
+    assert (
+        client.post(_panel_url(participant, item, "original"), {**PANEL1, "autosave": "1"}, **HX).status_code
+        == 403
+    )
+    assert not LayAnswer.objects.exists()
+
+
+def test_returned_participant_cannot_continue(client):
+    study = build_study(n_sources=1)
+    participant = _consented(study)
+    _begin(client, participant)
+    Participant.objects.filter(pk=participant.pk).update(returned_at=participant.consented_at)
+    assert client.get(_url("lay-start", participant)).status_code == 403
+
+
+def test_attention_check_pages(client):
+    study = build_study(n_sources=1)
+    check = AttentionCheck.objects.create(
+        study=study,
+        position=0,
+        prompt="Please choose Mild.",
+        options=["Critical", "Mild"],
+        expected_answer="Mild",
+    )
+    participant = _consented(study)
+    item = _begin(client, participant)[0]
+    response = _follow_to(client, _url("lay-start", participant))
+    assert response.redirect_chain[-1][0] == _url("lay-check", participant, check_id=check.pk)
+    assert "Please choose Mild." in response.content.decode()
+    assert client.get(_panel_url(participant, item, "original"))["Location"] == _url(
+        "lay-check", participant, check_id=check.pk
+    )
+    assert (
+        client.post(_url("lay-check", participant, check_id=check.pk), {"answer": "Other"}).status_code == 400
+    )
+    response = client.post(
+        _url("lay-check", participant, check_id=check.pk), {"answer": "Critical"}, follow=True
+    )
+    # Not told: straight on to the first sentence.
+    assert response.redirect_chain[-1][0] == _panel_url(participant, item, "original")
+    assert "wrong" not in response.content.decode().lower()
+    assert AttentionCheckResponse.objects.get().passed is False
+    assert (
+        client.post(_url("lay-check", participant, check_id=check.pk), {"answer": "Mild"}).status_code == 409
+    )
+    assert AttentionCheckResponse.objects.get().passed is False
+
+
+# --- Researcher balance page ---------------------------------------------------------------------------
+
+
+def test_balance_page_requires_staff_researcher_and_shows_counts_and_withheld(client):
+    study = build_study(n_sources=2)
+    study.safety_gate_enabled = True
+    study.save()
+    source = study.sources.get(position=0)
+    expert = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST, pseudonym="R007")
+    text = Simplification.objects.get(source=source, system__key="cot_bs").shown_text
+    services.expert_rating_save(
+        participant=expert, shown_text=text, scores={"hallucination": 1}, comment="Invents a tumour."
+    )
+    url = reverse("annotation:lay-balance", kwargs={"slug": study.slug})
+    assert client.get(url).status_code == 302  # to the login page
+    user_model = get_user_model()
+    outsider = user_model.objects.create_user("outsider", password="x", is_staff=True)
+    client.force_login(outsider)
+    assert client.get(url).status_code == 404
+    researcher = user_model.objects.create_user("res", password="x", is_staff=True)
+    study.researchers.add(researcher)
+    client.force_login(researcher)
+    participant = _consented(study)
+    _begin(client, participant)
+    item = LayItem.objects.get(participant=participant, source=source)
+    response = client.get(url)
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert "Invents a tumour." in page and "R007" in page and "hallucination" in page
+    assert item.assigned_system.key != "cot_bs"
+    balance = lay_flow.lay_balance(study=study)
+    assert balance.cells[(source.pk, item.assigned_system_id)].pending == 1
+    assert "+1 pending" in page

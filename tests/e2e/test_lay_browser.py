@@ -1,0 +1,251 @@
+"""Two laypeople take a four-sentence survey in headless Chromium at phone size (390×844): one
+from an invite link, one from a Prolific-style recruitment link; they answer by tapping and by
+number keys, one reloads in the middle of a panel, both pass an attention check; the database must
+then hold exactly the answers given. Screenshots of every panel go to test-artifacts/."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from annotation import services
+from annotation.models import (
+    AttentionCheck,
+    AttentionCheckResponse,
+    LayAnswer,
+    LayItem,
+    LayPreference,
+    Participant,
+)
+from tests.annotation.factories import build_study
+
+PHONE = {"width": 390, "height": 844}
+ORIGINAL_FIELDS = ("understanding", "confidence", "severity_guess")
+ASSISTED_FIELDS = (*ORIGINAL_FIELDS, "helpfulness")
+CHOICES = {
+    "understanding": ["Not at all", "Some parts of it", "Most of it", "Completely"],
+    "confidence": ["Not at all", "With low confidence", "With high confidence"],
+    "severity_guess": ["Critical", "Serious", "Moderate", "Mild", "Healthy"],
+    "helpfulness": [
+        "It further confused me",
+        "It did not help",
+        "I understand slightly better",
+        "I understand much better",
+    ],
+}
+
+
+@pytest.fixture
+def phone(browser, live_server, transactional_db):
+    """A fresh phone-sized touch context per participant (no shared cookies)."""
+    contexts = []
+    errors: list[str] = []
+
+    def open_page():
+        context = browser.new_context(
+            base_url=live_server.url, viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=1
+        )
+        contexts.append(context)
+        opened = context.new_page()
+        opened.set_default_timeout(10_000)
+        opened.on("pageerror", lambda error: errors.append(str(error)))
+        return opened
+
+    yield open_page
+    for context in contexts:
+        context.close()
+    assert not errors, f"uncaught JavaScript errors: {errors}"
+
+
+def _choose(page, field: str, value: str) -> None:
+    """Tap an option and wait for its autosave to come back."""
+    with page.expect_response(lambda r: r.request.method == "POST" and "/sentence/" in r.url) as answer:
+        page.locator(f'#q-{field} label:has(input[value="{value}"])').tap()
+    assert answer.value.status == 200
+
+
+def _no_horizontal_scroll(page) -> None:
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+
+
+def _answer_panel(page, fields, offset: int, given: dict, shots: dict | None = None, name: str = "") -> None:
+    for n, field in enumerate(fields):
+        value = CHOICES[field][(n + offset) % len(CHOICES[field])]
+        _choose(page, field, value)
+        given[field] = value
+
+
+def _continue(page) -> None:
+    with page.expect_navigation():
+        page.locator(".submitbar button[type=submit]").tap()
+
+
+def _take_survey(
+    page,
+    participant_given: dict,
+    offset: int,
+    *,
+    shots_dir=None,
+    reload_at: int | None = None,
+    keyboard_first: bool = False,
+) -> None:
+    """From the first panel to the completion page. `participant_given`: item position → answers."""
+    from playwright.sync_api import expect
+
+    position = 0
+    while True:
+        url = page.url
+        if "/check/" in url:
+            expect(page.locator("legend")).to_contain_text("please choose Mild")
+            page.locator('label:has(input[value="Mild"])').tap()
+            _continue(page)
+            continue
+        if url.endswith("/done/"):
+            return
+        match = re.search(r"/sentence/(\d+)/(original|assisted|preference)/$", url)
+        assert match, url
+        item = LayItem.objects.get(pk=int(match.group(1)))
+        panel = match.group(2)
+        given = participant_given.setdefault(
+            item.position, {"original": {}, "assisted": {}, "preference": {}}
+        )
+        _no_horizontal_scroll(page)
+        expect(page.locator(".progress-label")).to_contain_text(f"Sentence {item.position + 1} of 4")
+        if panel == "original":
+            expect(page.locator("h1")).to_have_text(
+                "Given a radiology sentence, please answer the following questions."
+            )
+            expect(page.locator(".simp")).to_have_count(0)  # the simplification is not shown yet
+            if keyboard_first and item.position == 0:
+                # Number keys answer the focused question, and the focus moves on by itself.
+                page.locator("#q-understanding input").first.focus()
+                for field, key in zip(ORIGINAL_FIELDS, ("3", "2", "4"), strict=True):
+                    with page.expect_response(lambda r: r.request.method == "POST"):
+                        page.keyboard.press(key)
+                    given["original"][field] = CHOICES[field][int(key) - 1]
+            else:
+                _answer_panel(page, ORIGINAL_FIELDS, offset + item.position, given["original"])
+            if shots_dir and item.position == 0:
+                page.screenshot(path=str(shots_dir / "lay_panel1.png"), full_page=True)
+            _continue(page)
+        elif panel == "assisted":
+            expect(page.locator(".simp")).to_have_text(item.shown_text.text)
+            expect(page.locator("details.locked")).to_contain_text("locked")
+            fields = ASSISTED_FIELDS
+            if reload_at == item.position:
+                _answer_panel(page, fields[:2], offset + 1, given["assisted"])
+                page.reload()
+                # Resumed on the same panel with the answers given so far.
+                assert page.url == url
+                for field in fields[:2]:
+                    expect(
+                        page.locator(f'#q-{field} input[value="{given["assisted"][field]}"]')
+                    ).to_be_checked()
+                _answer_panel(page, fields[2:], offset + 3, given["assisted"])
+            else:
+                _answer_panel(page, fields, offset + 1 + item.position, given["assisted"])
+            if shots_dir and item.position == 0:
+                page.locator("details.locked summary").tap()
+                page.screenshot(path=str(shots_dir / "lay_panel2.png"), full_page=True)
+            _continue(page)
+        else:
+            labels = page.locator(".simplifications .badge").all_inner_texts()
+            assert labels == ["A", "B", "C", "D"]
+            most, least = labels[(offset + item.position) % 4], labels[(offset + item.position + 2) % 4]
+            order = item.preference_order
+            most_id, least_id = order[labels.index(most)], order[labels.index(least)]
+            expect(page.locator(f'#q-most label:has(input[value="{most_id}"])')).to_contain_text(most)
+            page.locator(f'#q-most label:has(input[value="{most_id}"])').tap()
+            page.locator(f'#q-least label:has(input[value="{least_id}"])').tap()
+            page.locator("#most_justification").fill(f"Clearest wording ({item.position}).")
+            page.locator("#least_justification").fill("Too many medical words.")
+            given["preference"] = {
+                "most": {most_id},
+                "least": {least_id},
+                "most_justification": f"Clearest wording ({item.position}).",
+                "least_justification": "Too many medical words.",
+            }
+            if shots_dir and item.position == 0:
+                page.screenshot(path=str(shots_dir / "lay_panel3.png"), full_page=True)
+            _continue(page)
+        position += 1
+        assert position < 30, "the survey did not end"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_laypeople_complete_the_survey_on_a_phone(phone, live_server, artifacts_dir):
+    from playwright.sync_api import expect
+
+    study = build_study(slug="lay-browser", n_sources=4)
+    study.completion_redirect_url = "https://app.prolific.com/submissions/complete?cc=RADLAY1"
+    study.save()
+    AttentionCheck.objects.create(
+        study=study,
+        position=2,
+        prompt="To show you are reading, please choose Mild.",
+        options=["Critical", "Mild", "Healthy"],
+        expected_answer="Mild",
+    )
+    invited = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    given: dict[str, dict] = {"invited": {}, "joined": {}}
+
+    # Participant 1: invite link, number keys on the first panel, screenshots.
+    page = phone()
+    page.goto(f"/s/{invited.token}/")
+    expect(page.get_by_role("button", name="I agree, continue")).to_be_visible()
+    page.screenshot(path=str(artifacts_dir / "lay_consent.png"), full_page=True)
+    _no_horizontal_scroll(page)
+    with page.expect_navigation():
+        page.get_by_role("button", name="I agree, continue").tap()
+    expect(page.locator(".severity-table")).to_contain_text("poses a threat to a person's life")
+    page.screenshot(path=str(artifacts_dir / "lay_instructions.png"), full_page=True)
+    with page.expect_navigation():
+        page.get_by_role("button", name="Start the survey").tap()
+    _take_survey(page, given["invited"], offset=0, shots_dir=artifacts_dir, keyboard_first=True)
+    expect(page.locator("#completion-code")).to_have_text(
+        Participant.objects.get(pk=invited.pk).completion_code
+    )
+    expect(page.locator("#completion-link")).to_have_attribute("href", study.completion_redirect_url)
+    page.screenshot(path=str(artifacts_dir / "lay_done.png"), full_page=True)
+
+    # Participant 2: recruitment link, reloads in the middle of panel 2 of their second sentence.
+    page = phone()
+    join = f"/join/{study.slug}/?PROLIFIC_PID=5f1a2b3c4d5e6f7a8b9c0d1e&STUDY_ID=st1&SESSION_ID=se1"
+    page.goto(join)
+    with page.expect_navigation():
+        page.get_by_role("button", name="I agree, continue").tap()
+    with page.expect_navigation():
+        page.get_by_role("button", name="Start the survey").tap()
+    _take_survey(page, given["joined"], offset=1, reload_at=1)
+    expect(page.locator("#completion-code")).to_be_visible()
+    # Coming back with the same PID shows the same participant's completion page.
+    page.goto(join.replace("se1", "se2"))
+    assert page.url.endswith("/done/")
+
+    # The database holds exactly what the two participants answered, and nothing else.
+    joined = Participant.objects.get(external_id="5f1a2b3c4d5e6f7a8b9c0d1e")
+    assert Participant.objects.filter(study=study).count() == 2
+    assert {invited.pk, joined.pk} == set(
+        Participant.objects.filter(completed_at__isnull=False).values_list("pk", flat=True)
+    )
+    assert sorted(Participant.objects.values_list("latin_square_row", flat=True)) == [0, 1]
+    for participant, answers in ((invited, given["invited"]), (joined, given["joined"])):
+        items = list(LayItem.objects.filter(participant=participant).order_by("position"))
+        assert [i.stage for i in items] == ["done"] * 4 and len(answers) == 4
+        for item in items:
+            expected = answers[item.position]
+            for phase in ("original", "assisted"):
+                row = LayAnswer.objects.get(item=item, phase=phase)
+                stored = {f: getattr(row, f) for f in ASSISTED_FIELDS if getattr(row, f)}
+                assert stored == expected[phase], (participant, item.position, phase)
+                assert row.time_spent_ms > 0
+            assert item.original_locked_at is not None
+            preference = LayPreference.objects.get(item=item)
+            assert set(preference.most.values_list("pk", flat=True)) == expected["preference"]["most"]
+            assert set(preference.least.values_list("pk", flat=True)) == expected["preference"]["least"]
+            assert preference.most_justification == expected["preference"]["most_justification"]
+            assert preference.least_justification == expected["preference"]["least_justification"]
+            assert preference.order_shown == item.preference_order
+    assert LayAnswer.objects.count() == 16 and LayPreference.objects.count() == 8
+    assert AttentionCheckResponse.objects.filter(passed=True).count() == 2
