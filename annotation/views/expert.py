@@ -15,7 +15,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse_lazy
+from django.urls import reverse, reverse_lazy
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -142,7 +142,7 @@ def expert_page(request: HttpRequest, participant: Participant, item_id: int) ->
     item = access_expert_item(participant=participant, item_id=item_id)
     services.participant_touch(participant=participant)
     if request.method == "GET":
-        return _render_page(request, participant, item)
+        return _render_page(request, participant, item, show_missing=request.GET.get("missing") == "1")
     if request.htmx:
         return _autosave(request, participant, item)
     return _submit(request, participant, item)
@@ -180,7 +180,9 @@ def _submit(request: HttpRequest, participant: Participant, item: ExpertItem) ->
     if action == "skip" and following is not None:
         return redirect("annotation:expert-page", token=participant.token, item_id=following.item_id)
     if not page.complete:
-        return _render_page(request, participant, item, show_missing=action == "next")
+        # Post/redirect/get, so a reload of the "what is missing" page does not re-post the form.
+        suffix = "?missing=1" if action == "next" else ""
+        return redirect(reverse("annotation:expert-page", args=[participant.token, item.pk]) + suffix)
     if following is not None:
         return redirect("annotation:expert-page", token=participant.token, item_id=following.item_id)
     return _redirect_resume(participant)

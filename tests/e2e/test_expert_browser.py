@@ -72,6 +72,7 @@ def test_a_radiologist_rates_a_study_reloads_goes_back_and_everything_is_stored(
     page.goto(f"/s/{participant.token}/")
     expect(page.locator("h2", has_text="Instructions")).to_be_visible()
     expect(page.get_by_text("Hallucination", exact=True)).to_be_visible()
+    page.screenshot(path=str(artifacts_dir / "expert_instructions.png"), full_page=True)
     page.click("#begin")
     items = list(ExpertItem.objects.filter(participant=participant).order_by("position"))
     assert len(items) == 3
@@ -156,6 +157,7 @@ def test_a_radiologist_rates_a_study_reloads_goes_back_and_everything_is_stored(
     page.click("#next-page")
     expect(page.get_by_text("all 3 sentences are rated")).to_be_visible()
     expect(page.locator("#progress")).to_contain_text("3 of 3 sentences done")
+    page.screenshot(path=str(artifacts_dir / "expert_done.png"), full_page=True)
 
     # The database holds exactly what was given, once.
     participant.refresh_from_db()
