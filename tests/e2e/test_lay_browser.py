@@ -88,6 +88,7 @@ def _take_survey(
     *,
     shots_dir=None,
     reload_at: int | None = None,
+    try_back: bool = False,
     keyboard_first: bool = False,
 ) -> None:
     """From the first panel to the completion page. `participant_given`: item position → answers."""
@@ -132,6 +133,15 @@ def _take_survey(
         elif panel == "assisted":
             expect(page.locator(".simp")).to_have_text(item.shown_text.text)
             expect(page.locator("details.locked")).to_contain_text("locked")
+            if try_back and item.position == 0:
+                # The browser's Back button cannot reopen panel 1 for changes.
+                page.go_back()
+                if page.url.endswith("/original/"):  # restored from the browser's cache
+                    page.locator('#q-understanding label:has(input[value="Completely"])').tap()
+                    expect(page.locator("#save-status")).to_contain_text("locked")
+                    page.goto(url)
+                assert page.url == url
+                expect(page.locator(".simp")).to_be_visible()
             fields = ASSISTED_FIELDS
             if reload_at == item.position:
                 _answer_panel(page, fields[:2], offset + 1, given["assisted"])
@@ -217,7 +227,7 @@ def test_two_laypeople_complete_the_survey_on_a_phone(phone, live_server, artifa
         page.get_by_role("button", name="I agree, continue").tap()
     with page.expect_navigation():
         page.get_by_role("button", name="Start the survey").tap()
-    _take_survey(page, given["joined"], offset=1, reload_at=1)
+    _take_survey(page, given["joined"], offset=1, reload_at=1, try_back=True)
     expect(page.locator("#completion-code")).to_be_visible()
     # Coming back with the same PID shows the same participant's completion page.
     page.goto(join.replace("se1", "se2"))
