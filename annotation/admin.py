@@ -154,7 +154,17 @@ class ParticipantAdmin(admin.ModelAdmin):
     list_filter = ("study", "role", ("completed_at", admin.EmptyFieldListFilter))
     search_fields = ("pseudonym", "external_id")
     readonly_fields = ("token", "created_at", "started_at", "completed_at", "last_activity_at", "consented_at",
-                       "declined_at")
+                       "declined_at", "returned_at")
+    actions = ["mark_returned"]
+
+    @admin.action(description="Mark as returned/withdrawn (their Latin-square row is handed out again)")
+    def mark_returned(self, request, queryset):
+        from django.utils import timezone
+
+        updated = queryset.filter(completed_at__isnull=True, returned_at__isnull=True).update(
+            returned_at=timezone.now()
+        )
+        self.message_user(request, f"{updated} participant(s) marked as returned.")
 
     @admin.display(description="progress")
     def progress(self, obj):
