@@ -73,6 +73,13 @@ def fmt(value: float | None, *, percent: bool = False, digits: int = 3) -> str:
     return f"{rounded}%" if percent else str(rounded)
 
 
+def pfmt(p: float | None) -> str:
+    """A p-value: four decimals, or two significant digits below 0.001 (never "0.0000")."""
+    if p is None:
+        return "—"
+    return f"{p:.2g}" if p < 0.001 else fmt(p, digits=4)
+
+
 def audit_display(result: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """The audit with display strings for radlay's value, the difference and the tolerance."""
     if result is None:
@@ -317,7 +324,7 @@ def correlation_rows(analysis: Mapping[str, Any]) -> list[dict[str, Any]]:
             },
         )
         row[record["method"]] = cell(record["r"], {"low": record["ci_low"], "high": record["ci_high"]})
-        row[f"{record['method']}_p"] = fmt(record["p_value"], digits=4)
+        row[f"{record['method']}_p"] = pfmt(record["p_value"])
     return list(grouped.values())
 
 

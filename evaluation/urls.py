@@ -1,10 +1,22 @@
-from django.urls import path
+from django.contrib.auth import views as auth_views
+from django.urls import path, reverse_lazy
 
 from evaluation import views
 
 app_name = "evaluation"
 urlpatterns = [
     path("", views.study_list, name="study-list"),
+    # Researchers need not be staff, so they sign in here rather than through the admin.
+    path(
+        "login/",
+        auth_views.LoginView.as_view(
+            template_name="evaluation/login.html",
+            redirect_authenticated_user=True,
+            next_page=reverse_lazy("evaluation:study-list"),
+        ),
+        name="login",
+    ),
+    path("logout/", auth_views.LogoutView.as_view(next_page=reverse_lazy("evaluation:login")), name="logout"),
     path("<slug:slug>/", views.study_detail, name="study-detail"),
     path("<slug:slug>/correlations/", views.study_correlations, name="study-correlations"),
     path("<slug:slug>/export.<str:file_format>", views.study_export, name="study-export"),

@@ -26,9 +26,11 @@ from evaluation.selectors import (
 )
 
 MATRIX_MAX_SOURCES = 200  # above this the Latin-square matrix is summarised, not drawn
+# Researchers sign in on the dashboard's own page: the admin's login admits staff only.
+researcher_login_required = login_required(login_url="evaluation:login")
 
 
-@login_required
+@researcher_login_required
 def study_list(request: HttpRequest) -> HttpResponse:
     studies = (
         studies_for_researcher(user=request.user)
@@ -39,7 +41,7 @@ def study_list(request: HttpRequest) -> HttpResponse:
     return render(request, "evaluation/study_list.html", {"rows": rows})
 
 
-@login_required
+@researcher_login_required
 def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
     study = access_study_for_user(user=request.user, slug=slug)
     # The correlations (the slow part) load separately: see study_correlations.
@@ -80,7 +82,7 @@ def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "evaluation/study_detail.html", context)
 
 
-@login_required
+@researcher_login_required
 def study_correlations(request: HttpRequest, slug: str) -> HttpResponse:
     """The metric–human correlations: an htmx fragment on the dashboard, a page without htmx."""
     study = access_study_for_user(user=request.user, slug=slug)
@@ -90,7 +92,7 @@ def study_correlations(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, template, context)
 
 
-@login_required
+@researcher_login_required
 def study_export(request: HttpRequest, slug: str, file_format: str) -> StreamingHttpResponse:
     study = access_study_for_user(user=request.user, slug=slug)
     if file_format not in FORMATS:
@@ -99,7 +101,7 @@ def study_export(request: HttpRequest, slug: str, file_format: str) -> Streaming
     return export_response(study=study, file_format=file_format, include_external_ids=include)
 
 
-@login_required
+@researcher_login_required
 def study_analysis_json(request: HttpRequest, slug: str) -> HttpResponse:
     study = access_study_for_user(user=request.user, slug=slug)
     analysis = study_analysis_cached(study=study, options=analysis_options_from_settings())
@@ -110,7 +112,7 @@ def study_analysis_json(request: HttpRequest, slug: str) -> HttpResponse:
     return response
 
 
-@login_required
+@researcher_login_required
 def study_report(request: HttpRequest, slug: str) -> HttpResponse:
     study = access_study_for_user(user=request.user, slug=slug)
     reported = request.GET.get("reported", "seed003")

@@ -56,7 +56,7 @@ def client_in(client, researcher):
 def test_anonymous_users_are_sent_to_login(client, study):
     response = client.get(reverse("evaluation:study-detail", args=["mine"]))
     assert response.status_code == 302
-    assert "login" in response["Location"]
+    assert response["Location"].startswith("/dashboard/login/")
 
 
 def test_list_shows_only_own_studies(client_in, study, other_study):
@@ -172,3 +172,12 @@ def test_report_command_writes_the_file(study, tmp_path):
     html = out.read_text()
     assert html.startswith("<!doctype html>")
     assert "Reproducibility audit" not in html
+
+
+def test_a_non_staff_researcher_signs_in_on_the_dashboard(client, researcher, study):
+    assert not researcher.is_staff
+    response = client.post(reverse("evaluation:login"), {"username": "ada", "password": "pw"})
+    assert response.status_code == 302
+    assert client.get(reverse("evaluation:study-list")).status_code == 200
+    wrong = client.__class__().post(reverse("evaluation:login"), {"username": "ada", "password": "nope"})
+    assert b"did not match" in wrong.content
