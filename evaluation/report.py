@@ -301,8 +301,8 @@ def comparison_rows(analysis: Mapping[str, Any]) -> list[dict[str, Any]]:
                     "n": record["n"],
                     "mean_diff": fmt(record["mean_diff"]),
                     "effect": fmt(record["effect_size"]),
-                    "p": fmt(record["p_value"], digits=4),
-                    "p_holm": fmt(record["p_holm"], digits=4),
+                    "p": pfmt(record["p_value"]),
+                    "p_holm": pfmt(record["p_holm"]),
                     "significant": record["p_holm"] is not None and record["p_holm"] < 0.05,
                 }
             )
