@@ -1,0 +1,356 @@
+"""Time `manage.py analyze` on a large synthetic study.
+
+    .venv/bin/python bench/analyze.py                                  # 20 000 sources × 20 laypeople
+    .venv/bin/python bench/analyze.py --sources 2000 --laypeople 8 --resamples 2000
+
+Builds, with bulk_create in a throwaway SQLite database (never the configured one), a study of
+`--sources` sources × 4 systems (every tenth source has a text two systems share), `--radiologists`
+radiologists rating every distinct text and `--laypeople` laypeople answering every source (both
+panels and panel 3, Latin-square assignment), then times the analysis stage by stage.
+
+Reference, measured in the same run on the same frames: a plain pandas groupby computing Table 1's
+lay and radiologist means (the part of the analysis every implementation must do). The printed
+ratio analysis / reference says what the rest (readability of every text, bootstrap intervals,
+agreement, paired tests, correlations) costs on top of the bare means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+SYSTEMS = ("plain_bs", "plain_sc", "cot_bs", "cot_sc")
+SEVERITY = ("Critical", "Serious", "Moderate", "Mild", "Healthy")
+UNDERSTANDING = ("Not at all", "Some parts of it", "Most of it", "Completely")
+CONFIDENCE = ("Not at all", "With low confidence", "With high confidence")
+HELPFULNESS = (
+    "It further confused me",
+    "It did not help",
+    "I understand slightly better",
+    "I understand much better",
+)
+ORGANS = (
+    "liver",
+    "left kidney",
+    "right kidney",
+    "pancreas",
+    "spleen",
+    "gallbladder",
+    "bladder",
+    "adrenal gland",
+)
+FINDINGS = (
+    "hypodense lesion",
+    "simple cyst",
+    "calcified granuloma",
+    "nodular contour",
+    "mild dilatation",
+    "enhancing mass",
+    "small stone",
+    "fluid collection",
+)
+PLAIN = (
+    "spot",
+    "fluid-filled sac",
+    "hardened tiny lump",
+    "bumpy edge",
+    "slight widening",
+    "growth that lights up",
+    "small stone",
+    "pocket of fluid",
+)
+
+
+def setup_django(database: Path) -> None:
+    os.environ["DATABASE_URL"] = f"sqlite:///{database}"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.test")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def synthetic_study(*, n_sources: int, n_lay: int, n_radiologists: int, seed: int = 0, slug: str = "bench"):
+    """Bulk-create the study (see the module docstring) and return it."""
+    import numpy as np
+    from django.db import transaction
+
+    from annotation.models import (
+        ExpertRating,
+        ExpertSourceJudgement,
+        LayAnswer,
+        LayItem,
+        LayPreference,
+        Participant,
+        Simplification,
+        SimplificationText,
+        Source,
+        Study,
+        System,
+        text_hash,
+    )
+
+    rng = np.random.default_rng(seed)
+    batch = 5000
+    with transaction.atomic():
+        study = Study.objects.create(slug=slug, title=f"Synthetic {n_sources} × {n_lay}", status="open")
+        systems = System.objects.bulk_create(
+            [System(study=study, key=key, label=key, position=i) for i, key in enumerate(SYSTEMS)]
+        )
+        severities = rng.integers(0, 5, n_sources)
+        sources = Source.objects.bulk_create(
+            [
+                Source(
+                    study=study,
+                    key=f"s{i:06d}",
+                    position=i,
+                    reference_severity=SEVERITY[severities[i]],
+                    text=f"{1 + i % 9}.{i % 7} cm {FINDINGS[i % 8]} in the {ORGANS[(i // 8) % 8]}, segment "
+                    f"{1 + i % 8}, {'unchanged' if i % 3 else 'new'} since the prior examination of {i}.",
+                )
+                for i in range(n_sources)
+            ],
+            batch_size=batch,
+        )
+        text_rows, owners = [], []
+        for i, source in enumerate(sources):
+            for j, system in enumerate(SYSTEMS):
+                if j == 3 and i % 10 == 0:
+                    continue  # cot_sc shares cot_bs's text on every tenth source
+                words = " ".join(PLAIN[(i + k) % 8] for k in range(1 + j))
+                text = (
+                    f"There is a {words} in your {ORGANS[(i // 8) % 8]} ({i}). "
+                    f"{'It looks harmless.' if j % 2 else 'Your doctor may want to check it again.'}"
+                )
+                text_rows.append(SimplificationText(source=source, text=text, text_hash=text_hash(text)))
+                owners.append((i, system))
+        texts = SimplificationText.objects.bulk_create(text_rows, batch_size=batch)
+        text_of = {(i, system): text for (i, system), text in zip(owners, texts, strict=True)}
+        for i in range(0, n_sources, 10):
+            text_of[(i, "cot_sc")] = text_of[(i, "cot_bs")]
+        Simplification.objects.bulk_create(
+            [
+                Simplification(source=sources[i], system=system, shown_text=text_of[(i, system.key)])
+                for i in range(n_sources)
+                for system in systems
+            ],
+            batch_size=batch,
+        )
+        distinct = [
+            [text_of[(i, s)].pk for s in SYSTEMS if not (s == "cot_sc" and i % 10 == 0)]
+            for i in range(n_sources)
+        ]
+
+        radiologists = Participant.objects.bulk_create(
+            [
+                Participant(study=study, role="radiologist", pseudonym=f"R{r + 1:03d}")
+                for r in range(n_radiologists)
+            ]
+        )
+        for radiologist in radiologists:
+            scores = rng.integers(1, 6, (len(texts), 5))
+            ExpertRating.objects.bulk_create(
+                [
+                    ExpertRating(
+                        participant=radiologist,
+                        shown_text=text,
+                        correctness=int(s[0]),
+                        completeness=int(s[1]),
+                        hallucination=int(s[2]),
+                        structure=int(s[3]),
+                        simplicity=int(s[4]),
+                    )
+                    for text, s in zip(texts, scores, strict=True)
+                ],
+                batch_size=batch,
+            )
+            ExpertSourceJudgement.objects.bulk_create(
+                [
+                    ExpertSourceJudgement(
+                        participant=radiologist,
+                        source=source,
+                        severity=SEVERITY[int(rng.integers(0, 5))],
+                        simplicity=int(rng.integers(1, 6)),
+                    )
+                    for source in sources
+                ],
+                batch_size=batch,
+            )
+
+        laypeople = Participant.objects.bulk_create(
+            [
+                Participant(study=study, role="layperson", pseudonym=f"L{p + 1:03d}", latin_square_row=p)
+                for p in range(n_lay)
+            ]
+        )
+        most_through, least_through = LayPreference.most.through, LayPreference.least.through
+        for p, person in enumerate(laypeople):
+            items = LayItem.objects.bulk_create(
+                [
+                    LayItem(
+                        participant=person,
+                        source=sources[i],
+                        position=i,
+                        assigned_system=systems[(p + i) % 4],
+                        shown_text=text_of[(i, SYSTEMS[(p + i) % 4])],
+                        preference_order=distinct[i],
+                        stage="done",
+                    )
+                    for i in range(n_sources)
+                ],
+                batch_size=batch,
+            )
+            answers = rng.integers(0, 60, (n_sources, 8))
+            LayAnswer.objects.bulk_create(
+                [
+                    row
+                    for i, item in enumerate(items)
+                    for row in (
+                        LayAnswer(
+                            item=item,
+                            phase="original",
+                            understanding=UNDERSTANDING[answers[i, 0] % 2],
+                            confidence=CONFIDENCE[answers[i, 1] % 3],
+                            severity_guess=SEVERITY[answers[i, 2] % 5],
+                        ),
+                        LayAnswer(
+                            item=item,
+                            phase="assisted",
+                            understanding=UNDERSTANDING[1 + answers[i, 3] % 3],
+                            confidence=CONFIDENCE[answers[i, 4] % 3],
+                            severity_guess=SEVERITY[answers[i, 5] % 5],
+                            helpfulness=HELPFULNESS[answers[i, 6] % 4],
+                        ),
+                    )
+                ],
+                batch_size=batch,
+            )
+            preferences = LayPreference.objects.bulk_create(
+                [LayPreference(item=item, order_shown=distinct[i]) for i, item in enumerate(items)],
+                batch_size=batch,
+            )
+            most_through.objects.bulk_create(
+                [
+                    most_through(
+                        laypreference_id=pref.pk,
+                        simplificationtext_id=distinct[i][answers[i, 7] % len(distinct[i])],
+                    )
+                    for i, pref in enumerate(preferences)
+                ],
+                batch_size=batch,
+            )
+            least_through.objects.bulk_create(
+                [
+                    least_through(laypreference_id=pref.pk, simplificationtext_id=distinct[i][0])
+                    for i, pref in enumerate(preferences)
+                ],
+                batch_size=batch,
+            )
+    return study
+
+
+def timed(label: str, function, timings: dict):
+    started = time.perf_counter()
+    result = function()
+    timings[label] = time.perf_counter() - started
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sources", type=int, default=20000)
+    parser.add_argument("--laypeople", type=int, default=20)
+    parser.add_argument("--radiologists", type=int, default=2)
+    parser.add_argument("--resamples", type=int, default=200, help="bootstrap resamples per mean")
+    parser.add_argument("--correlation-resamples", type=int, default=100)
+    parser.add_argument(
+        "--correlation-metrics",
+        default="fkgl",
+        help="comma-separated per-text metrics to correlate ('all' = every registered one)",
+    )
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        setup_django(Path(tmp) / "bench.sqlite3")
+        import numpy as np
+
+        from evaluation import analysis as A
+        from evaluation.selectors import study_frames
+
+        started = time.perf_counter()
+        study = synthetic_study(
+            n_sources=args.sources, n_lay=args.laypeople, n_radiologists=args.radiologists
+        )
+        print(
+            f"built {args.sources} sources × {len(SYSTEMS)} systems, {args.laypeople} laypeople, "
+            f"{args.radiologists} radiologists in {time.perf_counter() - started:.1f} s"
+        )
+
+        options = A.AnalysisOptions(
+            n_resamples=args.resamples,
+            correlation_resamples=args.correlation_resamples,
+            metric_families=("readability",),
+            correlation_metrics=None
+            if args.correlation_metrics == "all"
+            else tuple(args.correlation_metrics.split(",")),
+        )
+        timings: dict[str, float] = {}
+        frames = timed("selectors: database → frames", lambda: study_frames(study=study), timings)
+        metrics = timed("readability of every text", lambda: A.metric_tables(frames, options), timings)
+        timed(
+            "Tables 1–3, distributions",
+            lambda: (
+                A.expert_table(frames),
+                A.lay_table(frames),
+                A.confidence_vs_accuracy(frames),
+                A.preference_wins(frames),
+                A.distributions(frames),
+            ),
+            timings,
+        )
+        timed("agreement (MASI α, ordinal α)", lambda: A.agreement(frames), timings)
+        timed("bootstrap intervals", lambda: A.confidence_intervals(frames, metrics, options), timings)
+        timed("paired comparisons", lambda: A.comparisons(frames), timings)
+        timed("correlations", lambda: A.correlations(frames, metrics, options), timings)
+        total = sum(timings.values())
+
+        def reference() -> None:
+            lay = frames.lay_answers
+            questions = ["understanding", "confidence", "helpfulness"]
+            lay[lay["phase"] == "original"][questions].mean()
+            assisted = lay[lay["phase"] == "assisted"].explode("systems")
+            assisted.groupby("systems")[questions].mean()
+            hit = (assisted["severity_guess"] == assisted["reference_severity"]).astype(np.float64)
+            hit.groupby(assisted["systems"]).mean()
+            frames.expert_ratings.groupby("system")[list(A.EXPERT_ASPECTS)].mean()
+
+        started = time.perf_counter()
+        reference()
+        reference_seconds = time.perf_counter() - started
+
+        n_answers = len(frames.lay_answers)
+        print(
+            f"{n_answers} lay answers, {frames.expert_ratings['rating_id'].nunique()} radiologist ratings, "
+            f"{len(frames.lay_preferences)} preferences; options: {args.resamples} resamples per mean, "
+            f"{args.correlation_resamples} per correlation, correlated metrics: {args.correlation_metrics}"
+        )
+        for label, seconds in timings.items():
+            print(f"  {label:34} {seconds:8.2f} s")
+        print(
+            f"analysis total: {total:.2f} s; reference (pandas groupby of Table 1's means on the same "
+            f"frames): {reference_seconds:.3f} s; ratio {total / reference_seconds:.0f}×"
+        )
+
+
+if __name__ == "__main__":
+    main()
