@@ -435,9 +435,15 @@ def study_analysis_cached(*, study: Study, options: AnalysisOptions | None = Non
 
 def analysis_options_from_settings(**overrides) -> AnalysisOptions:
     """The options the dashboard, API and report use: AnalysisOptions' defaults, overridden by
-    the optional setting RADLAY_ANALYSIS_OPTIONS (a dict of AnalysisOptions fields), then by
-    `overrides`."""
+    the optional setting RADLAY_ANALYSIS_OPTIONS (a dict of AnalysisOptions fields, plus
+    "embeddings": True or a model directory), then by `overrides`."""
     values = {**getattr(settings, "RADLAY_ANALYSIS_OPTIONS", {}), **overrides}
+    # {"embeddings": True} (or a model directory) gives the semantic metrics their embedder.
+    embeddings = values.pop("embeddings", None)
+    if embeddings:
+        from ml.services import embedder_get
+
+        values["embedder"] = embedder_get(model=None if embeddings is True else embeddings)
     for key in ("metric_families", "correlation_metrics"):
         if values.get(key) is not None:
             values[key] = tuple(values[key])

@@ -36,13 +36,25 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-correlations", action="store_true", help="skip the metric–human correlations"
         )
+        parser.add_argument(
+            "--embeddings",
+            action="store_true",
+            help="embed texts (ml.embeddings, local model, cached in the database) for the semantic metrics",
+        )
+        parser.add_argument("--embedding-model", default=None, help="local sentence-transformers directory")
 
     def handle(self, *args, **options) -> None:
         study = Study.objects.filter(slug=options["study"]).first()
         if study is None:
             raise CommandError(f"no study with slug {options['study']!r}")
         families = tuple(f.strip() for f in options["metrics"].split(",") if f.strip()) or None
+        embedder = None
+        if options["embeddings"] or options["embedding_model"]:
+            from ml.services import embedder_get
+
+            embedder = embedder_get(model=options["embedding_model"])
         analysis_options = AnalysisOptions(
+            embedder=embedder,
             n_resamples=options["resamples"],
             correlation_resamples=options["correlation_resamples"],
             seed=options["seed"],
