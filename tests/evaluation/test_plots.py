@@ -1,0 +1,63 @@
+"""SVG figures: well-formed, inline-safe (unique ids), deterministic, drawing the analysis' counts."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from evaluation import plots
+from tests.evaluation.test_analysis import FAST, make_frames
+
+
+@pytest.fixture(scope="module")
+def analysis():
+    from evaluation.analysis import study_analysis
+
+    return study_analysis(make_frames(), options=FAST)
+
+
+def test_every_figure_is_well_formed_svg(analysis):
+    figures = plots.all_svgs(analysis)
+    assert {"confidence", "votes", "severity", "expert_correctness", "lay_understanding"} <= set(figures)
+    for name, svg in figures.items():
+        root = ET.fromstring(svg)
+        assert root.tag.endswith("svg"), name
+        assert not svg.startswith("<?xml")
+
+
+def test_ids_do_not_collide_between_figures_on_one_page(analysis):
+    figures = plots.all_svgs(analysis)
+    seen: dict[str, str] = {}
+    for name, svg in figures.items():
+        for element_id in re.findall(r'\bid="([^"]+)"', svg):
+            assert element_id not in seen, f"{element_id} in {name} and {seen.get(element_id)}"
+            seen[element_id] = name
+        # every internal reference points at an id of the same figure
+        for ref in re.findall(r"url\(#([^)]+)\)", svg):
+            assert seen.get(ref) == name
+
+
+def test_figures_are_deterministic(analysis):
+    assert plots.confidence_svg(analysis) == plots.confidence_svg(analysis)
+
+
+def test_stacked_shares_label_counts_and_levels():
+    svg = plots.stacked_shares_svg(
+        {"a": {"low": 1, "high": 3}, "b": {"low": 0, "high": 0}},
+        levels=["low", "high"],
+        title="T",
+        labels={"a": "System A"},
+        prefix="t",
+    )
+    texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+    assert "System A (n=4)" in texts and "b (n=0)" in texts
+    assert "75%" in texts  # 3 of 4 answers "high"
+    assert "low" in texts and "high" in texts
+
+
+def test_votes_figure_names_every_system(analysis):
+    texts = re.findall(r"<text[^>]*>([^<]*)</text>", plots.votes_svg(analysis))
+    for label in ("A", "B", "C", "most preferred", "least preferred"):
+        assert label in texts

@@ -1,0 +1,81 @@
+"""The report's display rows (Django-free part of evaluation/report.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from evaluation import report
+from tests.evaluation.test_analysis import FAST, make_frames
+
+
+@pytest.fixture(scope="module")
+def analysis():
+    from evaluation.analysis import study_analysis
+
+    return study_analysis(make_frames(), options=FAST)
+
+
+@pytest.mark.parametrize(
+    ("value", "kwargs", "text"),
+    [
+        (8.8125, {}, "8.813"),  # half up, as printed in seed 003 (Python's format would give 8.812)
+        (7.01, {}, "7.010"),
+        (0.3875, {"percent": True}, "38.8%"),
+        (0.52272727, {"percent": True}, "52.3%"),
+        (None, {}, "—"),
+        (1.23456, {"digits": 2}, "1.23"),
+    ],
+)
+def test_fmt_rounds_like_the_paper(value, kwargs, text):
+    assert report.fmt(value, **kwargs) == text
+
+
+def test_pfmt_never_prints_zero():
+    assert report.pfmt(3.6e-7) == "3.6e-07"
+    assert report.pfmt(0.04567) == "0.0457"
+    assert report.pfmt(None) == "—"
+
+
+def test_table1_cells_carry_the_intervals(analysis):
+    table = report.table1(analysis)
+    assert table["columns"] == ["Original", "A", "B", "C"]
+    lay = next(s for s in table["sections"] if s["title"].startswith("Laypeople"))
+    understanding = lay["rows"][0]
+    assert understanding["label"].startswith("Q1")
+    original = understanding["cells"][0]
+    assert original["value"] == "1.500"
+    ci = analysis["confidence_intervals"]["lay"]["original"]["understanding"]
+    assert original["ci"] == f"[{report.fmt(ci['low'])}, {report.fmt(ci['high'])}]"
+    accuracy = next(r for r in lay["rows"] if r["label"] == "Q3 accuracy")
+    assert accuracy["cells"][1]["value"] == "100.0%"  # system a: both guesses right
+    helpfulness = next(r for r in lay["rows"] if r["label"].startswith("Q4"))
+    assert helpfulness["cells"][0]["missing"]
+
+
+def test_table3_and_agreement_rows(analysis):
+    table = report.table3(analysis)
+    assert table["rows"][0]["cells"] == [str(analysis["preferences"]["most"][s]) for s in ("a", "b", "c")]
+    labels = [row["label"] for row in report.agreement_rows(analysis)]
+    assert any("MASI" in label for label in labels)
+
+
+def test_correlation_rows_group_the_three_methods(analysis):
+    rows = report.correlation_rows(analysis)
+    assert rows
+    for row in rows:
+        assert {"pearson", "spearman", "kendall"} <= set(row)
+    n_records = len(analysis["correlations"])
+    assert len(rows) * 3 == n_records
+
+
+def test_audit_display_formats_values():
+    result = {
+        "rows": [
+            {"value": 4.72500001, "difference": 1e-8, "tolerance": 0.0005},
+            {"value": None, "difference": None, "tolerance": None},
+        ]
+    }
+    rows = report.audit_display(result)["rows"]
+    assert rows[0]["value_text"] == "4.725" and rows[0]["tolerance_text"] == "0.0005"
+    assert rows[1]["value_text"] == "—"
+    assert report.audit_display(None) is None
