@@ -294,11 +294,13 @@ def lay_column(frame: pd.DataFrame, *, original: bool) -> dict[str, float | None
     }
 
 
-def lay_table(frames: StudyFrames) -> dict[str, dict[str, float | None]]:
+def lay_table(
+    frames: StudyFrames, columns: Mapping[str, pd.DataFrame] | None = None
+) -> dict[str, dict[str, float | None]]:
     """Table 1 (bottom): lay Q1, Q2, Q3 (MSE, accuracy vs the reference severity), Q4."""
     return {
         column: lay_column(frame, original=column == ORIGINAL)
-        for column, frame in lay_columns(frames).items()
+        for column, frame in (columns or lay_columns(frames)).items()
     }
 
 
@@ -357,11 +359,13 @@ def preference_wins(frames: StudyFrames) -> tuple[dict[str, dict[str, int]], dic
         counts = vote_counts(frames, side)
         top = counts.max(axis=1)
         winners = counts.eq(top, axis=0) & (top > 0).to_numpy()[:, None]
+        systems = list(counts.columns)
         wins[side] = {system: int(winners[system].sum()) for system in counts.columns}
         details[side] = {
             "votes": {system: int(counts[system].sum()) for system in counts.columns},
             "winners": {
-                source: [s for s in counts.columns if winners.loc[source, s]] for source in counts.index
+                source: [systems[j] for j in np.flatnonzero(row)]
+                for source, row in zip(counts.index, winners.to_numpy(), strict=True)
             },
             "sources_with_votes": int((top > 0).sum()),
         }
@@ -373,10 +377,10 @@ def _level_counts(values: pd.Series, scale: scales.Scale) -> dict[str, int]:
     return {level.name: int(counts.get(float(level.value), 0)) for level in scale.levels}
 
 
-def distributions(frames: StudyFrames) -> dict[str, Any]:
+def distributions(frames: StudyFrames, columns: Mapping[str, pd.DataFrame] | None = None) -> dict[str, Any]:
     """Figure 3 (confidence per column), Figure 4 (sources by number of votes, per system and
     side) and the Likert distributions of every rated aspect and question."""
-    columns = lay_columns(frames)
+    columns = columns or lay_columns(frames)
     lay = {
         question: {
             column: _level_counts(frame[question], scales.LAY_SCALES[question])
@@ -506,7 +510,10 @@ def agreement(frames: StudyFrames) -> dict[str, Any]:
 
 
 def confidence_intervals(
-    frames: StudyFrames, metrics: Mapping[str, Any], options: AnalysisOptions
+    frames: StudyFrames,
+    metrics: Mapping[str, Any],
+    options: AnalysisOptions,
+    columns: Mapping[str, pd.DataFrame] | None = None,
 ) -> dict[str, Any]:
     """A percentile-bootstrap interval for every mean of Tables 1 and 2 (answers resampled as
     independent observations)."""
@@ -524,7 +531,7 @@ def confidence_intervals(
         rows = ratings[ratings["system"] == system]
         intervals["expert"][system] = {aspect: _ci(rows[aspect], options) for aspect in EXPERT_ASPECTS}
     intervals["expert_original"] = {"simplicity": _ci(frames.expert_judgements["simplicity"], options)}
-    for column, frame in lay_columns(frames).items():
+    for column, frame in (columns or lay_columns(frames)).items():
         guesses, references = _severity_vectors(frame)
         record = {
             "understanding": _ci(frame["understanding"], options),
@@ -671,6 +678,7 @@ def study_analysis(frames: StudyFrames, *, options: AnalysisOptions | None = Non
     accuracies and shares as fractions, None where a figure is undefined."""
     options = options or AnalysisOptions()
     metrics = metric_tables(frames, options)
+    columns = lay_columns(frames)
     wins, preference_details = preference_wins(frames)
     analysis = {
         "study": frames.study,
@@ -702,17 +710,17 @@ def study_analysis(frames: StudyFrames, *, options: AnalysisOptions | None = Non
         "readability": readability_table(metrics, frames),
         "expert": expert_table(frames),
         "expert_original": expert_original_table(frames),
-        "lay": lay_table(frames),
+        "lay": lay_table(frames, columns),
         "confidence_vs_accuracy": confidence_vs_accuracy(frames),
         "preferences": wins,
         "preference_details": preference_details,
         "agreement": agreement(frames),
         "severity_distribution": severity_distribution(frames),
         "severity_unrated": int(frames.sources["reference_severity"].isna().sum()),
-        "distributions": distributions(frames),
+        "distributions": distributions(frames, columns),
         "metrics": metrics_summary(metrics, frames),
         "correlations": correlations(frames, metrics, options) if options.correlations else [],
-        "confidence_intervals": confidence_intervals(frames, metrics, options),
+        "confidence_intervals": confidence_intervals(frames, metrics, options, columns),
         "comparisons": comparisons(frames),
         "options": {
             "n_resamples": options.n_resamples,
