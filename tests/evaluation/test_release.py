@@ -4,6 +4,7 @@ study. Nothing here calls radlay's analysis to build the expected values."""
 
 from __future__ import annotations
 
+import io
 import warnings
 from pathlib import Path
 
@@ -118,9 +119,7 @@ def analysis(release_dir, django_db_setup, django_db_blocker) -> dict:
         correlation_metrics=("fkgl",),
     )
     with django_db_blocker.unblock(), transaction.atomic():
-        call_command(
-            "import_release", str(release_dir), "--study", "release-test", stdout=open("/dev/null", "w")
-        )
+        call_command("import_release", str(release_dir), "--study", "release-test", stdout=io.StringIO())
         result = study_analysis(study_frames(study=Study.objects.get(slug="release-test")), options=options)
         transaction.set_rollback(True)
     return result
