@@ -40,6 +40,21 @@ def reported_files() -> dict[str, Path]:
     }
 
 
+def default_reported_for(systems: Sequence[str]) -> str | None:
+    """The shipped reported-figures file a study is compared with by default: the first whose
+    `study_systems` (paper label → system key) are all systems of the study, e.g. seed003 for a
+    study with plain_bs, plain_sc, cot_bs and cot_sc. None when no file fits."""
+    keys = set(systems)
+    for name, path in reported_files().items():
+        try:
+            wanted = set(load_reported(path).get("study_systems", {}).values())
+        except ReportedFileError:
+            continue
+        if wanted and wanted <= keys:
+            return name
+    return None
+
+
 def load_reported(path: str | Path) -> dict[str, Any]:
     """Read and check a reported-figures file (YAML or JSON)."""
     path = Path(path)

@@ -368,11 +368,13 @@ def methods(analysis: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def study_report_html(*, study, reported: str | None = "seed003") -> str:
-    """Render the self-contained report of `study` (Django: reads the database)."""
+def study_report_html(*, study, reported: str | None = "auto") -> str:
+    """Render the self-contained report of `study` (Django: reads the database). `reported`
+    names a shipped reported-figures file to audit against; "auto" picks the one that fits the
+    study's systems (evaluation.audit.default_reported_for); None or "" audits nothing."""
     from django.template.loader import render_to_string
 
-    from evaluation.audit import audit, load_reported, reported_files
+    from evaluation.audit import audit, default_reported_for, load_reported, reported_files
     from evaluation.selectors import (
         analysis_figures_cached,
         analysis_options_from_settings,
@@ -383,6 +385,8 @@ def study_report_html(*, study, reported: str | None = "seed003") -> str:
 
     analysis = study_analysis_cached(study=study, options=analysis_options_from_settings())
     files = reported_files()
+    if reported == "auto":
+        reported = default_reported_for(list(analysis["systems"]))
     audit_result = None
     if reported and reported in files:
         audit_result = audit(analysis, load_reported(files[reported])) | {

@@ -13,7 +13,7 @@ from django.shortcuts import render
 
 from evaluation.access import access_study_for_user, studies_for_researcher
 from evaluation.api import export_response
-from evaluation.audit import audit, load_reported, reported_files
+from evaluation.audit import audit, default_reported_for, load_reported, reported_files
 from evaluation.exporters import FORMATS
 from evaluation.report import audit_display, balance_summary, report_tables, study_report_html
 from evaluation.selectors import (
@@ -47,7 +47,7 @@ def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
     # The correlations (the slow part) load separately: see study_correlations.
     analysis = study_analysis_cached(study=study, options=analysis_options_from_settings(correlations=False))
     files = reported_files()
-    reported = request.GET.get("reported", "seed003")
+    reported = request.GET.get("reported", default_reported_for(list(analysis["systems"])) or "")
     audit_result = None
     if reported in files:
         audit_result = audit(analysis, load_reported(files[reported])) | {
@@ -115,7 +115,7 @@ def study_analysis_json(request: HttpRequest, slug: str) -> HttpResponse:
 @researcher_login_required
 def study_report(request: HttpRequest, slug: str) -> HttpResponse:
     study = access_study_for_user(user=request.user, slug=slug)
-    reported = request.GET.get("reported", "seed003")
+    reported = request.GET.get("reported", "auto")
     response = HttpResponse(
         study_report_html(study=study, reported=reported or None), content_type="text/html; charset=utf-8"
     )

@@ -135,3 +135,10 @@ def test_audit_command_on_a_study(tmp_path):
     # build_study cycles Critical, Serious, Moderate, Mild, Healthy over its 5 sources.
     assert {r["id"]: r["status"] for r in result["rows"]} == {"sev.mild": AGREES, "sev.critical": DIFFERS}
     assert "1 agree, 1 differ" in out.getvalue()
+
+
+def test_the_default_reported_file_is_the_one_that_fits_the_systems():
+    assert (
+        audit_module.default_reported_for(["plain_bs", "plain_sc", "cot_bs", "cot_sc", "human"]) == "seed003"
+    )
+    assert audit_module.default_reported_for(["plain_bs", "cot_sc"]) is None

@@ -181,3 +181,16 @@ def test_a_non_staff_researcher_signs_in_on_the_dashboard(client, researcher, st
     assert client.get(reverse("evaluation:study-list")).status_code == 200
     wrong = client.__class__().post(reverse("evaluation:login"), {"username": "ada", "password": "nope"})
     assert b"did not match" in wrong.content
+
+
+def test_the_audit_is_shown_by_default_only_for_a_fitting_study(client_in, researcher, study):
+    assert (
+        "table1.fkgl.original"
+        in client_in.get(reverse("evaluation:study-detail", args=["mine"])).content.decode()
+    )
+    odd = build_study(slug="odd", n_sources=2, systems=("alpha", "beta"))
+    odd.researchers.add(researcher)
+    assert (
+        "table1.fkgl.original"
+        not in client_in.get(reverse("evaluation:study-detail", args=["odd"])).content.decode()
+    )

@@ -19,15 +19,16 @@ class Command(BaseCommand):
         parser.add_argument("--out", required=True, type=Path, help="the HTML file to write")
         parser.add_argument(
             "--reported",
-            default="seed003",
-            help=f"reported figures to audit against ({', '.join(reported_files())}; '' = none)",
+            default="auto",
+            help=f"reported figures to audit against ({', '.join(reported_files())}; 'auto' = the file that "
+            "fits the study's systems; '' = none)",
         )
 
     def handle(self, *args, **options) -> None:
         study = Study.objects.filter(slug=options["study"]).first()
         if study is None:
             raise CommandError(f"no study with slug {options['study']!r}")
-        if options["reported"] and options["reported"] not in reported_files():
+        if options["reported"] not in ("", "auto", *reported_files()):
             raise CommandError(f"unknown reported-figures file {options['reported']!r}")
         html = study_report_html(study=study, reported=options["reported"] or None)
         options["out"].write_text(html, encoding="utf-8")
