@@ -39,7 +39,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Count, Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from annotation.models import Simplification, Source, Study, System
@@ -218,10 +218,16 @@ def _dispatch_locked(batch: GenerationBatch) -> list[int]:
     jobs = GenerationJob.objects.filter(batch=batch)
     live_running = Q(status=_Status.RUNNING, started_at__gte=cutoff)
     queued = Q(status=_Status.PENDING, dispatched_at__gte=cutoff)
+    # One query for the window and for whether anything is left (this runs after every job).
+    counts = jobs.aggregate(
+        in_flight=Count("pk", filter=live_running | queued),
+        pending=Count("pk", filter=Q(status=_Status.PENDING)),
+        running=Count("pk", filter=Q(status=_Status.RUNNING)),
+    )
     job_ids: list[int] = []
     if batch.cancelled_at is None:
-        free = batch.concurrency - jobs.filter(live_running | queued).count()
-        if free > 0:
+        free = batch.concurrency - counts["in_flight"]
+        if free > 0 and counts["pending"] + counts["running"] > 0:
             # Never-sent jobs first (in source order), then jobs whose worker or message was lost.
             fresh = list(
                 jobs.filter(status=_Status.PENDING, dispatched_at__isnull=True)
@@ -246,9 +252,8 @@ def _dispatch_locked(batch: GenerationBatch) -> list[int]:
                 )
                 backend = batch.backend
                 transaction.on_commit(lambda: _send(job_ids, backend=backend))
-    unfinished = jobs.filter(status__in=[_Status.PENDING, _Status.RUNNING]).exists()
-    if batch.cancelled_at is not None:
-        unfinished = jobs.filter(status=_Status.RUNNING).exists()
+    # Sending jobs moves them between pending and running only, so the counts still tell.
+    unfinished = counts["running"] + (counts["pending"] if batch.cancelled_at is None else 0)
     if not unfinished and batch.finished_at is None:
         batch.finished_at = now
         batch.save(update_fields=["finished_at"])
@@ -352,7 +357,10 @@ def _job_claim(*, job_id: int, task_id: str) -> GenerationJob | None:
     claimable = Q(status=_Status.PENDING) | Q(status=_Status.RUNNING, started_at__lt=now - stale_after())
     if task_id:
         claimable |= Q(status=_Status.RUNNING, task_id=task_id)
-    claimed = GenerationJob.objects.filter(claimable, pk=job_id, batch__cancelled_at__isnull=True).update(
+    # No join in this UPDATE: Django would move every condition into a `pk IN (subquery)`, which
+    # PostgreSQL does not re-check against a row another transaction just claimed.
+    cancelled = GenerationBatch.objects.filter(pk=OuterRef("batch_id"), cancelled_at__isnull=False)
+    claimed = GenerationJob.objects.filter(claimable, ~Exists(cancelled), pk=job_id).update(
         status=_Status.RUNNING,
         attempts=F("attempts") + 1,
         started_at=now,

@@ -7,7 +7,9 @@ DEBUG = False
 SECRET_KEY = "radlay-test-key"
 ALLOWED_HOSTS = ["*"]
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-CELERY_TASK_ALWAYS_EAGER = True
+# A real worker started by an integration test (tests/generation/test_celery_worker.py) sets
+# RADLAY_TEST_REAL_CELERY=1 so that it, and the tasks it sends, go through the broker.
+CELERY_TASK_ALWAYS_EAGER = not env.bool("RADLAY_TEST_REAL_CELERY", default=False)
 CELERY_TASK_EAGER_PROPAGATES = True
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
