@@ -418,6 +418,11 @@ def _job_succeed(job: GenerationJob, outcome: _Outcome) -> GenerationJob:
 def _job_fail(job: GenerationJob, *, error: str, transient: bool) -> GenerationJob:
     with transaction.atomic():
         batch = GenerationBatch.objects.select_for_update().get(pk=job.batch_id)
+        owner = GenerationJob.objects.filter(pk=job.pk).values_list("status", "task_id", "attempts").first()
+        if owner != (_Status.RUNNING, job.task_id, job.attempts):
+            # Another delivery took the job over meanwhile (a forced resume): its outcome stands.
+            logger.info("generation job %s: failure of a superseded run ignored: %s", job.pk, error)
+            return job
         job.error = error
         if transient and job.attempts < _job_max_attempts() and batch.cancelled_at is None:
             countdown = _retry_countdown(job.attempts)

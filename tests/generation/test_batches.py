@@ -17,6 +17,7 @@ from django.utils import timezone
 from annotation.models import Simplification, Study, System
 from annotation.services import source_upsert
 from generation import services, tasks
+from generation.backends.base import BackendError
 from generation.models import GenerationBatch, GenerationJob, LLMCallCache
 from generation.pipeline.scgr import SCGR_PROMPT_VERSION
 from generation.prompts.registry import DEFAULT_VERSION
@@ -631,3 +632,35 @@ def test_a_model_artifact_needs_the_transformers_backend(tiny_t5_dir):
             model_artifact=artifact,
         )
     assert "model_artifact" in caught.value.message_dict
+
+
+def test_the_failure_of_a_superseded_run_does_not_undo_the_run_that_took_over(
+    llm, monkeypatch, sent, django_capture_on_commit_callbacks
+):
+    study = make_study(sentences=SENTENCES[:1])
+    with django_capture_on_commit_callbacks(execute=True):
+        batch = services.generation_batch_create(
+            study=study, systems=["plain_bs"], backend="openai", model_name="gpt-3.5-turbo"
+        )
+    job = batch.jobs.get()
+    real_backend = services.batch_backend
+
+    class ResumedMeanwhile:
+        """While the first run waits on the API, an admin force-resumes and another worker takes over."""
+
+        def __init__(self, inner):
+            self.inner, self.name, self.model = inner, inner.name, inner.model
+
+        def complete(self, messages, **kwargs):
+            monkeypatch.setattr(services, "batch_backend", real_backend)
+            with django_capture_on_commit_callbacks(execute=True):
+                services.generation_batch_resume(batch=batch, force=True)
+                services.generation_job_run(job_id=job.pk, task_id="second")
+            raise BackendError("HTTP 400: bad request", transient=False)
+
+    monkeypatch.setattr(services, "batch_backend", lambda b: ResumedMeanwhile(real_backend(b)))
+    with django_capture_on_commit_callbacks(execute=True):
+        services.generation_job_run(job_id=job.pk, task_id="first")
+    job.refresh_from_db()
+    assert (job.status, job.task_id, job.attempts, job.error) == ("succeeded", "second", 2, "")
+    assert simplification(study, "s1", "plain_bs").text == "There are two spots in the liver."
