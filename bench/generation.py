@@ -178,9 +178,7 @@ def main() -> None:
             )
             rerun_wall, rerun_calls, rerun = run_batch(server)
             succeeded = rerun.jobs.filter(status="succeeded").count()
-            print(
-                f"rerun: {rerun_calls} calls in {rerun_wall:.1f} s ({succeeded} jobs succeeded from the cache)"
-            )
+            print(f"rerun: {rerun_calls} calls in {rerun_wall:.1f} s ({succeeded} jobs succeeded)")
     print(f"(database: {workdir / 'bench.sqlite3'})")
 
 

@@ -59,10 +59,30 @@ def start_worker(tmp_path: Path, env: dict[str, str], name: str) -> subprocess.P
     celery = Path(sys.executable).parent / "celery"
     log = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - the worker writes to it until stopped
     return subprocess.Popen(
-        [str(celery), "-A", "config", "worker", "-Q", "llm,default,gpu", "--pool", "solo", "--concurrency", "1",
-         "--without-heartbeat", "--without-gossip", "--without-mingle", "-n", f"{name}@%h", "--loglevel", "INFO"],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        [
+            str(celery),
+            "-A",
+            "config",
+            "worker",
+            "-Q",
+            "llm,default,gpu",
+            "--pool",
+            "solo",
+            "--concurrency",
+            "1",
+            "--without-heartbeat",
+            "--without-gossip",
+            "--without-mingle",
+            "-n",
+            f"{name}@%h",
+            "--loglevel",
+            "INFO",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def stop(worker: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
@@ -81,7 +101,9 @@ def wait_for(condition, *, timeout: float, what: str, logs: Path) -> None:
         if condition():
             return
         time.sleep(0.1)
-    tails = "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in sorted(logs.glob("*.log")))
+    tails = "\n".join(
+        f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in sorted(logs.glob("*.log"))
+    )
     states = list(GenerationJob.objects.values_list("pk", "status", "attempts", "task_id", "error"))
     pytest.fail(f"timed out waiting for {what}\njobs: {states}\n{tails}")
 
@@ -129,12 +151,17 @@ def test_a_batch_survives_a_worker_killed_mid_batch(transactional_db, scripted_l
     second = None
     try:
         batch = services.generation_batch_create(
-            study=study, systems=["plain_bs", "plain_sc", "cot_bs", "cot_sc"], backend="openai",
-            model_name="gpt-3.5-turbo", concurrency=2,
-        )  # fmt: skip
+            study=study,
+            systems=["plain_bs", "plain_sc", "cot_bs", "cot_sc"],
+            backend="openai",
+            model_name="gpt-3.5-turbo",
+            concurrency=2,
+        )
         jobs = GenerationJob.objects.filter(batch=batch)
         total = SOURCES * 2
-        wait_for(lambda: jobs.filter(status="succeeded").count() >= 3, timeout=90, what="3 jobs", logs=tmp_path)
+        wait_for(
+            lambda: jobs.filter(status="succeeded").count() >= 3, timeout=90, what="3 jobs", logs=tmp_path
+        )
         stop(first, signal.SIGKILL)  # the worker dies mid-batch, without acknowledging its message
         assert jobs.filter(status="succeeded").count() < total
 
@@ -143,8 +170,10 @@ def test_a_batch_survives_a_worker_killed_mid_batch(transactional_db, scripted_l
         services.generation_batch_resume(batch=batch, force=True)
         wait_for(
             lambda: GenerationBatch.objects.get(pk=batch.pk).finished_at is not None,
-            timeout=120, what="the batch to finish", logs=tmp_path,
-        )  # fmt: skip
+            timeout=120,
+            what="the batch to finish",
+            logs=tmp_path,
+        )
     finally:
         stop(first, signal.SIGKILL)
         if second is not None:
