@@ -149,6 +149,10 @@ RADLAY_GENERATION_STALE_AFTER = env.int("RADLAY_GENERATION_STALE_AFTER", default
 RADLAY_LLM_RETRY_DELAY = env.float("RADLAY_LLM_RETRY_DELAY", default=1.0)
 RADLAY_TRANSFORMERS_DEVICE = env.str("RADLAY_TRANSFORMERS_DEVICE", default="") or None
 
+# Dashboard/API/report/analyze options (evaluation.selectors.analysis_options_from_settings). The
+# semantic metrics embed texts with the local MiniLM (cached in the database by text hash).
+RADLAY_ANALYSIS_OPTIONS = {"embeddings": env.bool("RADLAY_ANALYSIS_EMBEDDINGS", default=True)}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

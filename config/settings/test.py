@@ -15,3 +15,5 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+# Tests that need the semantic metrics pass an embedder explicitly; the rest skip loading a model.
+RADLAY_ANALYSIS_OPTIONS = {"embeddings": False}

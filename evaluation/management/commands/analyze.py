@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
@@ -38,8 +40,10 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--embeddings",
-            action="store_true",
-            help="embed texts (ml.embeddings, local model, cached in the database) for the semantic metrics",
+            action=argparse.BooleanOptionalAction,
+            default=None,
+            help="embed texts (ml.embeddings, local model, cached in the database) for the semantic metrics "
+            "(default: RADLAY_ANALYSIS_OPTIONS['embeddings'], on unless RADLAY_ANALYSIS_EMBEDDINGS=false)",
         )
         parser.add_argument("--embedding-model", default=None, help="local sentence-transformers directory")
 
@@ -49,7 +53,10 @@ class Command(BaseCommand):
             raise CommandError(f"no study with slug {options['study']!r}")
         families = tuple(f.strip() for f in options["metrics"].split(",") if f.strip()) or None
         embedder = None
-        if options["embeddings"] or options["embedding_model"]:
+        wanted = options["embeddings"]
+        if wanted is None:
+            wanted = bool(getattr(settings, "RADLAY_ANALYSIS_OPTIONS", {}).get("embeddings"))
+        if wanted or options["embedding_model"]:
             from ml.services import embedder_get
 
             embedder = embedder_get(model=options["embedding_model"])
