@@ -19,10 +19,22 @@ Idempotence and crashes.
 * The outputs are written in one transaction with `simplification_upsert`, which updates the one
   (source, system) row: running a job twice never duplicates a simplification.
 
+Local models (GPU_BACKENDS: transformers) run in chunks. The dispatcher sends a GPU batch's jobs
+as chunks of up to RADLAY_GPU_BATCH_SIZE jobs of one family, one task per chunk; the task claims each
+job of its chunk (the same conditional claim), runs the pipeline for the claimed ones in lockstep so
+that every model call is one batch on the device (run_self_correction_batch / generate_baselines),
+and records each job in its own transaction as a single job would be. For such a batch a concurrency
+slot holds a chunk: up to `concurrency × RADLAY_GPU_BATCH_SIZE` jobs are in flight, so that the
+default concurrency does not cap the device batch. A chunk is one Celery task: if its worker dies,
+its jobs stay running and are taken over as above (the redelivered chunk by its task id, or any
+dispatch once they are stale), resuming from the call cache.
+
 Failures. A non-transient BackendError (or any other exception in the pipeline) fails the job with
 its message; a transient one (the backend already retried it with backoff) sends the job again after
 a backoff with jitter, until RADLAY_GENERATION_JOB_ATTEMPTS attempts; then it fails. The rest of the
-batch goes on either way.
+batch goes on either way. In a chunk, a transient failure (a full GPU) sends each job again on its own,
+a smaller batch; any other failure reruns the chunk's jobs one at a time from the call cache, so that
+only the job at fault fails.
 """
 
 from __future__ import annotations
@@ -47,7 +59,7 @@ from annotation.services import simplification_upsert, system_upsert
 from generation.backends.base import BackendError, ChatBackend, GenerationParams
 from generation.backends.cache import CachedBackend
 from generation.backends.db_cache import DbCallCache
-from generation.backends.registry import get_backend
+from generation.backends.registry import GPU_BACKENDS, get_backend
 from generation.models import (
     GENERATED_SYSTEMS,
     SYSTEM_FAMILY,
@@ -55,7 +67,14 @@ from generation.models import (
     GenerationBatch,
     GenerationJob,
 )
-from generation.pipeline.self_correction import DEFAULT_MAX_ROUNDS, generate_baseline, run_self_correction
+from generation.pipeline.self_correction import (
+    DEFAULT_MAX_ROUNDS,
+    BaselineResult,
+    SelfCorrectionResult,
+    generate_baselines,
+    run_self_correction,
+    run_self_correction_batch,
+)
 from generation.prompts.registry import DEFAULT_VERSION, available_versions, load_prompts
 
 logger = logging.getLogger(__name__)
@@ -80,6 +99,11 @@ def stale_after() -> timedelta:
 
 def _job_max_attempts() -> int:
     return max(1, int(getattr(settings, "RADLAY_GENERATION_JOB_ATTEMPTS", 3)))
+
+
+def gpu_batch_size() -> int:
+    """How many jobs of a local-model batch one gpu task runs in lockstep (the device batch too)."""
+    return max(1, int(getattr(settings, "RADLAY_GPU_BATCH_SIZE", 16)))
 
 
 def _retry_countdown(attempts: int) -> float:
@@ -225,13 +249,17 @@ def _dispatch_locked(batch: GenerationBatch) -> list[int]:
         running=Count("pk", filter=Q(status=_Status.RUNNING)),
     )
     job_ids: list[int] = []
+    gpu = batch.backend in GPU_BACKENDS
+    chunk_size = gpu_batch_size() if gpu else 1
     if batch.cancelled_at is None:
-        free = batch.concurrency - counts["in_flight"]
+        free = batch.concurrency * chunk_size - counts["in_flight"]
         if free > 0 and counts["pending"] + counts["running"] > 0:
-            # Never-sent jobs first (in source order), then jobs whose worker or message was lost.
+            # Never-sent jobs first (in source order; family first on a GPU, so that chunks fill up),
+            # then jobs whose worker or message was lost.
+            order = ("family", "source__position", "pk") if gpu else ("source__position", "family", "pk")
             fresh = list(
                 jobs.filter(status=_Status.PENDING, dispatched_at__isnull=True)
-                .order_by("source__position", "family", "pk")
+                .order_by(*order)
                 .values_list("pk", flat=True)[:free]
             )
             lost: list[int] = []
@@ -251,7 +279,11 @@ def _dispatch_locked(batch: GenerationBatch) -> list[int]:
                     status=_Status.PENDING, dispatched_at=now, not_before=None
                 )
                 backend = batch.backend
-                transaction.on_commit(lambda: _send(job_ids, backend=backend))
+                if gpu:
+                    chunks = _gpu_chunks(job_ids, chunk_size)
+                    transaction.on_commit(lambda: [_send(chunk, backend=backend) for chunk in chunks])
+                else:
+                    transaction.on_commit(lambda: _send(job_ids, backend=backend))
     # Sending jobs moves them between pending and running only, so the counts still tell.
     unfinished = counts["running"] + (counts["pending"] if batch.cancelled_at is None else 0)
     if not unfinished and batch.finished_at is None:
@@ -260,7 +292,22 @@ def _dispatch_locked(batch: GenerationBatch) -> list[int]:
     return job_ids
 
 
+def _gpu_chunks(job_ids: list[int], size: int) -> list[list[int]]:
+    """The jobs split into chunks of one family, at most `size` each, in the order given. SCGR jobs
+    go alone: their pipeline has no lockstep form."""
+    families = dict(GenerationJob.objects.filter(pk__in=job_ids).values_list("pk", "family"))
+    by_family: dict[str, list[int]] = {}
+    for job_id in job_ids:
+        by_family.setdefault(families[job_id], []).append(job_id)
+    chunks: list[list[int]] = []
+    for family, ids in by_family.items():
+        step = 1 if family == GenerationJob.Family.SCGR else size
+        chunks.extend(ids[start : start + step] for start in range(0, len(ids), step))
+    return chunks
+
+
 def _send(job_ids: list[int], *, backend: str, countdown: float | None = None) -> None:
+    """Queue the jobs (for a GPU backend: one chunk, see generation.tasks.generation_jobs_send)."""
     from generation import tasks  # tasks import this module
 
     tasks.generation_jobs_send(job_ids, backend=backend, countdown=countdown)
@@ -342,14 +389,77 @@ def generation_job_run(*, job_id: int, task_id: str = "") -> GenerationJob:
             "generation job %s: not claimable (done, cancelled or running elsewhere); skipped", job_id
         )
         return GenerationJob.objects.get(pk=job_id)
+    return _job_execute(job)
+
+
+def generation_jobs_run(*, job_ids: Sequence[int], task_id: str = "") -> list[GenerationJob]:
+    """Run a chunk of jobs of one local-model batch and family in lockstep (see the module
+    docstring): claim each, run the claimed ones together, record each in its own transaction, and
+    send the batch's next jobs with the last record. Jobs that are not claimable are skipped. Safe
+    to call any number of times for the same jobs; returns them in the order given."""
+    claimed: list[GenerationJob] = []
+    for job_id in job_ids:
+        job = _job_claim(job_id=job_id, task_id=task_id)
+        if job is None:
+            logger.info(
+                "generation job %s: not claimable (done, cancelled or running elsewhere); skipped", job_id
+            )
+        else:
+            claimed.append(job)
+    # One group in practice (the dispatcher makes chunks of one batch and family); grouping only
+    # keeps a mixed list correct.
+    groups: dict[tuple[int, str], list[GenerationJob]] = {}
+    for job in claimed:
+        groups.setdefault((job.batch_id, job.family), []).append(job)
+    for group in groups.values():
+        _jobs_execute(group)
+    jobs = GenerationJob.objects.in_bulk(list(job_ids))
+    return [jobs[job_id] for job_id in job_ids if job_id in jobs]
+
+
+def _job_execute(job: GenerationJob, *, dispatch: bool = True) -> GenerationJob:
+    """Run one claimed job alone and record its outputs or its error."""
     try:
         outcome = _job_generate(job)
     except BackendError as exc:
-        return _job_fail(job, error=str(exc), transient=exc.transient)
+        return _job_fail(job, error=str(exc), transient=exc.transient, dispatch=dispatch)
     except Exception as exc:  # noqa: BLE001 - one bad source must not stall the batch; the error is recorded
         logger.exception("generation job %s failed", job.pk)
-        return _job_fail(job, error=f"{type(exc).__name__}: {exc}", transient=False)
-    return _job_succeed(job, outcome)
+        return _job_fail(job, error=f"{type(exc).__name__}: {exc}", transient=False, dispatch=dispatch)
+    return _job_succeed(job, outcome, dispatch=dispatch)
+
+
+def _jobs_execute(jobs: list[GenerationJob]) -> None:
+    """Run claimed jobs of one batch and family together and record each. Only the last record
+    sends the batch's next jobs: dispatching after each record would refill the freed slots one job
+    at a time, in chunks of one. (If that last run was superseded, the run that took it over
+    dispatches when it finishes.)"""
+    last = len(jobs) - 1
+    if len(jobs) == 1 or jobs[0].family == GenerationJob.Family.SCGR:
+        for index, job in enumerate(jobs):
+            _job_execute(job, dispatch=index == last)
+        return
+    try:
+        outcomes = _jobs_generate(jobs)
+    except Exception as exc:  # noqa: BLE001 - recorded per job below
+        if isinstance(exc, BackendError) and exc.transient:
+            # Typically a full GPU: each job is sent again on its own, a smaller batch.
+            for index, job in enumerate(jobs):
+                _job_fail(job, error=str(exc), transient=True, dispatch=index == last)
+            return
+        # The chunk shares its failure; run its jobs one at a time (the calls made so far come from
+        # the cache) so that only the job at fault fails.
+        logger.warning(
+            "generation chunk %s failed (%s: %s); running its jobs one at a time",
+            [job.pk for job in jobs],
+            type(exc).__name__,
+            exc,
+        )
+        for index, job in enumerate(jobs):
+            _job_execute(job, dispatch=index == last)
+        return
+    for index, (job, outcome) in enumerate(zip(jobs, outcomes, strict=True)):
+        _job_succeed(job, outcome, dispatch=index == last)
 
 
 def _job_claim(*, job_id: int, task_id: str) -> GenerationJob | None:
@@ -373,7 +483,7 @@ def _job_claim(*, job_id: int, task_id: str) -> GenerationJob | None:
     return GenerationJob.objects.select_related("batch", "batch__model_artifact", "source").get(pk=job_id)
 
 
-def _job_succeed(job: GenerationJob, outcome: _Outcome) -> GenerationJob:
+def _job_succeed(job: GenerationJob, outcome: _Outcome, *, dispatch: bool = True) -> GenerationJob:
     with transaction.atomic():
         batch = GenerationBatch.objects.select_for_update().get(pk=job.batch_id)
         systems = {s.key: s for s in System.objects.filter(study_id=batch.study_id, key__in=job.systems)}
@@ -411,11 +521,12 @@ def _job_succeed(job: GenerationJob, outcome: _Outcome) -> GenerationJob:
                 "transcript",
             ]
         )
-        _dispatch_locked(batch)
+        if dispatch:
+            _dispatch_locked(batch)
     return job
 
 
-def _job_fail(job: GenerationJob, *, error: str, transient: bool) -> GenerationJob:
+def _job_fail(job: GenerationJob, *, error: str, transient: bool, dispatch: bool = True) -> GenerationJob:
     with transaction.atomic():
         batch = GenerationBatch.objects.select_for_update().get(pk=job.batch_id)
         owner = GenerationJob.objects.filter(pk=job.pk).values_list("status", "task_id", "attempts").first()
@@ -444,7 +555,8 @@ def _job_fail(job: GenerationJob, *, error: str, transient: bool) -> GenerationJ
             job.status, job.finished_at, job.dispatched_at = _Status.FAILED, timezone.now(), None
             job.save(update_fields=["status", "error", "finished_at", "dispatched_at"])
             logger.warning("generation job %s failed after %s attempt(s): %s", job.pk, job.attempts, error)
-        _dispatch_locked(batch)
+        if dispatch:
+            _dispatch_locked(batch)
     return job
 
 
@@ -495,6 +607,8 @@ def batch_backend(batch: GenerationBatch) -> ChatBackend:
         device = getattr(settings, "RADLAY_TRANSFORMERS_DEVICE", None)
         if device:
             options["device"] = device
+        # A chunk's step is one batch on the device (its Processor step, two per job, takes two).
+        options["batch_size"] = gpu_batch_size()
     model = batch_model_path(batch)
     backend = _backend_instance(batch.backend, model, tuple(sorted(options.items())))
     return CachedBackend(backend, DbCallCache(backend=batch.backend, model=model))
@@ -505,7 +619,15 @@ _BS_FLAG = re.compile(r"^CoT answer not parsed|\bround 0\b")
 
 
 def _job_generate(job: GenerationJob) -> _Outcome:
-    batch = job.batch
+    return _jobs_generate([job])[0]
+
+
+def _jobs_generate(jobs: Sequence[GenerationJob]) -> list[_Outcome]:
+    """The outcomes of claimed jobs of one batch and family, in their order. One job runs the
+    pipeline alone; several run it in lockstep, each model call one batch over them (the same calls,
+    so the same cache entries, as when each runs alone)."""
+    batch = jobs[0].batch
+    family = jobs[0].family
     backend = batch_backend(batch)
     params = batch_generation_params(batch)
     base = {
@@ -513,97 +635,127 @@ def _job_generate(job: GenerationJob) -> _Outcome:
         "backend": batch.backend,
         "seed": params.seed,
     }
-    common_parameters = {
-        **params.as_dict(),
-        "generation_batch": batch.pk,
-        "generation_job": job.pk,
-        "model_artifact": batch.model_artifact_id,
-    }
-    if job.family == GenerationJob.Family.SCGR:
-        return _run_scgr(job, backend, params, base, common_parameters)
+
+    def common_parameters(job: GenerationJob) -> dict[str, Any]:
+        return {
+            **params.as_dict(),
+            "generation_batch": batch.pk,
+            "generation_job": job.pk,
+            "model_artifact": batch.model_artifact_id,
+        }
+
+    if family == GenerationJob.Family.SCGR:
+        return [_run_scgr(job, backend, params, base, common_parameters(job)) for job in jobs]
 
     prompts = load_prompts(batch.prompt_version)
+    kind = family
+    sentences = [job.source.text for job in jobs]
+    sc_key = f"{kind}_sc"
+    # Every job of a batch and family asks for the same systems.
+    if sc_key in jobs[0].systems:
+        max_rounds = int(batch.parameters.get("max_rounds", DEFAULT_MAX_ROUNDS))
+        options = {"backend": backend, "prompt_kind": kind, "prompts": prompts, "params": params}
+        if len(jobs) == 1:
+            results = [run_self_correction(sentences[0], max_rounds=max_rounds, **options)]
+        else:
+            results = run_self_correction_batch(sentences, max_rounds=max_rounds, **options)
+        return [
+            _self_correction_outcome(job, result, base, common_parameters(job), max_rounds)
+            for job, result in zip(jobs, results, strict=True)
+        ]
+    # Only the BS system of this family was asked for: the loop is skipped.
+    baselines = generate_baselines(
+        sentences, backend=backend, prompt_kind=kind, prompts=prompts, params=params
+    )
+    return [
+        _baseline_outcome(job, result, base, common_parameters(job))
+        for job, result in zip(jobs, baselines, strict=True)
+    ]
+
+
+def _self_correction_outcome(
+    job: GenerationJob,
+    result: SelfCorrectionResult,
+    base: dict[str, Any],
+    common_parameters: dict[str, Any],
+    max_rounds: int,
+) -> _Outcome:
     kind = job.family
     bs_key, sc_key = f"{kind}_bs", f"{kind}_sc"
-    prompt_parameters = {**common_parameters, "prompt_kind": kind, "prompt_digest": prompts.digest}
+    prompt_parameters = {**common_parameters, "prompt_kind": kind, "prompt_digest": result.prompt_digest}
     outputs: list[_Output] = []
-    if sc_key in job.systems:
-        max_rounds = int(batch.parameters.get("max_rounds", DEFAULT_MAX_ROUNDS))
-        result = run_self_correction(
-            job.source.text,
-            backend=backend,
-            prompt_kind=kind,
-            prompts=prompts,
-            params=params,
-            max_rounds=max_rounds,
-        )
-        model = result.model
-        if bs_key in job.systems:
-            bs_reasons = [r for r in result.flag_reasons if _BS_FLAG.search(r)]
-            outputs.append(
-                _Output(
-                    bs_key,
-                    result.bs_text,
-                    {
-                        **base,
-                        "model_name": model,
-                        "prompt_version": result.prompt_version,
-                        "parameters": {**prompt_parameters, "max_rounds": max_rounds},
-                        "rounds": 0,
-                        "reached_round_cap": False,
-                        "transcript": [turn for turn in result.transcript if turn.get("round") == 0],
-                        "raw_output": result.bs_raw,
-                        "flagged": bool(bs_reasons),
-                        "flag_reason": "; ".join(bs_reasons),
-                    },
-                )
-            )
+    model = result.model
+    if bs_key in job.systems:
+        bs_reasons = [r for r in result.flag_reasons if _BS_FLAG.search(r)]
         outputs.append(
             _Output(
-                sc_key,
-                result.sc_text,
+                bs_key,
+                result.bs_text,
                 {
                     **base,
                     "model_name": model,
                     "prompt_version": result.prompt_version,
-                    "parameters": {
-                        **prompt_parameters,
-                        "max_rounds": max_rounds,
-                        "stopped_by": result.stopped_by,
-                        "refinements": result.refinements,
-                    },
-                    "rounds": result.rounds,
-                    "reached_round_cap": result.reached_cap,
-                    "transcript": result.transcript,
-                    "raw_output": result.sc_raw,
-                    "flagged": result.flagged,
-                    "flag_reason": result.flag_reason,
-                },
-            )
-        )
-    else:
-        # Only the BS system of this family was asked for: the loop is skipped.
-        result = generate_baseline(
-            job.source.text, backend=backend, prompt_kind=kind, prompts=prompts, params=params
-        )
-        outputs.append(
-            _Output(
-                bs_key,
-                result.text,
-                {
-                    **base,
-                    "model_name": result.model,
-                    "prompt_version": result.prompt_version,
-                    "parameters": prompt_parameters,
+                    "parameters": {**prompt_parameters, "max_rounds": max_rounds},
                     "rounds": 0,
                     "reached_round_cap": False,
-                    "transcript": result.transcript,
-                    "raw_output": result.raw_output,
-                    "flagged": result.flagged,
-                    "flag_reason": result.flag_reason,
+                    "transcript": [turn for turn in result.transcript if turn.get("round") == 0],
+                    "raw_output": result.bs_raw,
+                    "flagged": bool(bs_reasons),
+                    "flag_reason": "; ".join(bs_reasons),
                 },
             )
         )
+    outputs.append(
+        _Output(
+            sc_key,
+            result.sc_text,
+            {
+                **base,
+                "model_name": model,
+                "prompt_version": result.prompt_version,
+                "parameters": {
+                    **prompt_parameters,
+                    "max_rounds": max_rounds,
+                    "stopped_by": result.stopped_by,
+                    "refinements": result.refinements,
+                },
+                "rounds": result.rounds,
+                "reached_round_cap": result.reached_cap,
+                "transcript": result.transcript,
+                "raw_output": result.sc_raw,
+                "flagged": result.flagged,
+                "flag_reason": result.flag_reason,
+            },
+        )
+    )
+    return _result_outcome(outputs, result)
+
+
+def _baseline_outcome(
+    job: GenerationJob, result: BaselineResult, base: dict[str, Any], common_parameters: dict[str, Any]
+) -> _Outcome:
+    kind = job.family
+    prompt_parameters = {**common_parameters, "prompt_kind": kind, "prompt_digest": result.prompt_digest}
+    output = _Output(
+        f"{kind}_bs",
+        result.text,
+        {
+            **base,
+            "model_name": result.model,
+            "prompt_version": result.prompt_version,
+            "parameters": prompt_parameters,
+            "rounds": 0,
+            "reached_round_cap": False,
+            "transcript": result.transcript,
+            "raw_output": result.raw_output,
+            "flagged": result.flagged,
+            "flag_reason": result.flag_reason,
+        },
+    )
+    return _result_outcome([output], result)
+
+
+def _result_outcome(outputs: list[_Output], result: SelfCorrectionResult | BaselineResult) -> _Outcome:
     return _Outcome(
         outputs=outputs,
         transcript=result.transcript,

@@ -142,6 +142,8 @@ OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
 RADLAY_LLM_TIMEOUT = env.float("RADLAY_LLM_TIMEOUT", default=60.0)
 RADLAY_LLM_MAX_RETRIES = env.int("RADLAY_LLM_MAX_RETRIES", default=4)
 RADLAY_GENERATION_CONCURRENCY = env.int("RADLAY_GENERATION_CONCURRENCY", default=8)
+# Jobs of a local-model (gpu queue) batch that one task runs in lockstep, one device batch per step.
+RADLAY_GPU_BATCH_SIZE = env.int("RADLAY_GPU_BATCH_SIZE", default=16)
 RADLAY_GENERATION_JOB_ATTEMPTS = env.int("RADLAY_GENERATION_JOB_ATTEMPTS", default=3)
 RADLAY_GENERATION_RETRY_DELAY = env.float("RADLAY_GENERATION_RETRY_DELAY", default=10.0)
 # A 'running' job older than this is taken to be lost (worker died) and may be run again.

@@ -155,7 +155,8 @@ class CachedBackend:
         contexts: list[dict[str, Any] | None] | None = None,
     ) -> list[Completion]:
         """Batched calls: hits come from the cache, only the misses go to the backend (in one batch
-        when it has `complete_batch`)."""
+        when it has `complete_batch`). A call repeated within the batch is made once and its
+        repetitions are hits, as they would be if the calls were made one after another."""
         contexts = contexts if contexts is not None else [None] * len(conversations)
         keys = [
             self.key(messages, agent=agent, params=params, context=context)
@@ -165,7 +166,15 @@ class CachedBackend:
         for key in keys:
             stored = self.cache.get(key)
             results.append(self._hit(stored, key) if stored is not None else None)
-        missing = [i for i, result in enumerate(results) if result is None]
+        first_of_key: dict[str, int] = {}
+        repeated: list[int] = []
+        for i, result in enumerate(results):
+            if result is None:
+                if keys[i] in first_of_key:
+                    repeated.append(i)
+                else:
+                    first_of_key[keys[i]] = i
+        missing = list(first_of_key.values())
         if missing:
             batch = getattr(self.backend, "complete_batch", None)
             if batch is not None:
@@ -183,4 +192,7 @@ class CachedBackend:
             for i, completion in zip(missing, fresh, strict=True):
                 self.cache.set(keys[i], replace(completion, cached=False))
                 results[i] = completion
+        for i in repeated:
+            stored = self.cache.get(keys[i]) or replace(results[first_of_key[keys[i]]], cached=False)
+            results[i] = self._hit(stored, keys[i])
         return [result for result in results if result is not None]

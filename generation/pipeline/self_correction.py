@@ -28,6 +28,10 @@ Choices the paper leaves open, made here:
   result is flagged); a refined answer is parsed when it has the CoT shape and taken whole
   otherwise, since the refine prompt no longer asks for a term list.
 
+**Many sentences at once** (`run_self_correction_batch`, for local GPU models): the same protocol
+runs for every sentence in lockstep, each step one batched call over the sentences still in the loop;
+a sentence's calls, transcript and result are those run_self_correction makes for it alone.
+
 Each backend call also receives `agent` and a `context` dict for backends that play the agents
 without reading the messages (the glossary backend):
 
@@ -42,11 +46,11 @@ without reading the messages (the glossary backend):
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from generation.backends.base import ChatBackend, Completion, GenerationParams
+from generation.backends.base import BackendError, ChatBackend, Completion, GenerationParams
 from generation.pipeline.cot_parsing import parse_cot_answer
 from generation.prompts.registry import PromptSet, load_prompts
 
@@ -156,8 +160,49 @@ class SelfCorrectionResult:
         return "; ".join(self.flag_reasons)
 
 
+@dataclass
+class _Call:
+    """One backend call the loop asks for: an agent's messages and where the call sits in its job."""
+
+    agent: str
+    messages: list[dict[str, str]]
+    prompt: str
+    round: int
+    context: dict[str, Any]
+    # Recorded in the transcript next to the call (the Processor's "feedback_of").
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _complete_calls(
+    backend: ChatBackend, calls: Sequence[_Call], params: GenerationParams
+) -> list[Completion]:
+    """Answers to calls of one agent, in order: one `complete_batch` call when the backend has it
+    and there are several calls, else one `complete` per call."""
+    if not calls:
+        return []
+    agent = calls[0].agent
+    batch = getattr(backend, "complete_batch", None)
+    if batch is not None and len(calls) > 1:
+        completions = list(
+            batch(
+                [call.messages for call in calls],
+                agent=agent,
+                params=params,
+                contexts=[call.context for call in calls],
+            )
+        )
+        if len(completions) != len(calls):
+            raise BackendError(
+                f"{backend.name} returned {len(completions)} answers for {len(calls)} {agent} calls"
+            )
+        return completions
+    return [
+        backend.complete(call.messages, agent=agent, params=params, context=call.context) for call in calls
+    ]
+
+
 class _Agents:
-    """Sends each agent's messages to its backend and records the exchange."""
+    """Which backend plays each agent, and the record of one sentence's exchanges."""
 
     def __init__(
         self, backend: ChatBackend, agent_backends: Mapping[str, ChatBackend] | None, params: GenerationParams
@@ -167,19 +212,20 @@ class _Agents:
         self.params = params
         self.totals = _Totals()
 
-    def call(
-        self,
-        agent: str,
-        messages: list[dict[str, str]],
-        *,
-        round_: int,
-        prompt: str,
-        context: dict[str, Any],
-        **extra: Any,
-    ) -> Completion:
-        backend = self.overrides.get(agent, self.default)
-        completion = backend.complete(messages, agent=agent, params=self.params, context=context)
-        self.record(agent, messages, completion, backend=backend, round_=round_, prompt=prompt, **extra)
+    def backend_for(self, agent: str) -> ChatBackend:
+        return self.overrides.get(agent, self.default)
+
+    def take(self, call: _Call, completion: Completion) -> Completion:
+        """Record the answer to `call` (in call order: the transcript and the flags follow it)."""
+        self.record(
+            call.agent,
+            call.messages,
+            completion,
+            backend=self.backend_for(call.agent),
+            round_=call.round,
+            prompt=call.prompt,
+            **call.extra,
+        )
         return completion
 
     def record(
@@ -264,6 +310,16 @@ def _record_generator_text(agents: _Agents, text: str) -> None:
         agents.flag(f"empty simplification in round {agents.totals.transcript[-1]['round']}")
 
 
+def _first_call(sentence: str, prompt_kind: str, prompts: PromptSet) -> _Call:
+    return _Call(
+        "generator",
+        [{"role": "user", "content": prompts.render(prompt_kind, sentence=sentence)}],
+        prompt_kind,
+        0,
+        {"prompt": prompt_kind, "sentence": sentence, "round": 0},
+    )
+
+
 def generate_baseline(
     sentence: str,
     *,
@@ -291,32 +347,13 @@ def generate_baselines(
     _check_kind(prompt_kind)
     prompts = prompts or load_prompts()
     params = params or GenerationParams()
-    conversations = [
-        [{"role": "user", "content": prompts.render(prompt_kind, sentence=s)}] for s in sentences
-    ]
-    contexts = [{"prompt": prompt_kind, "sentence": s, "round": 0} for s in sentences]
-    batch = getattr(backend, "complete_batch", None)
-    completions: list[Completion] | None = None
-    if batch is not None and len(sentences) > 1:
-        completions = batch(conversations, agent="generator", params=params, contexts=contexts)
+    calls = [_first_call(sentence, prompt_kind, prompts) for sentence in sentences]
+    completions = _complete_calls(backend, calls, params)
 
     results = []
-    for index, sentence in enumerate(sentences):
+    for sentence, call, completion in zip(sentences, calls, completions, strict=True):
         agents = _Agents(backend, None, params)
-        if completions is None:
-            answer = agents.call(
-                "generator", conversations[index], round_=0, prompt=prompt_kind, context=contexts[index]
-            ).text
-        else:
-            agents.record(
-                "generator",
-                conversations[index],
-                completions[index],
-                backend=backend,
-                round_=0,
-                prompt=prompt_kind,
-            )
-            answer = completions[index].text
+        answer = agents.take(call, completion).text
         text = _first_simplification(answer, prompt_kind, agents)
         _record_generator_text(agents, text)
         totals = agents.totals
@@ -344,37 +381,26 @@ def generate_baselines(
     return results
 
 
-def run_self_correction(
+# The loop for one sentence as a coroutine: it yields the calls of its next step (all of one agent)
+# and is sent their answers, in the same order. Driving it call by call is run_self_correction;
+# driving many sentences' coroutines step by step, each step one batch, is run_self_correction_batch.
+# Both run the very same protocol code, so a sentence gets the same calls, transcript and result.
+_Loop = Generator[list[_Call], list[Completion], SelfCorrectionResult]
+
+
+def _self_correction_loop(
     sentence: str,
     *,
+    agents: _Agents,
+    prompt_kind: str,
+    prompts: PromptSet,
+    max_rounds: int,
     backend: ChatBackend,
-    prompt_kind: PromptKind = "plain",
-    prompts: PromptSet | None = None,
-    params: GenerationParams | None = None,
-    max_rounds: int = DEFAULT_MAX_ROUNDS,
-    agent_backends: Mapping[str, ChatBackend] | None = None,
-) -> SelfCorrectionResult:
-    """Generate the BS simplification and self-correct it (Plain_SC / CoT_SC).
-
-    `agent_backends` optionally gives some agents another backend than `backend` (the paper used
-    one model for all four). BackendError from any call propagates; with a CachedBackend a retried
-    job replays the calls that had already succeeded without paying for them again.
-    """
-    _check_kind(prompt_kind)
-    if max_rounds < 0:
-        raise ValueError("max_rounds must be >= 0")
-    prompts = prompts or load_prompts()
-    params = params or GenerationParams()
-    agents = _Agents(backend, agent_backends, params)
-
-    generator_memory = [{"role": "user", "content": prompts.render(prompt_kind, sentence=sentence)}]
-    first = agents.call(
-        "generator",
-        list(generator_memory),
-        round_=0,
-        prompt=prompt_kind,
-        context={"prompt": prompt_kind, "sentence": sentence, "round": 0},
-    )
+) -> _Loop:
+    first_call = _first_call(sentence, prompt_kind, prompts)
+    generator_memory = list(first_call.messages)
+    (first,) = yield [first_call]
+    agents.take(first_call, first)
     generator_memory.append({"role": "assistant", "content": first.text})
     bs_text = _first_simplification(first.text, prompt_kind, agents)
     _record_generator_text(agents, bs_text)
@@ -384,7 +410,7 @@ def run_self_correction(
     rounds = refinements = 0
     for round_ in range(1, max_rounds + 1):
         rounds = round_
-        radiologist = agents.call(
+        radiologist_call = _Call(
             "radiologist",
             [
                 {
@@ -392,38 +418,41 @@ def run_self_correction(
                     "content": prompts.render("radiologist", sentence=sentence, simplification=current),
                 }
             ],
-            round_=round_,
-            prompt="radiologist",
-            context={
-                "prompt": "radiologist",
-                "sentence": sentence,
-                "simplification": current,
-                "round": round_,
-            },
+            "radiologist",
+            round_,
+            {"prompt": "radiologist", "sentence": sentence, "simplification": current, "round": round_},
         )
-        patient = agents.call(
+        (radiologist,) = yield [radiologist_call]
+        agents.take(radiologist_call, radiologist)
+        patient_call = _Call(
             "patient",
             [{"role": "user", "content": prompts.render("patient", simplification=current)}],
-            round_=round_,
-            prompt="patient",
-            context={"prompt": "patient", "simplification": current, "round": round_},
+            "patient",
+            round_,
+            {"prompt": "patient", "simplification": current, "round": round_},
         )
-        processed: dict[str, str] = {}
-        decisions: dict[str, str] = {}
-        for feedback_of, feedback in (("radiologist", radiologist.text), ("patient", patient.text)):
-            answer = agents.call(
+        (patient,) = yield [patient_call]
+        agents.take(patient_call, patient)
+
+        # Both Processor calls in one step (one batch); each answer is recorded and read before the
+        # next, as when they are made one after the other.
+        processor_calls = [
+            _Call(
                 "processor",
                 [{"role": "user", "content": prompts.render("processor", feedback=feedback)}],
-                round_=round_,
-                prompt="processor",
-                feedback_of=feedback_of,
-                context={
-                    "prompt": "processor",
-                    "feedback": feedback,
-                    "feedback_of": feedback_of,
-                    "round": round_,
-                },
-            ).text
+                "processor",
+                round_,
+                {"prompt": "processor", "feedback": feedback, "feedback_of": feedback_of, "round": round_},
+                {"feedback_of": feedback_of},
+            )
+            for feedback_of, feedback in (("radiologist", radiologist.text), ("patient", patient.text))
+        ]
+        answers = yield processor_calls
+        processed: dict[str, str] = {}
+        decisions: dict[str, str] = {}
+        for call, completion in zip(processor_calls, answers, strict=True):
+            feedback_of = call.extra["feedback_of"]
+            answer = agents.take(call, completion).text
             decisions[feedback_of] = processor_decision(answer)
             processed[feedback_of] = processed_feedback(answer)
             if decisions[feedback_of] == "unclear":
@@ -439,12 +468,12 @@ def run_self_correction(
             "refine", radiologist_feedback=processed["radiologist"], patient_feedback=processed["patient"]
         )
         generator_memory.append({"role": "user", "content": refine})
-        refined = agents.call(
+        refine_call = _Call(
             "generator",
             list(generator_memory),
-            round_=round_,
-            prompt="refine",
-            context={
+            "refine",
+            round_,
+            {
                 "prompt": "refine",
                 "sentence": sentence,
                 "simplification": current,
@@ -453,6 +482,8 @@ def run_self_correction(
                 "round": round_,
             },
         )
+        (refined,) = yield [refine_call]
+        agents.take(refine_call, refined)
         generator_memory.append({"role": "assistant", "content": refined.text})
         refinements += 1
         current, current_raw = _refined_simplification(refined.text, prompt_kind), refined.text
@@ -483,5 +514,116 @@ def run_self_correction(
         prompt_digest=prompts.digest,
         backend=backend.name,
         model=backend.model,
-        params=params.as_dict(),
+        params=agents.params.as_dict(),
     )
+
+
+def _check_loop_arguments(prompt_kind: str, max_rounds: int) -> None:
+    _check_kind(prompt_kind)
+    if max_rounds < 0:
+        raise ValueError("max_rounds must be >= 0")
+
+
+def run_self_correction(
+    sentence: str,
+    *,
+    backend: ChatBackend,
+    prompt_kind: PromptKind = "plain",
+    prompts: PromptSet | None = None,
+    params: GenerationParams | None = None,
+    max_rounds: int = DEFAULT_MAX_ROUNDS,
+    agent_backends: Mapping[str, ChatBackend] | None = None,
+) -> SelfCorrectionResult:
+    """Generate the BS simplification and self-correct it (Plain_SC / CoT_SC).
+
+    `agent_backends` optionally gives some agents another backend than `backend` (the paper used
+    one model for all four). BackendError from any call propagates; with a CachedBackend a retried
+    job replays the calls that had already succeeded without paying for them again.
+    """
+    _check_loop_arguments(prompt_kind, max_rounds)
+    prompts = prompts or load_prompts()
+    params = params or GenerationParams()
+    agents = _Agents(backend, agent_backends, params)
+    loop = _self_correction_loop(
+        sentence,
+        agents=agents,
+        prompt_kind=prompt_kind,
+        prompts=prompts,
+        max_rounds=max_rounds,
+        backend=backend,
+    )
+    calls = next(loop)
+    while True:
+        # One call at a time, in the protocol's order.
+        answers = [
+            agents.backend_for(call.agent).complete(
+                call.messages, agent=call.agent, params=params, context=call.context
+            )
+            for call in calls
+        ]
+        try:
+            calls = loop.send(answers)
+        except StopIteration as done:
+            return done.value
+
+
+def run_self_correction_batch(
+    sentences: Sequence[str],
+    *,
+    backend: ChatBackend,
+    prompt_kind: PromptKind = "plain",
+    prompts: PromptSet | None = None,
+    params: GenerationParams | None = None,
+    max_rounds: int = DEFAULT_MAX_ROUNDS,
+    agent_backends: Mapping[str, ChatBackend] | None = None,
+) -> list[SelfCorrectionResult]:
+    """run_self_correction for many sentences in lockstep, one result per sentence in their order.
+
+    Every step of the protocol is one batch over the sentences still in the loop: the Generator's
+    first answers, then per round the Radiologist's prompts, the Patient's, the Processor's (two per
+    sentence), the refinements. A sentence whose Processor answers are both "No" leaves the loop.
+    A backend with `complete_batch` (a local GPU model) gets each step as one call (a step of a
+    single call as a plain `complete`); another gets one `complete` per call. Each call carries the
+    same messages, agent, params and context as in run_self_correction, so with a deterministic
+    backend each result is the one run_self_correction gives, and a CachedBackend shares its
+    entries between the two.
+
+    A BackendError from any batch propagates (for every sentence: they share the batch).
+    """
+    _check_loop_arguments(prompt_kind, max_rounds)
+    prompts = prompts or load_prompts()
+    params = params or GenerationParams()
+    agents = [_Agents(backend, agent_backends, params) for _ in sentences]
+    loops = [
+        _self_correction_loop(
+            sentence,
+            agents=item,
+            prompt_kind=prompt_kind,
+            prompts=prompts,
+            max_rounds=max_rounds,
+            backend=backend,
+        )
+        for sentence, item in zip(sentences, agents, strict=True)
+    ]
+    results: list[SelfCorrectionResult | None] = [None] * len(loops)
+    waiting = {index: next(loop) for index, loop in enumerate(loops)}
+    while waiting:
+        # The sentences still in the loop are all at the same step, so this is one group; grouping
+        # by agent only keeps each batch to one agent (complete_batch takes one) whatever happens.
+        by_agent: dict[str, list[int]] = {}
+        for index, calls in waiting.items():
+            by_agent.setdefault(calls[0].agent, []).append(index)
+        next_waiting: dict[int, list[_Call]] = {}
+        for agent, indices in by_agent.items():
+            flat = [call for index in indices for call in waiting[index]]
+            answers = _complete_calls(agents[indices[0]].backend_for(agent), flat, params)
+            offset = 0
+            for index in indices:
+                size = len(waiting[index])
+                try:
+                    next_waiting[index] = loops[index].send(answers[offset : offset + size])
+                except StopIteration as done:
+                    results[index] = done.value
+                offset += size
+        waiting = next_waiting
+    return [result for result in results if result is not None]
