@@ -1,8 +1,77 @@
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats
 
-from evaluation.stats.correlation import correlate
+from evaluation.stats import correlation, intervals
+from evaluation.stats.correlation import bootstrap_correlations, correlate
+
+SCIPY = {"pearson": stats.pearsonr, "spearman": stats.spearmanr, "kendall": stats.kendalltau}
+
+
+def reference_replicates(x, y, name, n_resamples, seed):
+    """The slow, obvious bootstrap: one scipy call per resample, indices drawn row by row."""
+    rng = np.random.default_rng(seed)
+    values = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.ConstantInputWarning)
+        for _ in range(n_resamples):
+            rows = rng.integers(0, x.size, size=x.size)
+            values.append(SCIPY[name](x[rows], y[rows]).statistic)
+    return np.array(values, dtype=np.float64)
+
+
+def reference_interval(replicates, confidence=0.95):
+    finite = replicates[~np.isnan(replicates)]
+    if finite.size < replicates.size / 2:
+        return None, None
+    tail = (1 - confidence) / 2
+    return tuple(np.percentile(finite, [100 * tail, 100 * (1 - tail)]))
+
+
+def samples():
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=60)
+    y = 0.4 * x + rng.normal(size=60)
+    yield "continuous", x, y
+    # Likert-like human answers against a metric with ties: many tied pairs on both sides.
+    yield "ties", np.round(2 * x) / 2, np.clip(np.round(2 + y), 1, 5)
+    # Seven pairs: a few percent of the resamples have a constant side (NaN replicates); seven
+    # copies of 0.1 do not average to exactly 0.1, so constancy must be detected, not inferred.
+    yield "tiny", np.array([0.1, 0.1, 0.1, 0.1, 0.7, 0.7, 0.3]), np.array([1.1, 3.0, 2.0, 1.1, 5.0, 1.1, 2.0])
+
+
+@pytest.mark.parametrize("label,x,y", list(samples()), ids=[sample[0] for sample in samples()])
+def test_replicates_and_intervals_equal_a_scipy_loop_over_the_same_resamples(label, x, y):
+    replicates = bootstrap_correlations(x, y, n_resamples=400, seed=3)
+    records = {r["method"]: r for r in correlate(x, y, n_resamples=400, seed=3, confidence=0.9)}
+    for name in SCIPY:
+        reference = reference_replicates(x, y, name, 400, 3)
+        np.testing.assert_array_equal(np.isnan(replicates[name]), np.isnan(reference))
+        np.testing.assert_allclose(replicates[name], reference, rtol=0, atol=1e-12, equal_nan=True)
+        low, high = reference_interval(reference, 0.9)
+        assert records[name]["ci_low"] == pytest.approx(low, abs=1e-12)
+        assert records[name]["ci_high"] == pytest.approx(high, abs=1e-12)
+        assert records[name]["r"] == pytest.approx(SCIPY[name](x, y).statistic, abs=1e-15)
+    if label == "tiny":
+        assert np.isnan(replicates["pearson"]).any()
+
+
+def test_chunked_resamples_and_kendall_fallback_give_the_same_replicates(monkeypatch):
+    rng = np.random.default_rng(5)
+    x = np.round(rng.normal(size=40), 1)
+    y = np.round(x + rng.normal(size=40))
+    whole = bootstrap_correlations(x, y, n_resamples=150, seed=9)
+    # Blocks of 3 resamples, and too many distinct pairs for Kendall's sign matrix: the loop path.
+    monkeypatch.setattr(intervals, "MAX_CHUNK_ELEMENTS", 3 * 40 + 5)
+    monkeypatch.setattr(correlation, "_KENDALL_MATRIX_MAX_PAIRS", 10)
+    chunked = bootstrap_correlations(x, y, n_resamples=150, seed=9)
+    for name in SCIPY:
+        np.testing.assert_allclose(chunked[name], whole[name], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        chunked["kendall"], reference_replicates(x, y, "kendall", 150, 9), rtol=0, atol=1e-12
+    )
 
 
 def test_correlations_equal_scipy_after_dropping_missing_pairs():
@@ -25,8 +94,22 @@ def test_correlations_equal_scipy_after_dropping_missing_pairs():
         assert record["r"] == pytest.approx(reference.statistic)
         assert record["p_value"] == pytest.approx(reference.pvalue)
         assert record["ci_low"] < record["r"] < record["ci_high"]
+        low, high = reference_interval(
+            reference_replicates(metric[keep], human[keep], record["method"], 300, 1)
+        )
+        assert (record["ci_low"], record["ci_high"]) == pytest.approx((low, high), abs=1e-12)
     assert correlate(metric, human, n_resamples=300, seed=1) == records
     assert correlate(metric, human, n_resamples=300, seed=2) != records
+
+
+def test_interval_contains_the_estimate_on_typical_study_data():
+    # 160 simplifications: a continuous metric against mean Likert answers of three raters.
+    rng = np.random.default_rng(21)
+    metric = rng.normal(10, 3, size=160)
+    answers = np.clip(np.round(3 + 0.3 * (metric[:, np.newaxis] - 10) + rng.normal(size=(160, 3))), 1, 5)
+    for record in correlate(metric, answers.mean(axis=1)):
+        assert record["ci_low"] < record["r"] < record["ci_high"]
+        assert -1 <= record["ci_low"] and record["ci_high"] <= 1
 
 
 def test_pearson_interval_is_close_to_fisher_z_for_a_large_sample():
@@ -38,6 +121,16 @@ def test_pearson_interval_is_close_to_fisher_z_for_a_large_sample():
     low, high = np.tanh(z - 1.96 * se), np.tanh(z + 1.96 * se)
     assert record["ci_low"] == pytest.approx(low, abs=0.03)
     assert record["ci_high"] == pytest.approx(high, abs=0.03)
+
+
+def test_mostly_degenerate_resamples_give_no_interval():
+    # Each side has one odd value out; a resample missing either one is constant on that side,
+    # which happens with probability 1 - P(both drawn) ≈ 0.58: fewer than half are finite.
+    x, y = [0.0, 0.0, 0.0, 0.0, 1.0], [1.0, 0.0, 0.0, 0.0, 0.0]
+    assert np.isnan(reference_replicates(np.array(x), np.array(y), "pearson", 500, 0)).mean() > 0.5
+    for record in correlate(x, y, n_resamples=500):
+        assert record["r"] == pytest.approx(SCIPY[record["method"]](x, y).statistic)
+        assert record["ci_low"] is None and record["ci_high"] is None
 
 
 def test_too_few_pairs_or_constant_input_give_no_correlation():
@@ -57,3 +150,5 @@ def test_too_few_pairs_or_constant_input_give_no_correlation():
 def test_unknown_method_is_rejected():
     with pytest.raises(ValueError):
         correlate([1, 2, 3], [1, 2, 3], method_names=("distance",))
+    with pytest.raises(ValueError):
+        bootstrap_correlations(np.array([1.0, np.nan, 3.0]), np.array([1.0, 2.0, 3.0]))
