@@ -56,7 +56,8 @@ class GenerationBatchForm(forms.Form):
     concurrency = forms.IntegerField(
         min_value=1,
         required=False,
-        help_text="Jobs of this batch queued or running at once "
+        help_text="Tasks of this batch queued or running at once (jobs for API backends, chunks of jobs "
+        "for local models) "
         f"(default {settings.RADLAY_GENERATION_CONCURRENCY}).",
     )
 

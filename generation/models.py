@@ -64,7 +64,8 @@ class GenerationBatch(models.Model):
     # temperature, max_tokens, seed, top_p, sample_index (GenerationParams) + max_rounds, scgr_max_attempts.
     parameters = models.JSONField(default=dict, blank=True)
     concurrency = models.PositiveIntegerField(
-        help_text="At most this many jobs of the batch queued or running."
+        help_text="At most this many tasks of the batch queued or running: jobs for API backends, chunks of "
+        "RADLAY_GPU_BATCH_SIZE jobs for local models."
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -69,7 +69,8 @@ def test_jobs_are_sent_after_the_commit_to_the_queue_of_their_backend(
     local_jobs = list(local.jobs.order_by("source__position").values_list("pk", flat=True))
     assert queued == [
         *[("generation.tasks.generation_job_run_llm", [pk], None, "llm") for pk in api_jobs[:2]],
-        *[("generation.tasks.generation_job_run_gpu", [pk], None, "gpu") for pk in local_jobs],
+        # A local-model batch goes out as one chunk (run in lockstep on the GPU).
+        ("generation.tasks.generation_job_run_gpu", [local_jobs], None, "gpu"),
     ]
 
 
