@@ -1,5 +1,6 @@
 """One place that decides what a survey token may reach (Zulip's access_* pattern). Views call
 these instead of re-writing permission checks."""
+
 from __future__ import annotations
 
 from django.http import Http404
@@ -38,7 +39,11 @@ def access_expert_item(*, participant: Participant, item_id: int) -> ExpertItem:
 
 
 def access_lay_item(*, participant: Participant, item_id: int) -> LayItem:
-    item = LayItem.objects.select_related("source", "shown_text").filter(pk=item_id, participant=participant).first()
+    item = (
+        LayItem.objects.select_related("source", "shown_text")
+        .filter(pk=item_id, participant=participant)
+        .first()
+    )
     if item is None:
         raise Http404("This sentence is not part of your survey.")
     return item

@@ -1,5 +1,6 @@
 """Admin for every model of the annotation app. Answers are read-only here: they are written only
 by participants through the survey (or by an import)."""
+
 from django.contrib import admin
 from django.db.models import Count
 from django.urls import reverse
@@ -45,7 +46,16 @@ class AttentionCheckInline(admin.TabularInline):
 
 @admin.register(Study)
 class StudyAdmin(admin.ModelAdmin):
-    list_display = ("slug", "title", "status", "unit", "n_sources", "n_participants", "dashboard", "created_at")
+    list_display = (
+        "slug",
+        "title",
+        "status",
+        "unit",
+        "n_sources",
+        "n_participants",
+        "dashboard",
+        "created_at",
+    )
     list_filter = ("status", "unit")
     search_fields = ("slug", "title")
     prepopulated_fields = {"slug": ("title",)}
@@ -54,17 +64,41 @@ class StudyAdmin(admin.ModelAdmin):
     actions = ["open_studies", "close_studies"]
     fieldsets = (
         (None, {"fields": ("slug", "title", "description", "status", "unit", "researchers")}),
-        ("Texts shown to participants (empty = the protocol's defaults)",
-         {"fields": ("expert_instructions", "expert_consent_text", "lay_instructions", "lay_consent_text")}),
+        (
+            "Texts shown to participants (empty = the protocol's defaults)",
+            {
+                "fields": (
+                    "expert_instructions",
+                    "expert_consent_text",
+                    "lay_instructions",
+                    "lay_consent_text",
+                )
+            },
+        ),
         ("Radiologist flow", {"fields": ("expert_sources_per_participant",)}),
-        ("Lay flow", {"fields": ("lay_sources_per_participant", "ask_urgency", "background_questions",
-                                 "abandon_after_minutes", "safety_gate_enabled", "safety_gate_threshold",
-                                 "completion_redirect_url")}),
+        (
+            "Lay flow",
+            {
+                "fields": (
+                    "lay_sources_per_participant",
+                    "ask_urgency",
+                    "background_questions",
+                    "abandon_after_minutes",
+                    "safety_gate_enabled",
+                    "safety_gate_threshold",
+                    "completion_redirect_url",
+                )
+            },
+        ),
     )
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(
-            _sources=Count("sources", distinct=True), _participants=Count("participants", distinct=True)
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                _sources=Count("sources", distinct=True), _participants=Count("participants", distinct=True)
+            )
         )
 
     @admin.display(description="sources", ordering="_sources")
@@ -108,8 +142,17 @@ class SystemAdmin(admin.ModelAdmin):
 
 @admin.register(Simplification)
 class SimplificationAdmin(admin.ModelAdmin):
-    list_display = ("source", "system", "short_text", "origin", "backend", "model_name", "prompt_version",
-                    "rounds", "flagged")
+    list_display = (
+        "source",
+        "system",
+        "short_text",
+        "origin",
+        "backend",
+        "model_name",
+        "prompt_version",
+        "rounds",
+        "flagged",
+    )
     list_filter = ("source__study", "system__key", "origin", "backend", "flagged", "reached_round_cap")
     search_fields = ("source__key", "shown_text__text")
     readonly_fields = ("shown_text", "created_at", "updated_at", "transcript_view")
@@ -127,9 +170,14 @@ class SimplificationAdmin(admin.ModelAdmin):
         for turn in obj.transcript:
             rows += format_html(
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td style='white-space:pre-wrap'>{}</td></tr>",
-                turn.get("round", ""), turn.get("agent", ""), turn.get("role", ""), turn.get("content", ""),
+                turn.get("round", ""),
+                turn.get("agent", ""),
+                turn.get("role", ""),
+                turn.get("content", ""),
             )
-        return format_html("<table><tr><th>round</th><th>agent</th><th>role</th><th>message</th></tr>{}</table>", rows)
+        return format_html(
+            "<table><tr><th>round</th><th>agent</th><th>role</th><th>message</th></tr>{}</table>", rows
+        )
 
 
 @admin.register(SimplificationText)
@@ -149,12 +197,29 @@ class SimplificationTextAdmin(ReadOnlyAdmin):
 
 @admin.register(Participant)
 class ParticipantAdmin(admin.ModelAdmin):
-    list_display = ("pseudonym", "study", "role", "external_id", "latin_square_row", "progress", "consented_at",
-                    "completed_at", "survey_link")
+    list_display = (
+        "pseudonym",
+        "study",
+        "role",
+        "external_id",
+        "latin_square_row",
+        "progress",
+        "consented_at",
+        "completed_at",
+        "survey_link",
+    )
     list_filter = ("study", "role", ("completed_at", admin.EmptyFieldListFilter))
     search_fields = ("pseudonym", "external_id")
-    readonly_fields = ("token", "created_at", "started_at", "completed_at", "last_activity_at", "consented_at",
-                       "declined_at", "returned_at")
+    readonly_fields = (
+        "token",
+        "created_at",
+        "started_at",
+        "completed_at",
+        "last_activity_at",
+        "consented_at",
+        "declined_at",
+        "returned_at",
+    )
     actions = ["mark_returned"]
 
     @admin.action(description="Mark as returned/withdrawn (their Latin-square row is handed out again)")
@@ -189,8 +254,16 @@ class ExpertItemAdmin(ReadOnlyAdmin):
 
 @admin.register(ExpertRating)
 class ExpertRatingAdmin(ReadOnlyAdmin):
-    list_display = ("participant", "shown_text", "correctness", "completeness", "hallucination", "structure",
-                    "simplicity", "updated_at")
+    list_display = (
+        "participant",
+        "shown_text",
+        "correctness",
+        "completeness",
+        "hallucination",
+        "structure",
+        "simplicity",
+        "updated_at",
+    )
     list_filter = ("participant__study", "participant")
 
 
@@ -208,7 +281,15 @@ class LayItemAdmin(ReadOnlyAdmin):
 
 @admin.register(LayAnswer)
 class LayAnswerAdmin(ReadOnlyAdmin):
-    list_display = ("item", "phase", "understanding", "confidence", "severity_guess", "helpfulness", "updated_at")
+    list_display = (
+        "item",
+        "phase",
+        "understanding",
+        "confidence",
+        "severity_guess",
+        "helpfulness",
+        "updated_at",
+    )
     list_filter = ("item__participant__study", "phase")
 
 

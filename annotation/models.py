@@ -7,6 +7,7 @@ Identical texts: when several systems produce the same text for a source, the si
 point at one `SimplificationText` row. Participants see and answer that row once; analysis credits
 the answer to every system whose simplification points at it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -69,18 +70,22 @@ class Study(models.Model):
         null=True, blank=True, help_text="Sources each lay participant sees; empty = all."
     )
     ask_urgency = models.BooleanField(
-        default=False, help_text="Ask the urgency-confidence question (in the original survey, not in the paper)."
+        default=False,
+        help_text="Ask the urgency-confidence question (in the original survey, not in the paper).",
     )
     background_questions = models.JSONField(
-        default=list, blank=True,
+        default=list,
+        blank=True,
         help_text='List of {"key", "question", "options": [..]} asked after consent (empty = none).',
     )
     abandon_after_minutes = models.PositiveIntegerField(
-        default=120, help_text="A lay participant idle this long counts as abandoned; their Latin-square row is reused."
+        default=120,
+        help_text="A lay participant idle this long counts as abandoned; their Latin-square row is reused.",
     )
     safety_gate_enabled = models.BooleanField(default=False)
     safety_gate_threshold = models.PositiveSmallIntegerField(
-        default=2, help_text="Withhold a text any radiologist rated at or below this on Hallucination or Correctness."
+        default=2,
+        help_text="Withhold a text any radiologist rated at or below this on Hallucination or Correctness.",
     )
     completion_redirect_url = models.URLField(blank=True, max_length=500)
     expert_sources_per_participant = models.PositiveIntegerField(
@@ -112,7 +117,9 @@ class Source(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="sources")
     key = models.CharField(max_length=100)
     text = models.TextField()
-    position = models.PositiveIntegerField(help_text="Fixed index i of the source in the study (Latin square).")
+    position = models.PositiveIntegerField(
+        help_text="Fixed index i of the source in the study (Latin square)."
+    )
     reference_severity = models.CharField(max_length=10, choices=SEVERITY_CHOICES, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
 
@@ -166,7 +173,9 @@ class SimplificationText(models.Model):
 class Simplification(models.Model):
     source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="simplifications")
     system = models.ForeignKey(System, on_delete=models.CASCADE, related_name="simplifications")
-    shown_text = models.ForeignKey(SimplificationText, on_delete=models.PROTECT, related_name="simplifications")
+    shown_text = models.ForeignKey(
+        SimplificationText, on_delete=models.PROTECT, related_name="simplifications"
+    )
     # Provenance (filled by generation; imports record "import").
     origin = models.CharField(max_length=40, default="import")
     backend = models.CharField(max_length=40, blank=True)
@@ -204,10 +213,16 @@ class Participant(models.Model):
     role = models.CharField(max_length=12, choices=Role.choices)
     token = models.CharField(max_length=64, unique=True, default=new_participant_token, editable=False)
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="participations"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="participations",
     )
     external_id = models.CharField(max_length=200, blank=True, help_text="e.g. the Prolific PID")
-    recruitment = models.JSONField(default=dict, blank=True, help_text="STUDY_ID, SESSION_ID, … of the recruiter")
+    recruitment = models.JSONField(
+        default=dict, blank=True, help_text="STUDY_ID, SESSION_ID, … of the recruiter"
+    )
     pseudonym = models.CharField(max_length=20, blank=True)
     latin_square_row = models.PositiveIntegerField(null=True, blank=True)
     order_seed = models.BigIntegerField(default=0)
@@ -216,7 +231,9 @@ class Participant(models.Model):
     declined_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
-    returned_at = models.DateTimeField(null=True, blank=True, help_text="Returned/withdrawn: row may be reused.")
+    returned_at = models.DateTimeField(
+        null=True, blank=True, help_text="Returned/withdrawn: row may be reused."
+    )
     last_activity_at = models.DateTimeField(null=True, blank=True)
     completion_code = models.CharField(max_length=16, default=new_completion_code)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -225,7 +242,9 @@ class Participant(models.Model):
         ordering = ["study", "role", "id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["study", "external_id"], condition=~Q(external_id=""), name="participant_unique_external_id"
+                fields=["study", "external_id"],
+                condition=~Q(external_id=""),
+                name="participant_unique_external_id",
             ),
             models.UniqueConstraint(
                 fields=["study", "pseudonym"], condition=~Q(pseudonym=""), name="participant_unique_pseudonym"
@@ -249,7 +268,9 @@ class ExpertItem(models.Model):
     participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="expert_items")
     source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="expert_items")
     position = models.PositiveIntegerField()
-    text_order = models.JSONField(default=list, help_text="SimplificationText ids in display order (labels A, B, …)")
+    text_order = models.JSONField(
+        default=list, help_text="SimplificationText ids in display order (labels A, B, …)"
+    )
     time_spent_ms = models.PositiveBigIntegerField(default=0)
     completed_at = models.DateTimeField(null=True, blank=True)
 
@@ -272,7 +293,9 @@ class ExpertRating(models.Model):
     ASPECTS = tuple(scales.EXPERT_ASPECTS)
 
     participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="expert_ratings")
-    shown_text = models.ForeignKey(SimplificationText, on_delete=models.CASCADE, related_name="expert_ratings")
+    shown_text = models.ForeignKey(
+        SimplificationText, on_delete=models.CASCADE, related_name="expert_ratings"
+    )
     correctness = models.PositiveSmallIntegerField(null=True, blank=True)
     completeness = models.PositiveSmallIntegerField(null=True, blank=True)
     hallucination = models.PositiveSmallIntegerField(null=True, blank=True)
@@ -332,7 +355,11 @@ class LayItem(models.Model):
     source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="lay_items")
     position = models.PositiveIntegerField(help_text="Display position in this participant's survey.")
     assigned_system = models.ForeignKey(
-        System, null=True, blank=True, on_delete=models.PROTECT, related_name="lay_items",
+        System,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="lay_items",
         help_text="The system the Latin square assigned for panel 2.",
     )
     shown_text = models.ForeignKey(SimplificationText, on_delete=models.PROTECT, related_name="lay_items")
@@ -377,7 +404,8 @@ class LayAnswer(models.Model):
                 name="lay_answer_confidence_level",
             ),
             models.CheckConstraint(
-                condition=Q(urgency_confidence="") | Q(urgency_confidence__in=scales.URGENCY_CONFIDENCE.names),
+                condition=Q(urgency_confidence="")
+                | Q(urgency_confidence__in=scales.URGENCY_CONFIDENCE.names),
                 name="lay_answer_urgency_level",
             ),
             models.CheckConstraint(
@@ -385,7 +413,8 @@ class LayAnswer(models.Model):
                 name="lay_answer_severity_level",
             ),
             models.CheckConstraint(
-                condition=Q(helpfulness="") | (Q(phase="assisted") & Q(helpfulness__in=scales.HELPFULNESS.names)),
+                condition=Q(helpfulness="")
+                | (Q(phase="assisted") & Q(helpfulness__in=scales.HELPFULNESS.names)),
                 name="lay_answer_helpfulness_assisted_only",
             ),
         ]
@@ -414,7 +443,9 @@ class AttentionCheck(models.Model):
 
     class Meta:
         ordering = ["study", "position"]
-        constraints = [models.UniqueConstraint(fields=["study", "position"], name="attention_check_unique_position")]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "position"], name="attention_check_unique_position")
+        ]
 
 
 class AttentionCheckResponse(models.Model):

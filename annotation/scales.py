@@ -1,6 +1,7 @@
 """The survey scales, as participants see them (PROTOCOL.md, from seed 003 Figure 1 / appendix A.2
 and the raw survey exports). Answers are stored by level name; numbers are given here, once, for
 analysis and exports. Django-free."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -42,23 +43,46 @@ SEVERITY = Scale(
     key="severity",
     question="Make your best guess about the severity of the described medical condition.",
     levels=(
-        Level("Critical", 1, "Describes a medical condition that poses a threat to a person's life. "
-              "A critical condition requires urgent care and close monitoring."),
-        Level("Serious", 2, "Describes a condition that requires medical attention but is not immediately "
-              "life-threatening. Treatment may involve hospitalization, medication, or other interventions."),
-        Level("Moderate", 3, "Describes a condition that is not severe but may require medical attention and "
-              "treatment. The condition may cause discomfort or affect a person's ability to carry out normal "
-              "activities."),
-        Level("Mild", 4, "Describes a condition that is not serious. The condition may cause minor discomfort "
-              "or inconvenience but is unlikely to have a significant impact on a person's overall health."),
-        Level("Healthy", 5, "Findings that are considered normal or benign with no significant abnormalities."),
+        Level(
+            "Critical",
+            1,
+            "Describes a medical condition that poses a threat to a person's life. "
+            "A critical condition requires urgent care and close monitoring.",
+        ),
+        Level(
+            "Serious",
+            2,
+            "Describes a condition that requires medical attention but is not immediately "
+            "life-threatening. Treatment may involve hospitalization, medication, or other interventions.",
+        ),
+        Level(
+            "Moderate",
+            3,
+            "Describes a condition that is not severe but may require medical attention and "
+            "treatment. The condition may cause discomfort or affect a person's ability to carry out normal "
+            "activities.",
+        ),
+        Level(
+            "Mild",
+            4,
+            "Describes a condition that is not serious. The condition may cause minor discomfort "
+            "or inconvenience but is unlikely to have a significant impact on a person's overall health.",
+        ),
+        Level(
+            "Healthy", 5, "Findings that are considered normal or benign with no significant abnormalities."
+        ),
     ),
 )
 
 UNDERSTANDING = Scale(
     key="understanding",
     question="You understand the meaning of the sentence.",
-    levels=(Level("Not at all", 1), Level("Some parts of it", 2), Level("Most of it", 3), Level("Completely", 4)),
+    levels=(
+        Level("Not at all", 1),
+        Level("Some parts of it", 2),
+        Level("Most of it", 3),
+        Level("Completely", 4),
+    ),
 )
 
 CONFIDENCE = Scale(
@@ -89,22 +113,25 @@ LIKERT = Scale(
     key="likert",
     question="1 - strongly disagree, 2 - disagree, 3 - neutral, 4 - agree, 5 - strongly agree.",
     levels=(
-        Level("strongly disagree", 1), Level("disagree", 2), Level("neutral", 3),
-        Level("agree", 4), Level("strongly agree", 5),
+        Level("strongly disagree", 1),
+        Level("disagree", 2),
+        Level("neutral", 3),
+        Level("agree", 4),
+        Level("strongly agree", 5),
     ),
 )
 
 EXPERT_ASPECTS: dict[str, str] = {
     "correctness": "All information in the simplification is medically correct.",
     "completeness": "The simplification must retain all the essential information of the original "
-                    "radiology sentence.",
+    "radiology sentence.",
     "hallucination": "The simplified sentence should not introduce any harmful or misleading "
-                     "interpretations that are not in the original sentence.",
+    "interpretations that are not in the original sentence.",
     "structure": "The simplification must include clear descriptions of 1) body parts, 2) the findings "
-                 "(such as masses, injuries, stones, swelling), and 3) what these findings indicate (for "
-                 "instance, benign conditions, unclear diagnoses, indications of severity).",
+    "(such as masses, injuries, stones, swelling), and 3) what these findings indicate (for "
+    "instance, benign conditions, unclear diagnoses, indications of severity).",
     "simplicity": "From your personal perspective, the simplification is simple enough for laypeople to "
-                  "understand.",
+    "understand.",
 }
 ORIGINAL_SIMPLICITY_QUESTION = "Do you think laypeople can understand the sentence?"
 
@@ -116,6 +143,10 @@ LAY_SCALES: dict[str, Scale] = {
     "helpfulness": HELPFULNESS,
 }
 
-PREFERENCE_MOST_QUESTION = "Which simplifications do you like the most? (you can select more than one sentence)"
-PREFERENCE_LEAST_QUESTION = "Which simplifications do you like the least? (you can select more than one sentence)"
+PREFERENCE_MOST_QUESTION = (
+    "Which simplifications do you like the most? (you can select more than one sentence)"
+)
+PREFERENCE_LEAST_QUESTION = (
+    "Which simplifications do you like the least? (you can select more than one sentence)"
+)
 JUSTIFICATION_QUESTION = "Please provide your justification."

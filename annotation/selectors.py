@@ -1,4 +1,5 @@
 """Reads of the annotation app."""
+
 from __future__ import annotations
 
 from django.db.models import Count, QuerySet
@@ -35,7 +36,10 @@ def study_counts(*, study: Study) -> dict:
     """The counts `manage.py study_stats` prints. An expert rating on a text that several systems
     share counts once per system (rater × simplification pairs rated)."""
     participants = dict(
-        Participant.objects.filter(study=study).values_list("role").annotate(n=Count("id")).values_list("role", "n")
+        Participant.objects.filter(study=study)
+        .values_list("role")
+        .annotate(n=Count("id"))
+        .values_list("role", "n")
     )
     rating_pairs = (
         ExpertRating.objects.filter(participant__study=study)
@@ -44,15 +48,20 @@ def study_counts(*, study: Study) -> dict:
     )
     answers = dict(
         LayAnswer.objects.filter(item__participant__study=study)
-        .values_list("phase").annotate(n=Count("id")).values_list("phase", "n")
+        .values_list("phase")
+        .annotate(n=Count("id"))
+        .values_list("phase", "n")
     )
     return {
         "study": study.slug,
         "sources": Source.objects.filter(study=study).count(),
         "systems": System.objects.filter(study=study).count(),
         "simplifications": Simplification.objects.filter(source__study=study).count(),
-        "distinct_texts": SimplificationText.objects.filter(source__study=study, simplifications__isnull=False)
-        .distinct().count(),
+        "distinct_texts": SimplificationText.objects.filter(
+            source__study=study, simplifications__isnull=False
+        )
+        .distinct()
+        .count(),
         "participants": {role: participants.get(role, 0) for role in Participant.Role.values},
         "expert_ratings": sum(rating_pairs),
         "expert_source_judgements": ExpertSourceJudgement.objects.filter(participant__study=study).count(),

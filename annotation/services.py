@@ -5,6 +5,7 @@ duplicates), validates its values, and adds the time spent it is given to the ro
 `None` for an answer field means "not given in this call" (autosave sends one question at a time);
 it never clears an answer that was given.
 """
+
 from __future__ import annotations
 
 import random
@@ -53,7 +54,9 @@ def study_get_or_create(*, slug: str, title: str = "") -> tuple[Study, bool]:
 
 def study_set_status(*, study: Study, status: str) -> Study:
     if status not in Study.Status.values:
-        raise ValidationError({"status": f"Unknown status {status!r}; use one of {', '.join(Study.Status.values)}."})
+        raise ValidationError(
+            {"status": f"Unknown status {status!r}; use one of {', '.join(Study.Status.values)}."}
+        )
     study.status = status
     study.save(update_fields=["status", "updated_at"])
     return study
@@ -71,15 +74,22 @@ def source_upsert(
     the next free position (the fixed index the Latin square uses)."""
     if reference_severity and reference_severity not in scales.SEVERITY.names:
         raise ValidationError(
-            {"reference_severity": f"{reference_severity!r} is not a severity level "
-                                   f"({', '.join(scales.SEVERITY.names)})."}
+            {
+                "reference_severity": f"{reference_severity!r} is not a severity level "
+                f"({', '.join(scales.SEVERITY.names)})."
+            }
         )
     text = text.strip()
     if not key.strip() or not text:
         raise ValidationError("A source needs a non-empty key and text.")
     source = Source.objects.filter(study=study, key=key).first()
     if source is None:
-        last = Source.objects.filter(study=study).order_by("-position").values_list("position", flat=True).first()
+        last = (
+            Source.objects.filter(study=study)
+            .order_by("-position")
+            .values_list("position", flat=True)
+            .first()
+        )
         source = Source(study=study, key=key, position=0 if last is None else last + 1)
     source.text = text
     if reference_severity is not None:
@@ -91,11 +101,22 @@ def source_upsert(
     return source
 
 
-def system_upsert(*, study: Study, key: str, label: str = "", config: Mapping[str, Any] | None = None,
-                  is_reference: bool | None = None) -> System:
+def system_upsert(
+    *,
+    study: Study,
+    key: str,
+    label: str = "",
+    config: Mapping[str, Any] | None = None,
+    is_reference: bool | None = None,
+) -> System:
     system = System.objects.filter(study=study, key=key).first()
     if system is None:
-        last = System.objects.filter(study=study).order_by("-position").values_list("position", flat=True).first()
+        last = (
+            System.objects.filter(study=study)
+            .order_by("-position")
+            .values_list("position", flat=True)
+            .first()
+        )
         system = System(study=study, key=key, position=0 if last is None else last + 1)
     if label:
         system.label = label
@@ -126,7 +147,9 @@ def simplification_upsert(
     if system.study_id != source.study_id:
         raise ValidationError("The system and the source belong to different studies.")
     if not text or not text.strip():
-        raise ValidationError({"text": f"Empty simplification for source {source.key!r}, system {system.key!r}."})
+        raise ValidationError(
+            {"text": f"Empty simplification for source {source.key!r}, system {system.key!r}."}
+        )
     shown = simplification_text_get_or_create(source=source, text=text)
     simplification = Simplification.objects.filter(source=source, system=system).first()
     previous_text_id = simplification.shown_text_id if simplification else None
@@ -248,7 +271,9 @@ def _check_likert(name: str, value: Any) -> int:
 
 def _check_level(name: str, value: str, scale: scales.Scale) -> str:
     if value not in scale.names:
-        raise ValidationError({name: f"{value!r} is not an answer to {name} (one of: {', '.join(scale.names)})."})
+        raise ValidationError(
+            {name: f"{value!r} is not an answer to {name} (one of: {', '.join(scale.names)})."}
+        )
     return value
 
 
@@ -273,7 +298,9 @@ def expert_rating_save(
     clean: dict[str, int] = {}
     for aspect, value in (scores or {}).items():
         if aspect not in scales.EXPERT_ASPECTS:
-            raise ValidationError({aspect: f"Unknown aspect {aspect!r} ({', '.join(scales.EXPERT_ASPECTS)})."})
+            raise ValidationError(
+                {aspect: f"Unknown aspect {aspect!r} ({', '.join(scales.EXPERT_ASPECTS)})."}
+            )
         if value is not None:
             clean[aspect] = _check_likert(aspect, value)
     with transaction.atomic():
@@ -315,24 +342,32 @@ def expert_source_judgement_save(
     return judgement
 
 
-def expert_item_create(*, participant: Participant, source: Source, position: int,
-                       text_order: Sequence[int] | None = None) -> ExpertItem:
+def expert_item_create(
+    *, participant: Participant, source: Source, position: int, text_order: Sequence[int] | None = None
+) -> ExpertItem:
     """The radiologist's page for `source`; its texts in a random order drawn from the
     participant's seed unless given."""
     _require_role(participant, Participant.Role.RADIOLOGIST)
     if text_order is None:
-        ids = sorted(SimplificationText.objects.filter(source=source, simplifications__isnull=False)
-                     .values_list("pk", flat=True).distinct())
+        ids = sorted(
+            SimplificationText.objects.filter(source=source, simplifications__isnull=False)
+            .values_list("pk", flat=True)
+            .distinct()
+        )
         random.Random(f"{participant.order_seed}:{source.pk}").shuffle(ids)
         text_order = ids
     item, _ = ExpertItem.objects.get_or_create(
-        participant=participant, source=source, defaults={"position": position, "text_order": list(text_order)}
+        participant=participant,
+        source=source,
+        defaults={"position": position, "text_order": list(text_order)},
     )
     return item
 
 
 def expert_item_add_time(*, item: ExpertItem, time_spent_ms: int) -> None:
-    ExpertItem.objects.filter(pk=item.pk).update(time_spent_ms=F("time_spent_ms") + max(0, int(time_spent_ms)))
+    ExpertItem.objects.filter(pk=item.pk).update(
+        time_spent_ms=F("time_spent_ms") + max(0, int(time_spent_ms))
+    )
 
 
 # --- Lay answers -------------------------------------------------------------------------------------
@@ -354,13 +389,20 @@ def lay_item_create(
     if shown_text.source_id != source.pk:
         raise ValidationError("The assigned text is not a simplification of this source.")
     if preference_order is None:
-        ids = sorted(SimplificationText.objects.filter(source=source, simplifications__isnull=False)
-                     .values_list("pk", flat=True).distinct())
+        ids = sorted(
+            SimplificationText.objects.filter(source=source, simplifications__isnull=False)
+            .values_list("pk", flat=True)
+            .distinct()
+        )
         random.Random(f"{participant.order_seed}:pref:{source.pk}").shuffle(ids)
         preference_order = ids
     return LayItem.objects.create(
-        participant=participant, source=source, position=position, shown_text=shown_text,
-        assigned_system=assigned_system, preference_order=list(preference_order),
+        participant=participant,
+        source=source,
+        position=position,
+        shown_text=shown_text,
+        assigned_system=assigned_system,
+        preference_order=list(preference_order),
     )
 
 
@@ -423,7 +465,9 @@ def lay_preference_save(
     most_ids = _check_choice_ids("most", most, allowed)
     least_ids = _check_choice_ids("least", least, allowed)
     with transaction.atomic():
-        preference, _ = _get_or_create_locked(LayPreference, item=item, defaults={"order_shown": item.preference_order})
+        preference, _ = _get_or_create_locked(
+            LayPreference, item=item, defaults={"order_shown": item.preference_order}
+        )
         if most_justification is not None:
             preference.most_justification = most_justification.strip()
         if least_justification is not None:

@@ -1,5 +1,6 @@
 """The Celery app. Queues: `default` (bookkeeping), `llm` (API-backed generation), `gpu` (local
 models). Settings come from Django's settings under the CELERY_ namespace."""
+
 import os
 
 from celery import Celery

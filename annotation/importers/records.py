@@ -1,6 +1,7 @@
 """What importers produce: plain records, written to the database by annotation/importers/write.py
 in one transaction. Readers never touch the database, so a malformed file fails before anything
 is written."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -49,10 +50,10 @@ class ExpertJudgementRecord:
 class LayItemRecord:
     source_key: str
     position: int
-    systems: list[str]                 # the system(s) whose (shared) text was shown in panel 2
-    original: dict[str, str | None]    # panel-1 answers by question
-    assisted: dict[str, str | None]    # panel-2 answers by question
-    most: list[str] | None             # system keys; None = not answered
+    systems: list[str]  # the system(s) whose (shared) text was shown in panel 2
+    original: dict[str, str | None]  # panel-1 answers by question
+    assisted: dict[str, str | None]  # panel-2 answers by question
+    most: list[str] | None  # system keys; None = not answered
     least: list[str] | None
     most_justification: str = ""
     least_justification: str = ""

@@ -16,6 +16,7 @@ the quirks handled here:
 
 Nothing is invented: an empty cell stays a missing answer.
 """
+
 from __future__ import annotations
 
 import csv
@@ -47,10 +48,27 @@ SYSTEM_LABELS = {"plain_bs": "Plain_BS", "plain_sc": "Plain_SC", "cot_bs": "CoT_
 # Labels used by the lay files ("Dummy" = Plain).
 VERSION_LABELS = {"Dummy_BS": "plain_bs", "Dummy_SC": "plain_sc", "CoT_BS": "cot_bs", "CoT_SC": "cot_sc"}
 # Radiologist file: (text column, rating column, comment column) by position, per system.
-RADIOLOGIST_COLUMNS = {"plain_bs": (1, 2, 3), "plain_sc": (4, 5, 6), "cot_bs": (7, 8, 9), "cot_sc": (10, 11, 12)}
+RADIOLOGIST_COLUMNS = {
+    "plain_bs": (1, 2, 3),
+    "plain_sc": (4, 5, 6),
+    "cot_bs": (7, 8, 9),
+    "cot_sc": (10, 11, 12),
+}
 RADIOLOGIST_HEADER = [
-    "Original Sentence", "Plain_BS", "Plain_BS_Rating", "Comments", "Plain_SC", "Plain_Rating", "Comments",
-    "CoT_BS", "CoT_BS_Rating", "Comments", "CoT_SC", "CoT_SC_Rating", "Comments", "Own Simplification",
+    "Original Sentence",
+    "Plain_BS",
+    "Plain_BS_Rating",
+    "Comments",
+    "Plain_SC",
+    "Plain_Rating",
+    "Comments",
+    "CoT_BS",
+    "CoT_BS_Rating",
+    "Comments",
+    "CoT_SC",
+    "CoT_SC_Rating",
+    "Comments",
+    "Own Simplification",
 ]
 LAY_HEADER = [
     "Radiology Sentence",
@@ -107,7 +125,10 @@ def _read_rows(directory: Path, name: str, expected_header: list[str]) -> list[t
             raise ImportFormatError(f"missing column {expected!r}.", file=name, row=1, column=expected)
         if header[index] != expected:
             raise ImportFormatError(
-                f"expected column {expected!r} here, found {header[index]!r}.", file=name, row=1, column=expected
+                f"expected column {expected!r} here, found {header[index]!r}.",
+                file=name,
+                row=1,
+                column=expected,
             )
     numbered = []
     for number, cells in enumerate(rows[1:], start=2):
@@ -131,16 +152,18 @@ def read_release(directory: Path) -> ReleaseRecords:
     for index, (number, cells) in enumerate(simp_rows):
         sentence = _clean(cells[0])
         if not sentence:
-            raise ImportFormatError("empty sentence.", file=SIMPLIFICATIONS_FILE, row=number,
-                                    column="Original Sentence")
+            raise ImportFormatError(
+                "empty sentence.", file=SIMPLIFICATIONS_FILE, row=number, column="Original Sentence"
+            )
         key = f"s{index + 1:02d}"
         study.sources.append(SourceRecord(key=key, text=sentence, metadata={"release_row": index}))
         row_texts = {}
         for column, (release_name, system) in enumerate(SYSTEMS.items(), start=1):
             text = _clean(cells[column])
             if not text:
-                raise ImportFormatError("empty simplification.", file=SIMPLIFICATIONS_FILE, row=number,
-                                        column=release_name)
+                raise ImportFormatError(
+                    "empty simplification.", file=SIMPLIFICATIONS_FILE, row=number, column=release_name
+                )
             row_texts[system] = text
             study.simplifications.append(SimplificationRecord(key, system, text))
         texts.append(row_texts)
@@ -157,8 +180,12 @@ def read_release(directory: Path) -> ReleaseRecords:
         level = None
         if raw:
             if raw not in {"1", "2", "3", "4", "5"}:
-                raise ImportFormatError(f"severity {raw!r} is not 1-5 (1 = Critical … 5 = Healthy).",
-                                        file=SEVERITY_FILE, row=number, column="Severity Level")
+                raise ImportFormatError(
+                    f"severity {raw!r} is not 1-5 (1 = Critical … 5 = Healthy).",
+                    file=SEVERITY_FILE,
+                    row=number,
+                    column="Severity Level",
+                )
             level = scales.SEVERITY.levels[int(raw) - 1].name
         study.sources[index].reference_severity = level
         radiologist.expert_judgements.append(ExpertJudgementRecord(keys[index], severity=level))
@@ -173,7 +200,9 @@ def read_release(directory: Path) -> ReleaseRecords:
             if _loose(cells[text_col]) != _loose(texts[index][system]):
                 raise ImportFormatError(
                     f"the {RADIOLOGIST_HEADER[text_col]} text differs from the simplifications file.",
-                    file=RADIOLOGIST_FILE, row=number, column=RADIOLOGIST_HEADER[text_col],
+                    file=RADIOLOGIST_FILE,
+                    row=number,
+                    column=RADIOLOGIST_HEADER[text_col],
                 )
             raw = _clean(cells[rating_col])
             if not raw:
@@ -183,7 +212,9 @@ def read_release(directory: Path) -> ReleaseRecords:
                 raise ImportFormatError(
                     f"rating {raw!r} is not five scores 1-5 joined by ';' "
                     "(correctness;completeness;no-harm;structure;simplicity).",
-                    file=RADIOLOGIST_FILE, row=number, column=column_name,
+                    file=RADIOLOGIST_FILE,
+                    row=number,
+                    column=column_name,
                 )
             scores = dict(zip(scales.EXPERT_ASPECTS, (int(p) for p in parts), strict=True))
             radiologist.expert_ratings.append(
@@ -207,7 +238,9 @@ def read_release(directory: Path) -> ReleaseRecords:
             if any(_loose(shown) != _loose(texts[index][s]) for s in systems):
                 raise ImportFormatError(
                     f"the simplification shown is not the text of Version {cells[2].strip()!r}.",
-                    file=name, row=number, column="Simplification in Stage2",
+                    file=name,
+                    row=number,
+                    column="Simplification in Stage2",
                 )
             answers: dict[str, dict[str, str | None]] = {"original": {}, "assisted": {}}
             for column, (phase, question) in LAY_QUESTIONS.items():
@@ -216,17 +249,24 @@ def read_release(directory: Path) -> ReleaseRecords:
                     raise ImportFormatError(
                         f"{value!r} is not an answer to this question "
                         f"({', '.join(scales.LAY_SCALES[question].names)}).",
-                        file=name, row=number, column=LAY_HEADER[column],
+                        file=name,
+                        row=number,
+                        column=LAY_HEADER[column],
                     )
                 answers[phase][question] = value or None
             most = _versions(cells[12], name, number, LAY_HEADER[12], allow_empty=True)
             least = _versions(cells[14], name, number, LAY_HEADER[14], allow_empty=True)
             person.lay_items.append(
                 LayItemRecord(
-                    source_key=keys[index], position=index, systems=systems,
-                    original=answers["original"], assisted=answers["assisted"],
-                    most=most or None, least=least or None,
-                    most_justification=_clean(cells[13]), least_justification=_clean(cells[15]),
+                    source_key=keys[index],
+                    position=index,
+                    systems=systems,
+                    original=answers["original"],
+                    assisted=answers["assisted"],
+                    most=most or None,
+                    least=least or None,
+                    most_justification=_clean(cells[13]),
+                    least_justification=_clean(cells[15]),
                 )
             )
         lay_participants.append(person)
@@ -241,7 +281,10 @@ def _versions(cell: str, file: str, row: int, column: str, *, allow_empty: bool)
     for label in labels:
         if label not in VERSION_LABELS:
             raise ImportFormatError(
-                f"unknown version {label!r} (one of {', '.join(VERSION_LABELS)}).", file=file, row=row, column=column
+                f"unknown version {label!r} (one of {', '.join(VERSION_LABELS)}).",
+                file=file,
+                row=row,
+                column=column,
             )
         if VERSION_LABELS[label] not in systems:
             systems.append(VERSION_LABELS[label])
@@ -255,5 +298,10 @@ def _check_row_count(rows: list, expected: int, file: str) -> None:
 
 def _check_sentence(cell: str, expected: str, file: str, row: int, column: str) -> None:
     if _loose(cell) != _loose(expected):
-        raise ImportFormatError("this row's sentence is not the same as in the simplifications file "
-                                "(rows must be in the same order in every file).", file=file, row=row, column=column)
+        raise ImportFormatError(
+            "this row's sentence is not the same as in the simplifications file "
+            "(rows must be in the same order in every file).",
+            file=file,
+            row=row,
+            column=column,
+        )

@@ -5,6 +5,7 @@ Long CSV or JSONL: one record per simplification with `source_key, source_text, 
 (and optional `reference_severity`). A file with only `source_key` and `source_text` imports
 sources whose simplifications are generated later.
 """
+
 from __future__ import annotations
 
 import csv
@@ -33,7 +34,9 @@ def severity_level(value: str, *, file: str, row: int, column: str) -> str | Non
             return name
     raise ImportFormatError(
         f"{value!r} is not a severity level (one of {', '.join(scales.SEVERITY.names)}).",
-        file=file, row=row, column=column,
+        file=file,
+        row=row,
+        column=column,
     )
 
 
@@ -78,15 +81,18 @@ def _read_csv(raw: str, name: str) -> StudyRecords:
         if not SYSTEM_KEY.match(system):
             raise ImportFormatError(
                 f"system column {system!r} is not a valid system key (lowercase letters, digits, _ or -).",
-                file=name, row=1, column=system,
+                file=name,
+                row=1,
+                column=system,
             )
     records = StudyRecords(systems=systems)
     seen: set[str] = set()
     for number, row in rows:
         source = _source(row, name, number)
         if source.key in seen:
-            raise ImportFormatError(f"source_key {source.key!r} appears twice.", file=name, row=number,
-                                    column="source_key")
+            raise ImportFormatError(
+                f"source_key {source.key!r} appears twice.", file=name, row=number, column="source_key"
+            )
         seen.add(source.key)
         records.sources.append(source)
         for system in systems:
@@ -109,8 +115,12 @@ def _read_jsonl(raw: str, name: str) -> StudyRecords:
             raise ImportFormatError("each line must be a JSON object.", file=name, row=number)
         for column in REQUIRED:
             if not isinstance(obj.get(column), str):
-                raise ImportFormatError(f"missing or non-text {column!r}.", file=name, row=number, column=column)
-        rows.append((number, {k: v if isinstance(v, str) else ("" if v is None else str(v)) for k, v in obj.items()}))
+                raise ImportFormatError(
+                    f"missing or non-text {column!r}.", file=name, row=number, column=column
+                )
+        rows.append(
+            (number, {k: v if isinstance(v, str) else ("" if v is None else str(v)) for k, v in obj.items()})
+        )
     if not rows:
         raise ImportFormatError("the file is empty.", file=name)
     return _collect_long(rows, name)
@@ -122,7 +132,9 @@ def _source(row: dict[str, str], name: str, number: int) -> SourceRecord:
         raise ImportFormatError("empty source_key.", file=name, row=number, column="source_key")
     if not text:
         raise ImportFormatError("empty source_text.", file=name, row=number, column="source_text")
-    severity = severity_level(row.get("reference_severity", ""), file=name, row=number, column="reference_severity")
+    severity = severity_level(
+        row.get("reference_severity", ""), file=name, row=number, column="reference_severity"
+    )
     return SourceRecord(key=key, text=text, reference_severity=severity)
 
 
@@ -140,12 +152,19 @@ def _collect_long(rows: list[tuple[int, dict[str, str]]], name: str) -> StudyRec
             if known.text != source.text:
                 raise ImportFormatError(
                     f"source {source.key!r} has a different source_text than on an earlier row.",
-                    file=name, row=number, column="source_text",
+                    file=name,
+                    row=number,
+                    column="source_text",
                 )
-            if source.reference_severity and known.reference_severity not in (None, source.reference_severity):
+            if source.reference_severity and known.reference_severity not in (
+                None,
+                source.reference_severity,
+            ):
                 raise ImportFormatError(
                     f"source {source.key!r} has a different reference_severity than on an earlier row.",
-                    file=name, row=number, column="reference_severity",
+                    file=name,
+                    row=number,
+                    column="reference_severity",
                 )
             known.reference_severity = known.reference_severity or source.reference_severity
         system = (row.get("system") or "").strip()
@@ -153,13 +172,17 @@ def _collect_long(rows: list[tuple[int, dict[str, str]]], name: str) -> StudyRec
         if not system and not text:
             continue
         if not SYSTEM_KEY.match(system):
-            raise ImportFormatError(f"{system!r} is not a valid system key.", file=name, row=number, column="system")
+            raise ImportFormatError(
+                f"{system!r} is not a valid system key.", file=name, row=number, column="system"
+            )
         if not text:
             raise ImportFormatError("empty text.", file=name, row=number, column="text")
         if (source.key, system) in pairs:
             raise ImportFormatError(
                 f"a second simplification for source {source.key!r} and system {system!r}.",
-                file=name, row=number, column="system",
+                file=name,
+                row=number,
+                column="system",
             )
         pairs.add((source.key, system))
         if system not in records.systems:

@@ -1,4 +1,5 @@
 """Writes importer records to the database, all or nothing (one transaction)."""
+
 from __future__ import annotations
 
 from django.db import transaction
@@ -16,8 +17,11 @@ def study_records_write(*, study: Study, records: StudyRecords, file: str = "") 
         sources: dict[str, Source] = {}
         for record in records.sources:
             sources[record.key] = services.source_upsert(
-                study=study, key=record.key, text=record.text,
-                reference_severity=record.reference_severity, metadata=record.metadata or None,
+                study=study,
+                key=record.key,
+                text=record.text,
+                reference_severity=record.reference_severity,
+                metadata=record.metadata or None,
             )
         systems: dict[str, System] = {
             key: services.system_upsert(study=study, key=key, label=records.system_labels.get(key, ""))
@@ -25,7 +29,9 @@ def study_records_write(*, study: Study, records: StudyRecords, file: str = "") 
         }
         for record in records.simplifications:
             services.simplification_upsert(
-                source=sources[record.source_key], system=systems[record.system], text=record.text,
+                source=sources[record.source_key],
+                system=systems[record.system],
+                text=record.text,
                 provenance={"origin": "import", "backend": "", "parameters": {"file": file} if file else {}},
             )
     return {"sources": len(sources), "systems": len(systems), "simplifications": len(records.simplifications)}
@@ -37,7 +43,9 @@ def release_records_write(*, study: Study, records: ReleaseRecords) -> dict[str,
         sources = {s.key: s for s in Source.objects.filter(study=study)}
         text_of = {
             (s.source.key, s.system.key): s.shown_text
-            for s in Simplification.objects.filter(source__study=study).select_related("source", "system", "shown_text")
+            for s in Simplification.objects.filter(source__study=study).select_related(
+                "source", "system", "shown_text"
+            )
         }
         systems = {s.key: s for s in System.objects.filter(study=study)}
         now = timezone.now()
@@ -45,12 +53,15 @@ def release_records_write(*, study: Study, records: ReleaseRecords) -> dict[str,
             participant = Participant.objects.filter(study=study, pseudonym=person.pseudonym).first()
             if participant is None:
                 participant = services.participant_create(
-                    study=study, role=person.role, pseudonym=person.pseudonym,
+                    study=study,
+                    role=person.role,
+                    pseudonym=person.pseudonym,
                     recruitment={"imported_from": "seed003 release"},
                 )
             elif participant.role != person.role:
                 raise ImportFormatError(
-                    f"participant {person.pseudonym} exists in study {study.slug} with role {participant.role}.",
+                    f"participant {person.pseudonym} exists in study {study.slug} "
+                    f"with role {participant.role}.",
                     file="release",
                 )
             participant.consented_at = participant.consented_at or now
@@ -82,12 +93,16 @@ def _write_expert(participant, person, sources, text_of) -> None:
         else:
             merged[shown.pk] = (shown, dict(record.scores), [record.comment] if record.comment else [])
     for shown, scores, comments in merged.values():
-        services.expert_rating_save(participant=participant, shown_text=shown, scores=scores,
-                                    comment="\n\n".join(comments))
+        services.expert_rating_save(
+            participant=participant, shown_text=shown, scores=scores, comment="\n\n".join(comments)
+        )
     for judgement in person.expert_judgements:
         services.expert_source_judgement_save(
-            participant=participant, source=sources[judgement.source_key],
-            severity=judgement.severity, simplicity=judgement.simplicity, comment=judgement.comment or None,
+            participant=participant,
+            source=sources[judgement.source_key],
+            severity=judgement.severity,
+            simplicity=judgement.simplicity,
+            comment=judgement.comment or None,
         )
 
 
@@ -100,14 +115,22 @@ def _write_lay(participant, person, sources, text_of, systems) -> None:
             # The release does not record panel 3's display order: texts in system order.
             order = list(dict.fromkeys(text_of[(record.source_key, k)].pk for k in systems))
             item = services.lay_item_create(
-                participant=participant, source=source, position=record.position, shown_text=shown,
-                assigned_system=systems[record.systems[0]], preference_order=order,
+                participant=participant,
+                source=source,
+                position=record.position,
+                shown_text=shown,
+                assigned_system=systems[record.systems[0]],
+                preference_order=order,
             )
         services.lay_answer_save(item=item, phase="original", answers=record.original)
         services.lay_item_lock_original(item=item)
         services.lay_answer_save(item=item, phase="assisted", answers=record.assisted)
-        if record.most is not None or record.least is not None or record.most_justification \
-                or record.least_justification:
+        if (
+            record.most is not None
+            or record.least is not None
+            or record.most_justification
+            or record.least_justification
+        ):
             services.lay_preference_save(
                 item=item,
                 most=[text_of[(record.source_key, k)].pk for k in record.most or []],

@@ -1,4 +1,5 @@
 """The front door: the home page and `/s/<token>/`, which sends a participant to their role's flow."""
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 

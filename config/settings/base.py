@@ -1,5 +1,6 @@
 """Settings shared by every environment. Everything configurable comes from the environment
 (django-environ); see README "Configuration" for the variables."""
+
 from pathlib import Path
 
 import environ
@@ -132,7 +133,9 @@ CELERY_TASK_ANNOTATIONS = {
 # --- radlay ---------------------------------------------------------------------------------
 # Where the authors' 2024 release lives (read at test/import time, never copied into the repo).
 RADLAY_RELEASE_DIR = Path(
-    env.str("RADLAY_RELEASE_DIR", default=str(BASE_DIR.parent / "shared" / "data" / "human_evaluation_release"))
+    env.str(
+        "RADLAY_RELEASE_DIR", default=str(BASE_DIR.parent / "shared" / "data" / "human_evaluation_release")
+    )
 )
 # Local model directories (no model hub is reachable from radlay's machines).
 RADLAY_EMBEDDING_MODEL = env.str("RADLAY_EMBEDDING_MODEL", default="")

@@ -1,4 +1,5 @@
 """Embedded/developer mode: SQLite by default, tasks in-process unless REDIS_URL is set."""
+
 from .base import *  # noqa: F401,F403
 from .base import env
 

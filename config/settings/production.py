@@ -1,4 +1,5 @@
 """Production: every secret from the environment, no defaults that are unsafe."""
+
 from django.core.exceptions import ImproperlyConfigured
 
 from .base import *  # noqa: F401,F403

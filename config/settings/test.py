@@ -1,5 +1,6 @@
 """Test settings: the test command points DATABASE_URL/REDIS_URL at the throwaway PostgreSQL and
 Redis it starts; tasks run eagerly unless a test starts a real worker."""
+
 from .base import *  # noqa: F401,F403
 from .base import env
 

@@ -1,4 +1,5 @@
 """factory_boy factories for the annotation app, and `build_study` for a ready-made small study."""
+
 from __future__ import annotations
 
 import factory
@@ -65,7 +66,9 @@ def build_study(
     system_rows = [services.system_upsert(study=study, key=key) for key in systems]
     for i in range(n_sources):
         source = services.source_upsert(
-            study=study, key=f"s{i + 1:02d}", text=f"Sentence {i + 1}: a 1.{i} cm hypodense lesion in the liver.",
+            study=study,
+            key=f"s{i + 1:02d}",
+            text=f"Sentence {i + 1}: a 1.{i} cm hypodense lesion in the liver.",
             reference_severity=SEVERITIES[i % 5],
         )
         texts = {s.key: f"Simplification of sentence {i + 1} by {s.key}." for s in system_rows}

@@ -1,4 +1,5 @@
 """The admin: every annotation model is registered; answers are read-only; the returned action."""
+
 import pytest
 from django.contrib import admin
 from django.contrib.auth import get_user_model
@@ -9,13 +10,28 @@ from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db
 
-ANSWER_MODELS = [models.ExpertRating, models.ExpertSourceJudgement, models.LayAnswer, models.LayPreference,
-                 models.LayItem, models.ExpertItem, models.AttentionCheckResponse]
+ANSWER_MODELS = [
+    models.ExpertRating,
+    models.ExpertSourceJudgement,
+    models.LayAnswer,
+    models.LayPreference,
+    models.LayItem,
+    models.ExpertItem,
+    models.AttentionCheckResponse,
+]
 
 
 def test_every_model_is_registered():
-    for model in [models.Study, models.Source, models.System, models.Simplification, models.SimplificationText,
-                  models.Participant, *ANSWER_MODELS, models.ConsentRefusal]:
+    for model in [
+        models.Study,
+        models.Source,
+        models.System,
+        models.Simplification,
+        models.SimplificationText,
+        models.Participant,
+        *ANSWER_MODELS,
+        models.ConsentRefusal,
+    ]:
         assert admin.site.is_registered(model), model
 
 
@@ -34,7 +50,13 @@ def test_changelists_render(client):
     study = models.Study.objects.get(slug="adm")
     services.participant_create(study=study, role="radiologist")
     client.force_login(get_user_model().objects.create_superuser("root", "root@example.org", "pw"))
-    for model in [models.Study, models.Source, models.Simplification, models.Participant, models.SimplificationText]:
+    for model in [
+        models.Study,
+        models.Source,
+        models.Simplification,
+        models.Participant,
+        models.SimplificationText,
+    ]:
         url = f"/admin/annotation/{model._meta.model_name}/"
         assert client.get(url).status_code == 200, url
 
@@ -45,8 +67,10 @@ def test_mark_returned_action(client):
     done = services.participant_create(study=study, role="layperson")
     services.participant_complete(participant=done)
     client.force_login(get_user_model().objects.create_superuser("root", "root@example.org", "pw"))
-    response = client.post("/admin/annotation/participant/",
-                           {"action": "mark_returned", "_selected_action": [active.pk, done.pk]})
+    response = client.post(
+        "/admin/annotation/participant/",
+        {"action": "mark_returned", "_selected_action": [active.pk, done.pk]},
+    )
     assert response.status_code == 302
     assert Participant.objects.get(pk=active.pk).returned_at is not None
     assert Participant.objects.get(pk=done.pk).returned_at is None

@@ -1,4 +1,5 @@
 """The embedded demo: its study, logins and links, and that running it twice changes nothing."""
+
 import re
 from io import StringIO
 

@@ -1,4 +1,5 @@
 """Importers: the study file (wide/long CSV, JSONL), the 2024 release, study_stats and invite."""
+
 import json
 import shutil
 from io import StringIO
@@ -13,7 +14,6 @@ from annotation.models import (
     LayItem,
     Participant,
     Simplification,
-    SimplificationText,
     Source,
     Study,
 )
@@ -39,37 +39,71 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def test_wide_csv_import_and_reimport_updates(tmp_path):
-    path = write(tmp_path, "wide.csv",
-                 "source_key,source_text,reference_severity,plain,cot\n"
-                 "a,Mild hepatic steatosis.,Mild,Some fat in the liver.,The liver has a little fat.\n"
-                 "b,No acute fracture.,healthy,No broken bone.,No broken bone.\n")
+    path = write(
+        tmp_path,
+        "wide.csv",
+        "source_key,source_text,reference_severity,plain,cot\n"
+        "a,Mild hepatic steatosis.,Mild,Some fat in the liver.,The liver has a little fat.\n"
+        "b,No acute fracture.,healthy,No broken bone.,No broken bone.\n",
+    )
     call_command("import_study", str(path), "--study", "wide", "--title", "Wide", stdout=StringIO())
     counts = stats("wide")
-    assert (counts["sources"], counts["systems"], counts["simplifications"], counts["distinct_texts"]) == (2, 2, 4, 3)
+    assert (counts["sources"], counts["systems"], counts["simplifications"], counts["distinct_texts"]) == (
+        2,
+        2,
+        4,
+        3,
+    )
     assert Source.objects.get(key="b").reference_severity == "Healthy"
-    write(tmp_path, "wide.csv",
-          "source_key,source_text,reference_severity,plain,cot\n"
-          "a,Mild hepatic steatosis.,Mild,A little fat in the liver.,The liver has a little fat.\n"
-          "c,Small left pleural effusion.,Moderate,A little fluid by the left lung.,Fluid near the left lung.\n")
+    write(
+        tmp_path,
+        "wide.csv",
+        "source_key,source_text,reference_severity,plain,cot\n"
+        "a,Mild hepatic steatosis.,Mild,A little fat in the liver.,The liver has a little fat.\n"
+        "c,Small left pleural effusion.,Moderate,A little fluid by the left lung.,"
+        "Fluid near the left lung.\n",
+    )
     call_command("import_study", str(path), "--study", "wide", stdout=StringIO())
     counts = stats("wide")
     assert (counts["sources"], counts["simplifications"]) == (3, 6)
-    assert Simplification.objects.get(source__key="a", system__key="plain").text == "A little fat in the liver."
+    assert (
+        Simplification.objects.get(source__key="a", system__key="plain").text == "A little fat in the liver."
+    )
     assert Study.objects.get(slug="wide").title == "Wide"
 
 
 def test_long_csv_and_jsonl_imports(tmp_path):
-    long_csv = write(tmp_path, "long.csv",
-                     "source_key,source_text,system,text\n"
-                     "a,Mild hepatic steatosis.,plain,Some fat in the liver.\n"
-                     "a,Mild hepatic steatosis.,human,A bit of fat in the liver.\n")
+    long_csv = write(
+        tmp_path,
+        "long.csv",
+        "source_key,source_text,system,text\n"
+        "a,Mild hepatic steatosis.,plain,Some fat in the liver.\n"
+        "a,Mild hepatic steatosis.,human,A bit of fat in the liver.\n",
+    )
     call_command("import_study", str(long_csv), "--study", "long", stdout=StringIO())
     assert stats("long")["simplifications"] == 2
-    jsonl = write(tmp_path, "records.jsonl", "\n".join(json.dumps(r) for r in [
-        {"source_key": "a", "source_text": "Mild hepatic steatosis.", "system": "plain", "text": "Fat in the liver.",
-         "reference_severity": "Mild"},
-        {"source_key": "b", "source_text": "No acute fracture.", "system": "plain", "text": "No broken bone."},
-    ]))
+    jsonl = write(
+        tmp_path,
+        "records.jsonl",
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {
+                    "source_key": "a",
+                    "source_text": "Mild hepatic steatosis.",
+                    "system": "plain",
+                    "text": "Fat in the liver.",
+                    "reference_severity": "Mild",
+                },
+                {
+                    "source_key": "b",
+                    "source_text": "No acute fracture.",
+                    "system": "plain",
+                    "text": "No broken bone.",
+                },
+            ]
+        ),
+    )
     call_command("import_study", str(jsonl), "--study", "jsonl", stdout=StringIO())
     assert stats("jsonl")["simplifications"] == 2
 
@@ -93,10 +127,18 @@ def test_example_file_in_repo_imports():
         ("missing.csv", "source_key,plain\na,x\n", "missing required column 'source_text'"),
         ("dup.csv", "source_key,source_text,plain\na,x,y\na,z,w\n", "row 3, column 'source_key'"),
         ("cells.csv", "source_key,source_text,plain\na,x\n", "row 2: 2 cells"),
-        ("sev.csv", "source_key,source_text,reference_severity\na,x,Deadly\n", "row 2, column 'reference_severity'"),
+        (
+            "sev.csv",
+            "source_key,source_text,reference_severity\na,x,Deadly\n",
+            "row 2, column 'reference_severity'",
+        ),
         ("emptytext.csv", "source_key,source_text\na,\n", "row 2, column 'source_text'"),
         ("badsys.csv", "source_key,source_text,Plain BS\na,x,y\n", "column 'Plain BS'"),
-        ("conflict.csv", "source_key,source_text,system,text\na,x,p,1\na,y,q,2\n", "row 3, column 'source_text'"),
+        (
+            "conflict.csv",
+            "source_key,source_text,system,text\na,x,p,1\na,y,q,2\n",
+            "row 3, column 'source_text'",
+        ),
         ("twice.csv", "source_key,source_text,system,text\na,x,p,1\na,x,p,2\n", "row 3, column 'system'"),
         ("bad.jsonl", '{"source_key": "a", "source_text": "x"}\n{oops\n', "bad.jsonl, row 2"),
         ("bad.txt", "hello", "unknown format"),
@@ -136,9 +178,15 @@ def test_study_file_failure_midway_rolls_back(tmp_path, monkeypatch):
 
 
 EXPECTED_RELEASE = {
-    "sources": 40, "systems": 4, "simplifications": 160, "distinct_texts": 156,
-    "participants": {"radiologist": 1, "layperson": 8}, "expert_ratings": 160, "expert_source_judgements": 40,
-    "lay_items": 320, "lay_answers": {"original": 320, "assisted": 320},
+    "sources": 40,
+    "systems": 4,
+    "simplifications": 160,
+    "distinct_texts": 156,
+    "participants": {"radiologist": 1, "layperson": 8},
+    "expert_ratings": 160,
+    "expert_source_judgements": 40,
+    "lay_items": 320,
+    "lay_answers": {"original": 320, "assisted": 320},
 }
 
 
@@ -151,8 +199,12 @@ def test_release_import_counts_and_idempotency(release_dir):
     call_command("import_release", str(release_dir), "--study", "release", stdout=StringIO())
     again = stats("release")
     assert again == counts
-    assert [s.key for s in Study.objects.get(slug="release").systems.all()] == ["plain_bs", "plain_sc", "cot_bs",
-                                                                                 "cot_sc"]
+    assert [s.key for s in Study.objects.get(slug="release").systems.all()] == [
+        "plain_bs",
+        "plain_sc",
+        "cot_bs",
+        "cot_sc",
+    ]
 
 
 @pytest.mark.release
@@ -161,15 +213,21 @@ def test_release_content_matches_the_csvs(release_dir):
     import csv
 
     call_command("import_release", str(release_dir), "--study", "release", stdout=StringIO())
-    with open(release_dir / "Radiologist_human_evaluation_results.csv", encoding="utf-8-sig", newline="") as f:
+    with open(
+        release_dir / "Radiologist_human_evaluation_results.csv", encoding="utf-8-sig", newline=""
+    ) as f:
         rows = list(csv.reader(f))[1:]
     first = rows[0]
     rating = ExpertRating.objects.get(
         shown_text__simplifications__source__key="s01", shown_text__simplifications__system__key="plain_bs"
     )
-    assert [rating.correctness, rating.completeness, rating.hallucination, rating.structure, rating.simplicity] == [
-        int(x) for x in first[2].split(";")
-    ]
+    assert [
+        rating.correctness,
+        rating.completeness,
+        rating.hallucination,
+        rating.structure,
+        rating.simplicity,
+    ] == [int(x) for x in first[2].split(";")]
     with open(release_dir / "Severity_ratings_by_radiologist.csv", encoding="utf-8-sig", newline="") as f:
         severities = [int(r[1]) for r in list(csv.reader(f))[1:]]
     names = ["Critical", "Serious", "Moderate", "Mild", "Healthy"]
@@ -181,13 +239,17 @@ def test_release_content_matches_the_csvs(release_dir):
     texts = {i.shown_text_id for i in shared_items if i.shown_text.simplifications.count() == 2}
     assert len(texts) == 1
     # Missing answers stay missing (one Stage-1 urgency cell is empty in the release).
-    assert LayAnswer.objects.filter(item__participant__study__slug="release", urgency_confidence="").count() == 2
+    assert (
+        LayAnswer.objects.filter(item__participant__study__slug="release", urgency_confidence="").count() == 2
+    )
     with open(release_dir / "proc_laypeople1.csv", encoding="utf-8-sig", newline="") as f:
         lay1 = list(csv.DictReader(f))
     item = LayItem.objects.get(participant__pseudonym="L001", source__key="s01")
     panel1 = item.answers.get(phase="original")
     assert panel1.understanding == lay1[0]["Stage1: You understand the meaning of the sentence."]
-    assert sorted(item.preference.least.values_list("simplifications__system__key", flat=True)) == ["plain_bs"]
+    assert sorted(item.preference.least.values_list("simplifications__system__key", flat=True)) == [
+        "plain_bs"
+    ]
 
 
 def copy_release(release_dir: Path, tmp_path: Path) -> Path:
@@ -208,16 +270,27 @@ def edit_csv(path: Path, old: str, new: str, count: int = 1) -> None:
 @pytest.mark.parametrize(
     ("file", "old", "new", "expected"),
     [
-        ("Radiologist_human_evaluation_results.csv", "2;2;2;3;1", "9;5;5;5;5",
-         "Radiologist_human_evaluation_results.csv, row 2, column 'Plain_BS_Rating': rating '9;5;5;5;5'"),
-        ("Radiologist_human_evaluation_results.csv", "2;2;2;3;1", "2;2;2;3",
-         "column 'Plain_BS_Rating'"),
+        (
+            "Radiologist_human_evaluation_results.csv",
+            "2;2;2;3;1",
+            "9;5;5;5;5",
+            "Radiologist_human_evaluation_results.csv, row 2, column 'Plain_BS_Rating': rating '9;5;5;5;5'",
+        ),
+        ("Radiologist_human_evaluation_results.csv", "2;2;2;3;1", "2;2;2;3", "column 'Plain_BS_Rating'"),
         ("proc_laypeople1.csv", ",Dummy_BS,", ",Dummy_XX,", "proc_laypeople1.csv, row 2, column 'Version'"),
-        ("proc_laypeople2.csv", "Stage2: Has the simplified", "Stage2: Did the simplified",
-         "proc_laypeople2.csv, row 1"),
+        (
+            "proc_laypeople2.csv",
+            "Stage2: Has the simplified",
+            "Stage2: Did the simplified",
+            "proc_laypeople2.csv, row 1",
+        ),
         ("proc_laypeople3.csv", "Some parts of it", "Some of it", "proc_laypeople3.csv, row"),
-        ("Severity_ratings_by_radiologist.csv", "lesions.,2", "lesions.,7",
-         "Severity_ratings_by_radiologist.csv, row 2, column 'Severity Level'"),
+        (
+            "Severity_ratings_by_radiologist.csv",
+            "lesions.,2",
+            "lesions.,7",
+            "Severity_ratings_by_radiologist.csv, row 2, column 'Severity Level'",
+        ),
     ],
 )
 def test_malformed_release_is_refused_and_database_untouched(release_dir, tmp_path, file, old, new, expected):
@@ -257,11 +330,23 @@ def test_invite_prints_links_and_creates_participants(tmp_path):
 
     build_study(slug="inv", n_sources=1)
     out = StringIO()
-    call_command("invite", "--study", "inv", "--role", "layperson", "--count", "3", "--base-url",
-                 "https://radlay.example.org/", stdout=out)
+    call_command(
+        "invite",
+        "--study",
+        "inv",
+        "--role",
+        "layperson",
+        "--count",
+        "3",
+        "--base-url",
+        "https://radlay.example.org/",
+        stdout=out,
+    )
     links = out.getvalue().split()
     assert len(links) == 3
-    tokens = set(Participant.objects.filter(study__slug="inv", role="layperson").values_list("token", flat=True))
+    tokens = set(
+        Participant.objects.filter(study__slug="inv", role="layperson").values_list("token", flat=True)
+    )
     assert {link.rstrip("/").rsplit("/", 1)[1] for link in links} == tokens
     assert all(link.startswith("https://radlay.example.org/s/") for link in links)
 

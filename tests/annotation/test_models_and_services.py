@@ -1,4 +1,5 @@
 """Database constraints and the answer services' idempotency."""
+
 import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -68,9 +69,12 @@ def test_token_has_at_least_128_bits(layperson, study):
 
 def test_expert_rating_is_idempotent_and_partial(study, radiologist):
     text = SimplificationText.objects.filter(source__study=study).first()
-    services.expert_rating_save(participant=radiologist, shown_text=text, scores={"correctness": 4}, time_spent_ms=500)
-    services.expert_rating_save(participant=radiologist, shown_text=text, scores={"correctness": 5, "structure": 3},
-                                time_spent_ms=250)
+    services.expert_rating_save(
+        participant=radiologist, shown_text=text, scores={"correctness": 4}, time_spent_ms=500
+    )
+    services.expert_rating_save(
+        participant=radiologist, shown_text=text, scores={"correctness": 5, "structure": 3}, time_spent_ms=250
+    )
     rating = ExpertRating.objects.get()
     assert (rating.correctness, rating.structure, rating.completeness) == (5, 3, None)
     assert rating.time_spent_ms == 750
@@ -85,7 +89,9 @@ def test_expert_rating_rejects_out_of_range(study, radiologist, value):
             services.expert_rating_save(participant=radiologist, shown_text=text, scores={"harmfulness": 3})
     else:
         with pytest.raises(ValidationError):
-            services.expert_rating_save(participant=radiologist, shown_text=text, scores={"correctness": value})
+            services.expert_rating_save(
+                participant=radiologist, shown_text=text, scores={"correctness": value}
+            )
     assert ExpertRating.objects.count() == 0
 
 
@@ -94,7 +100,9 @@ def test_expert_rating_refuses_laypeople_and_other_studies(study, layperson, rad
     foreign_text = SimplificationText.objects.filter(source__study=other).first()
     own_text = SimplificationText.objects.filter(source__study=study).first()
     with pytest.raises(ValidationError):
-        services.expert_rating_save(participant=radiologist, shown_text=foreign_text, scores={"correctness": 3})
+        services.expert_rating_save(
+            participant=radiologist, shown_text=foreign_text, scores={"correctness": 3}
+        )
     with pytest.raises(ValidationError):
         services.expert_rating_save(participant=layperson, shown_text=own_text, scores={"correctness": 3})
 
@@ -114,8 +122,13 @@ def test_database_refuses_duplicate_rating(study, radiologist):
 
 def test_database_refuses_unknown_levels_and_helpfulness_in_panel_1(study, layperson):
     source = Source.objects.get(study=study, key="s01")
-    item = services.lay_item_create(participant=layperson, source=source, position=0,
-                                    shown_text=source.texts.first(), assigned_system=None)
+    item = services.lay_item_create(
+        participant=layperson,
+        source=source,
+        position=0,
+        shown_text=source.texts.first(),
+        assigned_system=None,
+    )
     with pytest.raises(IntegrityError), transaction.atomic():
         LayAnswer.objects.create(item=item, phase="original", understanding="Somewhat")
     with pytest.raises(IntegrityError), transaction.atomic():
@@ -137,11 +150,22 @@ def test_source_judgement_idempotent(study, radiologist):
 
 def test_lay_answers_idempotent_locked_and_validated(study, layperson):
     source = Source.objects.get(study=study, key="s01")
-    item = services.lay_item_create(participant=layperson, source=source, position=0,
-                                    shown_text=source.texts.first(), assigned_system=None)
-    services.lay_answer_save(item=item, phase="original", answers={"understanding": "Not at all"}, time_spent_ms=10)
-    services.lay_answer_save(item=item, phase="original", answers={"understanding": "Most of it",
-                                                                    "severity_guess": "Mild"}, time_spent_ms=5)
+    item = services.lay_item_create(
+        participant=layperson,
+        source=source,
+        position=0,
+        shown_text=source.texts.first(),
+        assigned_system=None,
+    )
+    services.lay_answer_save(
+        item=item, phase="original", answers={"understanding": "Not at all"}, time_spent_ms=10
+    )
+    services.lay_answer_save(
+        item=item,
+        phase="original",
+        answers={"understanding": "Most of it", "severity_guess": "Mild"},
+        time_spent_ms=5,
+    )
     answer = LayAnswer.objects.get(item=item, phase="original")
     assert (answer.understanding, answer.severity_guess, answer.time_spent_ms) == ("Most of it", "Mild", 15)
     with pytest.raises(ValidationError):
@@ -160,8 +184,13 @@ def test_lay_answers_idempotent_locked_and_validated(study, layperson):
 
 def test_lay_preference_sets_and_foreign_texts(study, layperson):
     source = Source.objects.get(study=study, key="s01")
-    item = services.lay_item_create(participant=layperson, source=source, position=0,
-                                    shown_text=source.texts.first(), assigned_system=None)
+    item = services.lay_item_create(
+        participant=layperson,
+        source=source,
+        position=0,
+        shown_text=source.texts.first(),
+        assigned_system=None,
+    )
     assert sorted(item.preference_order) == sorted(source.texts.values_list("pk", flat=True))
     a, b = item.preference_order[:2]
     services.lay_preference_save(item=item, most=[a, b], most_justification="clear")

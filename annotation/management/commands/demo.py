@@ -1,6 +1,7 @@
 """Set up the embedded demo: the demo study (12 radiology sentences written for radlay, three
 systems), a researcher login, and invite links for one radiologist and four laypeople. Safe to run
 again: it reuses what exists and prints the same links."""
+
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
@@ -28,10 +29,14 @@ class Command(BaseCommand):
 
     def handle(self, *args, base_url: str, **options):
         with transaction.atomic():
-            study, created = study_get_or_create(slug=DEMO_SLUG, title="radlay demo: simplifying radiology findings")
+            study, created = study_get_or_create(
+                slug=DEMO_SLUG, title="radlay demo: simplifying radiology findings"
+            )
             if created:
                 study_records_write(study=study, records=read_study_file(DEMO_FILE), file=DEMO_FILE.name)
-                study.description = "Demo study shipped with radlay: 12 sentences written for radlay, 3 systems."
+                study.description = (
+                    "Demo study shipped with radlay: 12 sentences written for radlay, 3 systems."
+                )
                 study.save(update_fields=["description"])
                 study_set_status(study=study, status=Study.Status.OPEN)
             user, user_created = get_user_model().objects.get_or_create(
@@ -51,7 +56,9 @@ class Command(BaseCommand):
         self.stdout.write(f"  Researcher login: {base}/admin/   user {DEMO_USER}   password {DEMO_PASSWORD}")
         self.stdout.write(f"  Dashboard:        {base}/dashboard/{study.slug}/")
         for role in WANTED:
-            for participant in study.participants.filter(role=role, recruitment={}).order_by("id")[: WANTED[role]]:
+            for participant in study.participants.filter(role=role, recruitment={}).order_by("id")[
+                : WANTED[role]
+            ]:
                 link = base + reverse("annotation:entry", args=[participant.token])
                 self.stdout.write(f"  {role.capitalize():<12} {participant.pseudonym}: {link}")
         self.stdout.write(f"  Open recruitment: {base}/join/{study.slug}/?PROLIFIC_PID=demo-1")

@@ -16,7 +16,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("directory", type=Path)
         parser.add_argument("--study", required=True)
-        parser.add_argument("--title", default="Two-pronged evaluation of ChatGPT self-correction (2024 release)")
+        parser.add_argument(
+            "--title", default="Two-pronged evaluation of ChatGPT self-correction (2024 release)"
+        )
 
     def handle(self, *args, directory: Path, study: str, title: str, **options):
         try:
