@@ -1,5 +1,5 @@
 """Browser fixtures shared by every e2e test: headless Chromium (the system's /usr/bin/chromium,
-driven by the playwright package; `playwright install` is never needed) against pytest-django's
+driven by the playwright package; no browser download is ever needed) against pytest-django's
 live server. Tests using `page` get a transactional database, so the server thread sees their data.
 
     def test_something(page, live_server):
