@@ -683,7 +683,8 @@ def study_analysis(frames: StudyFrames, *, options: AnalysisOptions | None = Non
     analysis = {
         "study": frames.study,
         "title": frames.title,
-        "systems": {
+        "systems": [row.system for row in frames.systems.itertuples()],
+        "system_details": {
             row.system: {
                 "label": row.label,
                 "position": int(row.position),

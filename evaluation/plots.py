@@ -60,7 +60,7 @@ def _svg(figure: Figure, prefix: str) -> str:
 def _label(analysis: Mapping[str, Any], key: str) -> str:
     if key == "original":
         return "Original"
-    return analysis.get("systems", {}).get(key, {}).get("label") or key
+    return analysis.get("system_details", {}).get(key, {}).get("label") or key
 
 
 def stacked_shares_svg(

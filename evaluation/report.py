@@ -109,7 +109,7 @@ def cell(value: float | None, interval: Mapping[str, Any] | None = None, *, perc
 def _label(analysis: Mapping[str, Any], key: str) -> str:
     if key == ORIGINAL:
         return "Original"
-    return analysis["systems"].get(key, {}).get("label") or key
+    return analysis.get("system_details", {}).get(key, {}).get("label") or key
 
 
 def table1(analysis: Mapping[str, Any]) -> dict[str, Any]:

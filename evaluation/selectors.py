@@ -452,7 +452,10 @@ def analysis_options_from_settings(**overrides) -> AnalysisOptions:
 
 def analysis_figures_cached(*, analysis: dict) -> dict[str, str]:
     """The SVG figures of an analysis (evaluation/plots.py), cached by the content they draw."""
-    drawn = {key: analysis.get(key) for key in ("systems", "distributions", "severity_distribution")}
+    drawn = {
+        key: analysis.get(key)
+        for key in ("systems", "system_details", "distributions", "severity_distribution")
+    }
     key = (
         "radlay:figures:"
         + hashlib.sha256(json.dumps(drawn, sort_keys=True, default=str).encode()).hexdigest()
