@@ -12,7 +12,7 @@ if [ ${#need[@]} -gt 0 ]; then
   echo "==> apt-get install ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 .ci/setup.sh dev
 
