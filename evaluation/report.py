@@ -328,12 +328,53 @@ def correlation_rows(analysis: Mapping[str, Any]) -> list[dict[str, Any]]:
     return list(grouped.values())
 
 
+def metric_table(analysis: Mapping[str, Any]) -> dict[str, Any]:
+    """Every automatic metric per system (and for the original where it applies), grouped by family,
+    with the reason a metric could not be computed instead of a number."""
+    metrics = analysis.get("metrics", {})
+    systems = list(analysis["systems"])
+    per_system = metrics.get("per_system", {})
+    original = metrics.get("original", {})
+    unavailable = metrics.get("unavailable", {})
+    rows = []
+    for family, spec in metrics.get("families", {}).items():
+        names = [*spec.get("text_metrics", []), *spec.get("corpus_metrics", [])]
+        for name in names:
+            values = [per_system.get(s, {}).get(name) for s in systems]
+            if name in unavailable and all(v is None for v in values):
+                rows.append({"family": family, "metric": name, "reason": unavailable[name]})
+                continue
+            rows.append(
+                {
+                    "family": family,
+                    "metric": name,
+                    "original": fmt(original.get(name)) if name in original else "",
+                    "cells": [fmt(v) for v in values],
+                }
+            )
+    per_text = [
+        {
+            "source": record.get("source"),
+            "system": record.get("system"),
+            "cells": [fmt(record.get(name)) for name in metrics.get("text_metrics", [])],
+        }
+        for record in metrics.get("per_simplification", [])
+    ]
+    return {
+        "columns": [_label(analysis, s) for s in systems],
+        "rows": rows,
+        "text_metrics": metrics.get("text_metrics", []),
+        "per_text": per_text,
+    }
+
+
 def report_tables(analysis: Mapping[str, Any]) -> dict[str, Any]:
     """Everything the dashboard and the report display, as formatted rows."""
     return {
         "table1": table1(analysis),
         "table2": table2(analysis),
         "table3": table3(analysis),
+        "metrics": metric_table(analysis),
         "agreement": agreement_rows(analysis),
         "comparisons": comparison_rows(analysis),
         "correlations": correlation_rows(analysis),

@@ -253,6 +253,13 @@ def _texts(records: Sequence[MetricRecord], context: MetricContext) -> list[dict
     return rows
 
 
+def _unavailable(context: MetricContext) -> dict[str, str]:
+    if context.reference_available:
+        return {}
+    reason = "needs a reference system's text; semantic_match_source matches against the original instead"
+    return {"semantic_match": reason, "semantic_match_reference_recall": reason}
+
+
 FAMILY = register(
     MetricFamily(
         name="semantic",
@@ -268,5 +275,6 @@ FAMILY = register(
         compute_texts=_texts,
         needs_source=True,
         needs_embeddings=True,
+        unavailable=_unavailable,
     )
 )

@@ -79,3 +79,34 @@ def test_audit_display_formats_values():
     assert rows[0]["value_text"] == "4.725" and rows[0]["tolerance_text"] == "0.0005"
     assert rows[1]["value_text"] == "—"
     assert report.audit_display(None) is None
+
+
+def test_metric_table_lists_every_metric_per_system_or_why_not():
+    from evaluation.report import metric_table
+
+    analysis = {
+        "systems": ["a", "b"],
+        "system_details": {"a": {"label": "A"}, "b": {"label": "B"}},
+        "metrics": {
+            "families": {
+                "readability": {"text_metrics": ["fkgl"], "corpus_metrics": ["fkgl_share_at_or_below_grade"]},
+                "reference": {"text_metrics": ["bleu"], "corpus_metrics": []},
+            },
+            "text_metrics": ["fkgl", "bleu"],
+            "original": {"fkgl": 12.3456},
+            "per_system": {
+                "a": {"fkgl": 7.25, "fkgl_share_at_or_below_grade": 0.5, "bleu": None},
+                "b": {"fkgl": 6.0, "fkgl_share_at_or_below_grade": 1.0, "bleu": None},
+            },
+            "per_simplification": [{"source": "s1", "system": "a", "fkgl": 7.25, "bleu": None}],
+            "unavailable": {"bleu": "no reference system"},
+        },
+    }
+    table = metric_table(analysis)
+    assert table["columns"] == ["A", "B"]
+    by_name = {row["metric"]: row for row in table["rows"]}
+    assert by_name["fkgl"]["cells"] == ["7.250", "6.000"]
+    assert by_name["fkgl"]["original"] == "12.346"
+    assert by_name["fkgl_share_at_or_below_grade"]["cells"] == ["0.500", "1.000"]
+    assert by_name["bleu"]["reason"] == "no reference system"
+    assert table["per_text"][0]["source"] == "s1"

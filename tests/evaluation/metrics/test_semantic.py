@@ -130,3 +130,23 @@ def test_family_without_embedder_reports_why(toy_embedder):
     report = compute_all([MetricRecord(source_text="Alpha.", candidate_text="Beta.")], families=["semantic"])
     assert report.texts[0]["semantic_match_source"] is None
     assert "embedder" in report.unavailable["semantic_match_source"]
+
+
+def test_without_a_reference_the_reference_pair_says_why_and_the_source_pair_is_computed(toy_embedder):
+    from evaluation.metrics.registry import MetricRecord, compute_all
+
+    embedder = toy_embedder({"The liver is fatty.": [1.0, 0.0], "There is fat in the liver.": [0.8, 0.6]})
+    report = compute_all(
+        [
+            MetricRecord(
+                source_text="The liver is fatty.", candidate_text="There is fat in the liver.", system="a"
+            )
+        ],
+        families=["semantic"],
+        embedder=embedder,
+    )
+    assert report.texts[0]["semantic_match"] is None
+    assert "reference" in report.unavailable["semantic_match"]
+    # cosine 0.8 >= theta 0.8: the one candidate sentence matches the source.
+    assert report.texts[0]["semantic_match_source"] == 1.0
+    assert "semantic_match_source" not in report.unavailable
