@@ -15,6 +15,7 @@ from evaluation.access import access_study_for_user, studies_for_researcher
 from evaluation.api import export_response
 from evaluation.audit import audit, default_reported_for, load_reported, reported_files
 from evaluation.exporters import FORMATS
+from evaluation.exporters.metrics_table import metrics_csv
 from evaluation.report import audit_display, balance_summary, report_tables, study_report_html
 from evaluation.selectors import (
     analysis_figures_cached,
@@ -109,6 +110,15 @@ def study_analysis_json(request: HttpRequest, slug: str) -> HttpResponse:
         json.dumps(analysis, indent=2, ensure_ascii=False, default=str), content_type="application/json"
     )
     response["Content-Disposition"] = f'attachment; filename="{study.slug}-analysis.json"'
+    return response
+
+
+@researcher_login_required
+def study_metrics_csv(request: HttpRequest, slug: str) -> HttpResponse:
+    study = access_study_for_user(user=request.user, slug=slug)
+    analysis = study_analysis_cached(study=study, options=analysis_options_from_settings())
+    response = HttpResponse(metrics_csv(analysis), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{study.slug}-metrics.csv"'
     return response
 
 

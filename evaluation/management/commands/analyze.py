@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
 from evaluation.analysis import AnalysisOptions, study_analysis
+from evaluation.exporters.metrics_table import metrics_csv
 from evaluation.selectors import study_frames
 
 
@@ -46,6 +47,11 @@ class Command(BaseCommand):
             "(default: RADLAY_ANALYSIS_OPTIONS['embeddings'], on unless RADLAY_ANALYSIS_EMBEDDINGS=false)",
         )
         parser.add_argument("--embedding-model", default=None, help="local sentence-transformers directory")
+        parser.add_argument(
+            "--metrics-csv",
+            default=None,
+            help="also write the automatic metrics (per simplification, per system)",
+        )
 
     def handle(self, *args, **options) -> None:
         study = Study.objects.filter(slug=options["study"]).first()
@@ -69,6 +75,8 @@ class Command(BaseCommand):
             correlations=not options["no_correlations"],
         )
         analysis = study_analysis(study_frames(study=study), options=analysis_options)
+        if options["metrics_csv"]:
+            Path(options["metrics_csv"]).write_text(metrics_csv(analysis), encoding="utf-8")
         text = json.dumps(analysis, indent=2, ensure_ascii=False, default=str, allow_nan=False)
         if options["json_path"] == "-":
             sys.stdout.write(text + "\n")
