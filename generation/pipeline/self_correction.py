@@ -92,50 +92,10 @@ class _Totals:
     flag_reasons: list[str] = field(default_factory=list)
 
 
-@dataclass
-class BaselineResult:
-    """One Generator answer: the BS ("before self-correction") simplification."""
+@dataclass(kw_only=True)
+class _RunRecord:
+    """What every result records of its calls (one sentence's _Totals) and of its setup."""
 
-    sentence: str
-    prompt_kind: str
-    text: str
-    raw_output: str
-    transcript: list[dict[str, Any]]
-    flag_reasons: list[str]
-    prompt_tokens: int
-    completion_tokens: int
-    cost_usd: float
-    cost_known: bool
-    calls: int
-    cached_calls: int
-    prompt_version: str
-    prompt_digest: str
-    backend: str
-    model: str
-    params: dict[str, Any]
-
-    @property
-    def flagged(self) -> bool:
-        return bool(self.flag_reasons)
-
-    @property
-    def flag_reason(self) -> str:
-        return "; ".join(self.flag_reasons)
-
-
-@dataclass
-class SelfCorrectionResult:
-    sentence: str
-    prompt_kind: str
-    bs_text: str
-    bs_raw: str
-    sc_text: str
-    sc_raw: str
-    rounds: int
-    refinements: int
-    reached_cap: bool
-    stopped_by: Literal["processor_no", "round_cap"]
-    max_rounds: int
     transcript: list[dict[str, Any]]
     flag_reasons: list[str]
     prompt_tokens: int
@@ -158,6 +118,31 @@ class SelfCorrectionResult:
     @property
     def flag_reason(self) -> str:
         return "; ".join(self.flag_reasons)
+
+
+@dataclass
+class BaselineResult(_RunRecord):
+    """One Generator answer: the BS ("before self-correction") simplification."""
+
+    sentence: str
+    prompt_kind: str
+    text: str
+    raw_output: str
+
+
+@dataclass
+class SelfCorrectionResult(_RunRecord):
+    sentence: str
+    prompt_kind: str
+    bs_text: str
+    bs_raw: str
+    sc_text: str
+    sc_raw: str
+    rounds: int
+    refinements: int
+    reached_cap: bool
+    stopped_by: Literal["processor_no", "round_cap"]
+    max_rounds: int
 
 
 @dataclass
@@ -281,6 +266,25 @@ class _Agents:
     def flag(self, reason: str) -> None:
         self.totals.flag_reasons.append(reason)
 
+    def run_record(self, prompts: PromptSet) -> dict[str, Any]:
+        """The _RunRecord fields of this sentence's result."""
+        totals = self.totals
+        return {
+            "transcript": totals.transcript,
+            "flag_reasons": totals.flag_reasons,
+            "prompt_tokens": totals.prompt_tokens,
+            "completion_tokens": totals.completion_tokens,
+            "cost_usd": totals.cost_usd,
+            "cost_known": totals.cost_known,
+            "calls": totals.calls,
+            "cached_calls": totals.cached_calls,
+            "prompt_version": prompts.version,
+            "prompt_digest": prompts.digest,
+            "backend": self.default.name,
+            "model": self.default.model,
+            "params": self.params.as_dict(),
+        }
+
 
 def _check_kind(prompt_kind: str) -> None:
     if prompt_kind not in PROMPT_KINDS:
@@ -356,26 +360,13 @@ def generate_baselines(
         answer = agents.take(call, completion).text
         text = _first_simplification(answer, prompt_kind, agents)
         _record_generator_text(agents, text)
-        totals = agents.totals
         results.append(
             BaselineResult(
                 sentence=sentence,
                 prompt_kind=prompt_kind,
                 text=text,
                 raw_output=answer,
-                transcript=totals.transcript,
-                flag_reasons=totals.flag_reasons,
-                prompt_tokens=totals.prompt_tokens,
-                completion_tokens=totals.completion_tokens,
-                cost_usd=totals.cost_usd,
-                cost_known=totals.cost_known,
-                calls=totals.calls,
-                cached_calls=totals.cached_calls,
-                prompt_version=prompts.version,
-                prompt_digest=prompts.digest,
-                backend=backend.name,
-                model=backend.model,
-                params=params.as_dict(),
+                **agents.run_record(prompts),
             )
         )
     return results
@@ -395,7 +386,6 @@ def _self_correction_loop(
     prompt_kind: str,
     prompts: PromptSet,
     max_rounds: int,
-    backend: ChatBackend,
 ) -> _Loop:
     first_call = _first_call(sentence, prompt_kind, prompts)
     generator_memory = list(first_call.messages)
@@ -489,7 +479,6 @@ def _self_correction_loop(
         current, current_raw = _refined_simplification(refined.text, prompt_kind), refined.text
         _record_generator_text(agents, current)
 
-    totals = agents.totals
     return SelfCorrectionResult(
         sentence=sentence,
         prompt_kind=prompt_kind,
@@ -502,19 +491,7 @@ def _self_correction_loop(
         reached_cap=stopped_by == "round_cap",
         stopped_by=stopped_by,
         max_rounds=max_rounds,
-        transcript=totals.transcript,
-        flag_reasons=totals.flag_reasons,
-        prompt_tokens=totals.prompt_tokens,
-        completion_tokens=totals.completion_tokens,
-        cost_usd=totals.cost_usd,
-        cost_known=totals.cost_known,
-        calls=totals.calls,
-        cached_calls=totals.cached_calls,
-        prompt_version=prompts.version,
-        prompt_digest=prompts.digest,
-        backend=backend.name,
-        model=backend.model,
-        params=agents.params.as_dict(),
+        **agents.run_record(prompts),
     )
 
 
@@ -550,7 +527,6 @@ def run_self_correction(
         prompt_kind=prompt_kind,
         prompts=prompts,
         max_rounds=max_rounds,
-        backend=backend,
     )
     calls = next(loop)
     while True:
@@ -601,7 +577,6 @@ def run_self_correction_batch(
             prompt_kind=prompt_kind,
             prompts=prompts,
             max_rounds=max_rounds,
-            backend=backend,
         )
         for sentence, item in zip(sentences, agents, strict=True)
     ]
