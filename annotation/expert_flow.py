@@ -13,13 +13,10 @@ from __future__ import annotations
 
 import random
 import re
-import string
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.core import signing
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -33,6 +30,13 @@ from annotation.models import (
     SimplificationText,
     Source,
 )
+from annotation.survey_page import (  # noqa: F401  (re-exported: views and tests time pages here)
+    MAX_INTERVAL_MS,
+    elapsed_ms_clean,
+    render_stamp,
+    render_stamp_elapsed_ms,
+    text_label,
+)
 
 ORIGINAL = "original"
 ORIGINAL_FIELDS = ("severity", "simplicity")
@@ -41,21 +45,7 @@ COMMENT = "comment"
 NON_ANSWER_FIELDS = frozenset({"csrfmiddlewaretoken", "elapsed_ms", "rendered_at", "action"})
 _ANSWER_FIELD = re.compile(r"^(?P<row>[^-]+)-(?P<name>[^-]+)$")
 
-# One timing interval longer than this is a rater who walked away with the page open; counting it
-# whole would make "time per page" mean "time until the rater came back".
-MAX_INTERVAL_MS = 30 * 60 * 1000
 _STAMP_SALT = "annotation.expert_flow.page_stamp"
-
-
-def text_label(index: int) -> str:
-    """Blind label of the index-th text on a page: A … Z, then AA, AB, …"""
-    letters = string.ascii_uppercase
-    label = ""
-    index += 1
-    while index:
-        index, rest = divmod(index - 1, 26)
-        label = letters[rest] + label
-    return label
 
 
 # --- Page assignment -------------------------------------------------------------------------
@@ -397,28 +387,11 @@ def expert_item_mark_completion(*, item: ExpertItem, complete: bool) -> None:
 # --- Time spent ------------------------------------------------------------------------------------
 
 
-def elapsed_ms_clean(raw: Any) -> int:
-    """The client's "ms since the last save": a whole number in [0, MAX_INTERVAL_MS]; anything else
-    counts as 0 (timing is telemetry and must never cost the rater an answer)."""
-    try:
-        value = int(float(raw))
-    except (TypeError, ValueError, OverflowError):
-        return 0
-    return max(0, min(value, MAX_INTERVAL_MS))
-
-
 def page_stamp(*, item: ExpertItem, now: float | None = None) -> str:
     """A signed render time, sent back by a plain form POST so the server can time a page without
     JavaScript."""
-    return signing.dumps({"item": item.pk, "at": time.time() if now is None else now}, salt=_STAMP_SALT)
+    return render_stamp(salt=_STAMP_SALT, page={"item": item.pk}, now=now)
 
 
 def page_stamp_elapsed_ms(*, item: ExpertItem, stamp: str, now: float | None = None) -> int:
-    try:
-        payload = signing.loads(stamp, salt=_STAMP_SALT)
-    except signing.BadSignature:
-        return 0
-    if not isinstance(payload, dict) or payload.get("item") != item.pk:
-        return 0
-    seconds = (time.time() if now is None else now) - float(payload.get("at", 0))
-    return elapsed_ms_clean(seconds * 1000)
+    return render_stamp_elapsed_ms(salt=_STAMP_SALT, page={"item": item.pk}, stamp=stamp, now=now)

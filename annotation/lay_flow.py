@@ -36,7 +36,6 @@ Decisions worth knowing:
 from __future__ import annotations
 
 import random
-import time
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -44,7 +43,6 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
-from django.core import signing
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -66,6 +64,13 @@ from annotation.models import (
     Study,
     System,
 )
+from annotation.survey_page import (  # noqa: F401  (re-exported: views and tests time panels here)
+    MAX_INTERVAL_MS,
+    elapsed_ms_clean,
+    render_stamp,
+    render_stamp_elapsed_ms,
+    text_label,
+)
 
 ORIGINAL = LayItem.Stage.ORIGINAL.value
 ASSISTED = LayItem.Stage.ASSISTED.value
@@ -74,8 +79,6 @@ DONE = LayItem.Stage.DONE.value
 PANELS = (ORIGINAL, ASSISTED, PREFERENCE)
 SAFETY_ASPECTS = ("hallucination", "correctness")
 
-# One timing interval longer than this is someone who walked away with the page open.
-MAX_INTERVAL_MS = 30 * 60 * 1000
 MAX_TEXT_ANSWER = 2000
 _STAMP_SALT = "annotation.lay_flow.panel_stamp"
 LOCKED_MESSAGE = (
@@ -98,15 +101,6 @@ class StudyNotReady(LayFlowError):
 
 def panel_number(panel: str) -> int:
     return PANELS.index(panel) + 1
-
-
-def text_label(index: int) -> str:
-    """Label of the index-th simplification in panel 3: A … Z, AA, AB, … (Figure 1 uses A-D)."""
-    label, index = "", index + 1
-    while index:
-        index, rest = divmod(index - 1, 26)
-        label = chr(ord("A") + rest) + label
-    return label
 
 
 # --- The design, from the database ------------------------------------------------------------
@@ -665,31 +659,15 @@ def lay_panel_add_time(*, item: LayItem, panel: str, time_spent_ms: int) -> None
         services.lay_preference_save(item=item, time_spent_ms=time_spent_ms)
 
 
-def elapsed_ms_clean(raw: Any) -> int:
-    """The client's "ms since the last save": a whole number in [0, MAX_INTERVAL_MS]; anything else
-    counts as 0 (timing is telemetry and must never cost the participant an answer)."""
-    try:
-        value = int(float(raw))
-    except (TypeError, ValueError, OverflowError):
-        return 0
-    return max(0, min(value, MAX_INTERVAL_MS))
-
-
 def panel_stamp(*, item: LayItem, panel: str, now: float | None = None) -> str:
     """A signed render time, sent back by a plain form POST so a panel is timed without JavaScript."""
-    return signing.dumps(
-        {"item": item.pk, "panel": panel, "at": time.time() if now is None else now}, salt=_STAMP_SALT
-    )
+    return render_stamp(salt=_STAMP_SALT, page={"item": item.pk, "panel": panel}, now=now)
 
 
 def panel_stamp_elapsed_ms(*, item: LayItem, panel: str, stamp: str, now: float | None = None) -> int:
-    try:
-        payload = signing.loads(stamp, salt=_STAMP_SALT)
-    except signing.BadSignature:
-        return 0
-    if not isinstance(payload, dict) or payload.get("item") != item.pk or payload.get("panel") != panel:
-        return 0
-    return elapsed_ms_clean(((time.time() if now is None else now) - float(payload.get("at", 0))) * 1000)
+    return render_stamp_elapsed_ms(
+        salt=_STAMP_SALT, page={"item": item.pk, "panel": panel}, stamp=stamp, now=now
+    )
 
 
 # --- Attention checks ----------------------------------------------------------------------------
