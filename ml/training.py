@@ -18,7 +18,7 @@ in backward passes) can make them differ in the last digits.
 The split into training and validation is by source (seeded), so one source's several reference
 simplifications never straddle it. Validation reports teacher-forced loss, BLEU (sacrebleu, all
 references of a source), mean FKGL (textstat) of the predictions and of the references, and SARI
-when `evaluation.metrics.reference.sari` is importable at run time.
+(`evaluation.metrics.reference.corpus_sari`).
 """
 
 from __future__ import annotations
@@ -269,20 +269,6 @@ def _write_checkpoint(
     return final
 
 
-def _corpus_sari(sources: list[str], predictions: list[str], references: list[list[str]]) -> float | None:
-    """SARI from evaluation.metrics.reference (another app's module) when it is there, else None."""
-    try:
-        from evaluation.metrics import reference
-    except ImportError:
-        return None
-    if hasattr(reference, "corpus_sari"):
-        return float(reference.corpus_sari(sources, predictions, references))
-    if hasattr(reference, "sari"):
-        scores = [reference.sari(s, p, r) for s, p, r in zip(sources, predictions, references, strict=True)]
-        return sum(float(getattr(x, "sari", x)) for x in scores) / len(scores)
-    return None
-
-
 @torch.no_grad()
 def _validation_loss(
     model: Any, batcher: _Batcher, pairs: Sequence[SimplificationPair], batch_size: int, bf16: bool
@@ -315,6 +301,8 @@ def evaluate_simplifier(
     import sacrebleu
     import textstat
 
+    from evaluation.metrics.reference import corpus_sari  # Django-free, like this module
+
     if not records:
         return {}
     model.eval()
@@ -346,10 +334,9 @@ def evaluate_simplifier(
         # FKGL per text, averaged: the protocol reports readability per simplification.
         "fkgl": sum(textstat.flesch_kincaid_grade(p) for p in predictions) / len(predictions),
         "fkgl_reference": sum(textstat.flesch_kincaid_grade(r[0]) for r in references) / len(references),
-        "sari": None,
+        "sari": corpus_sari(sources, predictions, references),
         "n_sources": float(len(records)),
     }
-    metrics["sari"] = _corpus_sari(sources, predictions, references)
     model.train()
     return metrics
 
