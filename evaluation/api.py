@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 from annotation.models import Simplification, Source, Study, System
 from evaluation import serializers
 from evaluation.access import access_study_for_user, studies_for_researcher
-from evaluation.audit import audit, load_reported, reported_files
+from evaluation.audit import audit_shipped, reported_files
 from evaluation.exporters import FORMATS
 from evaluation.exporters.rows import answer_columns, answer_rows
 from evaluation.selectors import analysis_options_from_settings, participants_progress, study_analysis_cached
@@ -165,8 +165,7 @@ class AuditView(APIView):
         analysis = study_analysis_cached(
             study=study, options=analysis_options_from_settings(correlations=False)
         )
-        result = audit(analysis, load_reported(files[name]))
-        return Response({**result, "reported_file": files[name].name})
+        return Response(audit_shipped(analysis, name))
 
 
 class ExportView(APIView):

@@ -55,6 +55,15 @@ def default_reported_for(systems: Sequence[str]) -> str | None:
     return None
 
 
+def audit_shipped(analysis: Mapping[str, Any], name: str | None) -> dict[str, Any] | None:
+    """`audit` against the shipped reported-figures file `name` (see reported_files), with that
+    file's name under "reported_file"; None when no shipped file has that name (or no name)."""
+    path = reported_files().get(name) if name else None
+    if path is None:
+        return None
+    return audit(analysis, load_reported(path)) | {"reported_file": path.name}
+
+
 def load_reported(path: str | Path) -> dict[str, Any]:
     """Read and check a reported-figures file (YAML or JSON)."""
     path = Path(path)

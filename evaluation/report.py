@@ -415,7 +415,7 @@ def study_report_html(*, study, reported: str | None = "auto") -> str:
     study's systems (evaluation.audit.default_reported_for); None or "" audits nothing."""
     from django.template.loader import render_to_string
 
-    from evaluation.audit import audit, default_reported_for, load_reported, reported_files
+    from evaluation.audit import audit_shipped, default_reported_for
     from evaluation.selectors import (
         analysis_figures_cached,
         analysis_options_from_settings,
@@ -425,14 +425,9 @@ def study_report_html(*, study, reported: str | None = "auto") -> str:
     )
 
     analysis = study_analysis_cached(study=study, options=analysis_options_from_settings())
-    files = reported_files()
     if reported == "auto":
         reported = default_reported_for(list(analysis["systems"]))
-    audit_result = None
-    if reported and reported in files:
-        audit_result = audit(analysis, load_reported(files[reported])) | {
-            "reported_file": files[reported].name
-        }
+    audit_result = audit_shipped(analysis, reported)
     balance = latin_square_balance(study=study)
     context = {
         "study": study,

@@ -13,7 +13,7 @@ from django.shortcuts import render
 
 from evaluation.access import access_study_for_user, studies_for_researcher
 from evaluation.api import export_response
-from evaluation.audit import audit, default_reported_for, load_reported, reported_files
+from evaluation.audit import audit_shipped, default_reported_for, reported_files
 from evaluation.exporters import FORMATS
 from evaluation.exporters.metrics_table import metrics_csv
 from evaluation.report import audit_display, balance_summary, report_tables, study_report_html
@@ -49,11 +49,7 @@ def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
     analysis = study_analysis_cached(study=study, options=analysis_options_from_settings(correlations=False))
     files = reported_files()
     reported = request.GET.get("reported", default_reported_for(list(analysis["systems"])) or "")
-    audit_result = None
-    if reported in files:
-        audit_result = audit(analysis, load_reported(files[reported])) | {
-            "reported_file": files[reported].name
-        }
+    audit_result = audit_shipped(analysis, reported)
     balance = latin_square_balance(study=study)
     n_sources = balance["source"].nunique()
     matrix = None
