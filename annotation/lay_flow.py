@@ -49,7 +49,7 @@ from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotation import latin_square, services
+from annotation import latin_square, selectors, services
 from annotation.models import (
     AttentionCheck,
     AttentionCheckResponse,
@@ -191,13 +191,7 @@ def lay_safety_flags(*, study: Study) -> list[SafetyFlag]:
         .select_related("participant", "shown_text__source")
         .order_by("shown_text__source__position", "shown_text_id", "participant_id")
     )
-    systems: dict[int, list[str]] = defaultdict(list)
-    for text_id, key in (
-        Simplification.objects.filter(source__study=study)
-        .order_by("system__position", "system__key")
-        .values_list("shown_text_id", "system__key")
-    ):
-        systems[text_id].append(key)
+    systems = selectors.systems_by_text(study=study)
     flags = []
     for rating in ratings:
         for aspect in SAFETY_ASPECTS:
