@@ -46,7 +46,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -76,6 +76,9 @@ from generation.pipeline.self_correction import (
     run_self_correction_batch,
 )
 from generation.prompts.registry import DEFAULT_VERSION, available_versions, load_prompts
+
+if TYPE_CHECKING:
+    from generation.pipeline.scgr import SCGRResult
 
 logger = logging.getLogger(__name__)
 
@@ -755,7 +758,9 @@ def _baseline_outcome(
     return _result_outcome([output], result)
 
 
-def _result_outcome(outputs: list[_Output], result: SelfCorrectionResult | BaselineResult) -> _Outcome:
+def _result_outcome(
+    outputs: list[_Output], result: SelfCorrectionResult | BaselineResult | SCGRResult
+) -> _Outcome:
     return _Outcome(
         outputs=outputs,
         transcript=result.transcript,
@@ -765,41 +770,6 @@ def _result_outcome(outputs: list[_Output], result: SelfCorrectionResult | Basel
         completion_tokens=result.completion_tokens,
         cost_usd=result.cost_usd,
     )
-
-
-def scgr_transcript(result: Any) -> list[dict[str, Any]]:
-    """SCGR's attempts as turns in the shape of the self-correction transcript (round = attempt)."""
-    turns: list[dict[str, Any]] = []
-    seen = 0
-    for entry, attempt in zip(result.transcript, result.attempts, strict=True):
-        messages = entry["messages"]
-        for message in messages[seen:]:
-            if message["role"] == "assistant":
-                continue  # already recorded as the previous attempt's answer
-            turns.append(
-                {
-                    "round": entry["attempt"],
-                    "agent": "generator",
-                    "role": message["role"],
-                    "prompt": "scgr",
-                    "content": message["content"],
-                }
-            )
-        seen = len(messages) + 1  # the answer is appended to the conversation before the next attempt
-        turns.append(
-            {
-                "round": entry["attempt"],
-                "agent": "generator",
-                "role": "assistant",
-                "prompt": "scgr",
-                "content": entry["answer"],
-                "cached": bool(entry.get("cached")),
-                "simplification": attempt.text,
-                "format_ok": attempt.format_ok,
-                "violations": [f"{v.label}: {v.expected} ({v.detail})" for v in attempt.violations],
-            }
-        )
-    return turns
 
 
 def _run_scgr(
@@ -813,7 +783,6 @@ def _run_scgr(
 
     max_attempts = int(job.batch.parameters.get("scgr_max_attempts", DEFAULT_SCGR_ATTEMPTS))
     result = scgr_simplify(job.source.text, backend=backend, params=params, max_attempts=max_attempts)
-    transcript = scgr_transcript(result)
     best = min(result.attempts, key=lambda a: len(a.violations))
     provenance = {
         **base,
@@ -829,18 +798,9 @@ def _run_scgr(
         },
         "rounds": len(result.attempts),
         "reached_round_cap": result.flagged and len(result.attempts) >= max_attempts,
-        "transcript": transcript,
+        "transcript": result.transcript,
         "raw_output": best.raw,
         "flagged": result.flagged,
         "flag_reason": result.flag_reason,
     }
-    cached = sum(1 for entry in result.transcript if entry.get("cached"))
-    return _Outcome(
-        outputs=[_Output("scgr", result.simplification, provenance)],
-        transcript=transcript,
-        calls=len(result.transcript),
-        cached_calls=cached,
-        prompt_tokens=result.prompt_tokens,
-        completion_tokens=result.completion_tokens,
-        cost_usd=result.cost_usd,
-    )
+    return _result_outcome([_Output("scgr", result.simplification, provenance)], result)

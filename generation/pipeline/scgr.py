@@ -117,7 +117,17 @@ class SCGRResult:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    # Turns in the shape of the self-correction transcript (round = attempt): the messages each
+    # attempt added, then its answer with the simplification read from it and its violations.
     transcript: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def calls(self) -> int:
+        return len(self.attempts)
+
+    @property
+    def cached_calls(self) -> int:
+        return sum(1 for turn in self.transcript if turn["role"] == "assistant" and turn["cached"])
 
     @property
     def flagged(self) -> bool:
@@ -205,6 +215,7 @@ def scgr_simplify(
         model=backend.model,
     )
     previous_violations: list[str] = []
+    recorded = 0  # messages of the conversation already in the transcript
     for attempt in range(1, max_attempts + 1):
         # A fresh dict per call: a backend (or its cache) may keep the context it was given.
         context: dict[str, Any] = {
@@ -221,14 +232,6 @@ def scgr_simplify(
         result.prompt_tokens += completion.prompt_tokens
         result.completion_tokens += completion.completion_tokens
         result.cost_usd += completion.cost_usd
-        result.transcript.append(
-            {
-                "attempt": attempt,
-                "messages": list(messages),
-                "answer": completion.text,
-                "cached": completion.cached,
-            }
-        )
         try:
             text, format_ok = parse_refinement(completion.text), True
         except RefinementFormatError:
@@ -242,8 +245,26 @@ def scgr_simplify(
         result.attempts.append(
             SCGRAttempt(raw=completion.text, text=text, violations=violations, format_ok=format_ok)
         )
+        turn = {"round": attempt, "agent": "generator", "prompt": "scgr"}
+        result.transcript += [
+            {**turn, "role": message["role"], "content": message["content"]}
+            for message in messages[recorded:]
+            if message["role"] != "assistant"  # already recorded as the previous attempt's answer
+        ]
+        result.transcript.append(
+            {
+                **turn,
+                "role": "assistant",
+                "content": completion.text,
+                "cached": completion.cached,
+                "simplification": text,
+                "format_ok": format_ok,
+                "violations": [f"{v.label}: {v.expected} ({v.detail})" for v in violations],
+            }
+        )
         if not violations:
             break
+        recorded = len(messages)
         messages += [{"role": "assistant", "content": completion.text}, retry_message(violations)]
         previous_violations = [f"{v.label}: {v.expected}" for v in violations]
     # The earliest of the answers with the fewest violations.
