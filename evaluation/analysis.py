@@ -96,6 +96,14 @@ def _mean(values: pd.Series | np.ndarray) -> float | None:
     return float(array.mean()) if array.size else None
 
 
+def system_label(analysis: Mapping[str, Any], key: str) -> str:
+    """How a column of the analysis is shown: "Original", or the system's label (its key when it
+    has none)."""
+    if key == ORIGINAL:
+        return "Original"
+    return analysis.get("system_details", {}).get(key, {}).get("label") or key
+
+
 def system_keys(frames: StudyFrames) -> list[str]:
     return list(frames.systems["system"])
 

@@ -20,6 +20,7 @@ matplotlib.use("Agg")  # never a GUI backend on a server
 from matplotlib.figure import Figure  # noqa: E402
 
 from annotation import scales  # noqa: E402
+from evaluation.analysis import system_label  # noqa: E402
 
 # Deterministic output (same analysis → same bytes) and real text instead of glyph paths.
 _RC = {"svg.hashsalt": "radlay", "svg.fonttype": "none", "font.size": 9, "font.family": "sans-serif"}
@@ -55,12 +56,6 @@ def _svg(figure: Figure, prefix: str) -> str:
             .replace(f'href="#{old}"', f'href="#{new}"')
         )
     return text.replace("<svg ", f'<svg role="img" aria-label="{prefix}" ', 1)
-
-
-def _label(analysis: Mapping[str, Any], key: str) -> str:
-    if key == "original":
-        return "Original"
-    return analysis.get("system_details", {}).get(key, {}).get("label") or key
 
 
 def stacked_shares_svg(
@@ -123,7 +118,7 @@ def confidence_svg(analysis: Mapping[str, Any]) -> str:
         counts,
         levels=scales.CONFIDENCE.names,
         title="Q2 confidence (panel 1 = original, panel 2 = each system)",
-        labels={key: _label(analysis, key) for key in counts},
+        labels={key: system_label(analysis, key) for key in counts},
         prefix="fig3-confidence",
     )
 
@@ -152,7 +147,7 @@ def votes_svg(analysis: Mapping[str, Any]) -> str:
                     label=f"{k}",
                 )
                 left = [a + b for a, b in zip(left, widths, strict=True)]
-            axes.set_yticks(range(len(systems)), [_label(analysis, s) for s in systems])
+            axes.set_yticks(range(len(systems)), [system_label(analysis, s) for s in systems])
             axes.set_title(f"{side} preferred", loc="left", fontsize=10)
             axes.set_xlabel("sources")
             for spine in ("top", "right"):
@@ -198,7 +193,7 @@ def likert_svgs(analysis: Mapping[str, Any]) -> dict[str, str]:
             counts,
             levels=scales.LIKERT.names,
             title=f"Radiologists: {aspect}",
-            labels={k: _label(analysis, k) for k in counts},
+            labels={k: system_label(analysis, k) for k in counts},
             prefix=f"likert-expert-{aspect}",
         )
     for question, counts in analysis["distributions"]["lay"].items():
@@ -208,7 +203,7 @@ def likert_svgs(analysis: Mapping[str, Any]) -> dict[str, str]:
             counts,
             levels=scales.LAY_SCALES[question].names,
             title=f"Laypeople: {question.replace('_', ' ')}",
-            labels={k: _label(analysis, k) for k in counts},
+            labels={k: system_label(analysis, k) for k in counts},
             prefix=f"likert-lay-{question}",
         )
     return figures

@@ -16,8 +16,8 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from annotation import scales
+from evaluation.analysis import ORIGINAL, system_label
 
-ORIGINAL = "original"
 READABILITY_LABELS = {
     "fkgl": "FKGL ↓",
     "gunning_fog": "Gunning Fog (GFI) ↓",
@@ -106,12 +106,6 @@ def cell(value: float | None, interval: Mapping[str, Any] | None = None, *, perc
     return {"value": text, "ci": ci, "missing": value is None}
 
 
-def _label(analysis: Mapping[str, Any], key: str) -> str:
-    if key == ORIGINAL:
-        return "Original"
-    return analysis.get("system_details", {}).get(key, {}).get("label") or key
-
-
 def table1(analysis: Mapping[str, Any]) -> dict[str, Any]:
     """Table 1 as header + sections of rows; each row: label and one cell per column."""
     systems = list(analysis["systems"])
@@ -179,7 +173,7 @@ def table1(analysis: Mapping[str, Any]) -> dict[str, Any]:
         }
     )
     return {
-        "columns": [_label(analysis, c) for c in columns],
+        "columns": [system_label(analysis, c) for c in columns],
         "sections": [
             {"title": "Readability (mean per text)", "rows": readability},
             {"title": "Radiologists (1–5)", "rows": expert},
@@ -232,7 +226,7 @@ def table3(analysis: Mapping[str, Any]) -> dict[str, Any]:
         rows.append({"label": label, "cells": [str(analysis["preferences"][side][s]) for s in systems]})
         votes = details.get(side, {}).get("votes", {})
         rows.append({"label": f"{side} votes in total", "cells": [str(votes.get(s, 0)) for s in systems]})
-    return {"columns": [_label(analysis, s) for s in systems], "rows": rows}
+    return {"columns": [system_label(analysis, s) for s in systems], "rows": rows}
 
 
 def agreement_rows(analysis: Mapping[str, Any]) -> list[dict[str, str]]:
@@ -297,7 +291,7 @@ def comparison_rows(analysis: Mapping[str, Any]) -> list[dict[str, Any]]:
             rows.append(
                 {
                     "measure": measure.replace("_", " "),
-                    "pair": " vs ".join(_label(analysis, record[k]) for k in ("system_a", "system_b")),
+                    "pair": " vs ".join(system_label(analysis, record[k]) for k in ("system_a", "system_b")),
                     "n": record["n"],
                     "mean_diff": fmt(record["mean_diff"]),
                     "effect": fmt(record["effect_size"]),
@@ -361,7 +355,7 @@ def metric_table(analysis: Mapping[str, Any]) -> dict[str, Any]:
         for record in metrics.get("per_simplification", [])
     ]
     return {
-        "columns": [_label(analysis, s) for s in systems],
+        "columns": [system_label(analysis, s) for s in systems],
         "rows": rows,
         "text_metrics": metrics.get("text_metrics", []),
         "per_text": per_text,
