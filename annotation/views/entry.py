@@ -1,10 +1,19 @@
-"""The front door: the home page and `/s/<token>/`, which sends a participant to their role's flow."""
+"""The front door: the home page, `/s/<token>/` (which sends a participant to their role's flow),
+and what both survey flows' views share: resolving the token of every survey URL to a participant
+and answering the access errors with the same clear 4xx pages."""
 
-from django.http import HttpRequest, HttpResponse
+from collections.abc import Callable
+from functools import wraps
+
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from annotation.access import SurveyClosed, access_participant
+from annotation.access import SurveyClosed, WrongFlow, access_participant
 from annotation.models import Participant
+
+# A flow's error page: (request, message, status) -> response (a fragment for htmx requests).
+ErrorPage = Callable[[HttpRequest, str, int], HttpResponse]
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -23,3 +32,43 @@ def participant_entry(request: HttpRequest, token: str) -> HttpResponse:
 
 def study_unavailable(request: HttpRequest, study) -> HttpResponse:
     return render(request, "annotation/study_unavailable.html", {"study": study}, status=403)
+
+
+def messages_of(exc: ValidationError) -> list[str]:
+    """Every message of a ValidationError, whether it is keyed by field or not."""
+    if hasattr(exc, "error_dict"):
+        return [message for messages in exc.message_dict.values() for message in messages]
+    return list(exc.messages)
+
+
+def survey_participant(
+    *,
+    role: str,
+    error: ErrorPage,
+    require_open: bool = True,
+    refused: tuple[type[ValidationError], ...] = (),
+) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+    """A view decorator: resolve `token` to a participant of `role` (of an open study unless told
+    otherwise) and pass it on instead. A closed study, the other role's token and a missing page
+    become 403/404 answers; the flow's own refusals (`refused`) become 409 with their messages."""
+
+    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @wraps(view)
+        def wrapper(request: HttpRequest, token: str, **kwargs) -> HttpResponse:
+            try:
+                participant = access_participant(token=token, role=role, require_open=require_open)
+                return view(request, participant, **kwargs)
+            except SurveyClosed as closed:
+                if request.htmx:
+                    return error(request, "This study is not open: answers are no longer accepted.", 403)
+                return study_unavailable(request, closed.study)
+            except WrongFlow as exc:
+                return error(request, f"{exc} Please open the link you were sent for your own survey.", 403)
+            except Http404 as exc:
+                return error(request, str(exc) or "This page does not exist.", 404)
+            except refused as exc:
+                return error(request, " ".join(messages_of(exc)), 409)
+
+        return wrapper
+
+    return decorate

@@ -7,22 +7,19 @@ role's token, someone else's page and bad values all get a 4xx page or fragment,
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import wraps
-
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotation import expert_flow, protocol_texts, scales, services
-from annotation.access import SurveyClosed, WrongFlow, access_expert_item, access_participant
+from annotation.access import access_expert_item
 from annotation.models import ExpertItem, Participant
-from annotation.views.entry import study_unavailable
+from annotation.views.entry import messages_of, survey_participant
 
 TEMPLATES = "annotation/expert/"
 
@@ -33,25 +30,8 @@ def _error(request: HttpRequest, message: str, status: int) -> HttpResponse:
     return render(request, TEMPLATES + template, {"message": message, "status": status}, status=status)
 
 
-def radiologist_flow(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Resolve `token` to a radiologist of an open study and pass the participant on; turn the
-    access errors into clear 4xx answers."""
-
-    @wraps(view)
-    def wrapper(request: HttpRequest, token: str, **kwargs) -> HttpResponse:
-        try:
-            participant = access_participant(token=token, role=Participant.Role.RADIOLOGIST)
-            return view(request, participant, **kwargs)
-        except SurveyClosed as closed:
-            if request.htmx:
-                return _error(request, "This study is not open: answers are no longer accepted.", 403)
-            return study_unavailable(request, closed.study)
-        except WrongFlow as exc:
-            return _error(request, f"{exc} Please open the link you were sent for your own survey.", 403)
-        except Http404 as exc:
-            return _error(request, str(exc) or "This page does not exist.", 404)
-
-    return wrapper
+# Resolve `token` to a radiologist of an open study and pass the participant on.
+radiologist_flow = survey_participant(role=Participant.Role.RADIOLOGIST, error=_error)
 
 
 def _redirect_resume(participant: Participant) -> HttpResponse:
@@ -155,7 +135,7 @@ def _autosave(request: HttpRequest, participant: Participant, item: ExpertItem) 
             participant=participant, item=item, data=request.POST, time_spent_ms=elapsed
         )
     except ValidationError as exc:
-        return render(request, TEMPLATES + "_error_fragment.html", {"messages": _messages(exc)}, status=400)
+        return render(request, TEMPLATES + "_error_fragment.html", {"messages": messages_of(exc)}, status=400)
     return render(request, TEMPLATES + "_saved.html", _page_context(participant, item, page))
 
 
@@ -186,12 +166,6 @@ def _submit(request: HttpRequest, participant: Participant, item: ExpertItem) ->
     if following is not None:
         return redirect("annotation:expert-page", token=participant.token, item_id=following.item_id)
     return _redirect_resume(participant)
-
-
-def _messages(exc: ValidationError) -> list[str]:
-    if hasattr(exc, "error_dict"):
-        return [message for messages in exc.message_dict.values() for message in messages]
-    return list(exc.messages)
 
 
 @require_GET

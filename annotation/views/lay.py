@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import wraps
 
 from django.contrib.admin.views.decorators import staff_member_required
 from django.core.exceptions import ValidationError
@@ -24,9 +23,9 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
 from annotation import lay_flow, protocol_texts, scales, selectors, services
-from annotation.access import SurveyClosed, WrongFlow, access_lay_item, access_participant
+from annotation.access import access_lay_item
 from annotation.models import AttentionCheck, LayItem, Participant, Study
-from annotation.views.entry import study_unavailable
+from annotation.views.entry import messages_of, study_unavailable, survey_participant
 
 TEMPLATES = "annotation/lay/"
 LAY = Participant.Role.LAYPERSON
@@ -46,36 +45,12 @@ def _error(
     )
 
 
-def _messages(exc: ValidationError) -> list[str]:
-    if hasattr(exc, "error_dict"):
-        return [message for messages in exc.message_dict.values() for message in messages]
-    return list(exc.messages)
-
-
 def lay_participant(*, require_open: bool = True) -> Callable:
     """Resolve `token` to a lay participant (of an open study unless told otherwise) and pass it on;
-    turn access errors and refusals of the flow into clear 4xx answers."""
-
-    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-        @wraps(view)
-        def wrapper(request: HttpRequest, token: str, **kwargs) -> HttpResponse:
-            try:
-                participant = access_participant(token=token, role=LAY, require_open=require_open)
-                return view(request, participant, **kwargs)
-            except SurveyClosed as closed:
-                if request.htmx:
-                    return _error(request, "This study is not open: answers are no longer accepted.", 403)
-                return study_unavailable(request, closed.study)
-            except WrongFlow as exc:
-                return _error(request, f"{exc} Please open the link you were sent for your own survey.", 403)
-            except Http404 as exc:
-                return _error(request, str(exc) or "This page does not exist.", 404)
-            except lay_flow.LayFlowError as exc:
-                return _error(request, " ".join(_messages(exc)), 409)
-
-        return wrapper
-
-    return decorate
+    a request the flow refuses for where the participant is (LayFlowError) is a 409."""
+    return survey_participant(
+        role=LAY, error=_error, require_open=require_open, refused=(lay_flow.LayFlowError,)
+    )
 
 
 def _to_step(participant: Participant, *, htmx: bool = False) -> HttpResponse:
@@ -168,7 +143,7 @@ def lay_join(request: HttpRequest, slug: str) -> HttpResponse:
         recruitment = lay_flow.recruitment_clean(request.GET)
     except ValidationError as exc:
         return _error(
-            request, " ".join(_messages(exc)) + " Please use the link exactly as you were given it.", 400
+            request, " ".join(messages_of(exc)) + " Please use the link exactly as you were given it.", 400
         )
     existing = lay_flow.lay_join_existing(study=study, recruitment=recruitment)
     if existing is not None and existing.role != LAY:
@@ -190,7 +165,7 @@ def lay_join(request: HttpRequest, slug: str) -> HttpResponse:
         try:
             participant = lay_flow.lay_participant_join(study=study, recruitment=recruitment)
         except lay_flow.LayFlowError as exc:
-            return _error(request, " ".join(_messages(exc)), 409)
+            return _error(request, " ".join(messages_of(exc)), 409)
         if participant.role != LAY:
             return _error(
                 request, "This link is for laypeople; your participant ID belongs to another role.", 403
@@ -412,13 +387,13 @@ def lay_panel(request: HttpRequest, participant: Participant, item_id: int, pane
         )
     except (services.AnswerLocked, lay_flow.PanelClosed) as exc:
         message = (
-            lay_flow.LOCKED_MESSAGE if isinstance(exc, services.AnswerLocked) else " ".join(_messages(exc))
+            lay_flow.LOCKED_MESSAGE if isinstance(exc, services.AnswerLocked) else " ".join(messages_of(exc))
         )
         return _error(request, message, 409, participant=participant)
     except ValidationError as exc:
         if autosave:
             return render(
-                request, TEMPLATES + "_error_fragment.html", {"messages": _messages(exc)}, status=400
+                request, TEMPLATES + "_error_fragment.html", {"messages": messages_of(exc)}, status=400
             )
         errors = exc.message_dict if hasattr(exc, "error_dict") else {"": exc.messages}
         return _render_panel(request, participant, item, panel, errors=errors, status=400)
@@ -453,7 +428,7 @@ def lay_check(request: HttpRequest, participant: Participant, check_id: int) -> 
             )
             return _to_step(participant)
         except ValidationError as exc:
-            errors = _messages(exc)
+            errors = messages_of(exc)
     context = _base_context(
         participant,
         check=check,
