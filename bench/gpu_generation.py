@@ -23,23 +23,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.inference import SENTENCES, add_model_arguments, model_path  # noqa: E402
 from generation.backends.base import GenerationParams  # noqa: E402
 from generation.backends.transformers_backend import TransformersBackend  # noqa: E402
 from generation.pipeline.self_correction import (  # noqa: E402
     run_self_correction,
     run_self_correction_batch,
 )
-
-SENTENCES = [
-    "There is a small left pleural effusion with adjacent atelectasis.",
-    "No acute cardiopulmonary abnormality.",
-    "Mild degenerative changes of the thoracic spine.",
-    "Cardiomegaly with pulmonary vascular congestion, suggestive of mild interstitial edema.",
-    "Patchy opacity in the right lower lobe may represent aspiration or pneumonia.",
-    "The endotracheal tube terminates 4 cm above the carina.",
-    "Interval increase in size of the right upper lobe nodule, now measuring 9 mm.",
-    "Postsurgical changes of median sternotomy and coronary artery bypass grafting.",
-]
 
 
 def sentences(n: int) -> list[str]:
@@ -59,9 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--model", help="local model directory (default: a tiny random Llama built offline)")
-    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
-    parser.add_argument("--dtype", default=None, help="float32, bfloat16, float16 (default: auto)")
+    add_model_arguments(parser)
     parser.add_argument("--sentences", type=int, default=32)
     parser.add_argument("--batch-size", type=int, default=16, help="sentences per lockstep chunk")
     parser.add_argument("--max-rounds", type=int, default=2)
@@ -70,13 +58,11 @@ def main() -> None:
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
-        path = args.model
-        if path is None:
-            from tests.ml.tiny_models import build_tiny_causal_lm
-
-            path = str(build_tiny_causal_lm(Path(tmp) / "tiny-llama"))
         backend = TransformersBackend(
-            model=path, device=args.device, dtype=args.dtype, batch_size=args.batch_size
+            model=model_path(args.model, tmp),
+            device=args.device,
+            dtype=args.dtype,
+            batch_size=args.batch_size,
         )
         params = GenerationParams(temperature=0.0, max_tokens=args.max_new_tokens)
         options = {"backend": backend, "prompt_kind": args.prompt_kind, "params": params}

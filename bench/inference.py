@@ -43,6 +43,21 @@ def prompts(n: int) -> list[list[dict[str, str]]]:
     ]
 
 
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", help="local model directory (default: a tiny random Llama built offline)")
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    parser.add_argument("--dtype", default=None, help="float32, bfloat16, float16 (default: auto)")
+
+
+def model_path(model: str | None, tmp: str) -> str:
+    """The --model directory, or a tiny random Llama built in `tmp`."""
+    if model is not None:
+        return model
+    from tests.ml.tiny_models import build_tiny_causal_lm
+
+    return str(build_tiny_causal_lm(Path(tmp) / "tiny-llama"))
+
+
 def timed(loaded, batch, *, batch_size: int, max_new_tokens: int) -> tuple[float, int]:
     started = time.perf_counter()
     outputs = generate(loaded, batch, temperature=0, max_new_tokens=max_new_tokens, batch_size=batch_size)
@@ -57,21 +72,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--model", help="local model directory (default: a tiny random Llama built offline)")
-    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
-    parser.add_argument("--dtype", default=None, help="float32, bfloat16, float16 (default: auto)")
+    add_model_arguments(parser)
     parser.add_argument("--prompts", type=int, default=32)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=32)
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
-        path = args.model
-        if path is None:
-            from tests.ml.tiny_models import build_tiny_causal_lm
-
-            path = build_tiny_causal_lm(Path(tmp) / "tiny-llama")
-        loaded = load_model(path, device=args.device, dtype=args.dtype)
+        loaded = load_model(model_path(args.model, tmp), device=args.device, dtype=args.dtype)
         batch = prompts(args.prompts)
         timed(loaded, batch[: args.batch_size], batch_size=args.batch_size, max_new_tokens=4)  # warm-up
         single_s, single_tokens = timed(loaded, batch, batch_size=1, max_new_tokens=args.max_new_tokens)
