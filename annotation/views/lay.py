@@ -22,10 +22,11 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
-from annotation import lay_flow, protocol_texts, scales, selectors, services
+from annotation import lay_flow, protocol_texts, scales, services
 from annotation.access import access_lay_item
 from annotation.models import AttentionCheck, LayItem, Participant, Study
 from annotation.views.entry import messages_of, study_unavailable, survey_participant
+from evaluation.access import access_study_for_user
 
 TEMPLATES = "annotation/lay/"
 LAY = Participant.Role.LAYPERSON
@@ -468,9 +469,7 @@ def lay_done(request: HttpRequest, participant: Participant) -> HttpResponse:
 def lay_balance(request: HttpRequest, slug: str) -> HttpResponse:
     """Live Latin-square balance (panel-2 answers per source × system), what the safety gate
     withholds and why, and attention-check failures."""
-    study = selectors.studies_for_user(user=request.user).filter(slug=slug).first()
-    if study is None:
-        raise Http404("No such study among yours.")
+    study = access_study_for_user(user=request.user, slug=slug)
     balance = lay_flow.lay_balance(study=study)
     table = [
         {"source": source, "cells": [balance.cells[(source.pk, system.pk)] for system in balance.systems]}
