@@ -60,8 +60,18 @@ def _frame(rows: Iterable, columns: list[str]) -> pd.DataFrame:
     return pd.DataFrame.from_records(list(rows), columns=columns)
 
 
-def _participant_label(pseudonym: str, pk: int) -> str:
+def participant_label(pseudonym: str, pk: int) -> str:
+    """How a participant is named in frames, progress and exports: the pseudonym, else P<pk>."""
     return pseudonym or f"P{pk}"
+
+
+def _insert_participant(frame: pd.DataFrame, position: int) -> None:
+    # Replaces the columns participant_id and pseudonym by one column "participant" at `position`.
+    labels = [
+        participant_label(p, i)
+        for p, i in zip(frame.pop("pseudonym"), frame.pop("participant_id"), strict=True)
+    ]
+    frame.insert(position, "participant", labels)
 
 
 def systems_frame(*, study: Study) -> pd.DataFrame:
@@ -125,15 +135,7 @@ def expert_ratings_frame(*, study: Study) -> pd.DataFrame:
         rows,
         ["rating_id", "participant_id", "pseudonym", "text_id", "source", *EXPERT_ASPECTS, "time_spent_ms"],
     )
-    frame.insert(
-        1,
-        "participant",
-        [
-            _participant_label(p, i)
-            for p, i in zip(frame.pop("pseudonym"), frame["participant_id"], strict=True)
-        ],
-    )
-    frame = frame.drop(columns="participant_id")
+    _insert_participant(frame, 1)
     text_systems = _text_systems(study)
     frame["system"] = frame["text_id"].map(lambda t: list(text_systems.get(t, ())))
     frame = frame.explode("system", ignore_index=True).dropna(subset=["system"])
@@ -150,14 +152,7 @@ def expert_judgements_frame(*, study: Study) -> pd.DataFrame:
         .values_list("participant_id", "participant__pseudonym", "source__key", "severity", "simplicity")
     )
     frame = _frame(rows, ["participant_id", "pseudonym", "source", "severity", "simplicity"])
-    frame.insert(
-        0,
-        "participant",
-        [
-            _participant_label(p, i)
-            for p, i in zip(frame.pop("pseudonym"), frame.pop("participant_id"), strict=True)
-        ],
-    )
+    _insert_participant(frame, 0)
     frame["severity_value"] = _to_numbers(frame["severity"], scales.SEVERITY)
     frame["simplicity"] = frame["simplicity"].astype("float64")
     return frame
@@ -205,14 +200,7 @@ def lay_answers_frame(*, study: Study) -> pd.DataFrame:
             "time_spent_ms",
         ],
     )
-    frame.insert(
-        2,
-        "participant",
-        [
-            _participant_label(p, i)
-            for p, i in zip(frame.pop("pseudonym"), frame.pop("participant_id"), strict=True)
-        ],
-    )
+    _insert_participant(frame, 2)
     text_systems = _text_systems(study)
     frame.insert(
         frame.columns.get_loc("text_id") + 1,
@@ -237,14 +225,7 @@ def lay_preferences_frame(*, study: Study) -> pd.DataFrame:
         .iterator(chunk_size=CHUNK)
     )
     frame = _frame(prefs, ["preference_id", "item_id", "participant_id", "pseudonym", "source"])
-    frame.insert(
-        2,
-        "participant",
-        [
-            _participant_label(p, i)
-            for p, i in zip(frame.pop("pseudonym"), frame.pop("participant_id"), strict=True)
-        ],
-    )
+    _insert_participant(frame, 2)
     text_systems = _text_systems(study)
     for side in ("most", "least"):
         through = getattr(LayPreference, side).through
@@ -322,7 +303,7 @@ def participants_progress(*, study: Study) -> list[dict]:
             status = "invited"
         records.append(
             {
-                "participant": _participant_label(p.pseudonym, p.pk),
+                "participant": participant_label(p.pseudonym, p.pk),
                 "role": p.role,
                 "done": done,
                 "total": total,

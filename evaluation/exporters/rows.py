@@ -24,6 +24,7 @@ from annotation.models import (
     Study,
 )
 from annotation.selectors import systems_by_text
+from evaluation.selectors import EXPERT_ASPECTS, LAY_QUESTIONS, participant_label
 
 CHUNK = 2000
 COLUMNS = (
@@ -42,8 +43,6 @@ COLUMNS = (
     "created_at",
     "updated_at",
 )
-LAY_QUESTIONS = ("understanding", "confidence", "urgency_confidence", "severity_guess", "helpfulness")
-EXPERT_ASPECTS = tuple(scales.EXPERT_ASPECTS)
 
 
 def answer_columns(*, include_external_ids: bool = False) -> tuple[str, ...]:
@@ -54,10 +53,6 @@ def answer_columns(*, include_external_ids: bool = False) -> tuple[str, ...]:
 
 def _time(value: datetime | None) -> str:
     return value.isoformat() if value else ""
-
-
-def _participant(pseudonym: str, pk: int) -> str:
-    return pseudonym or f"P{pk}"
 
 
 def answer_rows(*, study: Study, include_external_ids: bool = False) -> Iterator[tuple[Any, ...]]:
@@ -84,7 +79,7 @@ def answer_rows(*, study: Study, include_external_ids: bool = False) -> Iterator
         created,
         updated,
     ) -> tuple[Any, ...]:
-        head = (slug, _participant(pseudonym, participant_id))
+        head = (slug, participant_label(pseudonym, participant_id))
         if include_external_ids:
             head = (*head, external_id)
         return (
