@@ -26,8 +26,8 @@ TEMPLATES = "annotation/expert/"
 
 def _error(request: HttpRequest, message: str, status: int) -> HttpResponse:
     # An htmx autosave swaps its answer into the row's status, so it gets a fragment, not a page.
-    template = "_error_fragment.html" if request.htmx else "error.html"
-    return render(request, TEMPLATES + template, {"message": message, "status": status}, status=status)
+    template = "annotation/_error_fragment.html" if request.htmx else TEMPLATES + "error.html"
+    return render(request, template, {"message": message, "status": status}, status=status)
 
 
 # Resolve `token` to a radiologist of an open study and pass the participant on.
@@ -135,7 +135,7 @@ def _autosave(request: HttpRequest, participant: Participant, item: ExpertItem) 
             participant=participant, item=item, data=request.POST, time_spent_ms=elapsed
         )
     except ValidationError as exc:
-        return render(request, TEMPLATES + "_error_fragment.html", {"messages": messages_of(exc)}, status=400)
+        return render(request, "annotation/_error_fragment.html", {"messages": messages_of(exc)}, status=400)
     return render(request, TEMPLATES + "_saved.html", _page_context(participant, item, page))
 
 

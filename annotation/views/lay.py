@@ -37,10 +37,10 @@ def _error(
     request: HttpRequest, message: str, status: int, *, participant: Participant | None = None
 ) -> HttpResponse:
     # An htmx autosave swaps the answer into the panel's save status, so it gets a fragment.
-    template = "_error_fragment.html" if request.htmx else "error.html"
+    template = "annotation/_error_fragment.html" if request.htmx else TEMPLATES + "error.html"
     return render(
         request,
-        TEMPLATES + template,
+        template,
         {"message": message, "status": status, "participant": participant},
         status=status,
     )
@@ -394,7 +394,7 @@ def lay_panel(request: HttpRequest, participant: Participant, item_id: int, pane
     except ValidationError as exc:
         if autosave:
             return render(
-                request, TEMPLATES + "_error_fragment.html", {"messages": messages_of(exc)}, status=400
+                request, "annotation/_error_fragment.html", {"messages": messages_of(exc)}, status=400
             )
         errors = exc.message_dict if hasattr(exc, "error_dict") else {"": exc.messages}
         return _render_panel(request, participant, item, panel, errors=errors, status=400)
