@@ -26,7 +26,7 @@ from evaluation.stats.agreement import cohen_kappa_pairwise, icc, krippendorff_a
 from evaluation.stats.comparisons import paired_system_comparisons
 from evaluation.stats.correlation import correlate
 from evaluation.stats.intervals import bootstrap_mean_ci
-from evaluation.stats.severity import mse_and_accuracy
+from evaluation.stats.severity import mse_and_accuracy, severity_errors
 
 ORIGINAL = "original"
 EXPERT_ASPECTS: tuple[str, ...] = tuple(scales.EXPERT_ASPECTS)
@@ -138,9 +138,8 @@ def _ci(values: Sequence[float] | np.ndarray, options: AnalysisOptions, salt: in
     return {"mean": _float(mean), "low": _float(low), "high": _float(high), "n": int(array.size)}
 
 
-def _severity_vectors(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    usable = frame.dropna(subset=["severity_guess", "reference_severity"])
-    return usable["severity_guess"].to_numpy(np.float64), usable["reference_severity"].to_numpy(np.float64)
+def _severity_errors(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    return severity_errors(frame["severity_guess"], frame["reference_severity"])
 
 
 # --- Table 1 ----------------------------------------------------------------------------------
@@ -288,8 +287,7 @@ def expert_original_table(frames: StudyFrames) -> dict[str, float | None]:
 
 
 def lay_column(frame: pd.DataFrame, *, original: bool) -> dict[str, float | None]:
-    guesses, references = _severity_vectors(frame)
-    mse, accuracy, n_severity = mse_and_accuracy(list(guesses), list(references))
+    mse, accuracy, n_severity = mse_and_accuracy(frame["severity_guess"], frame["reference_severity"])
     return {
         "understanding": _mean(frame["understanding"]),
         "confidence": _mean(frame["confidence"]),
@@ -322,8 +320,7 @@ def confidence_vs_accuracy(frames: StudyFrames) -> dict[str, dict[str, float | N
     table = {}
     for level in scales.CONFIDENCE.levels:
         rows = answers[answers["confidence"] == level.value]
-        guesses, references = _severity_vectors(rows)
-        mse, accuracy, n = mse_and_accuracy(list(guesses), list(references))
+        mse, accuracy, n = mse_and_accuracy(rows["severity_guess"], rows["reference_severity"])
         table[level.name] = {"mse": _float(mse), "accuracy": _float(accuracy), "n": int(n)}
     return table
 
@@ -540,22 +537,22 @@ def confidence_intervals(
         intervals["expert"][system] = {aspect: _ci(rows[aspect], options) for aspect in EXPERT_ASPECTS}
     intervals["expert_original"] = {"simplicity": _ci(frames.expert_judgements["simplicity"], options)}
     for column, frame in (columns or lay_columns(frames)).items():
-        guesses, references = _severity_vectors(frame)
+        squared_errors, hits = _severity_errors(frame)
         record = {
             "understanding": _ci(frame["understanding"], options),
             "confidence": _ci(frame["confidence"], options),
-            "severity_mse": _ci((guesses - references) ** 2, options),
-            "severity_accuracy": _ci((guesses == references).astype(np.float64), options),
+            "severity_mse": _ci(squared_errors, options),
+            "severity_accuracy": _ci(hits, options),
         }
         if column != ORIGINAL:
             record["helpfulness"] = _ci(frame["helpfulness"], options)
         intervals["lay"][column] = record
     answers = frames.lay_answers
     for level in scales.CONFIDENCE.levels:
-        guesses, references = _severity_vectors(answers[answers["confidence"] == level.value])
+        squared_errors, hits = _severity_errors(answers[answers["confidence"] == level.value])
         intervals["confidence_vs_accuracy"][level.name] = {
-            "mse": _ci((guesses - references) ** 2, options),
-            "accuracy": _ci((guesses == references).astype(np.float64), options),
+            "mse": _ci(squared_errors, options),
+            "accuracy": _ci(hits, options),
         }
     return intervals
 

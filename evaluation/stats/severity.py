@@ -2,30 +2,32 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 
 
-def mse_and_accuracy(
-    guesses: Sequence[int | None], references: Sequence[int | None]
-) -> tuple[float | None, float | None, int]:
-    """``(mse, accuracy, n)`` of severity guesses against reference severities, pair by pair.
-
-    Pairs where either side is missing (None/NaN: "don't know", or no reference severity) are
-    ignored; ``n`` counts the pairs used. With no usable pair: ``(None, None, 0)``.
-    """
+def severity_errors(
+    guesses: Sequence[float | None], references: Sequence[float | None]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per usable pair: the squared error and the hit (1.0 when the guess is the reference
+    severity, else 0.0), as float arrays. Pairs where either side is missing (None/NaN: "don't
+    know", or no reference severity) are dropped; their means are the MSE and the accuracy."""
     if len(guesses) != len(references):
         raise ValueError("guesses and references must be aligned")
-    pairs = [
-        (g, r) for g, r in zip(guesses, references, strict=True) if not _is_missing(g) and not _is_missing(r)
-    ]
-    if not pairs:
+    guess = np.asarray(guesses, dtype=np.float64)  # None becomes NaN
+    reference = np.asarray(references, dtype=np.float64)
+    usable = ~(np.isnan(guess) | np.isnan(reference))
+    guess, reference = guess[usable], reference[usable]
+    return (guess - reference) ** 2, (guess == reference).astype(np.float64)
+
+
+def mse_and_accuracy(
+    guesses: Sequence[float | None], references: Sequence[float | None]
+) -> tuple[float | None, float | None, int]:
+    """``(mse, accuracy, n)`` of severity guesses against reference severities, pair by pair
+    (see severity_errors); ``n`` counts the pairs used. With no usable pair: ``(None, None, 0)``."""
+    squared_errors, hits = severity_errors(guesses, references)
+    if not squared_errors.size:
         return None, None, 0
-    guess, reference = np.asarray(pairs, dtype=np.float64).T
-    return float(np.mean((guess - reference) ** 2)), float(np.mean(guess == reference)), len(pairs)
-
-
-def _is_missing(value: object) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
+    return float(squared_errors.mean()), float(hits.mean()), int(squared_errors.size)
