@@ -25,16 +25,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from annotation import scales  # noqa: E402
+
 SYSTEMS = ("plain_bs", "plain_sc", "cot_bs", "cot_sc")
-SEVERITY = ("Critical", "Serious", "Moderate", "Mild", "Healthy")
-UNDERSTANDING = ("Not at all", "Some parts of it", "Most of it", "Completely")
-CONFIDENCE = ("Not at all", "With low confidence", "With high confidence")
-HELPFULNESS = (
-    "It further confused me",
-    "It did not help",
-    "I understand slightly better",
-    "I understand much better",
-)
+SEVERITY = tuple(scales.SEVERITY.names)
+UNDERSTANDING = tuple(scales.UNDERSTANDING.names)
+CONFIDENCE = tuple(scales.CONFIDENCE.names)
+HELPFULNESS = tuple(scales.HELPFULNESS.names)
 ORGANS = (
     "liver",
     "left kidney",
