@@ -11,20 +11,9 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotation.models import Simplification
-from tests.annotation.factories import build_study
 from tests.evaluation.test_selectors import build_answered_study
 
-FAST = {
-    "n_resamples": 50,
-    "correlation_resamples": 10,
-    "metric_families": ["readability"],
-    "correlation_metrics": ["fkgl"],
-}
-
-
-@pytest.fixture(autouse=True)
-def fast_analysis(settings):
-    settings.RADLAY_ANALYSIS_OPTIONS = FAST
+pytestmark = pytest.mark.usefixtures("fast_analysis")
 
 
 @pytest.fixture
@@ -36,14 +25,6 @@ def researcher(db):
 def study(researcher):
     study = build_answered_study(slug="mine", n_lay=4)
     study.researchers.add(researcher)
-    return study
-
-
-@pytest.fixture
-def other_study(db):
-    other = get_user_model().objects.create_user("bob", password="pw")
-    study = build_study(slug="theirs", n_sources=2)
-    study.researchers.add(other)
     return study
 
 
