@@ -6,6 +6,17 @@ from __future__ import annotations
 from django.http import Http404
 
 from annotation.models import ExpertItem, LayItem, Participant, Study
+from annotation.selectors import studies_for_user
+
+
+def access_study_for_user(*, user, slug: str) -> Study:
+    """The study `slug` if `user` is one of its researchers (or a superuser). A study the user may
+    not see is reported as not found (404), so that its existence is not disclosed. The dashboard,
+    the API, the downloads and the Latin-square balance page all go through here."""
+    study = studies_for_user(user=user).filter(slug=slug).first()
+    if study is None:
+        raise Http404("No such study among yours.")
+    return study
 
 
 class SurveyClosed(Exception):

@@ -1,11 +1,12 @@
 """The one place that decides which studies a researcher may reach (Zulip's access_* pattern):
-the dashboard, the API and the downloads all go through `access_study_for_user`."""
+the dashboard, the API and the downloads all go through `access_study_for_user` (defined with the
+other access_* helpers in annotation/access.py, re-exported here)."""
 
 from __future__ import annotations
 
 from django.db.models import QuerySet
-from django.http import Http404
 
+from annotation.access import access_study_for_user
 from annotation.models import Study
 from annotation.selectors import studies_for_user
 
@@ -16,10 +17,4 @@ def studies_for_researcher(*, user) -> QuerySet[Study]:
     return studies_for_user(user=user)
 
 
-def access_study_for_user(*, user, slug: str) -> Study:
-    """The study `slug` if `user` may see it. A study the user may not see is reported as not
-    found (404), so that its existence is not disclosed."""
-    study = studies_for_researcher(user=user).filter(slug=slug).first()
-    if study is None:
-        raise Http404("No such study among yours.")
-    return study
+__all__ = ["access_study_for_user", "studies_for_researcher"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from annotation.models import Simplification, Source, Study, System
-from evaluation.exporters.rows import answer_columns
 
 
 class StudySerializer(serializers.ModelSerializer):
@@ -97,8 +96,6 @@ class AnswerSerializer(serializers.Serializer):
     created_at = serializers.CharField()
     updated_at = serializers.CharField()
 
-    COLUMNS = answer_columns()
-
 
 class AnswerPageSerializer(serializers.Serializer):
     next = serializers.CharField(allow_null=True)
@@ -110,7 +107,8 @@ class AnalysisSerializer(serializers.Serializer):
     """The analysis document (see `manage.py analyze`); documented by its top-level keys."""
 
     study = serializers.CharField()
-    systems = serializers.DictField()
+    systems = serializers.ListField(child=serializers.CharField(), help_text="system keys in study order")
+    system_details = serializers.DictField(help_text="label, position, is_reference per system key")
     readability = serializers.DictField()
     expert = serializers.DictField()
     lay = serializers.DictField()

@@ -23,10 +23,9 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
 from annotation import lay_flow, protocol_texts, scales, services
-from annotation.access import access_lay_item
+from annotation.access import access_lay_item, access_study_for_user
 from annotation.models import AttentionCheck, LayItem, Participant, Study
 from annotation.views.entry import messages_of, study_unavailable, survey_participant
-from evaluation.access import access_study_for_user
 
 TEMPLATES = "annotation/lay/"
 LAY = Participant.Role.LAYPERSON
