@@ -4,7 +4,7 @@ by participants through the survey (or by an import)."""
 from django.contrib import admin
 from django.db.models import Count
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from annotation.models import (
     AttentionCheck,
@@ -23,6 +23,28 @@ from annotation.models import (
     Study,
     System,
 )
+
+
+def transcript_table(transcript: list[dict]) -> str:
+    """An agent transcript (Simplification.transcript, GenerationJob.transcript) as an HTML table."""
+    if not transcript:
+        return "—"
+    rows = format_html_join(
+        "",
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td style='white-space:pre-wrap'>{}</td></tr>",
+        (
+            (
+                turn.get("round", ""),
+                turn.get("agent", ""),
+                f"{turn.get('role', '')}{' (cached)' if turn.get('cached') else ''}",
+                turn.get("content", ""),
+            )
+            for turn in transcript
+        ),
+    )
+    return format_html(
+        "<table><tr><th>round</th><th>agent</th><th>role</th><th>message</th></tr>{}</table>", rows
+    )
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -164,20 +186,7 @@ class SimplificationAdmin(admin.ModelAdmin):
 
     @admin.display(description="agent transcript")
     def transcript_view(self, obj):
-        if not obj.transcript:
-            return "—"
-        rows = format_html("")
-        for turn in obj.transcript:
-            rows += format_html(
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td style='white-space:pre-wrap'>{}</td></tr>",
-                turn.get("round", ""),
-                turn.get("agent", ""),
-                turn.get("role", ""),
-                turn.get("content", ""),
-            )
-        return format_html(
-            "<table><tr><th>round</th><th>agent</th><th>role</th><th>message</th></tr>{}</table>", rows
-        )
+        return transcript_table(obj.transcript)
 
 
 @admin.register(SimplificationText)

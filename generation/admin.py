@@ -12,32 +12,11 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from annotation.admin import StudyAdmin
+from annotation.admin import StudyAdmin, transcript_table
 from annotation.models import Study
 from generation import services
 from generation.forms import GenerationBatchForm
 from generation.models import GenerationBatch, GenerationJob, LLMCallCache
-
-
-def _transcript_table(transcript: list[dict]) -> str:
-    if not transcript:
-        return "—"
-    rows = format_html_join(
-        "",
-        "<tr><td>{}</td><td>{}</td><td>{}</td><td style='white-space:pre-wrap'>{}</td></tr>",
-        (
-            (
-                turn.get("round", ""),
-                turn.get("agent", ""),
-                f"{turn.get('role', '')}{' (cached)' if turn.get('cached') else ''}",
-                turn.get("content", ""),
-            )
-            for turn in transcript
-        ),
-    )
-    return format_html(
-        "<table><tr><th>round</th><th>agent</th><th>role</th><th>message</th></tr>{}</table>", rows
-    )
 
 
 @admin.register(GenerationBatch)
@@ -248,7 +227,7 @@ class GenerationJobAdmin(admin.ModelAdmin):
 
     @admin.display(description="transcript")
     def transcript_view(self, obj):
-        return _transcript_table(obj.transcript)
+        return transcript_table(obj.transcript)
 
 
 @admin.register(LLMCallCache)
