@@ -121,6 +121,18 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=60 * 60)
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=55 * 60)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Analysis snapshots of open studies whose answers changed are recomputed before anyone opens the
+# dashboard (evaluation.services.analysis_snapshots_refresh; `celery beat` in docker/compose.yml).
+CELERY_BEAT_SCHEDULE = {
+    "analysis-snapshots-refresh": {
+        "task": "evaluation.tasks.analysis_snapshots_refresh",
+        "schedule": env.float("RADLAY_ANALYSIS_REFRESH_SECONDS", default=60.0),
+    }
+}
+# One cache for every process (the analysis freshness checks, anything else cached): Redis where
+# it is configured, else the embedded mode's single process keeps it in memory.
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 # Fine-tuning runs for hours; it checkpoints, so a run cut by the limit resumes on retry.
 RADLAY_TRAINING_TIME_LIMIT = env.int("RADLAY_TRAINING_TIME_LIMIT", default=24 * 60 * 60)
 CELERY_TASK_ANNOTATIONS = {
@@ -157,6 +169,12 @@ RADLAY_TRANSFORMERS_DEVICE = env.str("RADLAY_TRANSFORMERS_DEVICE", default="") o
 # Dashboard/API/report/analyze options (evaluation.selectors.analysis_options_from_settings). The
 # semantic metrics embed texts with the local MiniLM (cached in the database by text hash).
 RADLAY_ANALYSIS_OPTIONS = {"embeddings": env.bool("RADLAY_ANALYSIS_EMBEDDINGS", default=True)}
+# Readers compare the study's answers with what its snapshot covers at most this often (seconds).
+RADLAY_ANALYSIS_CHECK_SECONDS = env.int("RADLAY_ANALYSIS_CHECK_SECONDS", default=10)
+# How long GET /api/studies/<slug>/analysis/?fresh=1 waits for the new snapshot (seconds).
+RADLAY_ANALYSIS_FRESH_TIMEOUT = env.float("RADLAY_ANALYSIS_FRESH_TIMEOUT", default=120.0)
+# Embedded mode (no broker): compute snapshots on a background thread, not in the request.
+RADLAY_ANALYSIS_IN_THREAD = CELERY_TASK_ALWAYS_EAGER
 
 LOGGING = {
     "version": 1,
