@@ -8,6 +8,10 @@ Builds, with bulk_create in a throwaway SQLite database (never the configured on
 radiologists rating every distinct text and `--laypeople` laypeople answering every source (both
 panels and panel 3, Latin-square assignment), then times the analysis stage by stage.
 
+Options: the analysis's defaults (every registered metric family, every per-text metric
+correlated, AnalysisOptions' resamples), no embedder (no model in a bench); each can be reduced.
+Targets: the 40-source release ≤ 2 s warm, 20 000 sources × 20 laypeople ≤ 30 s and < 1 GB RSS.
+
 Reference, measured in the same run on the same frames: a plain pandas groupby computing Table 1's
 lay and radiologist means (the part of the analysis every implementation must do). The printed
 ratio analysis / reference says what the rest (readability of every text, bootstrap intervals,
@@ -268,12 +272,19 @@ def main() -> None:
     parser.add_argument("--sources", type=int, default=20000)
     parser.add_argument("--laypeople", type=int, default=20)
     parser.add_argument("--radiologists", type=int, default=2)
-    parser.add_argument("--resamples", type=int, default=200, help="bootstrap resamples per mean")
-    parser.add_argument("--correlation-resamples", type=int, default=100)
+    parser.add_argument(
+        "--resamples", type=int, default=None, help="bootstrap resamples per mean (default: the analysis's)"
+    )
+    parser.add_argument("--correlation-resamples", type=int, default=None)
+    parser.add_argument(
+        "--metric-families",
+        default="all",
+        help="comma-separated metric families ('all' = every registered one, the default of the analysis)",
+    )
     parser.add_argument(
         "--correlation-metrics",
-        default="fkgl",
-        help="comma-separated per-text metrics to correlate ('all' = every registered one)",
+        default="all",
+        help="comma-separated per-text metrics to correlate ('all' = every one computed, the default)",
     )
     args = parser.parse_args()
 
@@ -292,34 +303,50 @@ def main() -> None:
             f"built {args.sources} sources × {len(SYSTEMS)} systems, {args.laypeople} laypeople, "
             f"{args.radiologists} radiologists in {time.perf_counter() - started:.1f} s"
         )
-
+        defaults = A.AnalysisOptions()
         options = A.AnalysisOptions(
-            n_resamples=args.resamples,
-            correlation_resamples=args.correlation_resamples,
-            metric_families=("readability",),
+            n_resamples=args.resamples or defaults.n_resamples,
+            correlation_resamples=args.correlation_resamples or defaults.correlation_resamples,
+            metric_families=None if args.metric_families == "all" else tuple(args.metric_families.split(",")),
             correlation_metrics=None
             if args.correlation_metrics == "all"
             else tuple(args.correlation_metrics.split(",")),
         )
+        rss_before = peak_rss_mb()
         timings: dict[str, float] = {}
         frames = timed("selectors: database → frames", lambda: study_frames(study=study), timings)
-        metrics = timed("readability of every text", lambda: A.metric_tables(frames, options), timings)
+        metrics = timed("automatic metrics of every text", lambda: A.metric_tables(frames, options), timings)
+        columns = timed("lay columns", lambda: A.lay_columns(frames), timings)
         timed(
             "Tables 1–3, distributions",
             lambda: (
+                A.readability_table(metrics, frames),
                 A.expert_table(frames),
-                A.lay_table(frames),
+                A.lay_table(frames, columns),
                 A.confidence_vs_accuracy(frames),
                 A.preference_wins(frames),
-                A.distributions(frames),
+                A.distributions(frames, columns),
+                A.metrics_summary(metrics, frames),
             ),
             timings,
         )
         timed("agreement (MASI α, ordinal α)", lambda: A.agreement(frames), timings)
-        timed("bootstrap intervals", lambda: A.confidence_intervals(frames, metrics, options), timings)
+        by_system = timed(
+            "crossed intervals, means, differences",
+            lambda: A.system_intervals(A.measure_frames(frames, columns), A.system_keys(frames), options),
+            timings,
+        )
+        timed(
+            "Table 1–2 intervals",
+            lambda: A.confidence_intervals(frames, metrics, options, columns, by_system),
+            timings,
+        )
         timed("paired comparisons", lambda: A.comparisons(frames), timings)
         timed("correlations", lambda: A.correlations(frames, metrics, options), timings)
         total = sum(timings.values())
+        started = time.perf_counter()
+        A.study_analysis(frames, options=options)
+        whole = time.perf_counter() - started
 
         def reference() -> None:
             lay = frames.lay_answers
@@ -338,15 +365,24 @@ def main() -> None:
         n_answers = len(frames.lay_answers)
         print(
             f"{n_answers} lay answers, {frames.expert_ratings['rating_id'].nunique()} radiologist ratings, "
-            f"{len(frames.lay_preferences)} preferences; options: {args.resamples} resamples per mean, "
-            f"{args.correlation_resamples} per correlation, correlated metrics: {args.correlation_metrics}"
+            f"{len(frames.lay_preferences)} preferences; options: {options.n_resamples} resamples per mean, "
+            f"{options.correlation_resamples} per correlation, metric families: {args.metric_families}, "
+            f"correlated metrics: {args.correlation_metrics}, no embedder"
         )
         for label, seconds in timings.items():
-            print(f"  {label:34} {seconds:8.2f} s")
+            print(f"  {label:38} {seconds:8.2f} s")
         print(
-            f"analysis total: {total:.2f} s; reference (pandas groupby of Table 1's means on the same "
-            f"frames): {reference_seconds:.3f} s; ratio {total / reference_seconds:.0f}×"
+            f"stages: {total:.2f} s; study_analysis (frames given): {whole:.2f} s; frames + analysis: "
+            f"{timings['selectors: database → frames'] + whole:.2f} s; peak RSS {peak_rss_mb():.0f} MB "
+            f"(after building the study: {rss_before:.0f} MB); reference (pandas groupby of Table 1's means "
+            f"on the same frames): {reference_seconds:.3f} s; ratio {whole / reference_seconds:.0f}×"
         )
+
+
+def peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 if __name__ == "__main__":

@@ -59,7 +59,9 @@ SECTION_TABLES = {"metrics": ("metrics",), "correlations": ("correlations", "cor
 
 
 def section_context(*, study: Study, section: str) -> dict[str, Any]:
-    """A lazily loaded dashboard section (a key of SECTION_TABLES) from the snapshot's details."""
+    """A lazily loaded dashboard section (a key of SECTION_TABLES) from the snapshot's details
+    (a page of its own too, so it checks freshness as the dashboard does)."""
+    analysis_snapshot_refresh(study=study)
     snapshot = analysis_snapshot_get(study=study, details=True)
     analysis = snapshot_analysis(snapshot) if snapshot is not None else None
     if analysis is None:
