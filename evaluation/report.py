@@ -324,6 +324,7 @@ def correlation_rows(analysis: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "metric": READABILITY_LABELS.get(record["metric"], record["metric"]),
                 "measure": MEASURE_LABELS.get(record["measure"], record["measure"]),
                 "n": record["n"],
+                "interval": "Fisher z" if record.get("interval") == "fisher_z" else "bootstrap",
             },
         )
         row[record["method"]] = cell(record["r"], {"low": record["ci_low"], "high": record["ci_high"]})
@@ -475,6 +476,7 @@ def methods(analysis: Mapping[str, Any]) -> dict[str, Any]:
         "coding": analysis.get("coding", {}),
         "n_resamples": options.get("n_resamples"),
         "correlation_resamples": options.get("correlation_resamples"),
+        "correlation_bootstrap_max_pairs": options.get("correlation_bootstrap_max_pairs"),
         "confidence": options.get("confidence"),
         "seed": options.get("seed"),
         "metric_families": analysis.get("metrics", {}).get("families", {}),
@@ -506,6 +508,7 @@ def study_report_html(*, study, reported: str | None = "auto") -> str | None:
             "balance": balance_summary(latin_square_balance(study=study)),
             "generated_at": datetime.now(UTC),
             "snapshot": snapshot,
+            "full_table": True,
         }
     )
     return render_to_string("evaluation/report.html", context)

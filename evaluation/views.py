@@ -91,7 +91,11 @@ def study_progress(request: HttpRequest, slug: str) -> HttpResponse:
     """Progress and Latin-square balance (read live, so loaded after the page's first paint)."""
     study = access_study_for_user(user=request.user, slug=slug)
     template = "evaluation/_progress.html" if request.htmx else "evaluation/study_section.html"
-    return render(request, template, {**_progress_context(study), "section": "evaluation/_progress.html"})
+    return render(
+        request,
+        template,
+        {**_progress_context(study), "section": "evaluation/_progress.html", "title": "Progress"},
+    )
 
 
 @researcher_login_required
@@ -100,7 +104,9 @@ def study_metrics(request: HttpRequest, slug: str) -> HttpResponse:
     study = access_study_for_user(user=request.user, slug=slug)
     context = section_context(study=study, section="metrics")
     template = "evaluation/_metrics.html" if request.htmx else "evaluation/study_section.html"
-    return render(request, template, {**context, "section": "evaluation/_metrics.html"})
+    return render(
+        request, template, {**context, "section": "evaluation/_metrics.html", "title": "Automatic metrics"}
+    )
 
 
 @researcher_login_required
@@ -113,7 +119,12 @@ def study_correlations(request: HttpRequest, slug: str) -> HttpResponse:
     return render(
         request,
         template,
-        {**context, "section": "evaluation/_correlations.html", "full_table": not request.htmx},
+        {
+            **context,
+            "section": "evaluation/_correlations.html",
+            "title": "Metric–human correlations",
+            "full_table": not request.htmx,
+        },
     )
 
 
