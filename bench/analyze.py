@@ -286,10 +286,20 @@ def main() -> None:
         default="all",
         help="comma-separated per-text metrics to correlate ('all' = every one computed, the default)",
     )
+    parser.add_argument(
+        "--release",
+        nargs="?",
+        const="default",
+        help="analyse the authors' 2024 release instead (imported with import_release; default: "
+        "RADLAY_RELEASE_DIR), twice: cold and warm",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
         setup_django(Path(tmp) / "bench.sqlite3")
+        if args.release:
+            bench_release(args)
+            return
         import numpy as np
 
         from evaluation import analysis as A
@@ -377,6 +387,43 @@ def main() -> None:
             f"(after building the study: {rss_before:.0f} MB); reference (pandas groupby of Table 1's means "
             f"on the same frames): {reference_seconds:.3f} s; ratio {whole / reference_seconds:.0f}×"
         )
+
+
+def bench_release(args) -> None:
+    """The release, default options (no embedder): study_analysis cold (first call in the process)
+    and warm (second call), against the same pandas reference as the synthetic study."""
+    import io
+
+    import numpy as np
+    from django.conf import settings
+    from django.core.management import call_command
+
+    from annotation.models import Study
+    from evaluation import analysis as A
+    from evaluation.selectors import study_frames
+
+    directory = settings.RADLAY_RELEASE_DIR if args.release == "default" else Path(args.release)
+    call_command("import_release", str(directory), "--study", "release", stdout=io.StringIO())
+    study = Study.objects.get(slug="release")
+    options = A.AnalysisOptions()
+    figures = {}
+    for label in ("cold", "warm"):
+        started = time.perf_counter()
+        frames = study_frames(study=study)
+        A.study_analysis(frames, options=options)
+        figures[label] = time.perf_counter() - started
+    started = time.perf_counter()
+    lay = frames.lay_answers
+    lay.explode("systems").groupby("systems")[["understanding", "confidence", "helpfulness"]].mean()
+    frames.expert_ratings.groupby("system")[list(A.EXPERT_ASPECTS)].mean()
+    np.asarray(lay["understanding"]).mean()
+    reference = time.perf_counter() - started
+    print(
+        f"release ({len(frames.sources)} sources, {len(lay)} lay answers), default options, no embedder: "
+        f"frames + analysis cold {figures['cold']:.2f} s, warm {figures['warm']:.2f} s (target ≤ 2 s warm); "
+        f"reference (pandas means) {reference:.3f} s; "
+        f"ratio warm/reference {figures['warm'] / reference:.0f}×; peak RSS {peak_rss_mb():.0f} MB"
+    )
 
 
 def peak_rss_mb() -> float:
