@@ -10,7 +10,7 @@ from django.http import HttpResponse
 
 from annotation.models import Study
 from evaluation.audit import audit_shipped, default_reported_for, reported_files
-from evaluation.report import audit_display, methods, report_tables
+from evaluation.report import audit_display, report_tables
 from evaluation.selectors import analysis_snapshot_get, snapshot_analysis
 from evaluation.services import SnapshotState, analysis_snapshot_refresh
 
@@ -20,9 +20,9 @@ RETRY_AFTER_SECONDS = 15
 def analysis_context(
     *, study: Study, analysis: Mapping[str, Any] | None, figures: Mapping[str, str], reported: str | None
 ) -> dict[str, Any]:
-    """What both pages show of an analysis: formatted tables, figures, the audit against a
-    reported-figures file ("auto": the one that fits the study's systems; None/"": none) and the
-    methods. Empty tables when there is no analysis yet."""
+    """What both pages show of an analysis: formatted tables, figures and the audit against a
+    reported-figures file ("auto": the one that fits the study's systems; None/"": none). Empty
+    tables when there is no analysis yet."""
     if analysis is None:
         return {"study": study, "analysis": None, "tables": None, "plots": {}, "audit": None, "reported": ""}
     if reported == "auto":
@@ -34,7 +34,6 @@ def analysis_context(
         "plots": dict(figures),
         "audit": audit_display(audit_shipped(analysis, reported or None)),
         "reported": reported or "",
-        "methods": methods(analysis),
     }
 
 

@@ -8,6 +8,7 @@ dashboard shares with it.
 
 from __future__ import annotations
 
+import functools
 import platform
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -459,7 +460,9 @@ def report_tables(analysis: Mapping[str, Any], sections: Sequence[str] | None = 
     return tables
 
 
+@functools.lru_cache(maxsize=1)
 def package_versions() -> dict[str, str]:
+    # Read from the installed distributions' metadata once per process (slow: a directory scan).
     versions = {"Python": platform.python_version()}
     for name in PACKAGES:
         try:
@@ -506,6 +509,7 @@ def study_report_html(*, study, reported: str | None = "auto") -> str | None:
         {
             "progress": progress_by_role(study=study),
             "balance": balance_summary(latin_square_balance(study=study)),
+            "methods": methods(analysis),
             "generated_at": datetime.now(UTC),
             "snapshot": snapshot,
             "full_table": True,

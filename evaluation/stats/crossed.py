@@ -6,8 +6,9 @@ Model: ``y = mu + a_participant + b_source + e`` with independent effects of var
 and ignores both effects (on 8 participants × 40 sources it covers far below its nominal level);
 the pigeonhole bootstrap (resample participants and sources independently, Owen 2007) has a
 conservative variance in large samples, yet its percentile interval covers about 90 % with 8
-participants (measured while choosing this method: 400 simulated studies × 1000 resamples). radlay uses the variance of the linear estimator under the crossed
-model instead, which holds for any pattern of observed cells (Owen 2007, section 3):
+participants (400 simulated studies × 1000 resamples). radlay uses the variance of the linear
+estimator under the crossed model instead, which holds for any pattern of observed cells
+(Owen 2007, section 3):
 
     Var(sum_k w_k y_k) = row · sum_i (sum_{k in i} w_k)² + column · sum_j (sum_{k in j} w_k)²
                          + residual · sum_k w_k²
