@@ -17,8 +17,8 @@ in backward passes) can make them differ in the last digits.
 
 The split into training and validation is by source (seeded), so one source's several reference
 simplifications never straddle it. Validation reports teacher-forced loss, BLEU (sacrebleu, all
-references of a source), mean FKGL (textstat) of the predictions and of the references, and SARI
-(`evaluation.metrics.reference.corpus_sari`).
+references of a source), mean FKGL (textstat) of the predictions and of the references, and corpus
+SARI as EASSE computes it (`evaluation.metrics.reference.corpus_sari`; key "sari").
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 For one radiology sentence T_exp:
 1. Hybrid concept extraction: C_onto = radlay's lay glossary terms (standing in for MedCAT/UMLS CUIs),
    C_ent = regular-expression entities (standing in for SciSpacy): sizes, numbers and counts, sides,
-   negation, hedging (generation.glossary.facts).
+   negation, hedging (lexicon.facts).
 2. Knowledge retrieval and drafting: each concept is replaced by its lay rendering (standing in for
    MedlinePlus definitions), giving the noisy lay draft T_draft.
 3. Constrained refinement: a prompt built like seed 002's Figure A1 (the Original is the source of
@@ -24,8 +24,8 @@ from typing import Any
 
 from generation.backends.base import ChatBackend, GenerationParams
 from generation.glossary.agents import substitute
-from generation.glossary.facts import Entity, Violation, check_facts, extract_entities
-from generation.glossary.lexicon import Glossary, TermMatch, load_glossary
+from lexicon.facts import Entity, Violation, check_facts, extract_entities
+from lexicon.glossary import Glossary, TermMatch, load_glossary
 
 SCGR_PROMPT_VERSION = "scgr-v1"
 DEFAULT_MAX_ATTEMPTS = 3

@@ -15,7 +15,7 @@ from generation.glossary.agents import (
     substitute,
     unclear_words,
 )
-from generation.glossary.facts import check_facts
+from lexicon.facts import check_facts
 from generation.pipeline.cot_parsing import parse_cot_answer
 
 # Sentences written for these tests in the style of abdominal CT and chest reports.

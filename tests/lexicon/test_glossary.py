@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from generation.glossary.common_words import is_common
-from generation.glossary.lexicon import (
+from lexicon.common_words import is_known_to_laypeople
+from lexicon.glossary import (
     CATEGORIES,
     GLOSSARY_PATH,
     explain_by_parts,
@@ -58,7 +58,7 @@ def test_plain_renderings_are_written_in_common_words():
         renderings = [entry.plain] + ([entry.rendering(plural=True)] if entry.plural_forms else [])
         for rendering in renderings:
             for word in re.findall(r"[A-Za-z]+", rendering):
-                if len(word) > 1 and not word.isupper() and not is_common(word):
+                if len(word) > 1 and not word.isupper() and not is_known_to_laypeople(word):
                     unknown.setdefault(word, entry.term)
     assert unknown == {}
 

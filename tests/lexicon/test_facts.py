@@ -1,6 +1,6 @@
 """Concepts and entities a simplification must keep (Radiologist agent and SCGR factuality)."""
 
-from generation.glossary.facts import check_facts, extract_entities
+from lexicon.facts import check_facts, extract_entities
 
 SOURCE = "Few stable less than 5 mm hypodensities in the left hepatic lobe, probably simple cysts."
 GOOD = (
