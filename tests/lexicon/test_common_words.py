@@ -1,5 +1,6 @@
 """The one common-word rule (seed 001's top-3000 lemmas) and the Patient agent's check built on it."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -59,9 +60,21 @@ def test_word_candidates_strip_one_regular_ending():
     assert "mild" in word_candidates("mildly")
 
 
-def test_common_list_is_the_top_3000():
-    assert len(common_words.load_common_words().words) == 3000
-    assert (common_words.DATA_DIR / "LICENSES.txt").is_file()
+def test_shipped_common_word_list():
+    lines = common_words.COMMON_WORDS_PATH.read_text(encoding="utf-8").splitlines()
+    header = [line for line in lines if line.startswith("#")]
+    words = [line for line in lines if line and not line.startswith("#")]
+    assert any("MIT" in line for line in header) and any("WordNet" in line for line in header)
+    assert len(words) == 3000 == len(set(words))
+    assert all(re.fullmatch(r"[a-z]+", word) for word in words)
+    assert {"the", "be", "heart", "doctor", "small", "normal"} <= set(words)
+    data = common_words.DATA_DIR
+    assert (data / "LICENSES.txt").exists() and (data / "build_common_words.py").exists()
+    common = CommonWords()
+    assert common.words == frozenset(words)
+    assert set().union(*common.forms.values()) <= common.words
+    assert common.is_common("showed") and common.is_common("children")
+    assert not common.is_common("pneumothorax")
 
 
 @pytest.mark.parametrize("module", ["lexicon", "lexicon.glossary", "lexicon.common_words", "lexicon.facts"])

@@ -47,7 +47,7 @@ def test_every_row_is_complete():
     for row in _rows():
         assert row["term"].strip() and row["plain"].strip(), row
         assert row["category"] in CATEGORIES, row
-        assert set(row) == {"term", "plain", "category", "variants", "plain_plural"}
+        assert set(row) == {"term", "plain", "category", "variants", "plain_plural", "paraphrases"}
 
 
 def test_plain_renderings_are_written_in_common_words():
@@ -55,7 +55,9 @@ def test_plain_renderings_are_written_in_common_words():
     # English word or one of the curated lay words, or the glossary would translate jargon into jargon.
     unknown = {}
     for entry in load_glossary():
-        renderings = [entry.plain] + ([entry.rendering(plural=True)] if entry.plural_forms else [])
+        renderings = [entry.plain, *entry.paraphrases] + (
+            [entry.rendering(plural=True)] if entry.plural_forms else []
+        )
         for rendering in renderings:
             for word in re.findall(r"[A-Za-z]+", rendering):
                 if len(word) > 1 and not word.isupper() and not is_known_to_laypeople(word):
