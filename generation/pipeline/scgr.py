@@ -9,10 +9,12 @@ For one radiology sentence T_exp:
 3. Constrained refinement: a prompt built like seed 002's Figure A1 (the Original is the source of
    truth, the Concepts are listed with their lay definitions, the Draft only steers vocabulary, the
    answer is strict JSON) goes to any ChatBackend as agent "generator" with context {"scgr": {...}}.
-4. Factuality check: every concept and entity must survive. A failing answer is regenerated (the
-   next prompt lists what it broke) up to `max_attempts` times; the answer with the fewest violations
-   is kept and, if it still has any, flagged with them (Algorithm 1 drops such captions; radlay keeps
-   and flags them so that a researcher sees why).
+4. Factuality check: every concept (its term, or one of its lay renderings or accepted paraphrases,
+   near-synonyms allowed: "darker spot" keeps "hypodense lesion") and every entity must survive. A
+   failing answer is asked for again (the next prompt lists what it broke), `max_attempts` answers in
+   all (default 3: the first and up to 2 regenerations); the answer with the fewest violations is kept
+   and, if it still has any, flagged with them (Algorithm 1 drops such captions; radlay keeps and flags
+   them so that a researcher sees why).
 """
 
 from __future__ import annotations
