@@ -55,14 +55,27 @@ def test_plain_renderings_are_written_in_common_words():
     # English word or one of the curated lay words, or the glossary would translate jargon into jargon.
     unknown = {}
     for entry in load_glossary():
-        renderings = [entry.plain, *entry.paraphrases] + (
-            [entry.rendering(plural=True)] if entry.plural_forms else []
-        )
+        renderings = [entry.plain] + ([entry.rendering(plural=True)] if entry.plural_forms else [])
         for rendering in renderings:
             for word in re.findall(r"[A-Za-z]+", rendering):
                 if len(word) > 1 and not word.isupper() and not is_known_to_laypeople(word):
                     unknown.setdefault(word, entry.term)
     assert unknown == {}
+
+
+def test_paraphrases_are_lay_words_not_jargon():
+    # A paraphrase is what a lay rewrite may say instead of the plain rendering; HIT and SCGR accept
+    # it, so it must not itself be jargon the glossary would translate.
+    glossary = load_glossary()
+    jargon_in_paraphrases = {
+        (entry.term, paraphrase, match.term)
+        for entry in glossary
+        for paraphrase in entry.paraphrases
+        for match in glossary.find_terms(paraphrase)
+        if match.is_jargon
+    }
+    assert jargon_in_paraphrases == set()
+    assert any(entry.paraphrases for entry in glossary)
 
 
 def _terms(text):
