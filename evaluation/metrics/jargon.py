@@ -200,9 +200,10 @@ def _texts(records: Sequence[MetricRecord], context: MetricContext) -> list[dict
 
 def _corpus(records: Sequence[MetricRecord], context: MetricContext) -> dict[str, MetricValue]:
     glossary = context.option("glossary")
+    # BLEU needs the reference, so all three come from the texts that have one.
     with_reference = [record for record in records if record.reference_text]
-    hits = [_details(record, glossary).hit for record in records]
-    cwrs = [common_word_ratio(record.candidate_text) for record in records]
+    hits = [_details(record, glossary).hit for record in with_reference]
+    cwrs = [common_word_ratio(record.candidate_text) for record in with_reference]
     score = system_ascore(
         [record.candidate_text for record in with_reference],
         [record.reference_text or "" for record in with_reference],
@@ -224,7 +225,8 @@ DEFINITIONS = {
     "ascore_item": "AScore per item: seed 001's formula (alpha 2, beta 1.5) on one text's sentence BLEU, "
     "HIT and CWR; a per-item value for correlations, not the seed's system figure.",
     "ascore": "AScore per system (seed 001): (1 + 4 + 2.25) / (4/BLEU + 2.25/HIT + 1/CWR) on the system's "
-    "corpus BLEU (0-1) against the reference and its mean HIT and CWR; zeros replaced by 1e-8.",
+    "corpus BLEU (0-1) against the reference and the mean HIT and CWR of the same texts; zeros replaced "
+    "by 1e-8.",
 }
 
 FAMILY = register(

@@ -15,8 +15,8 @@ from generation.glossary.agents import (
     substitute,
     unclear_words,
 )
-from lexicon.facts import check_facts
 from generation.pipeline.cot_parsing import parse_cot_answer
+from lexicon.facts import check_facts
 
 # Sentences written for these tests in the style of abdominal CT and chest reports.
 SENTENCES = [
