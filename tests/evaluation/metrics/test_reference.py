@@ -122,8 +122,9 @@ EASSE_DATA = os.environ.get("RADLAY_EASSE_DATA_DIR", "")
 )
 def test_corpus_sari_equals_easse_on_turkcorpus_access():
     # EASSE's tests/test_sari.py: ACCESS on the TurkCorpus test set (359 sentences x 8 references)
-    # scores 41.381013 (the MUSS paper's figure). Put test.truecase.detok.orig, .simp.0-7 and ACCESS
-    # (from EASSE's easse/resources/data) in RADLAY_EASSE_DATA_DIR to run it.
+    # scores 41.381013 (the MUSS paper's figure). Copy EASSE's easse/resources/data files ACCESS,
+    # test.truecase.detok.orig and test.truecase.detok.simp.0-7 (its "turkcorpus_test") into
+    # RADLAY_EASSE_DATA_DIR to run it; EASSE is not on PyPI, so the suite cannot fetch them.
     folder = Path(EASSE_DATA)
 
     def lines(name):
@@ -131,6 +132,7 @@ def test_corpus_sari_equals_easse_on_turkcorpus_access():
 
     sources = lines("test.truecase.detok.orig")
     streams = [lines(f"test.truecase.detok.simp.{k}") for k in range(8)]
+    assert len(sources) == 359 and all(len(stream) == 359 for stream in streams)
     references = [list(refs) for refs in zip(*streams, strict=True)]
     assert corpus_sari(sources, lines("ACCESS"), references) == pytest.approx(41.381013, abs=1e-6)
 
