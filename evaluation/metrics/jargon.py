@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -99,7 +100,8 @@ def hit_details(source: str, candidate: str, *, glossary: Glossary | None = None
         # Plural surface forms of a non-jargon entry ("kidneys") are no more jargon than the entry.
         if entry is None or not entry.is_jargon or match.term in outcomes:
             continue
-        term_kept = match.term in candidate_terms
+        # The surface check catches a term inside a longer match ("effusion" in "pleural effusion").
+        term_kept = match.term in candidate_terms or _contains(candidate, match.surface)
         rendered = rendering_present(entry, candidate)
         if rendered and term_kept and rendering_present(entry, source):
             rendered = False  # the rendering was already in the source: nothing was translated
@@ -111,6 +113,12 @@ def hit_details(source: str, candidate: str, *, glossary: Glossary | None = None
             outcome = "omitted"
         outcomes[match.term] = TermOutcome(match.term, outcome)
     return HitResult(tuple(outcomes.values()))
+
+
+def _contains(text: str, phrase: str) -> bool:
+    words = re.findall(r"[a-z0-9]+", phrase.lower())
+    pattern = r"(?<![a-z0-9])" + r"[\s\-]+".join(map(re.escape, words)) + r"(?![a-z0-9])"
+    return bool(words) and re.search(pattern, text.lower()) is not None
 
 
 def hit_ratio(source: str, candidate: str, *, glossary: Glossary | None = None) -> float | None:

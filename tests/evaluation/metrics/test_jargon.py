@@ -203,3 +203,8 @@ def test_lexicon_data_lives_in_the_lexicon_package():
     data = Path(evaluation.metrics.__file__).resolve().parent / "data"
     assert not (data / "common_words_3000.txt").exists()
     assert not any(re.search(r"common_word", p.name) for p in data.iterdir())
+
+
+def test_a_term_kept_inside_a_longer_term_is_kept_not_omitted():
+    details = hit_details("Small effusion.", "Small pleural effusion.")
+    assert [(t.term, t.outcome) for t in details.terms] == [("effusion", "kept")]
