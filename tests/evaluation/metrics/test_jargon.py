@@ -70,6 +70,7 @@ def test_plural_forms_of_non_jargon_entries_are_not_jargon():
         assert "kidney" not in jargon and "lymph node" not in jargon
 
 
+@pytest.mark.release
 def test_copy_and_deletion_score_zero_on_the_release_originals(release_dir):
     originals = [source.text for source in read_release(release_dir).study.sources]
     assert len(originals) == 40
