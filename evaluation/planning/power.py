@@ -10,10 +10,12 @@ For each design (participants who complete × sources) the simulation draws `n_s
    (radlay hands a dropped row out again, so the completers still fill the square).
 2. **Answers**, from the fitted crossed model (evaluation/planning/variance.py): a latent value
    mean(system) + u(participant) + v(source) + e, drawn on the outcome's scale — ordinal outcomes
-   are rounded to the nearest level and clipped to the scale (the latent residual variance is
-   reduced by 1/12, Sheppard's correction, so rounding restores the fitted variance); binary
-   outcomes are Bernoulli with probability clip(mean + u + v, 0, 1); continuous ones are clipped
-   to their range. One system is `effect` above the others on the **observed** scale: the latent
+   are rounded to the nearest level and clipped to the scale; binary outcomes are Bernoulli with
+   probability clip(mean + u + v, 0, 1); continuous ones are clipped to their range. Rounding
+   adds variance and clipping removes some, so the latent standard deviations are the fitted
+   ones times one factor (`latent_scale`) that makes a simulated answer exactly as variable as
+   the pilot's (checked on the 2024 release: tests/evaluation/planning/test_release_plan.py).
+   One system is `effect` above the others on the **observed** scale: the latent
    shift that gives exactly that difference in expected answers, after rounding and clipping, is
    solved for analytically (`latent_means`).
 3. **Analysis**, as radlay's analysis does it (evaluation/analysis.py `comparisons`): per source,
@@ -44,7 +46,6 @@ from scipy.sparse import csgraph
 from annotation.latin_square import LatinSquare
 from evaluation.planning.outcomes import Outcome
 
-SHEPPARD = 1.0 / 12.0
 _MAX_FLOATS = 6_000_000  # per simulation chunk: bounds memory whatever the design
 
 
@@ -170,48 +171,64 @@ def _stop_loss(mean: float, sd: float, level: float) -> float:
     return (mean - level) * special.ndtr(z) + sd * math.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
 
 
-def _latent_sd(settings: PowerSettings) -> tuple[float, float]:
-    """(sd of the latent residual, sd of the latent total around a system mean)."""
-    residual = settings.residual_var
-    if settings.outcome.kind == "ordinal":
-        residual = max(residual - SHEPPARD, 0.0)
+def _latent_sd(settings: PowerSettings, scale: float = 1.0) -> tuple[float, float]:
+    """(sd of the latent residual, sd of the latent total around a system mean), the fitted
+    components multiplied by `scale` (see latent_model)."""
     if settings.outcome.kind == "binary":
-        return 0.0, math.sqrt(settings.participant_var + settings.source_var)
-    return math.sqrt(residual), math.sqrt(settings.participant_var + settings.source_var + residual)
+        return 0.0, scale * math.sqrt(settings.participant_var + settings.source_var)
+    total = settings.participant_var + settings.source_var + settings.residual_var
+    return scale * math.sqrt(settings.residual_var), scale * math.sqrt(total)
 
 
-def expected_answer(settings: PowerSettings, latent_mean: float) -> float:
-    """Expected observed answer of a system whose latent mean is `latent_mean` (rounding and
-    clipping included), by the normal distribution of the latent value."""
+_NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(120)
+_WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
+
+
+def observed_moments(settings: PowerSettings, latent_mean: float, scale: float = 1.0) -> tuple[float, float]:
+    """Mean and variance of one observed answer of a system whose latent mean is `latent_mean`
+    (participant, source and residual variation, rounding and clipping included)."""
     outcome = settings.outcome
-    _, sd = _latent_sd(settings)
+    _, sd = _latent_sd(settings, scale)
     if outcome.kind == "ordinal":
         levels = np.arange(outcome.low, outcome.high + 1)
         if sd <= 0:
-            return float(np.clip(np.round(latent_mean), outcome.low, outcome.high))
+            value = float(np.clip(np.round(latent_mean), outcome.low, outcome.high))
+            return value, 0.0
         upper = special.ndtr((levels[:-1] + 0.5 - latent_mean) / sd)
-        cdf = np.concatenate([upper, [1.0]])
-        probabilities = np.diff(np.concatenate([[0.0], cdf]))
-        return float(np.dot(levels, probabilities))
-    # binary: E[clip(Z, 0, 1)]; continuous: E[clip(X, low, high)]
-    return float(
+        probabilities = np.diff(np.concatenate([[0.0], upper, [1.0]]))
+        mean = float(np.dot(levels, probabilities))
+        return mean, float(np.dot(levels**2, probabilities) - mean**2)
+    # binary: E[clip(Z, 0, 1)] with Z = mean + u + v; continuous: E[clip(X, low, high)]
+    mean = float(
         outcome.low + _stop_loss(latent_mean, sd, outcome.low) - _stop_loss(latent_mean, sd, outcome.high)
     )
+    if outcome.kind == "binary":
+        return mean, mean * (1 - mean)
+    clipped = np.clip(latent_mean + sd * _NODES, outcome.low, outcome.high)
+    return mean, float(np.dot(_WEIGHTS, clipped**2) - mean**2)
 
 
-def latent_mean(settings: PowerSettings, observed: float, name: str = "mean") -> float:
-    """The latent mean whose expected observed answer is `observed`."""
+def expected_answer(settings: PowerSettings, latent_mean: float, scale: float = 1.0) -> float:
+    """Expected observed answer of a system whose latent mean is `latent_mean`."""
+    return observed_moments(settings, latent_mean, scale)[0]
+
+
+def latent_mean(
+    settings: PowerSettings, observed: float, name: str = "mean", scale: float | None = None
+) -> float:
+    """The latent mean whose expected observed answer is `observed` (at the model's scale)."""
     outcome = settings.outcome
     if not outcome.low < observed < outcome.high:
         raise ValueError(
             f"The {name} ({observed:.3g}) must lie strictly inside the scale of {outcome.label} "
             f"({outcome.low:g} to {outcome.high:g})."
         )
-    _, sd = _latent_sd(settings)
+    scale = latent_scale(settings) if scale is None else scale
+    _, sd = _latent_sd(settings, scale)
     span = (outcome.high - outcome.low) + 10 * max(sd, 1.0)
     return float(
         optimize.brentq(
-            lambda m: expected_answer(settings, m) - observed,
+            lambda m: expected_answer(settings, m, scale) - observed,
             outcome.low - span,
             outcome.high + span,
             xtol=1e-10,
@@ -219,12 +236,40 @@ def latent_mean(settings: PowerSettings, observed: float, name: str = "mean") ->
     )
 
 
+MAX_SCALE = 50.0
+
+
+def latent_scale(settings: PowerSettings) -> float:
+    """The factor on the fitted standard deviations that makes simulated answers as variable as
+    the pilot's: rounding to levels adds variance and clipping at the ends of the scale removes
+    some (much of it near a ceiling), so the latent components are scaled until the observed
+    variance of an answer at the baseline mean equals the fitted total variance. 1 for binary
+    outcomes, whose variance follows from their mean."""
+    if settings.outcome.kind == "binary":
+        return 1.0
+    target = settings.participant_var + settings.source_var + settings.residual_var
+    if target <= 0:
+        return 1.0
+
+    def excess(scale: float) -> float:
+        mean = latent_mean(settings, settings.baseline, "baseline mean", scale=scale)
+        return observed_moments(settings, mean, scale)[1] - target
+
+    low, high = 1e-3, MAX_SCALE
+    if excess(high) < 0:  # more variance than the scale allows at this mean: as close as it gets
+        return high
+    if excess(low) > 0:  # rounding alone gives more variance than the pilot's
+        return low
+    return float(optimize.brentq(excess, low, high, xtol=1e-6))
+
+
 def latent_means(settings: PowerSettings) -> tuple[float, float]:
     """Latent means (baseline, shifted) whose expected observed answers are the settings'
     baseline and baseline + effect."""
+    scale = latent_scale(settings)
     return (
-        latent_mean(settings, settings.baseline, "baseline mean"),
-        latent_mean(settings, settings.baseline + settings.effect, "baseline plus the effect"),
+        latent_mean(settings, settings.baseline, "baseline mean", scale=scale),
+        latent_mean(settings, settings.baseline + settings.effect, "baseline plus the effect", scale=scale),
     )
 
 
@@ -310,13 +355,15 @@ def holm(p: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(p), np.nan, result)
 
 
-def _answers(settings: PowerSettings, latent: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _answers(
+    settings: PowerSettings, latent: np.ndarray, rng: np.random.Generator, scale: float = 1.0
+) -> np.ndarray:
     """Answers on the outcome's scale from latent values without the residual (in place)."""
     outcome = settings.outcome
     if outcome.kind == "binary":
         np.clip(latent, 0.0, 1.0, out=latent)
         return (rng.random(latent.shape) < latent).astype(np.float64)
-    residual_sd, _ = _latent_sd(settings)
+    residual_sd, _ = _latent_sd(settings, scale)
     latent += rng.standard_normal(latent.shape) * residual_sd
     if outcome.kind == "ordinal":
         np.round(latent, out=latent)
@@ -433,6 +480,7 @@ def simulate_design(
     if n_participants < 2 or n_sources < 2:
         raise ValueError("A design needs at least two participants and two sources.")
     k = settings.n_systems
+    scale = latent_scale(settings)
     baseline, shifted = latent_means(settings)
     means = np.full(k, baseline)
     means[1] = shifted  # system 1 is the shifted one, system 0 its planned comparator
@@ -456,7 +504,7 @@ def simulate_design(
     rng = np.random.default_rng(settings.seed if seed is None else seed)
     chunk = max(1, min(settings.n_simulations, _MAX_FLOATS // max(n_obs * 2, 1)))
     planned = _pairs(k).index((0, 1))
-    sd_p, sd_s = math.sqrt(settings.participant_var), math.sqrt(settings.source_var)
+    sd_p, sd_s = scale * math.sqrt(settings.participant_var), scale * math.sqrt(settings.source_var)
     detected = detected_mixed = 0
     differences = []
     done = 0
@@ -467,7 +515,7 @@ def simulate_design(
         latent = u[:, part]
         latent += v[:, src]
         latent += means[sys_]
-        y = _answers(settings, latent, rng)
+        y = _answers(settings, latent, rng, scale)
         totals = np.zeros((size, n_sources * k))
         counts = np.zeros((size, n_sources * k))
         totals[:, cells.cell_ids] = np.add.reduceat(y, cells.starts, axis=1)
@@ -480,7 +528,7 @@ def simulate_design(
             p_drop = np.repeat(np.arange(n_participants, n_part), items)
             s_drop, k_drop = design.source[held], design.system[held]
             latent = u[:, p_drop] + np.take_along_axis(v, s_drop, axis=1) + means[k_drop]
-            y_drop = _answers(settings, latent, rng)
+            y_drop = _answers(settings, latent, rng, scale)
             index = (np.arange(size)[:, None] * (n_sources * k) + s_drop * k + k_drop).ravel()
             totals += np.bincount(index, weights=(y_drop * w_drop).ravel(), minlength=totals.size).reshape(
                 size, -1
@@ -545,14 +593,15 @@ def simulate_answers(
     latent system means: (answers (n_studies, n), participant, source, system index per answer)."""
     design = _design(settings, n_participants, n_sources)
     rng = np.random.default_rng(seed)
-    u = rng.standard_normal((n_studies, n_participants)) * math.sqrt(settings.participant_var)
-    v = rng.standard_normal((n_studies, n_sources)) * math.sqrt(settings.source_var)
+    scale = latent_scale(settings)
+    u = rng.standard_normal((n_studies, n_participants)) * scale * math.sqrt(settings.participant_var)
+    v = rng.standard_normal((n_studies, n_sources)) * scale * math.sqrt(settings.source_var)
     latent = (
         u[:, design.participant]
         + v[:, design.source]
         + np.asarray(system_means, dtype=np.float64)[design.system]
     )
-    return _answers(settings, latent, rng), design.participant, design.source, design.system
+    return _answers(settings, latent, rng, scale), design.participant, design.source, design.system
 
 
 def design_axis(maximum: int, *, step: int, minimum: int, points: int = 20) -> list[int]:
@@ -577,6 +626,7 @@ def power_grid(
     """Power for every (participants, sources) design; each cell has its own seed stream so a
     cell's figure does not depend on which other cells are computed."""
     baseline, shifted = latent_means(settings)
+    scale = latent_scale(settings)
     cells = []
     for n_participants in participants:
         for n_sources in sources:
@@ -593,6 +643,6 @@ def power_grid(
         participants=list(participants),
         sources=list(sources),
         cells=cells,
-        latent={"baseline": baseline, "shifted": shifted},
+        latent={"baseline": baseline, "shifted": shifted, "scale": scale},
         mixed_simulations=mixed_simulations,
     )

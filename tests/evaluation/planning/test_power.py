@@ -168,3 +168,19 @@ def test_design_axis_is_whole_latin_square_cycles():
     assert power.design_axis(20, step=4, minimum=2) == [4, 8, 12, 16, 20]
     axis = power.design_axis(1000, step=3, minimum=2, points=20)
     assert len(axis) == 20 and all(v % 3 == 0 for v in axis) and axis[-1] == 999
+
+
+@pytest.mark.parametrize(("baseline", "kind"), [(3.5, "understanding"), (2.0, "understanding"), (8.0, "sq")])
+def test_simulated_answers_are_as_variable_as_the_pilot(baseline, kind):
+    """Rounding and clipping change the variance; the latent scale puts it back to the fitted total."""
+    outcome = OUTCOMES["understanding"] if kind == "understanding" else OUTCOMES["severity_squared_error"]
+    st = settings(outcome=outcome, baseline=baseline, participant_var=0.1, source_var=0.15, residual_var=0.4)
+    if kind == "sq":
+        st = settings(
+            outcome=outcome, baseline=baseline, participant_var=2.0, source_var=3.0, residual_var=9.0
+        )
+    total = st.participant_var + st.source_var + st.residual_var
+    mean = power.latent_mean(st, baseline)
+    y, *_ = power.simulate_answers(st, 40, 60, system_means=[mean, mean, mean], n_studies=400, seed=5)
+    assert y.mean() == pytest.approx(baseline, abs=0.02 * max(1, baseline))
+    assert y.var() == pytest.approx(total, rel=0.03)
