@@ -411,6 +411,8 @@ def study_report_html(*, study, reported: str | None = "auto") -> str:
     from django.template.loader import render_to_string
 
     from evaluation.audit import audit_shipped, default_reported_for
+    from evaluation.plan_views import plan_table
+    from evaluation.plans import plan_latest_done
     from evaluation.selectors import (
         analysis_figures_cached,
         analysis_options_from_settings,
@@ -418,9 +420,6 @@ def study_report_html(*, study, reported: str | None = "auto") -> str:
         progress_by_role,
         study_analysis_cached,
     )
-
-    from evaluation.plan_views import plan_table
-    from evaluation.plans import plan_latest_done
 
     analysis = study_analysis_cached(study=study, options=analysis_options_from_settings())
     plan = plan_latest_done(study=study)
