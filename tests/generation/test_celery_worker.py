@@ -27,8 +27,8 @@ from django.db import connection
 from annotation.models import Simplification, Study
 from annotation.services import source_upsert
 from config.celery_app import app as celery_app
-from generation import services
 from generation.models import GenerationBatch, GenerationJob, LLMCallCache
+from generation.services import batches
 
 pytestmark = pytest.mark.integration
 
@@ -150,7 +150,7 @@ def test_a_batch_survives_a_worker_killed_mid_batch(transactional_db, scripted_l
     first = start_worker(tmp_path, env, f"radlay-test-{uuid.uuid4().hex[:8]}")
     second = None
     try:
-        batch = services.generation_batch_create(
+        batch = batches.generation_batch_create(
             study=study,
             systems=["plain_bs", "plain_sc", "cot_bs", "cot_sc"],
             backend="openai",
@@ -167,7 +167,7 @@ def test_a_batch_survives_a_worker_killed_mid_batch(transactional_db, scripted_l
 
         second = start_worker(tmp_path, env, f"radlay-test-{uuid.uuid4().hex[:8]}")
         # The admin knows the old worker is gone: its running job is sent again at once.
-        services.generation_batch_resume(batch=batch, force=True)
+        batches.generation_batch_resume(batch=batch)
         wait_for(
             lambda: GenerationBatch.objects.get(pk=batch.pk).finished_at is not None,
             # Generous: a worker process starts slowly on a loaded 2-core machine.

@@ -8,8 +8,9 @@ import pytest
 from annotation.models import Simplification, Study
 from annotation.services import source_upsert
 from config.celery_app import app as celery_app
-from generation import services, tasks
+from generation import tasks
 from generation.models import GenerationJob
+from generation.services import batches, jobs, outcomes
 
 
 def make_study(n: int) -> Study:
@@ -40,7 +41,7 @@ def queued(monkeypatch):
 def test_a_task_takes_a_job_id_and_runs_the_job(monkeypatch):
     monkeypatch.setattr(tasks, "generation_jobs_send", lambda *a, **k: None)
     study = make_study(1)
-    batch = services.generation_batch_create(study=study, systems=["plain_bs"], backend="glossary")
+    batch = batches.generation_batch_create(study=study, systems=["plain_bs"], backend="glossary")
     job = batch.jobs.get()
 
     tasks.generation_job_run_llm.apply(args=[job.pk], task_id="delivery-1")
@@ -56,10 +57,10 @@ def test_jobs_are_sent_after_the_commit_to_the_queue_of_their_backend(
 ):
     study = make_study(3)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        api = services.generation_batch_create(
+        api = batches.generation_batch_create(
             study=study, systems=["plain_bs"], backend="glossary", concurrency=2
         )
-        local = services.generation_batch_create(
+        local = batches.generation_batch_create(
             study=study, systems=["cot_bs"], backend="transformers", model_name="/models/t5", concurrency=5
         )
     assert queued == []  # nothing leaves before the commit
@@ -80,7 +81,7 @@ def test_a_retry_is_published_with_its_countdown(
 ):
     study = make_study(1)
     with django_capture_on_commit_callbacks(execute=True):
-        batch = services.generation_batch_create(study=study, systems=["plain_bs"], backend="glossary")
+        batch = batches.generation_batch_create(study=study, systems=["plain_bs"], backend="glossary")
     job = batch.jobs.get()
 
     from generation.backends.base import BackendError
@@ -88,9 +89,9 @@ def test_a_retry_is_published_with_its_countdown(
     def overloaded(batch):
         raise BackendError("HTTP 529: overloaded", transient=True)
 
-    monkeypatch.setattr(services, "batch_backend", overloaded)
+    monkeypatch.setattr(outcomes, "batch_backend", overloaded)
     with django_capture_on_commit_callbacks(execute=True):
-        services.generation_job_run(job_id=job.pk)
+        jobs.generation_job_run(job_id=job.pk)
     name, args, countdown, queue = queued[-1]
     assert (name, args, queue) == ("generation.tasks.generation_job_run_llm", [job.pk], "llm")
     assert 0 < countdown <= 10.0  # the first retry waits up to RADLAY_GENERATION_RETRY_DELAY (default 10 s)
@@ -102,7 +103,7 @@ def test_the_embedded_mode_runs_a_batch_one_job_after_another(monkeypatch):
     # the next one while still inside the task that ran it.
     study = make_study(30)
     depth, deepest, order = [0], [0], []
-    real_run = services.generation_job_run
+    real_run = jobs.generation_job_run
 
     def run(*, job_id, task_id=""):
         depth[0] += 1
@@ -113,8 +114,8 @@ def test_the_embedded_mode_runs_a_batch_one_job_after_another(monkeypatch):
         finally:
             depth[0] -= 1
 
-    monkeypatch.setattr(services, "generation_job_run", run)
-    batch = services.generation_batch_create(
+    monkeypatch.setattr(jobs, "generation_job_run", run)
+    batch = batches.generation_batch_create(
         study=study, systems=["plain_bs"], backend="glossary", concurrency=1
     )
 
