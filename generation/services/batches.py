@@ -223,8 +223,8 @@ def generation_batch_resume(*, batch: GenerationBatch, retry_failed: bool = Fals
 
 def generation_batches_heal(*, batch: GenerationBatch | None = None) -> int:
     """The self-healing check: re-send the lost jobs of every unfinished batch (or of `batch`) and
-    fill their free slots. Returns how many jobs were sent."""
-    return sum(len(result.sent) for result in scheduler.requeue_lost(QUEUE, batch=batch))
+    fill their free slots. Returns how many jobs were dispatched."""
+    return sum(len(result.job_ids) for result in scheduler.requeue_lost(QUEUE, batch=batch))
 
 
 def embedded_mode() -> bool:
