@@ -206,7 +206,8 @@ def test_a_batch_survives_a_worker_killed_mid_batch(transactional_db, scripted_l
     # Calls made before the crash were cached; at most the one in flight when it died is made twice.
     assert LLMCallCache.objects.count() == total * CALLS_PER_JOB
     assert total * CALLS_PER_JOB <= len(scripted_llm.chat_requests()) <= total * CALLS_PER_JOB + 1
-    # Every job ran in a worker process (its task id is in a worker's log), none in this one.
+    # Every job ran in a worker process (a worker received its task), none in this one. (Not
+    # "succeeded": the killed worker may have stored a job and died before logging it.)
     logs = "".join(p.read_text(errors="replace") for p in tmp_path.glob("*.log"))
     for task_id in jobs.values_list("task_id", flat=True):
-        assert f"generation.tasks.generation_job_run_llm[{task_id}] succeeded" in logs
+        assert task_id and f"generation.tasks.generation_job_run_llm[{task_id}] received" in logs
