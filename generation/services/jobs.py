@@ -96,11 +96,8 @@ QUEUE = scheduler.JobQueue(
     ),
     chunks=_chunks,
     broker_label=_broker_label,
+    related=("batch", "batch__model_artifact", "source"),
 )
-
-
-def _load(job: GenerationJob) -> GenerationJob:
-    return GenerationJob.objects.select_related("batch", "batch__model_artifact", "source").get(pk=job.pk)
 
 
 def generation_job_run(*, job_id: int, task_id: str = "") -> GenerationJob:
@@ -113,7 +110,7 @@ def generation_job_run(*, job_id: int, task_id: str = "") -> GenerationJob:
         )
         return GenerationJob.objects.get(pk=job_id)
     with scheduler.heartbeat(QUEUE, job_ids=[job_id], task_id=task_id):
-        return _job_execute(_load(job))
+        return _job_execute(job)
 
 
 def generation_jobs_run(*, job_ids: Sequence[int], task_id: str = "") -> list[GenerationJob]:
@@ -128,7 +125,7 @@ def generation_jobs_run(*, job_ids: Sequence[int], task_id: str = "") -> list[Ge
                 "generation job %s: not claimable (done, cancelled or running elsewhere); skipped", job_id
             )
         else:
-            claimed.append(_load(job))
+            claimed.append(job)
     # One group in practice (the dispatcher makes chunks of one batch and family); grouping only
     # keeps a mixed list correct.
     groups: dict[tuple[int, str], list[GenerationJob]] = {}

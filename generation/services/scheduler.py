@@ -98,6 +98,8 @@ class JobQueue:
     # How jobs sent together are split into messages (default: one message for all of them).
     chunks: Callable[[Any, list[int]], list[list[int]]] = lambda batch, ids: [ids]
     batch_field: str = "batch"
+    # Loaded with a claimed job (select_related), for the code that runs it.
+    related: Sequence[str] = ()
     # Described in QueueUnreachable's message (e.g. "Redis at redis://host:6379/0").
     broker_label: Callable[[], str] = lambda: "the broker"
 
@@ -150,9 +152,12 @@ def dispatch_locked(queue: JobQueue, batch: Any) -> Dispatch:
     )
     lost_running, lost_queued = _lost(timing, now)
     # Lost runs that used up their attempts end here; the others go back to never-sent.
-    exhausted = list(
-        jobs.filter(lost_running, attempts__gte=timing.max_attempts).values_list("pk", "attempts")
+    lost_rows = jobs.filter(lost_running | (lost_queued & Q(dispatched_at__isnull=False))).values_list(
+        "pk", "status", "attempts"
     )
+    lost, exhausted = [], []
+    for pk, status, attempts in lost_rows:
+        (exhausted if status == RUNNING and attempts >= timing.max_attempts else lost).append((pk, attempts))
     for pk, attempts in exhausted:
         queue.job_model.objects.filter(pk=pk).update(
             status=FAILED,
@@ -162,16 +167,12 @@ def dispatch_locked(queue: JobQueue, batch: Any) -> Dispatch:
             "it was not retried again",
         )
         logger.warning("job %s failed: its worker stopped answering %s time(s)", pk, attempts)
-    lost = list(
-        jobs.filter(lost_running | (lost_queued & Q(dispatched_at__isnull=False))).values_list(
-            "pk", flat=True
-        )
-    )
     if lost:
-        queue.job_model.objects.filter(pk__in=lost).update(
+        lost_ids = [pk for pk, _ in lost]
+        queue.job_model.objects.filter(pk__in=lost_ids).update(
             status=PENDING, dispatched_at=None, not_before=None
         )
-        logger.warning("jobs %s were lost (worker or message gone): sending them again", lost)
+        logger.warning("jobs %s were lost (worker or message gone): sending them again", lost_ids)
     counts = jobs.aggregate(
         in_flight=Count("pk", filter=Q(status=RUNNING) | Q(status=PENDING, dispatched_at__isnull=False)),
         pending=Count("pk", filter=Q(status=PENDING)),
@@ -245,7 +246,7 @@ def claim(queue: JobQueue, *, job_id: int, task_id: str) -> Any | None:
     )
     if not claimed:
         return None
-    return queue.job_model.objects.get(pk=job_id)
+    return queue.job_model.objects.select_related(*queue.related).get(pk=job_id)
 
 
 @contextlib.contextmanager
