@@ -6,6 +6,9 @@ reject_on_worker_lost make the broker redeliver a task whose worker died; the se
 redelivery take its jobs over (same task id) and never runs a finished job again, so a double
 delivery costs at most the calls not yet cached. `generation_batches_heal` is the periodic
 self-healing check (Celery beat, and every worker's start: config/celery_app.py).
+
+A lost database connection (a PostgreSQL restart) retries the task with backoff: running a job is
+idempotent, and the retry keeps the task id, so it may take over the job its first try claimed.
 """
 
 from __future__ import annotations
@@ -14,9 +17,18 @@ import threading
 from collections import deque
 
 from celery import shared_task
+from django.db import InterfaceError, OperationalError
 
 from generation.backends.registry import GPU_BACKENDS
 from generation.services import batches, jobs
+
+DATABASE_RETRY = {
+    "autoretry_for": (OperationalError, InterfaceError),
+    "retry_backoff": 2,
+    "retry_backoff_max": 60,
+    "retry_jitter": True,
+    "max_retries": 5,
+}
 
 
 @shared_task(
@@ -25,6 +37,7 @@ from generation.services import batches, jobs
     ignore_result=True,
     acks_late=True,
     reject_on_worker_lost=True,
+    **DATABASE_RETRY,
 )
 def generation_job_run_llm(self, job_id: int) -> None:
     jobs.generation_job_run(job_id=job_id, task_id=self.request.id or "")
@@ -36,6 +49,7 @@ def generation_job_run_llm(self, job_id: int) -> None:
     ignore_result=True,
     acks_late=True,
     reject_on_worker_lost=True,
+    **DATABASE_RETRY,
 )
 def generation_job_run_gpu(self, job_ids: list[int] | int) -> None:
     # An int is a message queued before chunks existed (one job); the name is kept for the routing.

@@ -124,3 +124,35 @@ def test_the_embedded_mode_runs_a_batch_one_job_after_another(monkeypatch):
     assert GenerationJob.objects.filter(status="succeeded").count() == 30
     assert deepest[0] == 1  # never one job inside another
     assert order == list(batch.jobs.order_by("source__position").values_list("pk", flat=True))
+
+
+@pytest.mark.django_db
+def test_a_lost_database_connection_retries_the_task_which_takes_its_job_over(monkeypatch):
+    from django.db import OperationalError
+
+    monkeypatch.setattr(tasks, "generation_jobs_send", lambda *a, **k: None)
+    batch = batches.generation_batch_create(study=make_study(1), systems=["plain_bs"], backend="glossary")
+    job = batch.jobs.get()
+    real_fail, tries = jobs._job_fail, []
+
+    def database_down_once(*args, **kwargs):
+        # The job failed (a lost connection mid-job) and recording that failure fails too.
+        tries.append(1)
+        if len(tries) == 1:
+            raise OperationalError("the database system is shutting down")
+        return real_fail(*args, **kwargs)
+
+    real_generate = outcomes.jobs_generate
+
+    def generate_once_broken(claimed):
+        if len(tries) == 0:
+            raise OperationalError("server closed the connection unexpectedly")
+        return real_generate(claimed)
+
+    monkeypatch.setattr(jobs, "_job_fail", database_down_once)
+    monkeypatch.setattr(outcomes, "jobs_generate", generate_once_broken)
+    tasks.generation_job_run_llm.apply(args=[job.pk], task_id="task-1", throw=True)
+    job.refresh_from_db()
+    # The retry (same task id) took over the job its first try had claimed, and finished it.
+    assert (job.status, job.task_id, job.attempts) == ("succeeded", "task-1", 2)
+    assert Simplification.objects.filter(source=job.source).count() == 1
