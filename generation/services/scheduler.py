@@ -167,7 +167,12 @@ def dispatch_locked(queue: JobQueue, batch: Any) -> Dispatch:
             "it was not retried again",
         )
         logger.warning("job %s failed: its worker stopped answering %s time(s)", pk, attempts)
-    if lost:
+    if lost and batch.cancelled_at is not None:
+        lost_ids = [pk for pk, _ in lost]
+        queue.job_model.objects.filter(pk__in=lost_ids).update(
+            status=CANCELLED, finished_at=now, dispatched_at=None, not_before=None
+        )
+    elif lost:
         lost_ids = [pk for pk, _ in lost]
         queue.job_model.objects.filter(pk__in=lost_ids).update(
             status=PENDING, dispatched_at=None, not_before=None

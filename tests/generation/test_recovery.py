@@ -249,6 +249,22 @@ def test_the_periodic_check_sends_lost_jobs_again_and_fails_those_out_of_attempt
     assert sent == []
 
 
+def test_a_lost_job_of_a_cancelled_batch_is_cancelled_and_the_batch_finishes(
+    settings, sent, django_capture_on_commit_callbacks
+):
+    batch = launch_unsent(
+        make_study(sentences=SENTENCES[:2]), capture=django_capture_on_commit_callbacks, backend="glossary"
+    )
+    lost, queued = batch.jobs.order_by("source__position")
+    long_ago = timezone.now() - timedelta(hours=1)
+    GenerationJob.objects.filter(pk=lost.pk).update(
+        status="running", started_at=long_ago, heartbeat_at=long_ago
+    )
+    assert batches.generation_batch_cancel(batch=batch) == 1
+    assert batch.finished_at is not None
+    assert dict(batch.jobs.values_list("pk", "status")) == {lost.pk: "cancelled", queued.pk: "cancelled"}
+
+
 def test_a_live_heartbeat_keeps_a_long_job_from_being_taken_over(settings, transactional_db, monkeypatch):
     settings.RADLAY_GENERATION_HEARTBEAT = 0.1
     settings.RADLAY_GENERATION_STALE_AFTER = 0.5
