@@ -493,15 +493,19 @@ def study_report_html(*, study, reported: str | None = "auto") -> str | None:
     """Render the self-contained report of `study` from its latest analysis snapshot (None before
     the first one is computed). `reported` names a shipped reported-figures file to audit
     against; "auto" picks the one that fits the study's systems; None or "" audits nothing."""
+    from django.conf import settings
     from django.template.loader import render_to_string
 
     from evaluation.context import analysis_context, analysis_document
+    from evaluation.plan_views import plan_table
+    from evaluation.plans import plan_latest_done
     from evaluation.selectors import analysis_snapshot_get, latin_square_balance, progress_by_role
 
     analysis = analysis_document(study=study)
     if analysis is None:
         return None
     snapshot = analysis_snapshot_get(study=study, details=True)
+    plan = plan_latest_done(study=study)
     context = analysis_context(
         study=study, analysis=analysis, figures=snapshot.figures or {}, reported=reported
     )
@@ -510,6 +514,10 @@ def study_report_html(*, study, reported: str | None = "auto") -> str | None:
             "progress": progress_by_role(study=study),
             "balance": balance_summary(latin_square_balance(study=study)),
             "methods": methods(analysis),
+            "plan": plan,
+            "plan_table": plan_table(plan.result) if plan else None,
+            # The report is one self-contained file: the planning page's stylesheet goes inline.
+            "planning_css": (settings.BASE_DIR / "static" / "radlay" / "planning.css").read_text("utf-8"),
             "generated_at": datetime.now(UTC),
             "snapshot": snapshot,
             "full_table": True,

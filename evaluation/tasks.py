@@ -1,4 +1,4 @@
-"""Celery tasks of evaluation: thin, they take a study id and call the service."""
+"""Celery tasks of evaluation: thin, they take ids and call a service."""
 
 from __future__ import annotations
 
@@ -8,7 +8,12 @@ from celery import shared_task
 from django.conf import settings
 from django.db import close_old_connections
 
-from evaluation import services
+from evaluation import plans, services
+
+
+@shared_task(name="evaluation.tasks.power_plan_run", ignore_result=True, acks_late=True)
+def power_plan_run(plan_id: int) -> None:
+    plans.plan_run(plan_id=plan_id)
 
 
 @shared_task(name="evaluation.tasks.analysis_snapshot_compute", ignore_result=True, acks_late=True)
