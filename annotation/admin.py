@@ -75,7 +75,6 @@ class StudyAdmin(admin.ModelAdmin):
         "unit",
         "n_sources",
         "n_participants",
-        "dashboard",
         "created_at",
     )
     list_filter = ("status", "unit")
@@ -130,10 +129,6 @@ class StudyAdmin(admin.ModelAdmin):
     @admin.display(description="participants", ordering="_participants")
     def n_participants(self, obj):
         return obj._participants
-
-    @admin.display(description="dashboard")
-    def dashboard(self, obj):
-        return format_html('<a href="/dashboard/{}/">open</a>', obj.slug)
 
     @admin.action(description="Open the selected studies")
     def open_studies(self, request, queryset):
