@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.urls import get_resolver
 
 from annotation import services
 from annotation.models import (
@@ -39,6 +40,10 @@ CHOICES = {
 @pytest.fixture
 def phone(browser, live_server, transactional_db):
     """A fresh phone-sized touch context per participant (no shared cookies)."""
+    # Import every view module now (the dashboard's pull in the statistics libraries): the live
+    # server would otherwise do it inside the first page load, which a busy machine can take
+    # longer than a page's timeout to finish.
+    get_resolver().url_patterns  # noqa: B018
     contexts = []
     errors: list[str] = []
 
