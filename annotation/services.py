@@ -14,7 +14,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from annotation import scales
@@ -265,6 +265,15 @@ def participant_consent(*, participant: Participant, accepted: bool) -> Particip
 
 def consent_refusal_record(*, study: Study, role: str) -> ConsentRefusal:
     return ConsentRefusal.objects.create(study=study, role=role)
+
+
+def participants_mark_returned(*, participants: QuerySet[Participant]) -> int:
+    """Mark participants returned or withdrawn (e.g. on Prolific): they can no longer answer, and a
+    layperson's Latin-square row is handed out again. Completed ones are left as they are; returns
+    how many were marked."""
+    return participants.filter(completed_at__isnull=True, returned_at__isnull=True).update(
+        returned_at=timezone.now()
+    )
 
 
 def participant_complete(*, participant: Participant) -> Participant:

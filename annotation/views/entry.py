@@ -1,4 +1,4 @@
-"""The front door: the home page, `/s/<token>/` (which sends a participant to their role's flow),
+"""The participants' front door: `/s/<token>/` (which sends a participant to their role's flow),
 and what both survey flows' views share: resolving the token of every survey URL to a participant
 and answering the access errors with the same clear 4xx pages."""
 
@@ -21,10 +21,6 @@ ErrorPage = Callable[[HttpRequest, str, int], HttpResponse]
 # (Study.abandon_after_minutes), whether a participant still holds their Latin-square row, so an
 # autosave every few seconds need not write the participant row each time.
 TOUCH_INTERVAL = timedelta(seconds=30)
-
-
-def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "annotation/home.html")
 
 
 def participant_entry(request: HttpRequest, token: str) -> HttpResponse:
