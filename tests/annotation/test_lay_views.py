@@ -50,6 +50,11 @@ def _consented(study, **kwargs):
     return services.participant_consent(participant=participant, accepted=True)
 
 
+def _rendered(item, panel: str, seconds_ago: float) -> dict:
+    """The form field of a panel rendered `seconds_ago`."""
+    return {"rendered_at": panels.panel_stamp(item=item, panel=panel, now=time.time() - seconds_ago)}
+
+
 def _begin(client, participant):
     response = client.post(_url("lay-instructions", participant))
     assert response.status_code == 302
@@ -182,7 +187,7 @@ def test_autosave_plain_post_lock_and_no_way_back(client):
     item = _begin(client, participant)[0]
     url1 = _panel_url(participant, item, "original")
     # Autosave of a partial panel: a fragment, one row, time added (the page was rendered 10 s ago).
-    rendered = {"rendered_at": panels.panel_stamp(item=item, panel="original", now=time.time() - 10)}
+    rendered = _rendered(item, "original", 10)
     response = client.post(
         url1, {**rendered, "understanding": "Most of it", "autosave": "1", "elapsed_ms": "1500"}, **HX
     )
@@ -382,7 +387,7 @@ def test_autosave_time_is_capped_by_the_time_since_rendering(client):
     participant = _consented(study)
     item = _begin(client, participant)[0]
     url = _panel_url(participant, item, "original")
-    rendered = {"rendered_at": panels.panel_stamp(item=item, panel="original", now=time.time() - 3)}
+    rendered = _rendered(item, "original", 3)
     # A client claiming 30 minutes on a page rendered 3 s ago.
     client.post(
         url, {**rendered, "understanding": "Completely", "autosave": "1", "elapsed_ms": "1800000"}, **HX
