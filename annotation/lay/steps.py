@@ -80,6 +80,7 @@ def lay_next_step(*, participant: Participant) -> LayStep:
         return LayStep(CHECK, check=check) if check is not None else LayStep(COMPLETE)
     # A check at position p is due once p items are behind; an item's index never exceeds its
     # position, so only then is the (rarely needed) count of earlier items asked for.
+    item.participant = participant  # already loaded, with its study: what the panel reads
     if check is not None and check.position <= item.position:
         if check.position <= items.filter(position__lt=item.position).count():
             return LayStep(CHECK, check=check)

@@ -25,13 +25,13 @@ PANEL2 = {**PANEL1, "helpfulness": "I understand much better"}
 # Bounds per request, as measured (savepoints count: each answer service is atomic inside the
 # request's transaction). A request that starts costing more fails here.
 MAX_QUERIES = {
-    "get original": 8,
+    "get original": 6,
     "autosave original": 14,
     "submit original": 13,
-    "get assisted": 12,
+    "get assisted": 10,
     "autosave assisted": 14,
     "submit assisted": 13,
-    "get preference": 9,
+    "get preference": 7,
     "autosave preference": 16,
     "submit preference": 18,
 }
