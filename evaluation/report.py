@@ -411,15 +411,14 @@ def study_report_html(*, study, reported: str | None = "auto") -> str:
     from django.template.loader import render_to_string
 
     from evaluation.audit import audit_shipped, default_reported_for
+    from evaluation.plan_views import plan_table
+    from evaluation.plans import plan_latest_done
     from evaluation.progress import latin_square_balance, progress_by_role
     from evaluation.selectors import (
         analysis_figures_cached,
         analysis_options_from_settings,
         study_analysis_cached,
     )
-
-    from evaluation.plan_views import plan_table
-    from evaluation.plans import plan_latest_done
 
     analysis = study_analysis_cached(study=study, options=analysis_options_from_settings())
     plan = plan_latest_done(study=study)
@@ -439,7 +438,9 @@ def study_report_html(*, study, reported: str | None = "auto") -> str:
         "plan": plan,
         "plan_table": plan_table(plan.result) if plan else None,
         # The report is one self-contained file: the planning page's stylesheet goes inline.
-        "planning_css": (settings.BASE_DIR / "static" / "radlay" / "planning.css").read_text(encoding="utf-8"),
+        "planning_css": (settings.BASE_DIR / "static" / "radlay" / "planning.css").read_text(
+            encoding="utf-8"
+        ),
         "generated_at": datetime.now(UTC),
     }
     return render_to_string("evaluation/report.html", context)
