@@ -438,9 +438,7 @@ def study_report_html(*, study, reported: str | None = "auto") -> str:
         "plan": plan,
         "plan_table": plan_table(plan.result) if plan else None,
         # The report is one self-contained file: the planning page's stylesheet goes inline.
-        "planning_css": (settings.BASE_DIR / "static" / "radlay" / "planning.css").read_text(
-            encoding="utf-8"
-        ),
+        "planning_css": (settings.BASE_DIR / "static" / "radlay" / "planning.css").read_text("utf-8"),
         "generated_at": datetime.now(UTC),
     }
     return render_to_string("evaluation/report.html", context)
