@@ -15,11 +15,11 @@ from django.utils import timezone
 
 from annotation.models import Participant, Study
 from evaluation.models import PowerPlan
-from evaluation.progress import ABANDONED, COMPLETED, RETURNED, participants_progress
 from evaluation.planning.outcomes import Outcome, get_outcome, outcome_frame
 from evaluation.planning.plot import power_curve_svg
 from evaluation.planning.power import PowerSettings, design_axis, power_grid
 from evaluation.planning.variance import VarianceComponents, estimate_components
+from evaluation.progress import ABANDONED, COMPLETED, RETURNED, participants_progress
 from evaluation.selectors import expert_ratings_frame, lay_answers_frame
 
 
