@@ -25,7 +25,8 @@ from evaluation.audit import audit_shipped, reported_files
 from evaluation.context import RETRY_AFTER_SECONDS, analysis_document
 from evaluation.exporters import FORMATS
 from evaluation.exporters.rows import answer_columns, answer_rows
-from evaluation.selectors import analysis_snapshot_get, participants_progress, snapshot_analysis
+from evaluation.progress import participants_progress
+from evaluation.selectors import analysis_snapshot_get, snapshot_analysis
 from evaluation.services import analysis_snapshot_refresh, analysis_snapshot_wait
 
 MAX_ANSWERS_PAGE = 5000

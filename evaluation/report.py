@@ -499,7 +499,8 @@ def study_report_html(*, study, reported: str | None = "auto") -> str | None:
     from evaluation.context import analysis_context, analysis_document
     from evaluation.plan_views import plan_table
     from evaluation.plans import plan_latest_done
-    from evaluation.selectors import analysis_snapshot_get, latin_square_balance, progress_by_role
+    from evaluation.progress import latin_square_balance, progress_by_role
+    from evaluation.selectors import analysis_snapshot_get
 
     analysis = analysis_document(study=study)
     if analysis is None:
@@ -512,7 +513,7 @@ def study_report_html(*, study, reported: str | None = "auto") -> str | None:
     context.update(
         {
             "progress": progress_by_role(study=study),
-            "balance": balance_summary(latin_square_balance(study=study)),
+            "balance": latin_square_balance(study=study).by_system(),
             "methods": methods(analysis),
             "plan": plan,
             "plan_table": plan_table(plan.result) if plan else None,
@@ -524,21 +525,3 @@ def study_report_html(*, study, reported: str | None = "auto") -> str | None:
         }
     )
     return render_to_string("evaluation/report.html", context)
-
-
-def balance_summary(balance) -> list[dict[str, Any]]:
-    """Per system: how many lay items per source the Latin square assigned / credited (min–max)."""
-    rows = []
-    for system, group in balance.groupby("system", sort=False):
-        rows.append(
-            {
-                "system": system,
-                "assigned_total": int(group["assigned"].sum()),
-                "credited_total": int(group["credited"].sum()),
-                "assigned_min": int(group["assigned"].min()) if len(group) else 0,
-                "assigned_max": int(group["assigned"].max()) if len(group) else 0,
-                "credited_min": int(group["credited"].min()) if len(group) else 0,
-                "credited_max": int(group["credited"].max()) if len(group) else 0,
-            }
-        )
-    return rows

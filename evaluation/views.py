@@ -18,8 +18,8 @@ from evaluation.api import export_response
 from evaluation.context import analysis_document, dashboard_context, not_ready_response, section_context
 from evaluation.exporters import FORMATS
 from evaluation.exporters.metrics_table import metrics_csv
-from evaluation.report import balance_summary, study_report_html
-from evaluation.selectors import latin_square_balance, participants_progress, progress_by_role
+from evaluation.progress import latin_square_balance, participants_progress, progress_by_role, study_progress
+from evaluation.report import study_report_html
 from evaluation.services import analysis_snapshot_refresh
 
 MATRIX_MAX_SOURCES = 200  # above this the Latin-square matrix is summarised, not drawn
@@ -39,22 +39,22 @@ def study_list(request: HttpRequest) -> HttpResponse:
 
 
 def _progress_context(study) -> dict:
+    progress = participants_progress(study=study)
     balance = latin_square_balance(study=study)
     matrix = None
-    if balance["source"].nunique() <= MATRIX_MAX_SOURCES:
+    if len(balance.sources) <= MATRIX_MAX_SOURCES:
         matrix = {
-            "systems": list(dict.fromkeys(balance["system"])),
+            "systems": [system.key for system in balance.systems],
             "rows": [
-                {"source": source, "cells": list(zip(group["assigned"], group["credited"], strict=True))}
-                for source, group in balance.groupby("source", sort=False)
+                {"source": row["source"].key, "cells": [(c.assigned, c.credited) for c in row["cells"]]}
+                for row in balance.table()
             ],
         }
-    progress = participants_progress(study=study)
     return {
         "study": study,
-        "progress_by_role": progress_by_role(study=study),
+        "progress_by_role": progress_by_role(study=study, records=progress),
         "participants": progress,
-        "balance": balance_summary(balance),
+        "balance": balance.by_system(),
         "matrix": matrix,
     }
 
@@ -87,7 +87,7 @@ def study_snapshot_status(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @researcher_login_required
-def study_progress(request: HttpRequest, slug: str) -> HttpResponse:
+def study_progress_section(request: HttpRequest, slug: str) -> HttpResponse:
     """Progress and Latin-square balance (read live, so loaded after the page's first paint)."""
     study = access_study_for_user(user=request.user, slug=slug)
     template = "evaluation/_progress.html" if request.htmx else "evaluation/study_section.html"
@@ -95,6 +95,16 @@ def study_progress(request: HttpRequest, slug: str) -> HttpResponse:
         request,
         template,
         {**_progress_context(study), "section": "evaluation/_progress.html", "title": "Progress"},
+    )
+
+
+@researcher_login_required
+def study_progress_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """Participants by status, the lay survey's Latin-square balance, what the safety gate
+    withholds and attention-check failures (evaluation/progress.py)."""
+    study = access_study_for_user(user=request.user, slug=slug)
+    return render(
+        request, "evaluation/study_progress.html", {"study": study, "progress": study_progress(study=study)}
     )
 
 
