@@ -26,6 +26,7 @@ from annotation import lay_flow, protocol_texts, scales, services
 from annotation.access import access_lay_item, access_study_for_user
 from annotation.models import AttentionCheck, LayItem, Participant, Study
 from annotation.views.entry import messages_of, study_unavailable, survey_participant
+from annotation.views.errors import survey_error_page
 
 TEMPLATES = "annotation/lay/"
 LAY = Participant.Role.LAYPERSON
@@ -36,13 +37,10 @@ def _error(
     request: HttpRequest, message: str, status: int, *, participant: Participant | None = None
 ) -> HttpResponse:
     # An htmx autosave swaps the answer into the panel's save status, so it gets a fragment.
-    template = "annotation/_error_fragment.html" if request.htmx else TEMPLATES + "error.html"
-    return render(
-        request,
-        template,
-        {"message": message, "status": status, "participant": participant},
-        status=status,
-    )
+    if not request.htmx:
+        resume = reverse("annotation:lay-start", kwargs={"token": participant.token}) if participant else None
+        return survey_error_page(request, message, status, resume_url=resume)
+    return render(request, "annotation/_error_fragment.html", {"message": message}, status=status)
 
 
 def lay_participant(*, require_open: bool = True) -> Callable:

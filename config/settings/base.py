@@ -23,6 +23,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    # Swagger UI's files served by the app: hospital networks often block public CDNs.
+    "drf_spectacular_sidecar",
     "django_htmx",
     "annotation",
     "evaluation",
@@ -55,6 +57,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "config.context_processors.protocol_credit",
             ],
         },
     }
@@ -84,6 +87,8 @@ STATIC_ROOT = Path(env.str("DJANGO_STATIC_ROOT", default=str(BASE_DIR / "staticf
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every request without it
 MEDIA_ROOT = Path(env.str("DJANGO_MEDIA_ROOT", default=str(BASE_DIR / "var" / "media")))
 LOGIN_URL = "admin:login"
+# A failed CSRF check gets the branded page that says what to do next (config/errors.py).
+CSRF_FAILURE_VIEW = "config.errors.csrf_failure"
 LOGIN_REDIRECT_URL = "/dashboard/"
 
 REST_FRAMEWORK = {
@@ -101,6 +106,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Two-pronged human evaluation of radiology report simplification.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Celery -------------------------------------------------------------------------------
