@@ -1,0 +1,31 @@
+"""/api/docs/ renders with the network off: every request that leaves the live server is refused."""
+
+from urllib.parse import urlsplit
+
+import pytest
+from django.contrib.auth import get_user_model
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_api_docs_render_without_internet(page, live_server):
+    get_user_model().objects.create_user("offline", password="offline-pw-1")
+    local = urlsplit(live_server.url).netloc
+    outside: list[str] = []
+
+    def only_local(route):
+        if urlsplit(route.request.url).netloc == local:
+            return route.continue_()
+        outside.append(route.request.url)
+        return route.abort()
+
+    page.route("**/*", only_local)
+    page.goto("/dashboard/login/")
+    page.fill("input[name=username]", "offline")
+    page.fill("input[name=password]", "offline-pw-1")
+    page.click("button[type=submit], input[type=submit]")
+    page.goto("/api/docs/")
+    page.locator(".swagger-ui .info .title").wait_for(state="visible")
+    assert "radlay API" in page.locator(".swagger-ui .info .title").inner_text()
+    page.locator(".opblock").first.wait_for(state="visible")
+    assert outside == []
