@@ -253,5 +253,9 @@ FAMILY = register(
         compute_texts=_texts,
         needs_source=True,
         unavailable=_unavailable,
+        undefined={
+            "ascore": "AScore needs a reference simplification (for BLEU) and a jargon term in the source "
+            "(for HIT); no text here has both"
+        },
     )
 )

@@ -76,5 +76,8 @@ FAMILY = register(
         compute_texts=_texts,
         corpus_metrics=("fkgl_share_at_or_below_grade",),
         compute_corpus=_corpus,
+        undefined={
+            "smog": f"SMOG is defined from {SMOG_MIN_SENTENCES} sentences on, and every text here is shorter"
+        },
     )
 )

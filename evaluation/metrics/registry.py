@@ -106,6 +106,9 @@ class MetricFamily:
     needs_source: bool = False
     needs_embeddings: bool = False
     unavailable: Callable[[MetricContext], dict[str, str]] = _nothing_unavailable
+    # Why a text metric is None for a text it does not apply to (SMOG below three sentences):
+    # the reason compute_all reports when the metric came out None for every record.
+    undefined: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if bool(self.text_metrics) != (self.compute_texts is not None):
@@ -238,6 +241,9 @@ def compute_all(
             for i, row in enumerate(rows):
                 for name in family.text_metrics:
                     texts[i][name] = None if name in reasons else row[name]
+            for name, why in family.undefined.items():
+                if name not in unavailable and all(row[name] is None for row in rows):
+                    unavailable[name] = why
 
         if family.compute_corpus is not None:
             for system, system_records in _systems_in_order(records).items():
