@@ -30,13 +30,18 @@ from annotation.study_services import study_close, study_open
 RELATED = admin.RelatedOnlyFieldListFilter
 
 
+# Styles of admin pages (transcripts, progress bars), in a file for the Content-Security-Policy.
+ADMIN_CSS = {"all": ("radlay/admin.css",)}
+
+
 def transcript_table(transcript: list[dict]) -> str:
-    """An agent transcript (Simplification.transcript, GenerationJob.transcript) as an HTML table."""
+    """An agent transcript (Simplification.transcript, GenerationJob.transcript) as an HTML table;
+    admins that show one include ADMIN_CSS."""
     if not transcript:
         return "—"
     rows = format_html_join(
         "",
-        "<tr><td>{}</td><td>{}</td><td>{}</td><td style='white-space:pre-wrap'>{}</td></tr>",
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td class='message'>{}</td></tr>",
         (
             (
                 turn.get("round", ""),
@@ -48,7 +53,9 @@ def transcript_table(transcript: list[dict]) -> str:
         ),
     )
     return format_html(
-        "<table><tr><th>round</th><th>agent</th><th>role</th><th>message</th></tr>{}</table>", rows
+        "<table class='transcript'><tr><th>round</th><th>agent</th><th>role</th><th>message</th></tr>"
+        "{}</table>",
+        rows,
     )
 
 
@@ -211,6 +218,9 @@ class SimplificationAdmin(StudyScopedAdmin):
     search_fields = ("source__key", "shown_text__text")
     readonly_fields = ("shown_text", "created_at", "updated_at", "transcript_view")
     exclude = ("transcript",)
+
+    class Media:
+        css = ADMIN_CSS
 
     @admin.display(description="text")
     def short_text(self, obj):

@@ -12,7 +12,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from annotation.admin import RELATED, StudyAdmin, transcript_table
+from annotation.admin import ADMIN_CSS, RELATED, StudyAdmin, transcript_table
 from annotation.admin_access import StudyScopedAdmin, SuperuserOnlyAdmin, scope_to_user
 from annotation.models import Study
 from generation import services
@@ -167,6 +167,10 @@ class GenerationJobAdmin(StudyScopedAdmin):
     list_filter = ("status", "family", ("batch", RELATED))
     search_fields = ("source__key", "error")
     exclude = ("transcript", "simplifications")
+
+    class Media:
+        css = ADMIN_CSS
+
     readonly_fields = (
         "batch",
         "source",

@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from annotation.admin import RELATED
+from annotation.admin import ADMIN_CSS, RELATED
 from annotation.admin_access import StudyScopedAdmin, SuperuserOnlyAdmin, scope_to_user
 from annotation.models import Study
 from ml import selectors, services
@@ -41,7 +41,7 @@ def progress_bar_html(job: TrainingJob) -> str:
     )
     return format_html(
         '<span class="ml-progress" data-url="{}" data-status="{}">'
-        '<progress value="{}" max="{}" style="width:14em"></progress> '
+        '<progress value="{}" max="{}"></progress> '
         '<span class="ml-progress-text">{}</span></span>',
         reverse("admin:ml_trainingjob_progress", args=[job.pk]),
         job.status,
@@ -193,6 +193,7 @@ class TrainingJobAdmin(StudyScopedAdmin):
 
     class Media:
         js = ("ml/training_progress.js",)
+        css = ADMIN_CSS
 
     def get_form(self, request, obj=None, **kwargs):
         if obj is None:

@@ -41,6 +41,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
 
@@ -165,6 +166,42 @@ RADLAY_TRANSFORMERS_DEVICE = env.str("RADLAY_TRANSFORMERS_DEVICE", default="") o
 # Dashboard/API/report/analyze options (evaluation.selectors.analysis_options_from_settings). The
 # semantic metrics embed texts with the local MiniLM (cached in the database by text hash).
 RADLAY_ANALYSIS_OPTIONS = {"embeddings": env.bool("RADLAY_ANALYSIS_EMBEDDINGS", default=True)}
+
+# --- Content-Security-Policy (django-csp) ---------------------------------------------------------
+# Pages load scripts, styles, fonts and images from this server only, with no inline scripts, inline
+# event handlers or inline styles (tests/test_templates_csp.py keeps the templates that way).
+# DJANGO_CSP: "enforce", "report-only" (the browser reports violations but blocks nothing) or "off";
+# production enforces by default. DJANGO_CSP_REPORT_URI: where browsers send violation reports.
+CSP_DIRECTIVES = {
+    "default-src": ["'self'"],
+    "script-src": ["'self'"],
+    "style-src": ["'self'"],
+    # Swagger UI's stylesheet draws its icons as data: images.
+    "img-src": ["'self'", "data:"],
+    "font-src": ["'self'"],
+    "connect-src": ["'self'"],
+    "object-src": ["'none'"],
+    "base-uri": ["'self'"],
+    "form-action": ["'self'"],
+    "frame-ancestors": ["'none'"],
+}
+if env.str("DJANGO_CSP_REPORT_URI", default=""):
+    CSP_DIRECTIVES["report-uri"] = [env.str("DJANGO_CSP_REPORT_URI")]
+
+
+def csp_policy(mode: str) -> tuple[dict | None, dict | None]:
+    """(CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY_REPORT_ONLY) for a DJANGO_CSP mode."""
+    if mode not in {"enforce", "report-only", "off"}:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(f"DJANGO_CSP must be enforce, report-only or off, not {mode!r}.")
+    policy = {"DIRECTIVES": CSP_DIRECTIVES}
+    return (policy if mode == "enforce" else None, policy if mode == "report-only" else None)
+
+
+CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY_REPORT_ONLY = csp_policy(
+    env.str("DJANGO_CSP", default="off")
+)
 
 LOGGING = {
     "version": 1,
