@@ -32,3 +32,32 @@ def test_api_docs_render_without_internet(page, live_server):
     assert "radlay API" in page.locator(".swagger-ui .info .title").inner_text()
     page.locator(".opblock").first.wait_for(state="visible")
     assert outside == []
+
+
+def test_pages_of_this_area_render_under_the_enforced_policy(page, live_server, settings):
+    """With the production Content-Security-Policy on, the docs, the home page and the error pages
+    load without one refused script or style."""
+    settings.CONTENT_SECURITY_POLICY = {"DIRECTIVES": settings.CSP_DIRECTIVES}
+    get_user_model().objects.create_user("csp", password="csp-pw-1")
+    urllib.request.urlopen(live_server.url + "/", timeout=120).close()
+    refused: list[str] = []
+    page.on(
+        "console",
+        lambda message: (
+            refused.append(f"{page.url}: {message.text}")
+            if "Content Security Policy" in message.text
+            else None
+        ),
+    )
+    page.goto("/dashboard/login/")
+    page.fill("input[name=username]", "csp")
+    page.fill("input[name=password]", "csp-pw-1")
+    page.click("button[type=submit], input[type=submit]")
+    page.wait_for_url("**/dashboard/")
+    refused.clear()  # the dashboard pages are covered by the template scan (tests/test_templates_csp.py)
+    page.goto("/api/docs/")
+    page.locator(".swagger-ui .info .title").wait_for(state="visible")
+    for url in ("/", "/s/not-a-link/", "/no/such/page/"):
+        page.goto(url)
+        assert page.locator("h1").count() == 1, url
+    assert refused == []
