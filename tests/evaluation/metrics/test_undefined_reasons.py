@@ -31,12 +31,13 @@ def test_smog_with_values_has_no_reason():
 
 
 def test_ascore_without_a_reference_says_why():
-    report = compute_all([ONE_SENTENCE], families=["jargon"], options={"find_terms": lambda text: []})
-    assert report.texts[0]["ascore"] is None
+    report = compute_all([ONE_SENTENCE], families=["jargon"])
+    assert report.texts[0]["ascore_item"] is None and report.systems["a"]["ascore"] is None
     assert "needs a reference simplification" in report.unavailable["ascore"]
+    assert "needs a reference simplification" in report.unavailable["ascore_item"]
 
 
 def test_ascore_with_a_reference_has_no_reason():
     report = compute_all([THREE_SENTENCES], families=["jargon"])  # the project glossary finds the terms
-    assert report.texts[0]["ascore"] is not None
-    assert "ascore" not in report.unavailable
+    assert report.texts[0]["ascore_item"] is not None and report.systems["a"]["ascore"] is not None
+    assert "ascore" not in report.unavailable and "ascore_item" not in report.unavailable
