@@ -7,6 +7,7 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from annotation import services
 from annotation.admin_access import ScopedRelatedFields, StudyScopedAdmin
 from annotation.models import (
     AttentionCheck,
@@ -87,7 +88,6 @@ class StudyAdmin(StudyScopedAdmin):
         "unit",
         "n_sources",
         "n_participants",
-        "dashboard",
         "created_at",
     )
     list_filter = ("status", "unit")
@@ -142,10 +142,6 @@ class StudyAdmin(StudyScopedAdmin):
     @admin.display(description="participants", ordering="_participants")
     def n_participants(self, obj):
         return obj._participants
-
-    @admin.display(description="dashboard")
-    def dashboard(self, obj):
-        return format_html('<a href="/dashboard/{}/">open</a>', obj.slug)
 
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)
@@ -275,11 +271,7 @@ class ParticipantAdmin(StudyScopedAdmin):
 
     @admin.action(description="Mark as returned/withdrawn (their Latin-square row is handed out again)")
     def mark_returned(self, request, queryset):
-        from django.utils import timezone
-
-        updated = queryset.filter(completed_at__isnull=True, returned_at__isnull=True).update(
-            returned_at=timezone.now()
-        )
+        updated = services.participants_mark_returned(participants=queryset)
         self.message_user(request, f"{updated} participant(s) marked as returned.")
 
     @admin.display(description="progress")

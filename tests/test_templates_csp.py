@@ -17,9 +17,6 @@ EXEMPT = {"evaluation/report.html"}
 KNOWN_OFFENDERS = {
     "annotation/expert/_progress.html",
     "annotation/lay/_progress.html",
-    "annotation/lay/_severity_table.html",
-    "annotation/lay/_style.html",
-    "annotation/lay/balance.html",
     "evaluation/_styles.html",
     "evaluation/login.html",
     "evaluation/study_detail.html",
