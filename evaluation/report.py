@@ -394,14 +394,19 @@ def difference_rows(analysis: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+HEAT_STEPS = 5
+
+
 def _heat(value: float | None) -> str:
-    # Diverging blue (positive) / red (negative), white at 0, as an inline background colour.
+    """The cell's class: heat-p1 … heat-p5 (positive, stronger), heat-n1 … heat-n5 (negative),
+    heat-0 below 0.1 in size, heat-na when missing (colours in templates/evaluation/_styles.html:
+    classes, not inline styles, which the Content-Security-Policy forbids)."""
     if value is None:
-        return "#f4f4f4"
-    strength = min(abs(value), 1.0)
-    base = (44, 123, 182) if value > 0 else (215, 25, 28)
-    r, g, b = (round(255 + (c - 255) * strength) for c in base)
-    return f"#{r:02x}{g:02x}{b:02x}"
+        return "heat-na"
+    step = min(HEAT_STEPS, int(abs(value) * HEAT_STEPS + 0.5))
+    if step == 0:
+        return "heat-0"
+    return f"heat-{'p' if value > 0 else 'n'}{step}"
 
 
 def correlation_heatmap(
@@ -423,7 +428,7 @@ def correlation_heatmap(
             cells.append(
                 {
                     "text": fmt(value, digits=2),
-                    "colour": _heat(value),
+                    "css": _heat(value),
                     "title": f"{metric} × {measure}: {interval['value']} {interval['ci']} (n = {record['n']})"
                     if record
                     else "",

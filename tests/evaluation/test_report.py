@@ -129,11 +129,15 @@ def test_correlation_heatmap_is_metrics_by_measures_of_spearman_items(analysis):
     assert len(heat["rows"]) == len(metrics) and len(heat["measures"]) == len(measures)
     first = next(r for r in records if r["metric"] == metrics[0] and r["measure"] == measures[0])
     assert heat["rows"][0]["cells"][0]["text"] == report.fmt(first["r"], digits=2)
-    # strong positive: saturated blue; 0: white; missing: grey
-    assert (
-        report._heat(1.0) == "#2c7bb6" and report._heat(0.0) == "#ffffff" and report._heat(None) == "#f4f4f4"
-    )
-    assert report._heat(-1.0) == "#d7191c"
+    # five steps of size each way, 0 and missing apart
+    assert [report._heat(v) for v in (1.0, 0.5, 0.05, -0.31, -1.0, None)] == [
+        "heat-p5",
+        "heat-p3",
+        "heat-0",
+        "heat-n2",
+        "heat-n5",
+        "heat-na",
+    ]
 
 
 def test_report_tables_can_be_built_section_by_section(analysis):
