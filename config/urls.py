@@ -6,9 +6,11 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/", include("judging.api_urls")),
     path("api/", include("evaluation.api_urls")),
     path("dashboard/", include("evaluation.urls")),
     path("generation/", include("generation.urls")),
+    path("judging/", include("judging.urls")),
     path("ml/", include("ml.urls")),
     path("", include("annotation.urls")),
 ]

@@ -28,6 +28,7 @@ INSTALLED_APPS = [
     "evaluation",
     "generation",
     "ml",
+    "judging",
 ]
 
 MIDDLEWARE = [
