@@ -212,31 +212,35 @@ def human_ceiling(data: AgreementInputs) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     if data.human.empty or data.human["rater"].nunique() < 2:
         return rows
-    for name in FIELDS:
-        human = data.human[data.human["field"] == name]
-        if human["rater"].nunique() < 2:
-            continue
-        grid = human.pivot_table(index="rater", columns="unit", values="value", aggfunc="first")
-        matrix = grid.to_numpy(dtype=np.float64)
-        ratings = {rater: grid.loc[rater].dropna().to_dict() for rater in grid.index}
-        try:
-            icc_value = icc(human.rename(columns={"value": "score"}), unit="unit", rater="rater").icc2_1
-        except ValueError:
-            icc_value = math.nan
-        rows.append(
-            {
-                "field": name,
-                "n_raters": int(grid.shape[0]),
-                "n_units": int(grid.shape[1]),
-                "alpha_ordinal": _finite(
-                    krippendorff_alpha(matrix, "ordinal", value_domain=list(range(1, 6)))
-                ),
-                "alpha_interval": _finite(krippendorff_alpha(matrix, "interval")),
-                "kappa_quadratic": cohen_kappa_pairwise(ratings, "quadratic", labels=[1, 2, 3, 4, 5]).mean,
-                "icc": _finite(icc_value),
-            }
-        )
+    with warnings.catch_warnings():
+        # A constant field (everyone rated 5) makes ICC and κ 0/0: reported as undefined.
+        warnings.simplefilter("ignore")
+        for name in FIELDS:
+            row = _ceiling_row(data.human[data.human["field"] == name], name)
+            if row is not None:
+                rows.append(row)
     return rows
+
+
+def _ceiling_row(human: pd.DataFrame, name: str) -> dict[str, Any] | None:
+    if human["rater"].nunique() < 2:
+        return None
+    grid = human.pivot_table(index="rater", columns="unit", values="value", aggfunc="first")
+    matrix = grid.to_numpy(dtype=np.float64)
+    ratings = {rater: grid.loc[rater].dropna().to_dict() for rater in grid.index}
+    try:
+        icc_value = icc(human.rename(columns={"value": "score"}), unit="unit", rater="rater").icc2_1
+    except ValueError:
+        icc_value = math.nan
+    return {
+        "field": name,
+        "n_raters": int(grid.shape[0]),
+        "n_units": int(grid.shape[1]),
+        "alpha_ordinal": _finite(krippendorff_alpha(matrix, "ordinal", value_domain=list(range(1, 6)))),
+        "alpha_interval": _finite(krippendorff_alpha(matrix, "interval")),
+        "kappa_quadratic": cohen_kappa_pairwise(ratings, "quadratic", labels=[1, 2, 3, 4, 5]).mean,
+        "icc": _finite(icc_value),
+    }
 
 
 # --- system ranking ----------------------------------------------------------------------------------------
