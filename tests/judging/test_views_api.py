@@ -156,7 +156,15 @@ def test_the_admin_launch_form_and_the_study_action(client, staff, study, django
     url = reverse("admin:judging_judgerun_launch")
     assert client.get(url + f"?study={study.pk}").status_code == 200
     bad = client.post(
-        url, {"study": study.pk, "backend": "openai", "model_name": "", "instruments": ["lay"], "samples": 1}
+        url,
+        {
+            "study": study.pk,
+            "backend": "openai",
+            "model_name": "",
+            "instruments": ["lay"],
+            "samples": 1,
+            "prompt_version": "judge-v1",
+        },
     )
     assert bad.status_code == 200 and "needs a model name" in bad.content.decode()
     with django_capture_on_commit_callbacks(execute=True):
@@ -168,6 +176,7 @@ def test_the_admin_launch_form_and_the_study_action(client, staff, study, django
                 "instruments": ["lay"],
                 "samples": 1,
                 "max_tokens": 64,
+                "prompt_version": "judge-v1",
             },
         )
     run = JudgeRun.objects.get()
@@ -182,7 +191,9 @@ def test_the_admin_launch_form_and_the_study_action(client, staff, study, django
     assert action.status_code == 302 and action["Location"].endswith(f"launch/?study={study.pk}")
 
 
+@pytest.mark.django_db(transaction=True)
 def test_the_judge_command_runs_and_prints_the_agreement(study):
+    # Committed transactions: the command sends the items after its commit and waits for them.
     out = io.StringIO()
     call_command("judge", "--study", study.slug, "--backend", "glossary", "--wait", "--poll", "0", stdout=out)
     text = out.getvalue()
