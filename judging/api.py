@@ -62,13 +62,17 @@ def run_payload(run: JudgeRun, *, with_agreement: bool = False) -> dict:
 
 
 class JudgeRunListView(APIView):
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="judge_runs_list", responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, slug: str) -> Response:
         """The study's judge runs with progress and agreement summary (the leaderboard's inputs)."""
         study = access_study_for_user(user=request.user, slug=slug)
         return Response([run_payload(run) for run in selectors.runs_of_study(study=study)])
 
-    @extend_schema(request=JudgeRunLaunchSerializer, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(
+        operation_id="judge_run_launch",
+        request=JudgeRunLaunchSerializer,
+        responses={201: OpenApiTypes.OBJECT},
+    )
     def post(self, request: Request, slug: str) -> Response:
         """Launch a judge run (staff only)."""
         study = access_study_for_user(user=request.user, slug=slug)
@@ -87,7 +91,7 @@ class JudgeRunListView(APIView):
 
 
 class JudgeRunDetailView(APIView):
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="judge_run_retrieve", responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, slug: str, run_id: int) -> Response:
         """One judge run with its whole agreement document."""
         study = access_study_for_user(user=request.user, slug=slug)
@@ -98,7 +102,10 @@ class JudgeRunDetailView(APIView):
 
 
 class JudgeAnswerExportView(APIView):
-    @extend_schema(responses={200: OpenApiResponse(OpenApiTypes.BINARY, description="CSV, streamed")})
+    @extend_schema(
+        operation_id="judge_answers_csv",
+        responses={200: OpenApiResponse(OpenApiTypes.BINARY, description="CSV, streamed")},
+    )
     def get(self, request: Request, slug: str):
         """Every judge item of the study as CSV (separate from the human answers' export)."""
         study = access_study_for_user(user=request.user, slug=slug)

@@ -204,3 +204,15 @@ def test_the_judge_command_runs_and_prints_the_agreement(study):
         call_command("judge", "--study", "nope", "--backend", "glossary", stdout=io.StringIO())
     with pytest.raises(CommandError, match="model_name"):
         call_command("judge", "--study", study.slug, "--backend", "openai", stdout=io.StringIO())
+
+
+def test_the_judge_endpoints_are_in_the_schema_without_warnings():
+    from django.urls import include, path
+    from drf_spectacular.drainage import GENERATOR_STATS
+    from drf_spectacular.generators import SchemaGenerator
+
+    GENERATOR_STATS.reset()
+    with GENERATOR_STATS.silence():
+        schema = SchemaGenerator(patterns=[path("api/", include("judging.api_urls"))]).get_schema(public=True)
+    assert not GENERATOR_STATS, dict(GENERATOR_STATS._warn_cache)
+    assert "/api/studies/{slug}/judges/{run_id}/" in schema["paths"]
