@@ -3,11 +3,10 @@
 Inputs (``AgreementInputs``, built from the database by judging.selectors.agreement_inputs):
 
 * ``human`` — the radiologists' ratings, long: rater, unit, source, field, value. A unit is a
-  simplification text for the five rubric aspects, a source for ``severity`` and
-  ``original_simplicity``;
+  simplification (source × system) for the five rubric aspects — a text two systems share was rated
+  once and counts for both, on both sides — and a source for ``severity`` and ``original_simplicity``;
 * ``judge`` — the judge's answers (medians of its samples), long: unit, source, field, value;
-* ``text_systems`` — which systems showed each text (unit, system; a text shared by two systems
-  belongs to both);
+* ``text_systems`` — the system of each rubric unit (unit, system);
 * ``lay_judge`` / ``lay_humans`` — severity guesses against the source's reference severity:
   source, phase (original | assisted), system (None in the original phase), guess, reference.
 

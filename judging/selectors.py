@@ -147,6 +147,14 @@ def _rater_name(participant_id: int, pseudonym: str) -> str:
 
 def agreement_inputs(*, run: JudgeRun) -> AgreementInputs:
     study = run.study
+    # A rubric unit is one simplification (source × system): a text two systems share was rated once,
+    # and that rating (like the judge's answer) counts for both, as in the protocol's Table 1.
+    text_systems = list(
+        Simplification.objects.filter(source__study=study).values_list("shown_text_id", "system__key")
+    )
+    systems_of: dict[int, list[str]] = {}
+    for text_id, key in text_systems:
+        systems_of.setdefault(text_id, []).append(key)
     human_rows: list[tuple[str, str, int, str, float]] = []
     for pid, pseudonym, text_id, source_id, *values in ExpertRating.objects.filter(
         participant__in=_radiologists(study)
@@ -154,8 +162,12 @@ def agreement_inputs(*, run: JudgeRun) -> AgreementInputs:
         "participant_id", "participant__pseudonym", "shown_text_id", "shown_text__source_id", *RUBRIC_FIELDS
     ):
         for name, value in zip(RUBRIC_FIELDS, values, strict=True):
-            if value is not None:
-                human_rows.append((_rater_name(pid, pseudonym), f"t{text_id}", source_id, name, float(value)))
+            if value is None:
+                continue
+            for system in systems_of.get(text_id, []):
+                human_rows.append(
+                    (_rater_name(pid, pseudonym), f"t{text_id}:{system}", source_id, name, float(value))
+                )
     for pid, pseudonym, source_id, severity, simplicity in ExpertSourceJudgement.objects.filter(
         participant__in=_radiologists(study)
     ).values_list("participant_id", "participant__pseudonym", "source_id", "severity", "simplicity"):
@@ -171,12 +183,6 @@ def agreement_inputs(*, run: JudgeRun) -> AgreementInputs:
     answers = JudgeAnswer.objects.filter(item__run=run, item__status=_Status.SUCCEEDED).select_related("item")
     judge_rows: list[tuple[str, int, str, float]] = []
     lay_rows: list[dict[str, Any]] = []
-    text_systems = list(
-        Simplification.objects.filter(source__study=study).values_list("shown_text_id", "system__key")
-    )
-    systems_of: dict[int, list[str]] = {}
-    for text_id, key in text_systems:
-        systems_of.setdefault(text_id, []).append(key)
     references = {
         pk: scales.SEVERITY.value_of(level) if level else None
         for pk, level in study.sources.values_list("pk", "reference_severity")
@@ -184,8 +190,11 @@ def agreement_inputs(*, run: JudgeRun) -> AgreementInputs:
     for answer in answers:
         item = answer.item
         if item.task == "radiologist_text":
-            for name in RUBRIC_FIELDS:
-                judge_rows.append((f"t{item.shown_text_id}", item.source_id, name, getattr(answer, name)))
+            for system in systems_of.get(item.shown_text_id, []):
+                for name in RUBRIC_FIELDS:
+                    judge_rows.append(
+                        (f"t{item.shown_text_id}:{system}", item.source_id, name, getattr(answer, name))
+                    )
         elif item.task == "radiologist_source":
             judge_rows.append((f"s{item.source_id}", item.source_id, "severity", answer.severity))
             judge_rows.append(
@@ -236,7 +245,7 @@ def agreement_inputs(*, run: JudgeRun) -> AgreementInputs:
     return AgreementInputs(
         human=human,
         judge=judge,
-        text_systems=pd.DataFrame([(f"t{t}", k) for t, k in text_systems], columns=["unit", "system"]),
+        text_systems=pd.DataFrame([(f"t{t}:{k}", k) for t, k in text_systems], columns=["unit", "system"]),
         lay_judge=pd.DataFrame(lay_rows, columns=columns),
         lay_humans=pd.DataFrame(lay_human_rows, columns=columns),
     )

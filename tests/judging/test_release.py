@@ -9,7 +9,7 @@ import io
 import pytest
 from django.core.management import call_command
 
-from annotation.models import ExpertRating, Study
+from annotation.models import ExpertRating, Simplification, Study
 from judging.report import judge_report_context
 
 pytestmark = [pytest.mark.release, pytest.mark.django_db]
@@ -23,8 +23,10 @@ def test_the_glossary_judge_on_the_release(release_dir, launch, settings):
     assert run.items.exclude(status="succeeded").count() == 0
     per_field = {(r["field"], r["comparison"]): r for r in run.agreement["per_field"]}
     (rater,) = {comparison for _, comparison in per_field}
-    n_ratings = ExpertRating.objects.filter(participant__study=study).count()
-    assert n_ratings == 160
+    # 160 simplifications (40 sources × 4 systems) shown as 156 distinct texts: 4 pairs of systems gave
+    # the same text, rated once by the radiologist and judged once, counting for both systems.
+    assert Simplification.objects.filter(source__study=study).count() == 160
+    assert ExpertRating.objects.filter(participant__study=study).count() == 156
     for aspect in ("correctness", "completeness", "hallucination", "structure", "simplicity"):
         assert per_field[(aspect, rater)]["n"] == 160
         assert per_field[(aspect, rater)]["n_sources"] == 40
