@@ -411,16 +411,14 @@ def study_report_html(*, study, reported: str | None = "auto") -> str:
     from django.template.loader import render_to_string
 
     from evaluation.audit import audit_shipped, default_reported_for
+    from evaluation.plan_views import plan_table
+    from evaluation.plans import plan_latest_done
+    from evaluation.progress import latin_square_balance, progress_by_role
     from evaluation.selectors import (
         analysis_figures_cached,
         analysis_options_from_settings,
-        latin_square_balance,
-        progress_by_role,
         study_analysis_cached,
     )
-
-    from evaluation.plan_views import plan_table
-    from evaluation.plans import plan_latest_done
 
     analysis = study_analysis_cached(study=study, options=analysis_options_from_settings())
     plan = plan_latest_done(study=study)
@@ -435,30 +433,12 @@ def study_report_html(*, study, reported: str | None = "auto") -> str:
         "plots": analysis_figures_cached(analysis=analysis),
         "audit": audit_display(audit_result),
         "progress": progress_by_role(study=study),
-        "balance": balance_summary(balance),
+        "balance": balance.by_system(),
         "methods": methods(analysis),
         "plan": plan,
         "plan_table": plan_table(plan.result) if plan else None,
         # The report is one self-contained file: the planning page's stylesheet goes inline.
-        "planning_css": (settings.BASE_DIR / "static" / "radlay" / "planning.css").read_text(encoding="utf-8"),
+        "planning_css": (settings.BASE_DIR / "static" / "radlay" / "planning.css").read_text("utf-8"),
         "generated_at": datetime.now(UTC),
     }
     return render_to_string("evaluation/report.html", context)
-
-
-def balance_summary(balance) -> list[dict[str, Any]]:
-    """Per system: how many lay items per source the Latin square assigned / credited (min–max)."""
-    rows = []
-    for system, group in balance.groupby("system", sort=False):
-        rows.append(
-            {
-                "system": system,
-                "assigned_total": int(group["assigned"].sum()),
-                "credited_total": int(group["credited"].sum()),
-                "assigned_min": int(group["assigned"].min()) if len(group) else 0,
-                "assigned_max": int(group["assigned"].max()) if len(group) else 0,
-                "credited_min": int(group["credited"].min()) if len(group) else 0,
-                "credited_max": int(group["credited"].max()) if len(group) else 0,
-            }
-        )
-    return rows
