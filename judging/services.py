@@ -35,8 +35,8 @@ from django.utils import timezone
 from annotation.models import SimplificationText, Source, Study
 from generation.backends.base import BackendError, ChatBackend, GenerationParams
 from generation.backends.cache import CachedBackend
-from generation.backends.db_cache import DbCallCache
 from generation.backends.registry import GPU_BACKENDS, get_backend
+from generation.call_cache import DbCallCache
 from judging import agreement, selectors
 from judging.heuristic import HEURISTIC_MODEL, GlossaryHeuristicJudge
 from judging.instrument import (
