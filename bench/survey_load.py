@@ -49,7 +49,9 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import urljoin
 
 ROOT = Path(__file__).resolve().parent.parent
 ASPECTS = ("correctness", "completeness", "hallucination", "structure", "simplicity")
@@ -100,8 +102,9 @@ shown = iter(texts)
 Simplification.objects.bulk_create(
     [Simplification(source=s, system=y, shown_text=next(shown)) for s in sources for y in systems]
 )
-raters = services.participants_invite(study=study, role=Participant.Role.RADIOLOGIST, count=n_raters)
-print(json.dumps([[p.pk, p.token] for p in raters]))
+invited = {role: services.participants_invite(study=study, role=role, count=n_raters)
+           for role in (Participant.Role.RADIOLOGIST, Participant.Role.LAYPERSON)}
+print(json.dumps({role: [[p.pk, p.token] for p in people] for role, people in invited.items()}))
 """
 
 VERIFY = r"""
@@ -128,6 +131,34 @@ for participant, item_id, name, value in wanted:
     if found is None:
         lost += 1
     elif str(getattr(found, aspect)) != str(value):
+        wrong += 1
+print(json.dumps({"checked": len(wanted), "lost": lost, "wrong": wrong}))
+"""
+
+VERIFY_LAY = r"""
+import json, sys
+import django
+django.setup()
+from annotation.models import LayAnswer, LayPreference
+wanted = json.load(sys.stdin)  # [[participant, item, "panel:question", value], ...]
+items = {w[1] for w in wanted}
+answers = {(a.item_id, a.phase): a for a in LayAnswer.objects.filter(item_id__in=items)}
+preferences = {p.item_id: p for p in
+               LayPreference.objects.filter(item_id__in=items).prefetch_related("most", "least")}
+lost, wrong = 0, 0
+for participant, item, key, value in wanted:
+    panel, name = key.split(":")
+    if panel == "preference":
+        found = preferences.get(item)
+        chosen = getattr(found, name).all() if found and name in ("most", "least") else None
+        stored = None if chosen is None else [str(t.pk) for t in chosen]
+        ok = stored is not None and value in stored
+    else:
+        found = answers.get((item, panel))
+        ok = found is not None and str(getattr(found, name, "")) == str(value)
+    if found is None:
+        lost += 1
+    elif not ok:
         wrong += 1
 print(json.dumps({"checked": len(wanted), "lost": lost, "wrong": wrong}))
 """
@@ -184,6 +215,7 @@ class Recorder:
     errors: int = 0
     acknowledged: dict[tuple[int, int, str], str] = field(default_factory=dict)
     window_set: asyncio.Event = field(default_factory=asyncio.Event)
+    sentences: int = 0
 
     def record(self, kind: str, began: float, ok: bool) -> None:
         now = time.monotonic()
@@ -281,6 +313,126 @@ async def radiologist(
         rec.record("page", began, response.status == 200)
 
 
+class FormReader(HTMLParser):
+    """The first POST form of a page: its action, hidden fields, choice groups (radio and checkbox,
+    name -> values in page order), text areas and submit buttons."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.action: str | None = None
+        self.inside = False
+        self.done = False
+        self.hidden: list[tuple[str, str]] = []
+        self.radios: dict[str, list[str]] = {}
+        self.checkboxes: dict[str, list[str]] = {}
+        self.textareas: list[str] = []
+        self.buttons: list[tuple[str, str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        a = dict(attrs)
+        if tag == "form" and not self.done and (a.get("method") or "").lower() == "post":
+            self.inside, self.action = True, a.get("action") or ""
+        if not self.inside:
+            return
+        kind, name = (a.get("type") or "").lower(), a.get("name")
+        if tag == "input" and name:
+            if kind == "hidden":
+                self.hidden.append((name, a.get("value") or ""))
+            elif kind == "radio":
+                self.radios.setdefault(name, []).append(a.get("value") or "")
+            elif kind == "checkbox":
+                self.checkboxes.setdefault(name, []).append(a.get("value") or "")
+            elif kind == "submit" and name:
+                self.buttons.append((name, a.get("value") or ""))
+        elif tag == "textarea" and name:
+            self.textareas.append(name)
+        elif tag == "button" and (a.get("type") or "submit") == "submit" and name:
+            self.buttons.append((name, a.get("value") or ""))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "form" and self.inside:
+            self.inside, self.done = False, True
+
+
+def form_of(html: str) -> FormReader:
+    reader = FormReader()
+    reader.feed(html)
+    return reader
+
+
+LAY_PANEL = re.compile(r"/sentence/(\d+)/(\w+)/")
+
+
+async def layperson(
+    session,
+    base: str,
+    participant: tuple[int, str],
+    think: float,
+    rec: Recorder,
+    arrived: asyncio.Queue,
+    rng: random.Random,
+) -> None:
+    """One layperson: consent, background, instructions (warm-up), then panel after panel: one
+    autosave per question (the whole form, as the page's htmx form sends it), the panel submit, the
+    next page. A sentence counts when its last panel is submitted."""
+    pk, token = participant
+    async with session.get(f"{base}/l/{token}/") as response:
+        html, url = await response.text(), str(response.url)
+    while not LAY_PANEL.search(url):
+        form = form_of(html)
+        if form.action is None or "/done/" in url:
+            return
+        data = [*form.hidden]
+        data += [(name, values[0]) for name, values in form.radios.items()]
+        data += [(name, values[0]) for name, values in form.checkboxes.items()]
+        data += [form.buttons[0]] if form.buttons else []
+        async with session.post(urljoin(url, form.action), data=data, headers={"Referer": url}) as response:
+            html, url = await response.text(), str(response.url)
+    arrived.put_nowait(pk)
+    await rec.window_set.wait()
+    while time.monotonic() < rec.end:
+        match = LAY_PANEL.search(url)
+        if match is None:
+            return
+        item, panel = int(match[1]), match[2]
+        form = form_of(html)
+        action = urljoin(url, form.action or url)
+        csrf = dict(form.hidden).get("csrfmiddlewaretoken", "")
+        chosen: list[tuple[str, str]] = []
+        for name, values in [*form.radios.items(), *form.checkboxes.items()]:
+            if think:
+                await asyncio.sleep(rng.expovariate(1 / think))
+            if time.monotonic() >= rec.end:
+                return
+            chosen.append((name, rng.choice(values)))
+            began = time.monotonic()
+            headers = {"HX-Request": "true", "X-CSRFToken": csrf, "Referer": url}
+            data = [*form.hidden, *chosen, ("autosave", "1"), ("elapsed_ms", "1500")]
+            async with session.post(action, data=data, headers=headers) as response:
+                await response.read()
+                ok = response.status == 200
+            rec.record("save", began, ok)
+            if ok:
+                rec.acknowledged[(pk, item, f"{panel}:{name}")] = chosen[-1][1]
+        began = time.monotonic()
+        data = [*form.hidden, *chosen, ("continue", "1"), ("elapsed_ms", "500")]
+        async with session.post(
+            action, data=data, headers={"Referer": url}, allow_redirects=False
+        ) as response:
+            await response.read()
+            location = response.headers.get("Location", "")
+        rec.record("submit", began, response.status == 302)
+        if response.status != 302:
+            return
+        if not LAY_PANEL.search(location) or int(LAY_PANEL.search(location)[1]) != item:
+            if rec.start <= time.monotonic() <= rec.end:
+                rec.sentences += 1
+        began = time.monotonic()
+        async with session.get(urljoin(url, location)) as response:
+            html, url = await response.text(), str(response.url)
+        rec.record("page", began, response.status == 200)
+
+
 async def floor_client(session, base: str, n: int, rec: Recorder, arrived, rng: random.Random) -> None:
     arrived.put_nowait(n)
     await rec.window_set.wait()
@@ -301,6 +453,7 @@ async def run_phase(
     warmup: float,
     duration: float,
     floor: bool = False,
+    flow=None,
 ) -> Recorder:
     import aiohttp
 
@@ -322,7 +475,7 @@ async def run_phase(
             if floor:
                 tasks.append(floor_client(session, base, n, rec, arrived, rng))
             else:
-                tasks.append(radiologist(session, base, participants[n], think, rec, arrived, rng))
+                tasks.append((flow or radiologist)(session, base, participants[n], think, rec, arrived, rng))
         running = asyncio.gather(*tasks, return_exceptions=True)
         for _ in range(concurrency):
             await arrived.get()
@@ -355,6 +508,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--sources", type=int, default=2000)
     parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--flows", default="radiologist,lay", help="radiologist, lay or both")
     args = parser.parse_args()
     database_url = os.environ.get("DATABASE_URL", "")
     if not database_url.startswith("postgres"):
@@ -377,42 +531,60 @@ def main() -> None:
         )
         import json
 
-        raters = [tuple(p) for p in json.loads(out.stdout.strip().splitlines()[-1])]
+        invited = json.loads(out.stdout.strip().splitlines()[-1])
+        flows = {
+            "radiologist": (radiologist, [tuple(p) for p in invited["radiologist"]], VERIFY),
+            "lay": (layperson, [tuple(p) for p in invited["layperson"]], VERIFY_LAY),
+        }
         print(
-            f"setup: {args.sources} sources × 3 systems, {n_raters} radiologists, "
+            f"setup: {args.sources} sources × 3 systems, {n_raters} radiologists and laypeople, "
             f"{time.perf_counter() - started:.1f} s; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
         )
 
         rows = []
         server, base = gunicorn("config.wsgi:application", env, args.workers)
         try:
-            offset = 0
-            for think in thinks:
-                for c in concurrencies:
-                    rec = asyncio.run(
-                        run_phase(base, raters[offset : offset + c], c, think, args.warmup, args.duration)
-                    )
-                    offset += c
-                    wanted = [[p, item, name, value] for (p, item, name), value in rec.acknowledged.items()]
-                    check = json.loads(
-                        subprocess.run(
-                            [sys.executable, "-c", VERIFY],
-                            input=json.dumps(wanted),
-                            cwd=ROOT,
-                            env=env,
-                            check=True,
-                            capture_output=True,
-                            text=True,
+            for flow_name in args.flows.split(","):
+                driver, people, verify = flows[flow_name]
+                offset = 0
+                for think in thinks:
+                    for c in concurrencies:
+                        rec = asyncio.run(
+                            run_phase(
+                                base,
+                                people[offset : offset + c],
+                                c,
+                                think,
+                                args.warmup,
+                                args.duration,
+                                flow=driver,
+                            )
                         )
-                        .stdout.strip()
-                        .splitlines()[-1]
-                    )
-                    rows.append((c, think, rec, check))
-                    print(
-                        f"  C={c} think={think:g}s: {rec.answers / args.duration:.1f} answers/s, "
-                        f"{check['lost']} lost, {check['wrong']} wrong of {check['checked']}",
-                        flush=True,
-                    )
+                        offset += c
+                        wanted = [
+                            [p, item, name, value] for (p, item, name), value in rec.acknowledged.items()
+                        ]
+                        check = json.loads(
+                            subprocess.run(
+                                [sys.executable, "-c", verify],
+                                input=json.dumps(wanted),
+                                cwd=ROOT,
+                                env=env,
+                                check=True,
+                                capture_output=True,
+                                text=True,
+                            )
+                            .stdout.strip()
+                            .splitlines()[-1]
+                        )
+                        rows.append((flow_name, c, think, rec, check))
+                        print(
+                            f"  {flow_name} C={c} think={think:g}s: "
+                            f"{rec.answers / args.duration:.1f} answers/s, "
+                            f"{rec.sentences / args.duration:.2f} lay sentences/s, "
+                            f"{check['lost']} lost, {check['wrong']} wrong of {check['checked']}",
+                            flush=True,
+                        )
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(timeout=60)
@@ -436,20 +608,27 @@ def main() -> None:
 
     print()
     print(
-        f"{'C':>4} {'think':>5} {'answers/s':>9} {'floor/s':>8} {'ratio':>5} {'save p50':>8} {'save p95':>8} "
-        f"{'page p50':>8} {'page p95':>8} {'submit p95':>10} {'errors':>6} {'lost':>4} {'wrong':>5}"
+        f"{'flow':>11} {'C':>4} {'think':>5} {'answers/s':>9} {'floor/s':>8} {'ratio':>5} {'sent./s':>7} "
+        f"{'save p50':>8} {'save p95':>8} {'page p50':>8} {'page p95':>8} {'submit p95':>10} {'errors':>6} "
+        f"{'lost':>4} {'wrong':>5}"
     )
-    for c, think, rec, check in rows:
+    for flow_name, c, think, rec, check in rows:
         rate = rec.answers / args.duration
         floor = floors.get(c, float("nan"))
+        ratio = rate / floor if floor else float("nan")
         save, page, submit = rec.latencies["save"], rec.latencies["page"], rec.latencies["submit"]
         print(
-            f"{c:>4} {think:>5g} {rate:>9.1f} {floor:>8.1f} {rate / floor if floor else float('nan'):>5.2f} "
-            f"{percentile(save, 50):>8.0f} {percentile(save, 95):>8.0f} {percentile(page, 50):>8.0f} "
-            f"{percentile(page, 95):>8.0f} {percentile(submit, 95):>10.0f} {rec.errors:>6} "
-            f"{check['lost']:>4} {check['wrong']:>5}"
+            f"{flow_name:>11} {c:>4} {think:>5g} {rate:>9.1f} {floor:>8.1f} {ratio:>5.2f} "
+            f"{rec.sentences / args.duration:>7.2f} "
+            f"{percentile(save, 50):>8.0f} {percentile(save, 95):>8.0f} "
+            f"{percentile(page, 50):>8.0f} {percentile(page, 95):>8.0f} {percentile(submit, 95):>10.0f} "
+            f"{rec.errors:>6} {check['lost']:>4} {check['wrong']:>5}"
         )
-    print("latencies in ms; 'page' = a page GET (redirects followed); 'submit' = the page form POST (302)")
+    print(
+        "latencies in ms; 'page' = a page GET (redirects followed); 'submit' = the page form POST (302); "
+        "floor = bare-Django one-row upserts/s at the same C without think time; sent./s = lay sentences "
+        "(all panels submitted) per second"
+    )
 
 
 if __name__ == "__main__":

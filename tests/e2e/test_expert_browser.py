@@ -348,3 +348,50 @@ def test_seventeen_answers_typed_fast_survive_closing_the_tab_on_sqlite(browser,
         server.terminate()
         _, errors = server.communicate(timeout=30)
     assert "database is locked" not in errors and "Traceback" not in errors, errors[-3000:]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rating_page_keyboard_and_layout_tell_the_rater_what_is_going_on(browser, live_server):
+    """One Tab stop per row (the definition button is out of the Tab order but opens with "i"), "n"
+    on an incomplete page says why it stays, and the sticky sentence bar, compact once scrolled,
+    never covers the "Simplification A" heading the keyboard brings into view."""
+    from playwright.sync_api import expect
+
+    from annotation import expert_flow
+
+    study = build_study(slug="keys", n_sources=2, systems=("a", "b", "c"))
+    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    services.participant_touch(participant=participant)
+    item = expert_flow.expert_items_ensure(participant=participant)[0]
+    context = browser.new_context(base_url=live_server.url, viewport={"width": 390, "height": 740})
+    page = context.new_page()
+    page.goto(f"/r/{participant.token}/page/{item.pk}/")
+    page.wait_for_selector("#expert-form[data-ready]", state="attached")
+    expect(page.locator("h1")).to_contain_text("Sentence 1 of 2")
+    fields = rows_on(page)
+
+    assert page.evaluate("document.activeElement.dataset.field") == fields[0]
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.dataset.field") == fields[1]
+    page.keyboard.press("i")
+    expect(page.locator(f'[data-field="{fields[1]}"] details')).to_have_attribute("open", "")
+
+    # Two answers, then "n": the page stays and says how many rows are left.
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("2")
+    page.keyboard.press("3")
+    page.keyboard.press("n")
+    expect(page.locator("#page-notice")).to_contain_text("This sentence still has 15 unanswered rows")
+    assert page.url.endswith(f"/page/{item.pk}/")
+
+    # Down to simplification A's first row: its heading is in view, below the (compact) bar.
+    first_a = fields.index("A-correctness")
+    for _ in range(first_a - 2):
+        page.keyboard.press("j")
+    assert page.evaluate("document.activeElement.dataset.field") == "A-correctness"
+    expect(page.locator(".original-bar")).to_have_class(re.compile(r"\bcompact\b"))
+    bar = page.locator(".original-bar").bounding_box()
+    heading = page.locator("#simp-A").bounding_box()
+    assert heading["y"] >= bar["y"] + bar["height"] - 1, (bar, heading)
+    assert bar["height"] <= 0.25 * 740
+    context.close()
