@@ -248,27 +248,20 @@ async def radiologist(
     import aiohttp
 
     pk, token = participant
-
-    async def think_a_while() -> None:
-        if think:
-            await asyncio.sleep(rng.expovariate(1 / think))
-
-    began = time.monotonic()
-    async with session.get(f"{base}/s/{token}/") as response:
-        html = await response.text()
-        url = str(response.url)
-    rec.record("page", began, response.status == 200)
-    if "/instructions/" in url:
-        csrf = CSRF.search(html)[1]
+    try:
         began = time.monotonic()
-        async with session.post(url, data={"csrfmiddlewaretoken": csrf}) as response:
-            html = await response.text()
-            url = str(response.url)
+        async with session.get(f"{base}/s/{token}/") as response:
+            html, url = await response.text(), str(response.url)
         rec.record("page", began, response.status == 200)
-    arrived.put_nowait(pk)
+        if "/instructions/" in url:
+            began = time.monotonic()
+            async with session.post(url, data={"csrfmiddlewaretoken": CSRF.search(html)[1]}) as response:
+                html, url = await response.text(), str(response.url)
+            rec.record("page", began, response.status == 200)
+    finally:
+        arrived.put_nowait(pk)  # a failed first visit must not hold up everybody's measured window
     await rec.window_set.wait()
-    stop = rec.end
-    while time.monotonic() < stop:
+    while time.monotonic() < rec.end:
         match = PAGE_ID.search(url)
         if match is None:
             return  # finished the survey
@@ -279,8 +272,9 @@ async def radiologist(
         for name in dict.fromkeys(FIELD.findall(html)):
             if name.endswith("-comment"):
                 continue
-            await think_a_while()
-            if time.monotonic() >= stop:
+            if think:
+                await asyncio.sleep(rng.expovariate(1 / think))
+            if time.monotonic() >= rec.end:
                 return
             value = answer_value(name, rng)
             began = time.monotonic()
@@ -307,9 +301,8 @@ async def radiologist(
         for name, value in given.items():
             rec.acknowledged[(pk, item, name)] = value
         began = time.monotonic()
-        async with session.get(base + location if location.startswith("/") else location) as response:
-            html = await response.text()
-            url = str(response.url)
+        async with session.get(urljoin(url, location)) as response:
+            html, url = await response.text(), str(response.url)
         rec.record("page", began, response.status == 200)
 
 
@@ -376,19 +369,23 @@ async def layperson(
     autosave per question (the whole form, as the page's htmx form sends it), the panel submit, the
     next page. A sentence counts when its last panel is submitted."""
     pk, token = participant
-    async with session.get(f"{base}/l/{token}/") as response:
-        html, url = await response.text(), str(response.url)
-    while not LAY_PANEL.search(url):
-        form = form_of(html)
-        if form.action is None or "/done/" in url:
-            return
-        data = [*form.hidden]
-        data += [(name, values[0]) for name, values in form.radios.items()]
-        data += [(name, values[0]) for name, values in form.checkboxes.items()]
-        data += [form.buttons[0]] if form.buttons else []
-        async with session.post(urljoin(url, form.action), data=data, headers={"Referer": url}) as response:
+    try:
+        async with session.get(f"{base}/l/{token}/") as response:
             html, url = await response.text(), str(response.url)
-    arrived.put_nowait(pk)
+        while not LAY_PANEL.search(url):
+            form = form_of(html)
+            if form.action is None or "/done/" in url:
+                return
+            data = [*form.hidden]
+            data += [(name, values[0]) for name, values in form.radios.items()]
+            data += [(name, values[0]) for name, values in form.checkboxes.items()]
+            data += [form.buttons[0]] if form.buttons else []
+            async with session.post(
+                urljoin(url, form.action), data=data, headers={"Referer": url}
+            ) as response:
+                html, url = await response.text(), str(response.url)
+    finally:
+        arrived.put_nowait(pk)
     await rec.window_set.wait()
     while time.monotonic() < rec.end:
         match = LAY_PANEL.search(url)
@@ -399,12 +396,15 @@ async def layperson(
         action = urljoin(url, form.action or url)
         csrf = dict(form.hidden).get("csrfmiddlewaretoken", "")
         chosen: list[tuple[str, str]] = []
-        for name, values in [*form.radios.items(), *form.checkboxes.items()]:
+        groups = [*form.radios.items(), *form.checkboxes.items()]
+        for index, (name, values) in enumerate(groups):
             if think:
                 await asyncio.sleep(rng.expovariate(1 / think))
             if time.monotonic() >= rec.end:
                 return
-            chosen.append((name, rng.choice(values)))
+            # Most and least liked are different texts (the same one for both is refused).
+            pick = values[index % len(values)] if name in form.checkboxes else rng.choice(values)
+            chosen.append((name, pick))
             began = time.monotonic()
             headers = {"HX-Request": "true", "X-CSRFToken": csrf, "Referer": url}
             data = [*form.hidden, *chosen, ("autosave", "1"), ("elapsed_ms", "1500")]
