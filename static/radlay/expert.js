@@ -22,8 +22,10 @@
     if (window.ResizeObserver) new ResizeObserver(pad).observe(bar);
     pad();
     let compact = false;
+    // Where the bar sits in the page before it sticks (a stuck bar's offsetTop follows the scroll).
+    const barTop = bar.getBoundingClientRect().top + window.scrollY;
     window.addEventListener("scroll", function () {
-      const now = window.scrollY > bar.offsetTop + 40;
+      const now = window.scrollY > barTop + 40;
       if (now !== compact) { compact = now; bar.classList.toggle("compact", now); }
     }, { passive: true });
   }
