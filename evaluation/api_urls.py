@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.authtoken.views import obtain_auth_token
 
-from evaluation import api
+from evaluation import api, plan_api
 
 app_name = "api"
 urlpatterns = [
@@ -20,4 +20,6 @@ urlpatterns = [
     path("studies/<slug:slug>/analysis/", api.AnalysisView.as_view(), name="analysis"),
     path("studies/<slug:slug>/audit/", api.AuditView.as_view(), name="audit"),
     path("studies/<slug:slug>/exports/<str:file_format>/", api.ExportView.as_view(), name="export"),
+    path("studies/<slug:slug>/plans/", plan_api.PlanListView.as_view(), name="plan-list"),
+    path("studies/<slug:slug>/plans/<int:plan_id>/", plan_api.PlanDetailView.as_view(), name="plan-detail"),
 ]
