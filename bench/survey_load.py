@@ -483,7 +483,10 @@ async def run_phase(
         rec.start, rec.end = now + warmup, now + warmup + duration
         rec.window_set.set()
         results = await running
-        rec.errors += sum(1 for r in results if isinstance(r, BaseException))
+        failures = [r for r in results if isinstance(r, BaseException)]
+        rec.errors += len(failures)
+        for failure in failures[:2]:
+            print(f"    a participant stopped: {failure!r}"[:300], flush=True)
     finally:
         for session in sessions:
             await session.close()
