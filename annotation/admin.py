@@ -6,6 +6,7 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from annotation import services
 from annotation.models import (
     AttentionCheck,
     AttentionCheckResponse,
@@ -75,7 +76,6 @@ class StudyAdmin(admin.ModelAdmin):
         "unit",
         "n_sources",
         "n_participants",
-        "dashboard",
         "created_at",
     )
     list_filter = ("status", "unit")
@@ -130,10 +130,6 @@ class StudyAdmin(admin.ModelAdmin):
     @admin.display(description="participants", ordering="_participants")
     def n_participants(self, obj):
         return obj._participants
-
-    @admin.display(description="dashboard")
-    def dashboard(self, obj):
-        return format_html('<a href="/dashboard/{}/">open</a>', obj.slug)
 
     @admin.action(description="Open the selected studies")
     def open_studies(self, request, queryset):
@@ -233,11 +229,7 @@ class ParticipantAdmin(admin.ModelAdmin):
 
     @admin.action(description="Mark as returned/withdrawn (their Latin-square row is handed out again)")
     def mark_returned(self, request, queryset):
-        from django.utils import timezone
-
-        updated = queryset.filter(completed_at__isnull=True, returned_at__isnull=True).update(
-            returned_at=timezone.now()
-        )
+        updated = services.participants_mark_returned(participants=queryset)
         self.message_user(request, f"{updated} participant(s) marked as returned.")
 
     @admin.display(description="progress")

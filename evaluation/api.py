@@ -22,7 +22,8 @@ from evaluation.access import access_study_for_user, studies_for_researcher
 from evaluation.audit import audit_shipped, reported_files
 from evaluation.exporters import FORMATS
 from evaluation.exporters.rows import answer_columns, answer_rows
-from evaluation.selectors import analysis_options_from_settings, participants_progress, study_analysis_cached
+from evaluation.progress import participants_progress
+from evaluation.selectors import analysis_options_from_settings, study_analysis_cached
 
 MAX_ANSWERS_PAGE = 5000
 

@@ -30,8 +30,13 @@ def _error(request: HttpRequest, message: str, status: int) -> HttpResponse:
     return render(request, template, {"message": message, "status": status}, status=status)
 
 
+def _taking_part(participant: Participant) -> bool:
+    # A radiologist takes part from "Begin" on (or from the first page they open).
+    return participant.started_at is not None
+
+
 # Resolve `token` to a radiologist of an open study and pass the participant on.
-radiologist_flow = survey_participant(role=Participant.Role.RADIOLOGIST, error=_error)
+radiologist_flow = survey_participant(role=Participant.Role.RADIOLOGIST, error=_error, active=_taking_part)
 
 
 # Why a redirect landed on a page: the page then says so, with that page's own numbers.
@@ -131,7 +136,8 @@ def expert_page(request: HttpRequest, participant: Participant, item_id: int) ->
     """One source: GET shows it; an htmx POST autosaves the answers it carries; a plain POST
     saves the whole form and moves on (or shows what is missing)."""
     item = access_expert_item(participant=participant, item_id=item_id)
-    services.participant_touch(participant=participant)
+    if participant.started_at is None:
+        services.participant_touch(participant=participant)
     if request.method == "GET":
         return _render_page(request, participant, item, show_missing=request.GET.get("missing") == "1")
     if request.htmx:
