@@ -68,6 +68,20 @@ TEMPLATES = [
 (BASE_DIR / "var").mkdir(exist_ok=True)
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'var' / 'radlay.sqlite3'}")}
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
+# Keep connections between requests (a new PostgreSQL connection per request costs more than the
+# request's own queries); checked before reuse so a database restart costs one failed request less.
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DJANGO_CONN_MAX_AGE", default=60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The embedded default must never lose an answer to "database is locked": WAL lets readers run
+    # beside the one writer, IMMEDIATE transactions take the write lock at BEGIN (so a transaction
+    # never fails half-way on an upgrade from read to write), and writers wait up to 30 s in turn.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=30000;",
+        **DATABASES["default"].get("OPTIONS", {}),
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
