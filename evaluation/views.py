@@ -132,6 +132,10 @@ def study_report(request: HttpRequest, slug: str) -> HttpResponse:
     response = HttpResponse(
         study_report_html(study=study, reported=reported or None), content_type="text/html; charset=utf-8"
     )
-    if request.GET.get("inline") != "1":
-        response["Content-Disposition"] = f'attachment; filename="{study.slug}-report.html"'
+    # Opens in the browser; the dashboard's separate download link asks for the file.
+    disposition = "attachment" if request.GET.get("download") == "1" else "inline"
+    response["Content-Disposition"] = f'{disposition}; filename="{study.slug}-report.html"'
+    # A self-contained document (its styles inline, no scripts): a policy of its own that allows
+    # exactly that, instead of the site's, which forbids inline styles.
+    response["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
     return response

@@ -8,12 +8,15 @@ from functools import wraps
 
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.utils import timezone
 
 from annotation import services
 from annotation.access import SurveyClosed, WrongFlow, access_participant
 from annotation.models import Participant
+from annotation.views.errors import study_unavailable, survey_link_invalid
+
+__all__ = ["messages_of", "participant_entry", "study_unavailable", "survey_participant"]
 
 # A flow's error page: (request, message, status) -> response (a fragment for htmx requests).
 ErrorPage = Callable[[HttpRequest, str, int], HttpResponse]
@@ -28,13 +31,11 @@ def participant_entry(request: HttpRequest, token: str) -> HttpResponse:
         participant = access_participant(token=token)
     except SurveyClosed as closed:
         return study_unavailable(request, closed.study)
+    except Http404:
+        return survey_link_invalid(request)
     if participant.role == Participant.Role.RADIOLOGIST:
         return redirect("annotation:expert-start", token=token)
     return redirect("annotation:lay-start", token=token)
-
-
-def study_unavailable(request: HttpRequest, study) -> HttpResponse:
-    return render(request, "annotation/study_unavailable.html", {"study": study}, status=403)
 
 
 def messages_of(exc: ValidationError) -> list[str]:

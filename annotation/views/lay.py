@@ -29,6 +29,7 @@ from annotation.lay.errors import LayFlowError
 from annotation.lay.steps import LayStep, lay_next_step, lay_progress, lay_standing
 from annotation.models import LayItem, Participant, Study
 from annotation.views.entry import messages_of, study_unavailable, survey_participant
+from annotation.views.errors import survey_error_page
 
 TEMPLATES = "annotation/lay/"
 LAY = Participant.Role.LAYPERSON
@@ -42,13 +43,10 @@ def _error(
     request: HttpRequest, message: str, status: int, *, participant: Participant | None = None
 ) -> HttpResponse:
     # An htmx autosave swaps the answer into the panel's save status, so it gets a fragment.
-    template = "annotation/_error_fragment.html" if request.htmx else TEMPLATES + "error.html"
-    return render(
-        request,
-        template,
-        {"message": message, "status": status, "participant": participant},
-        status=status,
-    )
+    if not request.htmx:
+        resume = reverse("annotation:lay-start", kwargs={"token": participant.token}) if participant else None
+        return survey_error_page(request, message, status, resume_url=resume)
+    return render(request, "annotation/_error_fragment.html", {"message": message}, status=status)
 
 
 def _taking_part(participant: Participant) -> bool:

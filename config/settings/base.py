@@ -23,6 +23,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    # Swagger UI's files served by the app: hospital networks often block public CDNs.
+    "drf_spectacular_sidecar",
     "django_htmx",
     "annotation",
     "evaluation",
@@ -40,6 +42,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
 
@@ -56,6 +59,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "config.context_processors.protocol_credit",
             ],
         },
     }
@@ -65,6 +69,20 @@ TEMPLATES = [
 (BASE_DIR / "var").mkdir(exist_ok=True)
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'var' / 'radlay.sqlite3'}")}
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
+# Keep connections between requests (a new PostgreSQL connection per request costs more than the
+# request's own queries); checked before reuse so a database restart costs one failed request less.
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DJANGO_CONN_MAX_AGE", default=60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The embedded default must never lose an answer to "database is locked": WAL lets readers run
+    # beside the one writer, IMMEDIATE transactions take the write lock at BEGIN (so a transaction
+    # never fails half-way on an upgrade from read to write), and writers wait up to 30 s in turn.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=30000;",
+        **DATABASES["default"].get("OPTIONS", {}),
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -85,6 +103,8 @@ STATIC_ROOT = Path(env.str("DJANGO_STATIC_ROOT", default=str(BASE_DIR / "staticf
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every request without it
 MEDIA_ROOT = Path(env.str("DJANGO_MEDIA_ROOT", default=str(BASE_DIR / "var" / "media")))
 LOGIN_URL = "admin:login"
+# A failed CSRF check gets the branded page that says what to do next (config/errors.py).
+CSRF_FAILURE_VIEW = "config.errors.csrf_failure"
 LOGIN_REDIRECT_URL = "/dashboard/"
 
 REST_FRAMEWORK = {
@@ -102,6 +122,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Two-pronged human evaluation of radiology report simplification.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Celery -------------------------------------------------------------------------------
@@ -184,6 +207,42 @@ RADLAY_TRANSFORMERS_DEVICE = env.str("RADLAY_TRANSFORMERS_DEVICE", default="") o
 # Dashboard/API/report/analyze options (evaluation.selectors.analysis_options_from_settings). The
 # semantic metrics embed texts with the local MiniLM (cached in the database by text hash).
 RADLAY_ANALYSIS_OPTIONS = {"embeddings": env.bool("RADLAY_ANALYSIS_EMBEDDINGS", default=True)}
+
+# --- Content-Security-Policy (django-csp) ---------------------------------------------------------
+# Pages load scripts, styles, fonts and images from this server only, with no inline scripts, inline
+# event handlers or inline styles (tests/test_templates_csp.py keeps the templates that way).
+# DJANGO_CSP: "enforce", "report-only" (the browser reports violations but blocks nothing) or "off";
+# production enforces by default. DJANGO_CSP_REPORT_URI: where browsers send violation reports.
+CSP_DIRECTIVES = {
+    "default-src": ["'self'"],
+    "script-src": ["'self'"],
+    "style-src": ["'self'"],
+    # Swagger UI's stylesheet draws its icons as data: images.
+    "img-src": ["'self'", "data:"],
+    "font-src": ["'self'"],
+    "connect-src": ["'self'"],
+    "object-src": ["'none'"],
+    "base-uri": ["'self'"],
+    "form-action": ["'self'"],
+    "frame-ancestors": ["'none'"],
+}
+if env.str("DJANGO_CSP_REPORT_URI", default=""):
+    CSP_DIRECTIVES["report-uri"] = [env.str("DJANGO_CSP_REPORT_URI")]
+
+
+def csp_policy(mode: str) -> tuple[dict | None, dict | None]:
+    """(CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY_REPORT_ONLY) for a DJANGO_CSP mode."""
+    if mode not in {"enforce", "report-only", "off"}:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(f"DJANGO_CSP must be enforce, report-only or off, not {mode!r}.")
+    policy = {"DIRECTIVES": CSP_DIRECTIVES}
+    return (policy if mode == "enforce" else None, policy if mode == "report-only" else None)
+
+
+CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY_REPORT_ONLY = csp_policy(
+    env.str("DJANGO_CSP", default="off")
+)
 
 LOGGING = {
     "version": 1,

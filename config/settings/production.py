@@ -3,7 +3,7 @@
 from django.core.exceptions import ImproperlyConfigured
 
 from .base import *  # noqa: F401,F403
-from .base import env
+from .base import csp_policy, env
 
 SECRET_KEY = env.str("DJANGO_SECRET_KEY")  # no default: refuses to start without one
 if env.bool("DJANGO_DEBUG", default=False):
@@ -18,3 +18,7 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
+# Content-Security-Policy: enforced unless DJANGO_CSP says otherwise (see base.py).
+CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY_REPORT_ONLY = csp_policy(
+    env.str("DJANGO_CSP", default="enforce")
+)
