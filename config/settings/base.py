@@ -30,6 +30,7 @@ INSTALLED_APPS = [
     "evaluation",
     "generation",
     "ml",
+    "judging",
 ]
 
 MIDDLEWARE = [
