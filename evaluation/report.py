@@ -506,6 +506,7 @@ def study_report_html(*, study, reported: str | None = "auto") -> str | None:
     from evaluation.plans import plan_latest_done
     from evaluation.progress import latin_square_balance, progress_by_role
     from evaluation.selectors import analysis_snapshot_get
+    from judging.report import judge_report_context
 
     analysis = analysis_document(study=study)
     if analysis is None:
@@ -522,6 +523,7 @@ def study_report_html(*, study, reported: str | None = "auto") -> str | None:
             "methods": methods(analysis),
             "plan": plan,
             "plan_table": plan_table(plan.result) if plan else None,
+            "judges": judge_report_context(study=study),
             # The report is one self-contained file: the planning page's stylesheet goes inline.
             "planning_css": (settings.BASE_DIR / "static" / "radlay" / "planning.css").read_text("utf-8"),
             "generated_at": datetime.now(UTC),
