@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from itertools import islice
 
+from django.conf import settings
 from django.db.models import Count
 from django.http import StreamingHttpResponse
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import generics
+from rest_framework import generics, status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -20,10 +22,12 @@ from annotation.models import Simplification, Source, Study, System
 from evaluation import serializers
 from evaluation.access import access_study_for_user, studies_for_researcher
 from evaluation.audit import audit_shipped, reported_files
+from evaluation.context import RETRY_AFTER_SECONDS, analysis_document
 from evaluation.exporters import FORMATS
 from evaluation.exporters.rows import answer_columns, answer_rows
 from evaluation.progress import participants_progress
-from evaluation.selectors import analysis_options_from_settings, study_analysis_cached
+from evaluation.selectors import analysis_snapshot_get, snapshot_analysis
+from evaluation.services import analysis_snapshot_refresh, analysis_snapshot_wait
 
 MAX_ANSWERS_PAGE = 5000
 
@@ -140,11 +144,56 @@ class AnswerListView(APIView):
 
 
 class AnalysisView(APIView):
-    @extend_schema(responses=serializers.AnalysisSerializer)
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "fresh",
+                bool,
+                description="wait (up to RADLAY_ANALYSIS_FRESH_TIMEOUT seconds) for an analysis computed "
+                "after "
+                "this request, instead of the latest snapshot",
+            )
+        ],
+        responses={
+            200: serializers.AnalysisSerializer,
+            202: OpenApiResponse(
+                description="no analysis yet (or not within the wait): it is being computed"
+            ),
+        },
+    )
     def get(self, request: Request, slug: str) -> Response:
-        """The whole analysis (the document `manage.py analyze --json` writes)."""
+        """The study's latest analysis snapshot (the document `manage.py analyze --json` writes,
+        plus `snapshot`: when it was computed and what it covers). It is recomputed by a task when
+        answers change; `?fresh=1` asks for a new one and waits for it."""
         study = access_study_for_user(user=request.user, slug=slug)
-        return Response(study_analysis_cached(study=study, options=analysis_options_from_settings()))
+        fresh = request.query_params.get("fresh", "").lower() in {"1", "true", "yes"}
+        asked = timezone.now()
+        state = analysis_snapshot_refresh(study=study, force=fresh)
+        snapshot = state.snapshot
+        if fresh:
+            snapshot = analysis_snapshot_wait(
+                study=study, after=asked, timeout=settings.RADLAY_ANALYSIS_FRESH_TIMEOUT
+            )
+            if snapshot is not None:
+                state = analysis_snapshot_refresh(study=study)
+        analysis = snapshot_analysis(analysis_snapshot_get(study=study, details=True)) if snapshot else None
+        if analysis is None:
+            return Response(
+                {"detail": "The analysis is being computed; try again shortly."},
+                status=status.HTTP_202_ACCEPTED,
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
+        snapshot = state.snapshot
+        analysis["snapshot"] = {
+            "computed_at": snapshot.computed_at,
+            "n_answers": snapshot.n_answers,
+            "last_answer_at": snapshot.last_answer_at,
+            "duration_s": snapshot.duration_s,
+            "recomputing": state.recomputing,
+            "stale": state.stale,
+            "answers_since": state.answers_since,
+        }
+        return Response(analysis)
 
 
 class AuditView(APIView):
@@ -163,9 +212,13 @@ class AuditView(APIView):
         files = reported_files()
         if name not in files:
             raise NotFound(f"no reported-figures file {name!r}; known: {', '.join(files)}")
-        analysis = study_analysis_cached(
-            study=study, options=analysis_options_from_settings(correlations=False)
-        )
+        analysis = analysis_document(study=study)
+        if analysis is None:
+            return Response(
+                {"detail": "The analysis is being computed; try again shortly."},
+                status=status.HTTP_202_ACCEPTED,
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
         return Response(audit_shipped(analysis, name))
 
 

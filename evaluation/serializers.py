@@ -120,6 +120,14 @@ class AnalysisSerializer(serializers.Serializer):
     confidence_intervals = serializers.DictField()
     comparisons = serializers.DictField()
     metrics = serializers.DictField()
+    system_means = serializers.DictField(
+        help_text="per measure and system: mean with its crossed-design interval"
+    )
+    snapshot = serializers.DictField(
+        help_text="when this analysis was computed (computed_at), how many answers it covers (n_answers, "
+        "last_answer_at), and whether a newer one is being computed (recomputing) because the data changed "
+        "(stale)"
+    )
 
 
 class AuditRowSerializer(serializers.Serializer):

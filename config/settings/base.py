@@ -156,6 +156,10 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
 # Redis hands an unacknowledged (acks_late) message to another worker after this long: it must
 # outlast the longest task, or a live job would be delivered twice.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 600}
+# One cache for every process (the analysis freshness checks, anything else cached): Redis where
+# it is configured, else the embedded mode's single process keeps it in memory.
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 # Fine-tuning runs for hours; it checkpoints, so a run cut by the limit resumes on retry.
 RADLAY_TRAINING_TIME_LIMIT = env.int("RADLAY_TRAINING_TIME_LIMIT", default=24 * 60 * 60)
 CELERY_TASK_ANNOTATIONS = {
@@ -203,7 +207,13 @@ CELERY_BEAT_SCHEDULE = {
         "task": "generation.tasks.generation_batches_heal",
         "schedule": RADLAY_GENERATION_HEAL_INTERVAL,
         "options": {"expires": RADLAY_GENERATION_HEAL_INTERVAL},
-    }
+    },
+    # Analysis snapshots of open studies whose answers changed are recomputed before anyone opens
+    # the dashboard (evaluation.services.analysis_snapshots_refresh).
+    "analysis-snapshots-refresh": {
+        "task": "evaluation.tasks.analysis_snapshots_refresh",
+        "schedule": env.float("RADLAY_ANALYSIS_REFRESH_SECONDS", default=60.0),
+    },
 }
 # A batch page that shows no finished job for this long (seconds) says "no progress" and drops its ETA.
 RADLAY_GENERATION_STALL_AFTER = env.float("RADLAY_GENERATION_STALL_AFTER", default=300.0)
@@ -213,6 +223,12 @@ RADLAY_TRANSFORMERS_DEVICE = env.str("RADLAY_TRANSFORMERS_DEVICE", default="") o
 # Dashboard/API/report/analyze options (evaluation.selectors.analysis_options_from_settings). The
 # semantic metrics embed texts with the local MiniLM (cached in the database by text hash).
 RADLAY_ANALYSIS_OPTIONS = {"embeddings": env.bool("RADLAY_ANALYSIS_EMBEDDINGS", default=True)}
+# Readers compare the study's answers with what its snapshot covers at most this often (seconds).
+RADLAY_ANALYSIS_CHECK_SECONDS = env.int("RADLAY_ANALYSIS_CHECK_SECONDS", default=10)
+# How long GET /api/studies/<slug>/analysis/?fresh=1 waits for the new snapshot (seconds).
+RADLAY_ANALYSIS_FRESH_TIMEOUT = env.float("RADLAY_ANALYSIS_FRESH_TIMEOUT", default=120.0)
+# Embedded mode (no broker): compute snapshots on a background thread, not in the request.
+RADLAY_ANALYSIS_IN_THREAD = CELERY_TASK_ALWAYS_EAGER
 
 # --- Content-Security-Policy (django-csp) ---------------------------------------------------------
 # Pages load scripts, styles, fonts and images from this server only, with no inline scripts, inline
