@@ -30,6 +30,7 @@ INSTALLED_APPS = [
     "evaluation",
     "generation",
     "ml",
+    "judging",
 ]
 
 MIDDLEWARE = [
@@ -182,6 +183,12 @@ RADLAY_GENERATION_CONCURRENCY = env.int("RADLAY_GENERATION_CONCURRENCY", default
 # Jobs of a local-model (gpu queue) batch that one task runs in lockstep, one device batch per step.
 RADLAY_GPU_BATCH_SIZE = env.int("RADLAY_GPU_BATCH_SIZE", default=16)
 RADLAY_GENERATION_JOB_ATTEMPTS = env.int("RADLAY_GENERATION_JOB_ATTEMPTS", default=3)
+# LLM judges (judging/): model calls per sample before a malformed answer fails the item, attempts
+# of an item on transient errors, first back-off, and bootstrap resamples of the agreement intervals.
+RADLAY_JUDGE_PARSE_ATTEMPTS = env.int("RADLAY_JUDGE_PARSE_ATTEMPTS", default=3)
+RADLAY_JUDGE_ITEM_ATTEMPTS = env.int("RADLAY_JUDGE_ITEM_ATTEMPTS", default=3)
+RADLAY_JUDGE_RETRY_DELAY = env.float("RADLAY_JUDGE_RETRY_DELAY", default=10.0)
+RADLAY_JUDGE_BOOTSTRAP_RESAMPLES = env.int("RADLAY_JUDGE_BOOTSTRAP_RESAMPLES", default=500)
 RADLAY_GENERATION_RETRY_DELAY = env.float("RADLAY_GENERATION_RETRY_DELAY", default=10.0)
 # A running job stamps a heartbeat this often; one silent for RADLAY_GENERATION_STALE_AFTER
 # (default 4 heartbeats) lost its worker and is sent again.
