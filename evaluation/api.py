@@ -21,25 +21,11 @@ from evaluation import serializers
 from evaluation.access import access_study_for_user, studies_for_researcher
 from evaluation.audit import audit_shipped, reported_files
 from evaluation.exporters import FORMATS
+from evaluation.exporters.response import export_response
 from evaluation.exporters.rows import answer_columns, answer_rows
 from evaluation.selectors import analysis_options_from_settings, participants_progress, study_analysis_cached
 
 MAX_ANSWERS_PAGE = 5000
-
-
-def export_response(*, study: Study, file_format: str, include_external_ids: bool) -> StreamingHttpResponse:
-    """The raw answers of `study` as a streamed download (shared by the API and the dashboard)."""
-    exporter = FORMATS[file_format]
-    rows = answer_rows(study=study, include_external_ids=include_external_ids)
-    response = StreamingHttpResponse(
-        exporter.stream(rows, answer_columns(include_external_ids=include_external_ids)),
-        content_type=exporter.CONTENT_TYPE,
-    )
-    suffix = "-with-external-ids" if include_external_ids else ""
-    response["Content-Disposition"] = (
-        f'attachment; filename="{study.slug}-answers{suffix}.{exporter.EXTENSION}"'
-    )
-    return response
 
 
 class StudyListView(generics.ListAPIView):

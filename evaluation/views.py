@@ -12,10 +12,10 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.shortcuts import render
 
 from evaluation.access import access_study_for_user, studies_for_researcher
-from evaluation.api import export_response
 from evaluation.audit import audit_shipped, default_reported_for, reported_files
 from evaluation.exporters import FORMATS
 from evaluation.exporters.metrics_table import metrics_csv
+from evaluation.exporters.response import export_response
 from evaluation.report import audit_display, balance_summary, report_tables, study_report_html
 from evaluation.selectors import (
     analysis_figures_cached,

@@ -1,4 +1,5 @@
-"""CSV export: rows streamed as text chunks (RFC 4180 quoting, UTF-8, header first)."""
+"""CSV export: rows streamed as text chunks (RFC 4180 quoting, UTF-8, header first). Text that a
+spreadsheet would run as a formula is prefixed with `'` (evaluation/exporters/cells.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import csv
 import io
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, BinaryIO
+
+from evaluation.exporters.cells import csv_cell
 
 CONTENT_TYPE = "text/csv; charset=utf-8"
 EXTENSION = "csv"
@@ -19,7 +22,7 @@ def csv_chunks(rows: Iterable[Sequence[Any]], columns: Sequence[str]) -> Iterato
     writer.writerow(columns)
     pending = 1
     for row in rows:
-        writer.writerow(["" if value is None else value for value in row])
+        writer.writerow([csv_cell(value) for value in row])
         pending += 1
         if pending >= _BATCH:
             yield buffer.getvalue().encode("utf-8")
