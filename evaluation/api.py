@@ -11,7 +11,7 @@ from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -23,6 +23,7 @@ from evaluation.audit import audit_shipped, reported_files
 from evaluation.exporters import FORMATS
 from evaluation.exporters.response import export_response
 from evaluation.exporters.rows import answer_columns, answer_rows
+from evaluation.pagination import MAX_OFFSET, bounded_int
 from evaluation.selectors import analysis_options_from_settings, participants_progress, study_analysis_cached
 
 MAX_ANSWERS_PAGE = 5000
@@ -97,19 +98,27 @@ class ProgressView(APIView):
 class AnswerListView(APIView):
     @extend_schema(
         parameters=[
-            OpenApiParameter("limit", int, description=f"rows per page (at most {MAX_ANSWERS_PAGE})"),
-            OpenApiParameter("offset", int, description="rows to skip"),
+            OpenApiParameter(
+                "limit",
+                {"type": "integer", "minimum": 1, "maximum": MAX_ANSWERS_PAGE, "default": 100},
+                description=f"rows per page (1 to {MAX_ANSWERS_PAGE})",
+            ),
+            OpenApiParameter(
+                "offset",
+                {"type": "integer", "minimum": 0, "maximum": MAX_OFFSET, "default": 0},
+                description="rows to skip",
+            ),
         ],
         responses=serializers.AnswerPageSerializer,
     )
     def get(self, request: Request, slug: str) -> Response:
         """Raw answers in the export's long format (pseudonymous), a page at a time."""
         study = access_study_for_user(user=request.user, slug=slug)
-        try:
-            limit = min(int(request.query_params.get("limit", 100)), MAX_ANSWERS_PAGE)
-            offset = max(int(request.query_params.get("offset", 0)), 0)
-        except ValueError as exc:
-            raise ValidationError({"limit": "limit and offset must be integers"}) from exc
+        params = request.query_params
+        limit = bounded_int(
+            params.get("limit"), name="limit", default=100, minimum=1, maximum=MAX_ANSWERS_PAGE
+        )
+        offset = bounded_int(params.get("offset"), name="offset", default=0, minimum=0, maximum=MAX_OFFSET)
         columns = answer_columns()
         page = list(islice(answer_rows(study=study), offset, offset + limit + 1))
         more = len(page) > limit

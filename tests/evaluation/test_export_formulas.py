@@ -35,7 +35,9 @@ def study(db, tmp_path):
     call_command("import_study", str(source_file), "--study", "formulas", stdout=io.StringIO())
     study = Study.objects.get(slug="formulas")
     source = Source.objects.get(study=study)
-    texts = {s.system.key: s.shown_text for s in source.simplifications.select_related("system", "shown_text")}
+    texts = {
+        s.system.key: s.shown_text for s in source.simplifications.select_related("system", "shown_text")
+    }
 
     person = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     item = services.lay_item_create(
