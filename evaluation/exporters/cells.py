@@ -7,6 +7,7 @@ value as typed, so the original stays recoverable."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
@@ -24,3 +25,12 @@ def csv_cell(value: Any) -> Any:
     if isinstance(value, str) and value.startswith(FORMULA_TRIGGERS):
         return PREFIX + value
     return value
+
+
+def csv_row(row: Sequence[Any]) -> Sequence[Any]:
+    """The row as CSV cells (the csv module writes None as an empty cell itself); copied only when
+    one of its cells needs the prefix, which keeps the common case cheap."""
+    for value in row:
+        if isinstance(value, str) and value.startswith(FORMULA_TRIGGERS):
+            return [csv_cell(cell) for cell in row]
+    return row

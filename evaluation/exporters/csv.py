@@ -8,7 +8,7 @@ import io
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, BinaryIO
 
-from evaluation.exporters.cells import csv_cell
+from evaluation.exporters.cells import csv_row
 
 CONTENT_TYPE = "text/csv; charset=utf-8"
 EXTENSION = "csv"
@@ -22,7 +22,7 @@ def csv_chunks(rows: Iterable[Sequence[Any]], columns: Sequence[str]) -> Iterato
     writer.writerow(columns)
     pending = 1
     for row in rows:
-        writer.writerow([csv_cell(value) for value in row])
+        writer.writerow(csv_row(row))
         pending += 1
         if pending >= _BATCH:
             yield buffer.getvalue().encode("utf-8")

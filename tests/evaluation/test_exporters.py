@@ -201,3 +201,16 @@ def test_external_ids_follow_their_participant(study):
     assert rows and all(r["external_id"] == expected[r["participant"]] for r in rows)
     plain = list(answer_rows(study=study))
     assert [tuple(v for k, v in r.items() if k != "external_id") for r in rows] == [tuple(r) for r in plain]
+
+
+def test_timestamps_are_iso_8601_utc_as_python_writes_them(study):
+    """On PostgreSQL the database formats the timestamps; they must read as Python's isoformat."""
+    from datetime import UTC
+
+    answer = LayAnswer.objects.filter(item__participant__study=study).order_by("pk").first()
+    expected = answer.created_at.astimezone(UTC).isoformat(timespec="microseconds")
+    rows = [r for r in answer_rows(study=study) if r.created_at == expected]
+    assert rows, expected
+    assert {r.updated_at for r in rows} == {
+        answer.updated_at.astimezone(UTC).isoformat(timespec="microseconds")
+    }
