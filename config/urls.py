@@ -12,3 +12,5 @@ urlpatterns = [
     path("ml/", include("ml.urls")),
     path("", include("annotation.urls")),
 ]
+
+handler404 = "evaluation.api_errors.page_not_found"

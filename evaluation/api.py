@@ -12,6 +12,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics
 from rest_framework.exceptions import NotFound
+from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -163,13 +164,32 @@ class AuditView(APIView):
         return Response(audit_shipped(analysis, name))
 
 
+class _FirstRenderer(BaseContentNegotiation):
+    """The file's type is chosen by the URL, not by Accept: errors are JSON, files what they are."""
+
+    def select_parser(self, request, parsers):
+        return parsers[0]
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
 class ExportView(APIView):
+    content_negotiation_class = _FirstRenderer
+
     @extend_schema(
         parameters=[
             OpenApiParameter("file_format", str, OpenApiParameter.PATH, enum=sorted(FORMATS)),
             OpenApiParameter("include_external_ids", bool, description="add recruiters' ids (personal data)"),
         ],
-        responses={200: OpenApiResponse(OpenApiTypes.BINARY, description="the file, streamed")},
+        responses={
+            (200, exporter.CONTENT_TYPE.split(";")[0]): OpenApiResponse(
+                serializers.AnswerSerializer(many=True) if name == "json" else OpenApiTypes.BINARY,
+                description=f"the {name.upper()} file, streamed (JSON: the answers as typed, plus "
+                "external_id when asked for)",
+            )
+            for name, exporter in sorted(FORMATS.items())
+        },
     )
     def get(self, request: Request, slug: str, file_format: str) -> StreamingHttpResponse:
         """Every raw answer as CSV, XLSX or JSON (one row per answer), streamed."""

@@ -1,5 +1,6 @@
-"""drf-spectacular postprocessing: the error responses every research-API operation can give,
-so that a client (and Schemathesis) finds each status it may receive in the schema."""
+"""drf-spectacular postprocessing: the error responses every research-API operation can give and
+the form of a study slug, so that a client (and Schemathesis) finds in the schema each status it
+may receive and each URL that exists."""
 
 from __future__ import annotations
 
@@ -19,11 +20,18 @@ _ERRORS = {
 }
 
 
+# Django's `<slug:…>` converter: any other text is no URL of the API at all.
+SLUG_PATTERN = "^[-a-zA-Z0-9_]+$"
+
+
 def add_error_responses(result: dict[str, Any], generator, request, public) -> dict[str, Any]:
     for path, operations in result.get("paths", {}).items():
         if not path.startswith("/api/"):
             continue
         for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") == "path" and parameter.get("name") == "slug":
+                    parameter.setdefault("schema", {})["pattern"] = SLUG_PATTERN
             responses = operation.setdefault("responses", {})
             for code, description in _ERRORS.items():
                 responses.setdefault(
