@@ -24,6 +24,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from annotation import lay_flow, protocol_texts, scales, services
 from annotation.access import access_lay_item, access_study_for_user
+from annotation.enrolment_limits import consent_limits, join_limits
 from annotation.models import AttentionCheck, LayItem, Participant, Study
 from annotation.views.entry import messages_of, study_unavailable, survey_participant
 
@@ -111,6 +112,7 @@ def _consent_text(study: Study) -> str:
 
 @require_http_methods(["GET", "POST"])
 @never_cache
+@consent_limits
 @lay_participant()
 def lay_consent(request: HttpRequest, participant: Participant) -> HttpResponse:
     if participant.consented_at is not None or participant.completed_at is not None:
@@ -130,6 +132,7 @@ def lay_consent(request: HttpRequest, participant: Participant) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @never_cache
+@join_limits
 def lay_join(request: HttpRequest, slug: str) -> HttpResponse:
     """The open recruitment link of a study (Prolific style: ?PROLIFIC_PID=…&STUDY_ID=…&SESSION_ID=…).
     The participant is created only once they consent; the same PID always resumes the same

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import csv
 import io
-from itertools import islice
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 from typing import Any, BinaryIO
 
 from evaluation.exporters.cells import csv_row
