@@ -39,6 +39,8 @@ for _ in $(seq 50); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break;
 
 export DATABASE_URL="postgres://postgres@127.0.0.1:$pg_port/radlay"
 export REDIS_URL="redis://127.0.0.1:$redis_port/0"
+# For tests/generation/test_fault_injection.py, which restarts this PostgreSQL mid-batch.
+export RADLAY_TEST_PG_CTL="$pg_bin/pg_ctl" RADLAY_TEST_PGDATA="$work/pg" RADLAY_TEST_PG_LOG="$work/pg.log"
 export DJANGO_SETTINGS_MODULE=config.settings.test
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 set +e

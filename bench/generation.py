@@ -8,7 +8,7 @@ call cache works).
 How concurrency is achieved: a real Celery worker runs inside this process (celery.contrib.testing's
 embedded worker) with the `threads` pool and as many threads as the batch's concurrency, consuming
 an in-memory broker (kombu's memory transport, polled every 10 ms). The batch goes through the same
-code as in production: services.generation_batch_create sends the first N jobs, each finished job
+code as in production: batches.generation_batch_create sends the first N jobs, each finished job
 sends the next, each task claims its job in the database. The database is a temporary SQLite file
 in WAL mode with IMMEDIATE transactions (concurrent writers queue up instead of failing). The
 scripted server runs in a child process so that it does not share this process's GIL.
@@ -105,8 +105,8 @@ def main() -> None:
 
     from annotation.models import Source, Study
     from config.celery_app import app as celery_app
-    from generation import services
     from generation.models import GenerationBatch, LLMCallCache
+    from generation.services import batches
 
     call_command("migrate", verbosity=0)
     celery_app.conf.task_always_eager = False
@@ -123,7 +123,7 @@ def main() -> None:
     def run_batch(server: ServerProcess) -> tuple[float, int, GenerationBatch]:
         before = server.requests()
         started = time.perf_counter()
-        batch = services.generation_batch_create(
+        batch = batches.generation_batch_create(
             study=study,
             systems=SYSTEMS,
             backend="openai",

@@ -54,7 +54,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=16, help="sentences per lockstep chunk")
     parser.add_argument("--max-rounds", type=int, default=2)
     parser.add_argument("--max-new-tokens", type=int, default=32)
-    parser.add_argument("--prompt-kind", default="plain", choices=["plain", "cot"])
+    parser.add_argument("--family", default="plain", choices=["plain", "cot"])
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -65,7 +65,7 @@ def main() -> None:
             batch_size=args.batch_size,
         )
         params = GenerationParams(temperature=0.0, max_tokens=args.max_new_tokens)
-        options = {"backend": backend, "prompt_kind": args.prompt_kind, "params": params}
+        options = {"backend": backend, "family": args.family, "params": params}
         texts = sentences(args.sentences)
         run_self_correction_batch(texts[:2], max_rounds=1, **options)  # warm-up: load, first kernels
         synchronize(backend)
@@ -87,7 +87,7 @@ def main() -> None:
     print(f"model: {loaded.model_id} ({loaded.architecture}) on {loaded.device}, {loaded.dtype}")
     print(
         f"sentences: {args.sentences}, max_rounds: {args.max_rounds}, "
-        f"max_new_tokens: {args.max_new_tokens}, prompt: {args.prompt_kind}"
+        f"max_new_tokens: {args.max_new_tokens}, prompt: {args.family}"
     )
     for label, results, seconds in (
         ("one job at a time", alone, alone_s),

@@ -1,12 +1,17 @@
 """The Celery app. Queues: `default` (bookkeeping), `llm` (API-backed generation), `gpu` (local
-models). Settings come from Django's settings under the CELERY_ namespace."""
+models). Settings come from Django's settings under the CELERY_ namespace; the beat schedule there
+runs generation's self-healing check, which every worker also runs when it starts."""
 
+import logging
 import os
 
 from celery import Celery
+from celery.signals import worker_ready
 from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
+
+logger = logging.getLogger(__name__)
 
 app = Celery("radlay")
 app.config_from_object("django.conf:settings", namespace="CELERY")
@@ -14,6 +19,16 @@ app.conf.task_queues = (Queue("default"), Queue("llm"), Queue("gpu"))
 app.conf.task_routes = {
     "generation.tasks.generation_job_run_llm": {"queue": "llm"},
     "generation.tasks.generation_job_run_gpu": {"queue": "gpu"},
+    "generation.tasks.generation_batches_heal": {"queue": "default"},
     "ml.tasks.*": {"queue": "gpu"},
 }
 app.autodiscover_tasks()
+
+
+@worker_ready.connect
+def heal_generation_on_start(sender=None, **kwargs) -> None:
+    """A restarted worker re-sends the jobs its predecessor lost, without waiting for beat."""
+    try:
+        app.send_task("generation.tasks.generation_batches_heal")
+    except Exception:  # noqa: BLE001 - the broker may be down; beat runs the check later
+        logger.warning("could not queue the generation self-healing check", exc_info=True)

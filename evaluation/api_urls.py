@@ -2,7 +2,7 @@ from django.urls import path
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.settings import api_settings
 
-from evaluation import api
+from evaluation import api, plan_api
 
 app_name = "api"
 urlpatterns = [
@@ -27,4 +27,6 @@ urlpatterns = [
     path("studies/<slug:slug>/analysis/", api.AnalysisView.as_view(), name="analysis"),
     path("studies/<slug:slug>/audit/", api.AuditView.as_view(), name="audit"),
     path("studies/<slug:slug>/exports/<str:file_format>/", api.ExportView.as_view(), name="export"),
+    path("studies/<slug:slug>/plans/", plan_api.PlanListView.as_view(), name="plan-list"),
+    path("studies/<slug:slug>/plans/<int:plan_id>/", plan_api.PlanDetailView.as_view(), name="plan-detail"),
 ]

@@ -407,9 +407,12 @@ def study_report_html(*, study, reported: str | None = "auto") -> str:
     """Render the self-contained report of `study` (Django: reads the database). `reported`
     names a shipped reported-figures file to audit against; "auto" picks the one that fits the
     study's systems (evaluation.audit.default_reported_for); None or "" audits nothing."""
+    from django.conf import settings
     from django.template.loader import render_to_string
 
     from evaluation.audit import audit_shipped, default_reported_for
+    from evaluation.plan_views import plan_table
+    from evaluation.plans import plan_latest_done
     from evaluation.selectors import (
         analysis_figures_cached,
         analysis_options_from_settings,
@@ -419,6 +422,7 @@ def study_report_html(*, study, reported: str | None = "auto") -> str:
     )
 
     analysis = study_analysis_cached(study=study, options=analysis_options_from_settings())
+    plan = plan_latest_done(study=study)
     if reported == "auto":
         reported = default_reported_for(list(analysis["systems"]))
     audit_result = audit_shipped(analysis, reported)
@@ -432,6 +436,10 @@ def study_report_html(*, study, reported: str | None = "auto") -> str:
         "progress": progress_by_role(study=study),
         "balance": balance_summary(balance),
         "methods": methods(analysis),
+        "plan": plan,
+        "plan_table": plan_table(plan.result) if plan else None,
+        # The report is one self-contained file: the planning page's stylesheet goes inline.
+        "planning_css": (settings.BASE_DIR / "static" / "radlay" / "planning.css").read_text("utf-8"),
         "generated_at": datetime.now(UTC),
     }
     return render_to_string("evaluation/report.html", context)

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
-from evaluation import views
+from evaluation import plan_views, views
 
 app_name = "evaluation"
 urlpatterns = [
@@ -23,4 +23,6 @@ urlpatterns = [
     path("<slug:slug>/analysis.json", views.study_analysis_json, name="study-analysis"),
     path("<slug:slug>/metrics.csv", views.study_metrics_csv, name="study-metrics-csv"),
     path("<slug:slug>/report.html", views.study_report, name="study-report"),
+    path("<slug:slug>/plan/", plan_views.study_plan, name="study-plan"),
+    path("<slug:slug>/plan/<int:plan_id>/", plan_views.study_plan_detail, name="study-plan-detail"),
 ]

@@ -1,6 +1,6 @@
 """Admin for generation: launch a batch (a form, and an action on Study), follow it, read every job's
 transcript next to the simplifications it produced, cancel or resume it. Batches are created only
-through the launch form (services.generation_batch_create), never edited."""
+through the launch form (generation.services.batches.generation_batch_create), never edited."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from django.utils.html import format_html, format_html_join
 
 from annotation.admin import StudyAdmin, transcript_table
 from annotation.models import Study
-from generation import services
+from annotation.selectors import studies_for_user
 from generation.forms import GenerationBatchForm
 from generation.models import GenerationBatch, GenerationJob, LLMCallCache
+from generation.services import batches
 
 
 @admin.register(GenerationBatch)
@@ -56,6 +57,7 @@ class GenerationBatchAdmin(admin.ModelAdmin):
         return (
             super()
             .get_queryset(request)
+            .filter(study__in=studies_for_user(user=request.user))
             .select_related("study", "model_artifact")
             .annotate(
                 _total=Count("jobs"),
@@ -82,10 +84,13 @@ class GenerationBatchAdmin(admin.ModelAdmin):
         form = GenerationBatchForm(request.POST or None, initial={"study": request.GET.get("study")})
         if request.method == "POST" and form.is_valid():
             try:
-                batch = services.generation_batch_create(**form.batch_arguments(), created_by=request.user)
+                batch = batches.generation_batch_create(**form.batch_arguments(), created_by=request.user)
             except ValidationError as exc:
                 for field, errors in exc.message_dict.items():
                     form.add_error(field if field in form.fields else None, errors)
+            except batches.TaskQueueUnreachable as exc:
+                self.message_user(request, str(exc), messages.WARNING)
+                return HttpResponseRedirect(reverse("generation:batch_detail", args=[exc.batch.pk]))
             else:
                 self.message_user(
                     request, f"Batch {batch.pk} launched: {batch.jobs.count()} jobs.", messages.SUCCESS
@@ -128,20 +133,25 @@ class GenerationBatchAdmin(admin.ModelAdmin):
 
     @admin.action(description="Cancel the pending jobs of the selected batches")
     def cancel_batches(self, request, queryset):
-        count = sum(services.generation_batch_cancel(batch=batch) for batch in queryset)
+        count = sum(batches.generation_batch_cancel(batch=batch) for batch in queryset)
         self.message_user(request, f"{count} pending job(s) cancelled; running jobs finish.")
+
+    def _resume(self, request, queryset, *, retry_failed: bool) -> None:
+        sent = 0
+        for batch in queryset:
+            try:
+                sent += len(batches.generation_batch_resume(batch=batch, retry_failed=retry_failed))
+            except batches.TaskQueueUnreachable as exc:
+                self.message_user(request, str(exc), messages.WARNING)
+        self.message_user(request, f"{sent} job(s) sent.")
 
     @admin.action(description="Resume the selected batches (send cancelled and lost jobs again)")
     def resume_batches(self, request, queryset):
-        sent = sum(len(services.generation_batch_resume(batch=batch)) for batch in queryset)
-        self.message_user(request, f"{sent} job(s) sent.")
+        self._resume(request, queryset, retry_failed=False)
 
     @admin.action(description="Retry the failed jobs of the selected batches")
     def retry_failed_jobs(self, request, queryset):
-        sent = sum(
-            len(services.generation_batch_resume(batch=batch, retry_failed=True)) for batch in queryset
-        )
-        self.message_user(request, f"{sent} job(s) sent.")
+        self._resume(request, queryset, retry_failed=True)
 
 
 @admin.register(GenerationJob)
@@ -174,6 +184,7 @@ class GenerationJobAdmin(admin.ModelAdmin):
         "dispatched_at",
         "not_before",
         "started_at",
+        "heartbeat_at",
         "finished_at",
         "task_id",
         "calls",
@@ -189,6 +200,7 @@ class GenerationJobAdmin(admin.ModelAdmin):
         return (
             super()
             .get_queryset(request)
+            .filter(batch__study__in=studies_for_user(user=request.user))
             .select_related("batch__study", "source")
             .prefetch_related("simplifications__system")
         )

@@ -8,7 +8,8 @@ cot_bs and cot_sc, "scgr" → scgr. A job asked only for BS systems skips the se
 Job states: pending → running → succeeded | failed, or pending → cancelled. A pending job that was
 handed to the queue carries `dispatched_at` (it holds one of the batch's concurrency slots); a running
 job carries the id of the Celery task that claimed it, so that a redelivered message of that task
-(the worker died before acknowledging it) may take the job over.
+(the worker died before acknowledging it) may take the job over, and a heartbeat that its worker
+stamps while it runs: a job whose heartbeat stopped lost its worker (generation.services.scheduler).
 """
 
 from __future__ import annotations
@@ -129,6 +130,9 @@ class GenerationJob(models.Model):
         null=True, blank=True, help_text="Retry backoff: not sent before this time."
     )
     started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Stamped every few seconds while a worker runs the job."
+    )
     finished_at = models.DateTimeField(null=True, blank=True)
     task_id = models.CharField(max_length=255, blank=True)
     calls = models.PositiveIntegerField(default=0)

@@ -5,10 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Count, Q, QuerySet, Sum
+from django.conf import settings
+from django.db.models import Count, Max, Q, QuerySet, Sum
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from annotation.selectors import studies_for_user
 from generation.models import GenerationBatch, GenerationJob
+from generation.services.jobs import timing as jobs_timing
 
 _Status = GenerationJob.Status
 
@@ -29,6 +33,10 @@ class BatchProgress:
     elapsed: timedelta
     eta: timedelta | None
     finished: bool
+    # Minutes since the last job finished (or the batch started), once past RADLAY_GENERATION_STALL_AFTER.
+    stalled_minutes: int | None = None
+    # Jobs whose worker (running, heartbeat stopped) or message (sent, never started) looks lost.
+    stuck: tuple[str, ...] = ()
 
     @property
     def done(self) -> int:
@@ -73,9 +81,34 @@ def clock(duration: timedelta) -> str:
     return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
+def _stuck_jobs(batch: GenerationBatch, now: datetime) -> tuple[str, ...]:
+    timing = jobs_timing()
+    jobs = (
+        GenerationJob.objects.filter(batch=batch)
+        .annotate(_beat=Coalesce("heartbeat_at", "started_at"), _due=Coalesce("not_before", "dispatched_at"))
+        .filter(
+            Q(status=_Status.RUNNING, _beat__lt=now - timedelta(seconds=timing.stale_after))
+            | Q(status=_Status.PENDING, _due__lt=now - timedelta(seconds=timing.dispatch_deadline))
+        )
+        .select_related("source")
+        .order_by("source__position", "family")
+    )
+    described = []
+    for job in jobs[:20]:
+        if job.status == _Status.RUNNING:
+            silent = int((now - (job.heartbeat_at or job.started_at)).total_seconds())
+            described.append(f"{job.source.key} {job.family}: running, no heartbeat for {silent} s")
+        else:
+            waiting = int((now - (job.not_before or job.dispatched_at)).total_seconds())
+            described.append(f"{job.source.key} {job.family}: sent {waiting} s ago, never started")
+    return tuple(described)
+
+
 def batch_progress(*, batch: GenerationBatch, now: datetime | None = None) -> BatchProgress:
     """Counts, usage and timing of a batch. The ETA extrapolates the mean time per finished job
-    (succeeded or failed) since the batch started to the jobs still pending or running."""
+    (succeeded or failed) since the batch started to the jobs still pending or running, and is
+    given only while jobs keep finishing: past RADLAY_GENERATION_STALL_AFTER without one, the batch
+    reports how long it has made no progress and which of its jobs look lost instead."""
     now = now or timezone.now()
     counts = GenerationJob.objects.filter(batch=batch).aggregate(
         total=Count("pk"),
@@ -85,14 +118,23 @@ def batch_progress(*, batch: GenerationBatch, now: datetime | None = None) -> Ba
         prompt_tokens=Sum("prompt_tokens"),
         completion_tokens=Sum("completion_tokens"),
         cost_usd=Sum("cost_usd"),
+        last_finished=Max("finished_at", filter=Q(status__in=[_Status.SUCCEEDED, _Status.FAILED])),
     )
     end = batch.finished_at or now
     elapsed = max(end - batch.created_at, timedelta(0))
     finished_jobs = counts[_Status.SUCCEEDED] + counts[_Status.FAILED]
     remaining = counts[_Status.PENDING] + counts[_Status.RUNNING]
     eta = None
-    if batch.finished_at is None and batch.cancelled_at is None and finished_jobs and remaining:
-        eta = elapsed / finished_jobs * remaining
+    stalled_minutes = None
+    stuck: tuple[str, ...] = ()
+    if batch.finished_at is None and remaining:
+        last_progress = max(counts["last_finished"] or batch.created_at, batch.created_at)
+        idle = now - last_progress
+        if idle.total_seconds() > float(getattr(settings, "RADLAY_GENERATION_STALL_AFTER", 300.0)):
+            stalled_minutes = int(idle.total_seconds() // 60)
+        elif batch.cancelled_at is None and finished_jobs:
+            eta = elapsed / finished_jobs * remaining
+        stuck = _stuck_jobs(batch, now)
     return BatchProgress(
         total=counts["total"],
         succeeded=counts[_Status.SUCCEEDED],
@@ -108,15 +150,22 @@ def batch_progress(*, batch: GenerationBatch, now: datetime | None = None) -> Ba
         elapsed=elapsed,
         eta=eta,
         finished=batch.finished_at is not None,
+        stalled_minutes=stalled_minutes,
+        stuck=stuck,
     )
 
 
-def batch_list() -> QuerySet[GenerationBatch]:
-    return GenerationBatch.objects.select_related("study", "model_artifact", "created_by")
+def batch_list(*, user=None) -> QuerySet[GenerationBatch]:
+    """Batches, newest first; with `user`, only those of the studies the user is a researcher of
+    (every study for a superuser)."""
+    batches = GenerationBatch.objects.select_related("study", "model_artifact", "created_by")
+    if user is not None:
+        batches = batches.filter(study__in=studies_for_user(user=user))
+    return batches
 
 
-def batch_get(*, batch_id: int) -> GenerationBatch:
-    return batch_list().get(pk=batch_id)
+def batch_get(*, batch_id: int, user=None) -> GenerationBatch:
+    return batch_list(user=user).get(pk=batch_id)
 
 
 def batch_jobs(*, batch: GenerationBatch, status: str | None = None) -> QuerySet[GenerationJob]:

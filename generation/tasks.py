@@ -2,8 +2,13 @@
 
 Two task names so that config/celery_app.py can route them: API backends to the `llm` queue (one job
 per task), local models to the `gpu` queue (one chunk of jobs per task, run in lockstep). acks_late +
-reject_on_worker_lost (set globally) make the broker redeliver a task whose worker died; the service
-lets that redelivery take its jobs over (same task id) and never runs a finished job again.
+reject_on_worker_lost make the broker redeliver a task whose worker died; the service lets that
+redelivery take its jobs over (same task id) and never runs a finished job again, so a double
+delivery costs at most the calls not yet cached. `generation_batches_heal` is the periodic
+self-healing check (Celery beat, and every worker's start: config/celery_app.py).
+
+A lost database connection (a PostgreSQL restart) retries the task with backoff: running a job is
+idempotent, and the retry keeps the task id, so it may take over the job its first try claimed.
 """
 
 from __future__ import annotations
@@ -12,9 +17,18 @@ import threading
 from collections import deque
 
 from celery import shared_task
+from django.db import InterfaceError, OperationalError
 
-from generation import services
 from generation.backends.registry import GPU_BACKENDS
+from generation.services import batches, jobs
+
+DATABASE_RETRY = {
+    "autoretry_for": (OperationalError, InterfaceError),
+    "retry_backoff": 2,
+    "retry_backoff_max": 60,
+    "retry_jitter": True,
+    "max_retries": 5,
+}
 
 
 @shared_task(
@@ -23,9 +37,10 @@ from generation.backends.registry import GPU_BACKENDS
     ignore_result=True,
     acks_late=True,
     reject_on_worker_lost=True,
+    **DATABASE_RETRY,
 )
 def generation_job_run_llm(self, job_id: int) -> None:
-    services.generation_job_run(job_id=job_id, task_id=self.request.id or "")
+    jobs.generation_job_run(job_id=job_id, task_id=self.request.id or "")
 
 
 @shared_task(
@@ -34,11 +49,17 @@ def generation_job_run_llm(self, job_id: int) -> None:
     ignore_result=True,
     acks_late=True,
     reject_on_worker_lost=True,
+    **DATABASE_RETRY,
 )
 def generation_job_run_gpu(self, job_ids: list[int] | int) -> None:
     # An int is a message queued before chunks existed (one job); the name is kept for the routing.
     chunk = [job_ids] if isinstance(job_ids, int) else list(job_ids)
-    services.generation_jobs_run(job_ids=chunk, task_id=self.request.id or "")
+    jobs.generation_jobs_run(job_ids=chunk, task_id=self.request.id or "")
+
+
+@shared_task(name="generation.tasks.generation_batches_heal", ignore_result=True)
+def generation_batches_heal() -> int:
+    return batches.generation_batches_heal()
 
 
 _eager = threading.local()

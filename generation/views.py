@@ -1,43 +1,53 @@
-"""Staff pages of generation: the batch list and a batch's page, with its live progress bar (htmx
-polls the same URL every 2 s and gets only the progress fragment; without JavaScript a plain link
-reloads the page) and every job's transcript. Views parse, call one service or selector, render."""
+"""Researcher pages of generation: the batch list and a batch's page, with its live progress bar
+(htmx polls the same URL every 2 s and gets only the progress fragment; without JavaScript a plain
+link reloads the page) and every job's transcript. A researcher sees and acts on the batches of
+their own studies only (superusers on all); staff status is not needed. Views parse, call one
+service or selector, render."""
 
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.admin.views.decorators import staff_member_required
+from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from generation import selectors, services
+from generation import selectors
 from generation.models import GenerationBatch, GenerationJob
+from generation.services import batches
 
 JOBS_PER_PAGE = 50
 POLL_SECONDS = 2
 
+researcher_login_required = login_required(login_url="evaluation:login")
 
-def access_batch(batch_id: int) -> GenerationBatch:
-    """The batch, or 404. Every generation page is staff-only (the decorator), so any batch is visible."""
+
+def access_batch(*, user, batch_id: int) -> GenerationBatch:
+    """The batch if `user` is a researcher of its study (or a superuser), else 404: a batch of
+    another study is not disclosed."""
     try:
-        return selectors.batch_get(batch_id=batch_id)
+        return selectors.batch_get(batch_id=batch_id, user=user)
     except GenerationBatch.DoesNotExist:
-        raise Http404("No such generation batch.") from None
+        raise Http404("No such generation batch among your studies.") from None
 
 
-@staff_member_required
+@researcher_login_required
 @require_GET
 def batch_list(request: HttpRequest) -> HttpResponse:
-    page = Paginator(selectors.batch_list(), 25).get_page(request.GET.get("page"))
+    page = Paginator(selectors.batch_list(user=request.user), 25).get_page(request.GET.get("page"))
     rows = [(batch, selectors.batch_progress(batch=batch)) for batch in page]
     return render(request, "generation/batch_list.html", {"page": page, "rows": rows})
 
 
-@staff_member_required
+@researcher_login_required
 @require_GET
 def batch_detail(request: HttpRequest, batch_id: int) -> HttpResponse:
-    batch = access_batch(batch_id)
+    batch = access_batch(user=request.user, batch_id=batch_id)
+    if batches.embedded_mode() and batch.finished_at is None:
+        # No worker and no beat in the embedded mode: reading the batch is when lost jobs are resumed.
+        batches.generation_batches_heal(batch=batch)
+        batch.refresh_from_db()
     progress = selectors.batch_progress(batch=batch)
     context = {"batch": batch, "progress": progress, "poll_seconds": POLL_SECONDS}
     if request.htmx:
@@ -53,25 +63,27 @@ def batch_detail(request: HttpRequest, batch_id: int) -> HttpResponse:
     return render(request, "generation/batch_detail.html", context)
 
 
-@staff_member_required
+@researcher_login_required
 @require_POST
 def batch_cancel(request: HttpRequest, batch_id: int) -> HttpResponse:
-    batch = access_batch(batch_id)
-    count = services.generation_batch_cancel(batch=batch)
+    batch = access_batch(user=request.user, batch_id=batch_id)
+    count = batches.generation_batch_cancel(batch=batch)
     messages.info(
         request, f"Batch {batch.pk} cancelled: {count} pending job(s) will not run; running ones finish."
     )
     return redirect("generation:batch_detail", batch_id=batch.pk)
 
 
-@staff_member_required
+@researcher_login_required
 @require_POST
 def batch_resume(request: HttpRequest, batch_id: int) -> HttpResponse:
-    batch = access_batch(batch_id)
-    sent = services.generation_batch_resume(
-        batch=batch,
-        retry_failed=bool(request.POST.get("retry_failed")),
-        force=bool(request.POST.get("force")),
-    )
-    messages.info(request, f"Batch {batch.pk} resumed: {len(sent)} job(s) sent.")
+    batch = access_batch(user=request.user, batch_id=batch_id)
+    try:
+        sent = batches.generation_batch_resume(
+            batch=batch, retry_failed=bool(request.POST.get("retry_failed"))
+        )
+    except batches.TaskQueueUnreachable as exc:
+        messages.warning(request, str(exc))
+    else:
+        messages.info(request, f"Batch {batch.pk} resumed: {len(sent)} job(s) sent.")
     return redirect("generation:batch_detail", batch_id=batch.pk)

@@ -89,7 +89,7 @@ class ModelArtifactAdmin(admin.ModelAdmin):
 
     @admin.display(description="validation")
     def metrics(self, obj: ModelArtifact) -> str:
-        shown = {k: obj.validation_metrics.get(k) for k in ("bleu", "sari", "fkgl")}
+        shown = {k: obj.validation_metrics.get(k) for k in ("bleu", "corpus_sari", "fkgl")}
         return " · ".join(f"{k} {v:.2f}" for k, v in shown.items() if isinstance(v, int | float)) or "–"
 
     def get_form(self, request, obj=None, **kwargs):

@@ -17,8 +17,8 @@ in backward passes) can make them differ in the last digits.
 
 The split into training and validation is by source (seeded), so one source's several reference
 simplifications never straddle it. Validation reports teacher-forced loss, BLEU (sacrebleu, all
-references of a source), mean FKGL (textstat) of the predictions and of the references, and SARI
-(`evaluation.metrics.reference.corpus_sari`).
+references of a source), mean FKGL (textstat) of the predictions and of the references, and corpus
+SARI as EASSE computes it (`evaluation.metrics.reference.corpus_sari`; key "corpus_sari").
 """
 
 from __future__ import annotations
@@ -334,7 +334,7 @@ def evaluate_simplifier(
         # FKGL per text, averaged: the protocol reports readability per simplification.
         "fkgl": sum(textstat.flesch_kincaid_grade(p) for p in predictions) / len(predictions),
         "fkgl_reference": sum(textstat.flesch_kincaid_grade(r[0]) for r in references) / len(references),
-        "sari": corpus_sari(sources, predictions, references),
+        "corpus_sari": corpus_sari(sources, predictions, references),
         "n_sources": float(len(records)),
     }
     model.train()

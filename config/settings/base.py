@@ -164,6 +164,17 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=60 * 60)
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=55 * 60)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A launch whose broker is down says so within seconds instead of hanging.
+CELERY_BROKER_CONNECTION_TIMEOUT = env.float("CELERY_BROKER_CONNECTION_TIMEOUT", default=3.0)
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.5,
+    "interval_max": 1,
+}
+# Redis hands an unacknowledged (acks_late) message to another worker after this long: it must
+# outlast the longest task, or a live job would be delivered twice.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 600}
 # Fine-tuning runs for hours; it checkpoints, so a run cut by the limit resumes on retry.
 RADLAY_TRAINING_TIME_LIMIT = env.int("RADLAY_TRAINING_TIME_LIMIT", default=24 * 60 * 60)
 CELERY_TASK_ANNOTATIONS = {
@@ -192,8 +203,23 @@ RADLAY_GENERATION_CONCURRENCY = env.int("RADLAY_GENERATION_CONCURRENCY", default
 RADLAY_GPU_BATCH_SIZE = env.int("RADLAY_GPU_BATCH_SIZE", default=16)
 RADLAY_GENERATION_JOB_ATTEMPTS = env.int("RADLAY_GENERATION_JOB_ATTEMPTS", default=3)
 RADLAY_GENERATION_RETRY_DELAY = env.float("RADLAY_GENERATION_RETRY_DELAY", default=10.0)
-# A 'running' job older than this is taken to be lost (worker died) and may be run again.
-RADLAY_GENERATION_STALE_AFTER = env.int("RADLAY_GENERATION_STALE_AFTER", default=0) or None
+# A running job stamps a heartbeat this often; one silent for RADLAY_GENERATION_STALE_AFTER
+# (default 4 heartbeats) lost its worker and is sent again.
+RADLAY_GENERATION_HEARTBEAT = env.float("RADLAY_GENERATION_HEARTBEAT", default=15.0)
+RADLAY_GENERATION_STALE_AFTER = env.float("RADLAY_GENERATION_STALE_AFTER", default=0) or None
+# A job sent this long ago (seconds) that never started lost its message and is sent again.
+RADLAY_GENERATION_DISPATCH_DEADLINE = env.float("RADLAY_GENERATION_DISPATCH_DEADLINE", default=600.0)
+# How often Celery beat runs the self-healing check (generation.tasks.generation_batches_heal).
+RADLAY_GENERATION_HEAL_INTERVAL = env.float("RADLAY_GENERATION_HEAL_INTERVAL", default=30.0)
+CELERY_BEAT_SCHEDULE = {
+    "generation-batches-heal": {
+        "task": "generation.tasks.generation_batches_heal",
+        "schedule": RADLAY_GENERATION_HEAL_INTERVAL,
+        "options": {"expires": RADLAY_GENERATION_HEAL_INTERVAL},
+    }
+}
+# A batch page that shows no finished job for this long (seconds) says "no progress" and drops its ETA.
+RADLAY_GENERATION_STALL_AFTER = env.float("RADLAY_GENERATION_STALL_AFTER", default=300.0)
 RADLAY_LLM_RETRY_DELAY = env.float("RADLAY_LLM_RETRY_DELAY", default=1.0)
 RADLAY_TRANSFORMERS_DEVICE = env.str("RADLAY_TRANSFORMERS_DEVICE", default="") or None
 

@@ -116,5 +116,14 @@ FAMILY = register(
         ),
         compute_corpus=_corpus,
         unavailable=_unavailable,
+        definitions={
+            "template_diversity": "Template diversity (seed 004): distinct outputs / outputs of a system.",
+            "type_token_ratio": "Type-token ratio (seed 004): distinct tokens / tokens over all of a "
+            "system's outputs.",
+            "one_minus_self_bleu": "1 - self-BLEU (seed 004): one minus the mean sacrebleu BLEU (0-1) of "
+            "each output against all the system's other outputs.",
+            "semantic_diversity": "Semantic diversity (seed 004): 1 - mean pairwise cosine similarity of "
+            "the outputs' sentence embeddings.",
+        },
     )
 )

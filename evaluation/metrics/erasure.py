@@ -9,9 +9,12 @@ and in the predictions separately:
     Var[s] = 1 / (c_a(w) + alpha) + 1 / (c_b(w) + alpha)  delta method, multinomial
     z(w)   = s(w) / sqrt(Var[s])
 
-and the displacement z_disp = (s_pred - s_ref) / sqrt(Var_pred + Var_ref). Two-sided
-p-values of z_disp are corrected with Benjamini-Hochberg (statsmodels fdr_bh) at
-p* = 0.05; words whose corrected test rejects are displaced, the others stable.
+and the displacement z_disp = (s_pred - s_ref) / sqrt(Var_pred + Var_ref). As seed 004
+defines it (section 2, "Clinical Categories of Shift"), a word is displaced when
+|z_disp| > z_crit = Phi^-1(1 - p*/2), p* = 0.05, and stable otherwise (rule "z_crit",
+the default). Rule "bh" instead calls a word displaced when its two-sided p-value,
+Benjamini-Hochberg-adjusted over the vocabulary (statsmodels fdr_bh), is below p*;
+both p-values are kept in the table and the rule used is reported with the result.
 Displaced words are classified (z_neutral = 1, z_strong = 2):
 
 - erasure: |z_ref| > z_strong and |z_pred| < z_neutral
@@ -66,6 +69,9 @@ DEFAULT_P_STAR = 0.05
 Z_NEUTRAL = 1.0
 Z_STRONG = 2.0
 CATEGORIES = ("erasure", "new_bias", "bias_flip", "preservation", "other", "stable")
+DISPLACEMENT_RULES = ("z_crit", "bh")
+DEFAULT_RULE = "z_crit"
+DisplacementRule = Literal["z_crit", "bh"]
 
 _WORD = re.compile(r"[a-z]+(?:[-'][a-z]+)*")
 
@@ -94,6 +100,7 @@ class CadResult:
     terms: pd.DataFrame
     groups: tuple[Hashable, Hashable]
     z_critical: float
+    rule: DisplacementRule = DEFAULT_RULE
 
     def category_counts(self) -> dict[str, int]:
         counts = self.terms["category"].value_counts()
@@ -157,12 +164,17 @@ def clinical_association_displacement(
     z_neutral: float = Z_NEUTRAL,
     z_strong: float = Z_STRONG,
     stop_words: Collection[str] = ENGLISH_STOP_WORDS,
+    rule: DisplacementRule = DEFAULT_RULE,
 ) -> CadResult:
     """CAD of the predictions against the reference corpus.
 
     ``groups`` = (a, b) orders the log ratio (positive = associated with a); by default
     the two labels present, sorted. Texts whose label is neither group are ignored.
+    ``rule`` decides "displaced": "z_crit" (seed 004: |z_disp| > z_crit) or "bh"
+    (Benjamini-Hochberg-adjusted p-value < p*).
     """
+    if rule not in DISPLACEMENT_RULES:
+        raise ValueError(f"unknown displacement rule {rule!r}; use one of {DISPLACEMENT_RULES}")
     if len(reference_texts) != len(reference_groups) or len(prediction_texts) != len(prediction_groups):
         raise ValueError("texts and group labels must align")
     group_a, group_b = _resolve_groups([*reference_groups, *prediction_groups], groups)
@@ -189,10 +201,11 @@ def clinical_association_displacement(
         table[f"s_{corpus}"], table[f"var_{corpus}"], table[f"z_{corpus}"] = s, var, z
 
     table["z_disp"] = (table["s_pred"] - table["s_ref"]) / np.sqrt(table["var_pred"] + table["var_ref"])
+    z_critical = float(norm.ppf(1 - p_star / 2))
     table["p_value"] = 2 * norm.sf(np.abs(table["z_disp"]))
     reject, adjusted, _, _ = multipletests(table["p_value"].to_numpy(), alpha=p_star, method="fdr_bh")
     table["p_adjusted"] = adjusted
-    table["displaced"] = reject
+    table["displaced"] = reject if rule == "bh" else (table["z_disp"].abs() > z_critical).to_numpy()
 
     z_ref, z_pred = table["z_ref"].abs(), table["z_pred"].abs()
     both_strong = (z_ref >= z_neutral) & (z_pred >= z_neutral)
@@ -209,7 +222,7 @@ def clinical_association_displacement(
         ["erasure", "new_bias", "bias_flip", "preservation", "other"],
         default="stable",
     )
-    return CadResult(terms=table, groups=(group_a, group_b), z_critical=float(norm.ppf(1 - p_star / 2)))
+    return CadResult(terms=table, groups=(group_a, group_b), z_critical=z_critical, rule=rule)
 
 
 # ---------------------------------------------------------------------------- family
@@ -237,6 +250,7 @@ def _corpus(records: Sequence[MetricRecord], context: MetricContext) -> dict[str
             groups=context.option("erasure_groups"),
             alpha=context.option("erasure_alpha", DEFAULT_ALPHA),
             p_star=context.option("erasure_p", DEFAULT_P_STAR),
+            rule=context.option("erasure_rule", DEFAULT_RULE),
         )
     except ValueError as exc:
         raise MetricUnavailable(f"CAD/WAE: {exc}") from exc
@@ -253,12 +267,25 @@ def _corpus(records: Sequence[MetricRecord], context: MetricContext) -> dict[str
     }
 
 
+def _settings(context: MetricContext) -> dict[str, object]:
+    rule = context.option("erasure_rule", DEFAULT_RULE)
+    p_star = context.option("erasure_p", DEFAULT_P_STAR)
+    described = (
+        f"displaced when |z_disp| > z_crit = {norm.ppf(1 - p_star / 2):.4f} (seed 004, p* = {p_star})"
+        if rule == "z_crit"
+        else f"displaced when the Benjamini-Hochberg-adjusted p-value of z_disp < {p_star}"
+    )
+    return {"erasure_rule": rule, "erasure_p": p_star, "displacement": described}
+
+
 FAMILY = register(
     MetricFamily(
         name="erasure",
         description="Seed 004 CAD category counts and WAE per system, for the binary source attribute "
         "erasure_group_key (default 'sex'; erasure_groups=(a, b) orders it), predictions against "
-        "erasure_reference ('reference' texts when every record has one, else 'source').",
+        "erasure_reference ('reference' texts when every record has one, else 'source'); a word is "
+        "displaced when |z_disp| > z_crit (erasure_rule 'z_crit', seed 004's rule, the default) or when "
+        "its Benjamini-Hochberg-adjusted p-value < p* (erasure_rule 'bh').",
         corpus_metrics=(
             "cad_erasure",
             "cad_new_bias",
@@ -271,5 +298,24 @@ FAMILY = register(
         ),
         compute_corpus=_corpus,
         needs_source=True,
+        settings=_settings,
+        definitions={
+            "cad_erasure": "CAD erasure (seed 004): displaced words strongly associated with a group in "
+            "the reference (|z_ref| > 2) and neutral in the predictions (|z_pred| < 1).",
+            "cad_new_bias": "CAD new bias (seed 004): displaced words neutral in the reference "
+            "(|z_ref| < 1) and associated in the predictions (|z_pred| >= 1).",
+            "cad_bias_flip": "CAD bias flip (seed 004): displaced words associated with opposite groups "
+            "in the reference and the predictions (both |z| >= 1).",
+            "cad_preservation": "CAD preservation (seed 004): displaced words associated with the same "
+            "group in both (both |z| >= 1).",
+            "wae_pred": "WAE (seed 004): mean of z_disp^2 over words, weighted by their count in the "
+            "predictions.",
+            "wae_ref": "WAE (seed 004): mean of z_disp^2 over words, weighted by their count in the "
+            "reference.",
+            "delta_wae_pred": "Delta WAE (seed 004, prediction weights): WAE over words the reference "
+            "associates with the first group minus WAE over the second group's words.",
+            "delta_wae_ref": "Delta WAE (seed 004, reference weights): WAE over words the reference "
+            "associates with the first group minus WAE over the second group's words.",
+        },
     )
 )

@@ -1,194 +1,148 @@
-"""HIT, CWR and AScore (seed 001, section 5.1).
+"""HIT, omission rate, CWR and AScore (seed 001, section 5.1).
 
-- HIT = n_t / n_p: of the n_p distinct jargon terms the glossary finds in the source
-  (entries whose plain rendering differs from the term), the share the output renders
-  in plain language. A term counts as rendered when its plain-language rendering
-  appears in the output (verbatim, or all its content words), or when the term itself
-  no longer does.
-- CWR = n_c / n: the share of the output's words whose lemma is among the 3000 most
-  common English words (data/common_words_3000.txt; see its build script).
-- AScore = (1 + a^2 + b^2) / (a^2/BLEU + b^2/HIT + 1/CWR), a = 2, b = 1.5, BLEU in
-  0-1, each zero replaced by 1e-8 as the seed says.
-
-The glossary is another module's (``generation.glossary.lexicon.find_terms``); every
-function here takes a ``find_terms`` callable so tests and other glossaries can
-supply their own.
+- HIT = n_t / n_p: of the n_p distinct jargon terms the glossary finds in the source, the share
+  n_t the output *correctly translates*: one of the term's lay renderings (the plain rendering or
+  an accepted paraphrase of `lexicon`'s glossary, near-synonyms allowed) is present. A term the
+  output simply drops is not translated: it is an omission, and the omission rate (omitted terms
+  / n_p) is reported beside HIT as a safety signal. A rendering the source already contains earns
+  nothing while the term is still there, so copying the source scores 0.
+- CWR = n_c / n: n is the length of the output tokenised with NLTK's TreebankWordTokenizer (after
+  radlay's sentence splitter, since that tokenizer expects one sentence), punctuation and numbers
+  included, as seed 001 divides by "the length of the translated sentence"; n_c the tokens whose
+  lemma is among the 3000 most common English words (`lexicon.common_words.is_common`).
+- AScore = (1 + a^2 + b^2) / (a^2/BLEU + b^2/HIT + 1/CWR), a = 2, b = 1.5, BLEU in 0-1, each zero
+  replaced by 1e-8 as the seed says. Per system (`ascore`) it is the seed's: the formula on the
+  system's corpus BLEU (sacrebleu) and its mean HIT and CWR, as Table 3 of seed 001 reports it.
+  Per text (`ascore_item`) it is the formula on that text's sentence BLEU, HIT and CWR: a per-item
+  value for correlations, not the seed's figure.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import re
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Protocol
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+from nltk.tokenize import TreebankWordTokenizer
 
-from evaluation.metrics.reference import sentence_bleu
+from evaluation.metrics.reference import corpus_bleu, sentence_bleu
 from evaluation.metrics.registry import (
     MetricContext,
     MetricFamily,
     MetricRecord,
-    MetricUnavailable,
     MetricValue,
     register,
 )
+from evaluation.metrics.sentences import split_sentences
+from lexicon.common_words import CommonWords, load_common_words
+from lexicon.facts import rendering_present
+from lexicon.glossary import Glossary, load_glossary
 
 __all__ = [
     "ASCORE_ALPHA",
     "ASCORE_BETA",
-    "CommonWords",
-    "FindTerms",
-    "TermMatchLike",
+    "HitResult",
+    "TermOutcome",
     "ascore",
     "common_word_ratio",
-    "default_find_terms",
+    "cwr_tokens",
+    "hit_details",
     "hit_ratio",
-    "word_tokens",
+    "system_ascore",
 ]
 
 ASCORE_ALPHA = 2.0
 ASCORE_BETA = 1.5
 ASCORE_ZERO = 1e-8
-DATA_DIR = Path(__file__).resolve().parent / "data"
+
+Outcome = Literal["translated", "omitted", "kept"]
 
 
-class TermMatchLike(Protocol):
-    """What HIT reads of a glossary match (generation.glossary.lexicon.TermMatch)."""
+@dataclass(frozen=True)
+class TermOutcome:
+    """One distinct jargon term of the source and what the output did with it."""
 
     term: str
-    plain: str
-    start: int
-    end: int
+    outcome: Outcome
 
 
-FindTerms = Callable[[str], Sequence[TermMatchLike]]
+@dataclass(frozen=True)
+class HitResult:
+    """The source's distinct jargon terms and their outcomes; both rates are None without jargon."""
+
+    terms: tuple[TermOutcome, ...]
+
+    def _share(self, outcome: Outcome) -> float | None:
+        if not self.terms:
+            return None
+        return sum(t.outcome == outcome for t in self.terms) / len(self.terms)
+
+    @property
+    def hit(self) -> float | None:
+        return self._share("translated")
+
+    @property
+    def omission_rate(self) -> float | None:
+        return self._share("omitted")
 
 
-def default_find_terms() -> FindTerms:
-    """The project glossary's matcher, imported only when needed."""
-    try:
-        from generation.glossary.lexicon import find_terms
-    except ImportError as exc:  # built by another module; its absence makes HIT unavailable
-        raise MetricUnavailable(
-            f"the radiology glossary (generation.glossary.lexicon) is not available: {exc}"
-        ) from exc
-    return find_terms
-
-
-# ---------------------------------------------------------------------------- words
-
-_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
-_NEGATED_BASE = {"ca": "can", "wo": "will", "sha": "shall", "ai": "am"}
-
-
-def word_tokens(text: str) -> list[str]:
-    """Lower-cased words of ``text``: letters only (numbers and measurements such as
-    "1.2 cm"'s "1.2" are not words), contractions expanded to their words ("don't" ->
-    do, not; "it's" -> it, as the clitic is not a word of its own)."""
-    words: list[str] = []
-    for token in _WORD.findall(text.lower().replace("’", "'")):
-        if token.endswith("n't"):
-            base = token[:-3]
-            words.extend([_NEGATED_BASE.get(base, base), "not"] if base else ["not"])
-        elif "'" in token:
-            words.append(token.split("'", 1)[0])
+def hit_details(source: str, candidate: str, *, glossary: Glossary | None = None) -> HitResult:
+    """Every distinct jargon term of `source`: translated (a lay rendering is in `candidate`),
+    omitted (neither the term nor a rendering is), or kept (the term is there untranslated)."""
+    glossary = glossary or load_glossary()
+    candidate_terms = {match.term for match in glossary.find_terms(candidate)}
+    outcomes: dict[str, TermOutcome] = {}
+    for match in glossary.find_terms(source):
+        entry = glossary.get(match.term)
+        # Plural surface forms of a non-jargon entry ("kidneys") are no more jargon than the entry.
+        if entry is None or not entry.is_jargon or match.term in outcomes:
+            continue
+        # The surface check catches a term inside a longer match ("effusion" in "pleural effusion").
+        term_kept = match.term in candidate_terms or _contains(candidate, match.surface)
+        rendered = rendering_present(entry, candidate)
+        if rendered and term_kept and rendering_present(entry, source):
+            rendered = False  # the rendering was already in the source: nothing was translated
+        if rendered:
+            outcome: Outcome = "translated"
+        elif term_kept:
+            outcome = "kept"
         else:
-            words.append(token)
-    return [word for word in words if word]
+            outcome = "omitted"
+        outcomes[match.term] = TermOutcome(match.term, outcome)
+    return HitResult(tuple(outcomes.values()))
 
 
-class CommonWords:
-    """Membership in the common-word list, through the shipped inflection table."""
-
-    def __init__(self, words_path: Path | None = None, forms_path: Path | None = None) -> None:
-        self.words = frozenset(_data_lines(words_path or DATA_DIR / "common_words_3000.txt"))
-        forms: dict[str, tuple[str, ...]] = {}
-        for line in _data_lines(forms_path or DATA_DIR / "common_word_forms.txt"):
-            form, lemmas = line.split("\t")
-            forms[form] = tuple(lemmas.split(","))
-        self.forms = forms
-
-    def lemmas(self, word: str) -> tuple[str, ...]:
-        return self.forms.get(word, (word,))
-
-    def is_common(self, word: str) -> bool:
-        return any(lemma in self.words for lemma in self.lemmas(word))
+def _contains(text: str, phrase: str) -> bool:
+    words = re.findall(r"[a-z0-9]+", phrase.lower())
+    pattern = r"(?<![a-z0-9])" + r"[\s\-]+".join(map(re.escape, words)) + r"(?![a-z0-9])"
+    return bool(words) and re.search(pattern, text.lower()) is not None
 
 
-def _data_lines(path: Path) -> list[str]:
-    return [
-        line for line in path.read_text(encoding="utf-8").splitlines() if line and not line.startswith("#")
-    ]
+def hit_ratio(source: str, candidate: str, *, glossary: Glossary | None = None) -> float | None:
+    """HIT for one source/output pair; None when the source has no jargon term (n_p = 0)."""
+    return hit_details(source, candidate, glossary=glossary).hit
 
 
-@functools.cache
-def _default_common_words() -> CommonWords:
-    return CommonWords()
+# ---------------------------------------------------------------------------- CWR
+
+_treebank = TreebankWordTokenizer()
+
+
+def cwr_tokens(text: str) -> list[str]:
+    """NLTK Treebank tokens of `text`, sentence by sentence (the tokenizer only splits a final period)."""
+    return [token for sentence in split_sentences(text) for token in _treebank.tokenize(sentence)]
 
 
 def common_word_ratio(text: str, *, common_words: CommonWords | None = None) -> float | None:
-    """CWR: share of the words of ``text`` that are common (None when it has no word)."""
-    words = word_tokens(text)
-    if not words:
+    """CWR: common tokens / all tokens of `text` (None when it has no token)."""
+    tokens = cwr_tokens(text)
+    if not tokens:
         return None
-    common = common_words or _default_common_words()
-    return sum(common.is_common(word) for word in words) / len(words)
-
-
-# ---------------------------------------------------------------------------- HIT
-
-
-def _phrase_pattern(phrase: str) -> re.Pattern[str] | None:
-    words = _WORD.findall(phrase.lower())
-    if not words:
-        return None
-    return re.compile(r"(?<![a-z0-9])" + r"[\s\-]+".join(map(re.escape, words)) + r"(?![a-z0-9])")
-
-
-def _normalised_phrase(phrase: str) -> str:
-    return " ".join(_WORD.findall(phrase.lower()))
-
-
-def _contains_phrase(text: str, phrase: str) -> bool:
-    pattern = _phrase_pattern(phrase)
-    return bool(pattern and pattern.search(text.lower()))
-
-
-def _plain_rendered(candidate: str, plain: str) -> bool:
-    """The plain rendering appears verbatim, or all its content words do (the output
-    may say "fluid around your lungs" for "fluid around the lungs")."""
-    if not plain.strip():
-        return False
-    if _contains_phrase(candidate, plain):
-        return True
-    content = {word for word in word_tokens(plain) if word not in ENGLISH_STOP_WORDS}
-    return bool(content) and content <= set(word_tokens(candidate))
-
-
-def hit_ratio(source: str, candidate: str, *, find_terms: FindTerms) -> float | None:
-    """HIT for one source/output pair; None when the source has no jargon term
-    (n_p = 0 leaves the ratio undefined)."""
-    source_terms: dict[str, TermMatchLike] = {}
-    for match in find_terms(source):
-        # An entry whose plain rendering is the term itself is not jargon.
-        if _normalised_phrase(match.term) != _normalised_phrase(match.plain):
-            source_terms.setdefault(match.term.casefold(), match)
-    if not source_terms:
-        return None
-    candidate_terms = {match.term.casefold() for match in find_terms(candidate)}
-    rendered = 0
-    for key, match in source_terms.items():
-        surface = source[match.start : match.end]
-        still_there = (
-            key in candidate_terms
-            or _contains_phrase(candidate, match.term)
-            or _contains_phrase(candidate, surface)
-        )
-        if _plain_rendered(candidate, match.plain) or not still_there:
-            rendered += 1
-    return rendered / len(source_terms)
+    common = common_words or load_common_words()
+    return sum(common.is_common(token) for token in tokens) / len(tokens)
 
 
 # ---------------------------------------------------------------------------- AScore
@@ -202,56 +156,98 @@ def ascore(
     return (1 + alpha**2 + beta**2) / (alpha**2 / bleu + beta**2 / hit + 1 / cwr)
 
 
+def _mean(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None and not math.isnan(v)]
+    return sum(present) / len(present) if present else None
+
+
+def system_ascore(
+    candidates: Sequence[str],
+    references: Sequence[str],
+    hits: Sequence[float | None],
+    cwrs: Sequence[float | None],
+) -> float | None:
+    """Seed 001's system AScore: the formula on corpus BLEU (sacrebleu, 0-1) of `candidates`
+    against `references` and the mean of the texts' HIT and CWR (undefined values left out)."""
+    hit, cwr = _mean(hits), _mean(cwrs)
+    if not candidates or hit is None or cwr is None:
+        return None
+    bleu = corpus_bleu(candidates, [[reference] for reference in references]) / 100
+    return ascore(bleu, hit, cwr)
+
+
 # ---------------------------------------------------------------------------- family
 
 
-def _find_terms(context: MetricContext) -> FindTerms | None:
-    given = context.option("find_terms")
-    if given is not None:
-        return given
-    try:
-        return default_find_terms()
-    except MetricUnavailable:
-        return None
+@functools.lru_cache(maxsize=4096)
+def _hit_cached(source: str, candidate: str) -> HitResult:
+    return hit_details(source, candidate)
+
+
+def _details(record: MetricRecord, glossary: Glossary | None) -> HitResult:
+    if glossary is None:
+        return _hit_cached(record.source_text, record.candidate_text)
+    return hit_details(record.source_text, record.candidate_text, glossary=glossary)
 
 
 def _texts(records: Sequence[MetricRecord], context: MetricContext) -> list[dict[str, MetricValue]]:
-    find_terms = _find_terms(context)
+    glossary = context.option("glossary")
     rows = []
     for record in records:
-        hit = (
-            hit_ratio(record.source_text, record.candidate_text, find_terms=find_terms)
-            if find_terms
-            else None
-        )
+        details = _details(record, glossary)
         cwr = common_word_ratio(record.candidate_text)
         score = None
-        if record.reference_text and hit is not None and cwr is not None:
+        if record.reference_text and details.hit is not None and cwr is not None:
             bleu = sentence_bleu(record.candidate_text, [record.reference_text]) / 100
-            score = ascore(bleu, hit, cwr)
-        rows.append({"hit": hit, "cwr": cwr, "ascore": score})
+            score = ascore(bleu, details.hit, cwr)
+        rows.append(
+            {"hit": details.hit, "omission_rate": details.omission_rate, "cwr": cwr, "ascore_item": score}
+        )
     return rows
 
 
-def _unavailable(context: MetricContext) -> dict[str, str]:
-    if context.option("find_terms") is not None:
-        return {}
-    try:
-        default_find_terms()
-    except MetricUnavailable as exc:
-        return {"hit": str(exc), "ascore": f"AScore needs HIT: {exc}"}
-    return {}
+def _corpus(records: Sequence[MetricRecord], context: MetricContext) -> dict[str, MetricValue]:
+    glossary = context.option("glossary")
+    # BLEU needs the reference, so all three come from the texts that have one.
+    with_reference = [record for record in records if record.reference_text]
+    hits = [_details(record, glossary).hit for record in with_reference]
+    cwrs = [common_word_ratio(record.candidate_text) for record in with_reference]
+    score = system_ascore(
+        [record.candidate_text for record in with_reference],
+        [record.reference_text or "" for record in with_reference],
+        hits,
+        cwrs,
+    )
+    return {"ascore": score}
 
+
+DEFINITIONS = {
+    "hit": "HIT (seed 001): of the distinct jargon terms of the original found by radlay's glossary, the "
+    "share whose lay rendering (plain rendering or accepted paraphrase) the text contains; a dropped term "
+    "is not a hit, and copying the original scores 0.",
+    "omission_rate": "Omission rate: of the distinct jargon terms of the original, the share the text drops "
+    "without any lay rendering (reported beside HIT as a safety signal).",
+    "cwr": "CWR (seed 001): common tokens / all NLTK Treebank tokens of the text (punctuation and numbers "
+    "count in the denominator); a token is common when its lemma is among the 3000 most common English "
+    "words.",
+    "ascore_item": "AScore per item: seed 001's formula (alpha 2, beta 1.5) on one text's sentence BLEU, "
+    "HIT and CWR; a per-item value for correlations, not the seed's system figure.",
+    "ascore": "AScore per system (seed 001): (1 + 4 + 2.25) / (4/BLEU + 2.25/HIT + 1/CWR) on the system's "
+    "corpus BLEU (0-1) against the reference and the mean HIT and CWR of the same texts; zeros replaced "
+    "by 1e-8.",
+}
 
 FAMILY = register(
     MetricFamily(
         name="jargon",
-        description="Seed 001: HIT (jargon terms rendered in plain language; option find_terms, default "
-        "the project glossary), CWR (common-word ratio) and AScore (alpha=2, beta=1.5; needs a reference "
-        "for BLEU).",
-        text_metrics=("hit", "cwr", "ascore"),
+        description="Seed 001: HIT (jargon terms translated into lay words; option glossary, default "
+        "radlay's lexicon), omission rate, CWR (NLTK Treebank tokens) and AScore (alpha=2, beta=1.5; "
+        "per system on corpus BLEU, mean HIT and CWR; per item as ascore_item; needs a reference).",
+        text_metrics=("hit", "omission_rate", "cwr", "ascore_item"),
         compute_texts=_texts,
+        corpus_metrics=("ascore",),
+        compute_corpus=_corpus,
         needs_source=True,
-        unavailable=_unavailable,
+        definitions=DEFINITIONS,
     )
 )

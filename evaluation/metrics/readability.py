@@ -76,5 +76,22 @@ FAMILY = register(
         compute_texts=_texts,
         corpus_metrics=("fkgl_share_at_or_below_grade",),
         compute_corpus=_corpus,
+        definitions={
+            "fkgl": "Flesch-Kincaid grade level (textstat 0.7.3): 0.39 words/sentence + 11.8 "
+            "syllables/word - 15.59.",
+            "gunning_fog": "Gunning fog index (textstat 0.7.3): 0.4 (words/sentence + 100 complex "
+            "words/words).",
+            "ari": "Automated readability index (textstat 0.7.3): 4.71 characters/word + 0.5 "
+            "words/sentence - 21.43.",
+            "smog": "SMOG grade (textstat 0.7.3); undefined below three sentences.",
+            "coleman_liau": "Coleman-Liau index (textstat 0.7.3): 0.0588 letters per 100 words - 0.296 "
+            "sentences per 100 words - 15.8.",
+            "dale_chall": "Dale-Chall readability score (textstat 0.7.3), from the share of words "
+            "outside the Dale-Chall easy-word list.",
+            "flesch_reading_ease": "Flesch reading ease (textstat 0.7.3): 206.835 - 1.015 words/sentence "
+            "- 84.6 syllables/word; higher is easier.",
+            "fkgl_share_at_or_below_grade": "Share of a system's texts whose FKGL is at or below the "
+            "readability_grade option (default 8).",
+        },
     )
 )

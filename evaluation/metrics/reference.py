@@ -3,6 +3,11 @@
 BLEU (sacrebleu, 0-100), ROUGE-1/2/L F-measure (rouge-score, 0-1), SARI (Xu et al.
 2016, 0-100, implemented here) and METEOR (NLTK, only where its WordNet data is
 installed; otherwise None with the reason, never 0).
+
+Two SARIs, named apart everywhere: ``sentence_sari`` (per text, :func:`sari`: Xu et
+al.'s sentence-level definition with deletion precision) and ``corpus_sari`` (per
+system, :func:`corpus_sari`: EASSE's corpus SARI with n-gram statistics pooled over
+the corpus and deletion F1, the figure papers report).
 """
 
 from __future__ import annotations
@@ -164,11 +169,76 @@ def sari(source: str, candidate: str, references: Sequence[str]) -> SariScore:
 def corpus_sari(
     sources: Sequence[str], candidates: Sequence[str], references: Sequence[Sequence[str]]
 ) -> float:
-    """Corpus SARI as in Xu et al.'s release: the mean of the sentence scores."""
+    """Corpus SARI as EASSE's ``corpus_sari`` computes it (defaults: lowercase, sacrebleu 13a
+    tokens, F1 for deletion), the figure simplification papers report; 0-100.
+
+    ``references[i]`` are the references of sentence i (any number, at least one). The n-gram
+    statistics are pooled over the corpus before any ratio is taken: per sentence and order n,
+    source and candidate counts are multiplied by the sentence's number of references r and
+    compared with the n-gram's total count over its references (keep and delete), while
+    additions are compared as sets; the corpus sums give per-order precision and recall, each
+    operation's score is the mean over n = 1..4 of the per-order F1 (0 unless precision and
+    recall are both positive), and SARI is the mean of keep, delete and add. This is not the mean
+    of sentence SARIs (see :func:`sari`).
+    """
     if not (len(sources) == len(candidates) == len(references)) or not sources:
         raise ValueError("corpus SARI needs aligned, non-empty sources, candidates and references")
-    scores = [sari(s, c, refs).sari for s, c, refs in zip(sources, candidates, references, strict=True)]
-    return sum(scores) / len(scores)
+    if any(not refs for refs in references):
+        raise ValueError("corpus SARI needs at least one reference per sentence")
+    # totals[operation][n - 1] = [correct, system total, reference total]
+    totals = {op: [[0, 0, 0] for _ in range(SARI_MAX_ORDER)] for op in ("keep", "delete", "add")}
+    for source, candidate, refs in zip(sources, candidates, references, strict=True):
+        source_tokens = _sari_tokens(source)
+        candidate_tokens = _sari_tokens(candidate)
+        reference_tokens = [_sari_tokens(reference) for reference in refs]
+        r = len(refs)
+        for n in range(1, SARI_MAX_ORDER + 1):
+            src = _ngram_counts(source_tokens, n)
+            cand = _ngram_counts(candidate_tokens, n)
+            in_references: Counter[tuple[str, ...]] = Counter()
+            for tokens in reference_tokens:
+                in_references.update(_ngram_counts(tokens, n))
+            source_r = Counter({gram: count * r for gram, count in src.items()})
+            candidate_r = Counter({gram: count * r for gram, count in cand.items()})
+
+            kept = source_r & candidate_r
+            kept_by_references = source_r & in_references
+            _add_counts(totals["keep"][n - 1], kept & kept_by_references, kept, kept_by_references)
+
+            deleted = source_r - candidate_r
+            deleted_by_references = source_r - in_references
+            _add_counts(
+                totals["delete"][n - 1], deleted & deleted_by_references, deleted, deleted_by_references
+            )
+
+            added = set(cand) - set(src)
+            added_by_references = set(in_references) - set(src)
+            add = totals["add"][n - 1]
+            add[0] += len(added & set(in_references))
+            add[1] += len(added)
+            add[2] += len(added_by_references)
+    scores = {
+        op: sum(_pooled_f1(*counts) for counts in per_order) / SARI_MAX_ORDER
+        for op, per_order in totals.items()
+    }
+    return 100 * (scores["keep"] + scores["delete"] + scores["add"]) / 3
+
+
+def _add_counts(
+    totals: list[int],
+    correct: Counter[tuple[str, ...]],
+    system: Counter[tuple[str, ...]],
+    reference: Counter[tuple[str, ...]],
+) -> None:
+    totals[0] += sum(correct.values())
+    totals[1] += sum(system.values())
+    totals[2] += sum(reference.values())
+
+
+def _pooled_f1(correct: int, system_total: int, reference_total: int) -> float:
+    precision = correct / system_total if system_total else 0.0
+    recall = correct / reference_total if reference_total else 0.0
+    return 2 * precision * recall / (precision + recall) if precision > 0 and recall > 0 else 0.0
 
 
 # ---------------------------------------------------------------------------- METEOR
@@ -209,7 +279,7 @@ def _texts(records: Sequence[MetricRecord], context: MetricContext) -> list[dict
             {
                 "bleu": sentence_bleu(record.candidate_text, [reference]),
                 **rouge_scores(record.candidate_text, reference),
-                "sari": sari(record.source_text, record.candidate_text, [reference]).sari,
+                "sentence_sari": sari(record.source_text, record.candidate_text, [reference]).sari,
                 "meteor": meteor(record.candidate_text, [reference]),
             }
         )
@@ -241,14 +311,28 @@ def _unavailable(context: MetricContext) -> dict[str, str]:
 FAMILY = register(
     MetricFamily(
         name="reference",
-        description="BLEU (sacrebleu), ROUGE-1/2/L F (rouge-score), SARI (Xu et al. 2016) and METEOR (NLTK) "
-        "against the reference simplification; corpus BLEU and mean SARI per system.",
-        text_metrics=("bleu", "rouge1", "rouge2", "rouge_l", "sari", "meteor"),
+        description="BLEU (sacrebleu), ROUGE-1/2/L F (rouge-score), sentence SARI (Xu et al. 2016) and "
+        "METEOR (NLTK) against the reference simplification; corpus BLEU and corpus SARI (EASSE) per system.",
+        text_metrics=("bleu", "rouge1", "rouge2", "rouge_l", "sentence_sari", "meteor"),
         compute_texts=_texts,
         corpus_metrics=("corpus_bleu", "corpus_sari"),
         compute_corpus=_corpus,
         needs_reference=True,
         needs_source=True,
         unavailable=_unavailable,
+        definitions={
+            "bleu": "Sentence BLEU (sacrebleu 2, exponential smoothing, 0-100) against the reference text.",
+            "rouge1": "ROUGE-1 F-measure (rouge-score, Porter stemming, 0-1) against the reference text.",
+            "rouge2": "ROUGE-2 F-measure (rouge-score, Porter stemming, 0-1) against the reference text.",
+            "rouge_l": "ROUGE-L F-measure (rouge-score, Porter stemming, 0-1) against the reference text.",
+            "sentence_sari": "Sentence SARI (Xu et al. 2016, 0-100): mean of keep F1, deletion precision "
+            "and addition F1 over n-grams 1-4 of one text, lowercased, sacrebleu 13a tokens.",
+            "meteor": "METEOR (NLTK, 0-1) against the reference text; needs WordNet data.",
+            "corpus_bleu": "Corpus BLEU of a system (sacrebleu 2, 0-100) against the reference texts.",
+            "corpus_sari": "Corpus SARI of a system (0-100) as EASSE computes it: keep, deletion and "
+            "addition n-gram statistics (n = 1-4) pooled over the system's texts, lowercased, sacrebleu "
+            "13a tokens, F1 for deletion; the SARI simplification papers report, not a mean of sentence "
+            "SARIs.",
+        },
     )
 )

@@ -30,6 +30,7 @@ __all__ = [
     "compute_all",
     "families",
     "get_family",
+    "metric_definitions",
     "register",
 ]
 
@@ -85,6 +86,10 @@ def _nothing_unavailable(context: MetricContext) -> dict[str, str]:
     return {}
 
 
+def _no_settings(context: MetricContext) -> dict[str, Any]:
+    return {}
+
+
 @dataclass(frozen=True)
 class MetricFamily:
     """A family of metrics computed together.
@@ -94,6 +99,9 @@ class MetricFamily:
     ``unavailable`` names metrics this environment or context cannot compute, with the
     reason (e.g. METEOR without WordNet data); those values are always None.
     ``needs_reference`` families only see records that have a reference text.
+    ``definitions`` gives each metric a sentence for a report's Methods section (every declared
+    metric has one); ``settings`` names the choices a context made (a threshold, a test rule)
+    so they are reported with the values.
     """
 
     name: str
@@ -106,8 +114,14 @@ class MetricFamily:
     needs_source: bool = False
     needs_embeddings: bool = False
     unavailable: Callable[[MetricContext], dict[str, str]] = _nothing_unavailable
+    definitions: Mapping[str, str] = field(default_factory=dict)
+    settings: Callable[[MetricContext], dict[str, Any]] = _no_settings
 
     def __post_init__(self) -> None:
+        undefined = set(self.text_metrics) | set(self.corpus_metrics)
+        undefined -= {name for name, text in self.definitions.items() if text.strip()}
+        if undefined:
+            raise ValueError(f"{self.name}: no definition for {sorted(undefined)}")
         if bool(self.text_metrics) != (self.compute_texts is not None):
             raise ValueError(f"{self.name}: text_metrics and compute_texts go together")
         if bool(self.corpus_metrics) != (self.compute_corpus is not None):
@@ -117,11 +131,14 @@ class MetricFamily:
 @dataclass
 class MetricReport:
     """``texts[i]`` holds record i's per-text metrics; ``systems[key]`` the corpus-level
-    metrics of that system; ``unavailable`` maps a metric name to why it is None."""
+    metrics of that system; ``unavailable`` maps a metric name to why it is None; ``settings``
+    maps a family name to the choices its values were computed with (e.g. the semantic
+    threshold and the CAD rule)."""
 
     texts: list[dict[str, MetricValue]]
     systems: dict[str, dict[str, MetricValue]]
     unavailable: dict[str, str]
+    settings: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 _REGISTRY: dict[str, MetricFamily] = {}
@@ -145,6 +162,13 @@ def families() -> dict[str, MetricFamily]:
             importlib.import_module(module)
         _LOADED = True
     return dict(_REGISTRY)
+
+
+def metric_definitions(names: Iterable[str] | None = None) -> dict[str, str]:
+    """Metric name -> its definition, for every registered metric (or the given families)."""
+    registry = families()
+    chosen = list(names) if names is not None else list(registry)
+    return {metric: text for name in chosen for metric, text in get_family(name).definitions.items()}
 
 
 def get_family(name: str) -> MetricFamily:
@@ -208,9 +232,14 @@ def compute_all(
     texts: list[dict[str, MetricValue]] = [{} for _ in records]
     systems: dict[str, dict[str, MetricValue]] = {key: {} for key in _systems_in_order(records)}
     unavailable: dict[str, str] = {}
+    settings: dict[str, dict[str, Any]] = {}
 
     for family in chosen:
         blocker = _family_blockers(family, context)
+        if not blocker:
+            family_settings = family.settings(context)
+            if family_settings:
+                settings[family.name] = dict(family_settings)
         reasons = {} if blocker else dict(family.unavailable(context))
         if blocker:
             reasons = {name: blocker for name in (*family.text_metrics, *family.corpus_metrics)}
@@ -255,7 +284,7 @@ def compute_all(
                 for name in family.corpus_metrics:
                     systems[system][name] = None if name in reasons else values[name]
 
-    return MetricReport(texts=texts, systems=systems, unavailable=unavailable)
+    return MetricReport(texts=texts, systems=systems, unavailable=unavailable, settings=settings)
 
 
 # compute_all's ``families`` argument shadows the module-level function inside it.

@@ -1,12 +1,22 @@
 """Semantic match proportion (seed 000, section 3.2 and Algorithm 2).
 
 Candidate and reference are split into sentences and embedded; a candidate sentence
-is matched when its cosine similarity to some reference sentence is at least theta
-(0.8 in the seed). The score is the share of matched candidate sentences; we also
-report the share of reference sentences some candidate sentence matches (the seed
-computes "the proportion of matched sentences in both the candidate and reference").
-Algorithm 2 first replaces every sentence by the lay version of its nearest
-neighbour in a sentence pool; :class:`SentencePool` does that when given.
+is matched when its cosine similarity to some reference sentence is at least theta.
+The score is the share of matched candidate sentences; we also report the share of
+reference sentences some candidate sentence matches (the seed computes "the
+proportion of matched sentences in both the candidate and reference"). Algorithm 2
+first replaces every sentence by the lay version of its most similar sentence in a
+sentence pool (the first of equals; a sentence with no positively similar pool
+sentence stays as it is, since the algorithm starts from max_sim = 0 and replaces
+only on sim > max_sim); :class:`SentencePool` does that when given.
+
+Theta depends on the embedder: cosines of different models live on different scales.
+Seed 000 set 0.8 for GritLM; for radlay's default all-MiniLM-L6-v2 the default is
+0.85, calibrated on the sentence pairs of ``data/semantic_calibration.tsv`` (seed
+000's Table 6 pairs and pairs written in their two styles) as the threshold with the
+best balanced accuracy (:func:`calibrate_theta`; 0.75 there, against 0.67 at 0.8).
+The option ``semantic_theta`` overrides it; the theta used is reported with the values
+(corpus metric ``semantic_theta`` and the family's settings).
 
 The embedder is passed in (``encode(list[str]) -> (n, d)`` normalised array, e.g.
 ml/embeddings.py's), so this module loads no model. All sentences of a batch are
@@ -17,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -31,8 +42,14 @@ from evaluation.metrics.registry import (
 from evaluation.metrics.sentences import split_sentences
 
 __all__ = [
+    "CALIBRATION_PAIRS_PATH",
     "DEFAULT_THETA",
+    "THETA_BY_EMBEDDER",
     "SemanticMatch",
+    "calibrate_theta",
+    "calibration_pairs",
+    "embedder_name",
+    "theta_for",
     "SentencePool",
     "embed_texts",
     "semantic_match",
@@ -40,7 +57,57 @@ __all__ = [
     "text_similarities",
 ]
 
+# Seed 000's threshold, set for GritLM; used for an embedder radlay has no calibration for.
 DEFAULT_THETA = 0.8
+THETA_BY_EMBEDDER: dict[str, float] = {"all-MiniLM-L6-v2": 0.85, "GritLM-7B": DEFAULT_THETA}
+CALIBRATION_PAIRS_PATH = Path(__file__).resolve().parent / "data" / "semantic_calibration.tsv"
+
+
+def embedder_name(embedder: Embedder | None) -> str:
+    """The model name of an embedder (ml.embeddings.Embedder's ``model_id`` before its "@"), or ""."""
+    model_id = getattr(embedder, "model_id", "") or getattr(embedder, "name", "") or ""
+    return str(model_id).split("@", 1)[0]
+
+
+def theta_for(embedder: Embedder | None, theta: float | None = None) -> tuple[float, str]:
+    """(theta, where it comes from): the given value, else the embedder's calibrated default,
+    else seed 000's 0.8."""
+    if theta is not None:
+        return float(theta), "set by the caller"
+    name = embedder_name(embedder)
+    if name in THETA_BY_EMBEDDER:
+        return THETA_BY_EMBEDDER[name], f"radlay's default for {name}"
+    return DEFAULT_THETA, "seed 000's value for GritLM (not calibrated for this embedder)"
+
+
+def calibration_pairs(path: Path | None = None) -> list[tuple[str, str, bool]]:
+    """(left, right, same meaning) rows of a calibration file (default: the shipped one)."""
+    rows = []
+    for line in (path or CALIBRATION_PAIRS_PATH).read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            _, same, left, right = line.split("\t")
+            rows.append((left, right, same.strip() == "1"))
+    return rows
+
+
+def calibrate_theta(similarities: Sequence[float], same: Sequence[bool]) -> tuple[float, float]:
+    """(theta, balanced accuracy): the threshold between two neighbouring similarities that best
+    separates same-meaning pairs (>= theta) from different-meaning ones; among equally good
+    thresholds the one in the widest gap."""
+    values = np.asarray(similarities, dtype=float)
+    labels = np.asarray(same, dtype=bool)
+    if values.shape != labels.shape or labels.all() or not labels.any():
+        raise ValueError("calibration needs aligned similarities with both kinds of pair")
+    ordered = np.unique(values)
+    cuts = [(a + b) / 2 for a, b in zip(ordered[:-1], ordered[1:], strict=True)]
+    gaps = [b - a for a, b in zip(ordered[:-1], ordered[1:], strict=True)]
+    best = (-1.0, -1.0, 0.0)
+    for cut, gap in zip(cuts, gaps, strict=True):
+        predicted = values >= cut
+        accuracy = (predicted[labels].mean() + (~predicted[~labels]).mean()) / 2
+        if (accuracy, gap) > best[:2]:
+            best = (float(accuracy), gap, float(cut))
+    return best[2], best[0]
 
 
 def embed_texts(texts: Sequence[str], embedder: Embedder) -> np.ndarray:
@@ -87,10 +154,15 @@ class SentencePool:
         return self._cache[embedder]
 
     def replace(self, vectors: np.ndarray, embedder: Embedder) -> tuple[np.ndarray, np.ndarray]:
-        """Nearest pool sentence of each row of ``vectors``: (its index, its replacement's embedding)."""
+        """Algorithm 2, lines 3-13, for each row of ``vectors``: (index of the most similar pool
+        sentence, or -1 when none is positively similar; the embedding the row is replaced by:
+        that sentence's lay rendering, or the row itself when there is none)."""
         pool, replaced = self.embeddings(embedder)
-        nearest = np.argmax(vectors @ pool.T, axis=1)
-        return nearest, replaced[nearest]
+        similarity = vectors @ pool.T
+        nearest = np.argmax(similarity, axis=1)  # the first of equals, as "sim > max_sim" keeps it
+        positive = similarity[np.arange(len(vectors)), nearest] > 0
+        out = np.where(positive[:, None], replaced[nearest], vectors)
+        return np.where(positive, nearest, -1), out
 
 
 @dataclass(frozen=True)
@@ -102,6 +174,7 @@ class SemanticMatch:
     candidate_sentences: tuple[str, ...]
     reference_sentences: tuple[str, ...]
     best_similarity: tuple[float, ...]  # per candidate sentence: max cosine to the reference
+    theta: float = DEFAULT_THETA  # the threshold the proportions were computed with
 
 
 class _EmbeddingTable:
@@ -134,6 +207,7 @@ def _match_pairs(
                     candidate_sentences=tuple(cand_sentences),
                     reference_sentences=tuple(ref_sentences),
                     best_similarity=(),
+                    theta=theta,
                 )
             )
             continue
@@ -149,6 +223,7 @@ def _match_pairs(
                 candidate_sentences=tuple(cand_sentences),
                 reference_sentences=tuple(ref_sentences),
                 best_similarity=tuple(float(v) for v in best_for_candidate),
+                theta=theta,
             )
         )
     return results
@@ -171,13 +246,14 @@ def semantic_matches(
     references: Sequence[str],
     *,
     embedder: Embedder,
-    theta: float = DEFAULT_THETA,
+    theta: float | None = None,
     pool: SentencePool | None = None,
 ) -> list[SemanticMatch]:
     """Semantic match of each ``candidates[i]`` against ``references[i]``.
 
-    A proportion is None when its own text has no sentence, and 0 when only the other
-    text is empty."""
+    ``theta`` defaults to the embedder's (:func:`theta_for`). A proportion is None when
+    its own text has no sentence, and 0 when only the other text is empty."""
+    theta, _ = theta_for(embedder, theta)
     if len(candidates) != len(references):
         raise ValueError("candidates and references must align")
     split_candidates = [split_sentences(text) for text in candidates]
@@ -193,7 +269,7 @@ def semantic_match(
     reference: str,
     *,
     embedder: Embedder,
-    theta: float = DEFAULT_THETA,
+    theta: float | None = None,
     pool: SentencePool | None = None,
 ) -> SemanticMatch:
     """Semantic match of one candidate against one reference."""
@@ -221,7 +297,7 @@ def text_similarities(
 def _texts(records: Sequence[MetricRecord], context: MetricContext) -> list[dict[str, MetricValue]]:
     embedder = context.embedder
     assert embedder is not None  # the registry does not call an embeddings family without one
-    theta = float(context.option("semantic_theta", DEFAULT_THETA))
+    theta, _ = theta_for(embedder, context.option("semantic_theta"))
     pool: SentencePool | None = context.option("semantic_pool")
     candidates = [split_sentences(record.candidate_text) for record in records]
     sources = [split_sentences(record.source_text) for record in records]
@@ -260,12 +336,22 @@ def _unavailable(context: MetricContext) -> dict[str, str]:
     return {"semantic_match": reason, "semantic_match_reference_recall": reason}
 
 
+def _corpus(records: Sequence[MetricRecord], context: MetricContext) -> dict[str, MetricValue]:
+    return {"semantic_theta": theta_for(context.embedder, context.option("semantic_theta"))[0]}
+
+
+def _settings(context: MetricContext) -> dict[str, object]:
+    theta, source = theta_for(context.embedder, context.option("semantic_theta"))
+    return {"semantic_theta": theta, "theta_source": source, "embedder": embedder_name(context.embedder)}
+
+
 FAMILY = register(
     MetricFamily(
         name="semantic",
-        description="Seed 000 semantic match proportion (sentence cosine >= semantic_theta, default 0.8; "
-        "optional semantic_pool: SentencePool for Algorithm 2's replacement step) against the reference, "
-        "and against the source sentences; plus whole-text cosine with the source.",
+        description="Seed 000 semantic match proportion (sentence cosine >= semantic_theta; default per "
+        "embedder: 0.85 for all-MiniLM-L6-v2, calibrated on data/semantic_calibration.tsv, else seed 000's "
+        "0.8; optional semantic_pool: SentencePool for Algorithm 2's replacement step) against the "
+        "reference, and against the source sentences; plus whole-text cosine with the source.",
         text_metrics=(
             "semantic_match",
             "semantic_match_reference_recall",
@@ -273,8 +359,24 @@ FAMILY = register(
             "semantic_similarity_source",
         ),
         compute_texts=_texts,
+        corpus_metrics=("semantic_theta",),
+        compute_corpus=_corpus,
         needs_source=True,
         needs_embeddings=True,
         unavailable=_unavailable,
+        settings=_settings,
+        definitions={
+            "semantic_match": "Semantic match proportion (seed 000, Algorithm 2): share of the text's "
+            "sentences whose embedding cosine with some reference sentence is at least theta "
+            "(semantic_theta, reported with the values).",
+            "semantic_match_reference_recall": "Share of the reference's sentences whose cosine with "
+            "some sentence of the text is at least theta.",
+            "semantic_match_source": "Semantic match proportion against the original: share of the "
+            "text's sentences whose cosine with some sentence of the original is at least theta.",
+            "semantic_similarity_source": "Cosine similarity of the embeddings of the whole text and "
+            "the whole original (seed 000, Algorithm 1's Semantic-Similarity).",
+            "semantic_theta": "The cosine threshold theta the semantic match proportions of this system "
+            "were computed with.",
+        },
     )
 )

@@ -49,11 +49,13 @@ class Completion:
 
 
 class BackendError(Exception):
-    """A call failed. `transient` errors (429, 5xx, timeouts) may be retried by the caller."""
+    """A call failed. `transient` errors (429, 5xx, timeouts, garbled answers) may be retried by the
+    caller, not before `retry_after` seconds when the server said so."""
 
-    def __init__(self, message: str, *, transient: bool = False):
+    def __init__(self, message: str, *, transient: bool = False, retry_after: float | None = None):
         super().__init__(message)
         self.transient = transient
+        self.retry_after = retry_after
 
 
 @runtime_checkable

@@ -1,8 +1,8 @@
 """Caching of identical backend calls. Django-free.
 
-Generation samples at temperature 0.8, so two identical calls could answer differently; the issue
-still asks that rerunning a batch makes no new calls (a worker that died halfway resumes for free,
-and a rerun reproduces the stored transcript). The key therefore holds everything that makes a call
+Generation samples at temperature 0.8, so two identical calls could answer differently; still,
+rerunning a batch makes no new calls (a worker that died halfway resumes for free, and a rerun
+reproduces the stored transcript). The key therefore holds everything that makes a call
 what it is — backend, model, agent, the full messages and the parameters, seed and `sample_index`
 included — and a user who wants fresh samples asks for them by raising `sample_index` (and, for a
 backend that honours seeds, changing the seed).
@@ -12,8 +12,8 @@ agent loop passes): when the Generator repeats a simplification, the Radiologist
 is word for word the one of round 1, yet it is a new sample in the paper's loop. Without the position
 the cache would replay round 1's feedback and freeze the loop until the round cap.
 
-`CallCache` is the storage protocol: `InMemoryCallCache` here; the batch code adds a database one,
-storing `completion_to_dict` and reading `completion_from_dict`.
+`CallCache` is the storage protocol: `InMemoryCallCache` here; generation.call_cache.DbCallCache
+is the database one, storing `completion_to_dict` and reading `completion_from_dict`.
 """
 
 from __future__ import annotations

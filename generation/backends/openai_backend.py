@@ -5,10 +5,16 @@ function and the sleep are injectable, so tests drive real failures through a re
 waiting, and every Completion records how many attempts it took. Transient failures (timeouts,
 connection errors, 408/409/429/5xx) are retried with exponential backoff and full jitter, honouring a
 server's Retry-After; anything else raises BackendError(transient=False) at once.
+
+An answer the client cannot use — a body that is not JSON (an HTML page from a proxy), truncated
+JSON, no choices, an empty message — is a transient failure too ("the server at … answered with
+…"): a proxy or an overloaded server produces them, and the next attempt usually succeeds. The
+last failure's Retry-After travels on the BackendError, so that a job-level retry honours it too.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import time
@@ -89,6 +95,19 @@ def classify_error(error: Exception) -> tuple[bool, str]:
     return False, f"{type(error).__name__}: {error}"
 
 
+class GarbledAnswer(Exception):
+    """The server answered, but not with a chat completion the backend can use."""
+
+
+def _describe_body(raw: Any) -> str:
+    """A short, readable description of a raw HTTP response for an error message."""
+    response = raw.http_response
+    content_type = response.headers.get("content-type", "no content type")
+    text = " ".join(response.text.split())
+    shown = text[:120] + ("…" if len(text) > 120 else "")
+    return f"HTTP {response.status_code} {content_type} body ({len(response.content)} bytes): {shown!r}"
+
+
 class OpenAIBackend:
     name = "openai"
 
@@ -162,31 +181,46 @@ class OpenAIBackend:
         attempt = 0
         while True:
             attempt += 1
+            retry_after = None
             try:
-                response = self.client.chat.completions.create(**request, timeout=self.timeout)
-                break
+                raw = self.client.chat.completions.with_raw_response.create(**request, timeout=self.timeout)
+                return self._completion(raw, attempt)
             except openai.OpenAIError as exc:
                 transient, description = classify_error(exc)
+                retry_after = _retry_after(exc)
                 if not transient:
                     raise BackendError(f"{agent} call failed: {description}", transient=False) from exc
-                if attempt >= self.retry.max_attempts:
-                    raise BackendError(
-                        f"{agent} call failed after {attempt} attempts: {description}", transient=True
-                    ) from exc
-                self._sleep(self.retry.delay(attempt, self._rng, _retry_after(exc)))
-        return self._completion(response, attempt)
+            except GarbledAnswer as exc:
+                description = f"the server at {self.client.base_url} answered with {exc}"
+            if attempt >= self.retry.max_attempts:
+                raise BackendError(
+                    f"{agent} call failed after {attempt} attempts: {description}",
+                    transient=True,
+                    retry_after=retry_after,
+                )
+            self._sleep(self.retry.delay(attempt, self._rng, retry_after))
 
-    def _completion(self, response: Any, attempts: int) -> Completion:
+    def _completion(self, raw: Any, attempts: int) -> Completion:
+        try:
+            response = raw.parse()
+        except (json.JSONDecodeError, ValueError) as exc:
+            raise GarbledAnswer(f"a body that is not valid JSON: {_describe_body(raw)}") from exc
+        if not hasattr(response, "choices"):
+            # The client hands back the text of a body that is not JSON (an HTML page from a proxy).
+            raise GarbledAnswer(f"something other than a chat completion: {_describe_body(raw)}")
         if not response.choices:
-            raise BackendError("the server answered without any choice", transient=False)
+            raise GarbledAnswer(f"no choices: {_describe_body(raw)}")
         choice = response.choices[0]
+        if not (choice.message.content or "").strip():
+            raise GarbledAnswer(
+                f"an empty message (finish_reason {choice.finish_reason!r}): {_describe_body(raw)}"
+            )
         usage = response.usage
         prompt_tokens = usage.prompt_tokens if usage else 0
         completion_tokens = usage.completion_tokens if usage else 0
         price = self.price(self.model)
         return Completion(
-            # None when the model refused or called a tool; the loop flags an empty answer.
-            text=choice.message.content or "",
+            text=choice.message.content,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             cost_usd=price.cost(prompt_tokens, completion_tokens) if price else 0.0,

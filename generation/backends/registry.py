@@ -1,7 +1,7 @@
 """The one place that maps a backend name to its class. Django-free.
 
 Classes are imported on demand: naming "openai" never imports torch, and the glossary backend
-(another module's work) is only needed when asked for.
+(which loads the lexicon) only when asked for.
 """
 
 from __future__ import annotations

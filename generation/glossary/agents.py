@@ -6,11 +6,12 @@
   "bilateral" -> "on both sides" move after their noun, a verbless fragment becomes "The scan shows
   …", articles agree, "cm" becomes "centimeters"). Measurements, sides, negations and hedges are
   kept as written. The CoT variant lists the terms with their explanations, then "Simplification: …".
-- Radiologist: every concept and entity of the original must survive (generation.glossary.facts);
+- Radiologist: every concept and entity of the original must survive (lexicon.facts);
   each missing or added one is reported on its own "- Missing …"/"- Added …" line.
-- Patient: every word must be common English or a curated lay word (common_words.py), or be
-  explained in parentheses; each other word is reported on an "- Unclear word: …" line. (The
-  glossary's renderings are written in those words: tests/generation/glossary/test_lexicon.py.)
+- Patient: every word must be known to laypeople (lexicon.common_words.is_known_to_laypeople: a
+  common word by seed 001's top-3000 rule or a curated lay word), or be explained in parentheses;
+  each other word is reported on an "- Unclear word: …" line. (The glossary's renderings are
+  written in those words: tests/lexicon/test_glossary.py.)
 - Processor: "No." when a feedback flags nothing, else "Yes." followed by the flagged points.
 - Generator, refine: applies the flagged fixes — re-inserts a missing concept (in plain words) or
   entity next to its neighbours from the original, puts back a flipped side or changed size, and
@@ -22,9 +23,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from generation.glossary.common_words import is_common
-from generation.glossary.facts import Violation, check_facts, extract_entities
-from generation.glossary.lexicon import Glossary, TermMatch, explain_by_parts, load_glossary
+from lexicon.common_words import is_known_to_laypeople
+from lexicon.facts import Violation, check_facts, extract_entities
+from lexicon.glossary import Glossary, TermMatch, explain_by_parts, load_glossary
 
 # ---------------------------------------------------------------------------------------------
 # Generator: substitution + sentence templates
@@ -361,7 +362,7 @@ def explained_terms(sentence: str, *, glossary: Glossary | None = None) -> list[
         if entry is None or not entry.is_jargon or m.term in seen:
             continue
         words = re.findall(r"[A-Za-z]+", m.surface)
-        if m.category == "abbreviation" or not all(is_common(w) for w in words):
+        if m.category == "abbreviation" or not all(is_known_to_laypeople(w) for w in words):
             seen.add(m.term)
             out.append(m)
     return out
@@ -459,10 +460,10 @@ def unclear_words(text: str, *, glossary: Glossary | None = None) -> list[Unclea
 def _is_known(word: str) -> bool:
     if len(word) >= 2 and word.isupper():
         return False  # an abbreviation needs spelling out, whatever its lower-case twin means
-    if is_common(word):
+    if is_known_to_laypeople(word):
         return True
     parts = [p for p in word.split("-") if len(p) > 1]
-    return bool(parts) and "-" in word and all(is_common(p) for p in parts)
+    return bool(parts) and "-" in word and all(is_known_to_laypeople(p) for p in parts)
 
 
 def patient_feedback(simplification: str, *, glossary: Glossary | None = None) -> str:

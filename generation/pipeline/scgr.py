@@ -3,16 +3,18 @@
 For one radiology sentence T_exp:
 1. Hybrid concept extraction: C_onto = radlay's lay glossary terms (standing in for MedCAT/UMLS CUIs),
    C_ent = regular-expression entities (standing in for SciSpacy): sizes, numbers and counts, sides,
-   negation, hedging (generation.glossary.facts).
+   negation, hedging (lexicon.facts).
 2. Knowledge retrieval and drafting: each concept is replaced by its lay rendering (standing in for
    MedlinePlus definitions), giving the noisy lay draft T_draft.
 3. Constrained refinement: a prompt built like seed 002's Figure A1 (the Original is the source of
    truth, the Concepts are listed with their lay definitions, the Draft only steers vocabulary, the
    answer is strict JSON) goes to any ChatBackend as agent "generator" with context {"scgr": {...}}.
-4. Factuality check: every concept and entity must survive. A failing answer is regenerated (the
-   next prompt lists what it broke) up to `max_attempts` times; the answer with the fewest violations
-   is kept and, if it still has any, flagged with them (Algorithm 1 drops such captions; radlay keeps
-   and flags them so that a researcher sees why).
+4. Factuality check: every concept (its term, or one of its lay renderings or accepted paraphrases,
+   near-synonyms allowed: "darker spot" keeps "hypodense lesion") and every entity must survive. A
+   failing answer is asked for again (the next prompt lists what it broke), `max_attempts` answers in
+   all (default 3: the first and up to 2 regenerations); the answer with the fewest violations is kept
+   and, if it still has any, flagged with them (Algorithm 1 drops such captions; radlay keeps and flags
+   them so that a researcher sees why).
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from typing import Any
 
 from generation.backends.base import ChatBackend, GenerationParams
 from generation.glossary.agents import substitute
-from generation.glossary.facts import Entity, Violation, check_facts, extract_entities
-from generation.glossary.lexicon import Glossary, TermMatch, load_glossary
+from lexicon.facts import Entity, Violation, check_facts, extract_entities
+from lexicon.glossary import Glossary, TermMatch, load_glossary
 
 SCGR_PROMPT_VERSION = "scgr-v1"
 DEFAULT_MAX_ATTEMPTS = 3

@@ -54,8 +54,8 @@ from generation.backends.base import BackendError, ChatBackend, Completion, Gene
 from generation.pipeline.cot_parsing import parse_cot_answer
 from generation.prompts.registry import PromptSet, load_prompts
 
-PromptKind = Literal["plain", "cot"]
-PROMPT_KINDS: tuple[str, ...] = ("plain", "cot")
+Family = Literal["plain", "cot"]
+FAMILIES: tuple[str, ...] = ("plain", "cot")
 DEFAULT_MAX_ROUNDS = 5
 
 _NO = re.compile(r"^[\W_]*(?:no|none)\b", re.IGNORECASE)
@@ -125,7 +125,7 @@ class BaselineResult(_RunRecord):
     """One Generator answer: the BS ("before self-correction") simplification."""
 
     sentence: str
-    prompt_kind: str
+    family: str
     text: str
     raw_output: str
 
@@ -133,7 +133,7 @@ class BaselineResult(_RunRecord):
 @dataclass
 class SelfCorrectionResult(_RunRecord):
     sentence: str
-    prompt_kind: str
+    family: str
     bs_text: str
     bs_raw: str
     sc_text: str
@@ -286,13 +286,13 @@ class _Agents:
         }
 
 
-def _check_kind(prompt_kind: str) -> None:
-    if prompt_kind not in PROMPT_KINDS:
-        raise ValueError(f"prompt_kind must be one of {PROMPT_KINDS}, not {prompt_kind!r}")
+def _check_family(family: str) -> None:
+    if family not in FAMILIES:
+        raise ValueError(f"family must be one of {FAMILIES}, not {family!r}")
 
 
-def _first_simplification(answer: str, prompt_kind: str, agents: _Agents) -> str:
-    if prompt_kind == "cot":
+def _first_simplification(answer: str, family: str, agents: _Agents) -> str:
+    if family == "cot":
         text, ok, reason = parse_cot_answer(answer)
         if not ok:
             agents.flag(f"CoT answer not parsed ({reason}); the whole answer is used")
@@ -300,8 +300,8 @@ def _first_simplification(answer: str, prompt_kind: str, agents: _Agents) -> str
     return answer.strip()
 
 
-def _refined_simplification(answer: str, prompt_kind: str) -> str:
-    if prompt_kind == "cot":
+def _refined_simplification(answer: str, family: str) -> str:
+    if family == "cot":
         parsed = parse_cot_answer(answer)
         if parsed.ok:
             return parsed.text
@@ -314,13 +314,13 @@ def _record_generator_text(agents: _Agents, text: str) -> None:
         agents.flag(f"empty simplification in round {agents.totals.transcript[-1]['round']}")
 
 
-def _first_call(sentence: str, prompt_kind: str, prompts: PromptSet) -> _Call:
+def _first_call(sentence: str, family: str, prompts: PromptSet) -> _Call:
     return _Call(
         "generator",
-        [{"role": "user", "content": prompts.render(prompt_kind, sentence=sentence)}],
-        prompt_kind,
+        [{"role": "user", "content": prompts.render(family, sentence=sentence)}],
+        family,
         0,
-        {"prompt": prompt_kind, "sentence": sentence, "round": 0},
+        {"prompt": family, "sentence": sentence, "round": 0},
     )
 
 
@@ -328,42 +328,40 @@ def generate_baseline(
     sentence: str,
     *,
     backend: ChatBackend,
-    prompt_kind: PromptKind = "plain",
+    family: Family = "plain",
     prompts: PromptSet | None = None,
     params: GenerationParams | None = None,
 ) -> BaselineResult:
     """The Generator's first answer only (the Plain_BS or CoT_BS system)."""
-    return generate_baselines(
-        [sentence], backend=backend, prompt_kind=prompt_kind, prompts=prompts, params=params
-    )[0]
+    return generate_baselines([sentence], backend=backend, family=family, prompts=prompts, params=params)[0]
 
 
 def generate_baselines(
     sentences: Sequence[str],
     *,
     backend: ChatBackend,
-    prompt_kind: PromptKind = "plain",
+    family: Family = "plain",
     prompts: PromptSet | None = None,
     params: GenerationParams | None = None,
 ) -> list[BaselineResult]:
     """BS simplifications of many sentences; one batched call when the backend has `complete_batch`
     (local GPU models), one call per sentence otherwise."""
-    _check_kind(prompt_kind)
+    _check_family(family)
     prompts = prompts or load_prompts()
     params = params or GenerationParams()
-    calls = [_first_call(sentence, prompt_kind, prompts) for sentence in sentences]
+    calls = [_first_call(sentence, family, prompts) for sentence in sentences]
     completions = _complete_calls(backend, calls, params)
 
     results = []
     for sentence, call, completion in zip(sentences, calls, completions, strict=True):
         agents = _Agents(backend, None, params)
         answer = agents.take(call, completion).text
-        text = _first_simplification(answer, prompt_kind, agents)
+        text = _first_simplification(answer, family, agents)
         _record_generator_text(agents, text)
         results.append(
             BaselineResult(
                 sentence=sentence,
-                prompt_kind=prompt_kind,
+                family=family,
                 text=text,
                 raw_output=answer,
                 **agents.run_record(prompts),
@@ -383,16 +381,16 @@ def _self_correction_loop(
     sentence: str,
     *,
     agents: _Agents,
-    prompt_kind: str,
+    family: str,
     prompts: PromptSet,
     max_rounds: int,
 ) -> _Loop:
-    first_call = _first_call(sentence, prompt_kind, prompts)
+    first_call = _first_call(sentence, family, prompts)
     generator_memory = list(first_call.messages)
     (first,) = yield [first_call]
     agents.take(first_call, first)
     generator_memory.append({"role": "assistant", "content": first.text})
-    bs_text = _first_simplification(first.text, prompt_kind, agents)
+    bs_text = _first_simplification(first.text, family, agents)
     _record_generator_text(agents, bs_text)
     current, current_raw = bs_text, first.text
 
@@ -476,12 +474,12 @@ def _self_correction_loop(
         agents.take(refine_call, refined)
         generator_memory.append({"role": "assistant", "content": refined.text})
         refinements += 1
-        current, current_raw = _refined_simplification(refined.text, prompt_kind), refined.text
+        current, current_raw = _refined_simplification(refined.text, family), refined.text
         _record_generator_text(agents, current)
 
     return SelfCorrectionResult(
         sentence=sentence,
-        prompt_kind=prompt_kind,
+        family=family,
         bs_text=bs_text,
         bs_raw=first.text,
         sc_text=current,
@@ -495,8 +493,8 @@ def _self_correction_loop(
     )
 
 
-def _check_loop_arguments(prompt_kind: str, max_rounds: int) -> None:
-    _check_kind(prompt_kind)
+def _check_loop_arguments(family: str, max_rounds: int) -> None:
+    _check_family(family)
     if max_rounds < 0:
         raise ValueError("max_rounds must be >= 0")
 
@@ -505,7 +503,7 @@ def run_self_correction(
     sentence: str,
     *,
     backend: ChatBackend,
-    prompt_kind: PromptKind = "plain",
+    family: Family = "plain",
     prompts: PromptSet | None = None,
     params: GenerationParams | None = None,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
@@ -517,14 +515,14 @@ def run_self_correction(
     one model for all four). BackendError from any call propagates; with a CachedBackend a retried
     job replays the calls that had already succeeded without paying for them again.
     """
-    _check_loop_arguments(prompt_kind, max_rounds)
+    _check_loop_arguments(family, max_rounds)
     prompts = prompts or load_prompts()
     params = params or GenerationParams()
     agents = _Agents(backend, agent_backends, params)
     loop = _self_correction_loop(
         sentence,
         agents=agents,
-        prompt_kind=prompt_kind,
+        family=family,
         prompts=prompts,
         max_rounds=max_rounds,
     )
@@ -547,7 +545,7 @@ def run_self_correction_batch(
     sentences: Sequence[str],
     *,
     backend: ChatBackend,
-    prompt_kind: PromptKind = "plain",
+    family: Family = "plain",
     prompts: PromptSet | None = None,
     params: GenerationParams | None = None,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
@@ -566,7 +564,7 @@ def run_self_correction_batch(
 
     A BackendError from any batch propagates (for every sentence: they share the batch).
     """
-    _check_loop_arguments(prompt_kind, max_rounds)
+    _check_loop_arguments(family, max_rounds)
     prompts = prompts or load_prompts()
     params = params or GenerationParams()
     agents = [_Agents(backend, agent_backends, params) for _ in sentences]
@@ -574,7 +572,7 @@ def run_self_correction_batch(
         _self_correction_loop(
             sentence,
             agents=item,
-            prompt_kind=prompt_kind,
+            family=family,
             prompts=prompts,
             max_rounds=max_rounds,
         )

@@ -4,7 +4,9 @@ It serves POST /v1/chat/completions and GET /v1/models on 127.0.0.1 (a free port
 agent is speaking from the prompt text (the seed-003 personas → radiologist / patient, the
 Processor's question → processor, anything else → generator), answers from a per-agent script,
 and records every request. Failures can be injected: an HTTP status for the next N requests, a
-delay (longer than a client's timeout), or a fixed latency on every request.
+delay (longer than a client's timeout), a fixed latency on every request, or a garbled answer
+(GARBLES: an HTML page, invalid or truncated JSON, no choices, an empty message) for the next N
+requests or, with `garble_all`, for every request until it is switched off.
 
     with ScriptedLLMServer() as server:
         server.script("processor", ["Yes, explain 'lesion'.", "No"])
@@ -64,6 +66,18 @@ class Answer:
 
 Responder = Callable[[RecordedRequest], "str | Answer"]
 
+# Garbled 200 answers: (content type, body). "empty" is a well-formed completion with no text.
+GARBLES: dict[str, tuple[str, bytes]] = {
+    "html": ("text/html", b"<html><body><h1>502 Bad Gateway</h1><p>nginx</p></body></html>"),
+    "invalid-json": ("application/json", b'{"id": "chatcmpl-x", "choices": [{"index": 0, "message": '),
+    "truncated": ("application/json", b'{"id": "chatcmpl-x", "object": "chat.completion", "choi'),
+    "no-choices": (
+        "application/json",
+        b'{"id": "chatcmpl-x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}',
+    ),
+    "empty": ("", b""),
+}
+
 DEFAULT_ANSWERS: dict[str, str] = {
     "generator": "There are two spots in the liver.",
     "radiologist": "The simplification is correct and complete.",
@@ -81,6 +95,8 @@ class ScriptedLLMServer:
         self._fallback: dict[str, str | Answer | Responder] = dict(DEFAULT_ANSWERS)
         self._failures: deque[tuple[int, dict[str, str]]] = deque()
         self._delays: deque[float] = deque()
+        self._garbles: deque[str] = deque()
+        self._garble_all: str | None = None
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -100,6 +116,18 @@ class ScriptedLLMServer:
         """The next `times` chat requests get HTTP `status` (an OpenAI-style error body)."""
         with self._lock:
             self._failures.extend([(status, dict(headers or {}))] * times)
+
+    def garble_next(self, kind: str, *, times: int = 1) -> None:
+        """The next `times` chat requests get a garbled 200 answer of `kind` (a key of GARBLES)."""
+        assert kind in GARBLES, kind
+        with self._lock:
+            self._garbles.extend([kind] * times)
+
+    def garble_all(self, kind: str | None) -> None:
+        """Every chat request gets a garbled answer of `kind` until called with None."""
+        assert kind is None or kind in GARBLES, kind
+        with self._lock:
+            self._garble_all = kind
 
     def delay_next(self, seconds: float, *, times: int = 1) -> None:
         """The next `times` chat requests wait `seconds` before answering."""
@@ -156,7 +184,7 @@ class ScriptedLLMServer:
 
     def _handle_chat(
         self, body: dict[str, Any], headers: dict[str, str]
-    ) -> tuple[int, dict[str, Any], dict[str, str]]:
+    ) -> tuple[int, dict[str, Any] | bytes, dict[str, str]]:
         messages = body.get("messages", [])
         request = RecordedRequest(
             path="/v1/chat/completions",
@@ -168,6 +196,7 @@ class ScriptedLLMServer:
         with self._lock:
             self.requests.append(request)
             failure = self._failures.popleft() if self._failures else None
+            garble = self._garbles.popleft() if self._garbles else self._garble_all
             delay = (self._delays.popleft() if self._delays else 0.0) + self.latency
         if delay:
             self._stopping.wait(delay)
@@ -176,7 +205,11 @@ class ScriptedLLMServer:
             request.status = status
             error = {"error": {"message": f"injected HTTP {status}", "type": "server_error", "code": None}}
             return status, error, extra_headers
-        answer = self._answer(request)
+        if garble is not None and garble != "empty":
+            request.status = -200  # a 200 the client cannot use; not counted as a plain 200
+            content_type, body = GARBLES[garble]
+            return 200, body, {"Content-Type": content_type}
+        answer = Answer("") if garble == "empty" else self._answer(request)
         request.answer = answer.text
         prompt_tokens = sum(count_tokens(str(m.get("content", ""))) for m in messages)
         completion_tokens = count_tokens(answer.text)
@@ -216,13 +249,15 @@ def _handler_for(server: ScriptedLLMServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output quiet
             pass
 
-        def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-            data = json.dumps(payload).encode("utf-8")
+        def _send(
+            self, status: int, payload: dict[str, Any] | bytes, headers: dict[str, str] | None = None
+        ) -> None:
+            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
+            headers = {"Content-Type": "application/json", **(headers or {})}
             try:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
-                for name, value in (headers or {}).items():
+                for name, value in headers.items():
                     self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)

@@ -1,16 +1,19 @@
 """The batch pages and the admin: launching from the form and from the Study action, the live
-progress bar (htmx fragment + plain link), transcripts, cancel; everything staff-only."""
+progress bar (htmx fragment + plain link), transcripts, cancel; every page scoped to the study's
+researchers."""
 
 from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.urls import reverse
 
 from annotation.models import Simplification, Study
 from annotation.services import source_upsert
-from generation import services, tasks
+from generation import tasks
 from generation.models import GenerationBatch
+from generation.services import batches, jobs
 
 pytestmark = pytest.mark.django_db
 
@@ -33,7 +36,7 @@ def study():
 @pytest.fixture
 def finished_batch(study, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        batch = services.generation_batch_create(
+        batch = batches.generation_batch_create(
             study=study, systems=["plain_bs", "plain_sc"], backend="glossary"
         )
     batch.refresh_from_db()
@@ -45,21 +48,54 @@ def unsent_batch(study, monkeypatch, django_capture_on_commit_callbacks):
     """A batch whose jobs were queued on a broker nobody consumes yet."""
     monkeypatch.setattr(tasks, "generation_jobs_send", lambda *a, **k: None)
     with django_capture_on_commit_callbacks(execute=True):
-        return services.generation_batch_create(
+        return batches.generation_batch_create(
             study=study, systems=["cot_bs"], backend="glossary", concurrency=1
         )
 
 
-def test_batch_pages_are_for_staff_only(client, finished_batch):
-    url = reverse("generation:batch_detail", args=[finished_batch.pk])
-    assert client.get(url).status_code == 302  # to the login page
-    user = get_user_model().objects.create_user("lay", password="pw")
-    client.force_login(user)
-    response = client.get(url)
-    assert response.status_code == 302 and reverse("admin:login") in response["Location"]
-    assert client.get(reverse("generation:batch_list")).status_code == 302
-    assert client.post(reverse("generation:batch_cancel", args=[finished_batch.pk])).status_code == 302
-    assert finished_batch.jobs.filter(status="succeeded").count() == 2
+def test_batch_pages_are_for_the_studys_researchers_only(client, study, finished_batch, unsent_batch):
+    detail = reverse("generation:batch_detail", args=[finished_batch.pk])
+    cancel = reverse("generation:batch_cancel", args=[unsent_batch.pk])
+    resume = reverse("generation:batch_resume", args=[finished_batch.pk])
+    response = client.get(detail)
+    assert response.status_code == 302 and response["Location"].startswith(reverse("evaluation:login"))
+
+    # A staff researcher of another study sees none of this study's batches and can act on none.
+    other = Study.objects.create(slug="other", title="Other study")
+    outsider = get_user_model().objects.create_user("outsider", password="pw", is_staff=True)
+    other.researchers.add(outsider)
+    client.force_login(outsider)
+    assert client.get(detail).status_code == 404
+    assert client.get(detail, headers={"HX-Request": "true"}).status_code == 404
+    assert client.post(cancel).status_code == 404
+    assert client.post(resume, {"retry_failed": "1"}).status_code == 404
+    assert detail not in client.get(reverse("generation:batch_list")).content.decode()
+    assert unsent_batch.jobs.filter(status="cancelled").count() == 0
+
+    # A researcher of the study needs no staff status.
+    insider = get_user_model().objects.create_user("insider", password="pw")
+    study.researchers.add(insider)
+    client.force_login(insider)
+    assert client.get(detail).status_code == 200
+    assert detail in client.get(reverse("generation:batch_list")).content.decode()
+    assert client.post(cancel).status_code == 302
+    assert set(unsent_batch.jobs.values_list("status", flat=True)) == {"cancelled"}
+
+
+def test_the_admin_lists_only_the_batches_and_jobs_of_ones_studies(client, study, finished_batch):
+    other = Study.objects.create(slug="other", title="Other study")
+    outsider = get_user_model().objects.create_user("outsider", password="pw", is_staff=True)
+    outsider.user_permissions.add(
+        *Permission.objects.filter(codename__in=["view_generationbatch", "view_generationjob"])
+    )
+    other.researchers.add(outsider)
+    client.force_login(outsider)
+    batches_page = client.get(reverse("admin:generation_generationbatch_changelist")).content.decode()
+    assert "0 generation batchs" in batches_page or "0 generation batches" in batches_page
+    job = finished_batch.jobs.first()
+    assert client.get(reverse("admin:generation_generationjob_change", args=[job.pk])).status_code == 302
+    study.researchers.add(outsider)
+    assert client.get(reverse("admin:generation_generationjob_change", args=[job.pk])).status_code == 200
 
 
 def test_a_finished_batch_page_shows_counts_and_every_transcript_and_stops_polling(
@@ -100,7 +136,7 @@ def test_a_running_batch_polls_every_two_seconds_with_a_link_fallback(client, st
 
     # A job finishes: the next poll shows it (and an ETA from the time it took).
     job = unsent_batch.jobs.order_by("source__position").first()
-    services.generation_job_run(job_id=job.pk)
+    jobs.generation_job_run(job_id=job.pk)
     body = client.get(url, headers={"HX-Request": "true"}).content.decode()
     assert "<strong>1 of 2</strong>" in body and "1 succeeded" in body and "ETA 0:" in body
 

@@ -1,6 +1,6 @@
 """Batched generation for local models: the self-correction loop in lockstep over many sentences
 (generation.pipeline.self_correction.run_self_correction_batch) and the gpu queue's chunks of jobs
-(generation.services.generation_jobs_run, the dispatcher's chunks, generation.tasks).
+(generation.jobs.generation_jobs_run, the dispatcher's chunks, generation.tasks).
 
 The reference for every lockstep result is run_self_correction on the same sentence alone, with a
 backend whose answers depend only on the call (the glossary, or the scripted one below), so the
@@ -20,16 +20,17 @@ from django.utils import timezone
 
 from annotation.models import Simplification, Study
 from annotation.services import source_upsert
-from generation import services, tasks
+from generation import tasks
 from generation.backends.base import BackendError, Completion, GenerationParams
 from generation.backends.cache import CachedBackend, InMemoryCallCache
-from generation.backends.db_cache import DbCallCache
 from generation.backends.glossary_backend import GlossaryBackend
+from generation.call_cache import DbCallCache
 from generation.models import GenerationJob, LLMCallCache
 from generation.pipeline.self_correction import (
     run_self_correction,
     run_self_correction_batch,
 )
+from generation.services import batches, jobs, outcomes
 
 DEMO_FILE = Path(__file__).resolve().parents[2] / "annotation" / "demo" / "demo_study.csv"
 
@@ -138,16 +139,14 @@ def one_at_a_time(sentences, backend, **kwargs):
 # --- lockstep = one at a time -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("prompt_kind", ["plain", "cot"])
+@pytest.mark.parametrize("family", ["plain", "cot"])
 @pytest.mark.parametrize("max_rounds", [0, 2, 5])
-def test_lockstep_results_are_those_of_one_sentence_at_a_time(prompt_kind, max_rounds):
+def test_lockstep_results_are_those_of_one_sentence_at_a_time(family, max_rounds):
     params = GenerationParams(temperature=0.0, seed=3)
-    alone = one_at_a_time(
-        SENTENCES, ScriptedBackend(), prompt_kind=prompt_kind, params=params, max_rounds=max_rounds
-    )
+    alone = one_at_a_time(SENTENCES, ScriptedBackend(), family=family, params=params, max_rounds=max_rounds)
     backend = ScriptedBackend()
     together = run_self_correction_batch(
-        SENTENCES, backend=backend, prompt_kind=prompt_kind, params=params, max_rounds=max_rounds
+        SENTENCES, backend=backend, family=family, params=params, max_rounds=max_rounds
     )
     assert together == alone  # every field: texts, rounds, transcript, flags, tokens, cost, stop reason
 
@@ -178,9 +177,9 @@ def test_lockstep_results_are_those_of_one_sentence_at_a_time(prompt_kind, max_r
 
 
 def test_a_backend_without_complete_batch_is_called_once_per_conversation():
-    alone = one_at_a_time(SENTENCES, ScriptedBackend(), prompt_kind="plain")
+    alone = one_at_a_time(SENTENCES, ScriptedBackend(), family="plain")
     backend = ScriptedBackend(batches=False)
-    together = run_self_correction_batch(SENTENCES, backend=backend, prompt_kind="plain")
+    together = run_self_correction_batch(SENTENCES, backend=backend, family="plain")
     assert together == alone
     assert {log.method for log in backend.log} == {"complete"}
     assert len(backend.log) == sum(r.calls for r in together)
@@ -190,9 +189,9 @@ def test_a_backend_without_complete_batch_is_called_once_per_conversation():
 def test_lockstep_with_the_glossary_backend_on_the_demo_sentences(max_rounds):
     sentences = demo_sentences()
     for kind in ("plain", "cot"):
-        alone = one_at_a_time(sentences, GlossaryBackend(), prompt_kind=kind, max_rounds=max_rounds)
+        alone = one_at_a_time(sentences, GlossaryBackend(), family=kind, max_rounds=max_rounds)
         together = run_self_correction_batch(
-            sentences, backend=GlossaryBackend(), prompt_kind=kind, max_rounds=max_rounds
+            sentences, backend=GlossaryBackend(), family=kind, max_rounds=max_rounds
         )
         assert together == alone
         if max_rounds == 5:
@@ -222,8 +221,8 @@ def test_agent_backends_play_their_agents_in_lockstep_too():
 
 def test_empty_input_and_bad_arguments():
     assert run_self_correction_batch([], backend=ScriptedBackend()) == []
-    with pytest.raises(ValueError, match="prompt_kind"):
-        run_self_correction_batch(SENTENCES, backend=None, prompt_kind="fancy")
+    with pytest.raises(ValueError, match="family"):
+        run_self_correction_batch(SENTENCES, backend=None, family="fancy")
     with pytest.raises(ValueError, match="max_rounds"):
         run_self_correction_batch(SENTENCES, backend=None, max_rounds=-1)
 
@@ -239,11 +238,11 @@ def test_a_failing_batch_fails_the_whole_call():
 def test_a_lockstep_rerun_is_served_by_the_cache_of_a_one_at_a_time_run_and_back():
     inner = ScriptedBackend()
     cache = InMemoryCallCache()
-    alone = one_at_a_time(SENTENCES, CachedBackend(inner, cache), prompt_kind="cot")
+    alone = one_at_a_time(SENTENCES, CachedBackend(inner, cache), family="cot")
     made = len(inner.log)
     assert made == sum(r.calls for r in alone) and len(cache) == made
 
-    again = run_self_correction_batch(SENTENCES, backend=CachedBackend(inner, cache), prompt_kind="cot")
+    again = run_self_correction_batch(SENTENCES, backend=CachedBackend(inner, cache), family="cot")
     assert len(inner.log) == made  # no new call
     assert all(r.cached_calls == r.calls and r.cost_usd == 0 for r in again)
     assert [(r.sc_text, r.rounds, r.flag_reasons) for r in again] == [
@@ -252,9 +251,9 @@ def test_a_lockstep_rerun_is_served_by_the_cache_of_a_one_at_a_time_run_and_back
 
     # …and the other way round: a batched run fills the cache that a one-at-a-time run reads.
     inner, cache = ScriptedBackend(), InMemoryCallCache()
-    first = run_self_correction_batch(SENTENCES, backend=CachedBackend(inner, cache), prompt_kind="plain")
+    first = run_self_correction_batch(SENTENCES, backend=CachedBackend(inner, cache), family="plain")
     made = len(inner.log)
-    second = one_at_a_time(SENTENCES, CachedBackend(inner, cache), prompt_kind="plain")
+    second = one_at_a_time(SENTENCES, CachedBackend(inner, cache), family="plain")
     assert len(inner.log) == made
     assert [r.sc_text for r in second] == [r.sc_text for r in first]
     assert all(r.cached_calls == r.calls for r in second)
@@ -294,7 +293,7 @@ def scripted_gpu(monkeypatch):
         Holder.inner.fail_on = Holder.fail_on
         return CachedBackend(Holder.inner, DbCallCache(backend=batch.backend, model=batch.model_name))
 
-    monkeypatch.setattr(services, "batch_backend", backend)
+    monkeypatch.setattr(outcomes, "batch_backend", backend)
     return Holder
 
 
@@ -312,7 +311,7 @@ def sent(monkeypatch):
 def gpu_batch(study, django_capture_on_commit_callbacks, **kwargs):
     kwargs.setdefault("systems", ["plain_bs", "plain_sc"])
     with django_capture_on_commit_callbacks(execute=True):
-        return services.generation_batch_create(
+        return batches.generation_batch_create(
             study=study, backend="transformers", model_name="/models/scripted", **kwargs
         )
 
@@ -357,10 +356,10 @@ def test_gpu_jobs_are_sent_in_chunks_of_one_family_and_a_slot_holds_a_chunk(
         systems=["plain_bs", "plain_sc", "cot_bs", "scgr"],
         concurrency=2,
     )
-    jobs = {(j.family, j.source.position): j.pk for j in batch.jobs.select_related("source")}
-    positions = sorted({p for _, p in jobs})
-    cot = [jobs["cot", p] for p in positions]
-    plain = [jobs["plain", p] for p in positions]
+    ids = {(j.family, j.source.position): j.pk for j in batch.jobs.select_related("source")}
+    positions = sorted({p for _, p in ids})
+    cot = [ids["cot", p] for p in positions]
+    plain = [ids["plain", p] for p in positions]
     # Two slots × 3 jobs, taken family by family in source order, sent as chunks of one family.
     assert [ids for ids, _, _ in sent] == [cot[:3], cot[3:5], [plain[0]]]
     assert {backend for _, backend, _ in sent} == {"transformers"}
@@ -370,21 +369,21 @@ def test_gpu_jobs_are_sent_in_chunks_of_one_family_and_a_slot_holds_a_chunk(
     queued = [ids for ids, _, _ in sent[1:]]
     sent.clear()
     with django_capture_on_commit_callbacks(execute=True):
-        done = services.generation_jobs_run(job_ids=cot[:3], task_id="chunk-1")
+        done = jobs.generation_jobs_run(job_ids=cot[:3], task_id="chunk-1")
     assert [j.status for j in done] == ["succeeded"] * 3
     # The chunk's three freed slots are refilled at once, as one chunk, not three chunks of one.
     assert [ids for ids, _, _ in sent] == [plain[1:4]]
     assert [log.size for log in scripted_gpu.inner.log] == [3]  # cot_bs only: one batched call
 
     # Run everything left; SCGR jobs go one per task.
-    scgr = {jobs["scgr", p] for p in positions}
+    scgr = {ids["scgr", p] for p in positions}
     queued += [ids for ids, _, _ in sent]
     sent.clear()
     while queued:
         ids = queued.pop(0)
         assert len(ids) <= 3 and (len(ids) == 1 or not scgr & set(ids))
         with django_capture_on_commit_callbacks(execute=True):
-            services.generation_jobs_run(job_ids=ids, task_id=f"chunk-{ids[0]}")
+            jobs.generation_jobs_run(job_ids=ids, task_id=f"chunk-{ids[0]}")
         queued += [ids for ids, _, _ in sent]
         sent.clear()
     batch.refresh_from_db()
@@ -460,7 +459,7 @@ def test_a_chunk_whose_worker_died_is_taken_over_and_resumes_from_the_cache(
 
     inner.complete_batch = dies
     with pytest.raises(WorkerKilled):
-        services.generation_jobs_run(job_ids=chunk, task_id="gpu-1")
+        jobs.generation_jobs_run(job_ids=chunk, task_id="gpu-1")
     assert set(batch.jobs.values_list("status", "task_id")) == {("running", "gpu-1")}
     assert not Simplification.objects.exists()
     made = sum(log.size for log in inner.log)
@@ -468,20 +467,21 @@ def test_a_chunk_whose_worker_died_is_taken_over_and_resumes_from_the_cache(
     inner.complete_batch = real_batch
 
     # Another message leaves live jobs alone; the broker's redelivery (same task id) takes them over.
-    assert {j.status for j in services.generation_jobs_run(job_ids=chunk, task_id="gpu-2")} == {"running"}
+    assert {j.status for j in jobs.generation_jobs_run(job_ids=chunk, task_id="gpu-2")} == {"running"}
     with django_capture_on_commit_callbacks(execute=True):
-        done = services.generation_jobs_run(job_ids=chunk, task_id="gpu-1")
+        done = jobs.generation_jobs_run(job_ids=chunk, task_id="gpu-1")
     assert [(j.status, j.attempts) for j in done] == [("succeeded", 2)] * 4
     assert all(j.cached_calls == 3 for j in done)  # the three calls made before the crash
     assert sum(log.size for log in inner.log) == made + sum(j.calls - 3 for j in done)
 
     # A chunk lost with its message is sent again by a dispatch once stale, like a single job.
+    long_ago = timezone.now() - timedelta(seconds=601)
     GenerationJob.objects.filter(pk=chunk[0]).update(
-        status="running", started_at=timezone.now() - timedelta(seconds=601)
+        status="running", started_at=long_ago, heartbeat_at=long_ago
     )
     sent.clear()
     with django_capture_on_commit_callbacks(execute=True):
-        services.generation_batch_dispatch(batch=batch)
+        batches.generation_batch_dispatch(batch=batch)
     assert sent == [([chunk[0]], "transformers", None)]
 
 
@@ -514,7 +514,7 @@ def test_a_transient_chunk_failure_sends_each_job_again_on_its_own(
     scripted_gpu.inner.complete_batch = out_of_memory
     sent.clear()
     with django_capture_on_commit_callbacks(execute=True):
-        services.generation_jobs_run(job_ids=chunk, task_id="gpu-1")
+        jobs.generation_jobs_run(job_ids=chunk, task_id="gpu-1")
     assert sorted(ids for ids, _, _ in sent) == sorted([pk] for pk in chunk)
     assert all(countdown is not None for _, _, countdown in sent)
     for job in batch.jobs.all():
@@ -525,7 +525,7 @@ def test_a_transient_chunk_failure_sends_each_job_again_on_its_own(
 def test_the_gpu_task_takes_a_chunk_or_a_single_job_id(settings, scripted_gpu, monkeypatch):
     monkeypatch.setattr(tasks, "generation_jobs_send", lambda *a, **k: None)
     study = make_study(3)
-    batch = services.generation_batch_create(
+    batch = batches.generation_batch_create(
         study=study, systems=["plain_bs"], backend="transformers", model_name="/models/scripted"
     )
     first, *rest = batch.jobs.order_by("source__position").values_list("pk", flat=True)
@@ -583,7 +583,7 @@ def test_a_transformers_batch_runs_its_jobs_in_lockstep_on_a_local_model(
         "max_rounds": 1,
     }
     with django_capture_on_commit_callbacks(execute=True):
-        batch = services.generation_batch_create(**options)
+        batch = batches.generation_batch_create(**options)
     jobs = list(batch.jobs.all())
     assert [j.status for j in jobs] == ["succeeded"] * 5, [j.error for j in jobs]
     for source in study.sources.all():
@@ -598,7 +598,7 @@ def test_a_transformers_batch_runs_its_jobs_in_lockstep_on_a_local_model(
     # The rerun is served by the call cache: no model call at all.
     prompts_per_call.clear()
     with django_capture_on_commit_callbacks(execute=True):
-        again = services.generation_batch_create(**options)
+        again = batches.generation_batch_create(**options)
     assert prompts_per_call == []
     assert all(j.status == "succeeded" and j.calls == j.cached_calls for j in again.jobs.all())
     assert Simplification.objects.filter(source__study=study).count() == 5 * 2

@@ -16,11 +16,12 @@ from django.utils import timezone
 
 from annotation.models import Simplification, Study, System
 from annotation.services import source_upsert
-from generation import services, tasks
+from generation import tasks
 from generation.backends.base import BackendError
 from generation.models import GenerationBatch, GenerationJob, LLMCallCache
 from generation.pipeline.scgr import SCGR_PROMPT_VERSION
 from generation.prompts.registry import DEFAULT_VERSION
+from generation.services import batches, jobs, outcomes
 from tests.generation.scripted_llm_server import count_tokens
 
 pytestmark = pytest.mark.django_db
@@ -61,7 +62,7 @@ def launch(django_capture_on_commit_callbacks):
         if kwargs["backend"] == "openai":
             kwargs.setdefault("model_name", "gpt-3.5-turbo")
         with django_capture_on_commit_callbacks(execute=True):
-            batch = services.generation_batch_create(**kwargs)
+            batch = batches.generation_batch_create(**kwargs)
         batch.refresh_from_db()
         return batch
 
@@ -93,7 +94,7 @@ def test_one_job_per_source_and_family_and_missing_systems_are_created(
     study = make_study()
     System.objects.create(study=study, key="plain_bs", label="Existing label", position=0)
     with django_capture_on_commit_callbacks(execute=True):
-        batch = services.generation_batch_create(
+        batch = batches.generation_batch_create(
             study=study,
             systems=["plain_bs", "plain_sc", "cot_bs", "scgr"],
             backend="glossary",
@@ -140,7 +141,7 @@ def test_one_job_per_source_and_family_and_missing_systems_are_created(
 def test_bad_requests_are_refused_before_anything_is_written(kwargs, field):
     study = make_study()
     with pytest.raises(ValidationError) as caught:
-        services.generation_batch_create(study=study, **kwargs)
+        batches.generation_batch_create(study=study, **kwargs)
     assert field in caught.value.message_dict
     assert not GenerationBatch.objects.exists() and not System.objects.exists()
 
@@ -148,7 +149,7 @@ def test_bad_requests_are_refused_before_anything_is_written(kwargs, field):
 def test_a_study_without_sources_is_refused():
     study = Study.objects.create(slug="empty", title="empty")
     with pytest.raises(ValidationError) as caught:
-        services.generation_batch_create(study=study, systems=["plain_bs"], backend="glossary")
+        batches.generation_batch_create(study=study, systems=["plain_bs"], backend="glossary")
     assert "study" in caught.value.message_dict
 
 
@@ -160,7 +161,7 @@ def test_at_most_concurrency_jobs_are_in_flight_and_each_finished_job_sends_the_
 ):
     study = make_study(sentences=[f"Mild cardiomegaly number {i}." for i in range(5)])
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        batch = services.generation_batch_create(
+        batch = batches.generation_batch_create(
             study=study, systems=["plain_bs"], backend="glossary", concurrency=2
         )
         assert sent == []  # nothing is sent inside the transaction
@@ -179,7 +180,7 @@ def test_at_most_concurrency_jobs_are_in_flight_and_each_finished_job_sends_the_
             ).count()
             assert in_flight <= 2
             with django_capture_on_commit_callbacks(execute=True):
-                services.generation_job_run(job_id=job_id)
+                jobs.generation_job_run(job_id=job_id)
             finished.append(job_id)
     assert finished == order  # in source order, each finish sent exactly one more
     batch.refresh_from_db()
@@ -331,19 +332,19 @@ def test_a_transient_failure_sends_the_job_again_after_a_backoff(
     settings.RADLAY_GENERATION_JOB_ATTEMPTS = 3
     study = make_study(sentences=SENTENCES[:1])
     with django_capture_on_commit_callbacks(execute=True):
-        batch = services.generation_batch_create(
+        batch = batches.generation_batch_create(
             study=study, systems=["plain_bs"], backend="openai", model_name="gpt-3.5-turbo"
         )
     job = batch.jobs.get()
     llm.fail_next(503)
     with django_capture_on_commit_callbacks(execute=True):
-        services.generation_job_run(job_id=job.pk)
+        jobs.generation_job_run(job_id=job.pk)
     job.refresh_from_db()
     assert job.status == "pending" and job.attempts == 1 and "HTTP 503" in job.error
     assert job.dispatched_at is not None and job.not_before > job.dispatched_at
     assert sent[-1][0] == [job.pk] and sent[-1][2] > 0  # resent with a countdown
     with django_capture_on_commit_callbacks(execute=True):
-        services.generation_job_run(job_id=job.pk)
+        jobs.generation_job_run(job_id=job.pk)
     job.refresh_from_db()
     assert job.status == "succeeded" and job.attempts == 2 and job.error == ""
 
@@ -416,7 +417,7 @@ def test_running_a_finished_job_again_does_nothing(llm, launch):
     batch = launch(study=study, systems=["plain_bs", "plain_sc"])
     job = batch.jobs.get()
     requests = len(llm.chat_requests())
-    again = services.generation_job_run(job_id=job.pk, task_id="another-delivery")
+    again = jobs.generation_job_run(job_id=job.pk, task_id="another-delivery")
     assert again.status == "succeeded" and again.attempts == 1
     assert len(llm.chat_requests()) == requests
     assert Simplification.objects.count() == 2
@@ -432,12 +433,12 @@ def test_a_worker_killed_mid_job_resumes_without_paying_twice(
     study = make_study(sentences=SENTENCES[:1])
     llm.script("processor", ["Yes, explain lesions.", "No.", "No.", "No."])
     with django_capture_on_commit_callbacks(execute=True):
-        batch = services.generation_batch_create(
+        batch = batches.generation_batch_create(
             study=study, systems=["plain_bs", "plain_sc"], backend="openai", model_name="gpt-3.5-turbo"
         )
     job = batch.jobs.get()
 
-    real_backend = services.batch_backend
+    real_backend = outcomes.batch_backend
 
     class DiesAfter:
         def __init__(self, inner, calls):
@@ -450,20 +451,20 @@ def test_a_worker_killed_mid_job_resumes_without_paying_twice(
             self.left -= 1
             return self.inner.complete(messages, **kwargs)
 
-    monkeypatch.setattr(services, "batch_backend", lambda b: DiesAfter(real_backend(b), 4))
+    monkeypatch.setattr(outcomes, "batch_backend", lambda b: DiesAfter(real_backend(b), 4))
     with pytest.raises(WorkerKilled):
-        services.generation_job_run(job_id=job.pk, task_id="task-1")
+        jobs.generation_job_run(job_id=job.pk, task_id="task-1")
     job.refresh_from_db()
     assert job.status == "running" and job.task_id == "task-1"
     assert len(llm.chat_requests()) == 4 and LLMCallCache.objects.count() == 4
     assert not Simplification.objects.exists()
-    monkeypatch.setattr(services, "batch_backend", real_backend)
+    monkeypatch.setattr(outcomes, "batch_backend", real_backend)
 
     # Another message for the same job (not the redelivered one) leaves a live job alone…
-    assert services.generation_job_run(job_id=job.pk, task_id="task-2").status == "running"
+    assert jobs.generation_job_run(job_id=job.pk, task_id="task-2").status == "running"
     # …the broker's redelivery of task-1 (acks_late) takes it over and replays the cached calls.
     with django_capture_on_commit_callbacks(execute=True):
-        done = services.generation_job_run(job_id=job.pk, task_id="task-1")
+        done = jobs.generation_job_run(job_id=job.pk, task_id="task-1")
     assert done.status == "succeeded" and done.attempts == 2
     assert done.calls == 10 and done.cached_calls == 4
     assert len(llm.chat_requests()) == 10  # the 4 calls made before the crash were not paid twice
@@ -478,20 +479,24 @@ def test_a_stale_running_job_is_taken_over_by_any_message_and_by_dispatch(
     settings.RADLAY_GENERATION_STALE_AFTER = 600
     study = make_study(sentences=SENTENCES[:2])
     with django_capture_on_commit_callbacks(execute=True):
-        batch = services.generation_batch_create(
+        batch = batches.generation_batch_create(
             study=study, systems=["plain_bs"], backend="glossary", concurrency=1
         )
     first, second = batch.jobs.order_by("source__position")
     assert sent[-1][0] == [first.pk]
-    # Its worker died long ago and the message is gone: the next dispatch hands the slot out again.
+    # Its worker died long ago (no heartbeat since) and the message is gone: the next dispatch sends
+    # it again in the slot it held; the second job still waits for a free slot.
     GenerationJob.objects.filter(pk=first.pk).update(
         status="running", started_at=timezone.now() - timedelta(seconds=601), task_id="dead"
     )
+    sent.clear()
     with django_capture_on_commit_callbacks(execute=True):
-        services.generation_batch_dispatch(batch=batch)
-    assert sent[-1][0] == [second.pk]  # the stale job no longer holds the only slot
+        batches.generation_batch_dispatch(batch=batch)
+    assert [ids for ids, _, _ in sent] == [[first.pk]]
+    assert GenerationJob.objects.get(pk=first.pk).status == "pending"
     with django_capture_on_commit_callbacks(execute=True):
-        assert services.generation_job_run(job_id=first.pk, task_id="new").status == "succeeded"
+        assert jobs.generation_job_run(job_id=first.pk, task_id="new").status == "succeeded"
+    assert sent[-1][0] == [second.pk]  # its finish freed the slot
     first.refresh_from_db()
     assert first.attempts == 1 and first.simplifications.count() == 1
 
@@ -499,32 +504,32 @@ def test_a_stale_running_job_is_taken_over_by_any_message_and_by_dispatch(
 def test_cancel_stops_pending_jobs_and_resume_runs_them(sent, django_capture_on_commit_callbacks):
     study = make_study()
     with django_capture_on_commit_callbacks(execute=True):
-        batch = services.generation_batch_create(
+        batch = batches.generation_batch_create(
             study=study, systems=["plain_bs"], backend="glossary", concurrency=1
         )
     queued = sent[-1][0][0]
-    assert services.generation_batch_cancel(batch=batch) == 3
+    assert batches.generation_batch_cancel(batch=batch) == 3
     assert batch.status == "cancelled" and batch.finished_at is not None
     # The message already in the queue finds its job cancelled and does nothing.
-    assert services.generation_job_run(job_id=queued).status == "cancelled"
+    assert jobs.generation_job_run(job_id=queued).status == "cancelled"
     assert not Simplification.objects.exists()
     sent.clear()
 
     with django_capture_on_commit_callbacks(execute=True):
-        resumed = services.generation_batch_resume(batch=batch)
+        resumed = batches.generation_batch_resume(batch=batch)
     assert len(resumed) == 1 and batch.cancelled_at is None and batch.finished_at is None
     assert set(batch.jobs.values_list("status", flat=True)) == {"pending"}
     while sent:
         for job_id in sent.pop(0)[0]:
             with django_capture_on_commit_callbacks(execute=True):
-                services.generation_job_run(job_id=job_id)
+                jobs.generation_job_run(job_id=job_id)
     batch.refresh_from_db()
     assert set(batch.jobs.values_list("status", flat=True)) == {"succeeded"} and batch.finished_at is not None
 
 
 def test_a_running_job_finishes_and_is_recorded_after_cancel(llm, launch, monkeypatch):
     study = make_study(sentences=SENTENCES[:2])
-    real_backend = services.batch_backend
+    real_backend = outcomes.batch_backend
 
     class CancelsOnFirstCall:
         def __init__(self, inner):
@@ -533,10 +538,10 @@ def test_a_running_job_finishes_and_is_recorded_after_cancel(llm, launch, monkey
         def complete(self, messages, **kwargs):
             batch = GenerationBatch.objects.get()
             if batch.cancelled_at is None:
-                services.generation_batch_cancel(batch=batch)  # an admin cancels while this job runs
+                batches.generation_batch_cancel(batch=batch)  # an admin cancels while this job runs
             return self.inner.complete(messages, **kwargs)
 
-    monkeypatch.setattr(services, "batch_backend", lambda b: CancelsOnFirstCall(real_backend(b)))
+    monkeypatch.setattr(outcomes, "batch_backend", lambda b: CancelsOnFirstCall(real_backend(b)))
     batch = launch(study=study, systems=["plain_bs"], concurrency=1)
     assert dict(batch.jobs.values_list("source__key", "status")) == {"s1": "succeeded", "s2": "cancelled"}
     assert batch.status == "cancelled" and batch.finished_at is not None
@@ -549,10 +554,10 @@ def test_retry_failed_runs_failed_jobs_again(llm, launch, django_capture_on_comm
     batch = launch(study=study, systems=["plain_bs"])
     assert batch.jobs.get().status == "failed"
     with django_capture_on_commit_callbacks(execute=True):
-        services.generation_batch_resume(batch=batch)  # failed jobs stay failed without retry_failed
+        batches.generation_batch_resume(batch=batch)  # failed jobs stay failed without retry_failed
     assert batch.jobs.get().status == "failed"
     with django_capture_on_commit_callbacks(execute=True):
-        services.generation_batch_resume(batch=batch, retry_failed=True)
+        batches.generation_batch_resume(batch=batch, retry_failed=True)
     job = batch.jobs.get()
     assert job.status == "succeeded" and job.attempts == 1 and job.error == ""
 
@@ -624,7 +629,7 @@ def test_a_model_artifact_needs_the_transformers_backend(tiny_t5_dir):
 
     artifact = model_artifact_register(name="tiny-t5", path=tiny_t5_dir)
     with pytest.raises(ValidationError) as caught:
-        services.generation_batch_create(
+        batches.generation_batch_create(
             study=make_study(),
             systems=["plain_bs"],
             backend="openai",
@@ -639,28 +644,32 @@ def test_the_failure_of_a_superseded_run_does_not_undo_the_run_that_took_over(
 ):
     study = make_study(sentences=SENTENCES[:1])
     with django_capture_on_commit_callbacks(execute=True):
-        batch = services.generation_batch_create(
+        batch = batches.generation_batch_create(
             study=study, systems=["plain_bs"], backend="openai", model_name="gpt-3.5-turbo"
         )
     job = batch.jobs.get()
-    real_backend = services.batch_backend
+    real_backend = outcomes.batch_backend
 
     class ResumedMeanwhile:
-        """While the first run waits on the API, an admin force-resumes and another worker takes over."""
+        """While the first run waits on the API, its heartbeat looks stopped, a resume sends the job
+        again and another worker takes over."""
 
         def __init__(self, inner):
             self.inner, self.name, self.model = inner, inner.name, inner.model
 
         def complete(self, messages, **kwargs):
-            monkeypatch.setattr(services, "batch_backend", real_backend)
+            monkeypatch.setattr(outcomes, "batch_backend", real_backend)
             with django_capture_on_commit_callbacks(execute=True):
-                services.generation_batch_resume(batch=batch, force=True)
-                services.generation_job_run(job_id=job.pk, task_id="second")
+                GenerationJob.objects.filter(pk=job.pk).update(
+                    heartbeat_at=timezone.now() - timedelta(hours=1)
+                )
+                batches.generation_batch_resume(batch=batch)
+                jobs.generation_job_run(job_id=job.pk, task_id="second")
             raise BackendError("HTTP 400: bad request", transient=False)
 
-    monkeypatch.setattr(services, "batch_backend", lambda b: ResumedMeanwhile(real_backend(b)))
+    monkeypatch.setattr(outcomes, "batch_backend", lambda b: ResumedMeanwhile(real_backend(b)))
     with django_capture_on_commit_callbacks(execute=True):
-        services.generation_job_run(job_id=job.pk, task_id="first")
+        jobs.generation_job_run(job_id=job.pk, task_id="first")
     job.refresh_from_db()
     assert (job.status, job.task_id, job.attempts, job.error) == ("succeeded", "second", 2, "")
     assert simplification(study, "s1", "plain_bs").text == "There are two spots in the liver."

@@ -31,12 +31,12 @@ def varying_answers(scripted_llm):
 def test_rerunning_a_job_makes_zero_calls_and_reproduces_it(varying_answers, openai_backend):
     cache = InMemoryCallCache()
     backend = CachedBackend(openai_backend, cache)
-    first = run_self_correction(SENTENCE, backend=backend, prompt_kind="plain")
+    first = run_self_correction(SENTENCE, backend=backend, family="plain")
     calls_after_first = len(varying_answers.chat_requests(status=None))
     assert calls_after_first == first.calls == 10 and first.cached_calls == 0
     assert first.sc_text == "Simplification number 2."
 
-    second = run_self_correction(SENTENCE, backend=backend, prompt_kind="plain")
+    second = run_self_correction(SENTENCE, backend=backend, family="plain")
     assert len(varying_answers.chat_requests(status=None)) == calls_after_first  # not one new request
     assert (second.bs_text, second.sc_text) == (first.bs_text, first.sc_text)
     assert [e["content"] for e in second.transcript] == [e["content"] for e in first.transcript]

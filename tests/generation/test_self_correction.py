@@ -58,7 +58,7 @@ def test_each_agent_receives_the_papers_prompts_and_the_generator_remembers(scri
         ],
     )
 
-    result = run_self_correction(SENTENCE, backend=openai_backend, prompt_kind="plain")
+    result = run_self_correction(SENTENCE, backend=openai_backend, family="plain")
 
     generator = scripted_llm.chat_requests("generator")
     radiologist = scripted_llm.chat_requests("radiologist")
@@ -111,7 +111,7 @@ def test_each_agent_receives_the_papers_prompts_and_the_generator_remembers(scri
 
 def test_transcript_tokens_and_cost(scripted_llm, openai_backend):
     scripted_llm.script("processor", ["Yes, explain more.", "No", "No", "No"])
-    result = run_self_correction(SENTENCE, backend=openai_backend, prompt_kind="plain")
+    result = run_self_correction(SENTENCE, backend=openai_backend, family="plain")
 
     requests = scripted_llm.chat_requests()
     expected_prompt = sum(count_tokens(m["content"]) for r in requests for m in r.messages)
@@ -157,7 +157,7 @@ def test_transcript_tokens_and_cost(scripted_llm, openai_backend):
 def test_no_from_both_processors_ends_the_loop_after_one_round(scripted_llm, openai_backend):
     scripted_llm.script("generator", [BS])
     scripted_llm.script("processor", ["No.", "No, the feedback is positive."])
-    result = run_self_correction(SENTENCE, backend=openai_backend, prompt_kind="plain")
+    result = run_self_correction(SENTENCE, backend=openai_backend, family="plain")
     assert len(scripted_llm.chat_requests("generator")) == 1
     assert (result.rounds, result.refinements, result.stopped_by) == (1, 0, "processor_no")
     assert result.sc_text == result.bs_text == BS
@@ -165,7 +165,7 @@ def test_no_from_both_processors_ends_the_loop_after_one_round(scripted_llm, ope
 
 def test_one_yes_is_enough_to_go_on(scripted_llm, openai_backend):
     scripted_llm.script("processor", ["No", "Yes, what does 'liver' mean?", "No", "No"])
-    result = run_self_correction(SENTENCE, backend=openai_backend, prompt_kind="plain")
+    result = run_self_correction(SENTENCE, backend=openai_backend, family="plain")
     assert (result.rounds, result.refinements) == (2, 1)
     refine = scripted_llm.chat_requests("generator")[1].messages[-1]["content"]
     assert refine.startswith("Radiologist's feedback: No\n\nPatient's feedback: What does 'liver' mean?\n\n")
@@ -174,7 +174,7 @@ def test_one_yes_is_enough_to_go_on(scripted_llm, openai_backend):
 def test_an_answer_that_is_neither_yes_nor_no_goes_on_and_is_flagged(scripted_llm, openai_backend):
     # "Notably" starts with the letters N-o but is not a "No".
     scripted_llm.script("processor", ["Notably, 'lesions' should be explained.", "No", "No", "No"])
-    result = run_self_correction(SENTENCE, backend=openai_backend, prompt_kind="plain")
+    result = run_self_correction(SENTENCE, backend=openai_backend, family="plain")
     assert result.refinements == 1
     assert (
         "Radiologist's feedback: Notably, 'lesions' should be explained."
@@ -186,7 +186,7 @@ def test_an_answer_that_is_neither_yes_nor_no_goes_on_and_is_flagged(scripted_ll
 def test_round_cap(scripted_llm, openai_backend):
     scripted_llm.set_fallback("processor", "Yes, make it simpler.")
     scripted_llm.script("generator", ["draft 0", "draft 1", "draft 2", "draft 3"])
-    result = run_self_correction(SENTENCE, backend=openai_backend, prompt_kind="plain", max_rounds=3)
+    result = run_self_correction(SENTENCE, backend=openai_backend, family="plain", max_rounds=3)
     assert len(scripted_llm.chat_requests("generator")) == 4
     assert len(scripted_llm.chat_requests("radiologist")) == 3
     assert (result.rounds, result.refinements, result.stopped_by, result.reached_cap) == (
@@ -201,7 +201,7 @@ def test_round_cap(scripted_llm, openai_backend):
 
 def test_default_cap_is_five_rounds(scripted_llm, openai_backend):
     scripted_llm.set_fallback("processor", "Yes, shorter.")
-    result = run_self_correction(SENTENCE, backend=openai_backend, prompt_kind="plain")
+    result = run_self_correction(SENTENCE, backend=openai_backend, family="plain")
     assert (result.rounds, result.max_rounds, result.reached_cap) == (5, 5, True)
     assert len(scripted_llm.chat_requests("generator")) == 6
 
@@ -218,7 +218,7 @@ def test_cot_answers_are_parsed_and_the_agents_see_only_the_simplification(scrip
     )
     scripted_llm.script("generator", [COT_ANSWER, refined_cot, "  The liver has 2 bright spots.  "])
     scripted_llm.script("processor", ["Yes, add more.", "No", "Yes, shorter.", "No", "No", "No"])
-    result = run_self_correction(SENTENCE, backend=openai_backend, prompt_kind="cot")
+    result = run_self_correction(SENTENCE, backend=openai_backend, family="cot")
 
     generator = scripted_llm.chat_requests("generator")
     assert generator[0].messages == [user(load_prompts().render("cot", sentence=SENTENCE))]
@@ -239,7 +239,7 @@ def test_cot_answers_are_parsed_and_the_agents_see_only_the_simplification(scrip
 
 def test_an_unparsable_first_cot_answer_is_used_whole_and_flagged(scripted_llm, openai_backend):
     scripted_llm.script("generator", ["The liver has two bright spots."])
-    result = run_self_correction(SENTENCE, backend=openai_backend, prompt_kind="cot")
+    result = run_self_correction(SENTENCE, backend=openai_backend, family="cot")
     assert result.bs_text == "The liver has two bright spots."
     assert result.flagged and "CoT answer not parsed" in result.flag_reason
 
@@ -247,7 +247,7 @@ def test_an_unparsable_first_cot_answer_is_used_whole_and_flagged(scripted_llm, 
 def test_baseline_makes_one_generator_call(scripted_llm, openai_backend):
     scripted_llm.script("generator", [COT_ANSWER])
     result = generate_baseline(
-        SENTENCE, backend=openai_backend, prompt_kind="cot", params=GenerationParams(temperature=0.8, seed=7)
+        SENTENCE, backend=openai_backend, family="cot", params=GenerationParams(temperature=0.8, seed=7)
     )
     assert [r.agent for r in scripted_llm.chat_requests()] == ["generator"]
     assert scripted_llm.chat_requests()[0].params["seed"] == 7
@@ -262,11 +262,10 @@ def test_baselines_for_several_sentences(scripted_llm, openai_backend):
     assert [r.text for r in results] == ["Lay: Liver is normal.", "Lay: Spleen is enlarged."]
 
 
-def test_empty_and_truncated_answers_are_flagged(scripted_llm, openai_backend):
+def test_an_empty_answer_is_retried_and_a_truncated_one_flagged(scripted_llm, openai_backend, sleeps):
     scripted_llm.script("generator", ["", Answer("There are two liver", finish_reason="length")])
     result = generate_baseline(SENTENCE, backend=openai_backend)
-    assert result.flagged and "empty simplification" in result.flag_reason
-    result = generate_baseline(SENTENCE, backend=openai_backend)
+    assert len(sleeps) == 1 and len(scripted_llm.chat_requests()) == 2  # the empty answer was asked again
     assert result.text == "There are two liver"
     assert result.flag_reasons == ["generator answer in round 0 was cut off at max_tokens"]
 
@@ -275,13 +274,13 @@ def test_unknown_model_has_unknown_cost(scripted_llm):
     backend = OpenAIBackend(
         model="local-llama", base_url=scripted_llm.base_url, api_key="k", prices={"gpt-x": ModelPrice(1, 1)}
     )
-    result = run_self_correction(SENTENCE, backend=backend, prompt_kind="plain")
+    result = run_self_correction(SENTENCE, backend=backend, family="plain")
     assert result.cost_usd == 0.0 and result.cost_known is False
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match="prompt_kind"):
-        run_self_correction(SENTENCE, backend=None, prompt_kind="fancy")
+    with pytest.raises(ValueError, match="family"):
+        run_self_correction(SENTENCE, backend=None, family="fancy")
     with pytest.raises(ValueError, match="max_rounds"):
         run_self_correction(SENTENCE, backend=None, max_rounds=-1)
 

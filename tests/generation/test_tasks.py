@@ -8,8 +8,9 @@ import pytest
 from annotation.models import Simplification, Study
 from annotation.services import source_upsert
 from config.celery_app import app as celery_app
-from generation import services, tasks
+from generation import tasks
 from generation.models import GenerationJob
+from generation.services import batches, jobs, outcomes
 
 
 def make_study(n: int) -> Study:
@@ -40,7 +41,7 @@ def queued(monkeypatch):
 def test_a_task_takes_a_job_id_and_runs_the_job(monkeypatch):
     monkeypatch.setattr(tasks, "generation_jobs_send", lambda *a, **k: None)
     study = make_study(1)
-    batch = services.generation_batch_create(study=study, systems=["plain_bs"], backend="glossary")
+    batch = batches.generation_batch_create(study=study, systems=["plain_bs"], backend="glossary")
     job = batch.jobs.get()
 
     tasks.generation_job_run_llm.apply(args=[job.pk], task_id="delivery-1")
@@ -56,10 +57,10 @@ def test_jobs_are_sent_after_the_commit_to_the_queue_of_their_backend(
 ):
     study = make_study(3)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        api = services.generation_batch_create(
+        api = batches.generation_batch_create(
             study=study, systems=["plain_bs"], backend="glossary", concurrency=2
         )
-        local = services.generation_batch_create(
+        local = batches.generation_batch_create(
             study=study, systems=["cot_bs"], backend="transformers", model_name="/models/t5", concurrency=5
         )
     assert queued == []  # nothing leaves before the commit
@@ -80,7 +81,7 @@ def test_a_retry_is_published_with_its_countdown(
 ):
     study = make_study(1)
     with django_capture_on_commit_callbacks(execute=True):
-        batch = services.generation_batch_create(study=study, systems=["plain_bs"], backend="glossary")
+        batch = batches.generation_batch_create(study=study, systems=["plain_bs"], backend="glossary")
     job = batch.jobs.get()
 
     from generation.backends.base import BackendError
@@ -88,9 +89,9 @@ def test_a_retry_is_published_with_its_countdown(
     def overloaded(batch):
         raise BackendError("HTTP 529: overloaded", transient=True)
 
-    monkeypatch.setattr(services, "batch_backend", overloaded)
+    monkeypatch.setattr(outcomes, "batch_backend", overloaded)
     with django_capture_on_commit_callbacks(execute=True):
-        services.generation_job_run(job_id=job.pk)
+        jobs.generation_job_run(job_id=job.pk)
     name, args, countdown, queue = queued[-1]
     assert (name, args, queue) == ("generation.tasks.generation_job_run_llm", [job.pk], "llm")
     assert 0 < countdown <= 10.0  # the first retry waits up to RADLAY_GENERATION_RETRY_DELAY (default 10 s)
@@ -102,7 +103,7 @@ def test_the_embedded_mode_runs_a_batch_one_job_after_another(monkeypatch):
     # the next one while still inside the task that ran it.
     study = make_study(30)
     depth, deepest, order = [0], [0], []
-    real_run = services.generation_job_run
+    real_run = jobs.generation_job_run
 
     def run(*, job_id, task_id=""):
         depth[0] += 1
@@ -113,8 +114,8 @@ def test_the_embedded_mode_runs_a_batch_one_job_after_another(monkeypatch):
         finally:
             depth[0] -= 1
 
-    monkeypatch.setattr(services, "generation_job_run", run)
-    batch = services.generation_batch_create(
+    monkeypatch.setattr(jobs, "generation_job_run", run)
+    batch = batches.generation_batch_create(
         study=study, systems=["plain_bs"], backend="glossary", concurrency=1
     )
 
@@ -123,3 +124,36 @@ def test_the_embedded_mode_runs_a_batch_one_job_after_another(monkeypatch):
     assert GenerationJob.objects.filter(status="succeeded").count() == 30
     assert deepest[0] == 1  # never one job inside another
     assert order == list(batch.jobs.order_by("source__position").values_list("pk", flat=True))
+
+
+@pytest.mark.django_db
+def test_a_lost_database_connection_retries_the_task_which_takes_its_job_over(monkeypatch):
+    from django.db import OperationalError
+
+    monkeypatch.setattr(tasks, "generation_jobs_send", lambda *a, **k: None)
+    batch = batches.generation_batch_create(study=make_study(1), systems=["plain_bs"], backend="glossary")
+    job = batch.jobs.get()
+    real_fail, tries = jobs._job_fail, []
+
+    def database_down_once(*args, **kwargs):
+        # The job failed (a lost connection mid-job) and recording that failure fails too.
+        tries.append(1)
+        if len(tries) == 1:
+            raise OperationalError("the database system is shutting down")
+        return real_fail(*args, **kwargs)
+
+    real_generate = outcomes.jobs_generate
+
+    def generate_once_broken(claimed):
+        if len(tries) == 0:
+            raise OperationalError("server closed the connection unexpectedly")
+        return real_generate(claimed)
+
+    monkeypatch.setattr(jobs, "_job_fail", database_down_once)
+    monkeypatch.setattr(outcomes, "jobs_generate", generate_once_broken)
+    # Eagerly, the retry runs inside the first try, which then reports "retry".
+    tasks.generation_job_run_llm.apply(args=[job.pk], task_id="task-1", throw=False)
+    job.refresh_from_db()
+    # The retry (same task id) took over the job its first try had claimed, and finished it.
+    assert (job.status, job.task_id, job.attempts) == ("succeeded", "task-1", 2)
+    assert Simplification.objects.filter(source=job.source).count() == 1

@@ -148,7 +148,7 @@ def test_real_local_model_runs_the_self_correction_loop(tiny_llama):
     result = run_self_correction(
         "Liver is normal.",
         backend=backend,
-        prompt_kind="plain",
+        family="plain",
         max_rounds=1,
         params=GenerationParams(max_tokens=4, seed=1),
     )

@@ -108,7 +108,7 @@ def test_validation_metrics_match_sacrebleu_and_textstat_on_the_saved_model(tiny
     expected_sari = reference.corpus_sari(
         [r.source for r in validation], predictions, [list(r.targets) for r in validation]
     )
-    assert metrics["sari"] == pytest.approx(expected_sari)
+    assert metrics["corpus_sari"] == pytest.approx(expected_sari)
 
 
 def test_split_is_by_source_and_seeded():

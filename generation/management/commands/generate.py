@@ -3,11 +3,15 @@
     manage.py generate --study demo --systems plain_bs,plain_sc,cot_bs,cot_sc,scgr --backend glossary --wait
     manage.py generate --study demo --systems plain_bs,plain_sc --backend openai --model gpt-3.5-turbo
     manage.py generate --study demo --systems cot_bs --backend transformers --model-artifact my-finetuned-t5
-    manage.py generate --resume 12 --force --wait
+    manage.py generate --resume 12 --wait
+    manage.py generate --resume 12 --retry-failed --wait
 
 Jobs run on the Celery workers (or in-process in the embedded mode without REDIS_URL, where the
 command returns when the batch is done). --wait polls the batch until it finishes, printing its
-progress; the exit status is then 1 when any job failed.
+progress; the exit status is then 1 when any job failed. A plain --resume sends again every job
+that is not done and not running live; failed jobs run again only with --retry-failed (or --force).
+When the task queue is down, a launch still creates the batch and says so (exit status 2); the
+batch starts by itself once the queue is back.
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Study
-from generation import selectors, services
+from generation import selectors
 from generation.models import GENERATED_SYSTEMS, GenerationBatch, GenerationJob
 from generation.prompts.registry import DEFAULT_VERSION
+from generation.services import batches
 
 
 class Command(BaseCommand):
@@ -64,13 +69,9 @@ class Command(BaseCommand):
             "--resume", type=int, metavar="BATCH", help="resume this batch instead of launching one"
         )
         parser.add_argument(
-            "--retry-failed", action="store_true", help="with --resume: run failed jobs again"
+            "--retry-failed", action="store_true", help="with --resume: run failed jobs again, on purpose"
         )
-        parser.add_argument(
-            "--force",
-            action="store_true",
-            help="with --resume: the workers were restarted, send running jobs again now",
-        )
+        parser.add_argument("--force", action="store_true", help="with --resume: the same as --retry-failed")
         parser.add_argument(
             "--cancel", type=int, metavar="BATCH", help="cancel the pending jobs of this batch"
         )
@@ -78,17 +79,20 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         if options["cancel"]:
             batch = self._batch(options["cancel"])
-            count = services.generation_batch_cancel(batch=batch)
+            count = batches.generation_batch_cancel(batch=batch)
             self.stdout.write(f"batch {batch.pk}: {count} pending job(s) cancelled")
             return
-        if options["resume"]:
-            batch = self._batch(options["resume"])
-            sent = services.generation_batch_resume(
-                batch=batch, retry_failed=options["retry_failed"], force=options["force"]
-            )
-            self.stdout.write(f"batch {batch.pk}: resumed, {len(sent)} job(s) sent")
-        else:
-            batch = self._launch(options)
+        try:
+            if options["resume"]:
+                batch = self._batch(options["resume"])
+                sent = batches.generation_batch_resume(
+                    batch=batch, retry_failed=options["retry_failed"] or options["force"]
+                )
+                self.stdout.write(f"batch {batch.pk}: resumed, {len(sent)} job(s) sent")
+            else:
+                batch = self._launch(options)
+        except batches.TaskQueueUnreachable as exc:
+            raise CommandError(str(exc), returncode=2) from None
         if options["wait"]:
             self._wait(batch, poll=options["poll"])
 
@@ -110,7 +114,7 @@ class Command(BaseCommand):
         if options["model_artifact"]:
             artifact = self._artifact(options["model_artifact"])
         try:
-            batch = services.generation_batch_create(
+            batch = batches.generation_batch_create(
                 study=study,
                 systems=[key.strip() for key in options["systems"].split(",") if key.strip()],
                 backend=options["backend"],
@@ -146,6 +150,9 @@ class Command(BaseCommand):
     def _wait(self, batch: GenerationBatch, *, poll: float) -> None:
         last = None
         while True:
+            if batches.embedded_mode():
+                # No worker and no beat in the embedded mode: waiting is when lost jobs are resumed.
+                batches.generation_batches_heal(batch=batch)
             batch.refresh_from_db()
             progress = selectors.batch_progress(batch=batch)
             line = (
@@ -154,6 +161,10 @@ class Command(BaseCommand):
                 f"{progress.calls} calls ({progress.cached_calls} cached) · {progress.tokens} tokens · "
                 f"${progress.cost_usd:.4f} · elapsed {progress.elapsed_text} · ETA {progress.eta_text}"
             )
+            if progress.stalled_minutes is not None:
+                line += f" · no progress for {progress.stalled_minutes} minute(s)"
+            for job in progress.stuck:
+                line += f"\n  stuck: {job}"
             if line != last:
                 self.stdout.write(line)
                 last = line

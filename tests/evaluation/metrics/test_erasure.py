@@ -173,3 +173,44 @@ def test_a_word_never_generated_has_too_much_variance_to_be_flagged():
     row = result.terms.loc["mastectomy"]
     assert row["var_pred"] == pytest.approx(20.0)
     assert row["category"] == "stable"
+
+
+def test_displaced_is_seed_004_z_crit_rule_by_default_and_bh_on_request():
+    # Eight words whose association flips moderately (|z_disp| = 2.0, p = 0.045 each): displaced by
+    # seed 004's |z_disp| > z_crit, but with Benjamini-Hochberg over the 13-word vocabulary their
+    # adjusted p-values (0.068) keep them stable.
+    names = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel")
+    ref_texts, labels = corpus(dict.fromkeys(names, (17, 8)))
+    pred_texts, _ = corpus(dict.fromkeys(names, (8, 17)))
+    seed_rule = clinical_association_displacement(ref_texts, labels, pred_texts, labels)
+    bh_rule = clinical_association_displacement(ref_texts, labels, pred_texts, labels, rule="bh")
+    z_crit = norm.ppf(1 - 0.05 / 2)
+    assert seed_rule.rule == "z_crit" and bh_rule.rule == "bh"
+    terms = seed_rule.terms
+    assert (terms["displaced"] == (terms["z_disp"].abs() > z_crit)).all()
+    adjusted = false_discovery_control(2 * norm.sf(np.abs(terms["z_disp"].to_numpy())))
+    assert (bh_rule.terms["displaced"].to_numpy() == (adjusted < 0.05)).all()
+    # The two rules disagree on this corpus, so the choice matters and is reported.
+    assert seed_rule.terms.loc[list(names), "displaced"].all()
+    assert not bh_rule.terms["displaced"].any()
+    with pytest.raises(ValueError):
+        clinical_association_displacement(ref_texts, labels, pred_texts, labels, rule="holm")
+
+
+def test_family_reports_the_displacement_rule():
+    ref_texts, labels = corpus({"mastectomy": (40, 2)}, n=30)
+    pred_texts, _ = corpus({"mastectomy": (20, 20)}, n=30)
+    records = [
+        MetricRecord(
+            source_text=r, candidate_text=p, reference_text=r, source_metadata={"sex": g}, system="s"
+        )
+        for r, p, g in zip(ref_texts, pred_texts, labels, strict=True)
+    ]
+    default = compute_all(records, families=["erasure"])
+    assert default.settings["erasure"]["erasure_rule"] == "z_crit"
+    assert "z_crit = 1.9600" in default.settings["erasure"]["displacement"]
+    bh = compute_all(records, families=["erasure"], options={"erasure_rule": "bh"})
+    assert bh.settings["erasure"]["erasure_rule"] == "bh"
+    wrong = compute_all(records, families=["erasure"], options={"erasure_rule": "holm"})
+    assert wrong.systems["s"]["cad_erasure"] is None
+    assert "holm" in wrong.unavailable["cad_erasure"]

@@ -51,6 +51,19 @@ def test_register_refuses_a_second_family_with_the_same_name():
 def test_family_declaration_is_checked():
     with pytest.raises(ValueError):
         MetricFamily(name="broken", description="names without a function", text_metrics=("x",))
+    with pytest.raises(ValueError, match="no definition"):
+        MetricFamily(
+            name="undefined", description="no definitions", corpus_metrics=("x",), compute_corpus=len
+        )
+
+
+def test_every_registered_metric_has_a_definition_for_the_methods_section():
+    definitions = registry.metric_definitions()
+    for family in families().values():
+        for metric in (*family.text_metrics, *family.corpus_metrics):
+            assert len(definitions[metric]) > 20, metric
+    assert "EASSE" in definitions["corpus_sari"] and "Xu" in definitions["sentence_sari"]
+    assert "per item" in definitions["ascore_item"] and "per system" in definitions["ascore"].lower()
 
 
 def test_compute_all_aligns_rows_and_groups_systems():
@@ -86,6 +99,8 @@ def test_a_new_family_is_one_registration(monkeypatch):
             compute_texts=lengths,
             corpus_metrics=("corpus_length",),
             compute_corpus=unavailable,
+            definitions={"length": "characters", "scaled": "twice the scale", "corpus_length": "sum"},
+            settings=lambda context: {"scale": context.option("scale", 1)},
         )
     )
     report = compute_all(RECORDS, families=["length"], options={"scale": 3})
@@ -93,6 +108,8 @@ def test_a_new_family_is_one_registration(monkeypatch):
     assert report.texts[0]["scaled"] == 6.0
     assert report.systems == {"a": {"corpus_length": None}, "b": {"corpus_length": None}}
     assert report.unavailable == {"corpus_length": "no data for corpus_length here"}
+    assert report.settings == {"length": {"scale": 3}}
+    assert registry.metric_definitions(["length"])["scaled"] == "twice the scale"
 
 
 def test_undeclared_metric_names_are_an_error(monkeypatch):
@@ -103,6 +120,7 @@ def test_undeclared_metric_names_are_an_error(monkeypatch):
             description="returns a name it did not declare",
             text_metrics=("a",),
             compute_texts=lambda records, context: [{"b": 1.0} for _ in records],
+            definitions={"a": "a"},
         )
     )
     with pytest.raises(ValueError):
@@ -117,6 +135,7 @@ def test_nan_becomes_none(monkeypatch):
             description="nan",
             text_metrics=("a",),
             compute_texts=lambda records, context: [{"a": float("nan")} for _ in records],
+            definitions={"a": "a"},
         )
     )
     assert compute_all(RECORDS, families=["nan"]).texts == [{"a": None}, {"a": None}]

@@ -4,7 +4,17 @@ import numpy as np
 import pytest
 
 from evaluation.metrics.registry import MetricRecord, compute_all
-from evaluation.metrics.semantic import SentencePool, semantic_match, semantic_matches, text_similarities
+from evaluation.metrics.semantic import (
+    DEFAULT_THETA,
+    THETA_BY_EMBEDDER,
+    SentencePool,
+    calibrate_theta,
+    calibration_pairs,
+    semantic_match,
+    semantic_matches,
+    text_similarities,
+    theta_for,
+)
 
 # Unit vectors whose cosines with Alpha are exact in binary floating point: 0.8 and 0.75.
 VECTORS = {
@@ -150,3 +160,89 @@ def test_without_a_reference_the_reference_pair_says_why_and_the_source_pair_is_
     # cosine 0.8 >= theta 0.8: the one candidate sentence matches the source.
     assert report.texts[0]["semantic_match_source"] == 1.0
     assert "semantic_match_source" not in report.unavailable
+
+
+def test_pool_leaves_a_sentence_without_positively_similar_pool_sentence(toy_embedder):
+    # Algorithm 2 starts from max_sim = 0 and replaces only on sim > max_sim.
+    embedder = toy_embedder(
+        {
+            "Xray.": [1.0, 0.0, 0.0],
+            "Zulu.": [0.0, 0.0, 1.0],  # orthogonal to both pool sentences
+            "Pool one.": [0.6, 0.8, 0.0],
+            "Pool two.": [0.6, 0.8, 0.0],  # tied with Pool one: the first is kept
+            "Lay one.": [0.0, 1.0, 0.0],
+            "Lay two.": [0.0, 1.0, 0.0],
+        }
+    )
+    pool = SentencePool(["Pool one.", "Pool two."], ["Lay one.", "Lay two."])
+    vectors = np.array([embedder.vectors["Xray."], embedder.vectors["Zulu."]])
+    nearest, replaced = pool.replace(vectors, embedder)
+    assert list(nearest) == [0, -1]
+    assert replaced[0] == pytest.approx(embedder.vectors["Lay one."])
+    assert replaced[1] == pytest.approx(embedder.vectors["Zulu."])
+    # Zulu stays itself, so it matches itself and not the lay sentence Xray became.
+    assert semantic_match("Zulu.", "Zulu.", embedder=embedder, pool=pool, theta=0.8).proportion == 1.0
+    assert semantic_match("Zulu.", "Xray.", embedder=embedder, pool=pool, theta=0.8).proportion == 0.0
+
+
+class NamedToy:
+    """A toy embedder that names its model like ml.embeddings.Embedder does."""
+
+    def __init__(self, toy, model_id):
+        self.toy, self.model_id = toy, model_id
+
+    def __call__(self, texts):
+        return self.toy(texts)
+
+
+def test_theta_is_per_embedder_and_reported_with_the_values(toy_embedder):
+    assert theta_for(NamedToy(None, "all-MiniLM-L6-v2@abc123"))[0] == THETA_BY_EMBEDDER["all-MiniLM-L6-v2"]
+    assert theta_for(NamedToy(None, "some-other-model@1")) == (
+        DEFAULT_THETA,
+        "seed 000's value for GritLM (not calibrated for this embedder)",
+    )
+    assert theta_for(NamedToy(None, "all-MiniLM-L6-v2@1"), 0.7) == (0.7, "set by the caller")
+
+    minilm_named = NamedToy(toy_embedder(VECTORS), "all-MiniLM-L6-v2@abc123")
+    match = semantic_match("Beta. Gamma.", "Alpha.", embedder=minilm_named)
+    assert match.theta == 0.85 and match.proportion == 0.0  # 0.8 < 0.85
+    records = [
+        MetricRecord(source_text="Alpha.", candidate_text="Beta.", reference_text="Alpha.", system="s")
+    ]
+    report = compute_all(records, families=["semantic"], embedder=minilm_named)
+    assert report.systems["s"]["semantic_theta"] == 0.85
+    assert report.settings["semantic"]["semantic_theta"] == 0.85
+    assert report.settings["semantic"]["embedder"] == "all-MiniLM-L6-v2"
+    chosen = compute_all(
+        records, families=["semantic"], embedder=minilm_named, options={"semantic_theta": 0.8}
+    )
+    assert chosen.texts[0]["semantic_match"] == 1.0 and chosen.systems["s"]["semantic_theta"] == 0.8
+
+
+def test_calibrate_theta_by_hand():
+    # Perfectly separable: the cut halfway between the highest "different" and the lowest "same".
+    assert calibrate_theta([0.1, 0.2, 0.7, 0.9], [False, False, True, True]) == (pytest.approx(0.45), 1.0)
+    # Balanced accuracy, not plain accuracy: one "same" pair among many "different" ones counts as much.
+    theta, accuracy = calibrate_theta([0.1, 0.2, 0.3, 0.4, 0.35], [False, False, False, False, True])
+    assert accuracy == pytest.approx((1 + 3 / 4) / 2) and theta == pytest.approx(0.325)
+    with pytest.raises(ValueError):
+        calibrate_theta([0.1, 0.2], [True, True])
+
+
+def test_minilm_default_theta_is_its_calibration_on_the_shipped_pairs(minilm_embedder):
+    pairs = calibration_pairs()
+    assert sum(1 for *_, same in pairs if same) >= 10 and sum(1 for *_, same in pairs if not same) >= 10
+    left = minilm_embedder([p[0] for p in pairs])
+    right = minilm_embedder([p[1] for p in pairs])
+    similarities = (left * right).sum(axis=1)
+    same = [p[2] for p in pairs]
+    theta, accuracy = calibrate_theta(similarities, same)
+    assert round(theta, 2) == THETA_BY_EMBEDDER["all-MiniLM-L6-v2"]
+
+    def balanced(cut):
+        predicted = similarities >= cut
+        labels = np.asarray(same)
+        return (predicted[labels].mean() + (~predicted[~labels]).mean()) / 2
+
+    assert balanced(THETA_BY_EMBEDDER["all-MiniLM-L6-v2"]) == pytest.approx(accuracy)
+    assert balanced(THETA_BY_EMBEDDER["all-MiniLM-L6-v2"]) > balanced(DEFAULT_THETA)

@@ -15,8 +15,8 @@ from generation.glossary.agents import (
     substitute,
     unclear_words,
 )
-from generation.glossary.facts import check_facts
 from generation.pipeline.cot_parsing import parse_cot_answer
+from lexicon.facts import check_facts
 
 # Sentences written for these tests in the style of abdominal CT and chest reports.
 SENTENCES = [
@@ -95,7 +95,7 @@ def test_cot_answer_lists_terms_and_parses_to_the_plain_simplification():
 
 def test_radiologist_reports_each_missing_or_changed_fact_on_its_own_line():
     sentence = "A 7 mm nodule in the right lower lobe is probably a granuloma."
-    feedback = radiologist_feedback(sentence, "A 9 millimeter lump in the left lower section of the lung.")
+    feedback = radiologist_feedback(sentence, "A 9 millimeter spot in the left lower section of the lung.")
     lines = [line for line in feedback.splitlines() if line.startswith("- ")]
     labels = [line.split(":")[0] for line in lines]
     assert labels == [

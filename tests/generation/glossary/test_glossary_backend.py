@@ -200,7 +200,7 @@ def test_runs_the_self_correction_loop(backend):
     from generation.pipeline.self_correction import run_self_correction
 
     result = run_self_correction(
-        "There is a 1.4 cm cyst at the right hepatic dome.", backend=backend, prompt_kind="cot"
+        "There is a 1.4 cm cyst at the right hepatic dome.", backend=backend, family="cot"
     )
     assert result.bs_text == "There is a 1.4 centimeter fluid-filled sac at the right top of the liver."
     assert result.sc_text == result.bs_text and result.stopped_by == "processor_no" and result.rounds == 1

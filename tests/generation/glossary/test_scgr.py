@@ -182,3 +182,10 @@ def test_max_attempts_is_respected_and_validated():
     assert len(backend.calls) == 2 and result.flagged
     with pytest.raises(ValueError):
         scgr_simplify(SENTENCE, backend=backend, max_attempts=0)
+
+
+def test_factuality_check_accepts_lay_paraphrases_of_a_concept():
+    assert check_factuality("Hypodense lesion in the liver.", "A darker spot in the liver.") == []
+    assert [
+        v.expected for v in check_factuality("Hypodense lesion in the liver.", "A spot in the liver.")
+    ] == ["hypodense"]

@@ -1,6 +1,7 @@
 """Concepts and entities a simplification must keep (Radiologist agent and SCGR factuality)."""
 
-from generation.glossary.facts import check_facts, extract_entities
+from lexicon.facts import check_facts, extract_entities, rendering_present
+from lexicon.glossary import load_glossary
 
 SOURCE = "Few stable less than 5 mm hypodensities in the left hepatic lobe, probably simple cysts."
 GOOD = (
@@ -122,3 +123,26 @@ def test_bilateral_is_kept_by_both_sides_or_left_and_right():
     assert check_facts(src, "Fluid-filled sacs in both kidneys.") == []
     assert check_facts(src, "Fluid-filled sacs in the left and right kidney.") == []
     assert ("Missing side", "Bilateral") in _kinds(check_facts(src, "Fluid-filled sacs in the left kidney."))
+
+
+def test_lay_paraphrases_and_near_synonyms_keep_a_concept():
+    # SCGR's concept check: a faithful paraphrase is not a missing concept.
+    source = "Hypodense lesion in the liver."
+    assert _kinds(check_facts(source, "A darker spot in the liver.")) == []
+    assert _kinds(check_facts(source, "A darker area in the liver.")) == []
+    # Without a rendering the concepts are missing, and a rendering of another concept does not count.
+    assert _kinds(check_facts(source, "Something in the liver.")) == [
+        ("Missing concept", "hypodense"),
+        ("Missing concept", "lesion"),
+    ]
+    assert _kinds(check_facts("Small pleural effusion.", "A small amount of air.")) == [
+        ("Missing concept", "pleural effusion")
+    ]
+
+
+def test_rendering_present_ignores_the_term_itself():
+    glossary = load_glossary()
+    entry = glossary.get("pleural effusion")
+    assert rendering_present(entry, "Some fluid around the lungs.")
+    assert rendering_present(entry, "Some fluid in the chest.")  # an accepted paraphrase
+    assert not rendering_present(entry, "A pleural effusion.")

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from generation.glossary.common_words import is_common
-from generation.glossary.lexicon import (
+from lexicon.common_words import is_known_to_laypeople
+from lexicon.glossary import (
     CATEGORIES,
     GLOSSARY_PATH,
     explain_by_parts,
@@ -47,7 +47,7 @@ def test_every_row_is_complete():
     for row in _rows():
         assert row["term"].strip() and row["plain"].strip(), row
         assert row["category"] in CATEGORIES, row
-        assert set(row) == {"term", "plain", "category", "variants", "plain_plural"}
+        assert set(row) == {"term", "plain", "category", "variants", "plain_plural", "paraphrases"}
 
 
 def test_plain_renderings_are_written_in_common_words():
@@ -58,9 +58,24 @@ def test_plain_renderings_are_written_in_common_words():
         renderings = [entry.plain] + ([entry.rendering(plural=True)] if entry.plural_forms else [])
         for rendering in renderings:
             for word in re.findall(r"[A-Za-z]+", rendering):
-                if len(word) > 1 and not word.isupper() and not is_common(word):
+                if len(word) > 1 and not word.isupper() and not is_known_to_laypeople(word):
                     unknown.setdefault(word, entry.term)
     assert unknown == {}
+
+
+def test_paraphrases_are_lay_words_not_jargon():
+    # A paraphrase is what a lay rewrite may say instead of the plain rendering; HIT and SCGR accept
+    # it, so it must not itself be jargon the glossary would translate.
+    glossary = load_glossary()
+    jargon_in_paraphrases = {
+        (entry.term, paraphrase, match.term)
+        for entry in glossary
+        for paraphrase in entry.paraphrases
+        for match in glossary.find_terms(paraphrase)
+        if match.is_jargon
+    }
+    assert jargon_in_paraphrases == set()
+    assert any(entry.paraphrases for entry in glossary)
 
 
 def _terms(text):

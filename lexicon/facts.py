@@ -3,7 +3,8 @@
 Two kinds of facts (seed 002, section 3.2: C = C_onto ∪ C_ent):
 - concepts: glossary terms found in the sentence (the concept dictionary stands in for UMLS CUIs);
   a concept survives when the simplification has the term (any spelling) or the content words of
-  its plain rendering;
+  one of its lay renderings (plain, plural or an accepted paraphrase, near-synonyms allowed:
+  "darker spot" keeps "hypodense lesion");
 - entities (regular expressions, standing in for SciSpacy): sizes ("1.2 cm", "less than 5 mm",
   "2 x 3 cm", unit-normalised so "12 mm" = "1.2 centimeters"), numbers ("2", "two", segment "VI" = 6,
   levels "L4"), vague quantities ("few", "multiple"), sides (left / right / bilateral = both sides),
@@ -20,8 +21,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 
-from generation.glossary.lexicon import Glossary, GlossaryEntry, TermMatch, load_glossary
+from lexicon.glossary import Glossary, GlossaryEntry, TermMatch, load_glossary
+
+SYNONYMS_PATH = Path(__file__).resolve().parent / "data" / "lay_synonyms.txt"
 
 ENTITY_KINDS = ("size", "number", "quantity", "side", "negation", "hedge")
 
@@ -292,6 +297,40 @@ def content_stems(text: str) -> set[str]:
     return {_stem(w) for w in content}
 
 
+# Words a rendering may carry that say nothing of the concept ("darker-looking" = "darker").
+_FILLER = frozenset({"looking", "appearing", "seeming"})
+
+
+@lru_cache(maxsize=1)
+def _synonyms() -> dict[str, str]:
+    """Each near-synonym's stem -> the stem of the first word of its group (data/lay_synonyms.txt)."""
+    canonical: dict[str, str] = {}
+    for line in SYNONYMS_PATH.read_text(encoding="utf-8").splitlines():
+        words = line.split("#", 1)[0].split()
+        for word in words:
+            canonical.setdefault(_stem(word), _stem(words[0]))
+    return canonical
+
+
+def _canonical_stems(words: list[str]) -> set[str]:
+    synonyms = _synonyms()
+    return {synonyms.get(_stem(w), _stem(w)) for w in words}
+
+
+def rendering_present(entry: GlossaryEntry, text: str) -> bool:
+    """True when `text` says the entry in lay words: the content words of one of its lay renderings
+    (plain, plural or an accepted paraphrase; near-synonyms count, the parenthesised gloss is
+    optional) all appear in it. The term itself does not count."""
+    stems = _canonical_stems(_words(text))
+    for rendering in entry.lay_renderings():
+        bare = re.sub(r"\s*\([^)]*\)", "", rendering)
+        words = _words(bare)
+        content = [w for w in words if w not in _STOP and w not in _FILLER] or words
+        if content and _canonical_stems(content) <= stems:
+            return True
+    return False
+
+
 def concept_present(
     entry: GlossaryEntry,
     text: str,
@@ -299,17 +338,12 @@ def concept_present(
     matches: list[TermMatch] | None = None,
     glossary: Glossary | None = None,
 ) -> bool:
-    """True when `text` keeps the concept: its term (any spelling) or its plain rendering's content words."""
+    """True when `text` keeps the concept: its term (any spelling) or one of its lay renderings."""
     glossary = glossary or load_glossary()
     matches = glossary.find_terms(text) if matches is None else matches
     if any(m.term == entry.term for m in matches):
         return True
-    stems = {_stem(w) for w in _words(text)}
-    for rendering in (entry.plain, entry.rendering(plural=True)):
-        bare = re.sub(r"\s*\([^)]*\)", "", rendering)  # the parenthesised gloss is optional
-        if content_stems(bare) <= stems:
-            return True
-    return False
+    return rendering_present(entry, text)
 
 
 def _mask(text: str, phrases: list[str]) -> str:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-import evaluation.metrics
+import lexicon
 
-SCRIPT = Path(evaluation.metrics.__file__).resolve().parent / "data" / "build_common_words.py"
+SCRIPT = Path(lexicon.__file__).resolve().parent / "data" / "build_common_words.py"
 
 
 @pytest.fixture(scope="module")

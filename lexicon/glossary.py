@@ -2,8 +2,9 @@
 
 The glossary (`data/radiology_glossary.tsv`) was written for radlay: each entry maps a radiology
 term to a plain-language rendering that can replace it in a sentence (same part of speech), with a
-category (anatomy, finding, modifier, abbreviation, procedure) and its variant spellings. It is the
-dictionary of the seed-001 dictionary baseline and the concept dictionary of seed 002's SCGR draft.
+category (anatomy, finding, modifier, abbreviation, procedure), its variant spellings and the other
+lay paraphrases that say the same thing ("darker" for "hypodense"). It is the dictionary of the
+seed-001 dictionary baseline, the concept dictionary of seed 002's SCGR draft and what HIT checks.
 
 `find_terms(text)` locates glossary terms: case-insensitive, on word boundaries, plurals and
 hyphen/space spellings included ("hyper-enhancing" = "hyperenhancing", "ground glass" =
@@ -79,6 +80,7 @@ class GlossaryEntry:
     variants: tuple[str, ...] = ()
     plural_forms: tuple[str, ...] = ()
     plain_plural: str = ""
+    paraphrases: tuple[str, ...] = ()
 
     @property
     def is_jargon(self) -> bool:
@@ -87,6 +89,10 @@ class GlossaryEntry:
 
     def rendering(self, *, plural: bool = False) -> str:
         return (self.plain_plural or pluralize_phrase(self.plain)) if plural else self.plain
+
+    def lay_renderings(self) -> tuple[str, ...]:
+        """Every accepted lay rendering: the plain one, its plural, and the listed paraphrases."""
+        return tuple(dict.fromkeys((self.plain, self.rendering(plural=True), *self.paraphrases)))
 
     def surface_forms(self) -> list[tuple[str, bool]]:
         """(form, is_plural) for the term, its variants and their plurals."""
@@ -103,6 +109,7 @@ class TermMatch:
     category: str
     surface: str = ""
     plural: bool = False
+    is_jargon: bool = True
 
 
 def _normalize(text: str) -> str:
@@ -196,6 +203,7 @@ class Glossary:
                 category=e.category,
                 surface=text[s:end],
                 plural=pl,
+                is_jargon=e.is_jargon,
             )
             for s, end, e, pl in taken
         ]
@@ -242,6 +250,9 @@ def read_glossary(path: Path) -> Glossary:
                     variants=variants,
                     plural_forms=plurals,
                     plain_plural=(row.get("plain_plural") or "").strip(),
+                    paraphrases=tuple(
+                        p.strip() for p in (row.get("paraphrases") or "").split(";") if p.strip()
+                    ),
                 )
             )
     return Glossary(entries)

@@ -28,7 +28,7 @@ text, so the list has some forum words (and profanity) a book corpus would not r
 Usage (the package is only needed to re-make the files, not at run time):
 
     pip download --no-deps -d /tmp/lookups spacy-lookups-data==1.0.5
-    python evaluation/metrics/data/build_common_words.py \
+    python lexicon/data/build_common_words.py \
         --lookups /tmp/lookups/spacy_lookups_data-1.0.5-py2.py3-none-any.whl
 """
 

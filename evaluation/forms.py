@@ -1,0 +1,67 @@
+"""The planning request, validated in one place for the dashboard, the API and `manage.py plan`."""
+
+from __future__ import annotations
+
+from django import forms
+
+from evaluation.planning.outcomes import OUTCOMES
+
+# Bounds keep a request finite: the largest grid (20 × 20 designs of up to 1,000 participants ×
+# 2,000 sources, 5,000 simulations) is hours of work, never unbounded.
+MAX_PARTICIPANTS = 1000
+MAX_SOURCES = 2000
+MAX_SIMULATIONS = 5000
+
+
+class PlanForm(forms.Form):
+    outcome = forms.ChoiceField(choices=[(key, outcome.label) for key, outcome in OUTCOMES.items()])
+    effect = forms.FloatField(help_text="Difference to detect between two systems, on the outcome's scale.")
+    systems = forms.IntegerField(
+        required=False,
+        min_value=2,
+        max_value=12,
+        help_text="Systems in the follow-up (default: the pilot's).",
+    )
+    alpha = forms.FloatField(initial=0.05, min_value=0.001, max_value=0.2)
+    power = forms.FloatField(initial=0.8, min_value=0.5, max_value=0.99, help_text="Target power.")
+    max_participants = forms.IntegerField(initial=100, min_value=2, max_value=MAX_PARTICIPANTS)
+    max_sources = forms.IntegerField(initial=100, min_value=2, max_value=MAX_SOURCES)
+    per_participant = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_SOURCES,
+        help_text="Sources each layperson sees (default: the pilot's setting; empty there = all).",
+    )
+    dropout = forms.FloatField(
+        required=False, min_value=0.0, max_value=0.9, help_text="Drop-out rate (default: the pilot's)."
+    )
+    baseline = forms.FloatField(
+        required=False, help_text="Mean answer of the baseline system (default: the pilot's)."
+    )
+    simulations = forms.IntegerField(initial=1000, min_value=10, max_value=MAX_SIMULATIONS)
+    mixed_simulations = forms.IntegerField(
+        initial=200,
+        min_value=0,
+        max_value=MAX_SIMULATIONS,
+        help_text="Simulations per design also analysed with the mixed model (0: none).",
+    )
+    points = forms.IntegerField(
+        initial=10, min_value=2, max_value=20, help_text="Designs per axis of the grid."
+    )
+    seed = forms.IntegerField(initial=0, min_value=0, max_value=2**32 - 1)
+
+    def clean_effect(self) -> float:
+        effect = self.cleaned_data["effect"]
+        if effect == 0:
+            raise forms.ValidationError(
+                "An effect of 0 cannot be detected; give the smallest difference that matters."
+            )
+        return effect
+
+    @classmethod
+    def with_defaults(cls, data) -> PlanForm:
+        """A bound form where missing optional numbers take the fields' initial values (the API and
+        the command line send only what they set)."""
+        merged = {name: field.initial for name, field in cls.base_fields.items() if field.initial is not None}
+        merged.update({key: value for key, value in data.items() if value is not None and value != ""})
+        return cls(merged)

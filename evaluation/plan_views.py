@@ -1,0 +1,61 @@
+"""The dashboard's planning pages (/dashboard/<slug>/plan/): a form that queues a power plan and a
+page that shows it, polling with htmx until the task has stored the result. Researchers of the
+study only (evaluation.access); the simulation never runs inside the request."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+
+from evaluation import plans
+from evaluation.access import access_study_for_user
+from evaluation.forms import PlanForm
+from evaluation.views import researcher_login_required
+
+
+@researcher_login_required
+def study_plan(request: HttpRequest, slug: str) -> HttpResponse:
+    study = access_study_for_user(user=request.user, slug=slug)
+    if request.method == "POST":
+        form = PlanForm(request.POST)
+        if form.is_valid():
+            plan = plans.plan_create(study=study, parameters=form.cleaned_data, user=request.user)
+            return redirect("evaluation:study-plan-detail", slug=study.slug, plan_id=plan.pk)
+        status = 400
+    else:
+        form = PlanForm(initial={"outcome": "understanding", "effect": 0.25})
+        status = 200
+    context = {"study": study, "form": form, "plans": plans.plans_for_study(study=study)[:20]}
+    return render(request, "evaluation/plan.html", context, status=status)
+
+
+@researcher_login_required
+def study_plan_detail(request: HttpRequest, slug: str, plan_id: int) -> HttpResponse:
+    study = access_study_for_user(user=request.user, slug=slug)
+    plan = plans.access_plan(study=study, plan_id=plan_id)
+    context = {"study": study, "plan": plan, "table": plan_table(plan.result) if plan.result else None}
+    template = "evaluation/_plan_result.html" if request.htmx else "evaluation/plan_detail.html"
+    return render(request, template, context)
+
+
+def plan_table(result: dict) -> dict:
+    """The grid as rows of cells for the template (participants down, sources across)."""
+    grid = result["grid"]
+    target = grid["settings"]["target"]
+    cells = {(c["participants"], c["sources"]): c for c in grid["cells"]}
+    smallest = grid.get("smallest") or {}
+    best = (smallest.get("participants"), smallest.get("sources"))
+    rows = []
+    for participants in grid["participants"]:
+        row = []
+        for sources in grid["sources"]:
+            cell = cells[(participants, sources)]
+            row.append(
+                {
+                    **cell,
+                    "meets": cell["power"] >= target,
+                    "smallest": (participants, sources) == best,
+                }
+            )
+        rows.append({"participants": participants, "cells": row})
+    return {"sources": grid["sources"], "rows": rows}

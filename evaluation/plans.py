@@ -1,0 +1,177 @@
+"""Sample-size plans from a pilot study: the database side of evaluation/planning/ (reads the
+pilot's answers, stores a PowerPlan, runs it). The simulation itself is pure computation."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+from django.db import transaction
+from django.db.models import F, Q, QuerySet
+from django.http import Http404
+from django.utils import timezone
+
+from annotation.models import Participant, Study
+from evaluation.models import PowerPlan
+from evaluation.planning.outcomes import Outcome, get_outcome, outcome_frame
+from evaluation.planning.plot import power_curve_svg
+from evaluation.planning.power import PowerSettings, design_axis, power_grid
+from evaluation.planning.variance import VarianceComponents, estimate_components
+from evaluation.selectors import expert_ratings_frame, lay_answers_frame
+
+
+def pilot_dropout_rate(*, study: Study, now=None) -> float | None:
+    """Share of the pilot's consented laypeople who dropped out (returned, or idle past the
+    study's abandon time without completing) among those who finished one way or the other;
+    None when nobody has finished yet."""
+    idle_since = (now or timezone.now()) - timedelta(minutes=study.abandon_after_minutes)
+    lay = Participant.objects.filter(study=study, role=Participant.Role.LAYPERSON, consented_at__isnull=False)
+    completed = lay.filter(completed_at__isnull=False).count()
+    dropped = (
+        lay.filter(completed_at__isnull=True)
+        .filter(Q(returned_at__isnull=False) | Q(last_activity_at__lt=idle_since))
+        .count()
+    )
+    finished = completed + dropped
+    return dropped / finished if finished else None
+
+
+def pilot_frame(*, study: Study, outcome: Outcome):
+    if outcome.design == "expert":
+        return outcome_frame(
+            lay_answers=None, expert_ratings=expert_ratings_frame(study=study), outcome=outcome
+        )
+    return outcome_frame(lay_answers=lay_answers_frame(study=study), expert_ratings=None, outcome=outcome)
+
+
+def pilot_components(*, study: Study, outcome: Outcome, seed: int = 0) -> tuple[VarianceComponents, float]:
+    """The pilot's variance components for `outcome` and its mean answer."""
+    frame = pilot_frame(study=study, outcome=outcome)
+    if frame.empty:
+        raise ValueError(f"The study has no answers for {outcome.label} yet: it cannot serve as a pilot.")
+    return estimate_components(frame, seed=seed), float(frame["value"].mean())
+
+
+def plan_settings(
+    *, study: Study, parameters: Mapping[str, Any], components: VarianceComponents, pilot_mean: float
+) -> PowerSettings:
+    """The simulation's settings: what the request gives, the pilot's values for the rest."""
+    outcome = get_outcome(parameters["outcome"])
+    dropout = parameters.get("dropout")
+    if dropout is None:
+        dropout = (pilot_dropout_rate(study=study) or 0.0) if outcome.design == "lay" else 0.0
+    return PowerSettings(
+        outcome=outcome,
+        participant_var=components.participant,
+        source_var=components.source,
+        residual_var=components.residual,
+        baseline=parameters.get("baseline") if parameters.get("baseline") is not None else pilot_mean,
+        effect=parameters["effect"],
+        n_systems=parameters.get("systems") or max(study.systems.count(), 2),
+        alpha=parameters["alpha"],
+        target=parameters["power"],
+        per_participant=parameters.get("per_participant") or study.lay_sources_per_participant,
+        dropout=min(float(dropout), 0.9),
+        n_simulations=parameters["simulations"],
+        seed=parameters["seed"],
+        mixed_model=parameters["mixed_simulations"] > 0,
+    )
+
+
+def plan_compute(*, study: Study, parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """Fit the pilot and simulate the grid of designs the request asks for (pure work + reads)."""
+    started = time.perf_counter()
+    outcome = get_outcome(parameters["outcome"])
+    components, pilot_mean = pilot_components(study=study, outcome=outcome, seed=parameters["seed"])
+    settings = plan_settings(study=study, parameters=parameters, components=components, pilot_mean=pilot_mean)
+    k = settings.n_systems
+    step = k if outcome.design == "lay" else 1  # lay designs in whole Latin-square cycles
+    points = parameters["points"]
+    participants = design_axis(parameters["max_participants"], step=step, minimum=2, points=points)
+    sources = design_axis(parameters["max_sources"], step=step, minimum=2, points=points)
+    grid = power_grid(settings, participants, sources, mixed_simulations=parameters["mixed_simulations"])
+    grid_json = _json_ready(grid.as_dict())
+    return {
+        "pilot": {
+            "study": study.slug,
+            "components": components.as_dict(),
+            "mean": pilot_mean,
+            "dropout": pilot_dropout_rate(study=study),
+            "systems": study.systems.count(),
+            "per_participant": study.lay_sources_per_participant,
+        },
+        "grid": grid_json,
+        "figure_svg": power_curve_svg(grid_json),
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+
+
+def plan_create(
+    *, study: Study, parameters: Mapping[str, Any], user=None, dispatch: bool = True
+) -> PowerPlan:
+    """Store a plan request (validated by evaluation.forms.PlanForm) and, with `dispatch`, queue
+    its computation once the row is committed (the command line runs it itself)."""
+    from evaluation.tasks import power_plan_run
+
+    plan = PowerPlan.objects.create(
+        study=study, requested_by=user, outcome=parameters["outcome"], parameters=dict(parameters)
+    )
+    if dispatch:
+        transaction.on_commit(lambda: power_plan_run.delay(plan.pk))
+    return plan
+
+
+def plan_run(*, plan_id: int) -> PowerPlan | None:
+    """Compute a pending plan. Claimed with one conditional UPDATE, so a redelivered task does
+    nothing; any error ends the plan as failed with the reason."""
+    claimed = PowerPlan.objects.filter(pk=plan_id, status=PowerPlan.Status.PENDING).update(
+        status=PowerPlan.Status.RUNNING, started_at=timezone.now()
+    )
+    plan = PowerPlan.objects.select_related("study").filter(pk=plan_id).first()
+    if not claimed or plan is None:
+        return plan
+    try:
+        result = plan_compute(study=plan.study, parameters=plan.parameters)
+    except Exception as error:  # noqa: BLE001 - every failure ends the plan with its reason
+        PowerPlan.objects.filter(pk=plan_id).update(
+            status=PowerPlan.Status.FAILED,
+            error=str(error) or error.__class__.__name__,
+            finished_at=timezone.now(),
+        )
+    else:
+        PowerPlan.objects.filter(pk=plan_id).update(
+            status=PowerPlan.Status.DONE, result=_json_ready(result), finished_at=timezone.now()
+        )
+    plan.refresh_from_db()
+    return plan
+
+
+def _json_ready(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_ready(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
+
+
+def plans_for_study(*, study: Study) -> QuerySet[PowerPlan]:
+    return PowerPlan.objects.filter(study=study).order_by(F("created_at").desc(), "-pk")
+
+
+def access_plan(*, study: Study, plan_id: int) -> PowerPlan:
+    """A plan of a study the caller may already see (404 otherwise)."""
+    plan = PowerPlan.objects.filter(study=study, pk=plan_id).first()
+    if plan is None:
+        raise Http404("No such plan for this study.")
+    return plan
+
+
+def plan_latest_done(*, study: Study) -> PowerPlan | None:
+    return plans_for_study(study=study).filter(status=PowerPlan.Status.DONE).first()

@@ -1,0 +1,234 @@
+"""Generation batches: validate and create a batch (one job per source and family), dispatch,
+cancel, resume, and heal (re-send lost jobs) — the batch's lifecycle. Jobs run in
+generation.services.jobs; the scheduling rules are generation.services.scheduler's.
+
+Concurrency without chords. A batch has at most `batch.concurrency` jobs in flight (queued or
+running; chunks for a local model). Every job that finishes dispatches the batch again in the
+transaction that records it, so the batch trickles through the queue N jobs at a time, whatever
+the number of workers.
+
+Broker outages. A launch or a resume whose messages the broker refused still creates or resumes
+the batch, then raises TaskQueueUnreachable with a message that says so; its jobs stay "not sent"
+and the periodic check (generation_batches_heal: Celery beat, and each worker's start) sends them
+once the broker is back. In the embedded mode (no broker), pages and commands that read a batch
+heal it themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.models import Source, Study, System
+from annotation.services import system_upsert
+from generation.models import (
+    GENERATED_SYSTEMS,
+    SYSTEM_FAMILY,
+    SYSTEM_LABELS,
+    GenerationBatch,
+    GenerationJob,
+)
+from generation.pipeline.self_correction import DEFAULT_MAX_ROUNDS
+from generation.prompts.registry import DEFAULT_VERSION, available_versions
+from generation.services import scheduler
+from generation.services.jobs import QUEUE
+from generation.services.outcomes import DEFAULT_SCGR_ATTEMPTS
+
+FAMILY_ORDER = ("plain", "cot", "scgr")
+DEFAULT_GLOSSARY_MODEL = "radlay-glossary-v1"
+_Status = GenerationJob.Status
+
+
+class TaskQueueUnreachable(Exception):
+    """The broker refused a batch's messages; the batch exists and starts when the broker is back."""
+
+    def __init__(self, message: str, *, batch: GenerationBatch):
+        super().__init__(message)
+        self.batch = batch
+
+
+def generation_batch_create(
+    *,
+    study: Study,
+    systems: Sequence[str],
+    backend: str,
+    model_name: str = "",
+    model_artifact: Any = None,
+    temperature: float = 0.8,
+    max_tokens: int | None = 512,
+    seed: int | None = None,
+    top_p: float | None = None,
+    max_rounds: int = DEFAULT_MAX_ROUNDS,
+    sample_index: int = 0,
+    scgr_max_attempts: int = DEFAULT_SCGR_ATTEMPTS,
+    prompt_version: str = DEFAULT_VERSION,
+    concurrency: int | None = None,
+    sources: Iterable[Source] | None = None,
+    created_by: Any = None,
+) -> GenerationBatch:
+    """Create a batch with one job per (source, family) and send its first jobs once committed.
+
+    `model_artifact` (an ml.ModelArtifact) is the transformers model instead of `model_name`.
+    `sources` defaults to every source of the study. Raises ValidationError on a bad request, and
+    TaskQueueUnreachable (carrying the batch, which exists) when the broker refused its first jobs.
+    """
+    systems = list(dict.fromkeys(systems))
+    errors: dict[str, str] = {}
+    unknown = [key for key in systems if key not in GENERATED_SYSTEMS]
+    if not systems or unknown:
+        errors["systems"] = f"Choose systems among {', '.join(GENERATED_SYSTEMS)}" + (
+            f" (unknown: {', '.join(unknown)})." if unknown else "."
+        )
+    if backend not in GenerationBatch.Backend.values:
+        errors["backend"] = (
+            f"Unknown backend {backend!r}; use one of {', '.join(GenerationBatch.Backend.values)}."
+        )
+    model_name = (model_name or "").strip()
+    if model_artifact is not None and backend != GenerationBatch.Backend.TRANSFORMERS:
+        errors["model_artifact"] = "A model artifact can only be used with the transformers backend."
+    if model_artifact is not None and model_name:
+        errors["model_name"] = "Give either a model name/path or a model artifact, not both."
+    if backend == GenerationBatch.Backend.OPENAI and not model_name:
+        errors["model_name"] = "The openai backend needs a model name (e.g. gpt-3.5-turbo)."
+    if backend == GenerationBatch.Backend.TRANSFORMERS and not model_name and model_artifact is None:
+        errors["model_name"] = "The transformers backend needs a local model directory or a model artifact."
+    if backend == GenerationBatch.Backend.GLOSSARY and not model_name:
+        model_name = DEFAULT_GLOSSARY_MODEL
+    if temperature < 0:
+        errors["temperature"] = "The temperature cannot be negative."
+    if max_tokens is not None and max_tokens < 1:
+        errors["max_tokens"] = "max tokens must be at least 1."
+    if max_rounds < 0:
+        errors["max_rounds"] = "max rounds cannot be negative."
+    if scgr_max_attempts < 1:
+        errors["scgr_max_attempts"] = "SCGR needs at least one attempt."
+    if prompt_version not in available_versions():
+        errors["prompt_version"] = (
+            f"Unknown prompt version {prompt_version!r} ({', '.join(available_versions())})."
+        )
+    concurrency = settings.RADLAY_GENERATION_CONCURRENCY if concurrency is None else concurrency
+    if concurrency < 1:
+        errors["concurrency"] = "Concurrency must be at least 1."
+    source_list = list(sources) if sources is not None else list(Source.objects.filter(study=study))
+    if any(source.study_id != study.pk for source in source_list):
+        errors["sources"] = "Every source must belong to the study."
+    elif not source_list:
+        errors["study"] = f"Study {study.slug!r} has no sources to simplify."
+    if errors:
+        raise ValidationError(errors)
+
+    parameters = {
+        "temperature": float(temperature),
+        "max_tokens": max_tokens,
+        "seed": seed,
+        "top_p": top_p,
+        "sample_index": int(sample_index),
+        "max_rounds": int(max_rounds),
+        "scgr_max_attempts": int(scgr_max_attempts),
+    }
+    families = [family for family in FAMILY_ORDER if any(SYSTEM_FAMILY[key] == family for key in systems)]
+    with transaction.atomic():
+        for key in systems:
+            if not System.objects.filter(study=study, key=key).exists():
+                system_upsert(study=study, key=key, label=SYSTEM_LABELS[key])
+        batch = GenerationBatch.objects.create(
+            study=study,
+            systems=systems,
+            backend=backend,
+            model_name=model_name,
+            model_artifact=model_artifact,
+            prompt_version=prompt_version,
+            parameters=parameters,
+            concurrency=concurrency,
+            created_by=created_by,
+        )
+        GenerationJob.objects.bulk_create(
+            [
+                GenerationJob(
+                    batch=batch,
+                    source=source,
+                    family=family,
+                    systems=[key for key in systems if SYSTEM_FAMILY[key] == family],
+                )
+                for source in sorted(source_list, key=lambda s: s.position)
+                for family in families
+            ]
+        )
+        dispatch = scheduler.dispatch_locked(QUEUE, batch)
+    if dispatch.error:
+        raise TaskQueueUnreachable(
+            f"{dispatch.error}; batch {batch.pk} was created and will start when it is back", batch=batch
+        )
+    return batch
+
+
+def generation_batch_dispatch(*, batch: GenerationBatch) -> list[int]:
+    """Send the batch's next pending jobs into its free slots (after commit), re-sending lost ones;
+    mark the batch finished when nothing is left to run. Returns the ids sent."""
+    return scheduler.dispatch(QUEUE, batch=batch).job_ids
+
+
+def generation_batch_cancel(*, batch: GenerationBatch) -> int:
+    """Cancel the batch's pending jobs (running ones finish and are recorded). Returns how many."""
+    with transaction.atomic():
+        locked = GenerationBatch.objects.select_for_update().get(pk=batch.pk)
+        now = timezone.now()
+        if locked.cancelled_at is None:
+            locked.cancelled_at = now
+            locked.save(update_fields=["cancelled_at"])
+        count = GenerationJob.objects.filter(batch=locked, status=_Status.PENDING).update(
+            status=_Status.CANCELLED, finished_at=now, dispatched_at=None
+        )
+        scheduler.dispatch_locked(QUEUE, locked)
+    batch.cancelled_at, batch.finished_at = locked.cancelled_at, locked.finished_at
+    return count
+
+
+def generation_batch_resume(*, batch: GenerationBatch, retry_failed: bool = False) -> list[int]:
+    """Start a stopped or stalled batch again: cancelled jobs become pending, failed ones too when
+    `retry_failed` (on purpose: their attempts start over), and every job not done that is not
+    running live (a heartbeat within RADLAY_GENERATION_STALE_AFTER) is sent again now — sending a
+    job twice is harmless. Jobs that succeeded never run again, and a batch with nothing to run
+    keeps its finish time. Returns the ids sent now; raises TaskQueueUnreachable when the broker
+    refused them (the batch is resumed all the same)."""
+    with transaction.atomic():
+        locked = GenerationBatch.objects.select_for_update().get(pk=batch.pk)
+        jobs = GenerationJob.objects.filter(batch=locked)
+        reopened = jobs.filter(status=_Status.CANCELLED).update(
+            status=_Status.PENDING, finished_at=None, dispatched_at=None
+        )
+        if retry_failed:
+            reopened += jobs.filter(status=_Status.FAILED).update(
+                status=_Status.PENDING, finished_at=None, dispatched_at=None, attempts=0
+            )
+        jobs.filter(status=_Status.PENDING).update(dispatched_at=None, not_before=None)
+        if locked.cancelled_at is not None or reopened:
+            locked.cancelled_at = None
+            if reopened:
+                locked.finished_at = None
+            locked.save(update_fields=["cancelled_at", "finished_at"])
+        dispatch = scheduler.dispatch_locked(QUEUE, locked)
+    batch.cancelled_at, batch.finished_at = locked.cancelled_at, locked.finished_at
+    if dispatch.error:
+        raise TaskQueueUnreachable(
+            f"{dispatch.error}; batch {batch.pk} was resumed and will start when it is back", batch=batch
+        )
+    return dispatch.job_ids
+
+
+def generation_batches_heal(*, batch: GenerationBatch | None = None) -> int:
+    """The self-healing check: re-send the lost jobs of every unfinished batch (or of `batch`) and
+    fill their free slots. Returns how many jobs were dispatched."""
+    return sum(len(result.job_ids) for result in scheduler.requeue_lost(QUEUE, batch=batch))
+
+
+def embedded_mode() -> bool:
+    """Tasks run in-process (no broker configured): nothing runs unless a request or command asks."""
+    from config.celery_app import app
+
+    return bool(app.conf.task_always_eager)
