@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from django.http import Http404
 
-from annotation.models import ExpertItem, LayItem, Participant, Study
+from annotation.models import AttentionCheck, ExpertItem, LayItem, Participant, Study
 from annotation.selectors import studies_for_user
 
 
 def access_study_for_user(*, user, slug: str) -> Study:
     """The study `slug` if `user` is one of its researchers (or a superuser). A study the user may
-    not see is reported as not found (404), so that its existence is not disclosed. The dashboard,
-    the API, the downloads and the Latin-square balance page all go through here."""
+    not see is reported as not found (404), so that its existence is not disclosed. Every
+    researcher-facing page and API goes through here; researchers need not be staff."""
     study = studies_for_user(user=user).filter(slug=slug).first()
     if study is None:
         raise Http404("No such study among yours.")
@@ -49,12 +49,29 @@ def access_expert_item(*, participant: Participant, item_id: int) -> ExpertItem:
     return item
 
 
-def access_lay_item(*, participant: Participant, item_id: int) -> LayItem:
-    item = (
-        LayItem.objects.select_related("source", "shown_text")
-        .filter(pk=item_id, participant=participant)
-        .first()
-    )
+def access_lay_item(*, participant: Participant, item_id: int, for_update: bool = False) -> LayItem:
+    """One of the participant's own lay items (with what its panels show); `for_update` takes its
+    row lock (only its own row: call inside a transaction)."""
+    items = LayItem.objects.select_related("participant__study", "source", "shown_text")
+    if for_update:
+        items = items.select_for_update(of=("self",))
+    item = items.filter(pk=item_id, participant=participant).first()
     if item is None:
         raise Http404("This sentence is not part of your survey.")
     return item
+
+
+def access_attention_check(*, participant: Participant, check_id: int) -> AttentionCheck:
+    check = AttentionCheck.objects.filter(pk=check_id, study_id=participant.study_id).first()
+    if check is None:
+        raise Http404("This question is not part of your survey.")
+    return check
+
+
+def access_study_for_join(*, slug: str) -> Study:
+    """The study behind an open recruitment link (`/join/<slug>/`), open or not (the caller says
+    which page a draft or closed study gets)."""
+    study = Study.objects.filter(slug=slug).first()
+    if study is None:
+        raise Http404("There is no study at this link. Please check the link you were given.")
+    return study

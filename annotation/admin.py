@@ -1,11 +1,14 @@
 """Admin for every model of the annotation app. Answers are read-only here: they are written only
 by participants through the survey (or by an import)."""
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 from django.db.models import Count
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from annotation import services
+from annotation.admin_access import ScopedRelatedFields, StudyScopedAdmin
 from annotation.models import (
     AttentionCheck,
     AttentionCheckResponse,
@@ -23,15 +26,23 @@ from annotation.models import (
     Study,
     System,
 )
+from annotation.study_services import study_close, study_open
+
+RELATED = admin.RelatedOnlyFieldListFilter
+
+
+# Styles of admin pages (transcripts, progress bars), in a file for the Content-Security-Policy.
+ADMIN_CSS = {"all": ("radlay/admin.css",)}
 
 
 def transcript_table(transcript: list[dict]) -> str:
-    """An agent transcript (Simplification.transcript, GenerationJob.transcript) as an HTML table."""
+    """An agent transcript (Simplification.transcript, GenerationJob.transcript) as an HTML table;
+    admins that show one include ADMIN_CSS."""
     if not transcript:
         return "—"
     rows = format_html_join(
         "",
-        "<tr><td>{}</td><td>{}</td><td>{}</td><td style='white-space:pre-wrap'>{}</td></tr>",
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td class='message'>{}</td></tr>",
         (
             (
                 turn.get("round", ""),
@@ -43,11 +54,13 @@ def transcript_table(transcript: list[dict]) -> str:
         ),
     )
     return format_html(
-        "<table><tr><th>round</th><th>agent</th><th>role</th><th>message</th></tr>{}</table>", rows
+        "<table class='transcript'><tr><th>round</th><th>agent</th><th>role</th><th>message</th></tr>"
+        "{}</table>",
+        rows,
     )
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(StudyScopedAdmin):
     def has_add_permission(self, request, obj=None):
         return False
 
@@ -55,19 +68,19 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
-class SystemInline(admin.TabularInline):
+class SystemInline(ScopedRelatedFields, admin.TabularInline):
     model = System
     extra = 0
     fields = ("key", "label", "position", "is_reference")
 
 
-class AttentionCheckInline(admin.TabularInline):
+class AttentionCheckInline(ScopedRelatedFields, admin.TabularInline):
     model = AttentionCheck
     extra = 0
 
 
 @admin.register(Study)
-class StudyAdmin(admin.ModelAdmin):
+class StudyAdmin(StudyScopedAdmin):
     list_display = (
         "slug",
         "title",
@@ -75,7 +88,6 @@ class StudyAdmin(admin.ModelAdmin):
         "unit",
         "n_sources",
         "n_participants",
-        "dashboard",
         "created_at",
     )
     list_filter = ("status", "unit")
@@ -131,23 +143,39 @@ class StudyAdmin(admin.ModelAdmin):
     def n_participants(self, obj):
         return obj._participants
 
-    @admin.display(description="dashboard")
-    def dashboard(self, obj):
-        return format_html('<a href="/dashboard/{}/">open</a>', obj.slug)
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        if not change and not request.user.is_superuser:
+            # A researcher who creates a study must be able to see it afterwards.
+            form.instance.researchers.add(request.user)
+
+    def _set_status(self, request, queryset, *, service, state: str) -> None:
+        changed, unchanged = [], []
+        for study in queryset:
+            try:
+                (changed if service(study=study) else unchanged).append(study.slug)
+            except ValidationError as exc:
+                self.message_user(request, " ".join(exc.messages), messages.ERROR)
+        if changed:
+            self.message_user(request, f"Now {state}: {', '.join(changed)}.", messages.SUCCESS)
+        if unchanged:
+            self.message_user(
+                request, f"Already {state}, nothing changed: {', '.join(unchanged)}.", messages.INFO
+            )
 
     @admin.action(description="Open the selected studies")
     def open_studies(self, request, queryset):
-        queryset.update(status=Study.Status.OPEN)
+        self._set_status(request, queryset, service=study_open, state="open")
 
-    @admin.action(description="Close the selected studies")
+    @admin.action(description="Close the selected studies (answers given so far are kept)")
     def close_studies(self, request, queryset):
-        queryset.update(status=Study.Status.CLOSED)
+        self._set_status(request, queryset, service=study_close, state="closed")
 
 
 @admin.register(Source)
-class SourceAdmin(admin.ModelAdmin):
+class SourceAdmin(StudyScopedAdmin):
     list_display = ("key", "study", "position", "reference_severity", "short_text")
-    list_filter = ("study", "reference_severity")
+    list_filter = (("study", RELATED), "reference_severity")
     search_fields = ("key", "text")
     ordering = ("study", "position")
 
@@ -157,13 +185,13 @@ class SourceAdmin(admin.ModelAdmin):
 
 
 @admin.register(System)
-class SystemAdmin(admin.ModelAdmin):
+class SystemAdmin(StudyScopedAdmin):
     list_display = ("key", "label", "study", "position", "is_reference")
-    list_filter = ("study", "is_reference")
+    list_filter = (("study", RELATED), "is_reference")
 
 
 @admin.register(Simplification)
-class SimplificationAdmin(admin.ModelAdmin):
+class SimplificationAdmin(StudyScopedAdmin):
     list_display = (
         "source",
         "system",
@@ -175,10 +203,20 @@ class SimplificationAdmin(admin.ModelAdmin):
         "rounds",
         "flagged",
     )
-    list_filter = ("source__study", "system__key", "origin", "backend", "flagged", "reached_round_cap")
+    list_filter = (
+        ("source__study", RELATED),
+        ("system", RELATED),
+        "origin",
+        "backend",
+        "flagged",
+        "reached_round_cap",
+    )
     search_fields = ("source__key", "shown_text__text")
     readonly_fields = ("shown_text", "created_at", "updated_at", "transcript_view")
     exclude = ("transcript",)
+
+    class Media:
+        css = ADMIN_CSS
 
     @admin.display(description="text")
     def short_text(self, obj):
@@ -192,7 +230,7 @@ class SimplificationAdmin(admin.ModelAdmin):
 @admin.register(SimplificationText)
 class SimplificationTextAdmin(ReadOnlyAdmin):
     list_display = ("source", "short_text", "systems")
-    list_filter = ("source__study",)
+    list_filter = (("source__study", RELATED),)
     search_fields = ("text",)
 
     @admin.display(description="text")
@@ -205,7 +243,7 @@ class SimplificationTextAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Participant)
-class ParticipantAdmin(admin.ModelAdmin):
+class ParticipantAdmin(StudyScopedAdmin):
     list_display = (
         "pseudonym",
         "study",
@@ -217,7 +255,7 @@ class ParticipantAdmin(admin.ModelAdmin):
         "completed_at",
         "survey_link",
     )
-    list_filter = ("study", "role", ("completed_at", admin.EmptyFieldListFilter))
+    list_filter = (("study", RELATED), "role", ("completed_at", admin.EmptyFieldListFilter))
     search_fields = ("pseudonym", "external_id")
     readonly_fields = (
         "token",
@@ -233,11 +271,7 @@ class ParticipantAdmin(admin.ModelAdmin):
 
     @admin.action(description="Mark as returned/withdrawn (their Latin-square row is handed out again)")
     def mark_returned(self, request, queryset):
-        from django.utils import timezone
-
-        updated = queryset.filter(completed_at__isnull=True, returned_at__isnull=True).update(
-            returned_at=timezone.now()
-        )
+        updated = services.participants_mark_returned(participants=queryset)
         self.message_user(request, f"{updated} participant(s) marked as returned.")
 
     @admin.display(description="progress")
@@ -258,7 +292,7 @@ class ParticipantAdmin(admin.ModelAdmin):
 @admin.register(ExpertItem)
 class ExpertItemAdmin(ReadOnlyAdmin):
     list_display = ("participant", "source", "position", "time_spent_ms", "completed_at")
-    list_filter = ("participant__study",)
+    list_filter = (("participant__study", RELATED),)
 
 
 @admin.register(ExpertRating)
@@ -273,19 +307,19 @@ class ExpertRatingAdmin(ReadOnlyAdmin):
         "simplicity",
         "updated_at",
     )
-    list_filter = ("participant__study", "participant")
+    list_filter = (("participant__study", RELATED), ("participant", RELATED))
 
 
 @admin.register(ExpertSourceJudgement)
 class ExpertSourceJudgementAdmin(ReadOnlyAdmin):
     list_display = ("participant", "source", "severity", "simplicity", "updated_at")
-    list_filter = ("participant__study", "severity")
+    list_filter = (("participant__study", RELATED), "severity")
 
 
 @admin.register(LayItem)
 class LayItemAdmin(ReadOnlyAdmin):
     list_display = ("participant", "source", "position", "assigned_system", "stage", "completed_at")
-    list_filter = ("participant__study", "stage", "assigned_system__key")
+    list_filter = (("participant__study", RELATED), "stage", ("assigned_system", RELATED))
 
 
 @admin.register(LayAnswer)
@@ -299,22 +333,22 @@ class LayAnswerAdmin(ReadOnlyAdmin):
         "helpfulness",
         "updated_at",
     )
-    list_filter = ("item__participant__study", "phase")
+    list_filter = (("item__participant__study", RELATED), "phase")
 
 
 @admin.register(LayPreference)
 class LayPreferenceAdmin(ReadOnlyAdmin):
     list_display = ("item", "most_justification", "least_justification", "updated_at")
-    list_filter = ("item__participant__study",)
+    list_filter = (("item__participant__study", RELATED),)
 
 
 @admin.register(AttentionCheckResponse)
 class AttentionCheckResponseAdmin(ReadOnlyAdmin):
     list_display = ("participant", "check_item", "answer", "passed", "answered_at")
-    list_filter = ("participant__study", "passed")
+    list_filter = (("participant__study", RELATED), "passed")
 
 
 @admin.register(ConsentRefusal)
 class ConsentRefusalAdmin(ReadOnlyAdmin):
     list_display = ("study", "role", "refused_at")
-    list_filter = ("study",)
+    list_filter = (("study", RELATED),)

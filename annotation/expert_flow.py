@@ -11,7 +11,6 @@ nothing that could hint at a system (text ids are created in system order):
 
 from __future__ import annotations
 
-import random
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from annotation.survey_page import (  # noqa: F401  (re-exported: views and test
     elapsed_ms_clean,
     render_stamp,
     render_stamp_elapsed_ms,
+    seeded_shuffle,
     text_label,
 )
 
@@ -61,8 +61,7 @@ def _source_order(participant: Participant, sources: list[Source]) -> list[Sourc
     """The participant's page order: the study's sources shuffled by the participant's own seed, so
     order effects (fatigue, anchoring) spread over sources when several radiologists rate."""
     ordered = sorted(sources, key=lambda s: s.position)
-    random.Random(f"{participant.order_seed}:expert-sources").shuffle(ordered)
-    return ordered
+    return seeded_shuffle(ordered, seed=participant.order_seed, purpose="expert-sources")
 
 
 def expert_items_ensure(*, participant: Participant) -> list[ExpertItem]:

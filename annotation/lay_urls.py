@@ -13,5 +13,4 @@ urlpatterns = [
     path("l/<str:token>/sentence/<int:item_id>/<str:panel>/", lay.lay_panel, name="lay-panel"),
     path("l/<str:token>/check/<int:check_id>/", lay.lay_check, name="lay-check"),
     path("l/<str:token>/done/", lay.lay_done, name="lay-done"),
-    path("studies/<slug:slug>/balance/", lay.lay_balance, name="lay-balance"),
 ]

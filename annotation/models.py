@@ -15,10 +15,11 @@ import secrets
 import unicodedata
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-from annotation import scales
+from annotation import json_shapes, scales
 
 
 def new_participant_token() -> str:
@@ -108,6 +109,11 @@ class Study(models.Model):
     def __str__(self) -> str:
         return self.slug
 
+    def clean(self) -> None:
+        errors = json_shapes.background_questions_errors(self.background_questions)
+        if errors:
+            raise ValidationError({"background_questions": errors})
+
     @property
     def is_open(self) -> bool:
         return self.status == self.Status.OPEN
@@ -137,6 +143,11 @@ class Source(models.Model):
     def __str__(self) -> str:
         return f"{self.study.slug}/{self.key}"
 
+    def clean(self) -> None:
+        errors = json_shapes.object_errors(self.metadata, field="Metadata")
+        if errors:
+            raise ValidationError({"metadata": errors})
+
 
 class System(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="systems")
@@ -154,6 +165,11 @@ class System(models.Model):
 
     def __str__(self) -> str:
         return f"{self.study.slug}/{self.key}"
+
+    def clean(self) -> None:
+        errors = json_shapes.object_errors(self.config, field="Config")
+        if errors:
+            raise ValidationError({"config": errors})
 
 
 class SimplificationText(models.Model):
@@ -446,6 +462,13 @@ class AttentionCheck(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["study", "position"], name="attention_check_unique_position")
         ]
+
+    def clean(self) -> None:
+        errors = json_shapes.attention_check_errors(
+            prompt=self.prompt, options=self.options, expected_answer=self.expected_answer
+        )
+        if errors:
+            raise ValidationError(errors)
 
 
 class AttentionCheckResponse(models.Model):

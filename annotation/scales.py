@@ -147,6 +147,17 @@ LAY_SCALES: dict[str, Scale] = {
     "severity_guess": SEVERITY,
     "helpfulness": HELPFULNESS,
 }
+# The lay questions of panels 1 and 2 by their stored name (LayAnswer's fields, the export
+# columns), in the survey's order, with the number participants see (seed 003 Figure 1; Q2b is the
+# original survey's optional urgency question).
+LAY_QUESTION_NUMBERS: dict[str, str] = {
+    "understanding": "Q1",
+    "confidence": "Q2",
+    "urgency_confidence": "Q2b",
+    "severity_guess": "Q3",
+    "helpfulness": "Q4",
+}
+LAY_QUESTIONS: tuple[str, ...] = tuple(LAY_QUESTION_NUMBERS)
 
 PREFERENCE_MOST_QUESTION = (
     "Which simplifications do you like the most? (you can select more than one sentence)"
@@ -155,3 +166,4 @@ PREFERENCE_LEAST_QUESTION = (
     "Which simplifications do you like the least? (you can select more than one sentence)"
 )
 JUSTIFICATION_QUESTION = "Please provide your justification."
+PREFERENCE_QUESTION_NUMBERS = {"most": "Q5", "least": "Q6"}

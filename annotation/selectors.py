@@ -19,10 +19,6 @@ from annotation.models import (
 )
 
 
-def study_get(*, slug: str) -> Study:
-    return Study.objects.get(slug=slug)
-
-
 def studies_for_user(*, user) -> QuerySet[Study]:
     """The studies a researcher may see: superusers see all, others those they belong to."""
     if not user.is_authenticated:

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from annotation import scales
@@ -35,10 +35,20 @@ from annotation.models import (
     normalize_text,
     text_hash,
 )
+from annotation.survey_page import seeded_shuffle
 
 
 class AnswerLocked(ValidationError):
-    """Raised when an answer may no longer change (panel 1 after panel 2 was shown)."""
+    """An answer that may no longer change: panel 1's, once its item's `original_locked_at` is set
+    (annotation/lay/panels.py sets it when the simplification is first shown)."""
+
+    MESSAGE = (
+        "Your answers about the original sentence are locked because the simplification has been "
+        "shown; they were not changed."
+    )
+
+    def __init__(self, message: str = MESSAGE):
+        super().__init__(message)
 
 
 # --- Studies, sources, systems, simplifications ------------------------------------------------
@@ -193,6 +203,8 @@ def _text_delete_if_unused(text_id: int) -> None:
 
 
 def _next_pseudonym(study: Study, role: str) -> str:
+    """The role's next pseudonym (L001, L002, … / R001, …). Call inside a transaction holding the
+    study row lock: concurrent joins then number one after another instead of colliding."""
     prefix = "R" if role == Participant.Role.RADIOLOGIST else "L"
     taken = set(Participant.objects.filter(study=study, role=role).values_list("pseudonym", flat=True))
     n = len(taken) + 1
@@ -210,18 +222,24 @@ def participant_create(
     recruitment: Mapping[str, Any] | None = None,
     pseudonym: str = "",
 ) -> Participant:
+    """A new participant. Without a given pseudonym the next free one of the role is assigned
+    under the study row lock, so simultaneous joins all succeed with distinct pseudonyms."""
     if role not in Participant.Role.values:
         raise ValidationError({"role": f"Unknown role {role!r}; use radiologist or layperson."})
-    participant = Participant(
-        study=study,
-        role=role,
-        external_id=external_id,
-        user=user,
-        recruitment=dict(recruitment or {}),
-        pseudonym=pseudonym or _next_pseudonym(study, role),
-        order_seed=random.SystemRandom().randrange(2**31),
-    )
-    participant.save()
+    with transaction.atomic():
+        if not pseudonym:
+            Study.objects.select_for_update().filter(pk=study.pk).values_list("pk", flat=True).get()
+            pseudonym = _next_pseudonym(study, role)
+        participant = Participant(
+            study=study,
+            role=role,
+            external_id=external_id,
+            user=user,
+            recruitment=dict(recruitment or {}),
+            pseudonym=pseudonym,
+            order_seed=random.SystemRandom().randrange(2**31),
+        )
+        participant.save()
     return participant
 
 
@@ -255,6 +273,15 @@ def participant_consent(*, participant: Participant, accepted: bool) -> Particip
 
 def consent_refusal_record(*, study: Study, role: str) -> ConsentRefusal:
     return ConsentRefusal.objects.create(study=study, role=role)
+
+
+def participants_mark_returned(*, participants: QuerySet[Participant]) -> int:
+    """Mark participants returned or withdrawn (e.g. on Prolific): they can no longer answer, and a
+    layperson's Latin-square row is handed out again. Completed ones are left as they are; returns
+    how many were marked."""
+    return participants.filter(completed_at__isnull=True, returned_at__isnull=True).update(
+        returned_at=timezone.now()
+    )
 
 
 def participant_complete(*, participant: Participant) -> Participant:
@@ -362,8 +389,7 @@ def expert_item_create(
             .values_list("pk", flat=True)
             .distinct()
         )
-        random.Random(f"{participant.order_seed}:{source.pk}").shuffle(ids)
-        text_order = ids
+        text_order = seeded_shuffle(ids, seed=participant.order_seed, purpose=str(source.pk))
     item, _ = ExpertItem.objects.get_or_create(
         participant=participant,
         source=source,
@@ -379,9 +405,6 @@ def expert_item_add_time(*, item: ExpertItem, time_spent_ms: int) -> None:
 
 
 # --- Lay answers -------------------------------------------------------------------------------------
-
-
-LAY_FIELDS = ("understanding", "confidence", "urgency_confidence", "severity_guess", "helpfulness")
 
 
 def lay_item_create(
@@ -402,8 +425,7 @@ def lay_item_create(
             .values_list("pk", flat=True)
             .distinct()
         )
-        random.Random(f"{participant.order_seed}:pref:{source.pk}").shuffle(ids)
-        preference_order = ids
+        preference_order = seeded_shuffle(ids, seed=participant.order_seed, purpose=f"pref:{source.pk}")
     return LayItem.objects.create(
         participant=participant,
         source=source,
@@ -427,7 +449,7 @@ def lay_answer_save(
         raise ValidationError({"phase": f"Unknown phase {phase!r} (original or assisted)."})
     clean: dict[str, str] = {}
     for name, value in answers.items():
-        if name not in LAY_FIELDS:
+        if name not in scales.LAY_QUESTIONS:
             raise ValidationError({name: f"Unknown question {name!r}."})
         if value is None:
             continue
@@ -440,7 +462,7 @@ def lay_answer_save(
             existing = LayAnswer.objects.filter(item=item, phase=phase).first()
             changed = existing is None or any(getattr(existing, k) != v for k, v in clean.items())
             if changed:
-                raise AnswerLocked("Panel 1 answers are locked once the simplification has been shown.")
+                raise AnswerLocked()
         answer, _ = _get_or_create_locked(LayAnswer, item=item, phase=phase)
         for name, value in clean.items():
             setattr(answer, name, value)
@@ -450,7 +472,9 @@ def lay_answer_save(
 
 
 def lay_item_lock_original(*, item: LayItem) -> LayItem:
-    """Lock panel 1 (called when panel 2 is first shown)."""
+    """Lock panel 1: from now on `lay_answer_save` refuses to change its answers. The lay flow
+    calls this when the simplification is first shown (annotation/lay/panels.py); importers call
+    it for answers given in an earlier tool."""
     if item.original_locked_at is None:
         item.original_locked_at = timezone.now()
         if item.stage == LayItem.Stage.ORIGINAL:

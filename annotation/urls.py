@@ -5,7 +5,6 @@ from annotation.views import entry
 
 app_name = "annotation"
 urlpatterns = [
-    path("", entry.home, name="home"),
     path("s/<str:token>/", entry.participant_entry, name="entry"),
     *expert_urls.urlpatterns,
     *lay_urls.urlpatterns,

@@ -1,16 +1,35 @@
 from django.contrib import admin
-from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+
+from annotation.views.errors import survey_link_invalid
+from config import api_root, errors
+from config.views import home
 
 urlpatterns = [
+    path("", home, name="home"),
     path("admin/", admin.site.urls),
+    path("api/", api_root.api_root, name="api-root"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # The split view serves its start-up script as a file: no inline script for the CSP to allow.
+    path(
+        "api/docs/",
+        SpectacularSwaggerSplitView.as_view(url_name="api-schema", template_name="api/swagger_ui.html"),
+        name="api-docs",
+    ),
     path("api/", include("evaluation.api_urls")),
     path("dashboard/", include("evaluation.urls")),
     path("generation/", include("generation.urls")),
     path("ml/", include("ml.urls")),
     path("", include("annotation.urls")),
+    # A cut or mistyped survey link gets the survey's own "link not valid" page, in the demo too
+    # (DEBUG shows Django's URL list for an unmatched address otherwise).
+    re_path(r"^(?:s|l|r)/", survey_link_invalid),
+    path("favicon.ico", errors.favicon),
 ]
 
+handler400 = errors.bad_request
+handler403 = errors.permission_denied
+# JSON for unknown /api/ URLs, the branded page elsewhere.
 handler404 = "evaluation.api_errors.page_not_found"
+handler500 = errors.server_error

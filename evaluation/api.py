@@ -25,7 +25,8 @@ from evaluation.exporters import FORMATS
 from evaluation.exporters.response import export_response
 from evaluation.exporters.rows import answer_columns, answer_rows
 from evaluation.pagination import MAX_OFFSET, bounded_int
-from evaluation.selectors import analysis_options_from_settings, participants_progress, study_analysis_cached
+from evaluation.progress import participants_progress
+from evaluation.selectors import analysis_options_from_settings, study_analysis_cached
 
 MAX_ANSWERS_PAGE = 5000
 

@@ -5,10 +5,11 @@ like every other API error, not an HTML page."""
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.views import defaults
+
+from config import errors
 
 
 def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": "Not found."}, status=404)
-    return defaults.page_not_found(request, exception)
+    return errors.page_not_found(request, exception)

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from datetime import timedelta
 from typing import Any
 
 import numpy as np
 from django.db import transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, QuerySet
 from django.http import Http404
 from django.utils import timezone
 
@@ -20,22 +19,21 @@ from evaluation.planning.outcomes import Outcome, get_outcome, outcome_frame
 from evaluation.planning.plot import power_curve_svg
 from evaluation.planning.power import PowerSettings, design_axis, power_grid
 from evaluation.planning.variance import VarianceComponents, estimate_components
+from evaluation.progress import ABANDONED, COMPLETED, RETURNED, participants_progress
 from evaluation.selectors import expert_ratings_frame, lay_answers_frame
 
 
 def pilot_dropout_rate(*, study: Study, now=None) -> float | None:
-    """Share of the pilot's consented laypeople who dropped out (returned, or idle past the
-    study's abandon time without completing) among those who finished one way or the other;
+    """Share of the pilot's laypeople who dropped out (status abandoned or returned, as the
+    dashboard counts them: evaluation/progress.py) among those who finished one way or the other;
     None when nobody has finished yet."""
-    idle_since = (now or timezone.now()) - timedelta(minutes=study.abandon_after_minutes)
-    lay = Participant.objects.filter(study=study, role=Participant.Role.LAYPERSON, consented_at__isnull=False)
-    completed = lay.filter(completed_at__isnull=False).count()
-    dropped = (
-        lay.filter(completed_at__isnull=True)
-        .filter(Q(returned_at__isnull=False) | Q(last_activity_at__lt=idle_since))
-        .count()
-    )
-    finished = completed + dropped
+    statuses = [
+        record["status"]
+        for record in participants_progress(study=study, now=now)
+        if record["role"] == Participant.Role.LAYPERSON
+    ]
+    dropped = sum(status in (ABANDONED, RETURNED) for status in statuses)
+    finished = dropped + statuses.count(COMPLETED)
     return dropped / finished if finished else None
 
 

@@ -413,11 +413,10 @@ def study_report_html(*, study, reported: str | None = "auto") -> str:
     from evaluation.audit import audit_shipped, default_reported_for
     from evaluation.plan_views import plan_table
     from evaluation.plans import plan_latest_done
+    from evaluation.progress import latin_square_balance, progress_by_role
     from evaluation.selectors import (
         analysis_figures_cached,
         analysis_options_from_settings,
-        latin_square_balance,
-        progress_by_role,
         study_analysis_cached,
     )
 
@@ -434,7 +433,7 @@ def study_report_html(*, study, reported: str | None = "auto") -> str:
         "plots": analysis_figures_cached(analysis=analysis),
         "audit": audit_display(audit_result),
         "progress": progress_by_role(study=study),
-        "balance": balance_summary(balance),
+        "balance": balance.by_system(),
         "methods": methods(analysis),
         "plan": plan,
         "plan_table": plan_table(plan.result) if plan else None,
@@ -443,21 +442,3 @@ def study_report_html(*, study, reported: str | None = "auto") -> str:
         "generated_at": datetime.now(UTC),
     }
     return render_to_string("evaluation/report.html", context)
-
-
-def balance_summary(balance) -> list[dict[str, Any]]:
-    """Per system: how many lay items per source the Latin square assigned / credited (min–max)."""
-    rows = []
-    for system, group in balance.groupby("system", sort=False):
-        rows.append(
-            {
-                "system": system,
-                "assigned_total": int(group["assigned"].sum()),
-                "credited_total": int(group["credited"].sum()),
-                "assigned_min": int(group["assigned"].min()) if len(group) else 0,
-                "assigned_max": int(group["assigned"].max()) if len(group) else 0,
-                "credited_min": int(group["credited"].min()) if len(group) else 0,
-                "credited_max": int(group["credited"].max()) if len(group) else 0,
-            }
-        )
-    return rows

@@ -1,5 +1,6 @@
 """Reads of the evaluation app: the database as pandas frames for the Django-free analysis
-(evaluation/analysis.py), plus the progress and Latin-square views of the dashboard.
+(evaluation/analysis.py). Participant progress and the Latin-square balance are in
+evaluation/progress.py.
 
 Answers are stored by level name; here they become the numbers of annotation/scales.py (one
 documented coding: Critical = 1 … Healthy = 5, Q1 1–4, Q2 1–3, Q4 −1..2). A missing answer is NaN.
@@ -16,21 +17,17 @@ import hashlib
 import json
 from collections.abc import Iterable
 
-import numpy as np
 import pandas as pd
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Max
 
 from annotation import scales
 from annotation.models import (
-    ExpertItem,
     ExpertRating,
     ExpertSourceJudgement,
     LayAnswer,
-    LayItem,
     LayPreference,
-    Participant,
     Simplification,
     Source,
     Study,
@@ -40,7 +37,7 @@ from annotation.selectors import systems_by_text
 from evaluation.analysis import AnalysisOptions, StudyFrames, study_analysis
 from evaluation.plots import all_svgs
 
-LAY_QUESTIONS = ("understanding", "confidence", "urgency_confidence", "severity_guess", "helpfulness")
+LAY_QUESTIONS = scales.LAY_QUESTIONS
 EXPERT_ASPECTS = tuple(scales.EXPERT_ASPECTS)
 CHUNK = 5000
 ANALYSIS_CACHE_SECONDS = 24 * 3600
@@ -255,109 +252,6 @@ def study_frames(*, study: Study) -> StudyFrames:
         lay_answers=lay_answers_frame(study=study),
         lay_preferences=lay_preferences_frame(study=study),
     )
-
-
-# --- dashboard views of the raw data ------------------------------------------------------------
-
-
-def participants_progress(*, study: Study) -> list[dict]:
-    """Per participant: role, pseudonym, done / total units and status. A radiologist's unit is a
-    source page (ExpertItem), a layperson's a sentence (LayItem) that reached the last stage."""
-    participants = (
-        Participant.objects.filter(study=study)
-        .annotate(
-            lay_total=Count("lay_items", distinct=True),
-            lay_done=Count("lay_items", filter=Q(lay_items__stage=LayItem.Stage.DONE), distinct=True),
-        )
-        .order_by("role", "pseudonym", "pk")
-    )
-    expert_counts = dict(
-        ExpertItem.objects.filter(participant__study=study)
-        .values_list("participant_id")
-        .annotate(n=Count("pk"))
-        .values_list("participant_id", "n")
-    )
-    expert_done = dict(
-        ExpertItem.objects.filter(participant__study=study, completed_at__isnull=False)
-        .values_list("participant_id")
-        .annotate(n=Count("pk"))
-        .values_list("participant_id", "n")
-    )
-    records = []
-    for p in participants:
-        if p.role == Participant.Role.RADIOLOGIST:
-            total, done = expert_counts.get(p.pk, 0), expert_done.get(p.pk, 0)
-            if total and p.completed_at is not None and done == 0:
-                done = total  # imported data marks only the participant complete
-        else:
-            total, done = p.lay_total, p.lay_done
-        if p.completed_at:
-            status = "completed"
-        elif p.returned_at:
-            status = "returned"
-        elif p.declined_at:
-            status = "declined"
-        elif p.started_at:
-            status = "in progress"
-        else:
-            status = "invited"
-        records.append(
-            {
-                "participant": participant_label(p.pseudonym, p.pk),
-                "role": p.role,
-                "done": done,
-                "total": total,
-                "status": status,
-                "latin_square_row": p.latin_square_row,
-                "started_at": p.started_at,
-                "completed_at": p.completed_at,
-            }
-        )
-    return records
-
-
-def progress_by_role(*, study: Study) -> dict[str, dict]:
-    """Summary per role: participants, completed, units done / total."""
-    summary: dict[str, dict] = {
-        role: {"participants": 0, "completed": 0, "done": 0, "total": 0} for role in Participant.Role.values
-    }
-    for record in participants_progress(study=study):
-        row = summary[record["role"]]
-        row["participants"] += 1
-        row["completed"] += record["status"] == "completed"
-        row["done"] += record["done"]
-        row["total"] += record["total"]
-    return summary
-
-
-def latin_square_balance(*, study: Study) -> pd.DataFrame:
-    """Sources × systems: how many lay items the Latin square assigned (LayItem.assigned_system),
-    and how many showed the system's text through a text it shares with the assigned system.
-    Columns: source, system, assigned, credited (assigned + shared), as counts."""
-    sources = list(Source.objects.filter(study=study).order_by("position").values_list("key", flat=True))
-    systems = list(
-        System.objects.filter(study=study).order_by("position", "key").values_list("key", flat=True)
-    )
-    text_systems = _text_systems(study)
-    assigned = {(s, k): 0 for s in sources for k in systems}
-    credited = dict(assigned)
-    for source, system, text_id, n in (
-        LayItem.objects.filter(participant__study=study)
-        .values_list("source__key", "assigned_system__key", "shown_text_id")
-        .annotate(n=Count("pk"))
-    ):
-        if system is not None:
-            assigned[(source, system)] = assigned.get((source, system), 0) + n
-        for key in text_systems.get(text_id, ()):
-            credited[(source, key)] = credited.get((source, key), 0) + n
-    return pd.DataFrame(
-        [
-            {"source": s, "system": k, "assigned": assigned[(s, k)], "credited": credited[(s, k)]}
-            for s in sources
-            for k in systems
-        ],
-        columns=["source", "system", "assigned", "credited"],
-    ).astype({"assigned": np.int64, "credited": np.int64})
 
 
 # --- cached analysis ------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ urlpatterns = [
     ),
     path("logout/", auth_views.LogoutView.as_view(next_page=reverse_lazy("evaluation:login")), name="logout"),
     path("<slug:slug>/", views.study_detail, name="study-detail"),
+    path("<slug:slug>/progress/", views.study_progress_page, name="study-progress"),
     path("<slug:slug>/correlations/", views.study_correlations, name="study-correlations"),
     path("<slug:slug>/export.<str:file_format>", views.study_export, name="study-export"),
     path("<slug:slug>/analysis.json", views.study_analysis_json, name="study-analysis"),

@@ -16,13 +16,11 @@ from evaluation.audit import audit_shipped, default_reported_for, reported_files
 from evaluation.exporters import FORMATS
 from evaluation.exporters.metrics_table import metrics_csv
 from evaluation.exporters.response import export_response
-from evaluation.report import audit_display, balance_summary, report_tables, study_report_html
+from evaluation.progress import latin_square_balance, participants_progress, progress_by_role, study_progress
+from evaluation.report import audit_display, report_tables, study_report_html
 from evaluation.selectors import (
     analysis_figures_cached,
     analysis_options_from_settings,
-    latin_square_balance,
-    participants_progress,
-    progress_by_role,
     study_analysis_cached,
 )
 
@@ -50,18 +48,17 @@ def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
     files = reported_files()
     reported = request.GET.get("reported", default_reported_for(list(analysis["systems"])) or "")
     audit_result = audit_shipped(analysis, reported)
+    progress = participants_progress(study=study)
     balance = latin_square_balance(study=study)
-    n_sources = balance["source"].nunique()
     matrix = None
-    if n_sources <= MATRIX_MAX_SOURCES:
+    if len(balance.sources) <= MATRIX_MAX_SOURCES:
         matrix = {
-            "systems": list(dict.fromkeys(balance["system"])),
+            "systems": [system.key for system in balance.systems],
             "rows": [
-                {"source": source, "cells": list(zip(group["assigned"], group["credited"], strict=True))}
-                for source, group in balance.groupby("source", sort=False)
+                {"source": row["source"].key, "cells": [(c.assigned, c.credited) for c in row["cells"]]}
+                for row in balance.table()
             ],
         }
-    progress = participants_progress(study=study)
     context = {
         "study": study,
         "analysis": analysis,
@@ -70,13 +67,23 @@ def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "audit": audit_display(audit_result),
         "reported": reported,
         "reported_files": list(files),
-        "progress_by_role": progress_by_role(study=study),
+        "progress_by_role": progress_by_role(study=study, records=progress),
         "participants": progress,
-        "balance": balance_summary(balance),
+        "balance": balance.by_system(),
         "matrix": matrix,
         "formats": sorted(FORMATS),
     }
     return render(request, "evaluation/study_detail.html", context)
+
+
+@researcher_login_required
+def study_progress_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """Participants by status, the lay survey's Latin-square balance, what the safety gate
+    withholds and attention-check failures (evaluation/progress.py)."""
+    study = access_study_for_user(user=request.user, slug=slug)
+    return render(
+        request, "evaluation/study_progress.html", {"study": study, "progress": study_progress(study=study)}
+    )
 
 
 @researcher_login_required
@@ -125,6 +132,10 @@ def study_report(request: HttpRequest, slug: str) -> HttpResponse:
     response = HttpResponse(
         study_report_html(study=study, reported=reported or None), content_type="text/html; charset=utf-8"
     )
-    if request.GET.get("inline") != "1":
-        response["Content-Disposition"] = f'attachment; filename="{study.slug}-report.html"'
+    # Opens in the browser; the dashboard's separate download link asks for the file.
+    disposition = "attachment" if request.GET.get("download") == "1" else "inline"
+    response["Content-Disposition"] = f'{disposition}; filename="{study.slug}-report.html"'
+    # A self-contained document (its styles inline, no scripts): a policy of its own that allows
+    # exactly that, instead of the site's, which forbids inline styles.
+    response["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
     return response

@@ -12,16 +12,16 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from annotation.admin import StudyAdmin, transcript_table
+from annotation.admin import ADMIN_CSS, RELATED, StudyAdmin, transcript_table
+from annotation.admin_access import StudyScopedAdmin, SuperuserOnlyAdmin, scope_to_user
 from annotation.models import Study
-from annotation.selectors import studies_for_user
 from generation.forms import GenerationBatchForm
 from generation.models import GenerationBatch, GenerationJob, LLMCallCache
 from generation.services import batches
 
 
 @admin.register(GenerationBatch)
-class GenerationBatchAdmin(admin.ModelAdmin):
+class GenerationBatchAdmin(StudyScopedAdmin):
     list_display = (
         "id",
         "study",
@@ -33,7 +33,7 @@ class GenerationBatchAdmin(admin.ModelAdmin):
         "created_at",
         "page_link",
     )
-    list_filter = ("backend", "study")
+    list_filter = ("backend", ("study", RELATED))
     actions = ["cancel_batches", "resume_batches", "retry_failed_jobs"]
     readonly_fields = (
         "study",
@@ -56,8 +56,7 @@ class GenerationBatchAdmin(admin.ModelAdmin):
         status = GenerationJob.Status
         return (
             super()
-            .get_queryset(request)
-            .filter(study__in=studies_for_user(user=request.user))
+            .get_queryset(request)  # scoped to the user's studies by StudyScopedAdmin
             .select_related("study", "model_artifact")
             .annotate(
                 _total=Count("jobs"),
@@ -82,6 +81,9 @@ class GenerationBatchAdmin(admin.ModelAdmin):
         if not self.has_add_permission(request):
             return HttpResponse("You may not launch generation batches.", status=403)
         form = GenerationBatchForm(request.POST or None, initial={"study": request.GET.get("study")})
+        # Only the user's own studies (and models) can be chosen, so none can be launched for another.
+        for name in ("study", "model_artifact"):
+            form.fields[name].queryset = scope_to_user(form.fields[name].queryset, request.user)
         if request.method == "POST" and form.is_valid():
             try:
                 batch = batches.generation_batch_create(**form.batch_arguments(), created_by=request.user)
@@ -155,7 +157,7 @@ class GenerationBatchAdmin(admin.ModelAdmin):
 
 
 @admin.register(GenerationJob)
-class GenerationJobAdmin(admin.ModelAdmin):
+class GenerationJobAdmin(StudyScopedAdmin):
     list_display = (
         "id",
         "batch",
@@ -170,9 +172,13 @@ class GenerationJobAdmin(admin.ModelAdmin):
         "short_error",
         "produced",
     )
-    list_filter = ("status", "family", "batch")
+    list_filter = ("status", "family", ("batch", RELATED))
     search_fields = ("source__key", "error")
     exclude = ("transcript", "simplifications")
+
+    class Media:
+        css = ADMIN_CSS
+
     readonly_fields = (
         "batch",
         "source",
@@ -199,8 +205,7 @@ class GenerationJobAdmin(admin.ModelAdmin):
     def get_queryset(self, request):
         return (
             super()
-            .get_queryset(request)
-            .filter(batch__study__in=studies_for_user(user=request.user))
+            .get_queryset(request)  # scoped to the user's studies by StudyScopedAdmin
             .select_related("batch__study", "source")
             .prefetch_related("simplifications__system")
         )
@@ -243,7 +248,7 @@ class GenerationJobAdmin(admin.ModelAdmin):
 
 
 @admin.register(LLMCallCache)
-class LLMCallCacheAdmin(admin.ModelAdmin):
+class LLMCallCacheAdmin(SuperuserOnlyAdmin):
     list_display = ("key", "backend", "model_name", "created_at")
     list_filter = ("backend", "model_name")
     search_fields = ("key",)

@@ -76,6 +76,7 @@ class GenerationBatch(models.Model):
     cancelled_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name_plural = "generation batches"
         ordering = ["-created_at", "-id"]
         constraints = [
             models.CheckConstraint(

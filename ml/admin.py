@@ -14,6 +14,8 @@ from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from annotation.admin import ADMIN_CSS, RELATED
+from annotation.admin_access import StudyScopedAdmin, SuperuserOnlyAdmin, scope_to_user
 from annotation.models import Study
 from ml import selectors, services
 from ml.models import EmbeddingCacheEntry, ModelArtifact, TrainingJob
@@ -40,7 +42,7 @@ def progress_bar_html(job: TrainingJob) -> str:
     )
     return format_html(
         '<span class="ml-progress" data-url="{}" data-status="{}">'
-        '<progress value="{}" max="{}" style="width:14em"></progress> '
+        '<progress value="{}" max="{}"></progress> '
         '<span class="ml-progress-text">{}</span></span>',
         reverse("admin:ml_trainingjob_progress", args=[job.pk]),
         job.status,
@@ -69,7 +71,7 @@ class ModelArtifactAddForm(forms.ModelForm):
 
 
 @admin.register(ModelArtifact)
-class ModelArtifactAdmin(admin.ModelAdmin):
+class ModelArtifactAdmin(StudyScopedAdmin):
     list_display = ("name", "kind", "architecture", "base_model", "metrics", "created_at")
     list_filter = ("kind", "architecture")
     list_select_related = ("base_model",)
@@ -178,9 +180,9 @@ class TrainingJobForm(forms.ModelForm):
 
 
 @admin.register(TrainingJob)
-class TrainingJobAdmin(admin.ModelAdmin):
+class TrainingJobAdmin(StudyScopedAdmin):
     list_display = ("id", "data", "base", "status", "progress_bar", "output_artifact", "created_at")
-    list_filter = ("status",)
+    list_filter = ("status", ("study", RELATED))
     list_select_related = ("study", "base_artifact", "output_artifact")
     actions = ["cancel_jobs", "retry_jobs"]
     readonly_fields = (
@@ -199,11 +201,19 @@ class TrainingJobAdmin(admin.ModelAdmin):
 
     class Media:
         js = ("ml/training_progress.js",)
+        css = ADMIN_CSS
 
     def get_form(self, request, obj=None, **kwargs):
         if obj is None:
             kwargs["form"] = TrainingJobForm
-        return super().get_form(request, obj, **kwargs)
+        form = super().get_form(request, obj, **kwargs)
+        if obj is None:
+            # The launch form declares its own study field (shared by every form class made from it):
+            # replace it with one that offers only the user's studies.
+            form.base_fields["study"] = forms.ModelChoiceField(
+                scope_to_user(Study.objects.all(), request.user), required=False
+            )
+        return form
 
     def get_fields(self, request, obj=None):
         if obj is None:
@@ -275,7 +285,7 @@ class TrainingJobAdmin(admin.ModelAdmin):
         ]
 
     def progress_view(self, request, job_id: int):
-        get_object_or_404(TrainingJob, pk=job_id)
+        get_object_or_404(self.get_queryset(request), pk=job_id)
         if not self.has_view_permission(request):
             return JsonResponse({"error": "forbidden"}, status=403)
         data = selectors.training_job_progress(job_id=job_id)
@@ -301,7 +311,7 @@ class TrainingJobAdmin(admin.ModelAdmin):
 
 
 @admin.register(EmbeddingCacheEntry)
-class EmbeddingCacheEntryAdmin(admin.ModelAdmin):
+class EmbeddingCacheEntryAdmin(SuperuserOnlyAdmin):
     list_display = ("key", "model_id", "dimension", "created_at")
     list_filter = ("model_id",)
 

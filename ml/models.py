@@ -125,5 +125,8 @@ class EmbeddingCacheEntry(models.Model):
     vector = models.BinaryField(help_text="float32, little-endian")
     created_at = models.DateTimeField(auto_now_add=True)
 
+    class Meta:
+        verbose_name_plural = "embedding cache entries"
+
     def __str__(self) -> str:
         return f"{self.model_id}:{self.key[:12]}"

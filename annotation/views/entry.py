@@ -1,23 +1,29 @@
-"""The front door: the home page, `/s/<token>/` (which sends a participant to their role's flow),
+"""The participants' front door: `/s/<token>/` (which sends a participant to their role's flow),
 and what both survey flows' views share: resolving the token of every survey URL to a participant
 and answering the access errors with the same clear 4xx pages."""
 
 from collections.abc import Callable
+from datetime import timedelta
 from functools import wraps
 
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
+from django.utils import timezone
 
+from annotation import services
 from annotation.access import SurveyClosed, WrongFlow, access_participant
 from annotation.models import Participant
+from annotation.views.errors import study_unavailable, survey_link_invalid
+
+__all__ = ["messages_of", "participant_entry", "study_unavailable", "survey_participant"]
 
 # A flow's error page: (request, message, status) -> response (a fragment for htmx requests).
 ErrorPage = Callable[[HttpRequest, str, int], HttpResponse]
-
-
-def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "annotation/home.html")
+# Activity is recorded at most this often: it only decides, at a granularity of minutes
+# (Study.abandon_after_minutes), whether a participant still holds their Latin-square row, so an
+# autosave every few seconds need not write the participant row each time.
+TOUCH_INTERVAL = timedelta(seconds=30)
 
 
 def participant_entry(request: HttpRequest, token: str) -> HttpResponse:
@@ -25,13 +31,11 @@ def participant_entry(request: HttpRequest, token: str) -> HttpResponse:
         participant = access_participant(token=token)
     except SurveyClosed as closed:
         return study_unavailable(request, closed.study)
+    except Http404:
+        return survey_link_invalid(request)
     if participant.role == Participant.Role.RADIOLOGIST:
         return redirect("annotation:expert-start", token=token)
     return redirect("annotation:lay-start", token=token)
-
-
-def study_unavailable(request: HttpRequest, study) -> HttpResponse:
-    return render(request, "annotation/study_unavailable.html", {"study": study}, status=403)
 
 
 def messages_of(exc: ValidationError) -> list[str]:
@@ -47,17 +51,25 @@ def survey_participant(
     error: ErrorPage,
     require_open: bool = True,
     refused: tuple[type[ValidationError], ...] = (),
+    active: Callable[[Participant], bool] | None = None,
 ) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
     """A view decorator: resolve `token` to a participant of `role` (of an open study unless told
     otherwise) and pass it on instead. A closed study, the other role's token and a missing page
-    become 403/404 answers; the flow's own refusals (`refused`) become 409 with their messages."""
+    become 403/404 answers; the flow's own refusals (`refused`) become 409 with their messages.
+
+    The participant's activity (started_at, last_activity_at) is recorded here and nowhere else in
+    the views: after a view answered, when `active(participant)` says the flow counts the
+    participant as taking part (e.g. consented); None leaves it to the flow."""
 
     def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @wraps(view)
         def wrapper(request: HttpRequest, token: str, **kwargs) -> HttpResponse:
             try:
                 participant = access_participant(token=token, role=role, require_open=require_open)
-                return view(request, participant, **kwargs)
+                response = view(request, participant, **kwargs)
+                if active is not None and active(participant):
+                    _touch(participant)
+                return response
             except SurveyClosed as closed:
                 if request.htmx:
                     return error(request, "This study is not open: answers are no longer accepted.", 403)
@@ -72,3 +84,9 @@ def survey_participant(
         return wrapper
 
     return decorate
+
+
+def _touch(participant: Participant) -> None:
+    last = participant.last_activity_at
+    if participant.started_at is None or last is None or timezone.now() - last >= TOUCH_INTERVAL:
+        services.participant_touch(participant=participant)

@@ -20,14 +20,16 @@ from annotation import expert_flow, protocol_texts, scales, services
 from annotation.access import access_expert_item
 from annotation.models import ExpertItem, Participant
 from annotation.views.entry import messages_of, survey_participant
+from annotation.views.errors import survey_error_page
 
 TEMPLATES = "annotation/expert/"
 
 
 def _error(request: HttpRequest, message: str, status: int) -> HttpResponse:
     # An htmx autosave swaps its answer into the row's status, so it gets a fragment, not a page.
-    template = "annotation/_error_fragment.html" if request.htmx else TEMPLATES + "error.html"
-    return render(request, template, {"message": message, "status": status}, status=status)
+    if not request.htmx:
+        return survey_error_page(request, message, status)
+    return render(request, "annotation/_error_fragment.html", {"message": message}, status=status)
 
 
 # Resolve `token` to a radiologist of an open study and pass the participant on.

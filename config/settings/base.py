@@ -23,6 +23,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    # Swagger UI's files served by the app: hospital networks often block public CDNs.
+    "drf_spectacular_sidecar",
     "django_htmx",
     "axes",
     "annotation",
@@ -40,6 +42,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes requires: answers a locked-out login with 429.
     "axes.middleware.AxesMiddleware",
@@ -58,6 +61,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "config.context_processors.protocol_credit",
             ],
         },
     }
@@ -115,6 +119,8 @@ STATIC_ROOT = Path(env.str("DJANGO_STATIC_ROOT", default=str(BASE_DIR / "staticf
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every request without it
 MEDIA_ROOT = Path(env.str("DJANGO_MEDIA_ROOT", default=str(BASE_DIR / "var" / "media")))
 LOGIN_URL = "admin:login"
+# A failed CSRF check gets the branded page that says what to do next (config/errors.py).
+CSRF_FAILURE_VIEW = "config.errors.csrf_failure"
 LOGIN_REDIRECT_URL = "/dashboard/"
 
 REST_FRAMEWORK = {
@@ -144,6 +150,9 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "evaluation.api_schema.add_error_responses",
     ],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Celery -------------------------------------------------------------------------------
@@ -226,6 +235,42 @@ RADLAY_TRANSFORMERS_DEVICE = env.str("RADLAY_TRANSFORMERS_DEVICE", default="") o
 # Dashboard/API/report/analyze options (evaluation.selectors.analysis_options_from_settings). The
 # semantic metrics embed texts with the local MiniLM (cached in the database by text hash).
 RADLAY_ANALYSIS_OPTIONS = {"embeddings": env.bool("RADLAY_ANALYSIS_EMBEDDINGS", default=True)}
+
+# --- Content-Security-Policy (django-csp) ---------------------------------------------------------
+# Pages load scripts, styles, fonts and images from this server only, with no inline scripts, inline
+# event handlers or inline styles (tests/test_templates_csp.py keeps the templates that way).
+# DJANGO_CSP: "enforce", "report-only" (the browser reports violations but blocks nothing) or "off";
+# production enforces by default. DJANGO_CSP_REPORT_URI: where browsers send violation reports.
+CSP_DIRECTIVES = {
+    "default-src": ["'self'"],
+    "script-src": ["'self'"],
+    "style-src": ["'self'"],
+    # Swagger UI's stylesheet draws its icons as data: images.
+    "img-src": ["'self'", "data:"],
+    "font-src": ["'self'"],
+    "connect-src": ["'self'"],
+    "object-src": ["'none'"],
+    "base-uri": ["'self'"],
+    "form-action": ["'self'"],
+    "frame-ancestors": ["'none'"],
+}
+if env.str("DJANGO_CSP_REPORT_URI", default=""):
+    CSP_DIRECTIVES["report-uri"] = [env.str("DJANGO_CSP_REPORT_URI")]
+
+
+def csp_policy(mode: str) -> tuple[dict | None, dict | None]:
+    """(CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY_REPORT_ONLY) for a DJANGO_CSP mode."""
+    if mode not in {"enforce", "report-only", "off"}:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(f"DJANGO_CSP must be enforce, report-only or off, not {mode!r}.")
+    policy = {"DIRECTIVES": CSP_DIRECTIVES}
+    return (policy if mode == "enforce" else None, policy if mode == "report-only" else None)
+
+
+CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY_REPORT_ONLY = csp_policy(
+    env.str("DJANGO_CSP", default="off")
+)
 
 LOGGING = {
     "version": 1,

@@ -3,7 +3,7 @@
 from django.core.exceptions import ImproperlyConfigured
 
 from .base import *  # noqa: F401,F403
-from .base import REDIS_URL, SPECTACULAR_SETTINGS, env
+from .base import REDIS_URL, SPECTACULAR_SETTINGS, csp_policy, env
 
 RADLAY_PRODUCTION = True  # `manage.py demo` refuses to run with these settings
 SECRET_KEY = env.str("DJANGO_SECRET_KEY")  # no default: refuses to start without one
@@ -35,3 +35,7 @@ if not env.bool("RADLAY_PUBLIC_API_SCHEMA", default=False):
         **SPECTACULAR_SETTINGS,
         "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     }
+# Content-Security-Policy: enforced unless DJANGO_CSP says otherwise (see base.py).
+CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY_REPORT_ONLY = csp_policy(
+    env.str("DJANGO_CSP", default="enforce")
+)

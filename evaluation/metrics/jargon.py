@@ -249,5 +249,10 @@ FAMILY = register(
         compute_corpus=_corpus,
         needs_source=True,
         definitions=DEFINITIONS,
+        undefined={
+            "ascore": "AScore needs a reference simplification (for BLEU), and this study has none",
+            "ascore_item": "AScore needs a reference simplification (for BLEU) and a jargon term in the "
+            "original (for HIT); no text here has both",
+        },
     )
 )

@@ -93,5 +93,8 @@ FAMILY = register(
             "fkgl_share_at_or_below_grade": "Share of a system's texts whose FKGL is at or below the "
             "readability_grade option (default 8).",
         },
+        undefined={
+            "smog": f"SMOG is defined from {SMOG_MIN_SENTENCES} sentences on, and every text here is shorter"
+        },
     )
 )

@@ -116,6 +116,9 @@ class MetricFamily:
     unavailable: Callable[[MetricContext], dict[str, str]] = _nothing_unavailable
     definitions: Mapping[str, str] = field(default_factory=dict)
     settings: Callable[[MetricContext], dict[str, Any]] = _no_settings
+    # Why a metric is None where it does not apply (SMOG below three sentences, AScore without a
+    # reference): the reason compute_all reports when the metric came out None everywhere.
+    undefined: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         undefined = set(self.text_metrics) | set(self.corpus_metrics)
@@ -283,6 +286,16 @@ def compute_all(
                     values = {name: _as_value(result.get(name)) for name in family.corpus_metrics}
                 for name in family.corpus_metrics:
                     systems[system][name] = None if name in reasons else values[name]
+
+        for name, why in family.undefined.items():
+            if name in unavailable:
+                continue
+            if name in family.text_metrics:
+                values_of_name = [row[name] for row in texts]
+            else:
+                values_of_name = [per_system[name] for per_system in systems.values()]
+            if all(value is None for value in values_of_name):
+                unavailable[name] = why
 
     return MetricReport(texts=texts, systems=systems, unavailable=unavailable, settings=settings)
 

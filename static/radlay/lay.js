@@ -47,8 +47,25 @@
       input.focus();
     }
   });
-  // Start with the first unanswered question selected, on devices with a keyboard and mouse.
-  if (window.matchMedia && window.matchMedia("(hover: hover) and (pointer: fine)").matches) {
+  // An answered question loses its "Please answer this question." at once, not at the next submit.
+  document.addEventListener("change", function (e) {
+    const holder = e.target.closest ? e.target.closest("fieldset.question.has-error") : null;
+    if (!holder || (e.target.type !== "radio" && e.target.type !== "checkbox") || !answered(holder)) return;
+    holder.classList.remove("has-error");
+    const message = holder.querySelector("p.error");
+    if (message) message.remove();
+    if (!document.querySelector("fieldset.question.has-error")) {
+      const pointer = document.querySelector("#save-status a.error");
+      if (pointer) pointer.remove();
+    }
+  });
+  // A page sent back with errors opens on the first of them, wherever it is on the page.
+  const firstError = document.querySelector("fieldset.question.has-error");
+  if (firstError) {
+    firstError.scrollIntoView({ block: "center" });
+    focusQuestion(firstError);
+  } else if (window.matchMedia && window.matchMedia("(hover: hover) and (pointer: fine)").matches) {
+    // Start with the first unanswered question selected, on devices with a keyboard and mouse.
     const first = questions.find(function (q) { return choiceInputs(q).length && !answered(q); });
     if (first) {
       const input = choiceInputs(first)[0];

@@ -33,6 +33,8 @@ def test_demo_creates_an_open_study_logins_and_links():
     user = authenticate(username="researcher", password="radlay-demo")
     assert user is not None and user.is_staff
     assert study.researchers.filter(pk=user.pk).exists()
+    # The researcher's entry is the dashboard's own login, not the admin.
+    assert re.search(r"Researcher login: http://testserver/dashboard/login/ +user researcher", output)
     links = re.findall(r"http://testserver/s/([\w-]+)/", output)
     assert set(links) == set(Participant.objects.filter(study=study).values_list("token", flat=True))
 

@@ -1,6 +1,6 @@
-"""The lay flow's services and selectors (annotation/lay_flow.py): row handout and backfill, item
-creation, the safety gate, stage transitions and the panel-1 lock, attention checks, progress,
-recruitment-link participants, completion and the researcher's balance."""
+"""The lay survey's modules (annotation/lay/): row handout and backfill, item creation, the safety
+gate, stage transitions and the panel-1 lock, the next step, attention checks, progress,
+recruitment-link participants and completion."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from annotation import lay_flow, services
+from annotation import services, survey_page
+from annotation.lay import assignment, design, entry, panels, steps
+from annotation.lay.errors import LayFlowError, PanelClosed
 from annotation.models import (
     AttentionCheck,
     AttentionCheckResponse,
@@ -23,6 +25,7 @@ from annotation.models import (
     Source,
     System,
 )
+from evaluation import progress
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db
@@ -43,9 +46,15 @@ def _lay(study, **kwargs) -> Participant:
 
 def _started(study, **kwargs) -> Participant:
     participant = _lay(study, **kwargs)
-    lay_flow.lay_survey_start(participant=participant)
+    assignment.lay_survey_start(participant=participant)
     participant.refresh_from_db()
     return participant
+
+
+def _save(item: LayItem, panel: str, data, **kwargs):
+    return panels.lay_panel_save(
+        participant=item.participant, item_id=item.pk, panel=panel, data=data, **kwargs
+    )
 
 
 def _items(participant) -> list[LayItem]:
@@ -53,16 +62,16 @@ def _items(participant) -> list[LayItem]:
 
 
 def _finish_item(item: LayItem) -> None:
-    lay_flow.lay_panel_save(item=item, panel="original", data=PANEL1, submit=True)
+    _save(item, "original", data=PANEL1, submit=True)
     item.refresh_from_db()
-    lay_flow.lay_panel_open(item=item, panel="assisted")
-    lay_flow.lay_panel_save(item=item, panel="assisted", data=PANEL2, submit=True)
+    panels.lay_panel_open(item=item, panel="assisted")
+    _save(item, "assisted", data=PANEL2, submit=True)
     item.refresh_from_db()
     if item.stage == "preference":
         first, last = item.preference_order[0], item.preference_order[-1]
-        lay_flow.lay_panel_save(
-            item=item,
-            panel="preference",
+        _save(
+            item,
+            "preference",
             submit=True,
             data={"fields": ["most", "least"], "most": [str(first)], "least": [str(last)]},
         )
@@ -71,7 +80,7 @@ def _finish_item(item: LayItem) -> None:
 def _complete(participant) -> Participant:
     for item in _items(participant):
         _finish_item(item)
-    lay_flow.lay_survey_complete(participant=participant)
+    entry.lay_survey_complete(participant=participant)
     participant.refresh_from_db()
     return participant
 
@@ -113,7 +122,7 @@ def test_display_order_is_random_per_participant_and_reproducible():
     orders = {tuple(i.source.position for i in _items(_started(study))) for _ in range(6)}
     assert len(orders) > 1  # six identical shuffles of 8 sources: chance 1 / 8!^5
     participant = _started(study)
-    again = lay_flow.lay_survey_start(participant=participant)  # idempotent
+    again = assignment.lay_survey_start(participant=participant)  # idempotent
     assert [i.pk for i in again] == [i.pk for i in _items(participant)]
     assert LayItem.objects.filter(participant=participant).count() == 8
 
@@ -121,8 +130,8 @@ def test_display_order_is_random_per_participant_and_reproducible():
 def test_start_requires_consent():
     study = build_study()
     participant = services.participant_create(study=study, role=LAY)
-    with pytest.raises(lay_flow.LayFlowError):
-        lay_flow.lay_survey_start(participant=participant)
+    with pytest.raises(LayFlowError):
+        assignment.lay_survey_start(participant=participant)
     assert not LayItem.objects.filter(participant=participant).exists()
 
 
@@ -144,8 +153,8 @@ def test_abandoned_and_returned_rows_are_reused_first_and_answers_kept():
     p[1].refresh_from_db()
     assert p[1].latin_square_row == 1  # kept: it says where the abandoned participant's items came from
     assert LayAnswer.objects.filter(item__participant=p[1]).count() == answers_before
-    assert lay_flow.participant_is_abandoned(participant=p[1])
-    assert lay_flow.lay_participant_status(participant=p[1]) == "abandoned"
+    assert design.participant_is_abandoned(participant=p[1])
+    assert progress.participant_status(participant=p[1], started=True) == "abandoned"
 
 
 def test_completed_participants_keep_their_row_even_when_idle():
@@ -153,7 +162,7 @@ def test_completed_participants_keep_their_row_even_when_idle():
     first = _complete(_started(study))
     Participant.objects.filter(pk=first.pk).update(last_activity_at=timezone.now() - timedelta(days=3))
     first.refresh_from_db()
-    assert not lay_flow.participant_is_abandoned(participant=first)
+    assert not design.participant_is_abandoned(participant=first)
     assert _started(study).latin_square_row == 1
 
 
@@ -168,8 +177,7 @@ def test_sources_per_participant_rotates_a_subset():
         assert len(items) == 2
         seen.append(sorted(i.source.position for i in items))
     assert seen[:4] == [[0, 1]] * 4 and seen[4:] == [[2, 3]] * 4
-    balance = lay_flow.lay_balance(study=study)
-    assert balance.period == 8
+    assert progress.latin_square_balance(study=study).period == 8
 
 
 def test_identical_texts_are_shown_once_and_credited_to_every_system():
@@ -180,11 +188,12 @@ def test_identical_texts_are_shown_once_and_credited_to_every_system():
     for participant in participants:
         item = LayItem.objects.get(participant=participant, source=source)
         assert len(item.preference_order) == 2 and shared in item.preference_order
-        _finish_item(item)
+        for earlier in _items(participant)[: item.position + 1]:  # the survey's order
+            _finish_item(earlier)
     # Row 1 was assigned system b, which shows the text it shares with a.
     item_b = LayItem.objects.get(participant=participants[1], source=source)
     assert item_b.assigned_system.key == "b" and item_b.shown_text_id == shared
-    balance = lay_flow.lay_balance(study=study)
+    balance = progress.latin_square_balance(study=study)
     systems = {s.key: s.pk for s in balance.systems}
     assert balance.cells[(source.pk, systems["a"])].answered == 1
     assert balance.cells[(source.pk, systems["a"])].shared == 1  # b's answer on the same text
@@ -217,13 +226,13 @@ def test_safety_gate_withholds_low_rated_texts_from_new_participants():
     bad = _rate(study, s0, "plain_bs", hallucination=1, comment="Says the lesion is cancer.")
     _rate(study, s0, "plain_sc", correctness=3, pseudonym="R002")  # above the threshold (2)
     # Gate off (the default): nothing withheld, but the flag is listed for the researcher.
-    assert lay_flow.lay_withheld_text_ids(study=study) == set()
-    assert [(f.rater, f.aspect, f.score, f.comment) for f in lay_flow.lay_safety_flags(study=study)] == [
+    assert design.lay_withheld_text_ids(study=study) == set()
+    assert [(f.rater, f.aspect, f.score, f.comment) for f in design.lay_safety_flags(study=study)] == [
         ("R001", "hallucination", 1, "Says the lesion is cancer.")
     ]
     study.safety_gate_enabled = True
     study.save()
-    assert lay_flow.lay_withheld_text_ids(study=study) == {bad.pk}
+    assert design.lay_withheld_text_ids(study=study) == {bad.pk}
     participants = [_started(study) for _ in range(4)]
     for participant in participants:
         item = LayItem.objects.get(participant=participant, source=s0)
@@ -242,8 +251,8 @@ def test_correctness_at_threshold_is_withheld_too():
     study.save()
     source = Source.objects.get(study=study)
     text = _rate(study, source, "a", correctness=3)
-    assert lay_flow.lay_withheld_text_ids(study=study) == {text.pk}
-    assert [(f.aspect, f.score) for f in lay_flow.lay_safety_flags(study=study)] == [("correctness", 3)]
+    assert design.lay_withheld_text_ids(study=study) == {text.pk}
+    assert [(f.aspect, f.score) for f in design.lay_safety_flags(study=study)] == [("correctness", 3)]
 
 
 def test_gate_applies_when_a_started_participant_first_opens_panel_2_and_3():
@@ -255,8 +264,8 @@ def test_gate_applies_when_a_started_participant_first_opens_panel_2_and_3():
     assert item.assigned_system.key == "a"
     source = item.source
     bad = _rate(study, source, "a", hallucination=2)
-    lay_flow.lay_panel_save(item=item, panel="original", data=PANEL1, submit=True)
-    item = lay_flow.lay_panel_open(item=LayItem.objects.get(pk=item.pk), panel="assisted")
+    _save(item, "original", data=PANEL1, submit=True)
+    item = panels.lay_panel_open(item=LayItem.objects.get(pk=item.pk), panel="assisted")
     assert item.assigned_system.key == "b" and item.shown_text_id != bad.pk
     assert bad.pk not in item.preference_order and len(item.preference_order) == 2
     assert item.original_locked_at is not None
@@ -267,15 +276,15 @@ def test_source_with_every_text_withheld_ends_after_panel_1():
     study.safety_gate_enabled = True
     study.save()
     participant = _started(study)
-    item = LayItem.objects.get(participant=participant, source__position=0)
+    item = _items(participant)[0]
     for key in ("a", "b"):
         _rate(study, item.source, key, hallucination=1)
-    lay_flow.lay_panel_save(item=item, panel="original", data=PANEL1, submit=True)
-    item = lay_flow.lay_panel_open(item=LayItem.objects.get(pk=item.pk), panel="assisted")
+    _save(item, "original", data=PANEL1, submit=True)
+    item = panels.lay_panel_open(item=LayItem.objects.get(pk=item.pk), panel="assisted")
     assert item.stage == "done" and item.original_locked_at is None
     # And a newcomer is not shown that source at all.
     newcomer = _started(study)
-    assert [i.source.position for i in _items(newcomer)] == [1]
+    assert [i.source.position for i in _items(newcomer)] == [1 - item.source.position]
 
 
 # --- Panels, stages, the lock ------------------------------------------------------------------------
@@ -284,15 +293,15 @@ def test_source_with_every_text_withheld_ends_after_panel_1():
 def test_panel_1_submit_needs_every_answer_then_moves_on():
     study = build_study(n_sources=1)
     item = _items(_started(study))[0]
-    lay_flow.lay_panel_save(item=item, panel="original", data={"understanding": "Completely"})
+    _save(item, "original", data={"understanding": "Completely"})
     with pytest.raises(ValidationError) as missing:
-        lay_flow.lay_panel_save(item=item, panel="original", data={}, submit=True)
+        _save(item, "original", data={}, submit=True)
     assert set(missing.value.message_dict) == {"confidence", "severity_guess"}
     item.refresh_from_db()
     assert item.stage == "original"
-    state = lay_flow.lay_panel_save(
-        item=item,
-        panel="original",
+    state = _save(
+        item,
+        "original",
         submit=True,
         data={"confidence": "Not at all", "severity_guess": "Healthy"},
     )
@@ -308,31 +317,29 @@ def test_panel_1_submit_needs_every_answer_then_moves_on():
 def test_panel_1_is_locked_once_panel_2_is_shown():
     study = build_study(n_sources=1)
     item = _items(_started(study))[0]
-    lay_flow.lay_panel_save(item=item, panel="original", data=PANEL1, submit=True)
-    lay_flow.lay_panel_open(item=LayItem.objects.get(pk=item.pk), panel="assisted")
+    _save(item, "original", data=PANEL1, submit=True)
+    panels.lay_panel_open(item=LayItem.objects.get(pk=item.pk), panel="assisted")
     item.refresh_from_db()
     assert item.original_locked_at is not None
-    with pytest.raises(lay_flow.PanelClosed):
-        lay_flow.lay_panel_save(item=item, panel="original", data={**PANEL1, "understanding": "Completely"})
+    with pytest.raises(PanelClosed):
+        _save(item, "original", data={**PANEL1, "understanding": "Completely"})
     with pytest.raises(services.AnswerLocked):  # the service refuses as well
         services.lay_answer_save(item=item, phase="original", answers={"understanding": "Completely"})
     # A retried identical save is harmless.
-    lay_flow.lay_panel_save(item=item, panel="original", data=PANEL1)
+    _save(item, "original", data=PANEL1)
     assert LayAnswer.objects.get(item=item, phase="original").understanding == "Some parts of it"
 
 
 def test_later_panels_cannot_be_answered_early_and_left_panels_not_changed():
     study = build_study(n_sources=1)
     item = _items(_started(study))[0]
-    with pytest.raises(lay_flow.PanelClosed):
-        lay_flow.lay_panel_save(item=item, panel="assisted", data=PANEL2)
+    with pytest.raises(PanelClosed):
+        _save(item, "assisted", data=PANEL2)
     _finish_item(item)
     item.refresh_from_db()
     assert item.stage == "done" and item.completed_at is not None
-    with pytest.raises(lay_flow.PanelClosed):
-        lay_flow.lay_panel_save(
-            item=item, panel="assisted", data={**PANEL2, "helpfulness": "It did not help"}
-        )
+    with pytest.raises(PanelClosed):
+        _save(item, "assisted", data={**PANEL2, "helpfulness": "It did not help"})
     assert LayAnswer.objects.get(item=item, phase="assisted").helpfulness == "I understand much better"
 
 
@@ -345,7 +352,7 @@ def test_bad_values_and_questions_not_asked_are_refused():
         {"urgency_confidence": "Not at all"},
     ):
         with pytest.raises(ValidationError):
-            lay_flow.lay_panel_save(item=item, panel="original", data=data)
+            _save(item, "original", data=data)
     assert not LayAnswer.objects.filter(item=item).exclude(understanding="", helpfulness="").exists()
 
 
@@ -355,37 +362,31 @@ def test_urgency_question_when_the_study_asks_it():
     study.save()
     item = _items(_started(study))[0]
     with pytest.raises(ValidationError) as missing:
-        lay_flow.lay_panel_save(item=item, panel="original", data=PANEL1, submit=True)
+        _save(item, "original", data=PANEL1, submit=True)
     assert set(missing.value.message_dict) == {"urgency_confidence"}
-    lay_flow.lay_panel_save(
-        item=item, panel="original", data={"urgency_confidence": "With high confidence"}, submit=True
-    )
+    _save(item, "original", data={"urgency_confidence": "With high confidence"}, submit=True)
     assert LayAnswer.objects.get(item=item, phase="original").urgency_confidence == "With high confidence"
 
 
 def test_preference_panel_sets_and_overlap():
     study = build_study(n_sources=1)
     item = _items(_started(study))[0]
-    lay_flow.lay_panel_save(item=item, panel="original", data=PANEL1, submit=True)
-    lay_flow.lay_panel_open(item=LayItem.objects.get(pk=item.pk), panel="assisted")
-    lay_flow.lay_panel_save(item=item, panel="assisted", data=PANEL2, submit=True)
+    _save(item, "original", data=PANEL1, submit=True)
+    panels.lay_panel_open(item=LayItem.objects.get(pk=item.pk), panel="assisted")
+    _save(item, "assisted", data=PANEL2, submit=True)
     item.refresh_from_db()
     a, b, c, d = item.preference_order
-    lay_flow.lay_panel_save(item=item, panel="preference", data={"fields": ["most", "least"], "most": [a, b]})
+    _save(item, "preference", data={"fields": ["most", "least"], "most": [a, b]})
     with pytest.raises(ValidationError) as both:
-        lay_flow.lay_panel_save(
-            item=item, panel="preference", data={"fields": ["most", "least"], "most": [a, b], "least": [b]}
-        )
+        _save(item, "preference", data={"fields": ["most", "least"], "most": [a, b], "least": [b]})
     assert "both" in str(both.value)
     with pytest.raises(ValidationError):  # a text of another source
-        lay_flow.lay_panel_save(item=item, panel="preference", data={"fields": ["most"], "most": [a, 999999]})
+        _save(item, "preference", data={"fields": ["most"], "most": [a, 999999]})
     with pytest.raises(ValidationError):  # least still empty
-        lay_flow.lay_panel_save(
-            item=item, panel="preference", data={"fields": ["most", "least"], "most": [a, b]}, submit=True
-        )
-    lay_flow.lay_panel_save(
-        item=item,
-        panel="preference",
+        _save(item, "preference", data={"fields": ["most", "least"], "most": [a, b]}, submit=True)
+    _save(
+        item,
+        "preference",
         submit=True,
         data={
             "fields": ["most", "least"],
@@ -406,7 +407,7 @@ def test_preference_panel_sets_and_overlap():
 def test_single_distinct_text_skips_panel_3():
     study = build_study(n_sources=1, systems=("a", "b"), shared=((0, "a", "b"),))
     item = _items(_started(study))[0]
-    assert lay_flow.lay_item_panels(item=item) == ("original", "assisted")
+    assert design.lay_item_panels(item=item) == ("original", "assisted")
     _finish_item(item)
     item.refresh_from_db()
     assert item.stage == "done" and not LayPreference.objects.filter(item=item).exists()
@@ -415,17 +416,23 @@ def test_single_distinct_text_skips_panel_3():
 def test_time_spent_is_added_per_panel():
     study = build_study(n_sources=1)
     item = _items(_started(study))[0]
-    lay_flow.lay_panel_save(
-        item=item, panel="original", data={"understanding": "Completely"}, time_spent_ms=1200
-    )
-    lay_flow.lay_panel_save(item=item, panel="original", data={"confidence": "Not at all"}, time_spent_ms=800)
+    _save(item, "original", data={"understanding": "Completely"}, time_spent_ms=1200)
+    _save(item, "original", data={"confidence": "Not at all"}, time_spent_ms=800)
     assert LayAnswer.objects.get(item=item, phase="original").time_spent_ms == 2000
-    assert lay_flow.elapsed_ms_clean("-5") == 0 and lay_flow.elapsed_ms_clean("abc") == 0
-    assert lay_flow.elapsed_ms_clean(10**12) == lay_flow.MAX_INTERVAL_MS
-    stamp = lay_flow.panel_stamp(item=item, panel="original", now=1000.0)
-    assert lay_flow.panel_stamp_elapsed_ms(item=item, panel="original", stamp=stamp, now=1004.5) == 4500
-    assert lay_flow.panel_stamp_elapsed_ms(item=item, panel="assisted", stamp=stamp, now=1004.5) == 0
-    assert lay_flow.panel_stamp_elapsed_ms(item=item, panel="original", stamp=stamp + "x", now=1004.5) == 0
+    assert survey_page.elapsed_ms_clean("-5") == 0 and survey_page.elapsed_ms_clean("abc") == 0
+    assert survey_page.elapsed_ms_clean(10**12) == survey_page.MAX_INTERVAL_MS
+    stamp = panels.panel_stamp(item=item, panel="original", now=1000.0)
+
+    def elapsed(panel, data):
+        return panels.panel_elapsed_ms(item_id=item.pk, panel=panel, data=data, now=1004.5)
+
+    assert elapsed("original", {"rendered_at": stamp}) == 4500  # a plain POST: the time since rendering
+    assert elapsed("assisted", {"rendered_at": stamp}) == 0  # another panel's stamp
+    assert elapsed("original", {"rendered_at": stamp + "x"}) == 0  # a forged stamp
+    # An autosave's own interval counts, but never more than the page has been open.
+    assert elapsed("original", {"rendered_at": stamp, "elapsed_ms": "1200"}) == 1200
+    assert elapsed("original", {"rendered_at": stamp, "elapsed_ms": str(30 * 60 * 1000)}) == 4500
+    assert elapsed("original", {"elapsed_ms": "1200"}) == 0  # no render stamp: nothing to vouch for it
 
 
 # --- Steps, attention checks, progress, completion -------------------------------------------------------
@@ -441,36 +448,36 @@ def test_steps_with_attention_checks_and_progress():
     )
     participant = _started(study)
     items = _items(participant)
-    step = lay_flow.lay_current_step(participant=participant)
+    step = steps.lay_next_step(participant=participant)
     assert step.kind == "check" and step.check == first
-    progress = lay_flow.lay_progress(participant=participant)
-    assert (progress.done, progress.total) == (0, 2 + 2 * 3)
-    lay_flow.attention_check_answer(participant=participant, check=first, answer="Red")
-    step = lay_flow.lay_current_step(participant=participant)
+    bar = steps.lay_progress(participant=participant, step=step)
+    assert (bar.done, bar.total) == (0, 2 + 2 * 3)
+    entry.attention_check_answer(participant=participant, check=first, answer="Red")
+    step = steps.lay_next_step(participant=participant)
     assert (step.kind, step.item, step.panel) == ("item", items[0], "original")
     _finish_item(items[0])
-    assert lay_flow.lay_current_step(participant=participant).check == middle
-    lay_flow.attention_check_answer(participant=participant, check=middle, answer="  SEVEN ")
-    step = lay_flow.lay_current_step(participant=participant)
+    assert steps.lay_next_step(participant=participant).check == middle
+    entry.attention_check_answer(participant=participant, check=middle, answer="  SEVEN ")
+    step = steps.lay_next_step(participant=participant)
     assert step.item == items[1]
-    progress = lay_flow.lay_progress(participant=participant, step=step)
-    assert (progress.done, progress.item_number, progress.panel_number, progress.panels_total) == (5, 2, 1, 3)
-    with pytest.raises(lay_flow.LayFlowError):
-        lay_flow.lay_survey_complete(participant=participant)
+    bar = steps.lay_progress(participant=participant, step=step)
+    assert (bar.done, bar.item_number, bar.panel_number, bar.panels_total) == (5, 2, 1, 3)
+    with pytest.raises(LayFlowError):
+        entry.lay_survey_complete(participant=participant)
     _finish_item(items[1])
-    assert lay_flow.lay_current_step(participant=participant).kind == "complete"
+    assert steps.lay_next_step(participant=participant).kind == "complete"
     responses = dict(
         AttentionCheckResponse.objects.filter(participant=participant).values_list(
             "check_item__position", "passed"
         )
     )
     assert responses == {0: False, 1: True}
-    lay_flow.lay_survey_complete(participant=participant)
+    entry.lay_survey_complete(participant=participant)
     participant.refresh_from_db()
     assert participant.completed_at is not None
-    balance = lay_flow.lay_balance(study=study)
-    assert [(c["answered"], c["failed"]) for c in balance.checks] == [(1, 1), (1, 0)]
-    assert [r.check_item for r in balance.failures] == [first]
+    report = progress.study_progress(study=study)
+    assert [(c.answered, c.failed) for c in report.checks] == [(1, 1), (1, 0)]
+    assert [(f.participant, f.prompt) for f in report.failures] == [(participant.pseudonym, first.prompt)]
 
 
 def test_attention_check_validation():
@@ -480,27 +487,27 @@ def test_attention_check_validation():
     )
     participant = _started(study)
     with pytest.raises(ValidationError):
-        lay_flow.attention_check_answer(participant=participant, check=check, answer="Maybe")
+        entry.attention_check_answer(participant=participant, check=check, answer="Maybe")
     with pytest.raises(ValidationError):
-        lay_flow.attention_check_answer(participant=participant, check=check, answer="")
+        entry.attention_check_answer(participant=participant, check=check, answer="")
     other = build_study(slug="other", n_sources=1)
     with pytest.raises(ValidationError):
-        lay_flow.attention_check_answer(participant=_lay(other), check=check, answer="No")
+        entry.attention_check_answer(participant=_lay(other), check=check, answer="No")
     assert not AttentionCheckResponse.objects.exists()
 
 
 def test_completion_url_keeps_prolific_urls_and_fills_code_placeholder():
     study = build_study(n_sources=1)
     participant = _lay(study)
-    assert lay_flow.lay_completion_url(participant=participant) == ""
+    assert entry.lay_completion_url(participant=participant) == ""
     study.completion_redirect_url = "https://app.prolific.com/submissions/complete?cc=C1A2B3"
     study.save()
     participant.refresh_from_db()
-    assert lay_flow.lay_completion_url(participant=participant) == study.completion_redirect_url
+    assert entry.lay_completion_url(participant=participant) == study.completion_redirect_url
     study.completion_redirect_url = "https://example.org/done?code={code}"
     study.save()
     participant.refresh_from_db()
-    assert lay_flow.lay_completion_url(participant=participant) == (
+    assert entry.lay_completion_url(participant=participant) == (
         f"https://example.org/done?code={participant.completion_code}"
     )
 
@@ -511,8 +518,8 @@ def test_completion_url_keeps_prolific_urls_and_fills_code_placeholder():
 def test_join_same_pid_resumes_the_same_participant():
     study = build_study(n_sources=1)
     recruitment = {"PROLIFIC_PID": "5f1a2b3c4d5e6f7a8b9c0d1e", "STUDY_ID": "S1", "SESSION_ID": "X1"}
-    first = lay_flow.lay_participant_join(study=study, recruitment=recruitment)
-    again = lay_flow.lay_participant_join(study=study, recruitment={**recruitment, "SESSION_ID": "X2"})
+    first = entry.lay_participant_join(study=study, recruitment=recruitment)
+    again = entry.lay_participant_join(study=study, recruitment={**recruitment, "SESSION_ID": "X2"})
     assert first.pk == again.pk
     assert first.external_id == recruitment["PROLIFIC_PID"] and first.recruitment == recruitment
     assert Participant.objects.filter(study=study).count() == 1
@@ -521,7 +528,7 @@ def test_join_same_pid_resumes_the_same_participant():
 def test_join_race_loser_rereads_the_winner(monkeypatch):
     study = build_study(n_sources=1)
     pid = "PID_RACE"
-    real_lookup = lay_flow.lay_join_existing
+    real_lookup = entry.lay_join_existing
     lookups = []
 
     def racing_lookup(**kwargs):
@@ -531,17 +538,17 @@ def test_join_race_loser_rereads_the_winner(monkeypatch):
             return None
         return real_lookup(**kwargs)
 
-    monkeypatch.setattr(lay_flow, "lay_join_existing", racing_lookup)
-    participant = lay_flow.lay_participant_join(study=study, recruitment={"PROLIFIC_PID": pid})
+    monkeypatch.setattr(entry, "lay_join_existing", racing_lookup)
+    participant = entry.lay_participant_join(study=study, recruitment={"PROLIFIC_PID": pid})
     assert participant.pseudonym == "L900" and len(lookups) == 2
     assert Participant.objects.filter(study=study, external_id=pid).count() == 1
 
 
 def test_recruitment_params_are_checked():
-    assert lay_flow.recruitment_clean({"PROLIFIC_PID": " abc ", "OTHER": "x"}) == {"PROLIFIC_PID": "abc"}
+    assert entry.recruitment_clean({"PROLIFIC_PID": " abc ", "OTHER": "x"}) == {"PROLIFIC_PID": "abc"}
     for bad in ("a b", "<script>", "x" * 201):
         with pytest.raises(ValidationError):
-            lay_flow.recruitment_clean({"PROLIFIC_PID": bad})
+            entry.recruitment_clean({"PROLIFIC_PID": bad})
 
 
 def test_background_questions():
@@ -553,11 +560,11 @@ def test_background_questions():
     ]
     study.save()
     participant = _lay(study)
-    assert [q.key for q in lay_flow.lay_background_questions(study=study)] == ["age", "job"]
-    assert lay_flow.lay_background_pending(participant=participant)
+    assert [q.key for q in design.lay_background_questions(study=study)] == ["age", "job"]
+    assert design.lay_background_pending(participant=participant)
     with pytest.raises(ValidationError):
-        lay_flow.lay_background_save(participant=participant, data={"age": "12"})
-    lay_flow.lay_background_save(participant=participant, data={"age": "30-49"})
+        entry.lay_background_save(participant=participant, data={"age": "12"})
+    entry.lay_background_save(participant=participant, data={"age": "30-49"})
     participant.refresh_from_db()
     assert participant.background == {"age": "30-49", "job": ""}
-    assert not lay_flow.lay_background_pending(participant=participant)
+    assert not design.lay_background_pending(participant=participant)

@@ -5,11 +5,13 @@ the researcher's balance page."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
-from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from annotation import lay_flow, services
+from annotation import services
+from annotation.lay import panels
 from annotation.models import (
     AttentionCheck,
     AttentionCheckResponse,
@@ -46,6 +48,11 @@ def _panel_url(participant, item, panel):
 def _consented(study, **kwargs):
     participant = services.participant_create(study=study, role=LAY, **kwargs)
     return services.participant_consent(participant=participant, accepted=True)
+
+
+def _rendered(item, panel: str, seconds_ago: float) -> dict:
+    """The form field of a panel rendered `seconds_ago`."""
+    return {"rendered_at": panels.panel_stamp(item=item, panel=panel, now=time.time() - seconds_ago)}
 
 
 def _begin(client, participant):
@@ -179,10 +186,13 @@ def test_autosave_plain_post_lock_and_no_way_back(client):
     participant = _consented(study)
     item = _begin(client, participant)[0]
     url1 = _panel_url(participant, item, "original")
-    # Autosave of a partial panel: a fragment, one row, time added.
-    response = client.post(url1, {"understanding": "Most of it", "autosave": "1", "elapsed_ms": "1500"}, **HX)
+    # Autosave of a partial panel: a fragment, one row, time added (the page was rendered 10 s ago).
+    rendered = _rendered(item, "original", 10)
+    response = client.post(
+        url1, {**rendered, "understanding": "Most of it", "autosave": "1", "elapsed_ms": "1500"}, **HX
+    )
     assert response.status_code == 200 and "Saved" in response.content.decode()
-    client.post(url1, {"understanding": "Completely", "autosave": "1", "elapsed_ms": "500"}, **HX)
+    client.post(url1, {**rendered, "understanding": "Completely", "autosave": "1", "elapsed_ms": "500"}, **HX)
     answer = LayAnswer.objects.get(item=item, phase="original")
     assert answer.understanding == "Completely" and answer.time_spent_ms == 2000
     # Plain POST with a missing answer: 400 page that says what is missing; nothing advances.
@@ -207,7 +217,7 @@ def test_autosave_plain_post_lock_and_no_way_back(client):
         assert response.status_code == 409 and "locked" in response.content.decode()
     assert LayAnswer.objects.get(item=item, phase="original").understanding == "Some parts of it"
     # Panel 2 through the plain-POST fallback, timed by the signed render stamp.
-    stamp = lay_flow.panel_stamp(item=item, panel="assisted")
+    stamp = panels.panel_stamp(item=item, panel="assisted")
     response = client.post(
         _panel_url(participant, item, "assisted"), {**PANEL2, "rendered_at": stamp, "continue": "1"}
     )
@@ -327,8 +337,105 @@ def test_returned_participant_cannot_continue(client):
     study = build_study(n_sources=1)
     participant = _consented(study)
     _begin(client, participant)
+    item = LayItem.objects.get(participant=participant)
     Participant.objects.filter(pk=participant.pk).update(returned_at=participant.consented_at)
     assert client.get(_url("lay-start", participant)).status_code == 403
+    # Nor can they answer a panel directly, with or without JavaScript.
+    url = _panel_url(participant, item, "original")
+    assert client.get(url).status_code == 403
+    assert client.post(url, {**PANEL1, "autosave": "1"}, **HX).status_code == 403
+    assert client.post(url, {**PANEL1, "continue": "1"}).status_code == 403
+    assert not LayAnswer.objects.filter(item=item).exists()
+
+
+def test_double_clicked_submit_is_answered_like_the_first(client):
+    study = build_study(n_sources=2)
+    check = AttentionCheck.objects.create(
+        study=study, position=1, prompt="Choose Blue.", options=["Red", "Blue"], expected_answer="Blue"
+    )
+    participant = _consented(study)
+    first, second = _begin(client, participant)
+    url = _panel_url(participant, first, "original")
+    for _ in range(2):
+        response = client.post(url, {**PANEL1, "continue": "1"})
+        assert response.status_code == 302 and response["Location"] == _url("lay-start", participant)
+    client.get(_panel_url(participant, first, "assisted"))
+    url = _panel_url(participant, first, "assisted")
+    for _ in range(2):
+        assert client.post(url, {**PANEL2, "continue": "1"}).status_code == 302
+    first.refresh_from_db()
+    a, b = first.preference_order[:2]
+    url = _panel_url(participant, first, "preference")
+    data = {"fields": ["most", "least"], "most": [a], "least": [b], "continue": "1"}
+    # The last panel before an attention check: the second click finds the check due, not a 409.
+    for _ in range(2):
+        assert client.post(url, data).status_code == 302
+    assert _follow_to(client, _url("lay-start", participant)).redirect_chain[-1][0] == _url(
+        "lay-check", participant, check_id=check.pk
+    )
+    # A second click that would change an answer is still refused.
+    assert client.post(url, {**data, "most": [b], "least": [a]}).status_code == 409
+    assert list(LayPreference.objects.get(item=first).most.values_list("pk", flat=True)) == [a]
+    assert (
+        LayAnswer.objects.filter(item=first).count() == 2
+        and not LayAnswer.objects.filter(item=second).exists()
+    )
+
+
+def test_autosave_time_is_capped_by_the_time_since_rendering(client):
+    study = build_study(n_sources=1)
+    participant = _consented(study)
+    item = _begin(client, participant)[0]
+    url = _panel_url(participant, item, "original")
+    rendered = _rendered(item, "original", 3)
+    # A client claiming 30 minutes on a page rendered 3 s ago.
+    client.post(
+        url, {**rendered, "understanding": "Completely", "autosave": "1", "elapsed_ms": "1800000"}, **HX
+    )
+    spent = LayAnswer.objects.get(item=item, phase="original").time_spent_ms
+    assert 3000 <= spent < 60_000
+    # Without a render stamp the claim is not counted at all.
+    client.post(url, {"confidence": "Not at all", "autosave": "1", "elapsed_ms": "1800000"}, **HX)
+    assert LayAnswer.objects.get(item=item, phase="original").time_spent_ms == spent
+
+
+def test_nul_bytes_and_overlong_text_are_a_clear_400(client):
+    study = build_study(n_sources=1)
+    study.background_questions = [{"key": "job", "question": "Your job?"}]
+    study.save()
+    participant = _consented(study)
+    response = client.post(_url("lay-background", participant), {"job": "nurse\x00"})
+    assert response.status_code == 400 and "cannot be saved" in response.content.decode()
+    response = client.post(_url("lay-background", participant), {"job": "x" * 501})
+    assert response.status_code == 400 and "500 characters" in response.content.decode()
+    participant.refresh_from_db()
+    assert participant.background == {}
+    assert client.post(_url("lay-background", participant), {"job": "nurse"}).status_code == 302
+    check = AttentionCheck.objects.create(
+        study=study, position=0, prompt="Type blue.", expected_answer="blue"
+    )
+    item = _begin(client, participant)[0]
+    check_url = _url("lay-check", participant, check_id=check.pk)
+    for bad in ("blue\x00", "b" * 201):
+        assert client.post(check_url, {"answer": bad}).status_code == 400
+    assert not AttentionCheckResponse.objects.exists()
+    assert client.post(check_url, {"answer": "blue"}).status_code == 302
+    client.post(_panel_url(participant, item, "original"), {**PANEL1, "continue": "1"})
+    client.get(_panel_url(participant, item, "assisted"))
+    client.post(_panel_url(participant, item, "assisted"), {**PANEL2, "continue": "1"})
+    item.refresh_from_db()
+    url = _panel_url(participant, item, "preference")
+    fields = {"fields": ["most", "least"], "most": [item.preference_order[0]]}
+    for bad, message in (("Clear\x00words", "cannot be saved"), ("w" * 2001, "under 2000 characters")):
+        response = client.post(url, {**fields, "most_justification": bad, "autosave": "1"}, **HX)
+        assert response.status_code == 400 and message in response.content.decode()
+        response = client.post(url, {**fields, "least_justification": bad, "continue": "1"})
+        assert response.status_code == 400 and message in response.content.decode()
+    assert (
+        not LayPreference.objects.filter(item=item)
+        .exclude(most_justification="", least_justification="")
+        .exists()
+    )
 
 
 def test_attention_check_pages(client):
@@ -362,38 +469,3 @@ def test_attention_check_pages(client):
         client.post(_url("lay-check", participant, check_id=check.pk), {"answer": "Mild"}).status_code == 409
     )
     assert AttentionCheckResponse.objects.get().passed is False
-
-
-# --- Researcher balance page ---------------------------------------------------------------------------
-
-
-def test_balance_page_requires_staff_researcher_and_shows_counts_and_withheld(client):
-    study = build_study(n_sources=2)
-    study.safety_gate_enabled = True
-    study.save()
-    source = study.sources.get(position=0)
-    expert = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST, pseudonym="R007")
-    text = Simplification.objects.get(source=source, system__key="cot_bs").shown_text
-    services.expert_rating_save(
-        participant=expert, shown_text=text, scores={"hallucination": 1}, comment="Invents a tumour."
-    )
-    url = reverse("annotation:lay-balance", kwargs={"slug": study.slug})
-    assert client.get(url).status_code == 302  # to the login page
-    user_model = get_user_model()
-    outsider = user_model.objects.create_user("outsider", password="x", is_staff=True)
-    client.force_login(outsider)
-    assert client.get(url).status_code == 404
-    researcher = user_model.objects.create_user("res", password="x", is_staff=True)
-    study.researchers.add(researcher)
-    client.force_login(researcher)
-    participant = _consented(study)
-    _begin(client, participant)
-    item = LayItem.objects.get(participant=participant, source=source)
-    response = client.get(url)
-    page = response.content.decode()
-    assert response.status_code == 200
-    assert "Invents a tumour." in page and "R007" in page and "hallucination" in page
-    assert item.assigned_system.key != "cot_bs"
-    balance = lay_flow.lay_balance(study=study)
-    assert balance.cells[(source.pk, item.assigned_system_id)].pending == 1
-    assert "+1 pending" in page

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.urls import get_resolver
 
 from annotation import services
 from annotation.models import (
@@ -39,6 +40,10 @@ CHOICES = {
 @pytest.fixture
 def phone(browser, live_server, transactional_db):
     """A fresh phone-sized touch context per participant (no shared cookies)."""
+    # Import every view module now (the dashboard's pull in the statistics libraries): the live
+    # server would otherwise do it inside the first page load, which a busy machine can take
+    # longer than a page's timeout to finish.
+    get_resolver().url_patterns  # noqa: B018
     contexts = []
     errors: list[str] = []
 
@@ -259,3 +264,41 @@ def test_two_laypeople_complete_the_survey_on_a_phone(phone, live_server, artifa
             assert preference.order_shown == item.preference_order
     assert LayAnswer.objects.count() == 16 and LayPreference.objects.count() == 8
     assert AttentionCheckResponse.objects.filter(passed=True).count() == 2
+
+
+def test_missing_answers_are_shown_where_they_are_and_go_away_once_answered(phone):
+    """Submitting a panel with gaps opens on the first unanswered question (scrolled to and
+    focused), not on "Answers saved" next to the button; answering a question removes its
+    "Please answer this question." at once."""
+    from playwright.sync_api import expect
+
+    study = build_study(slug="lay-gaps", n_sources=1)
+    participant = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    services.participant_consent(participant=participant, accepted=True)
+    page = phone()
+    page.goto(f"/l/{participant.token}/instructions/")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Start the survey").tap()
+    _choose(page, "understanding", "Completely")
+    _continue(page)
+    for field in ("confidence", "severity_guess"):
+        expect(page.locator(f"#q-{field} p.error")).to_have_text("Please answer this question.")
+    expect(page.locator("#q-understanding p.error")).to_have_count(0)
+    expect(page.locator("#save-status")).not_to_contain_text("Answers saved")
+    expect(page.locator("#save-status a")).to_have_attribute("href", "#q-confidence")
+    # The first unanswered question is in view and holds the focus.
+    assert page.evaluate("document.activeElement.closest('fieldset').id") == "q-confidence"
+    expect(page.locator("#q-confidence")).to_be_in_viewport()
+    _choose(page, "confidence", "Not at all")
+    expect(page.locator("#q-confidence p.error")).to_have_count(0)
+    expect(page.locator("#q-severity_guess p.error")).to_have_text("Please answer this question.")
+    _choose(page, "severity_guess", "Mild")
+    expect(page.locator(".question p.error")).to_have_count(0)
+    _continue(page)
+    assert page.url.endswith("/assisted/")
+    answer = LayAnswer.objects.get(item__participant=participant, phase="original")
+    assert (answer.understanding, answer.confidence, answer.severity_guess) == (
+        "Completely",
+        "Not at all",
+        "Mild",
+    )

@@ -1,4 +1,4 @@
-"""evaluation/selectors.py: the database as frames (crediting shared texts), progress, balance.
+"""evaluation/selectors.py: the database as frames (crediting shared texts), and the cached analysis.
 `build_answered_study` is reused by the view, API, export and report tests."""
 
 from __future__ import annotations
@@ -153,28 +153,6 @@ def test_preferences_frame_maps_chosen_texts_to_system_sets():
             assert row.most == frozenset({"cot_bs", "cot_sc"})
         else:
             assert len(row.most) == 1
-
-
-@pytest.mark.django_db
-def test_latin_square_balance_counts_assigned_and_credited():
-    study = build_answered_study()
-    balance = selectors.latin_square_balance(study=study).set_index(["source", "system"])
-    # Four participants, rows 0..3: every (source, system) is assigned exactly once.
-    assert (balance["assigned"] == 1).all()
-    # On s01, the cot_bs item also credits cot_sc and vice versa.
-    assert balance.loc[("s01", "cot_bs"), "credited"] == 2
-    assert balance.loc[("s01", "cot_sc"), "credited"] == 2
-    assert balance.loc[("s02", "cot_sc"), "credited"] == 1
-
-
-@pytest.mark.django_db
-def test_progress_by_role():
-    study = build_answered_study(n_lay=3)
-    progress = selectors.progress_by_role(study=study)
-    assert progress["layperson"] == {"participants": 3, "completed": 3, "done": 12, "total": 12}
-    assert progress["radiologist"]["participants"] == 1
-    records = selectors.participants_progress(study=study)
-    assert {r["status"] for r in records} == {"completed"}
 
 
 @pytest.mark.django_db

@@ -129,7 +129,12 @@ def test_analysis_download_is_the_analysis_json(client_in, study):
 def test_report_is_self_contained(client_in, study):
     response = client_in.get(reverse("evaluation:study-report", args=["mine"]))
     assert response.status_code == 200
-    assert "attachment" in response["Content-Disposition"]
+    # "Report · HTML" opens in the browser; the download link asks for the file.
+    assert response["Content-Disposition"].startswith("inline")
+    download = client_in.get(reverse("evaluation:study-report", args=["mine"]) + "?download=1")
+    assert download["Content-Disposition"] == 'attachment; filename="mine-report.html"'
+    assert "script-src" not in response["Content-Security-Policy"]
+    assert "default-src 'none'" in response["Content-Security-Policy"]
     html = response.content.decode()
     for text in (
         "Table 1",

@@ -59,8 +59,13 @@ class Command(BaseCommand):
         base = base_url.rstrip("/")
         self.stdout.write("")
         self.stdout.write("radlay demo is ready")
-        self.stdout.write(f"  Researcher login: {base}/admin/   user {DEMO_USER}   password {DEMO_PASSWORD}")
-        self.stdout.write(f"  Dashboard:        {base}/dashboard/{study.slug}/")
+        # Researchers work in the dashboard (they need not be staff); the admin is for set-up.
+        login = base + reverse("evaluation:login")
+        self.stdout.write(f"  Researcher login: {login}   user {DEMO_USER}   password {DEMO_PASSWORD}")
+        self.stdout.write(
+            f"  Dashboard:        {base}{reverse('evaluation:study-detail', args=[study.slug])}"
+        )
+        self.stdout.write(f"  Admin (set-up):   {base}{reverse('admin:index')}")
         for role in WANTED:
             for participant in study.participants.filter(role=role, recruitment={}).order_by("id")[
                 : WANTED[role]

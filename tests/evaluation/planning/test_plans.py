@@ -193,3 +193,15 @@ def test_report_has_the_sample_size_section(pilot):
     )  # fmt: skip
     html = study_report_html(study=pilot, reported=None)
     assert "Sample size for a follow-up study" in html and "Variance components" in html
+
+
+def test_pilot_dropout_rate_counts_abandoned_and_returned_laypeople(pilot):
+    from django.utils import timezone
+
+    from annotation.models import Participant
+    from evaluation.plans import pilot_dropout_rate
+
+    assert pilot_dropout_rate(study=pilot) == 0.0  # all 8 laypeople completed
+    lay = list(Participant.objects.filter(study=pilot, role=Participant.Role.LAYPERSON).order_by("pk"))
+    Participant.objects.filter(pk=lay[0].pk).update(completed_at=None, returned_at=timezone.now())
+    assert pilot_dropout_rate(study=pilot) == pytest.approx(1 / 8)

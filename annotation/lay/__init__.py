@@ -1,0 +1,18 @@
+"""The layperson survey (seed 003 Figure 1, section 5.4), one module per concern:
+
+- `design.py`   what the study offers a layperson: the Latin square of sources × systems, the
+                panels of an item, the safety gate, and which participants' rows are live;
+- `assignment.py` the row handout: a newcomer's Latin-square row and survey items, and the gate
+                re-applied to an item before it shows a text;
+- `steps.py`    `lay_next_step(participant)`: where a participant is and goes next (every view and
+                redirect asks it), and their progress;
+- `panels.py`   one panel's state, parsing and saving, and the panel-1 lock ("panel 1 is locked once
+                the simplification is shown");
+- `entry.py`    consent and the recruitment link, background questions, attention checks and
+                completion;
+- `errors.py`   the refusals the views answer with 4xx.
+
+Path: consent → optional background questions → instructions → per source three panels (original;
+original + the simplification the Latin square assigns; all simplifications) with the study's
+attention checks in between → completion code.
+"""

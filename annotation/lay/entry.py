@@ -1,0 +1,137 @@
+"""Getting into and out of the lay survey: the recruitment link and consent, background
+questions, attention checks, and completion.
+
+Completion URL: `Study.completion_redirect_url` is used as given (e.g. Prolific's
+`https://app.prolific.com/submissions/complete?cc=ABC123`, whose code the researcher sets on
+Prolific); a `{code}` placeholder in it is replaced by the participant's own completion code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+
+from annotation import services
+from annotation.lay.design import lay_background_questions
+from annotation.lay.errors import LayFlowError
+from annotation.lay.steps import COMPLETE, lay_next_step
+from annotation.models import AttentionCheck, AttentionCheckResponse, Participant, Study
+from annotation.survey_page import free_text_clean
+
+RECRUITMENT_PARAMS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
+MAX_BACKGROUND_ANSWER = 500
+MAX_CHECK_ANSWER = 200
+
+
+# --- Recruitment link, consent -------------------------------------------------------------------------
+
+
+def recruitment_clean(params: Mapping[str, Any]) -> dict[str, str]:
+    """The recruiter's query parameters (Prolific style); refuses odd values."""
+    clean = {}
+    for name in RECRUITMENT_PARAMS:
+        value = (params.get(name) or "").strip()
+        if not value:
+            continue
+        if len(value) > 200 or not all(ch.isalnum() or ch in "-_.@" for ch in value):
+            raise ValidationError({name: f"The link's {name} is not valid."})
+        clean[name] = value
+    return clean
+
+
+def lay_join_existing(*, study: Study, recruitment: Mapping[str, str]) -> Participant | None:
+    pid = recruitment.get("PROLIFIC_PID", "")
+    if not pid:
+        return None
+    return Participant.objects.select_related("study").filter(study=study, external_id=pid).first()
+
+
+def lay_participant_join(*, study: Study, recruitment: Mapping[str, str]) -> Participant:
+    """The participant behind a recruitment link who has just consented: the one with this PID if
+    any (resume, never a second participant), else a new one, consented. Simultaneous joins all
+    succeed (pseudonyms are numbered under the study row lock); two racing first requests with the
+    same PID make one participant (the unique constraint on (study, external_id) decides and the
+    loser takes the winner's)."""
+    pid = recruitment.get("PROLIFIC_PID", "")
+    participant = lay_join_existing(study=study, recruitment=recruitment)
+    if participant is None:
+        try:
+            with transaction.atomic():
+                participant = services.participant_create(
+                    study=study, role=Participant.Role.LAYPERSON, external_id=pid, recruitment=recruitment
+                )
+        except IntegrityError:
+            participant = lay_join_existing(study=study, recruitment=recruitment)
+            if participant is None:
+                raise
+    if participant.role != Participant.Role.LAYPERSON:
+        raise LayFlowError("This link is for laypeople; your participant ID belongs to another role.")
+    services.participant_consent(participant=participant, accepted=True)
+    services.participant_touch(participant=participant)
+    return participant
+
+
+# --- Background questions --------------------------------------------------------------------------------
+
+
+def lay_background_save(*, participant: Participant, data: Mapping[str, Any]) -> Participant:
+    """Store the answers (every question is optional: unanswered ones are stored as "")."""
+    answers: dict[str, str] = {}
+    for question in lay_background_questions(study=participant.study):
+        value = free_text_clean(question.key, data.get(question.key), max_length=MAX_BACKGROUND_ANSWER)
+        if question.options and value and value not in question.options:
+            raise ValidationError({question.key: f"{value!r} is not one of the options."})
+        answers[question.key] = value
+    participant.background = {**participant.background, **answers}
+    participant.save(update_fields=["background"])
+    return participant
+
+
+# --- Attention checks ------------------------------------------------------------------------------------
+
+
+def _normalized(answer: str) -> str:
+    return " ".join(answer.split()).casefold()
+
+
+def attention_check_answer(
+    *, participant: Participant, check: AttentionCheck, answer: str
+) -> AttentionCheckResponse:
+    """Record an attention-check answer and whether it matches the expected one (case and spacing
+    ignored). The participant is not told. Answering again updates the one response."""
+    if check.study_id != participant.study_id:
+        raise ValidationError("This check belongs to another study.")
+    answer = free_text_clean("answer", answer, max_length=MAX_CHECK_ANSWER)
+    if not answer:
+        raise ValidationError({"answer": "Please answer this question."})
+    if check.options and answer not in [str(o) for o in check.options]:
+        raise ValidationError({"answer": f"{answer!r} is not one of the options."})
+    passed = _normalized(answer) == _normalized(check.expected_answer)
+    try:
+        with transaction.atomic():
+            response, _ = AttentionCheckResponse.objects.update_or_create(
+                participant=participant, check_item=check, defaults={"answer": answer, "passed": passed}
+            )
+    except IntegrityError:  # two racing first answers: the loser updates the winner's row
+        response = AttentionCheckResponse.objects.get(participant=participant, check_item=check)
+        response.answer, response.passed = answer, passed
+        response.save()
+    return response
+
+
+# --- Completion ------------------------------------------------------------------------------------------
+
+
+def lay_survey_complete(*, participant: Participant) -> Participant:
+    if lay_next_step(participant=participant).kind != COMPLETE:
+        raise LayFlowError("The survey is not finished yet.")
+    return services.participant_complete(participant=participant)
+
+
+def lay_completion_url(*, participant: Participant) -> str:
+    url = participant.study.completion_redirect_url
+    return url.replace("{code}", quote(participant.completion_code, safe="")) if url else ""

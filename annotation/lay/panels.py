@@ -1,0 +1,399 @@
+"""One panel of one lay item: what it shows and what is answered so far, parsing a panel form,
+saving it, and moving on — and the panel-1 lock, whose whole rule lives here:
+
+    Panel 1 (the original alone) is locked once the simplification is shown: `lay_panel_open`
+    sets `LayItem.original_locked_at` when panel 2 is first shown, and from then on no save
+    changes panel 1's answers (`services.lay_answer_save` refuses with AnswerLocked, which
+    `lay_panel_save` reports with the same message as any other change to panel 1).
+
+More generally a panel the participant has left accepts no changes (a repeated identical save, e.g.
+a double-clicked submit, is a harmless no-op), so there is no way back; a panel ahead of the
+participant's current step is refused. A text cannot be both most and least liked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from annotation import scales, services
+from annotation.access import access_lay_item
+from annotation.lay.assignment import lay_item_apply_safety_gate
+from annotation.lay.design import (
+    ASSISTED,
+    DONE,
+    ORIGINAL,
+    PANELS,
+    PREFERENCE,
+    lay_item_panels,
+    panel_number,
+)
+from annotation.lay.errors import PanelClosed
+from annotation.lay.steps import lay_next_step
+from annotation.models import LayAnswer, LayItem, LayPreference, Participant, SimplificationText, Study
+from annotation.survey_page import free_text_clean, page_elapsed_ms, render_stamp, text_label
+
+MAX_TEXT_ANSWER = 2000
+_STAMP_SALT = "annotation.lay.panel_stamp"
+LOCKED_MESSAGE = services.AnswerLocked.MESSAGE
+
+
+def lay_panel_questions(*, study: Study, panel: str) -> tuple[str, ...]:
+    """The answer fields of panel 1 or 2, in the survey's order."""
+    asked = {"understanding", "confidence", "severity_guess"}
+    if study.ask_urgency:
+        asked.add("urgency_confidence")
+    if panel == ASSISTED:
+        asked.add("helpfulness")
+    return tuple(name for name in scales.LAY_QUESTIONS if name in asked)
+
+
+# --- State ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PanelState:
+    """What a panel shows and what is answered so far."""
+
+    item: LayItem
+    panel: str
+    answers: dict[str, str] = field(default_factory=dict)  # this panel's (panels 1-2)
+    original_answers: dict[str, str] = field(default_factory=dict)  # panel 1's, shown locked in panel 2
+    texts: list[tuple[str, SimplificationText]] = field(default_factory=list)  # panel 3: (label, text)
+    most: set[int] = field(default_factory=set)
+    least: set[int] = field(default_factory=set)
+    most_justification: str = ""
+    least_justification: str = ""
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing
+
+    @property
+    def answered(self) -> bool:
+        return bool(self.answers or self.most or self.least)
+
+
+def _answer_dict(answer: LayAnswer | None) -> dict[str, str]:
+    if answer is None:
+        return {}
+    return {name: getattr(answer, name) for name in scales.LAY_QUESTIONS if getattr(answer, name)}
+
+
+def lay_panel_state(*, item: LayItem, panel: str) -> PanelState:
+    study = item.participant.study
+    state = PanelState(item=item, panel=panel)
+    if panel in (ORIGINAL, ASSISTED):
+        answers = {a.phase: a for a in LayAnswer.objects.filter(item=item)}
+        state.original_answers = _answer_dict(answers.get(ORIGINAL))
+        state.answers = _answer_dict(answers.get(panel))
+        state.missing = [q for q in lay_panel_questions(study=study, panel=panel) if q not in state.answers]
+        return state
+    texts = SimplificationText.objects.in_bulk(item.preference_order)
+    state.texts = [(text_label(n), texts[t]) for n, t in enumerate(item.preference_order) if t in texts]
+    preference = LayPreference.objects.filter(item=item).prefetch_related("most", "least").first()
+    if preference is not None:
+        state.most = {t.pk for t in preference.most.all()}
+        state.least = {t.pk for t in preference.least.all()}
+        state.most_justification = preference.most_justification
+        state.least_justification = preference.least_justification
+    state.missing = [name for name, chosen in (("most", state.most), ("least", state.least)) if not chosen]
+    return state
+
+
+# --- Showing a panel -----------------------------------------------------------------------------------
+
+
+def _open(item: LayItem, panel: str) -> LayItem:
+    """Call inside a transaction holding the item's row lock."""
+    if panel in (ASSISTED, PREFERENCE):
+        item = lay_item_apply_safety_gate(item=item)
+    if panel == ASSISTED and item.stage == ASSISTED and item.original_locked_at is None:
+        # The lock rule: the simplification is about to be shown.
+        item = services.lay_item_lock_original(item=item)
+    return item
+
+
+def lay_panel_open(*, item: LayItem, panel: str) -> LayItem:
+    """Prepare a panel for showing: apply the safety gate (panels 2 and 3), and lock panel 1 when
+    panel 2 is first shown. Panel 1, and a panel 2 already locked while the gate is off, cost no
+    query."""
+    gate = item.participant.study.safety_gate_enabled
+    if panel == ORIGINAL or (panel == ASSISTED and item.original_locked_at is not None and not gate):
+        return item
+    if panel == PREFERENCE and not gate:
+        return item
+    with transaction.atomic():
+        locked = (
+            LayItem.objects.select_for_update(of=("self",))
+            .select_related("participant__study", "source", "shown_text")
+            .get(pk=item.pk)
+        )
+        return _open(locked, panel)
+
+
+def panel_stamp(*, item: LayItem, panel: str, now: float | None = None) -> str:
+    """A signed render time, sent back by every panel POST: it times a plain form POST without
+    JavaScript and caps what an autosave may claim."""
+    return render_stamp(salt=_STAMP_SALT, page={"item": item.pk, "panel": panel}, now=now)
+
+
+def panel_elapsed_ms(*, item_id: int, panel: str, data: Mapping[str, Any], now: float | None = None) -> int:
+    """The time a panel POST adds: the client's interval, at most the time since the page was
+    rendered (`rendered_at`)."""
+    return page_elapsed_ms(
+        salt=_STAMP_SALT,
+        page={"item": item_id, "panel": panel},
+        stamp=str(data.get("rendered_at") or ""),
+        client_ms=data.get("elapsed_ms"),
+        now=now,
+    )
+
+
+# --- Parsing -------------------------------------------------------------------------------------------
+
+
+def _parse_answers(study: Study, panel: str, data: Mapping[str, Any]) -> dict[str, str | None]:
+    asked = lay_panel_questions(study=study, panel=panel)
+    answers: dict[str, str | None] = {}
+    for name in scales.LAY_QUESTIONS:
+        value = (data.get(name) or "").strip()
+        if not value:
+            continue
+        if name not in asked:
+            raise ValidationError({name: f"This question is not asked in panel {panel_number(panel)}."})
+        answers[name] = value
+    return answers
+
+
+def _parse_ids(name: str, values: list[str]) -> list[int]:
+    ids = []
+    for raw in values:
+        try:
+            ids.append(int(raw))
+        except (TypeError, ValueError):
+            raise ValidationError({name: f"{raw!r} is not one of the simplifications shown."}) from None
+    return ids
+
+
+def _getlist(data: Mapping[str, Any], name: str) -> list[str]:
+    if hasattr(data, "getlist"):
+        return list(data.getlist(name))
+    value = data.get(name)
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _justifications(data: Mapping[str, Any]) -> dict[str, str]:
+    return {
+        name: free_text_clean(name, data.get(name), max_length=MAX_TEXT_ANSWER, what="justification")
+        for name in ("most_justification", "least_justification")
+        if name in data
+    }
+
+
+def _unchanged(item: LayItem, panel: str, data: Mapping[str, Any]) -> bool:
+    """Whether a save to a panel that is not current would change nothing (a retried request)."""
+    state = lay_panel_state(item=item, panel=panel)
+    try:
+        if panel in (ORIGINAL, ASSISTED):
+            given = _parse_answers(item.participant.study, panel, data)
+            return all(state.answers.get(k) == v for k, v in given.items())
+        fields = set(_getlist(data, "fields"))
+        for name, chosen in (("most", state.most), ("least", state.least)):
+            if (name in fields or _getlist(data, name)) and set(
+                _parse_ids(name, _getlist(data, name))
+            ) != chosen:
+                return False
+        return all(getattr(state, name) == value for name, value in _justifications(data).items())
+    except ValidationError:
+        return False
+
+
+# --- Saving --------------------------------------------------------------------------------------------
+
+
+def lay_panel_save(
+    *,
+    participant: Participant,
+    item_id: int,
+    panel: str,
+    data: Mapping[str, Any],
+    time_spent_ms: int = 0,
+    submit: bool = False,
+) -> PanelState | None:
+    """Save a panel's answers from form data (autosave sends the whole form on every change; a
+    plain POST too). With `submit`, a complete panel moves the item on and its state is returned;
+    an incomplete one raises ValidationError listing what is missing (after committing what was
+    given). Raises PanelClosed for a panel that is not the participant's current one, unless the
+    request would change nothing (a retried or double-clicked submit is answered as the first one
+    was). The item's row lock orders concurrent saves of one item, and where the participant is
+    is read after taking it."""
+    if panel not in PANELS:
+        raise PanelClosed("This part does not exist for this sentence.")
+    with transaction.atomic():
+        item = access_lay_item(participant=participant, item_id=item_id, for_update=True)
+        if panel not in lay_item_panels(item=item):
+            raise PanelClosed("This part does not exist for this sentence.")
+        current = None if item.stage == DONE else item.stage
+        if panel != current:
+            if current is not None and PANELS.index(panel) > PANELS.index(current):
+                raise PanelClosed("Please answer the questions of the current part first.")
+            if _unchanged(item, panel, data):
+                return lay_panel_state(item=item, panel=panel)
+            if panel == ORIGINAL and item.original_locked_at is not None:
+                raise PanelClosed(LOCKED_MESSAGE)
+            raise PanelClosed(
+                "You have already moved on from this part; its answers can no longer be changed."
+            )
+        if not lay_next_step(participant=participant).is_panel(item_id=item.pk, panel=panel):
+            # A later sentence (or one behind an attention check) answered ahead of time.
+            raise PanelClosed("Please answer the current question first.")
+        if panel == ASSISTED and item.original_locked_at is None:
+            item = _open(item, panel)  # answering panel 2 means it was shown
+            if item.stage != ASSISTED:
+                raise PanelClosed("This sentence has no simplification to show; please continue.")
+        try:
+            if panel in (ORIGINAL, ASSISTED):
+                services.lay_answer_save(
+                    item=item,
+                    phase=panel,
+                    answers=_parse_answers(item.participant.study, panel, data),
+                    time_spent_ms=time_spent_ms,
+                )
+            else:
+                _preference_save(item, data, time_spent_ms)
+        except services.AnswerLocked:
+            raise PanelClosed(LOCKED_MESSAGE) from None
+        if not submit:
+            return None  # an autosave shows nothing but "Saved"
+        state = lay_panel_state(item=item, panel=panel)
+        if not state.missing:
+            _advance(item, panel)
+    if state.missing:
+        # Raised once the answers given are committed: a plain POST with a gap keeps what it had.
+        raise ValidationError({name: "Please answer this question." for name in state.missing})
+    return state
+
+
+def _preference_save(item: LayItem, data: Mapping[str, Any], time_spent_ms: int) -> None:
+    fields = set(_getlist(data, "fields"))
+    chosen: dict[str, list[int] | None] = {}
+    for name in ("most", "least"):
+        values = _getlist(data, name)
+        chosen[name] = _parse_ids(name, values) if (name in fields or values) else None
+    justifications = _justifications(data)
+    # What the preference will be after this save: a question not sent keeps its stored choice
+    # (the page always sends both, so the stored ones are read only for partial requests).
+    stored: dict[str, set[int]] = {"most": set(), "least": set()}
+    if None in chosen.values():
+        current = LayPreference.objects.filter(item=item).prefetch_related("most", "least").first()
+        if current is not None:
+            stored = {
+                "most": {t.pk for t in current.most.all()},
+                "least": {t.pk for t in current.least.all()},
+            }
+    most, least = (set(chosen[n]) if chosen[n] is not None else stored[n] for n in ("most", "least"))
+    if most & least:
+        labels = {t: text_label(n) for n, t in enumerate(item.preference_order)}
+        both = ", ".join(labels.get(t, str(t)) for t in sorted(most & least, key=lambda t: labels.get(t, "")))
+        raise ValidationError(
+            {"least": f"Simplification {both} cannot be among both the most and the least liked."}
+        )
+    services.lay_preference_save(
+        item=item, most=chosen["most"], least=chosen["least"], time_spent_ms=time_spent_ms, **justifications
+    )
+
+
+def _advance(item: LayItem, panel: str) -> None:
+    panels = lay_item_panels(item=item)
+    following = panels[panels.index(panel) + 1] if panels.index(panel) + 1 < len(panels) else DONE
+    updates: dict[str, Any] = {"stage": following}
+    if following == DONE:
+        updates["completed_at"] = timezone.now()
+    LayItem.objects.filter(pk=item.pk, stage=panel).update(**updates)
+
+
+# --- What the page shows -------------------------------------------------------------------------------
+
+
+@dataclass
+class Option:
+    value: str
+    label: str
+    definition: str = ""
+    checked: bool = False
+
+
+@dataclass
+class Question:
+    name: str
+    number: str
+    text: str
+    options: list[Option]
+    multiple: bool = False
+    errors: list[str] = field(default_factory=list)
+    justification: str | None = None  # panel 3: the justification field's name
+    justification_value: str = ""
+
+
+def panel_questions(state: PanelState, errors: Mapping[str, list[str]]) -> list[Question]:
+    """The questions of the panel as the page shows them, with the answers so far and any errors."""
+    study = state.item.participant.study
+    if state.panel in (ORIGINAL, ASSISTED):
+        questions = []
+        for name in lay_panel_questions(study=study, panel=state.panel):
+            scale = scales.LAY_SCALES[name]
+            options = [
+                Option(level.name, level.name, level.definition, state.answers.get(name) == level.name)
+                for level in scale.levels
+            ]
+            questions.append(
+                Question(
+                    name,
+                    scales.LAY_QUESTION_NUMBERS[name],
+                    scale.question,
+                    options,
+                    errors=errors.get(name, []),
+                )
+            )
+        return questions
+    questions = []
+    for name, text, chosen in (
+        ("most", scales.PREFERENCE_MOST_QUESTION, state.most),
+        ("least", scales.PREFERENCE_LEAST_QUESTION, state.least),
+    ):
+        options = [Option(str(t.pk), label, "", t.pk in chosen) for label, t in state.texts]
+        questions.append(
+            Question(
+                name,
+                scales.PREFERENCE_QUESTION_NUMBERS[name],
+                text,
+                options,
+                multiple=True,
+                errors=[*errors.get(name, []), *errors.get(f"{name}_justification", [])],
+                justification=f"{name}_justification",
+                justification_value=getattr(state, f"{name}_justification"),
+            )
+        )
+    return questions
+
+
+def locked_answers(state: PanelState) -> list[tuple[str, str, str]]:
+    """Panel 1's answers as panel 2 shows them (number, question, answer)."""
+    study = state.item.participant.study
+    return [
+        (
+            scales.LAY_QUESTION_NUMBERS[name],
+            scales.LAY_SCALES[name].question,
+            state.original_answers.get(name, "—"),
+        )
+        for name in lay_panel_questions(study=study, panel=ORIGINAL)
+    ]

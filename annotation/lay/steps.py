@@ -1,0 +1,137 @@
+"""Where a lay participant is: `lay_next_step(participant)` is the one rule that every lay view and
+redirect follows (resume after a break, refuse a page out of turn), and `lay_progress` what the
+progress bar shows. Both cost a few queries whatever the study's size and the participant's
+progress."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Count, Q
+
+from annotation.lay.design import ASSISTED, DONE, PREFERENCE, lay_background_pending, panel_number
+from annotation.models import AttentionCheck, LayItem, Participant
+
+# Step kinds, in the order a participant meets them.
+COMPLETED = "completed"  # finished: the completion code (shown even after the study closed)
+CLOSED = "closed"  # the study is not open
+RETURNED = "returned"  # returned or withdrawn (e.g. on Prolific): may not continue
+DECLINED = "declined"
+CONSENT = "consent"
+BACKGROUND = "background"
+INSTRUCTIONS = "instructions"
+CHECK = "check"  # an attention check due before the next item
+ITEM = "item"  # a panel of an item
+COMPLETE = "complete"  # everything answered: completing hands out the code
+# Steps of a participant who may answer (after consent, before completion).
+IN_SURVEY = frozenset({BACKGROUND, INSTRUCTIONS, CHECK, ITEM, COMPLETE})
+
+
+@dataclass(frozen=True)
+class LayStep:
+    kind: str
+    item: LayItem | None = None
+    panel: str | None = None
+    check: AttentionCheck | None = None
+
+    @property
+    def in_survey(self) -> bool:
+        return self.kind in IN_SURVEY
+
+    def is_panel(self, *, item_id: int, panel: str) -> bool:
+        return self.kind == ITEM and self.item.pk == item_id and self.panel == panel
+
+
+def lay_standing(*, participant: Participant) -> LayStep | None:
+    """The step of a participant who is not answering (finished, study closed, returned, declined,
+    not consented yet), from the participant row alone; None for one in the survey. Where such a
+    participant goes needs no query; `lay_next_step` starts here."""
+    if participant.completed_at is not None:
+        return LayStep(COMPLETED)
+    if not participant.study.is_open:
+        return LayStep(CLOSED)
+    if participant.returned_at is not None:
+        return LayStep(RETURNED)
+    if participant.declined_at is not None:
+        return LayStep(DECLINED)
+    if participant.consented_at is None:
+        return LayStep(CONSENT)
+    return None
+
+
+def lay_next_step(*, participant: Participant) -> LayStep:
+    """Where the participant goes next: the finished page, a refusal (study closed, returned,
+    declined), consent, background, instructions, the attention check due before their first
+    unfinished item, that item's current panel, or "complete"."""
+    standing = lay_standing(participant=participant)
+    if standing is not None:
+        return standing
+    items = LayItem.objects.filter(participant=participant)
+    item = items.exclude(stage=DONE).select_related("source", "shown_text").order_by("position").first()
+    check = (
+        AttentionCheck.objects.filter(study_id=participant.study_id)
+        .exclude(responses__participant=participant)
+        .order_by("position")
+        .first()
+    )
+    if item is None:
+        if not items.exists():
+            return LayStep(BACKGROUND if lay_background_pending(participant=participant) else INSTRUCTIONS)
+        return LayStep(CHECK, check=check) if check is not None else LayStep(COMPLETE)
+    # A check at position p is due once p items are behind; an item's index never exceeds its
+    # position, so only then is the (rarely needed) count of earlier items asked for.
+    item.participant = participant  # already loaded, with its study: what the panel reads
+    if check is not None and check.position <= item.position:
+        if check.position <= items.filter(position__lt=item.position).count():
+            return LayStep(CHECK, check=check)
+    return LayStep(ITEM, item=item, panel=item.stage)
+
+
+@dataclass(frozen=True)
+class LayProgress:
+    done: int
+    total: int
+    items_total: int
+    item_number: int | None = None  # 1-based, of the current item
+    panel_number: int | None = None
+    panels_total: int | None = None
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.done / self.total) if self.total else 0
+
+
+def lay_progress(*, participant: Participant, step: LayStep) -> LayProgress:
+    """Panels and attention checks done / in all, counted in the database (two queries)."""
+    three = Q(preference_order__1__isnull=False)  # panel 3 needs two texts to compare
+    counts = LayItem.objects.filter(participant=participant).aggregate(
+        items=Count("pk"),
+        three=Count("pk", filter=three),
+        assisted=Count("pk", filter=Q(stage=ASSISTED)),
+        preference=Count("pk", filter=Q(stage=PREFERENCE)),
+        done=Count("pk", filter=Q(stage=DONE)),
+        done_three=Count("pk", filter=Q(stage=DONE) & three),
+    )
+    checks = AttentionCheck.objects.filter(study_id=participant.study_id).aggregate(
+        n=Count("pk", distinct=True),
+        answered=Count("responses", filter=Q(responses__participant=participant), distinct=True),
+    )
+    total = checks["n"] + 2 * counts["items"] + counts["three"]
+    done = (
+        checks["answered"]
+        + counts["assisted"]
+        + 2 * counts["preference"]
+        + 2 * counts["done"]
+        + counts["done_three"]
+    )
+    if step.kind == ITEM:
+        panels_total = 3 if len(step.item.preference_order) >= 2 else 2
+        return LayProgress(
+            done=done,
+            total=total,
+            items_total=counts["items"],
+            item_number=step.item.position + 1,
+            panel_number=panel_number(step.panel),
+            panels_total=panels_total,
+        )
+    return LayProgress(done=done, total=total, items_total=counts["items"])

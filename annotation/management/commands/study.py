@@ -1,0 +1,40 @@
+"""`manage.py study open|close|status SLUG`: studies are imported as drafts, so a scripted set-up
+opens them here; the same checks and messages as the admin's actions."""
+
+import json
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.models import Study
+from annotation.selectors import study_counts
+from annotation.study_services import study_close, study_open
+
+
+class Command(BaseCommand):
+    help = "Open or close a study for participants, or print its status and counts."
+
+    def add_arguments(self, parser):
+        parser.add_argument("action", choices=["open", "close", "status"])
+        parser.add_argument("slug")
+
+    def handle(self, *args, action: str, slug: str, **options):
+        study = Study.objects.filter(slug=slug).first()
+        if study is None:
+            raise CommandError(f"No study with slug {slug!r}.")
+        if action == "status":
+            self.stdout.write(
+                json.dumps(
+                    {"study": study.slug, "status": study.status, **study_counts(study=study)}, indent=2
+                )
+            )
+            return
+        try:
+            changed = study_open(study=study) if action == "open" else study_close(study=study)
+        except ValidationError as exc:
+            raise CommandError(" ".join(exc.messages)) from None
+        state = "open" if action == "open" else "closed"
+        if changed:
+            self.stdout.write(self.style.SUCCESS(f"Study {study.slug!r} is now {state}."))
+        else:
+            self.stdout.write(f"Study {study.slug!r} was already {state}; nothing changed.")

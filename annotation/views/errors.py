@@ -1,0 +1,51 @@
+"""The pages a survey participant sees when a survey URL cannot be answered: an unknown link, the
+other role's link, a draft or closed study, a refused change. Plain language, what to do next,
+and nothing that tells a participant what the study compares (no study or paper title)."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from annotation.models import Study
+from config.errors import error_page
+
+HEADINGS = {
+    400: "Something is wrong with this request",
+    403: "This page is not available for this link",
+    404: "This page is not part of your survey",
+    409: "This cannot be changed any more",
+}
+
+
+def survey_error_page(
+    request: HttpRequest, message: str, status: int, *, resume_url: str | None = None
+) -> HttpResponse:
+    """A full error page for a survey URL. `resume_url` (the participant's own start link) adds a
+    button back to where they are in the survey."""
+    if resume_url:
+        next_step = "Nothing was changed. Use the button below to continue the survey where you are."
+    else:
+        next_step = (
+            "Nothing was changed. Open the link you were sent again from the original message. "
+            "If it still does not work, contact the research team that invited you."
+        )
+    return error_page(
+        request,
+        status=status,
+        heading=HEADINGS.get(status, "This page is not available"),
+        message=message,
+        next_step=next_step,
+        resume_url=resume_url,
+    )
+
+
+def survey_link_invalid(request: HttpRequest, **kwargs) -> HttpResponse:
+    return survey_error_page(
+        request, "This survey link is not valid: it may be incomplete, mistyped or withdrawn.", 404
+    )
+
+
+def study_unavailable(request: HttpRequest, study: Study) -> HttpResponse:
+    """A draft or closed study: 403 with a page that says which, without naming the study."""
+    return render(request, "annotation/study_unavailable.html", {"study": study}, status=403)

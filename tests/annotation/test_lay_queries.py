@@ -1,0 +1,129 @@
+"""SQL queries per lay survey request (issue: survey requests cost a small constant number of
+queries whatever the study's size and the participant's progress). The same requests are counted
+on a 2,000-source study at its first sentence and deep into it, and on a 6-source study; each stays
+under one bound, so a per-row query or a reload of the participant's whole progress fails here."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from annotation import services
+from annotation.lay import panels
+from annotation.models import LayItem, Participant, Simplification, SimplificationText, Source, Study, System
+from annotation.models import text_hash as hash_of
+
+pytestmark = pytest.mark.django_db
+HX = {"HTTP_HX_REQUEST": "true"}
+PANEL1 = {"understanding": "Some parts of it", "confidence": "With low confidence", "severity_guess": "Mild"}
+PANEL2 = {**PANEL1, "helpfulness": "I understand much better"}
+
+# Bounds per request, as measured (savepoints count: each answer service is atomic inside the
+# request's transaction). A request that starts costing more fails here.
+MAX_QUERIES = {
+    "get original": 6,
+    "autosave original": 14,
+    "submit original": 13,
+    "get assisted": 10,
+    "autosave assisted": 14,
+    "submit assisted": 13,
+    "get preference": 7,
+    "autosave preference": 16,
+    "submit preference": 18,
+}
+
+
+def _big_study(slug: str, n_sources: int) -> Study:
+    """n_sources × 3 systems, written in bulk (the services would take minutes for 2,000)."""
+    study = Study.objects.create(slug=slug, title=slug, status=Study.Status.OPEN)
+    systems = System.objects.bulk_create(
+        [System(study=study, key=key, label=key, position=n) for n, key in enumerate(("a", "b", "c"))]
+    )
+    sources = Source.objects.bulk_create(
+        [Source(study=study, key=f"s{i:05d}", text=f"Sentence {i}.", position=i) for i in range(n_sources)]
+    )
+    texts = SimplificationText.objects.bulk_create(
+        [
+            SimplificationText(
+                source=source,
+                text=f"Plain words {source.pk} {system.key}.",
+                text_hash=hash_of(f"Plain words {source.pk} {system.key}."),
+            )
+            for source in sources
+            for system in systems
+        ]
+    )
+    Simplification.objects.bulk_create(
+        [
+            Simplification(source=source, system=system, shown_text=texts[3 * i + j])
+            for i, source in enumerate(sources)
+            for j, system in enumerate(systems)
+        ]
+    )
+    return study
+
+
+def _participant(study: Study) -> Participant:
+    participant = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    return services.participant_consent(participant=participant, accepted=True)
+
+
+def _url(participant, item, panel) -> str:
+    return reverse(
+        "annotation:lay-panel", kwargs={"token": participant.token, "item_id": item.pk, "panel": panel}
+    )
+
+
+def _one_sentence(client, participant, item, counts, django_assert_max_num_queries) -> None:
+    """GET, autosave and submit each panel of `item`, each under its bound; records the counts."""
+
+    def request(name, url, data=None, **headers):
+        with django_assert_max_num_queries(MAX_QUERIES[name]), CaptureQueriesContext(connection) as seen:
+            response = client.get(url) if data is None else client.post(url, data, **headers)
+        counts.setdefault(name, []).append(len(seen))
+        assert response.status_code in (200, 302), (name, response.status_code)
+
+    def stamp(panel):
+        return {"rendered_at": panels.panel_stamp(item=item, panel=panel, now=time.time() - 5)}
+
+    for panel, answers in (("original", PANEL1), ("assisted", PANEL2)):
+        url = _url(participant, item, panel)
+        request(f"get {panel}", url)
+        first = dict(list(answers.items())[:1])
+        request(f"autosave {panel}", url, {**stamp(panel), **first, "autosave": "1"}, **HX)
+        request(f"submit {panel}", url, {**stamp(panel), **answers, "continue": "1"})
+    item.refresh_from_db()
+    a, b = item.preference_order[:2]
+    url = _url(participant, item, "preference")
+    fields = {**stamp("preference"), "fields": ["most", "least"]}
+    request("get preference", url)
+    request("autosave preference", url, {**fields, "most": [a], "autosave": "1"}, **HX)
+    request("submit preference", url, {**fields, "most": [a], "least": [b], "most_justification": "Clear."})
+
+
+def test_lay_requests_cost_constant_queries(client, django_assert_max_num_queries):
+    counts: dict[str, list[int]] = {}
+    for slug, n_sources in (("small", 6), ("big", 2000)):
+        study = _big_study(slug, n_sources)
+        participant = _participant(study)
+        assert (
+            client.post(
+                reverse("annotation:lay-instructions", kwargs={"token": participant.token})
+            ).status_code
+            == 302
+        )
+        items = list(LayItem.objects.filter(participant=participant).order_by("position"))
+        assert len(items) == n_sources
+        _one_sentence(client, participant, items[0], counts, django_assert_max_num_queries)
+        if n_sources > 6:
+            # Deep into the survey: 1,500 sentences behind (written directly), then the next one.
+            LayItem.objects.filter(pk__in=[i.pk for i in items[1:1501]]).update(stage="done")
+            _one_sentence(client, participant, items[1501], counts, django_assert_max_num_queries)
+    print({name: values for name, values in counts.items()})
+    # Constant: the same request costs the same whatever the study's size and progress.
+    for name, values in counts.items():
+        assert max(values) - min(values) <= 1, (name, values)
