@@ -18,6 +18,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Count, F, Max, Min, Q
 from django.utils import timezone
 
 from annotation import protocol_texts, scales, services
@@ -68,28 +69,23 @@ def expert_items_ensure(*, participant: Participant) -> list[ExpertItem]:
     """Create the participant's pages on first visit (every source, or the first
     `Study.expert_sources_per_participant` of their seeded order) and return them in page order.
     Idempotent; sources added to the study later are appended while the participant is short of
-    their quota."""
+    their quota. A constant number of queries whatever the study's size."""
     if not participant.is_radiologist:
         raise ValidationError("Only radiologists have rating pages.")
     with transaction.atomic():
         # Serialises two first visits (two tabs, a double click) so positions never collide.
         Participant.objects.select_for_update().filter(pk=participant.pk).first()
         items = list(ExpertItem.objects.filter(participant=participant).order_by("position"))
-        sources = list(Source.objects.filter(study_id=participant.study_id))
+        sources = list(Source.objects.filter(study_id=participant.study_id).only("pk", "position"))
         wanted = _wanted_count(participant, len(sources))
         if len(items) >= wanted:
             return items
         have = {item.source_id for item in items}
+        missing = [source for source in _source_order(participant, sources) if source.pk not in have]
         position = max((item.position for item in items), default=0) + 1
-        for source in _source_order(participant, sources):
-            if len(items) >= wanted:
-                break
-            if source.pk in have:
-                continue
-            items.append(
-                services.expert_item_create(participant=participant, source=source, position=position)
-            )
-            position += 1
+        items += services.expert_items_create(
+            participant=participant, sources=missing[: wanted - len(items)], first_position=position
+        )
     return items
 
 
@@ -149,13 +145,18 @@ def _page_texts(item: ExpertItem) -> list[tuple[str, SimplificationText]]:
     """(label, text) in the stored order. An id whose text has since been deleted (the source's
     simplification was regenerated before anyone rated it) is skipped, so labels stay stable."""
     by_id = SimplificationText.objects.in_bulk(item.text_order)
+    for text in by_id.values():
+        text.source = item.source  # the page's own source: saves a query per text in the services
     return [(text_label(i), by_id[text_id]) for i, text_id in enumerate(item.text_order) if text_id in by_id]
 
 
-def expert_page_get(*, item: ExpertItem) -> ExpertPage:
+def expert_page_get(
+    *, item: ExpertItem, texts: list[tuple[str, SimplificationText]] | None = None
+) -> ExpertPage:
     """Everything one page shows: the original, its texts under blind labels with this
-    participant's answers (never anyone else's), and which required answers are missing."""
-    texts = _page_texts(item)
+    participant's answers (never anyone else's), and which required answers are missing. Three
+    queries (two when the caller already has the page's `texts`)."""
+    texts = _page_texts(item) if texts is None else texts
     ratings = {
         r.shown_text_id: r
         for r in ExpertRating.objects.filter(
@@ -217,40 +218,95 @@ class IndexEntry:
     complete: bool
 
 
-def expert_index(*, participant: Participant) -> list[IndexEntry]:
-    rows = ExpertItem.objects.filter(participant=participant).order_by("position")
-    return [
-        IndexEntry(item_id=pk, position=position, number=n, complete=completed_at is not None)
-        for n, (pk, position, completed_at) in enumerate(
-            rows.values_list("pk", "position", "completed_at"), 1
-        )
-    ]
+@dataclass(frozen=True)
+class PagePlace:
+    """Where a page stands in the participant's survey: its number, the survey's progress, and the
+    pages before and after it (None at either end)."""
+
+    number: int
+    progress: Progress
+    previous_id: int | None
+    following_id: int | None
+
+
+def _wanted_total(participant: Participant, assigned: int) -> int:
+    # The planned number while no page has been created yet (the instructions page says it).
+    if assigned:
+        return assigned
+    return _wanted_count(participant, Source.objects.filter(study_id=participant.study_id).count())
 
 
 def expert_progress(*, participant: Participant) -> Progress:
     """Pages done / pages assigned (the planned number while no page has been created yet)."""
-    items = ExpertItem.objects.filter(participant=participant)
-    total = items.count()
-    if total == 0:
-        total = _wanted_count(participant, Source.objects.filter(study_id=participant.study_id).count())
-    return Progress(done=items.filter(completed_at__isnull=False).count(), total=total)
+    counts = ExpertItem.objects.filter(participant=participant).aggregate(
+        total=Count("pk"), done=Count("pk", filter=Q(completed_at__isnull=False))
+    )
+    return Progress(done=counts["done"], total=_wanted_total(participant, counts["total"]))
+
+
+def expert_page_place(*, item: ExpertItem, neighbours: bool = True) -> PagePlace:
+    """One aggregate over the participant's pages (plus one lookup for the neighbours' ids), however
+    many pages there are and however far the participant got."""
+    pages = ExpertItem.objects.filter(participant_id=item.participant_id)
+    counts = pages.aggregate(
+        total=Count("pk"),
+        done=Count("pk", filter=Q(completed_at__isnull=False)),
+        number=Count("pk", filter=Q(position__lte=item.position)),
+        previous=Max("position", filter=Q(position__lt=item.position)),
+        following=Min("position", filter=Q(position__gt=item.position)),
+    )
+    ids: dict[int, int] = {}
+    wanted = [counts[key] for key in ("previous", "following") if counts[key] is not None]
+    if neighbours and wanted:
+        ids = dict(pages.filter(position__in=wanted).values_list("position", "pk"))
+    return PagePlace(
+        number=counts["number"],
+        progress=Progress(done=counts["done"], total=counts["total"]),
+        previous_id=ids.get(counts["previous"]),
+        following_id=ids.get(counts["following"]),
+    )
+
+
+INDEX_PAGE_SIZE = 200
+
+
+def expert_index(*, participant: Participant, start: int = 0, count: int | None = None) -> list[IndexEntry]:
+    """The participant's pages in order, `count` of them from the `start`-th (all by default)."""
+    end = None if count is None else start + count
+    rows = ExpertItem.objects.filter(participant=participant).order_by("position")
+    rows = rows.values_list("pk", "position", "completed_at")[start:end]
+    return [
+        IndexEntry(item_id=pk, position=position, number=start + n, complete=completed_at is not None)
+        for n, (pk, position, completed_at) in enumerate(rows, 1)
+    ]
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """The first page with unanswered rows, for telling a rater why they were sent to it."""
+
+    item: ExpertItem
+    number: int
+    missing: int
 
 
 def expert_resume_item(*, participant: Participant) -> ExpertItem | None:
     """Where a returning radiologist continues: their first incomplete page (None when all are done)."""
     return (
         ExpertItem.objects.filter(participant=participant, completed_at__isnull=True)
+        .select_related("source")
         .order_by("position")
         .first()
     )
 
 
-def expert_neighbours(
-    *, index: list[IndexEntry], item: ExpertItem
-) -> tuple[IndexEntry | None, IndexEntry | None]:
-    ids = [entry.item_id for entry in index]
-    at = ids.index(item.pk)
-    return (index[at - 1] if at > 0 else None, index[at + 1] if at + 1 < len(index) else None)
+def expert_first_unfinished(*, participant: Participant) -> Unfinished | None:
+    """The first incomplete page with its number and how many answers it still lacks."""
+    item = expert_resume_item(participant=participant)
+    if item is None:
+        return None
+    number = ExpertItem.objects.filter(participant=participant, position__lte=item.position).count()
+    return Unfinished(item=item, number=number, missing=len(expert_page_get(item=item).missing))
 
 
 def expert_participations(*, user: Any) -> list[tuple[Participant, Progress]]:
@@ -310,7 +366,11 @@ def expert_page_save(
     plain form POST all of them). Empty values mean "not given" and never clear an answer; an empty
     justification does clear one. All or nothing: one bad value raises ValidationError keyed by form
     field and saves nothing. `time_spent_ms` goes to the page and, when the call answers a single
-    row (autosave), to that row too. Marks the page, and the survey, complete when they are."""
+    row (autosave), to that row too. Marks the page, and the survey, complete when they are.
+
+    Every save of a page first locks the page's ExpertItem row, then writes its rows in one order
+    (texts by id, then the original): two full-page posts whose fields come in different orders
+    queue behind each other instead of deadlocking."""
     if item.participant_id != participant.pk:
         raise ValidationError("This page belongs to another participant.")
     labels = dict(_page_texts(item))
@@ -320,7 +380,10 @@ def expert_page_save(
     one_row = len(per_text) + (1 if original else 0) == 1
     row_time = time_spent_ms if one_row else 0
     with transaction.atomic():
-        for label, fields in per_text.items():
+        item.completed_at = (
+            ExpertItem.objects.select_for_update().values_list("completed_at", flat=True).get(pk=item.pk)
+        )
+        for label, fields in sorted(per_text.items(), key=lambda entry: labels[entry[0]].pk):
             shown_text = labels[label]
             scores = {k: v for k, v in fields.items() if k != COMMENT and v not in (None, "")}
             comment = fields.get(COMMENT)
@@ -354,10 +417,12 @@ def expert_page_save(
                     errors.update(_field_errors(exc, ORIGINAL))
         if errors:
             raise ValidationError(errors)  # leaving the atomic block by an exception rolls it all back
-        services.expert_item_add_time(item=item, time_spent_ms=time_spent_ms)
-        page = expert_page_get(item=item)
-        expert_item_mark_completion(item=item, complete=page.complete)
-        if page.complete and expert_resume_item(participant=participant) is None:
+        page = expert_page_get(item=item, texts=list(labels.items()))
+        _item_record(item=item, complete=page.complete, time_spent_ms=time_spent_ms)
+        if (
+            page.complete
+            and not ExpertItem.objects.filter(participant=participant, completed_at__isnull=True).exists()
+        ):
             services.participant_complete(participant=participant)
     return page
 
@@ -370,17 +435,20 @@ def _judgement_exists(participant: Participant, source: Source) -> bool:
     return ExpertSourceJudgement.objects.filter(participant=participant, source=source).exists()
 
 
+def _item_record(*, item: ExpertItem, complete: bool, time_spent_ms: int) -> None:
+    """Add the page's time and keep its completion mark true to the answers, in one UPDATE."""
+    updates: dict[str, Any] = {"time_spent_ms": F("time_spent_ms") + max(0, int(time_spent_ms))}
+    if complete and item.completed_at is None:
+        item.completed_at = updates["completed_at"] = timezone.now()
+    elif not complete and item.completed_at is not None:
+        item.completed_at = updates["completed_at"] = None
+    ExpertItem.objects.filter(pk=item.pk).update(**updates)
+
+
 def expert_item_mark_completion(*, item: ExpertItem, complete: bool) -> None:
     """Keep ExpertItem.completed_at true to the answers: set when the page became complete (the
     first time only, so it records when), cleared if it is not complete any more."""
-    if complete and item.completed_at is None:
-        item.completed_at = timezone.now()
-        ExpertItem.objects.filter(pk=item.pk, completed_at__isnull=True).update(
-            completed_at=item.completed_at
-        )
-    elif not complete and item.completed_at is not None:
-        item.completed_at = None
-        ExpertItem.objects.filter(pk=item.pk).update(completed_at=None)
+    _item_record(item=item, complete=complete, time_spent_ms=0)
 
 
 # --- Time spent ------------------------------------------------------------------------------------

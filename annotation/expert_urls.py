@@ -11,5 +11,6 @@ urlpatterns = [
     path("r/<str:token>/", expert.expert_start, name="expert-start"),
     path("r/<str:token>/instructions/", expert.expert_instructions, name="expert-instructions"),
     path("r/<str:token>/page/<int:item_id>/", expert.expert_page, name="expert-page"),
+    path("r/<str:token>/index/", expert.expert_index, name="expert-index"),
     path("r/<str:token>/done/", expert.expert_done, name="expert-done"),
 ]

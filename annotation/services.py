@@ -14,7 +14,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from annotation import scales
@@ -312,6 +312,26 @@ def _check_level(name: str, value: str, scale: scales.Scale) -> str:
     return value
 
 
+# A justification is a few sentences; the limit stops a pasted document (or a script) from filling
+# the database, and matches the page's maxlength.
+COMMENT_MAX_LENGTH = 5000
+
+
+def free_text_clean(name: str, value: str, *, max_length: int = COMMENT_MAX_LENGTH) -> str:
+    """A participant's free text, stripped; NUL characters (which PostgreSQL cannot store) and text
+    longer than `max_length` are refused with a message naming the field."""
+    if not isinstance(value, str):
+        raise ValidationError({name: f"{name} must be text."})
+    if "\x00" in value:
+        raise ValidationError({name: f"{name} contains a NUL character; please remove it."})
+    value = value.strip()
+    if len(value) > max_length:
+        raise ValidationError(
+            {name: f"{name} is {len(value)} characters long; at most {max_length} are accepted."}
+        )
+    return value
+
+
 def _require_role(participant: Participant, role: str) -> None:
     if participant.role != role:
         raise ValidationError(f"Participant {participant.pseudonym or participant.pk} is not a {role}.")
@@ -338,12 +358,16 @@ def expert_rating_save(
             )
         if value is not None:
             clean[aspect] = _check_likert(aspect, value)
-    with transaction.atomic():
+    if comment is not None:
+        comment = free_text_clean("comment", comment)
+    # No savepoint: the values are checked above, so what can fail inside is the database, and
+    # that must abort the caller's whole transaction anyway.
+    with transaction.atomic(savepoint=False):
         rating, _ = _get_or_create_locked(ExpertRating, participant=participant, shown_text=shown_text)
         for aspect, value in clean.items():
             setattr(rating, aspect, value)
         if comment is not None:
-            rating.comment = comment.strip()
+            rating.comment = comment
         rating.time_spent_ms += max(0, int(time_spent_ms))
         rating.save()
     return rating
@@ -364,17 +388,26 @@ def expert_source_judgement_save(
     if severity is not None:
         _check_level("severity", severity, scales.SEVERITY)
     simplicity_value = _check_likert("simplicity", simplicity) if simplicity is not None else None
-    with transaction.atomic():
+    if comment is not None:
+        comment = free_text_clean("comment", comment)
+    # No savepoint: the values are checked above, so what can fail inside is the database, and
+    # that must abort the caller's whole transaction anyway.
+    with transaction.atomic(savepoint=False):
         judgement, _ = _get_or_create_locked(ExpertSourceJudgement, participant=participant, source=source)
         if severity is not None:
             judgement.severity = severity
         if simplicity_value is not None:
             judgement.simplicity = simplicity_value
         if comment is not None:
-            judgement.comment = comment.strip()
+            judgement.comment = comment
         judgement.time_spent_ms += max(0, int(time_spent_ms))
         judgement.save()
     return judgement
+
+
+def _expert_text_order(participant: Participant, source_id: int, text_ids: Iterable[int]) -> list[int]:
+    """A page's texts in a random order drawn from the participant's seed (labels A, B, … follow it)."""
+    return seeded_shuffle(sorted(set(text_ids)), seed=participant.order_seed, purpose=str(source_id))
 
 
 def expert_item_create(
@@ -384,12 +417,13 @@ def expert_item_create(
     participant's seed unless given."""
     _require_role(participant, Participant.Role.RADIOLOGIST)
     if text_order is None:
-        ids = sorted(
-            SimplificationText.objects.filter(source=source, simplifications__isnull=False)
-            .values_list("pk", flat=True)
-            .distinct()
+        text_order = _expert_text_order(
+            participant,
+            source.pk,
+            SimplificationText.objects.filter(source=source, simplifications__isnull=False).values_list(
+                "pk", flat=True
+            ),
         )
-        text_order = seeded_shuffle(ids, seed=participant.order_seed, purpose=str(source.pk))
     item, _ = ExpertItem.objects.get_or_create(
         participant=participant,
         source=source,
@@ -398,9 +432,32 @@ def expert_item_create(
     return item
 
 
-def expert_item_add_time(*, item: ExpertItem, time_spent_ms: int) -> None:
-    ExpertItem.objects.filter(pk=item.pk).update(
-        time_spent_ms=F("time_spent_ms") + max(0, int(time_spent_ms))
+def expert_items_create(
+    *, participant: Participant, sources: Sequence[Source], first_position: int
+) -> list[ExpertItem]:
+    """Pages for `sources` at consecutive positions from `first_position`, in two queries whatever
+    their number. Call inside a transaction holding the participant row lock (two first visits
+    would otherwise race for the same positions)."""
+    _require_role(participant, Participant.Role.RADIOLOGIST)
+    texts: dict[int, list[int]] = {}
+    rows = (
+        Simplification.objects.filter(source__in=[source.pk for source in sources])
+        .order_by()
+        .values_list("source_id", "shown_text_id")
+        .distinct()
+    )
+    for source_id, text_id in rows:
+        texts.setdefault(source_id, []).append(text_id)
+    return ExpertItem.objects.bulk_create(
+        [
+            ExpertItem(
+                participant=participant,
+                source=source,
+                position=first_position + offset,
+                text_order=_expert_text_order(participant, source.pk, texts.get(source.pk, ())),
+            )
+            for offset, source in enumerate(sources)
+        ]
     )
 
 

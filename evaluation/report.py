@@ -419,6 +419,7 @@ def study_report_html(*, study, reported: str | None = "auto") -> str:
         analysis_options_from_settings,
         study_analysis_cached,
     )
+    from judging.report import judge_report_context
 
     analysis = study_analysis_cached(study=study, options=analysis_options_from_settings())
     plan = plan_latest_done(study=study)
@@ -437,6 +438,7 @@ def study_report_html(*, study, reported: str | None = "auto") -> str:
         "methods": methods(analysis),
         "plan": plan,
         "plan_table": plan_table(plan.result) if plan else None,
+        "judges": judge_report_context(study=study),
         # The report is one self-contained file: the planning page's stylesheet goes inline.
         "planning_css": (settings.BASE_DIR / "static" / "radlay" / "planning.css").read_text("utf-8"),
         "generated_at": datetime.now(UTC),

@@ -32,15 +32,28 @@ def _error(request: HttpRequest, message: str, status: int) -> HttpResponse:
     return render(request, "annotation/_error_fragment.html", {"message": message}, status=status)
 
 
+def _taking_part(participant: Participant) -> bool:
+    # A radiologist takes part from "Begin" on (or from the first page they open).
+    return participant.started_at is not None
+
+
 # Resolve `token` to a radiologist of an open study and pass the participant on.
-radiologist_flow = survey_participant(role=Participant.Role.RADIOLOGIST, error=_error)
+radiologist_flow = survey_participant(role=Participant.Role.RADIOLOGIST, error=_error, active=_taking_part)
 
 
-def _redirect_resume(participant: Participant) -> HttpResponse:
+# Why a redirect landed on a page: the page then says so, with that page's own numbers.
+WHY_FINISH = "finish"  # "Save and finish" while an earlier sentence is incomplete
+WHY_RESUME = "resume"  # back from the instructions (or the invite link) to where the work is
+
+
+def _redirect_resume(participant: Participant, *, why: str = "") -> HttpResponse:
     item = expert_flow.expert_resume_item(participant=participant)
     if item is None:
         return redirect("annotation:expert-done", token=participant.token)
-    return redirect("annotation:expert-page", token=participant.token, item_id=item.pk)
+    url = reverse("annotation:expert-page", args=[participant.token, item.pk])
+    if why == WHY_RESUME and expert_flow.expert_progress(participant=participant).done == 0:
+        why = ""  # a first start needs no explanation
+    return redirect(f"{url}?why={why}" if why else url)
 
 
 @require_GET
@@ -52,7 +65,7 @@ def expert_start(request: HttpRequest, participant: Participant) -> HttpResponse
     expert_flow.expert_items_ensure(participant=participant)
     if participant.started_at is None:
         return redirect("annotation:expert-instructions", token=participant.token)
-    return _redirect_resume(participant)
+    return _redirect_resume(participant, why=WHY_RESUME)
 
 
 @require_http_methods(["GET", "POST"])
@@ -65,7 +78,7 @@ def expert_instructions(request: HttpRequest, participant: Participant) -> HttpR
             services.participant_consent(participant=participant, accepted=True)
         services.participant_touch(participant=participant)
         expert_flow.expert_items_ensure(participant=participant)
-        return _redirect_resume(participant)
+        return _redirect_resume(participant, why=WHY_RESUME)
     context = {
         "participant": participant,
         "study": study,
@@ -79,18 +92,18 @@ def expert_instructions(request: HttpRequest, participant: Participant) -> HttpR
 
 
 def _page_context(participant: Participant, item: ExpertItem, page: expert_flow.ExpertPage) -> dict:
-    index = expert_flow.expert_index(participant=participant)
-    previous, following = expert_flow.expert_neighbours(index=index, item=item)
+    place = expert_flow.expert_page_place(item=item)
     return {
         "participant": participant,
         "study": participant.study,
         "page": page,
         "item": item,
-        "index": index,
-        "entry": next(entry for entry in index if entry.item_id == item.pk),
-        "previous": previous,
-        "following": following,
-        "progress": expert_flow.expert_progress(participant=participant),
+        "place": place,
+        "progress": place.progress,
+        "entry": expert_flow.IndexEntry(
+            item_id=item.pk, position=item.position, number=place.number, complete=page.complete
+        ),
+        "current": item.pk,
         "texts": protocol_texts,
         "likert_levels": scales.LIKERT.levels,
         "severity_levels": scales.SEVERITY.levels,
@@ -107,10 +120,13 @@ def _render_page(
     status: int = 200,
 ) -> HttpResponse:
     page = expert_flow.expert_page_get(item=item)
+    why = request.GET.get("why", "") if not page.complete else ""
     context = _page_context(participant, item, page) | {
         "stamp": expert_flow.page_stamp(item=item),
         "errors": sorted((errors or {}).items()),
-        "show_missing": show_missing,
+        "show_missing": show_missing or why in (WHY_FINISH, WHY_RESUME),
+        "why": why,
+        "comment_max_length": services.COMMENT_MAX_LENGTH,
     }
     return render(request, TEMPLATES + "page.html", context, status=status)
 
@@ -119,10 +135,11 @@ def _render_page(
 @never_cache
 @radiologist_flow
 def expert_page(request: HttpRequest, participant: Participant, item_id: int) -> HttpResponse:
-    """One source: GET shows it; an htmx POST autosaves the one answer it carries; a plain POST
+    """One source: GET shows it; an htmx POST autosaves the answers it carries; a plain POST
     saves the whole form and moves on (or shows what is missing)."""
     item = access_expert_item(participant=participant, item_id=item_id)
-    services.participant_touch(participant=participant)
+    if participant.started_at is None:
+        services.participant_touch(participant=participant)
     if request.method == "GET":
         return _render_page(request, participant, item, show_missing=request.GET.get("missing") == "1")
     if request.htmx:
@@ -138,7 +155,19 @@ def _autosave(request: HttpRequest, participant: Participant, item: ExpertItem) 
         )
     except ValidationError as exc:
         return render(request, "annotation/_error_fragment.html", {"messages": messages_of(exc)}, status=400)
-    return render(request, TEMPLATES + "_saved.html", _page_context(participant, item, page))
+    place = expert_flow.expert_page_place(item=item, neighbours=False)
+    context = {
+        "participant": participant,
+        "page": page,
+        "item": item,
+        "progress": place.progress,
+        "entry": expert_flow.IndexEntry(
+            item_id=item.pk, position=item.position, number=place.number, complete=page.complete
+        ),
+        "current": item.pk,
+        "page_base": _page_base(participant),
+    }
+    return render(request, TEMPLATES + "_saved.html", context)
 
 
 def _submit(request: HttpRequest, participant: Participant, item: ExpertItem) -> HttpResponse:
@@ -154,20 +183,59 @@ def _submit(request: HttpRequest, participant: Participant, item: ExpertItem) ->
     except ValidationError as exc:
         errors = exc.message_dict if hasattr(exc, "error_dict") else {"page": exc.messages}
         return _render_page(request, participant, item, errors=errors, status=400)
-    index = expert_flow.expert_index(participant=participant)
-    previous, following = expert_flow.expert_neighbours(index=index, item=item)
+    place = expert_flow.expert_page_place(item=item)
     action = request.POST.get("action", "next")
-    if action == "previous" and previous is not None:
-        return redirect("annotation:expert-page", token=participant.token, item_id=previous.item_id)
-    if action == "skip" and following is not None:
-        return redirect("annotation:expert-page", token=participant.token, item_id=following.item_id)
+    if action == "previous" and place.previous_id is not None:
+        return redirect("annotation:expert-page", token=participant.token, item_id=place.previous_id)
+    if action == "skip" and place.following_id is not None:
+        return redirect("annotation:expert-page", token=participant.token, item_id=place.following_id)
     if not page.complete:
         # Post/redirect/get, so a reload of the "what is missing" page does not re-post the form.
         suffix = "?missing=1" if action == "next" else ""
         return redirect(reverse("annotation:expert-page", args=[participant.token, item.pk]) + suffix)
-    if following is not None:
-        return redirect("annotation:expert-page", token=participant.token, item_id=following.item_id)
-    return _redirect_resume(participant)
+    if place.following_id is not None:
+        return redirect("annotation:expert-page", token=participant.token, item_id=place.following_id)
+    return _redirect_resume(participant, why=WHY_FINISH)
+
+
+def _page_base(participant: Participant) -> str:
+    # One reverse for every link of the index: the page URL of item 0 without the "0/".
+    return reverse("annotation:expert-page", args=[participant.token, 0])[:-2]
+
+
+def _index_context(participant: Participant, start: int) -> dict:
+    total = expert_flow.expert_progress(participant=participant).total
+    size = expert_flow.INDEX_PAGE_SIZE
+    start = max(0, min(start - start % size, max(0, total - 1) // size * size))
+    return {
+        "index": expert_flow.expert_index(participant=participant, start=start, count=size),
+        "index_earlier": start - size if start > 0 else None,
+        "index_later": start + size if start + size < total else None,
+        "index_total": total,
+        "page_base": _page_base(participant),
+    }
+
+
+@require_GET
+@never_cache
+@radiologist_flow
+def expert_index(request: HttpRequest, participant: Participant) -> HttpResponse:
+    """The list of all sentences, 200 at a time: loaded into a rating page when its "All sentences"
+    box is opened (htmx), or a page of its own without JavaScript."""
+    try:
+        start = int(request.GET.get("from", 0))
+    except ValueError:
+        start = 0
+    current = request.GET.get("current", "")
+    context = _index_context(participant, start) | {
+        "participant": participant,
+        "study": participant.study,
+        "current": int(current) if current.isdigit() else None,
+        "lazy_links": bool(request.htmx),
+        "texts": protocol_texts,
+    }
+    template = TEMPLATES + ("_index_entries.html" if request.htmx else "index.html")
+    return render(request, template, context)
 
 
 @require_GET
@@ -176,13 +244,13 @@ def _submit(request: HttpRequest, participant: Participant, item: ExpertItem) ->
 def expert_done(request: HttpRequest, participant: Participant) -> HttpResponse:
     expert_flow.expert_items_ensure(participant=participant)
     if expert_flow.expert_resume_item(participant=participant) is not None:
-        return _redirect_resume(participant)
+        return _redirect_resume(participant, why=WHY_FINISH)
     services.participant_complete(participant=participant)
-    context = {
+    context = _index_context(participant, 0) | {
         "participant": participant,
         "study": participant.study,
         "progress": expert_flow.expert_progress(participant=participant),
-        "index": expert_flow.expert_index(participant=participant),
+        "current": None,
         "texts": protocol_texts,
     }
     return render(request, TEMPLATES + "done.html", context)

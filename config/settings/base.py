@@ -31,6 +31,7 @@ INSTALLED_APPS = [
     "evaluation",
     "generation",
     "ml",
+    "judging",
 ]
 
 MIDDLEWARE = [
@@ -71,6 +72,20 @@ TEMPLATES = [
 (BASE_DIR / "var").mkdir(exist_ok=True)
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'var' / 'radlay.sqlite3'}")}
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
+# Keep connections between requests (a new PostgreSQL connection per request costs more than the
+# request's own queries); checked before reuse so a database restart costs one failed request less.
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DJANGO_CONN_MAX_AGE", default=60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The embedded default must never lose an answer to "database is locked": WAL lets readers run
+    # beside the one writer, IMMEDIATE transactions take the write lock at BEGIN (so a transaction
+    # never fails half-way on an upgrade from read to write), and writers wait up to 30 s in turn.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=30000;",
+        **DATABASES["default"].get("OPTIONS", {}),
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -211,6 +226,12 @@ RADLAY_GENERATION_CONCURRENCY = env.int("RADLAY_GENERATION_CONCURRENCY", default
 # Jobs of a local-model (gpu queue) batch that one task runs in lockstep, one device batch per step.
 RADLAY_GPU_BATCH_SIZE = env.int("RADLAY_GPU_BATCH_SIZE", default=16)
 RADLAY_GENERATION_JOB_ATTEMPTS = env.int("RADLAY_GENERATION_JOB_ATTEMPTS", default=3)
+# LLM judges (judging/): model calls per sample before a malformed answer fails the item, attempts
+# of an item on transient errors, first back-off, and bootstrap resamples of the agreement intervals.
+RADLAY_JUDGE_PARSE_ATTEMPTS = env.int("RADLAY_JUDGE_PARSE_ATTEMPTS", default=3)
+RADLAY_JUDGE_ITEM_ATTEMPTS = env.int("RADLAY_JUDGE_ITEM_ATTEMPTS", default=3)
+RADLAY_JUDGE_RETRY_DELAY = env.float("RADLAY_JUDGE_RETRY_DELAY", default=10.0)
+RADLAY_JUDGE_BOOTSTRAP_RESAMPLES = env.int("RADLAY_JUDGE_BOOTSTRAP_RESAMPLES", default=500)
 RADLAY_GENERATION_RETRY_DELAY = env.float("RADLAY_GENERATION_RETRY_DELAY", default=10.0)
 # A running job stamps a heartbeat this often; one silent for RADLAY_GENERATION_STALE_AFTER
 # (default 4 heartbeats) lost its worker and is sent again.

@@ -1,6 +1,6 @@
-/* radlay radiologist pages: keyboard answering, autosave bookkeeping (time since the last save, retry
-   after a dropped connection) and the keys help. Everything here is an enhancement: the page form
-   saves and navigates without it. Loaded after htmx. */
+/* radlay radiologist pages: keyboard answering, the autosave of static/radlay/survey.js with a status
+   per row, the sticky sentence bar and the keys help. Everything here is an enhancement: the page
+   form saves and navigates without it. Loaded after survey.js. */
 (function () {
   "use strict";
   document.documentElement.classList.add("js");
@@ -12,97 +12,63 @@
   }
   document.querySelectorAll("[data-keys-help]").forEach(function (b) { b.addEventListener("click", toggleHelp); });
 
+  // The sticky sentence bar: compact once the rater scrolls into the simplifications, and its height
+  // kept in --bar-height so that scrolling to a heading or a row never hides it under the bar.
+  const bar = document.querySelector(".original-bar");
+  if (bar) {
+    const pad = function () {
+      document.documentElement.style.setProperty("--bar-height", bar.offsetHeight + "px");
+    };
+    if (window.ResizeObserver) new ResizeObserver(pad).observe(bar);
+    pad();
+    let compact = false;
+    // Where the bar sits in the page before it sticks (a stuck bar's offsetTop follows the scroll).
+    const barTop = bar.getBoundingClientRect().top + window.scrollY;
+    window.addEventListener("scroll", function () {
+      const now = window.scrollY > barTop + 40;
+      if (now !== compact) { compact = now; bar.classList.toggle("compact", now); }
+    }, { passive: true });
+  }
+
   const form = document.getElementById("expert-form");
   if (!form) return;
   const rows = Array.prototype.slice.call(form.querySelectorAll(".rate-row"));
 
-  // --- Time spent: every save carries the ms since the previous one, so the server's per-page
-  // total is the time the page was open (a failed save hands its share to the next one).
-  let mark = performance.now();
-  let carried = 0;
-  function takeElapsed() {
-    const now = performance.now();
-    const ms = Math.round(now - mark + carried);
-    mark = now;
-    carried = 0;
-    return ms;
+  // --- Autosave (static/radlay/survey.js): each answer is sent when given, kept until the server
+  // acknowledges it, and its row says where it stands.
+  function statusOf(name) {
+    const row = form.querySelector('.rate-row[data-field="' + name + '"]');
+    if (row) return row.querySelector(".row-status");
+    const box = form.querySelector('textarea[name="' + name + '"]');
+    return box ? box.parentElement.querySelector(".row-status") : null;
   }
-
-  // --- Autosave bookkeeping -------------------------------------------------------------------
-  htmx.config.timeout = 15000;
-  const pending = new Set();  // elements whose last save did not reach the server
-  let inflight = 0;
-  let leaving = false;
-
-  function statusOf(elt) {
-    return elt.classList.contains("rate-row") ? elt.querySelector(".row-status") : elt.parentElement.querySelector(".row-status");
-  }
-
-  document.body.addEventListener("htmx:configRequest", function (e) {
-    if (!form.contains(e.detail.elt)) return;
-    const ms = takeElapsed();
-    e.detail.parameters.elapsed_ms = ms;
-    e.detail.elt.radlayElapsed = ms;
-  });
-  document.body.addEventListener("htmx:beforeRequest", function (e) {
-    if (form.contains(e.detail.elt)) inflight += 1;
-  });
-  // A refused answer (400 bad value, 403 closed study, 404) carries its message for the row.
-  document.body.addEventListener("htmx:beforeSwap", function (e) {
-    const status = e.detail.xhr.status;
-    if (status >= 400 && status < 500) {
-      e.detail.shouldSwap = true;
-      e.detail.isError = false;
-    }
-  });
-  document.body.addEventListener("htmx:afterRequest", function (e) {
-    const elt = e.detail.elt;
-    if (!form.contains(elt)) return;
-    inflight = Math.max(0, inflight - 1);
-    const status = e.detail.xhr ? e.detail.xhr.status : 0;
-    if (status === 0 || status >= 500) {
-      // Dropped connection or server trouble: keep the answer on screen, mark it, retry.
-      carried += elt.radlayElapsed || 0;
-      pending.add(elt);
-      const box = statusOf(elt);
-      if (box) box.innerHTML = '<span class="offline">Not saved yet — retrying…</span>';
-    } else {
-      pending.delete(elt);
-    }
-  });
-  function retryPending() {
-    pending.forEach(function (elt) { htmx.trigger(elt, "radlay:retry"); });
-  }
-  setInterval(function () { if (pending.size && navigator.onLine !== false) retryPending(); }, 4000);
-  window.addEventListener("online", retryPending);
-  window.addEventListener("beforeunload", function (e) {
-    if (!leaving && (pending.size || inflight)) { e.preventDefault(); e.returnValue = ""; }
-  });
-
-  // The page form re-saves everything (idempotent), so it also rescues answers whose autosave
-  // failed; it waits for saves in flight so an older autosave cannot land after it.
-  form.addEventListener("submit", function (e) {
-    if (leaving) { e.preventDefault(); return; }  // a double click submits once
-    if (inflight > 0 && !form.radlayWaited) {
-      e.preventDefault();
-      const submitter = e.submitter;
-      const started = Date.now();
-      (function wait() {
-        if (inflight === 0 || Date.now() - started > 4000) {
-          form.radlayWaited = true;
-          form.requestSubmit(submitter);
-        } else {
-          setTimeout(wait, 50);
-        }
-      })();
-      return;
-    }
-    form.elements.elapsed_ms.value = takeElapsed();
-    leaving = true;
-    setTimeout(function () { leaving = false; form.radlayWaited = false; }, 8000);  // if the navigation fails
+  const STATES = {
+    sending: '<span class="muted">Saving…</span>',
+    pending: '<span class="offline">Not saved yet — retrying…</span>',
+  };
+  const saver = RadlaySurvey.autosave(form, {
+    onState: function (names, state, body) {
+      let html = STATES[state];
+      if (state === "saved") html = RadlaySurvey.swapOob(body);
+      if (state === "refused") html = body;
+      names.forEach(function (name) {
+        const box = statusOf(name);
+        if (box) box.innerHTML = html;
+        const row = box && box.closest(".rate-row");
+        if (row && state === "saved") row.classList.remove("missing");
+      });
+    },
   });
 
   // --- Keyboard --------------------------------------------------------------------------------
+  // One Tab stop per row: the row itself (1-5 answer it). Its radios and its definition button
+  // stay reachable by mouse, touch and the "i" key, outside the Tab order.
+  rows.forEach(function (row) {
+    row.tabIndex = 0;
+    row.querySelectorAll("input[type=radio], summary").forEach(function (el) { el.tabIndex = -1; });
+  });
+  const notice = document.getElementById("page-notice");
+  function say(text) { if (notice) notice.textContent = text; }
   let current = null;
   function answered(row) { return !!row.querySelector("input[type=radio]:checked"); }
   function pageComplete() { return rows.every(answered); }
@@ -112,7 +78,12 @@
     rows.forEach(function (r) { r.classList.toggle("current", r === row); });
     if (focus) {
       row.focus({ preventScroll: true });
-      row.scrollIntoView({ block: block || "center" });
+      // The first row of a simplification brings its "Simplification A" heading into view too
+      // (scroll-padding keeps it below the sticky sentence bar).
+      const section = row.closest(".block");
+      const heading = section && section.querySelector(".rate-row") === row ? section.querySelector("h2") : null;
+      if (heading) heading.scrollIntoView({ block: "start" });
+      else row.scrollIntoView({ block: block || "center" });
     }
   }
   form.addEventListener("focusin", function (e) {
@@ -149,7 +120,11 @@
       const next = document.getElementById("next-page");
       form.requestSubmit(next);
     } else {
-      const first = rows.find(function (r) { return !answered(r); });
+      const open = rows.filter(function (r) { return !answered(r); });
+      const first = open[0];
+      say("This sentence still has " + open.length + " unanswered row" + (open.length === 1 ? "" : "s") +
+          ": the first one is highlighted. Answer " + (open.length === 1 ? "it" : "them") +
+          " to go on, or use “Skip for now”.");
       setCurrent(first, true);
       if (first) first.classList.add("nudge");
       setTimeout(function () { if (first) first.classList.remove("nudge"); }, 900);
@@ -195,6 +170,11 @@
       case "n": nextPage(); break;
       case "p": previousPage(); break;
       case "c": { const box = commentBox(); if (box) box.focus(); else handled = false; break; }
+      case "i": {
+        const info = (current || rows[0]) && (current || rows[0]).querySelector("details");
+        if (info) info.open = !info.open; else handled = false;
+        break;
+      }
       default: handled = false;
     }
     if (handled) e.preventDefault();

@@ -79,7 +79,10 @@ def test_start_link_resumes_at_the_first_incomplete_page(client):
     client.post(page_url(participant, items[0]), full_answers(items[0]))
     client.post(page_url(participant, items[1]), {"A-correctness": "3"}, **HTMX)
     response = client.get(reverse("annotation:expert-start", args=[participant.token]))
-    assert response.url == page_url(participant, items[1])
+    assert response.url == page_url(participant, items[1]) + "?why=resume"
+    html = client.get(response.url).content.decode()
+    missing = len(expert_flow.expert_page_get(item=items[1]).missing)
+    assert f"Sentence 2 is the first one not finished: {missing} unanswered rows" in html
 
 
 def test_custom_instructions_replace_the_default_text(client):
@@ -350,7 +353,10 @@ def test_done_page_sends_back_to_unfinished_work_then_completes_the_participant(
     participant = radiologist(study)
     items = started(client, participant)
     done = reverse("annotation:expert-done", args=[participant.token])
-    assert client.get(done).url == page_url(participant, items[0])
+    assert client.get(done).url == page_url(participant, items[0]) + "?why=finish"
+    html = client.get(page_url(participant, items[0]) + "?why=finish").content.decode()
+    missing = len(expert_flow.expert_page_get(item=items[0]).missing)
+    assert f"Not finished yet: sentence 1 still has {missing} unanswered rows" in html
     client.post(page_url(participant, items[0]), full_answers(items[0]))
     response = client.post(page_url(participant, items[1]), full_answers(items[1]))
     assert response.url == done

@@ -183,3 +183,215 @@ def test_a_radiologist_rates_a_study_reloads_goes_back_and_everything_is_stored(
     assert ExpertRating.objects.filter(participant=participant).count() == total_ratings == 4 + 3 + 4
     assert ExpertSourceJudgement.objects.filter(participant=participant).count() == 3
     assert given[items[1].pk]["B-correctness"] == new != old
+
+
+# --- typing fast, then closing the tab -------------------------------------------------------------------
+
+FAST_KEYS = "31425" * 4  # one digit per row; a sentence with three texts has 2 + 3 × 5 = 17 rows
+
+
+def type_fast_and_close(page, url: str) -> dict[str, str]:
+    """Answer every row of the page by keyboard, 50 ms apart, then close the tab at once. Returns
+    field -> key pressed."""
+    page.goto(url)
+    page.wait_for_selector("#expert-form[data-ready]", state="attached")
+    fields = rows_on(page)
+    assert len(fields) == 17
+    pressed = {}
+    for field, key in zip(fields, FAST_KEYS, strict=False):
+        page.keyboard.press(key)
+        pressed[field] = key
+        page.wait_for_timeout(50)
+    page.close()
+    return pressed
+
+
+def stored_answers(ratings: list[tuple], judgement: tuple | None, text_order: list[int]) -> dict[str, object]:
+    """field -> stored value, from the rating rows (shown_text_id, then the aspects) and the
+    judgement (severity, simplicity)."""
+    out: dict[str, object] = {}
+    for row in ratings:
+        label = "ABC"[text_order.index(row[0])]
+        for aspect, value in zip(scales.EXPERT_ASPECTS, row[1:], strict=True):
+            if value is not None:
+                out[f"{label}-{aspect}"] = value
+    if judgement:
+        if judgement[0]:
+            out["original-severity"] = judgement[0]
+        if judgement[1] is not None:
+            out["original-simplicity"] = judgement[1]
+    return out
+
+
+def wait_for(read, expected: dict, seconds: float = 15.0) -> dict:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while True:
+        got = read()
+        if got == expected or time.monotonic() > deadline:
+            return got
+        time.sleep(0.2)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_seventeen_answers_typed_fast_survive_closing_the_tab_on_postgresql(browser, live_server):
+    study = build_study(slug="fast", n_sources=1, systems=("a", "b", "c"))
+    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    services.participant_touch(participant=participant)
+    from annotation import expert_flow
+
+    item = expert_flow.expert_items_ensure(participant=participant)[0]
+    context = browser.new_context(base_url=live_server.url)
+    page = context.new_page()
+    pressed = type_fast_and_close(page, f"/r/{participant.token}/page/{item.pk}/")
+    expected = {field: answer_value(field, key) for field, key in pressed.items()}
+
+    def read() -> dict:
+        ratings = list(
+            ExpertRating.objects.filter(participant=participant).values_list(
+                "shown_text_id", *scales.EXPERT_ASPECTS
+            )
+        )
+        judgement = (
+            ExpertSourceJudgement.objects.filter(participant=participant)
+            .values_list("severity", "simplicity")
+            .first()
+        )
+        return stored_answers(ratings, judgement, item.text_order)
+
+    assert wait_for(read, expected) == expected
+    context.close()
+
+
+def test_seventeen_answers_typed_fast_survive_closing_the_tab_on_sqlite(browser, tmp_path):
+    """The embedded default as `make demo` runs it: runserver on a SQLite file."""
+    import json
+    import os
+    import socket
+    import sqlite3
+    import subprocess
+    import sys
+    import time
+    import urllib.error
+    import urllib.request
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    database = tmp_path / "radlay.sqlite3"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "REDIS_URL"))}
+    env |= {"DJANGO_SETTINGS_MODULE": "config.settings.local", "DATABASE_URL": f"sqlite:///{database}"}
+    manage = [sys.executable, str(root / "manage.py")]
+    subprocess.run([*manage, "migrate", "-v0"], cwd=root, env=env, check=True, timeout=300)
+    setup = (
+        "from annotation import expert_flow, services; from annotation.models import Participant; "
+        "from tests.annotation.factories import build_study; import json; "
+        "s = build_study(slug='fast', n_sources=1, systems=('a', 'b', 'c')); "
+        "p = services.participant_create(study=s, role=Participant.Role.RADIOLOGIST); "
+        "services.participant_touch(participant=p); "
+        "i = expert_flow.expert_items_ensure(participant=p)[0]; "
+        "print(json.dumps({'token': p.token, 'item': i.pk, 'order': i.text_order, 'participant': p.pk}))"
+    )
+    out = subprocess.run(
+        [*manage, "shell", "-c", setup],
+        cwd=root,
+        env=env,
+        check=True,
+        timeout=120,
+        capture_output=True,
+        text=True,
+    )
+    made = json.loads(out.stdout.strip().splitlines()[-1])
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"],
+        cwd=root,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120  # runserver's start on a busy machine
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(base + "/", timeout=2)
+                break
+            except urllib.error.HTTPError:
+                break  # it answers
+            except OSError:
+                time.sleep(0.3)
+        context = browser.new_context(base_url=base)
+        pressed = type_fast_and_close(context.new_page(), f"/r/{made['token']}/page/{made['item']}/")
+        expected = {field: answer_value(field, key) for field, key in pressed.items()}
+
+        def read() -> dict:
+            with sqlite3.connect(database, timeout=30) as db:
+                aspects = ", ".join(scales.EXPERT_ASPECTS)
+                ratings = db.execute(
+                    f"SELECT shown_text_id, {aspects} FROM annotation_expertrating WHERE participant_id = ?",
+                    (made["participant"],),
+                ).fetchall()
+                judgement = db.execute(
+                    "SELECT severity, simplicity FROM annotation_expertsourcejudgement"
+                    " WHERE participant_id = ?",
+                    (made["participant"],),
+                ).fetchone()
+            return stored_answers(ratings, judgement, made["order"])
+
+        assert wait_for(read, expected) == expected
+        context.close()
+    finally:
+        server.terminate()
+        _, errors = server.communicate(timeout=30)
+    assert "database is locked" not in errors and "Traceback" not in errors, errors[-3000:]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rating_page_keyboard_and_layout_tell_the_rater_what_is_going_on(browser, live_server):
+    """One Tab stop per row (the definition button is out of the Tab order but opens with "i"), "n"
+    on an incomplete page says why it stays, and the sticky sentence bar, compact once scrolled,
+    never covers the "Simplification A" heading the keyboard brings into view."""
+    from playwright.sync_api import expect
+
+    from annotation import expert_flow
+
+    study = build_study(slug="keys", n_sources=2, systems=("a", "b", "c"))
+    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    services.participant_touch(participant=participant)
+    item = expert_flow.expert_items_ensure(participant=participant)[0]
+    context = browser.new_context(base_url=live_server.url, viewport={"width": 390, "height": 740})
+    page = context.new_page()
+    page.goto(f"/r/{participant.token}/page/{item.pk}/")
+    page.wait_for_selector("#expert-form[data-ready]", state="attached")
+    expect(page.locator("h1")).to_contain_text("Sentence 1 of 2")
+    fields = rows_on(page)
+
+    assert page.evaluate("document.activeElement.dataset.field") == fields[0]
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.dataset.field") == fields[1]
+    page.keyboard.press("i")
+    expect(page.locator(f'[data-field="{fields[1]}"] details')).to_have_attribute("open", "")
+
+    # Two answers, then "n": the page stays and says how many rows are left.
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("2")
+    page.keyboard.press("3")
+    page.keyboard.press("n")
+    expect(page.locator("#page-notice")).to_contain_text("This sentence still has 15 unanswered rows")
+    assert page.url.endswith(f"/page/{item.pk}/")
+
+    # Down to simplification A's first row: its heading is in view, below the (compact) bar.
+    first_a = fields.index("A-correctness")
+    for _ in range(first_a - 2):
+        page.keyboard.press("j")
+    assert page.evaluate("document.activeElement.dataset.field") == "A-correctness"
+    expect(page.locator(".original-bar")).to_have_class(re.compile(r"\bcompact\b"))
+    bar = page.locator(".original-bar").bounding_box()
+    heading = page.locator("#simp-A").bounding_box()
+    assert heading["y"] >= bar["y"] + bar["height"] - 1, (bar, heading)
+    assert bar["height"] <= 0.25 * 740
+    context.close()

@@ -1,0 +1,638 @@
+"""Closed-loop load on the radiologist survey, against gunicorn + PostgreSQL, with a bare-Django floor.
+
+    # a PostgreSQL to run against (the way .ci/test.sh starts one, but with fsync on):
+    pg=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1); mkdir -p /tmp/pg && chown postgres /tmp/pg
+    runuser -u postgres -- $pg/initdb -D /tmp/pg/data -U postgres -A trust
+    runuser -u postgres -- $pg/pg_ctl -D /tmp/pg/data -l /tmp/pg/log -w \
+        -o "-p 55432 -k /tmp/pg -c listen_addresses=127.0.0.1 -c max_connections=300" start
+    runuser -u postgres -- psql -h 127.0.0.1 -p 55432 -c "create database radlay_bench"
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:55432/radlay_bench .venv/bin/python bench/survey_load.py
+    … --concurrency 1,20 --duration 10 --warmup 3 --think 0      # a short run
+
+What it does, in this order:
+
+1. migrates the database, collects static files, and creates a study of `--sources` sources × 3
+   systems (bulk inserts) with enough radiologist invites, under `config.settings.production`;
+2. starts gunicorn with `--workers` sync workers (3, as docker/compose.yml) on a free port;
+3. for every C in `--concurrency` and every mean think time in `--think`: C participants, each one
+   aiohttp session with its own cookie jar, do what the page does in a browser — open the invite
+   link (following redirects), press Begin on the instructions, then on each page send one
+   autosave POST per answer (the htmx/survey.js request: `HX-Request`, `X-CSRFToken`, one field and
+   `elapsed_ms`), submit the whole page form (`action=next`), and follow the redirect to the next
+   page — waiting an exponential think time (that mean) before each answer. Nothing happens in
+   parallel inside one participant (closed loop). After `--warmup` seconds, requests that end in the
+   next `--duration` seconds are measured;
+4. checks storage row by row: for every answer the server acknowledged (HTTP 200), the database
+   holds that participant's last acknowledged value for that field;
+5. runs the same closed loop against a bare Django view that upserts one row into the same database
+   (bench/survey_floor.py, same gunicorn settings) at the same concurrencies, without think time;
+6. prints one table: acknowledged answers per second, latency percentiles of saves, page loads and
+   submits, errors, lost answers, and radlay's answers/s as a fraction of the floor's upserts/s.
+
+The figures depend on the machine and on what else runs on it; print `nproc` and the load average
+with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import urljoin
+
+ROOT = Path(__file__).resolve().parent.parent
+ASPECTS = ("correctness", "completeness", "hallucination", "structure", "simplicity")
+SEVERITIES = ("Critical", "Serious", "Moderate", "Mild", "Healthy")
+FIELD = re.compile(r'data-field="([^"]+)"')
+CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+PAGE_ID = re.compile(r"/page/(\d+)/")
+
+
+def environment(database_url: str, static_root: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.production",
+        "DATABASE_URL": database_url,
+        "DJANGO_SECRET_KEY": "bench-survey-load-" + "x" * 40,
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "DJANGO_SECURE_COOKIES": "0",
+        "DJANGO_STATIC_ROOT": static_root,
+        "DJANGO_LOG_LEVEL": "WARNING",
+        "PYTHONPATH": str(ROOT),
+    }
+
+
+SETUP = r"""
+import json, sys
+import django
+django.setup()
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+call_command("collectstatic", "--noinput", verbosity=0)
+from annotation import services
+from annotation.models import (Participant, Simplification, SimplificationText, Source, Study, System,
+                               text_hash)
+
+n_sources, n_raters, slug = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+study = Study.objects.create(slug=slug, title="Load test", status=Study.Status.OPEN)
+systems = [System.objects.create(study=study, key=k, label=k, position=i) for i, k in enumerate("abc")]
+sources = Source.objects.bulk_create(
+    [Source(study=study, key=f"s{i}", position=i,
+            text=f"Sentence {i}: a {i % 30 + 2} mm nodule in the right upper lobe, unchanged.")
+     for i in range(n_sources)]
+)
+texts = SimplificationText.objects.bulk_create(
+    [SimplificationText(source=s, text=t, text_hash=text_hash(t))
+     for s in sources for y in systems for t in [f"A small spot {s.pk} ({y.key})."]]
+)
+shown = iter(texts)
+Simplification.objects.bulk_create(
+    [Simplification(source=s, system=y, shown_text=next(shown)) for s in sources for y in systems]
+)
+invited = {role: services.participants_invite(study=study, role=role, count=n_raters)
+           for role in (Participant.Role.RADIOLOGIST, Participant.Role.LAYPERSON)}
+print(json.dumps({role: [[p.pk, p.token] for p in people] for role, people in invited.items()}))
+"""
+
+VERIFY = r"""
+import json, sys
+import django
+django.setup()
+from annotation.models import ExpertItem, ExpertRating, ExpertSourceJudgement
+wanted = json.load(sys.stdin)  # [[participant, item, field, value], ...]
+items = {i.pk: i for i in ExpertItem.objects.filter(pk__in={w[1] for w in wanted}).select_related("source")}
+participants = {w[0] for w in wanted}
+ratings = {(r.participant_id, r.shown_text_id): r
+           for r in ExpertRating.objects.filter(participant_id__in=participants)}
+judgements = {(j.participant_id, j.source_id): j
+              for j in ExpertSourceJudgement.objects.filter(participant_id__in=participants)}
+lost, wrong = 0, 0
+for participant, item_id, name, value in wanted:
+    item = items.get(item_id)
+    row, aspect = name.split("-")
+    if row == "original":
+        found = judgements.get((participant, item.source_id))
+    else:
+        label_index = ord(row) - ord("A")
+        found = ratings.get((participant, item.text_order[label_index]))
+    if found is None:
+        lost += 1
+    elif str(getattr(found, aspect)) != str(value):
+        wrong += 1
+print(json.dumps({"checked": len(wanted), "lost": lost, "wrong": wrong}))
+"""
+
+VERIFY_LAY = r"""
+import json, sys
+import django
+django.setup()
+from annotation.models import LayAnswer, LayPreference
+wanted = json.load(sys.stdin)  # [[participant, item, "panel:question", value], ...]
+items = {w[1] for w in wanted}
+answers = {(a.item_id, a.phase): a for a in LayAnswer.objects.filter(item_id__in=items)}
+preferences = {p.item_id: p for p in
+               LayPreference.objects.filter(item_id__in=items).prefetch_related("most", "least")}
+lost, wrong = 0, 0
+for participant, item, key, value in wanted:
+    panel, name = key.split(":")
+    if panel == "preference":
+        found = preferences.get(item)
+        chosen = getattr(found, name).all() if found and name in ("most", "least") else None
+        stored = None if chosen is None else [str(t.pk) for t in chosen]
+        ok = stored is not None and value in stored
+    else:
+        found = answers.get((item, panel))
+        ok = found is not None and str(getattr(found, name, "")) == str(value)
+    if found is None:
+        lost += 1
+    elif not ok:
+        wrong += 1
+print(json.dumps({"checked": len(wanted), "lost": lost, "wrong": wrong}))
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def gunicorn(app: str, env: dict[str, str], workers: int) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            app,
+            "--workers",
+            str(workers),
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--timeout",
+            "120",
+            "--backlog",
+            "2048",
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return process, base
+        except OSError:
+            time.sleep(0.2)
+    process.kill()
+    raise SystemExit(f"gunicorn {app} did not start")
+
+
+@dataclass
+class Recorder:
+    """Latencies and acknowledged answers of requests that end inside the measured window."""
+
+    start: float
+    end: float
+    latencies: dict[str, list[float]] = field(default_factory=lambda: {"save": [], "page": [], "submit": []})
+    answers: int = 0
+    errors: int = 0
+    acknowledged: dict[tuple[int, int, str], str] = field(default_factory=dict)
+    window_set: asyncio.Event = field(default_factory=asyncio.Event)
+    sentences: int = 0
+
+    def record(self, kind: str, began: float, ok: bool) -> None:
+        now = time.monotonic()
+        if self.start <= now <= self.end:
+            self.latencies[kind].append((now - began) * 1000)
+            if not ok:
+                self.errors += 1
+            elif kind == "save":
+                self.answers += 1
+
+
+def answer_value(name: str, rng: random.Random) -> str:
+    if name == "original-severity":
+        return rng.choice(SEVERITIES)
+    return str(rng.randint(1, 5))
+
+
+async def radiologist(
+    session,
+    base: str,
+    participant: tuple[int, str],
+    think: float,
+    rec: Recorder,
+    arrived: asyncio.Queue,
+    rng: random.Random,
+) -> None:
+    """One radiologist: open the invite link (and press Begin), report arrival on the first page
+    (the first visit creates the participant's pages; it belongs to the warm-up), then rate pages
+    until the measured window ends (rec.end, set once everybody has arrived)."""
+    import aiohttp
+
+    pk, token = participant
+    try:
+        began = time.monotonic()
+        async with session.get(f"{base}/s/{token}/") as response:
+            html, url = await response.text(), str(response.url)
+        rec.record("page", began, response.status == 200)
+        if "/instructions/" in url:
+            began = time.monotonic()
+            async with session.post(url, data={"csrfmiddlewaretoken": CSRF.search(html)[1]}) as response:
+                html, url = await response.text(), str(response.url)
+            rec.record("page", began, response.status == 200)
+    finally:
+        arrived.put_nowait(pk)  # a failed first visit must not hold up everybody's measured window
+    await rec.window_set.wait()
+    while time.monotonic() < rec.end:
+        match = PAGE_ID.search(url)
+        if match is None:
+            return  # finished the survey
+        item = int(match[1])
+        csrf = CSRF.search(html)[1]
+        headers = {"HX-Request": "true", "X-CSRFToken": csrf, "Referer": url}
+        given: dict[str, str] = {}
+        for name in dict.fromkeys(FIELD.findall(html)):
+            if name.endswith("-comment"):
+                continue
+            if think:
+                await asyncio.sleep(rng.expovariate(1 / think))
+            if time.monotonic() >= rec.end:
+                return
+            value = answer_value(name, rng)
+            began = time.monotonic()
+            try:
+                async with session.post(
+                    url, data={name: value, "elapsed_ms": "1200"}, headers=headers
+                ) as response:
+                    await response.read()
+                    ok = response.status == 200
+            except aiohttp.ClientError:
+                ok = False
+            rec.record("save", began, ok)
+            if ok:
+                rec.acknowledged[(pk, item, name)] = value
+                given[name] = value
+        began = time.monotonic()
+        data = {**given, "csrfmiddlewaretoken": csrf, "action": "next", "elapsed_ms": "500"}
+        async with session.post(url, data=data, headers={"Referer": url}, allow_redirects=False) as response:
+            await response.read()
+            location = response.headers.get("Location", "")
+        rec.record("submit", began, response.status == 302)
+        if response.status != 302:
+            return
+        for name, value in given.items():
+            rec.acknowledged[(pk, item, name)] = value
+        began = time.monotonic()
+        async with session.get(urljoin(url, location)) as response:
+            html, url = await response.text(), str(response.url)
+        rec.record("page", began, response.status == 200)
+
+
+class FormReader(HTMLParser):
+    """The first POST form of a page: its action, hidden fields, choice groups (radio and checkbox,
+    name -> values in page order), text areas and submit buttons."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.action: str | None = None
+        self.inside = False
+        self.done = False
+        self.hidden: list[tuple[str, str]] = []
+        self.radios: dict[str, list[str]] = {}
+        self.checkboxes: dict[str, list[str]] = {}
+        self.textareas: list[str] = []
+        self.buttons: list[tuple[str, str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        a = dict(attrs)
+        if tag == "form" and not self.done and (a.get("method") or "").lower() == "post":
+            self.inside, self.action = True, a.get("action") or ""
+        if not self.inside:
+            return
+        kind, name = (a.get("type") or "").lower(), a.get("name")
+        if tag == "input" and name:
+            if kind == "hidden":
+                self.hidden.append((name, a.get("value") or ""))
+            elif kind == "radio":
+                self.radios.setdefault(name, []).append(a.get("value") or "")
+            elif kind == "checkbox":
+                self.checkboxes.setdefault(name, []).append(a.get("value") or "")
+            elif kind == "submit" and name:
+                self.buttons.append((name, a.get("value") or ""))
+        elif tag == "textarea" and name:
+            self.textareas.append(name)
+        elif tag == "button" and (a.get("type") or "submit") == "submit" and name:
+            self.buttons.append((name, a.get("value") or ""))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "form" and self.inside:
+            self.inside, self.done = False, True
+
+
+def form_of(html: str) -> FormReader:
+    reader = FormReader()
+    reader.feed(html)
+    return reader
+
+
+LAY_PANEL = re.compile(r"/sentence/(\d+)/(\w+)/")
+
+
+async def layperson(
+    session,
+    base: str,
+    participant: tuple[int, str],
+    think: float,
+    rec: Recorder,
+    arrived: asyncio.Queue,
+    rng: random.Random,
+) -> None:
+    """One layperson: consent, background, instructions (warm-up), then panel after panel: one
+    autosave per question (the whole form, as the page's htmx form sends it), the panel submit, the
+    next page. A sentence counts when its last panel is submitted."""
+    pk, token = participant
+    try:
+        async with session.get(f"{base}/l/{token}/") as response:
+            html, url = await response.text(), str(response.url)
+        while not LAY_PANEL.search(url):
+            form = form_of(html)
+            if form.action is None or "/done/" in url:
+                return
+            data = [*form.hidden]
+            data += [(name, values[0]) for name, values in form.radios.items()]
+            data += [(name, values[0]) for name, values in form.checkboxes.items()]
+            data += [form.buttons[0]] if form.buttons else []
+            async with session.post(
+                urljoin(url, form.action), data=data, headers={"Referer": url}
+            ) as response:
+                html, url = await response.text(), str(response.url)
+    finally:
+        arrived.put_nowait(pk)
+    await rec.window_set.wait()
+    while time.monotonic() < rec.end:
+        match = LAY_PANEL.search(url)
+        if match is None:
+            return
+        item, panel = int(match[1]), match[2]
+        form = form_of(html)
+        action = urljoin(url, form.action or url)
+        csrf = dict(form.hidden).get("csrfmiddlewaretoken", "")
+        chosen: list[tuple[str, str]] = []
+        groups = [*form.radios.items(), *form.checkboxes.items()]
+        for index, (name, values) in enumerate(groups):
+            if think:
+                await asyncio.sleep(rng.expovariate(1 / think))
+            if time.monotonic() >= rec.end:
+                return
+            # Most and least liked are different texts (the same one for both is refused).
+            pick = values[index % len(values)] if name in form.checkboxes else rng.choice(values)
+            chosen.append((name, pick))
+            began = time.monotonic()
+            headers = {"HX-Request": "true", "X-CSRFToken": csrf, "Referer": url}
+            data = [*form.hidden, *chosen, ("autosave", "1"), ("elapsed_ms", "1500")]
+            async with session.post(action, data=data, headers=headers) as response:
+                await response.read()
+                ok = response.status == 200
+            rec.record("save", began, ok)
+            if ok:
+                rec.acknowledged[(pk, item, f"{panel}:{name}")] = chosen[-1][1]
+        began = time.monotonic()
+        data = [*form.hidden, *chosen, ("continue", "1"), ("elapsed_ms", "500")]
+        async with session.post(
+            action, data=data, headers={"Referer": url}, allow_redirects=False
+        ) as response:
+            await response.read()
+            location = response.headers.get("Location", "")
+        rec.record("submit", began, response.status == 302)
+        if response.status != 302:
+            return
+        if not LAY_PANEL.search(location) or int(LAY_PANEL.search(location)[1]) != item:
+            if rec.start <= time.monotonic() <= rec.end:
+                rec.sentences += 1
+        began = time.monotonic()
+        async with session.get(urljoin(url, location)) as response:
+            html, url = await response.text(), str(response.url)
+        rec.record("page", began, response.status == 200)
+
+
+async def floor_client(session, base: str, n: int, rec: Recorder, arrived, rng: random.Random) -> None:
+    arrived.put_nowait(n)
+    await rec.window_set.wait()
+    while time.monotonic() < rec.end:
+        began = time.monotonic()
+        async with session.post(
+            f"{base}/answer/", data={"p": n, "f": f"f{rng.randint(0, 16)}", "v": rng.randint(1, 5)}
+        ) as response:
+            await response.read()
+        rec.record("save", began, response.status == 200)
+
+
+async def run_phase(
+    base: str,
+    participants,
+    concurrency: int,
+    think: float,
+    warmup: float,
+    duration: float,
+    floor: bool = False,
+    flow=None,
+) -> Recorder:
+    import aiohttp
+
+    rec = Recorder(start=float("inf"), end=float("inf"))
+    arrived: asyncio.Queue = asyncio.Queue()
+    timeout = aiohttp.ClientTimeout(total=120)
+    sessions = [
+        aiohttp.ClientSession(
+            cookie_jar=aiohttp.CookieJar(unsafe=True),
+            timeout=timeout,
+            connector=aiohttp.TCPConnector(limit=1),
+        )
+        for _ in range(concurrency)
+    ]
+    try:
+        tasks = []
+        for n, session in enumerate(sessions):
+            rng = random.Random(n)
+            if floor:
+                tasks.append(floor_client(session, base, n, rec, arrived, rng))
+            else:
+                tasks.append((flow or radiologist)(session, base, participants[n], think, rec, arrived, rng))
+        running = asyncio.gather(*tasks, return_exceptions=True)
+        for _ in range(concurrency):
+            await arrived.get()
+        now = time.monotonic()
+        rec.start, rec.end = now + warmup, now + warmup + duration
+        rec.window_set.set()
+        results = await running
+        failures = [r for r in results if isinstance(r, BaseException)]
+        rec.errors += len(failures)
+        for failure in failures[:2]:
+            print(f"    a participant stopped: {failure!r}"[:300], flush=True)
+    finally:
+        for session in sessions:
+            await session.close()
+    return rec
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--concurrency", default="1,20,50,200")
+    parser.add_argument("--think", default="0,5", help="mean think times in seconds, comma-separated")
+    parser.add_argument("--duration", type=float, default=20.0, help="measured seconds per phase")
+    parser.add_argument("--warmup", type=float, default=5.0)
+    parser.add_argument("--sources", type=int, default=2000)
+    parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--flows", default="radiologist,lay", help="radiologist, lay or both")
+    args = parser.parse_args()
+    database_url = os.environ.get("DATABASE_URL", "")
+    if not database_url.startswith("postgres"):
+        raise SystemExit("Set DATABASE_URL to a PostgreSQL database (see the docstring for starting one).")
+    concurrencies = [int(c) for c in args.concurrency.split(",")]
+    thinks = [float(t) for t in args.think.split(",")]
+
+    with tempfile.TemporaryDirectory() as static_root:
+        env = environment(database_url, static_root)
+        slug = f"load-{int(time.time())}"
+        n_raters = sum(concurrencies) * len(thinks)
+        started = time.perf_counter()
+        out = subprocess.run(
+            [sys.executable, "-c", SETUP, str(args.sources), str(n_raters), slug],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        import json
+
+        invited = json.loads(out.stdout.strip().splitlines()[-1])
+        flows = {
+            "radiologist": (radiologist, [tuple(p) for p in invited["radiologist"]], VERIFY),
+            "lay": (layperson, [tuple(p) for p in invited["layperson"]], VERIFY_LAY),
+        }
+        print(
+            f"setup: {args.sources} sources × 3 systems, {n_raters} radiologists and laypeople, "
+            f"{time.perf_counter() - started:.1f} s; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
+        )
+
+        rows = []
+        server, base = gunicorn("config.wsgi:application", env, args.workers)
+        try:
+            for flow_name in args.flows.split(","):
+                driver, people, verify = flows[flow_name]
+                offset = 0
+                for think in thinks:
+                    for c in concurrencies:
+                        rec = asyncio.run(
+                            run_phase(
+                                base,
+                                people[offset : offset + c],
+                                c,
+                                think,
+                                args.warmup,
+                                args.duration,
+                                flow=driver,
+                            )
+                        )
+                        offset += c
+                        wanted = [
+                            [p, item, name, value] for (p, item, name), value in rec.acknowledged.items()
+                        ]
+                        check = json.loads(
+                            subprocess.run(
+                                [sys.executable, "-c", verify],
+                                input=json.dumps(wanted),
+                                cwd=ROOT,
+                                env=env,
+                                check=True,
+                                capture_output=True,
+                                text=True,
+                            )
+                            .stdout.strip()
+                            .splitlines()[-1]
+                        )
+                        rows.append((flow_name, c, think, rec, check))
+                        print(
+                            f"  {flow_name} C={c} think={think:g}s: "
+                            f"{rec.answers / args.duration:.1f} answers/s, "
+                            f"{rec.sentences / args.duration:.2f} lay sentences/s, "
+                            f"{check['lost']} lost, {check['wrong']} wrong of {check['checked']}",
+                            flush=True,
+                        )
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=60)
+
+        floors = {}
+        floor_env = {**env, "DJANGO_SETTINGS_MODULE": ""}
+        subprocess.run(
+            [sys.executable, "-c", "import bench.survey_floor as f; f.table_create()"],
+            cwd=ROOT,
+            env=floor_env,
+            check=True,
+        )
+        server, base = gunicorn("bench.survey_floor:application", floor_env, args.workers)
+        try:
+            for c in concurrencies:
+                rec = asyncio.run(run_phase(base, [], c, 0, args.warmup, args.duration, floor=True))
+                floors[c] = rec.answers / args.duration
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=60)
+
+    print()
+    print(
+        f"{'flow':>11} {'C':>4} {'think':>5} {'answers/s':>9} {'floor/s':>8} {'ratio':>5} {'sent./s':>7} "
+        f"{'save p50':>8} {'save p95':>8} {'page p50':>8} {'page p95':>8} {'submit p95':>10} {'errors':>6} "
+        f"{'lost':>4} {'wrong':>5}"
+    )
+    for flow_name, c, think, rec, check in rows:
+        rate = rec.answers / args.duration
+        floor = floors.get(c, float("nan"))
+        ratio = rate / floor if floor else float("nan")
+        save, page, submit = rec.latencies["save"], rec.latencies["page"], rec.latencies["submit"]
+        print(
+            f"{flow_name:>11} {c:>4} {think:>5g} {rate:>9.1f} {floor:>8.1f} {ratio:>5.2f} "
+            f"{rec.sentences / args.duration:>7.2f} "
+            f"{percentile(save, 50):>8.0f} {percentile(save, 95):>8.0f} "
+            f"{percentile(page, 50):>8.0f} {percentile(page, 95):>8.0f} {percentile(submit, 95):>10.0f} "
+            f"{rec.errors:>6} {check['lost']:>4} {check['wrong']:>5}"
+        )
+    print(
+        "latencies in ms; 'page' = a page GET (redirects followed); 'submit' = the page form POST (302); "
+        "floor = bare-Django one-row upserts/s at the same C without think time; sent./s = lay sentences "
+        "(all panels submitted) per second"
+    )
+
+
+if __name__ == "__main__":
+    main()

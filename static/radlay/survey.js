@@ -1,0 +1,286 @@
+/* radlay survey pages (radiologist and lay flows): an autosave that never loses an answer, and the
+   time spent on a page. Load it before the flow's own script; it defines window.RadlaySurvey and
+   does nothing by itself.
+
+   const saver = RadlaySurvey.autosave(form, options)
+     form     the page's <form>: its action attribute is where answers are POSTed, its csrfmiddlewaretoken
+              input the CSRF token. The server answers an autosave (header HX-Request: true) with
+              2xx = stored, 4xx = refused (its body says why; not retried), anything else = retry.
+     options  (all optional)
+       watch(event) -> {name: value | [values]} | null
+                   what a change/input event in the form contributes; the default sends the
+                   changed control alone (a checkbox: every checked value of its name; a textarea
+                   or text input after a pause in typing, or at once on "change").
+       onState(names, state, body)
+                   called with the field names of a request and "sending", "saved" (body: the
+                   response), "refused" (body: the message) or "pending" (not stored yet; retrying).
+       typingDelayMs  pause in typing before a text field is sent (800).
+       storageKey     where unsent answers wait in localStorage ("radlay:unsent:" + form path).
+
+   saver.queue({name: value})  send these answers (coalesced with whatever else is waiting)
+   saver.unsent()              how many answers the server has not acknowledged yet
+   saver.settled(ms)           a Promise that resolves once nothing waits or is in flight (or after ms)
+   saver.takeElapsed()         ms since the last save, for the elapsed_ms field of a plain submit
+   RadlaySurvey.swapOob(html)  put the response's hx-swap-oob elements in place (by id); returns
+                               the rest of the HTML
+
+   Guarantees: one autosave request at a time per page, carrying every waiting answer and the ms
+   since the previous save (elapsed_ms; a failed request hands its share on). Every answer not yet
+   acknowledged is kept in memory and in localStorage and retried (1 s, 2 s, 4 s … 15 s) until the
+   server stores it; on the next load of the same page, answers still in localStorage are put back
+   into the form and sent. Requests use fetch keepalive, so one in flight survives the tab closing,
+   and on pagehide whatever still waits is sent the same way. While anything is unsent, leaving the
+   page asks for confirmation. The plain form submit waits briefly for the saver to settle and then
+   carries every answer itself (the server's saves are idempotent). */
+(function () {
+  "use strict";
+
+  function csrfToken(form) {
+    const input = form.querySelector("input[name=csrfmiddlewaretoken]");
+    return input ? input.value : "";
+  }
+
+  function defaultWatch(event, form, delay, later) {
+    const elt = event.target;
+    if (!elt || !elt.name || elt.type === "hidden" || elt.type === "submit") return null;
+    const out = {};
+    if (elt.type === "checkbox") {
+      out[elt.name] = Array.prototype.slice
+        .call(form.querySelectorAll('input[type=checkbox][name="' + elt.name + '"]:checked'))
+        .map(function (c) { return c.value; });
+      return event.type === "change" ? out : null;
+    }
+    if (elt.type === "radio") {
+      return event.type === "change" && elt.checked ? (out[elt.name] = elt.value, out) : null;
+    }
+    if (elt.tagName === "TEXTAREA" || elt.type === "text") {
+      out[elt.name] = elt.value;
+      if (event.type === "input") { later(elt, out, delay); return null; }
+      return out;
+    }
+    if (event.type === "change") { out[elt.name] = elt.value; return out; }
+    return null;
+  }
+
+  function applyToForm(form, name, value) {
+    const controls = form.querySelectorAll('[name="' + name + '"]');
+    Array.prototype.forEach.call(controls, function (c) {
+      if (c.type === "radio") c.checked = c.value === value;
+      else if (c.type === "checkbox") c.checked = Array.isArray(value) && value.indexOf(c.value) >= 0;
+      else if (c.tagName === "TEXTAREA" || c.type === "text") c.value = value;
+    });
+  }
+
+  function swapOob(html) {
+    const doc = new DOMParser().parseFromString("<body>" + html + "</body>", "text/html");
+    Array.prototype.forEach.call(doc.querySelectorAll("[hx-swap-oob]"), function (fresh) {
+      fresh.removeAttribute("hx-swap-oob");
+      const old = fresh.id && document.getElementById(fresh.id);
+      if (old) old.replaceWith(document.importNode(fresh, true));
+      fresh.remove();
+    });
+    return doc.body.innerHTML;
+  }
+
+  function autosave(form, options) {
+    options = options || {};
+    // getAttribute: a control named "action" (the flows' submit buttons) shadows form.action.
+    const url = new URL(form.getAttribute("action") || location.href, location.href).href;
+    const storageKey = options.storageKey || "radlay:unsent:" + new URL(url, location.href).pathname;
+    const onState = options.onState || function () {};
+    const delay = options.typingDelayMs || 800;
+    const waiting = new Map();   // name -> value, not sent yet
+    const inflight = new Map();  // name -> value, sent, not acknowledged yet
+    let busy = false;
+    let retryMs = 0;
+    let retryTimer = null;
+    let mark = performance.now();
+    let carried = 0;
+    const typing = new Map();
+
+    function takeElapsed() {
+      const now = performance.now();
+      const ms = Math.round(now - mark + carried);
+      mark = now;
+      carried = 0;
+      return ms;
+    }
+
+    function remember() {
+      try {
+        const all = {};
+        inflight.forEach(function (v, k) { all[k] = v; });
+        waiting.forEach(function (v, k) { all[k] = v; });
+        if (Object.keys(all).length) localStorage.setItem(storageKey, JSON.stringify(all));
+        else localStorage.removeItem(storageKey);
+      } catch (e) { /* private mode or full storage: memory still holds the answers */ }
+    }
+
+    function body(values, elapsed) {
+      const params = new URLSearchParams();
+      values.forEach(function (value, name) {
+        if (Array.isArray(value)) value.forEach(function (v) { params.append(name, v); });
+        else params.append(name, value);
+      });
+      params.append("elapsed_ms", String(elapsed));
+      return params;
+    }
+
+    function send() {
+      if (busy || !waiting.size) return;
+      busy = true;
+      clearTimeout(retryTimer);
+      waiting.forEach(function (v, k) { inflight.set(k, v); });
+      waiting.clear();
+      const names = Array.from(inflight.keys());
+      const elapsed = takeElapsed();
+      onState(names, "sending");
+      fetch(url, {
+        method: "POST",
+        body: body(inflight, elapsed),
+        headers: { "HX-Request": "true", "X-CSRFToken": csrfToken(form) },
+        credentials: "same-origin",
+        keepalive: true,
+      }).then(function (response) {
+        return response.text().then(function (text) { return [response.status, text]; });
+      }).then(function (result) {
+        const status = result[0];
+        if (status >= 200 && status < 300) done(names, "saved", result[1]);
+        else if (status >= 400 && status < 500) done(names, "refused", result[1]);
+        else failed(names, elapsed);
+      }, function () { failed(names, elapsed); });
+    }
+
+    function done(names, state, text) {
+      inflight.clear();
+      busy = false;
+      retryMs = 0;
+      remember();
+      onState(names, state, text);
+      send();
+    }
+
+    function failed(names, elapsed) {
+      carried += elapsed;
+      inflight.forEach(function (v, k) { if (!waiting.has(k)) waiting.set(k, v); });
+      inflight.clear();
+      busy = false;
+      remember();
+      onState(names, "pending");
+      retryMs = Math.min(retryMs ? retryMs * 2 : 1000, 15000);
+      clearTimeout(retryTimer);
+      retryTimer = setTimeout(send, retryMs);
+    }
+
+    function queue(values) {
+      Object.keys(values).forEach(function (name) {
+        waiting.set(name, values[name]);
+        const t = typing.get(name);
+        if (t) { clearTimeout(t); typing.delete(name); }
+      });
+      remember();
+      send();
+    }
+
+    function later(elt, values, ms) {
+      clearTimeout(typing.get(elt.name));
+      typing.set(elt.name, setTimeout(function () { typing.delete(elt.name); queue(values); }, ms));
+    }
+
+    function onEvent(event) {
+      const values = options.watch
+        ? options.watch(event, later)
+        : defaultWatch(event, form, delay, later);
+      if (values && Object.keys(values).length) queue(values);
+    }
+    form.addEventListener("change", onEvent);
+    form.addEventListener("input", onEvent);
+
+    function unsent() {
+      return waiting.size + inflight.size + typing.size;
+    }
+
+    function settled(ms) {
+      const started = Date.now();
+      typing.forEach(function (timer, name) {
+        clearTimeout(timer);
+        const field = form.querySelector('[name="' + name + '"]');
+        if (field) waiting.set(name, field.value);
+      });
+      typing.clear();
+      send();
+      return new Promise(function (resolve) {
+        (function poll() {
+          if (!busy && !waiting.size) resolve(true);
+          else if (Date.now() - started > (ms || 4000)) resolve(false);
+          else setTimeout(poll, 50);
+        })();
+      });
+    }
+
+    // The tab is closing or the page goes into the background: send what waits, and the typing
+    // still in its pause, with keepalive (a request already in flight has keepalive too).
+    function flushOnHide() {
+      typing.forEach(function (timer, name) {
+        clearTimeout(timer);
+        const field = form.querySelector('[name="' + name + '"]');
+        if (field) waiting.set(name, field.value);
+      });
+      typing.clear();
+      if (!waiting.size) return;
+      remember();
+      const params = body(waiting, 0);
+      try {
+        fetch(url, {
+          method: "POST", body: params, keepalive: true, credentials: "same-origin",
+          headers: { "HX-Request": "true", "X-CSRFToken": csrfToken(form) },
+        });
+      } catch (e) {
+        params.append("csrfmiddlewaretoken", csrfToken(form));
+        navigator.sendBeacon(url, params);
+      }
+    }
+    window.addEventListener("pagehide", flushOnHide);
+    document.addEventListener("visibilitychange", function () {
+      if (document.visibilityState === "hidden" && !busy) flushOnHide();
+    });
+    window.addEventListener("online", function () { retryMs = 0; send(); });
+
+    let submitting = false;
+    window.addEventListener("beforeunload", function (e) {
+      if (!submitting && unsent()) { e.preventDefault(); e.returnValue = ""; }
+    });
+    form.addEventListener("submit", function (e) {
+      if (submitting) { e.preventDefault(); return; }  // a double click submits once
+      if (unsent() && !form.radlaySettled) {
+        e.preventDefault();
+        const submitter = e.submitter;
+        settled(4000).then(function () {
+          form.radlaySettled = true;
+          form.requestSubmit(submitter);
+        });
+        return;
+      }
+      form.radlaySettled = false;
+      submitting = true;
+      const field = form.querySelector("input[name=elapsed_ms]");
+      if (field) field.value = String(takeElapsed());
+      // The form carries every answer: nothing is left to keep for this page.
+      waiting.clear();
+      try { localStorage.removeItem(storageKey); } catch (err) { /* nothing stored */ }
+    });
+    // Back through the browser's page cache: the page may be submitted again.
+    window.addEventListener("pageshow", function () { submitting = false; });
+
+    // Answers that a previous visit could not send come back into the form and go out again.
+    try {
+      const kept = JSON.parse(localStorage.getItem(storageKey) || "{}");
+      Object.keys(kept).forEach(function (name) { applyToForm(form, name, kept[name]); });
+      if (Object.keys(kept).length) queue(kept);
+    } catch (e) { /* unreadable storage: nothing to restore */ }
+
+    return { queue: queue, unsent: unsent, settled: settled, takeElapsed: takeElapsed };
+  }
+
+  window.RadlaySurvey = { autosave: autosave, swapOob: swapOob };
+})();

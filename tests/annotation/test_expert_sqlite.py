@@ -1,0 +1,81 @@
+"""The embedded default (SQLite) under concurrent autosaves: every answer is stored, none gets
+"database is locked". Runs in a subprocess with the local settings on a fresh SQLite file, because
+the test suite itself runs on PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SCRIPT = r"""
+import json, sys, threading
+import django
+django.setup()
+from django.conf import settings
+from django.core.management import call_command
+from django.db import connection
+from django.test import Client
+from django.urls import reverse
+
+call_command("migrate", verbosity=0)
+from annotation import expert_flow, services
+from annotation.models import ExpertRating, Participant
+from tests.annotation.factories import build_study
+
+study = build_study(slug="sqlite", n_sources=3, systems=("a", "b", "c"))
+raters = [services.participant_create(study=study, role=Participant.Role.RADIOLOGIST) for _ in range(4)]
+pages = {r.pk: expert_flow.expert_items_ensure(participant=r) for r in raters}
+for r in raters:
+    services.participant_touch(participant=r)
+journal = connection.cursor().execute("PRAGMA journal_mode").fetchone()[0]
+statuses, errors = [], []
+
+def rater(participant, items):
+    client = Client()
+    try:
+        for item in items:
+            url = reverse("annotation:expert-page", args=[participant.token, item.pk])
+            for label in "ABC":
+                for aspect in ("correctness", "completeness", "hallucination", "structure", "simplicity"):
+                    response = client.post(url, {f"{label}-{aspect}": "3", "elapsed_ms": "50"},
+                                           HTTP_HX_REQUEST="true")
+                    statuses.append(response.status_code)
+            statuses.append(client.get(url).status_code)
+    except Exception as exc:
+        errors.append(repr(exc))
+    finally:
+        connection.close()
+
+threads = [threading.Thread(target=rater, args=(r, pages[r.pk])) for r in raters]
+for t in threads: t.start()
+for t in threads: t.join()
+stored = ExpertRating.objects.filter(correctness=3, completeness=3, hallucination=3, structure=3,
+                                     simplicity=3).count()
+print(json.dumps({"journal": journal, "mode": settings.DATABASES["default"]["OPTIONS"]["transaction_mode"],
+                  "statuses": sorted(set(statuses)), "requests": len(statuses), "errors": errors,
+                  "stored": stored}))
+"""
+
+
+def test_concurrent_autosaves_on_sqlite_all_land(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "REDIS_URL"))}
+    env |= {
+        "DJANGO_SETTINGS_MODULE": "config.settings.local",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'radlay.sqlite3'}",
+        "DJANGO_DEBUG": "0",
+        "PYTHONPATH": str(ROOT),
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome["journal"] == "wal" and outcome["mode"] == "IMMEDIATE"
+    assert outcome["errors"] == [] and outcome["statuses"] == [200]
+    assert outcome["requests"] == 4 * 3 * (15 + 1)
+    assert outcome["stored"] == 4 * 3 * 3  # every rating row of every rater, every value given
