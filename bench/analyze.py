@@ -8,6 +8,10 @@ Builds, with bulk_create in a throwaway SQLite database (never the configured on
 radiologists rating every distinct text and `--laypeople` laypeople answering every source (both
 panels and panel 3, Latin-square assignment), then times the analysis stage by stage.
 
+Options: the analysis's defaults (every registered metric family, every per-text metric
+correlated, AnalysisOptions' resamples), no embedder (no model in a bench); each can be reduced.
+Targets: the 40-source release ≤ 2 s warm, 20 000 sources × 20 laypeople ≤ 30 s and < 1 GB RSS.
+
 Reference, measured in the same run on the same frames: a plain pandas groupby computing Table 1's
 lay and radiologist means (the part of the analysis every implementation must do). The printed
 ratio analysis / reference says what the rest (readability of every text, bootstrap intervals,
@@ -268,17 +272,34 @@ def main() -> None:
     parser.add_argument("--sources", type=int, default=20000)
     parser.add_argument("--laypeople", type=int, default=20)
     parser.add_argument("--radiologists", type=int, default=2)
-    parser.add_argument("--resamples", type=int, default=200, help="bootstrap resamples per mean")
-    parser.add_argument("--correlation-resamples", type=int, default=100)
+    parser.add_argument(
+        "--resamples", type=int, default=None, help="bootstrap resamples per mean (default: the analysis's)"
+    )
+    parser.add_argument("--correlation-resamples", type=int, default=None)
+    parser.add_argument(
+        "--metric-families",
+        default="all",
+        help="comma-separated metric families ('all' = every registered one, the default of the analysis)",
+    )
     parser.add_argument(
         "--correlation-metrics",
-        default="fkgl",
-        help="comma-separated per-text metrics to correlate ('all' = every registered one)",
+        default="all",
+        help="comma-separated per-text metrics to correlate ('all' = every one computed, the default)",
+    )
+    parser.add_argument(
+        "--release",
+        nargs="?",
+        const="default",
+        help="analyse the authors' 2024 release instead (imported with import_release; default: "
+        "RADLAY_RELEASE_DIR), twice: cold and warm",
     )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
         setup_django(Path(tmp) / "bench.sqlite3")
+        if args.release:
+            bench_release(args)
+            return
         import numpy as np
 
         from evaluation import analysis as A
@@ -292,34 +313,50 @@ def main() -> None:
             f"built {args.sources} sources × {len(SYSTEMS)} systems, {args.laypeople} laypeople, "
             f"{args.radiologists} radiologists in {time.perf_counter() - started:.1f} s"
         )
-
+        defaults = A.AnalysisOptions()
         options = A.AnalysisOptions(
-            n_resamples=args.resamples,
-            correlation_resamples=args.correlation_resamples,
-            metric_families=("readability",),
+            n_resamples=args.resamples or defaults.n_resamples,
+            correlation_resamples=args.correlation_resamples or defaults.correlation_resamples,
+            metric_families=None if args.metric_families == "all" else tuple(args.metric_families.split(",")),
             correlation_metrics=None
             if args.correlation_metrics == "all"
             else tuple(args.correlation_metrics.split(",")),
         )
+        rss_before = peak_rss_mb()
         timings: dict[str, float] = {}
         frames = timed("selectors: database → frames", lambda: study_frames(study=study), timings)
-        metrics = timed("readability of every text", lambda: A.metric_tables(frames, options), timings)
+        metrics = timed("automatic metrics of every text", lambda: A.metric_tables(frames, options), timings)
+        columns = timed("lay columns", lambda: A.lay_columns(frames), timings)
         timed(
             "Tables 1–3, distributions",
             lambda: (
+                A.readability_table(metrics, frames),
                 A.expert_table(frames),
-                A.lay_table(frames),
+                A.lay_table(frames, columns),
                 A.confidence_vs_accuracy(frames),
                 A.preference_wins(frames),
-                A.distributions(frames),
+                A.distributions(frames, columns),
+                A.metrics_summary(metrics, frames),
             ),
             timings,
         )
         timed("agreement (MASI α, ordinal α)", lambda: A.agreement(frames), timings)
-        timed("bootstrap intervals", lambda: A.confidence_intervals(frames, metrics, options), timings)
+        by_system = timed(
+            "crossed intervals, means, differences",
+            lambda: A.system_intervals(A.measure_frames(frames, columns), A.system_keys(frames), options),
+            timings,
+        )
+        timed(
+            "Table 1–2 intervals",
+            lambda: A.confidence_intervals(frames, metrics, options, columns, by_system),
+            timings,
+        )
         timed("paired comparisons", lambda: A.comparisons(frames), timings)
         timed("correlations", lambda: A.correlations(frames, metrics, options), timings)
         total = sum(timings.values())
+        started = time.perf_counter()
+        A.study_analysis(frames, options=options)
+        whole = time.perf_counter() - started
 
         def reference() -> None:
             lay = frames.lay_answers
@@ -338,15 +375,61 @@ def main() -> None:
         n_answers = len(frames.lay_answers)
         print(
             f"{n_answers} lay answers, {frames.expert_ratings['rating_id'].nunique()} radiologist ratings, "
-            f"{len(frames.lay_preferences)} preferences; options: {args.resamples} resamples per mean, "
-            f"{args.correlation_resamples} per correlation, correlated metrics: {args.correlation_metrics}"
+            f"{len(frames.lay_preferences)} preferences; options: {options.n_resamples} resamples per mean, "
+            f"{options.correlation_resamples} per correlation, metric families: {args.metric_families}, "
+            f"correlated metrics: {args.correlation_metrics}, no embedder"
         )
         for label, seconds in timings.items():
-            print(f"  {label:34} {seconds:8.2f} s")
+            print(f"  {label:38} {seconds:8.2f} s")
         print(
-            f"analysis total: {total:.2f} s; reference (pandas groupby of Table 1's means on the same "
-            f"frames): {reference_seconds:.3f} s; ratio {total / reference_seconds:.0f}×"
+            f"stages: {total:.2f} s; study_analysis (frames given): {whole:.2f} s; frames + analysis: "
+            f"{timings['selectors: database → frames'] + whole:.2f} s; peak RSS {peak_rss_mb():.0f} MB "
+            f"(after building the study: {rss_before:.0f} MB); reference (pandas groupby of Table 1's means "
+            f"on the same frames): {reference_seconds:.3f} s; ratio {whole / reference_seconds:.0f}×"
         )
+
+
+def bench_release(args) -> None:
+    """The release, default options (no embedder): study_analysis cold (first call in the process)
+    and warm (second call), against the same pandas reference as the synthetic study."""
+    import io
+
+    import numpy as np
+    from django.conf import settings
+    from django.core.management import call_command
+
+    from annotation.models import Study
+    from evaluation import analysis as A
+    from evaluation.selectors import study_frames
+
+    directory = settings.RADLAY_RELEASE_DIR if args.release == "default" else Path(args.release)
+    call_command("import_release", str(directory), "--study", "release", stdout=io.StringIO())
+    study = Study.objects.get(slug="release")
+    options = A.AnalysisOptions()
+    figures = {}
+    for label in ("cold", "warm"):
+        started = time.perf_counter()
+        frames = study_frames(study=study)
+        A.study_analysis(frames, options=options)
+        figures[label] = time.perf_counter() - started
+    started = time.perf_counter()
+    lay = frames.lay_answers
+    lay.explode("systems").groupby("systems")[["understanding", "confidence", "helpfulness"]].mean()
+    frames.expert_ratings.groupby("system")[list(A.EXPERT_ASPECTS)].mean()
+    np.asarray(lay["understanding"]).mean()
+    reference = time.perf_counter() - started
+    print(
+        f"release ({len(frames.sources)} sources, {len(lay)} lay answers), default options, no embedder: "
+        f"frames + analysis cold {figures['cold']:.2f} s, warm {figures['warm']:.2f} s (target ≤ 2 s warm); "
+        f"reference (pandas means) {reference:.3f} s; "
+        f"ratio warm/reference {figures['warm'] / reference:.0f}×; peak RSS {peak_rss_mb():.0f} MB"
+    )
+
+
+def peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 if __name__ == "__main__":

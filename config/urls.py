@@ -17,9 +17,11 @@ urlpatterns = [
         SpectacularSwaggerSplitView.as_view(url_name="api-schema", template_name="api/swagger_ui.html"),
         name="api-docs",
     ),
+    path("api/", include("judging.api_urls")),
     path("api/", include("evaluation.api_urls")),
     path("dashboard/", include("evaluation.urls")),
     path("generation/", include("generation.urls")),
+    path("judging/", include("judging.urls")),
     path("ml/", include("ml.urls")),
     path("", include("annotation.urls")),
     # A cut or mistyped survey link gets the survey's own "link not valid" page, in the demo too
@@ -30,5 +32,6 @@ urlpatterns = [
 
 handler400 = errors.bad_request
 handler403 = errors.permission_denied
-handler404 = errors.page_not_found
+# JSON for unknown /api/ URLs, the branded page elsewhere.
+handler404 = "evaluation.api_errors.page_not_found"
 handler500 = errors.server_error

@@ -24,7 +24,8 @@ from annotation import scales
 from evaluation.metrics import registry as metric_registry
 from evaluation.stats.agreement import cohen_kappa_pairwise, icc, krippendorff_alpha, krippendorff_alpha_sets
 from evaluation.stats.comparisons import paired_system_comparisons
-from evaluation.stats.correlation import correlate
+from evaluation.stats.correlation import BOOTSTRAP_MAX_PAIRS, correlate
+from evaluation.stats.crossed import CrossedInterval, crossed_group_intervals, crossed_mean_ci
 from evaluation.stats.intervals import bootstrap_mean_ci
 from evaluation.stats.severity import mse_and_accuracy, severity_errors
 
@@ -78,6 +79,8 @@ class AnalysisOptions:
     metric_options: Mapping[str, Any] = field(default_factory=dict)
     correlations: bool = True
     correlation_metrics: tuple[str, ...] | None = None  # None: every per-text metric computed
+    # Above this many pairs a correlation's interval is Fisher-z, not bootstrap (stats.correlation).
+    correlation_bootstrap_max_pairs: int = BOOTSTRAP_MAX_PAIRS
 
 
 # --- small helpers ----------------------------------------------------------------------------
@@ -102,6 +105,11 @@ def system_label(analysis: Mapping[str, Any], key: str) -> str:
     if key == ORIGINAL:
         return "Original"
     return analysis.get("system_details", {}).get(key, {}).get("label") or key
+
+
+def scale_values(scale: scales.Scale) -> list[int]:
+    """The numbers a scale's answers are coded as, in order (the value domain of its alpha)."""
+    return sorted(level.value for level in scale.levels)
 
 
 def system_keys(frames: StudyFrames) -> list[str]:
@@ -211,6 +219,7 @@ def metric_tables(frames: StudyFrames, options: AnalysisOptions) -> dict[str, An
             "description": available[name].description,
             "text_metrics": list(available[name].text_metrics),
             "corpus_metrics": list(available[name].corpus_metrics),
+            "definitions": dict(available[name].definitions),
         }
         for name in chosen
     }
@@ -456,7 +465,7 @@ def agreement(frames: StudyFrames) -> dict[str, Any]:
     raters = sorted(ratings["participant"].unique()) if len(ratings) else []
     expert: dict[str, Any] = {"n_raters": len(raters)}
     if len(raters) >= 2:
-        scale = [1, 2, 3, 4, 5]
+        scale = scale_values(scales.LIKERT)
         for aspect in EXPERT_ASPECTS:
             grid = _reliability(ratings, "text_id", "participant", aspect)
             kappa = cohen_kappa_pairwise(
@@ -491,18 +500,17 @@ def agreement(frames: StudyFrames) -> dict[str, Any]:
         judgements = frames.expert_judgements
         if judgements["participant"].nunique() >= 2:
             grid = _reliability(judgements, "source", "participant", "severity_value")
-            expert["severity_alpha_ordinal"] = _float(krippendorff_alpha(grid, "ordinal", value_domain=scale))
+            expert["severity_alpha_ordinal"] = _float(
+                krippendorff_alpha(grid, "ordinal", value_domain=scale_values(scales.SEVERITY))
+            )
     else:
         expert["note"] = "Agreement between radiologists needs two or more radiologists."
     result["expert"] = expert
 
     original = _phase(frames, "original")
     lay: dict[str, Any] = {"n_raters": int(original["participant"].nunique())}
-    for question, domain in (
-        ("severity_guess", [1, 2, 3, 4, 5]),
-        ("understanding", [1, 2, 3, 4]),
-        ("confidence", [1, 2, 3]),
-    ):
+    for question in ("severity_guess", "understanding", "confidence"):
+        domain = scale_values(scales.LAY_SCALES[question])
         grid = _reliability(original, "source", "participant", question)
         value = krippendorff_alpha(grid, "ordinal", value_domain=domain) if grid.size else math.nan
         lay[f"{question}_alpha_ordinal"] = _float(value)
@@ -514,14 +522,49 @@ def agreement(frames: StudyFrames) -> dict[str, Any]:
 # --- beyond the paper -------------------------------------------------------------------------
 
 
+def _interval_record(ci: CrossedInterval) -> dict[str, Any]:
+    return {
+        "mean": _float(ci.estimate),
+        "low": _float(ci.low),
+        "high": _float(ci.high),
+        "n": ci.n,
+        "participants": ci.n_rows,
+        "sources": ci.n_columns,
+    }
+
+
+def _crossed_frame(frame: pd.DataFrame, column: str, options: AnalysisOptions) -> dict[str, Any]:
+    ci = crossed_mean_ci(
+        frame[column].to_numpy(np.float64),
+        frame["participant"].to_numpy(),
+        frame["source"].to_numpy(),
+        confidence=options.confidence,
+    )
+    return _interval_record(ci)
+
+
+def _severity_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    squared_errors, hits = _severity_errors(frame)
+    return frame[["participant", "source"]].assign(severity_mse=squared_errors, severity_accuracy=hits)
+
+
 def confidence_intervals(
     frames: StudyFrames,
     metrics: Mapping[str, Any],
     options: AnalysisOptions,
     columns: Mapping[str, pd.DataFrame] | None = None,
+    by_system: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A percentile-bootstrap interval for every mean of Tables 1 and 2 (answers resampled as
-    independent observations)."""
+    """An interval for every mean of Tables 1 and 2 and every difference between two systems.
+
+    Human answers are crossed (participants × sources, both samples of larger populations): their
+    means get the crossed-design intervals of evaluation/stats/crossed.py, with the variance
+    components of a table's systems (or confidence levels) estimated together. Readability is one
+    value per text, so its only random factor is the source: a percentile bootstrap over texts.
+    """
+    columns = columns or lay_columns(frames)
+    by_system = by_system or system_intervals(measure_frames(frames, columns), system_keys(frames), options)
+    means = by_system["means"]
     intervals: dict[str, Any] = {"readability": {}, "expert": {}, "lay": {}, "confidence_vs_accuracy": {}}
     names = list(metric_registry.get_family(READABILITY_FAMILY).text_metrics)
     per_original, per_text = metrics["per_original"], metrics["per_text"]
@@ -531,30 +574,111 @@ def confidence_intervals(
     for system in system_keys(frames):
         rows = per_text[per_text["system"] == system]
         intervals["readability"][system] = {n: _ci(rows[n], options) for n in names if n in rows}
-    ratings = frames.expert_ratings
-    for system in system_keys(frames):
-        rows = ratings[ratings["system"] == system]
-        intervals["expert"][system] = {aspect: _ci(rows[aspect], options) for aspect in EXPERT_ASPECTS}
-    intervals["expert_original"] = {"simplicity": _ci(frames.expert_judgements["simplicity"], options)}
-    for column, frame in (columns or lay_columns(frames)).items():
-        squared_errors, hits = _severity_errors(frame)
-        record = {
-            "understanding": _ci(frame["understanding"], options),
-            "confidence": _ci(frame["confidence"], options),
-            "severity_mse": _ci(squared_errors, options),
-            "severity_accuracy": _ci(hits, options),
-        }
-        if column != ORIGINAL:
-            record["helpfulness"] = _ci(frame["helpfulness"], options)
-        intervals["lay"][column] = record
-    answers = frames.lay_answers
-    for level in scales.CONFIDENCE.levels:
-        squared_errors, hits = _severity_errors(answers[answers["confidence"] == level.value])
-        intervals["confidence_vs_accuracy"][level.name] = {
-            "mse": _ci(squared_errors, options),
-            "accuracy": _ci(hits, options),
-        }
+        intervals["expert"][system] = {aspect: means[f"expert_{aspect}"][system] for aspect in EXPERT_ASPECTS}
+        intervals["lay"][system] = {measure: means[measure][system] for measure in LAY_MEASURES}
+    intervals["expert_original"] = {
+        "simplicity": _crossed_frame(frames.expert_judgements, "simplicity", options)
+    }
+    original = _severity_frame(columns[ORIGINAL]).assign(
+        understanding=columns[ORIGINAL]["understanding"].to_numpy(),
+        confidence=columns[ORIGINAL]["confidence"].to_numpy(),
+    )
+    intervals["lay"][ORIGINAL] = {
+        measure: _crossed_frame(original, measure, options)
+        for measure in ("understanding", "confidence", "severity_mse", "severity_accuracy")
+    }
+    answers = frames.lay_answers[frames.lay_answers["confidence"].notna()]
+    severity = _severity_frame(answers)
+    for name, key in (("severity_mse", "mse"), ("severity_accuracy", "accuracy")):
+        level_means, _ = crossed_group_intervals(
+            severity[name].to_numpy(np.float64),
+            severity["participant"].to_numpy(),
+            severity["source"].to_numpy(),
+            answers["confidence"].to_numpy(np.float64),
+            confidence=options.confidence,
+        )
+        for level in scales.CONFIDENCE.levels:
+            ci = level_means.get(float(level.value))
+            record = _interval_record(ci) if ci else _interval_record(crossed_mean_ci([], [], []))
+            intervals["confidence_vs_accuracy"].setdefault(level.name, {})[key] = record
+    intervals["differences"] = by_system["differences"]
     return intervals
+
+
+def measure_frames(frames: StudyFrames, columns: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """Per human measure of Table 1 (lay Q1–Q4, comprehension gain, Q3 MSE and accuracy, each
+    radiologist aspect): its answers as (system, participant, source, value), every system's
+    together. Comprehension gain is panel 2 − panel 1 understanding of the same item."""
+    original = _phase(frames, "original").set_index("item_id")["understanding"]
+    parts: dict[str, list[pd.DataFrame]] = {}
+    for system in system_keys(frames):
+        frame = columns[system]
+        severity = _severity_frame(frame)
+        base = pd.DataFrame(
+            {
+                "system": system,
+                "participant": frame["participant"].to_numpy(),
+                "source": frame["source"].to_numpy(),
+            }
+        )
+        lay = {
+            "understanding": frame["understanding"].to_numpy(),
+            "understanding_gain": frame["understanding"].to_numpy()
+            - original.reindex(frame["item_id"]).to_numpy(),
+            "confidence": frame["confidence"].to_numpy(),
+            "helpfulness": frame["helpfulness"].to_numpy(),
+            "severity_mse": severity["severity_mse"].to_numpy(),
+            "severity_accuracy": severity["severity_accuracy"].to_numpy(),
+        }
+        for name, values in lay.items():
+            parts.setdefault(name, []).append(base.assign(value=values))
+        ratings = frames.expert_ratings[frames.expert_ratings["system"] == system]
+        for aspect in EXPERT_ASPECTS:
+            parts.setdefault(f"expert_{aspect}", []).append(
+                ratings[["system", "participant", "source", aspect]].rename(columns={aspect: "value"})
+            )
+    return {name: pd.concat(frames_, ignore_index=True) for name, frames_ in parts.items()}
+
+
+def system_intervals(
+    measures: Mapping[str, pd.DataFrame], systems: Sequence[str], options: AnalysisOptions
+) -> dict[str, Any]:
+    """Per human measure: every system's mean and every difference between two systems, with
+    their crossed-design intervals (evaluation/stats/crossed.crossed_group_intervals).
+    {"means": {measure: {system: record}}, "differences": {measure: [record per pair]}}."""
+    order = {system: i for i, system in enumerate(systems)}
+    means: dict[str, dict[str, Any]] = {}
+    differences: dict[str, list[dict[str, Any]]] = {}
+    empty = _interval_record(crossed_mean_ci([], [], []))
+    for name, frame in measures.items():
+        codes = frame["system"].map(order).to_numpy(np.float64)
+        group_means, group_differences = crossed_group_intervals(
+            frame["value"].to_numpy(np.float64),
+            frame["participant"].to_numpy(),
+            frame["source"].to_numpy(),
+            codes,
+            confidence=options.confidence,
+        )
+        means[name] = {
+            system: _interval_record(group_means[float(i)]) if float(i) in group_means else dict(empty)
+            for system, i in order.items()
+        }
+        records = []
+        for i, a in enumerate(systems):
+            for j in range(i + 1, len(systems)):
+                ci = group_differences.get((float(i), float(j)))
+                records.append(
+                    {
+                        "system_a": a,
+                        "system_b": systems[j],
+                        "difference": _float(ci.estimate) if ci else None,
+                        "low": _float(ci.low) if ci else None,
+                        "high": _float(ci.high) if ci else None,
+                        "n": ci.n if ci else 0,
+                    }
+                )
+        differences[name] = records
+    return {"means": means, "differences": differences}
 
 
 def _ordered(frame: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
@@ -663,13 +787,17 @@ def correlations(
                     n_resamples=options.correlation_resamples,
                     seed=options.seed,
                     confidence=options.confidence,
+                    bootstrap_max_pairs=options.correlation_bootstrap_max_pairs,
                 ):
                     records.append(
                         {
                             "level": level,
                             "metric": metric,
                             "measure": measure,
-                            **{k: (_float(v) if k not in ("method", "n") else v) for k, v in record.items()},
+                            **{
+                                k: (_float(v) if k not in ("method", "n", "interval") else v)
+                                for k, v in record.items()
+                            },
                         }
                     )
     return records
@@ -684,6 +812,7 @@ def study_analysis(frames: StudyFrames, *, options: AnalysisOptions | None = Non
     options = options or AnalysisOptions()
     metrics = metric_tables(frames, options)
     columns = lay_columns(frames)
+    by_system = system_intervals(measure_frames(frames, columns), system_keys(frames), options)
     wins, preference_details = preference_wins(frames)
     analysis = {
         "study": frames.study,
@@ -726,11 +855,13 @@ def study_analysis(frames: StudyFrames, *, options: AnalysisOptions | None = Non
         "distributions": distributions(frames, columns),
         "metrics": metrics_summary(metrics, frames),
         "correlations": correlations(frames, metrics, options) if options.correlations else [],
-        "confidence_intervals": confidence_intervals(frames, metrics, options, columns),
+        "confidence_intervals": confidence_intervals(frames, metrics, options, columns, by_system),
+        "system_means": by_system["means"],
         "comparisons": comparisons(frames),
         "options": {
             "n_resamples": options.n_resamples,
             "correlation_resamples": options.correlation_resamples,
+            "correlation_bootstrap_max_pairs": options.correlation_bootstrap_max_pairs,
             "confidence": options.confidence,
             "seed": options.seed,
             "metric_families": list(metrics["families"]),
@@ -742,5 +873,39 @@ def study_analysis(frames: StudyFrames, *, options: AnalysisOptions | None = Non
             "helpfulness": {level.name: level.value for level in scales.HELPFULNESS.levels},
             "expert_aspects": "1 = strongly disagree … 5 = strongly agree",
         },
+    }
+    return analysis
+
+
+# --- storage ----------------------------------------------------------------------------------------
+
+
+def split_details(analysis: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(summary, details): the analysis without its sections that grow with the number of
+    simplifications (the correlations, the metrics per simplification, the winners per source),
+    and those sections. `join_details(*split_details(a)) == a`."""
+    summary = dict(analysis)
+    details: dict[str, Any] = {"correlations": summary.pop("correlations", [])}
+    metrics = dict(summary.get("metrics", {}))
+    details["per_simplification"] = metrics.pop("per_simplification", [])
+    summary["metrics"] = metrics
+    preference_details = {side: dict(value) for side, value in summary.get("preference_details", {}).items()}
+    details["winners"] = {side: value.pop("winners", {}) for side, value in preference_details.items()}
+    summary["preference_details"] = preference_details
+    return summary, details
+
+
+def join_details(summary: Mapping[str, Any], details: Mapping[str, Any]) -> dict[str, Any]:
+    """The whole analysis document from `split_details`' two parts."""
+    analysis = dict(summary)
+    analysis["correlations"] = details.get("correlations", [])
+    analysis["metrics"] = {
+        **summary.get("metrics", {}),
+        "per_simplification": details.get("per_simplification", []),
+    }
+    winners = details.get("winners", {})
+    analysis["preference_details"] = {
+        side: {**value, "winners": winners.get(side, {})}
+        for side, value in summary.get("preference_details", {}).items()
     }
     return analysis

@@ -1,3 +1,7 @@
+"""Stored results of evaluation: power plans and the latest analysis snapshot of each study."""
+
+from __future__ import annotations
+
 from django.conf import settings
 from django.db import models
 
@@ -36,3 +40,54 @@ class PowerPlan(models.Model):
     @property
     def finished(self) -> bool:
         return self.status in (self.Status.DONE, self.Status.FAILED)
+
+
+class AnalysisSnapshot(models.Model):
+    """The latest computed analysis of a study, shared by every web worker, and the state of its
+    recomputation.
+
+    One row per study. `status` is the recomputation's: idle (nothing queued), queued (a task is
+    on its way) or running; a request while one is queued or running only sets `dirty`, so at
+    most one recomputation is queued or running per study, and a dirty one runs once more when it
+    ends. The result fields keep the last successful computation while a newer one runs.
+    """
+
+    class Status(models.TextChoices):
+        IDLE = "idle", "idle"
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+
+    study = models.OneToOneField(
+        "annotation.Study", on_delete=models.CASCADE, related_name="analysis_snapshot"
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.IDLE)
+    dirty = models.BooleanField(default=False)
+    requested_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+
+    # What the stored result covers (evaluation.selectors.analysis_coverage at its start).
+    computed_at = models.DateTimeField(null=True, blank=True)
+    coverage = models.JSONField(default=dict, blank=True)
+    n_answers = models.PositiveIntegerField(default=0)
+    last_answer_at = models.DateTimeField(null=True, blank=True)
+    duration_s = models.FloatField(null=True, blank=True)
+    # The analysis document without its long per-item sections (`details`), so that the
+    # dashboard loads a small row; `details` and the SVG figures are read only where shown.
+    result = models.JSONField(null=True, blank=True)
+    details = models.JSONField(null=True, blank=True)
+    figures = models.JSONField(default=dict, blank=True)
+
+    error = models.TextField(blank=True)
+    error_at = models.DateTimeField(null=True, blank=True)
+    # The data the failed computation saw: the same data are not tried again automatically.
+    error_coverage = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(status__in=["idle", "queued", "running"]), name="analysis_snapshot_status"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"analysis of {self.study_id} ({self.status}, {self.computed_at})"

@@ -209,9 +209,57 @@ def likert_svgs(analysis: Mapping[str, Any]) -> dict[str, str]:
     return figures
 
 
+# The per-system means drawn with their intervals, in the order of Table 1, with their panel titles.
+MEANS_PANELS: dict[str, str] = {
+    "understanding": "Q1 understanding (1–4)",
+    "understanding_gain": "Comprehension gain (panel 2 − panel 1)",
+    "severity_accuracy": "Q3 severity accuracy",
+    **{f"expert_{aspect}": f"Radiologists: {aspect} (1–5)" for aspect in scales.EXPERT_ASPECTS},
+}
+
+
+def system_means_svg(analysis: Mapping[str, Any]) -> str:
+    """Per-system means with their crossed-design intervals (analysis["system_means"]): one small
+    panel per measure, a point and a horizontal interval per system. Empty when nothing is rated."""
+    means = analysis.get("system_means", {})
+    panels = [
+        (name, title)
+        for name, title in MEANS_PANELS.items()
+        if any(record.get("mean") is not None for record in means.get(name, {}).values())
+    ]
+    if not panels:
+        return ""
+    systems = list(analysis["systems"])
+    labels = [system_label(analysis, s) for s in systems]
+    columns = 2
+    rows = -(-len(panels) // columns)
+    with matplotlib.rc_context(_RC):
+        height = max(len(systems), 1) * 0.28 + 0.9
+        figure = Figure(figsize=(7.0, rows * height + 0.3), layout="constrained")
+        grid = figure.subplots(rows, columns, squeeze=False)
+        for index, (name, title) in enumerate(panels):
+            axes = grid[index // columns][index % columns]
+            for position, system in enumerate(systems):
+                record = means.get(name, {}).get(system, {})
+                if record.get("mean") is None:
+                    continue
+                y = len(systems) - 1 - position
+                if record.get("low") is not None and record.get("high") is not None:
+                    axes.hlines(y, record["low"], record["high"], color="#2c7bb6", linewidth=2)
+                axes.plot([record["mean"]], [y], "o", color="#d7191c", markersize=4)
+            axes.set_yticks(range(len(systems)), labels[::-1])
+            axes.set_ylim(-0.6, len(systems) - 0.4)
+            axes.set_title(title, fontsize=9)
+            axes.grid(axis="x", color="#dddddd", linewidth=0.5)
+        for index in range(len(panels), rows * columns):
+            grid[index // columns][index % columns].set_visible(False)
+    return _svg(figure, "system-means")
+
+
 def all_svgs(analysis: Mapping[str, Any]) -> dict[str, str]:
     """Every figure of the dashboard and report, by name."""
     return {
+        "system_means": system_means_svg(analysis),
         "confidence": confidence_svg(analysis),
         "votes": votes_svg(analysis),
         "severity": severity_svg(analysis),

@@ -8,8 +8,9 @@ dashboard shares with it.
 
 from __future__ import annotations
 
+import functools
 import platform
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from importlib.metadata import PackageNotFoundError, version
@@ -43,6 +44,15 @@ MEASURE_LABELS = {
     "severity_accuracy": "Q3 accuracy",
     "preference_share": "most-preferred share",
     "least_preference_share": "least-preferred share",
+}
+DIFFERENCE_LABELS = {
+    "understanding": "Q1 understanding",
+    "understanding_gain": "comprehension gain",
+    "confidence": "Q2 confidence",
+    "helpfulness": "Q4 helpfulness",
+    "severity_mse": "Q3 MSE",
+    "severity_accuracy": "Q3 accuracy",
+    **{f"expert_{a}": f"radiologists: {a}" for a in scales.EXPERT_ASPECTS},
 }
 PACKAGES = (
     "Django",
@@ -315,6 +325,7 @@ def correlation_rows(analysis: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "metric": READABILITY_LABELS.get(record["metric"], record["metric"]),
                 "measure": MEASURE_LABELS.get(record["measure"], record["measure"]),
                 "n": record["n"],
+                "interval": "Fisher z" if record.get("interval") == "fisher_z" else "bootstrap",
             },
         )
         row[record["method"]] = cell(record["r"], {"low": record["ci_low"], "high": record["ci_high"]})
@@ -362,22 +373,101 @@ def metric_table(analysis: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def report_tables(analysis: Mapping[str, Any]) -> dict[str, Any]:
-    """Everything the dashboard and the report display, as formatted rows."""
+def difference_rows(analysis: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every difference between two systems' means of Table 1's human measures, with its
+    crossed-design interval; an interval that excludes 0 is marked."""
+    rows = []
+    differences = analysis.get("confidence_intervals", {}).get("differences", {})
+    for measure, records in differences.items():
+        percent = measure == "severity_accuracy"
+        for record in records:
+            low, high = record.get("low"), record.get("high")
+            rows.append(
+                {
+                    "measure": DIFFERENCE_LABELS.get(measure, measure.replace("_", " ")),
+                    "pair": " − ".join(system_label(analysis, record[k]) for k in ("system_a", "system_b")),
+                    "n": record["n"],
+                    "difference": cell(record["difference"], record, percent=percent),
+                    "excludes_zero": low is not None and high is not None and (low > 0 or high < 0),
+                }
+            )
+    return rows
+
+
+HEAT_STEPS = 5
+
+
+def _heat(value: float | None) -> str:
+    """The cell's class: heat-p1 … heat-p5 (positive, stronger), heat-n1 … heat-n5 (negative),
+    heat-0 below 0.1 in size, heat-na when missing (colours in templates/evaluation/_styles.html:
+    classes, not inline styles, which the Content-Security-Policy forbids)."""
+    if value is None:
+        return "heat-na"
+    step = min(HEAT_STEPS, int(abs(value) * HEAT_STEPS + 0.5))
+    if step == 0:
+        return "heat-0"
+    return f"heat-{'p' if value > 0 else 'n'}{step}"
+
+
+def correlation_heatmap(
+    analysis: Mapping[str, Any], *, level: str = "item", method: str = "spearman"
+) -> dict[str, Any]:
+    """The compact view of the correlations: metrics × human measures, one coloured cell per
+    coefficient (`method` at `level`), with its interval as the cell's title."""
+    records = [r for r in analysis.get("correlations", []) if r["level"] == level and r["method"] == method]
+    metrics = list(dict.fromkeys(r["metric"] for r in records))
+    measures = list(dict.fromkeys(r["measure"] for r in records))
+    by_key = {(r["metric"], r["measure"]): r for r in records}
+    rows = []
+    for metric in metrics:
+        cells = []
+        for measure in measures:
+            record = by_key.get((metric, measure))
+            value = record["r"] if record else None
+            interval = cell(value, {"low": record["ci_low"], "high": record["ci_high"]} if record else None)
+            cells.append(
+                {
+                    "text": fmt(value, digits=2),
+                    "css": _heat(value),
+                    "title": f"{metric} × {measure}: {interval['value']} {interval['ci']} (n = {record['n']})"
+                    if record
+                    else "",
+                }
+            )
+        rows.append({"metric": READABILITY_LABELS.get(metric, metric), "cells": cells})
     return {
-        "table1": table1(analysis),
-        "table2": table2(analysis),
-        "table3": table3(analysis),
-        "metrics": metric_table(analysis),
-        "agreement": agreement_rows(analysis),
-        "comparisons": comparison_rows(analysis),
-        "correlations": correlation_rows(analysis),
-        "severity_distribution": analysis["severity_distribution"],
-        "severity_unrated": analysis.get("severity_unrated", 0),
+        "level": level,
+        "method": method,
+        "measures": [MEASURE_LABELS.get(m, m) for m in measures],
+        "rows": rows,
     }
 
 
+SECTIONS = {
+    "table1": table1,
+    "table2": table2,
+    "table3": table3,
+    "metrics": metric_table,
+    "agreement": agreement_rows,
+    "comparisons": comparison_rows,
+    "differences": difference_rows,
+    "correlations": correlation_rows,
+    "correlation_heatmap": correlation_heatmap,
+}
+
+
+def report_tables(analysis: Mapping[str, Any], sections: Sequence[str] | None = None) -> dict[str, Any]:
+    """Everything the dashboard and the report display, as formatted rows (`sections`: only
+    those, by name of SECTIONS)."""
+    tables = {name: SECTIONS[name](analysis) for name in (sections or SECTIONS)}
+    tables["severity_distribution"] = analysis["severity_distribution"]
+    tables["severity_unrated"] = analysis.get("severity_unrated", 0)
+    return tables
+
+
+@functools.lru_cache(maxsize=1)
 def package_versions() -> dict[str, str]:
+    # Read from the installed distributions' metadata once per process (slow: a directory scan).
     versions = {"Python": platform.python_version()}
     for name in PACKAGES:
         try:
@@ -394,6 +484,7 @@ def methods(analysis: Mapping[str, Any]) -> dict[str, Any]:
         "coding": analysis.get("coding", {}),
         "n_resamples": options.get("n_resamples"),
         "correlation_resamples": options.get("correlation_resamples"),
+        "correlation_bootstrap_max_pairs": options.get("correlation_bootstrap_max_pairs"),
         "confidence": options.get("confidence"),
         "seed": options.get("seed"),
         "metric_families": analysis.get("metrics", {}).get("families", {}),
@@ -403,42 +494,41 @@ def methods(analysis: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def study_report_html(*, study, reported: str | None = "auto") -> str:
-    """Render the self-contained report of `study` (Django: reads the database). `reported`
-    names a shipped reported-figures file to audit against; "auto" picks the one that fits the
-    study's systems (evaluation.audit.default_reported_for); None or "" audits nothing."""
+def study_report_html(*, study, reported: str | None = "auto") -> str | None:
+    """Render the self-contained report of `study` from its latest analysis snapshot (None before
+    the first one is computed). `reported` names a shipped reported-figures file to audit
+    against; "auto" picks the one that fits the study's systems; None or "" audits nothing."""
     from django.conf import settings
     from django.template.loader import render_to_string
 
-    from evaluation.audit import audit_shipped, default_reported_for
+    from evaluation.context import analysis_context, analysis_document
     from evaluation.plan_views import plan_table
     from evaluation.plans import plan_latest_done
     from evaluation.progress import latin_square_balance, progress_by_role
-    from evaluation.selectors import (
-        analysis_figures_cached,
-        analysis_options_from_settings,
-        study_analysis_cached,
-    )
+    from evaluation.selectors import analysis_snapshot_get
+    from judging.report import judge_report_context
 
-    analysis = study_analysis_cached(study=study, options=analysis_options_from_settings())
+    analysis = analysis_document(study=study)
+    if analysis is None:
+        return None
+    snapshot = analysis_snapshot_get(study=study, details=True)
     plan = plan_latest_done(study=study)
-    if reported == "auto":
-        reported = default_reported_for(list(analysis["systems"]))
-    audit_result = audit_shipped(analysis, reported)
-    balance = latin_square_balance(study=study)
-    context = {
-        "study": study,
-        "analysis": analysis,
-        "tables": report_tables(analysis),
-        "plots": analysis_figures_cached(analysis=analysis),
-        "audit": audit_display(audit_result),
-        "progress": progress_by_role(study=study),
-        "balance": balance.by_system(),
-        "methods": methods(analysis),
-        "plan": plan,
-        "plan_table": plan_table(plan.result) if plan else None,
-        # The report is one self-contained file: the planning page's stylesheet goes inline.
-        "planning_css": (settings.BASE_DIR / "static" / "radlay" / "planning.css").read_text("utf-8"),
-        "generated_at": datetime.now(UTC),
-    }
+    context = analysis_context(
+        study=study, analysis=analysis, figures=snapshot.figures or {}, reported=reported
+    )
+    context.update(
+        {
+            "progress": progress_by_role(study=study),
+            "balance": latin_square_balance(study=study).by_system(),
+            "methods": methods(analysis),
+            "plan": plan,
+            "plan_table": plan_table(plan.result) if plan else None,
+            "judges": judge_report_context(study=study),
+            # The report is one self-contained file: the planning page's stylesheet goes inline.
+            "planning_css": (settings.BASE_DIR / "static" / "radlay" / "planning.css").read_text("utf-8"),
+            "generated_at": datetime.now(UTC),
+            "snapshot": snapshot,
+            "full_table": True,
+        }
+    )
     return render_to_string("evaluation/report.html", context)

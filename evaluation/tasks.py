@@ -2,11 +2,44 @@
 
 from __future__ import annotations
 
-from celery import shared_task
+import threading
 
-from evaluation import plans
+from celery import shared_task
+from django.conf import settings
+from django.db import close_old_connections
+
+from evaluation import plans, services
 
 
 @shared_task(name="evaluation.tasks.power_plan_run", ignore_result=True, acks_late=True)
 def power_plan_run(plan_id: int) -> None:
     plans.plan_run(plan_id=plan_id)
+
+
+@shared_task(name="evaluation.tasks.analysis_snapshot_compute", ignore_result=True, acks_late=True)
+def analysis_snapshot_compute_task(study_id: int) -> None:
+    services.analysis_snapshot_compute(study_id=study_id)
+
+
+@shared_task(name="evaluation.tasks.analysis_snapshots_refresh", ignore_result=True)
+def analysis_snapshots_refresh_task() -> None:
+    services.analysis_snapshots_refresh()
+
+
+def _compute_in_thread(study_id: int) -> None:
+    try:
+        services.analysis_snapshot_compute(study_id=study_id)
+    finally:
+        close_old_connections()
+
+
+def analysis_snapshot_send(*, study_id: int) -> None:
+    """Send the computation of `study_id`'s snapshot to a worker. In the embedded mode (tasks run
+    in-process, no broker) it runs on a background thread of this process when
+    RADLAY_ANALYSIS_IN_THREAD is set, so the page that asked is not held up; the test settings
+    turn that off and the task runs where it is sent."""
+    task = analysis_snapshot_compute_task
+    if task.app.conf.task_always_eager and settings.RADLAY_ANALYSIS_IN_THREAD:
+        threading.Thread(target=_compute_in_thread, args=(study_id,), daemon=True).start()
+        return
+    task.delay(study_id)

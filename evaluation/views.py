@@ -1,6 +1,7 @@
-"""The research dashboard (/dashboard/): thin views that check access, read (cached) analysis
-and render. Researchers only: a user sees the studies they are a researcher of (superusers all);
-another study answers 404."""
+"""The research dashboard (/dashboard/): thin views that check access, read the study's analysis
+snapshot (evaluation.services; the analysis is never computed in a request) and render.
+Researchers only: a user sees the studies they are a researcher of (superusers all); another
+study answers 404."""
 
 from __future__ import annotations
 
@@ -9,20 +10,17 @@ import json
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django_htmx.http import HttpResponseClientRefresh
 
 from evaluation.access import access_study_for_user, studies_for_researcher
-from evaluation.api import export_response
-from evaluation.audit import audit_shipped, default_reported_for, reported_files
+from evaluation.context import analysis_document, dashboard_context, not_ready_response, section_context
 from evaluation.exporters import FORMATS
 from evaluation.exporters.metrics_table import metrics_csv
+from evaluation.exporters.response import export_response
 from evaluation.progress import latin_square_balance, participants_progress, progress_by_role, study_progress
-from evaluation.report import audit_display, report_tables, study_report_html
-from evaluation.selectors import (
-    analysis_figures_cached,
-    analysis_options_from_settings,
-    study_analysis_cached,
-)
+from evaluation.report import study_report_html
+from evaluation.services import analysis_snapshot_refresh
 
 MATRIX_MAX_SOURCES = 200  # above this the Latin-square matrix is summarised, not drawn
 # Researchers sign in on the dashboard's own page: the admin's login admits staff only.
@@ -40,14 +38,7 @@ def study_list(request: HttpRequest) -> HttpResponse:
     return render(request, "evaluation/study_list.html", {"rows": rows})
 
 
-@researcher_login_required
-def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    study = access_study_for_user(user=request.user, slug=slug)
-    # The correlations (the slow part) load separately: see study_correlations.
-    analysis = study_analysis_cached(study=study, options=analysis_options_from_settings(correlations=False))
-    files = reported_files()
-    reported = request.GET.get("reported", default_reported_for(list(analysis["systems"])) or "")
-    audit_result = audit_shipped(analysis, reported)
+def _progress_context(study) -> dict:
     progress = participants_progress(study=study)
     balance = latin_square_balance(study=study)
     matrix = None
@@ -59,21 +50,52 @@ def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
                 for row in balance.table()
             ],
         }
-    context = {
+    return {
         "study": study,
-        "analysis": analysis,
-        "tables": report_tables(analysis),
-        "plots": analysis_figures_cached(analysis=analysis),
-        "audit": audit_display(audit_result),
-        "reported": reported,
-        "reported_files": list(files),
         "progress_by_role": progress_by_role(study=study, records=progress),
         "participants": progress,
         "balance": balance.by_system(),
         "matrix": matrix,
-        "formats": sorted(FORMATS),
     }
+
+
+@researcher_login_required
+def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    """The dashboard: the latest analysis snapshot (never computed here), with its freshness;
+    progress, the per-simplification metrics and the correlations load as fragments."""
+    study = access_study_for_user(user=request.user, slug=slug)
+    force = request.method == "POST"
+    state = analysis_snapshot_refresh(study=study, force=force)
+    if force:
+        return redirect("evaluation:study-detail", slug=study.slug)
+    context = dashboard_context(study=study, state=state, reported=request.GET.get("reported"))
+    context["formats"] = sorted(FORMATS)
     return render(request, "evaluation/study_detail.html", context)
+
+
+@researcher_login_required
+def study_snapshot_status(request: HttpRequest, slug: str) -> HttpResponse:
+    """The freshness line the dashboard polls: once a snapshot newer than the one on the page
+    (`?shown=` its computed_at) has landed, the page reloads itself."""
+    study = access_study_for_user(user=request.user, slug=slug)
+    state = analysis_snapshot_refresh(study=study)
+    shown = request.GET.get("shown", "")
+    computed = state.snapshot.computed_at.isoformat() if state.snapshot and state.snapshot.computed_at else ""
+    if request.htmx and computed and computed != shown:
+        return HttpResponseClientRefresh()
+    return render(request, "evaluation/_freshness.html", {"study": study, "state": state})
+
+
+@researcher_login_required
+def study_progress_section(request: HttpRequest, slug: str) -> HttpResponse:
+    """Progress and Latin-square balance (read live, so loaded after the page's first paint)."""
+    study = access_study_for_user(user=request.user, slug=slug)
+    template = "evaluation/_progress.html" if request.htmx else "evaluation/study_section.html"
+    return render(
+        request,
+        template,
+        {**_progress_context(study), "section": "evaluation/_progress.html", "title": "Progress"},
+    )
 
 
 @researcher_login_required
@@ -87,13 +109,33 @@ def study_progress_page(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @researcher_login_required
-def study_correlations(request: HttpRequest, slug: str) -> HttpResponse:
-    """The metric–human correlations: an htmx fragment on the dashboard, a page without htmx."""
+def study_metrics(request: HttpRequest, slug: str) -> HttpResponse:
+    """The automatic metrics with their per-simplification values (from the snapshot's details)."""
     study = access_study_for_user(user=request.user, slug=slug)
-    analysis = study_analysis_cached(study=study, options=analysis_options_from_settings())
-    context = {"study": study, "tables": {"correlations": report_tables(analysis)["correlations"]}}
-    template = "evaluation/_correlations.html" if request.htmx else "evaluation/study_correlations.html"
-    return render(request, template, context)
+    context = section_context(study=study, section="metrics")
+    template = "evaluation/_metrics.html" if request.htmx else "evaluation/study_section.html"
+    return render(
+        request, template, {**context, "section": "evaluation/_metrics.html", "title": "Automatic metrics"}
+    )
+
+
+@researcher_login_required
+def study_correlations(request: HttpRequest, slug: str) -> HttpResponse:
+    """The metric–human correlations, heatmap and full table: an htmx fragment on the dashboard,
+    a page of their own without htmx."""
+    study = access_study_for_user(user=request.user, slug=slug)
+    context = section_context(study=study, section="correlations")
+    template = "evaluation/_correlations.html" if request.htmx else "evaluation/study_section.html"
+    return render(
+        request,
+        template,
+        {
+            **context,
+            "section": "evaluation/_correlations.html",
+            "title": "Metric–human correlations",
+            "full_table": not request.htmx,
+        },
+    )
 
 
 @researcher_login_required
@@ -108,7 +150,9 @@ def study_export(request: HttpRequest, slug: str, file_format: str) -> Streaming
 @researcher_login_required
 def study_analysis_json(request: HttpRequest, slug: str) -> HttpResponse:
     study = access_study_for_user(user=request.user, slug=slug)
-    analysis = study_analysis_cached(study=study, options=analysis_options_from_settings())
+    analysis = analysis_document(study=study)
+    if analysis is None:
+        return not_ready_response()
     response = HttpResponse(
         json.dumps(analysis, indent=2, ensure_ascii=False, default=str), content_type="application/json"
     )
@@ -119,7 +163,9 @@ def study_analysis_json(request: HttpRequest, slug: str) -> HttpResponse:
 @researcher_login_required
 def study_metrics_csv(request: HttpRequest, slug: str) -> HttpResponse:
     study = access_study_for_user(user=request.user, slug=slug)
-    analysis = study_analysis_cached(study=study, options=analysis_options_from_settings())
+    analysis = analysis_document(study=study)
+    if analysis is None:
+        return not_ready_response()
     response = HttpResponse(metrics_csv(analysis), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{study.slug}-metrics.csv"'
     return response
@@ -129,9 +175,10 @@ def study_metrics_csv(request: HttpRequest, slug: str) -> HttpResponse:
 def study_report(request: HttpRequest, slug: str) -> HttpResponse:
     study = access_study_for_user(user=request.user, slug=slug)
     reported = request.GET.get("reported", "auto")
-    response = HttpResponse(
-        study_report_html(study=study, reported=reported or None), content_type="text/html; charset=utf-8"
-    )
+    html = study_report_html(study=study, reported=reported or None)
+    if html is None:
+        return not_ready_response()
+    response = HttpResponse(html, content_type="text/html; charset=utf-8")
     # Opens in the browser; the dashboard's separate download link asks for the file.
     disposition = "attachment" if request.GET.get("download") == "1" else "inline"
     response["Content-Disposition"] = f'{disposition}; filename="{study.slug}-report.html"'

@@ -26,10 +26,12 @@ INSTALLED_APPS = [
     # Swagger UI's files served by the app: hospital networks often block public CDNs.
     "drf_spectacular_sidecar",
     "django_htmx",
+    "axes",
     "annotation",
     "evaluation",
     "generation",
     "ml",
+    "judging",
 ]
 
 MIDDLEWARE = [
@@ -43,6 +45,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes requires: answers a locked-out login with 429.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -91,6 +95,34 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
+AUTHENTICATION_BACKENDS = [
+    # Refuses a login while its username + IP is locked out (before the password is checked).
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+
+# --- Abuse limits (README "Configuration") ----------------------------------------------------
+# Logins (/dashboard/login/, /radiologist/login/, /admin/login/, /api/token/): after
+# RADLAY_LOGIN_FAILURE_LIMIT wrong passwords for one username from one IP, that pair is locked for
+# RADLAY_LOGIN_LOCKOUT_HOURS, right password or not.
+AXES_ENABLED = env.bool("RADLAY_LOGIN_LOCKOUT", default=True)
+AXES_FAILURE_LIMIT = env.int("RADLAY_LOGIN_FAILURE_LIMIT", default=10)
+AXES_COOLOFF_TIME = env.float("RADLAY_LOGIN_LOCKOUT_HOURS", default=1.0)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+# The header that holds the client's address behind a reverse proxy (e.g. HTTP_X_REAL_IP); empty:
+# REMOTE_ADDR. Used by the rate limits below.
+RATELIMIT_IP_META_KEY = env.str("RADLAY_CLIENT_IP_HEADER", default="") or None
+RATELIMIT_ENABLE = env.bool("RADLAY_RATE_LIMITS", default=True)
+# POSTs to the open recruitment link /join/<study>/ (agree or decline), per client IP and per study,
+# and to a participant's consent page per IP ("" = no limit); django-ratelimit's "N/s|m|h|d".
+RADLAY_JOIN_RATE_PER_IP = env.str("RADLAY_JOIN_RATE_PER_IP", default="20/h")
+RADLAY_JOIN_RATE_PER_STUDY = env.str("RADLAY_JOIN_RATE_PER_STUDY", default="600/h")
+RADLAY_CONSENT_RATE_PER_IP = env.str("RADLAY_CONSENT_RATE_PER_IP", default="60/h")
+# Laypeople of one study enrolled and still working; newcomers wait while it is reached (0 = no cap).
+RADLAY_MAX_OPEN_ENROLMENTS = env.int("RADLAY_MAX_OPEN_ENROLMENTS", default=500)
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
@@ -113,14 +145,26 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "evaluation.pagination.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 100,
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": env.str("RADLAY_API_RATE_ANON", default="30/min"),
+        "user": env.str("RADLAY_API_RATE_USER", default="600/min"),
+    },
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "radlay API",
     "DESCRIPTION": "Two-pronged human evaluation of radiology report simplification.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "evaluation.api_schema.add_error_responses",
+    ],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
@@ -155,6 +199,10 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
 # Redis hands an unacknowledged (acks_late) message to another worker after this long: it must
 # outlast the longest task, or a live job would be delivered twice.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 600}
+# One cache for every process (the analysis freshness checks, anything else cached): Redis where
+# it is configured, else the embedded mode's single process keeps it in memory.
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 # Fine-tuning runs for hours; it checkpoints, so a run cut by the limit resumes on retry.
 RADLAY_TRAINING_TIME_LIMIT = env.int("RADLAY_TRAINING_TIME_LIMIT", default=24 * 60 * 60)
 CELERY_TASK_ANNOTATIONS = {
@@ -182,6 +230,12 @@ RADLAY_GENERATION_CONCURRENCY = env.int("RADLAY_GENERATION_CONCURRENCY", default
 # Jobs of a local-model (gpu queue) batch that one task runs in lockstep, one device batch per step.
 RADLAY_GPU_BATCH_SIZE = env.int("RADLAY_GPU_BATCH_SIZE", default=16)
 RADLAY_GENERATION_JOB_ATTEMPTS = env.int("RADLAY_GENERATION_JOB_ATTEMPTS", default=3)
+# LLM judges (judging/): model calls per sample before a malformed answer fails the item, attempts
+# of an item on transient errors, first back-off, and bootstrap resamples of the agreement intervals.
+RADLAY_JUDGE_PARSE_ATTEMPTS = env.int("RADLAY_JUDGE_PARSE_ATTEMPTS", default=3)
+RADLAY_JUDGE_ITEM_ATTEMPTS = env.int("RADLAY_JUDGE_ITEM_ATTEMPTS", default=3)
+RADLAY_JUDGE_RETRY_DELAY = env.float("RADLAY_JUDGE_RETRY_DELAY", default=10.0)
+RADLAY_JUDGE_BOOTSTRAP_RESAMPLES = env.int("RADLAY_JUDGE_BOOTSTRAP_RESAMPLES", default=500)
 RADLAY_GENERATION_RETRY_DELAY = env.float("RADLAY_GENERATION_RETRY_DELAY", default=10.0)
 # A running job stamps a heartbeat this often; one silent for RADLAY_GENERATION_STALE_AFTER
 # (default 4 heartbeats) lost its worker and is sent again.
@@ -196,7 +250,13 @@ CELERY_BEAT_SCHEDULE = {
         "task": "generation.tasks.generation_batches_heal",
         "schedule": RADLAY_GENERATION_HEAL_INTERVAL,
         "options": {"expires": RADLAY_GENERATION_HEAL_INTERVAL},
-    }
+    },
+    # Analysis snapshots of open studies whose answers changed are recomputed before anyone opens
+    # the dashboard (evaluation.services.analysis_snapshots_refresh).
+    "analysis-snapshots-refresh": {
+        "task": "evaluation.tasks.analysis_snapshots_refresh",
+        "schedule": env.float("RADLAY_ANALYSIS_REFRESH_SECONDS", default=60.0),
+    },
 }
 # A batch page that shows no finished job for this long (seconds) says "no progress" and drops its ETA.
 RADLAY_GENERATION_STALL_AFTER = env.float("RADLAY_GENERATION_STALL_AFTER", default=300.0)
@@ -206,6 +266,12 @@ RADLAY_TRANSFORMERS_DEVICE = env.str("RADLAY_TRANSFORMERS_DEVICE", default="") o
 # Dashboard/API/report/analyze options (evaluation.selectors.analysis_options_from_settings). The
 # semantic metrics embed texts with the local MiniLM (cached in the database by text hash).
 RADLAY_ANALYSIS_OPTIONS = {"embeddings": env.bool("RADLAY_ANALYSIS_EMBEDDINGS", default=True)}
+# Readers compare the study's answers with what its snapshot covers at most this often (seconds).
+RADLAY_ANALYSIS_CHECK_SECONDS = env.int("RADLAY_ANALYSIS_CHECK_SECONDS", default=10)
+# How long GET /api/studies/<slug>/analysis/?fresh=1 waits for the new snapshot (seconds).
+RADLAY_ANALYSIS_FRESH_TIMEOUT = env.float("RADLAY_ANALYSIS_FRESH_TIMEOUT", default=120.0)
+# Embedded mode (no broker): compute snapshots on a background thread, not in the request.
+RADLAY_ANALYSIS_IN_THREAD = CELERY_TASK_ALWAYS_EAGER
 
 # --- Content-Security-Policy (django-csp) ---------------------------------------------------------
 # Pages load scripts, styles, fonts and images from this server only, with no inline scripts, inline
@@ -247,6 +313,9 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"redact_tokens": {"()": "config.log_filters.RedactSurveyTokens"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_tokens"]}
+    },
     "root": {"handlers": ["console"], "level": env.str("DJANGO_LOG_LEVEL", default="INFO")},
 }

@@ -3,6 +3,7 @@ here or computed with an independent library (scipy, krippendorff, sklearn, nltk
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 
@@ -433,7 +434,15 @@ def test_confidence_interval_brackets_each_mean():
     lay_original = intervals["lay"]["original"]["understanding"]
     assert lay_original["mean"] == pytest.approx(1.5)
     assert lay_original["n"] == 4
-    assert 1.0 <= lay_original["low"] <= 1.5 <= lay_original["high"] <= 2.0
+    # Panel 1 understanding is 1 on s1 and 2 on s2 for both laypeople: by hand, the two-way
+    # ANOVA gives a source variance (MS_source − MS_residual) / 2 = (1 − 0) / 2 = 0.5 and none for
+    # participants or residual, so Var(mean) = 0.5 · (2² + 2²) / 4² = 0.25 on 2 − 1 = 1 degree of
+    # freedom: 1.5 ± t(0.975, 1) · 0.5.
+    half = stats.t.ppf(0.975, 1) * 0.5
+    assert (lay_original["low"], lay_original["high"]) == pytest.approx((1.5 - half, 1.5 + half))
+    assert lay_original["participants"] == 2 and lay_original["sources"] == 2
+    readability = intervals["readability"]["original"]["fkgl"]
+    assert readability["low"] <= readability["mean"] <= readability["high"]
 
 
 def test_study_analysis_has_the_interface_keys_and_is_json_ready():
@@ -462,3 +471,30 @@ def test_study_analysis_has_the_interface_keys_and_is_json_ready():
     json.dumps(analysis, allow_nan=False)
     assert {"per_system", "per_simplification"} <= set(analysis["metrics"])
     assert len(analysis["metrics"]["per_simplification"]) == len(TEXTS)
+
+
+def test_system_means_and_differences_agree_with_table1():
+    analysis = A.study_analysis(make_frames(), options=FAST)
+    for system in SYSTEMS:
+        for measure in ("understanding", "confidence", "helpfulness", "severity_accuracy"):
+            assert analysis["system_means"][measure][system]["mean"] == pytest.approx(
+                analysis["lay"][system][measure]
+            )
+        assert analysis["system_means"]["expert_correctness"][system]["mean"] == pytest.approx(
+            analysis["expert"][system]["correctness"]
+        )
+    differences = analysis["confidence_intervals"]["differences"]["understanding"]
+    assert [(d["system_a"], d["system_b"]) for d in differences] == [("a", "b"), ("a", "c"), ("b", "c")]
+    for d in differences:
+        expected = (
+            analysis["lay"][d["system_a"]]["understanding"] - analysis["lay"][d["system_b"]]["understanding"]
+        )
+        assert d["difference"] == pytest.approx(expected)
+
+
+def test_details_split_off_and_join_back():
+    analysis = json.loads(json.dumps(A.study_analysis(make_frames(), options=FAST)))
+    summary, details = A.split_details(analysis)
+    assert "correlations" not in summary and "per_simplification" not in summary["metrics"]
+    assert all("winners" not in side for side in summary["preference_details"].values())
+    assert A.join_details(summary, details) == analysis

@@ -61,3 +61,13 @@ def test_votes_figure_names_every_system(analysis):
     texts = re.findall(r"<text[^>]*>([^<]*)</text>", plots.votes_svg(analysis))
     for label in ("A", "B", "C", "most preferred", "least preferred"):
         assert label in texts
+
+
+def test_system_means_figure_draws_each_system_and_measure(analysis):
+    svg = plots.system_means_svg(analysis)
+    assert svg.startswith("<svg")
+    for label in ("A", "B", "C", "Q1 understanding", "Comprehension gain", "Radiologists: correctness"):
+        assert f">{label}" in svg or label in svg, label
+    # nothing rated: no figure
+    empty = {**analysis, "system_means": {}}
+    assert plots.system_means_svg(empty) == ""

@@ -110,3 +110,37 @@ def test_metric_table_lists_every_metric_per_system_or_why_not():
     assert by_name["fkgl_share_at_or_below_grade"]["cells"] == ["0.500", "1.000"]
     assert by_name["bleu"]["reason"] == "no reference system"
     assert table["per_text"][0]["source"] == "s1"
+
+
+def test_difference_rows_show_each_pair_with_its_interval(analysis):
+    rows = [r for r in report.difference_rows(analysis) if r["measure"] == "Q1 understanding"]
+    assert [r["pair"] for r in rows] == ["A − B", "A − C", "B − C"]
+    means = {s: analysis["lay"][s]["understanding"] for s in ("a", "b", "c")}
+    assert rows[0]["difference"]["value"] == report.fmt(means["a"] - means["b"])
+    record = analysis["confidence_intervals"]["differences"]["understanding"][0]
+    assert rows[0]["excludes_zero"] == (record["low"] > 0 or record["high"] < 0)
+
+
+def test_correlation_heatmap_is_metrics_by_measures_of_spearman_items(analysis):
+    heat = report.correlation_heatmap(analysis)
+    records = [r for r in analysis["correlations"] if r["level"] == "item" and r["method"] == "spearman"]
+    metrics = list(dict.fromkeys(r["metric"] for r in records))
+    measures = list(dict.fromkeys(r["measure"] for r in records))
+    assert len(heat["rows"]) == len(metrics) and len(heat["measures"]) == len(measures)
+    first = next(r for r in records if r["metric"] == metrics[0] and r["measure"] == measures[0])
+    assert heat["rows"][0]["cells"][0]["text"] == report.fmt(first["r"], digits=2)
+    # five steps of size each way, 0 and missing apart
+    assert [report._heat(v) for v in (1.0, 0.5, 0.05, -0.31, -1.0, None)] == [
+        "heat-p5",
+        "heat-p3",
+        "heat-0",
+        "heat-n2",
+        "heat-n5",
+        "heat-na",
+    ]
+
+
+def test_report_tables_can_be_built_section_by_section(analysis):
+    tables = report.report_tables(analysis, ("metrics",))
+    assert set(tables) == {"metrics", "severity_distribution", "severity_unrated"}
+    assert tables["metrics"] == report.report_tables(analysis)["metrics"]

@@ -156,24 +156,6 @@ def test_preferences_frame_maps_chosen_texts_to_system_sets():
 
 
 @pytest.mark.django_db
-def test_cached_analysis_changes_with_the_data(settings):
-    settings.RADLAY_ANALYSIS_OPTIONS = {
-        "n_resamples": 50,
-        "metric_families": ["readability"],
-        "correlations": False,
-    }
-    study = build_answered_study()
-    options = selectors.analysis_options_from_settings()
-    first = selectors.study_analysis_cached(study=study, options=options)
-    version = selectors.study_data_version(study=study)
-    item = LayItem.objects.filter(participant__study=study, source__key="s01").order_by("pk").first()
-    services.lay_answer_save(item=item, phase="assisted", answers={"understanding": "Not at all"})
-    assert selectors.study_data_version(study=study) != version
-    second = selectors.study_analysis_cached(study=study, options=options)
-    assert second["lay"] != first["lay"]
-
-
-@pytest.mark.django_db
 def test_frames_of_an_empty_study_analyse_without_errors(settings):
     study = build_study(slug="empty", n_sources=2)
     frames = selectors.study_frames(study=study)

@@ -78,7 +78,6 @@ def test_study_page_shows_tables_figures_balance_and_audit(client_in, study):
         "Table 2",
         "Table 3",
         "Krippendorff",
-        "Latin-square balance",
         "Reproducibility audit",
         "Wilcoxon",
         "<svg",
@@ -86,8 +85,14 @@ def test_study_page_shows_tables_figures_balance_and_audit(client_in, study):
         "report.html",
     ):
         assert text in html, text
-    # progress: 4 laypeople × 4 sources all done
-    assert "16 / 16" in html
+    # progress and balance are read live, so they load after the first paint
+    assert 'hx-get="/dashboard/mine/progress-section/"' in html
+    progress = client_in.get(
+        reverse("evaluation:study-progress-section", args=["mine"]), HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert "Latin-square balance" in progress
+    # 4 laypeople × 4 sources all done
+    assert "16 / 16" in progress
     # the audit of seed 003's file lists its figures
     assert "table1.fkgl.original" in html
     assert 'hx-get="/dashboard/mine/correlations/"' in html
@@ -145,6 +150,7 @@ def test_report_is_self_contained(client_in, study):
         "<svg",
         "@media print",
         "Reproducibility audit",
+        "<code>fkgl</code>: ",  # each metric's definition in the Methods section
     ):
         assert text in html, text
     # nothing is fetched from elsewhere: no scripts, stylesheets or images by URL

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.models import Study
 from evaluation.audit import reported_files
 from evaluation.report import study_report_html
+from evaluation.services import analysis_snapshot_compute_here
 
 
 class Command(BaseCommand):
@@ -30,6 +31,10 @@ class Command(BaseCommand):
             raise CommandError(f"no study with slug {options['study']!r}")
         if options["reported"] not in ("", "auto", *reported_files()):
             raise CommandError(f"unknown reported-figures file {options['reported']!r}")
+        # Not a web process: the report shows the data as they are now, computed here.
+        snapshot = analysis_snapshot_compute_here(study=study)
+        if snapshot.result is None:
+            raise CommandError(f"the analysis of {study.slug} failed: {snapshot.error}")
         html = study_report_html(study=study, reported=options["reported"] or None)
         options["out"].write_text(html, encoding="utf-8")
         self.stderr.write(f"Wrote the report of {study.slug} to {options['out']}.")

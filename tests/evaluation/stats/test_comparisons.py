@@ -74,3 +74,13 @@ def test_identical_systems_have_no_test_and_stay_out_of_the_holm_family():
     assert same["effect_size"] is None and same["mean_diff"] == 0.0
     tested = [r["p_value"] for r in records[1:]]
     assert [r["p_holm"] for r in records[1:]] == pytest.approx(list(multipletests(tested, method="holm")[1]))
+
+
+def test_holm_equals_statsmodels():
+    from evaluation.stats.comparisons import holm
+
+    rng = np.random.default_rng(4)
+    for size in (1, 2, 5, 30):
+        p = rng.uniform(0, 0.2, size)
+        p[: size // 3] = p[0]  # ties
+        assert holm(p) == pytest.approx(multipletests(p, method="holm")[1], abs=1e-15)

@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 
 from evaluation.stats import correlation, intervals
-from evaluation.stats.correlation import bootstrap_correlations, correlate
+from evaluation.stats.correlation import bootstrap_correlations, correlate, fisher_z_interval
 
 SCIPY = {"pearson": stats.pearsonr, "spearman": stats.spearmanr, "kendall": stats.kendalltau}
 
@@ -142,6 +142,7 @@ def test_too_few_pairs_or_constant_input_give_no_correlation():
             "ci_low": None,
             "ci_high": None,
             "n": 2,
+            "interval": "bootstrap",
         }
     (record,) = correlate([2.0, 2.0, 2.0, 2.0], [1.0, 2.0, 3.0, 4.0], method_names=("spearman",))
     assert record["r"] is None and record["n"] == 4
@@ -152,3 +153,30 @@ def test_unknown_method_is_rejected():
         correlate([1, 2, 3], [1, 2, 3], method_names=("distance",))
     with pytest.raises(ValueError):
         bootstrap_correlations(np.array([1.0, np.nan, 3.0]), np.array([1.0, 2.0, 3.0]))
+
+
+def test_large_samples_get_the_fisher_z_interval_which_agrees_with_the_bootstrap():
+    # Reference: the paired percentile bootstrap of the same data (forced by a huge threshold).
+    rng = np.random.default_rng(3)
+    n = 5000
+    x = rng.normal(size=n)
+    y = np.round(np.clip((0.5 * x + np.sqrt(0.75) * rng.normal(size=n)) * 0.8 + 2.5, 1, 4))
+    fisher = correlate(x, y, bootstrap_max_pairs=n - 1)
+    bootstrap = correlate(x, y, n_resamples=1000, bootstrap_max_pairs=n)
+    for f, b in zip(fisher, bootstrap, strict=True):
+        assert f["interval"] == "fisher_z" and b["interval"] == "bootstrap"
+        assert f["r"] == b["r"]
+        assert f["ci_low"] == pytest.approx(b["ci_low"], abs=0.01)
+        assert f["ci_high"] == pytest.approx(b["ci_high"], abs=0.01)
+        assert f["ci_low"] < f["r"] < f["ci_high"]
+
+
+def test_fisher_z_interval_by_hand():
+    # Pearson r = 0.5 on 103 pairs: atanh(0.5) ± 1.959964 / 10.
+    low, high = fisher_z_interval("pearson", 0.5, 103)
+    z = np.arctanh(0.5)
+    assert (low, high) == pytest.approx((np.tanh(z - 0.1959964), np.tanh(z + 0.1959964)), abs=1e-7)
+    # Spearman (Bonett & Wright 2000): SE = sqrt((1 + r²/2) / (n − 3)).
+    low, high = fisher_z_interval("spearman", 0.5, 103)
+    se = np.sqrt(1.125) / 10
+    assert (low, high) == pytest.approx((np.tanh(z - 1.959964 * se), np.tanh(z + 1.959964 * se)), abs=1e-7)

@@ -1,0 +1,86 @@
+"""The one context builder of the pages that show an analysis: the dashboard and the report read
+the study's snapshot (evaluation.services) and format it with evaluation.report."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.http import HttpResponse
+
+from annotation.models import Study
+from evaluation.audit import audit_shipped, default_reported_for, reported_files
+from evaluation.report import audit_display, report_tables
+from evaluation.selectors import analysis_snapshot_get, snapshot_analysis
+from evaluation.services import SnapshotState, analysis_snapshot_refresh
+
+RETRY_AFTER_SECONDS = 15
+
+
+def analysis_context(
+    *, study: Study, analysis: Mapping[str, Any] | None, figures: Mapping[str, str], reported: str | None
+) -> dict[str, Any]:
+    """What both pages show of an analysis: formatted tables, figures and the audit against a
+    reported-figures file ("auto": the one that fits the study's systems; None/"": none). Empty
+    tables when there is no analysis yet."""
+    if analysis is None:
+        return {"study": study, "analysis": None, "tables": None, "plots": {}, "audit": None, "reported": ""}
+    if reported == "auto":
+        reported = default_reported_for(list(analysis["systems"])) or ""
+    return {
+        "study": study,
+        "analysis": analysis,
+        "tables": report_tables(analysis),
+        "plots": dict(figures),
+        "audit": audit_display(audit_shipped(analysis, reported or None)),
+        "reported": reported or "",
+    }
+
+
+def dashboard_context(*, study: Study, state: SnapshotState, reported: str | None) -> dict[str, Any]:
+    """The dashboard's first paint: the snapshot's summary (its long sections load as fragments)
+    and its freshness."""
+    snapshot = state.snapshot
+    analysis = snapshot_analysis(snapshot, details=False) if snapshot is not None else None
+    figures = {}
+    if snapshot is not None and analysis is not None:
+        figures = (
+            type(snapshot).objects.filter(pk=snapshot.pk).values_list("figures", flat=True).first() or {}
+        )
+    context = analysis_context(
+        study=study, analysis=analysis, figures=figures, reported="auto" if reported is None else reported
+    )
+    context.update({"state": state, "reported_files": list(reported_files())})
+    return context
+
+
+SECTION_TABLES = {"metrics": ("metrics",), "correlations": ("correlations", "correlation_heatmap")}
+
+
+def section_context(*, study: Study, section: str) -> dict[str, Any]:
+    """A lazily loaded dashboard section (a key of SECTION_TABLES) from the snapshot's details
+    (a page of its own too, so it checks freshness as the dashboard does)."""
+    analysis_snapshot_refresh(study=study)
+    snapshot = analysis_snapshot_get(study=study, details=True)
+    analysis = snapshot_analysis(snapshot) if snapshot is not None else None
+    if analysis is None:
+        return {"study": study, "tables": None, "analysis": None}
+    return {"study": study, "tables": report_tables(analysis, SECTION_TABLES[section]), "analysis": analysis}
+
+
+def analysis_document(*, study: Study) -> dict[str, Any] | None:
+    """The whole analysis of the study's latest snapshot (asking for a newer one when the data
+    changed), or None before the first one is computed."""
+    analysis_snapshot_refresh(study=study)
+    return snapshot_analysis(analysis_snapshot_get(study=study, details=True))
+
+
+def not_ready_response() -> HttpResponse:
+    """503 with Retry-After: the study's first analysis is still being computed."""
+    response = HttpResponse(
+        "The analysis of this study is being computed; try again shortly.",
+        status=503,
+        content_type="text/plain; charset=utf-8",
+    )
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response

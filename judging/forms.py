@@ -1,0 +1,60 @@
+"""The form an admin launches a judge run with (the admin's "Launch a judge run" page)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from annotation.models import Study
+from judging.instrument import INSTRUMENT_TASKS
+from judging.models import JudgeRun
+from judging.prompts.registry import DEFAULT_VERSION, available_versions
+
+
+class JudgeRunForm(forms.Form):
+    study = forms.ModelChoiceField(queryset=Study.objects.order_by("slug"))
+    backend = forms.ChoiceField(choices=JudgeRun.Backend.choices, initial=JudgeRun.Backend.OPENAI)
+    model_name = forms.CharField(
+        required=False,
+        max_length=300,
+        label="Model",
+        help_text="openai: the model name (e.g. gpt-4o-mini); transformers: a local model directory; "
+        "glossary: leave empty (the offline heuristic, not an LLM).",
+    )
+    instruments = forms.MultipleChoiceField(
+        choices=[(name, name) for name in INSTRUMENT_TASKS],
+        initial=list(INSTRUMENT_TASKS),
+        widget=forms.CheckboxSelectMultiple,
+        help_text="radiologist: the rubric on every simplification text and the questions on every original; "
+        "lay: the Patient persona's answers to the lay questions, before and with each simplification.",
+    )
+    samples = forms.IntegerField(
+        initial=1, min_value=1, max_value=20, help_text="K samples per item (median kept)."
+    )
+    temperature = forms.FloatField(
+        required=False, min_value=0.0, max_value=2.0, help_text="Empty: the prompt's."
+    )
+    max_tokens = forms.IntegerField(initial=256, min_value=1, required=False)
+    seed = forms.IntegerField(required=False)
+    prompt_version = forms.ChoiceField(choices=(), initial=DEFAULT_VERSION)
+    concurrency = forms.IntegerField(min_value=1, required=False, help_text="Empty: the server's default.")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["prompt_version"].choices = [(v, v) for v in available_versions()]
+
+    def run_arguments(self) -> dict[str, Any]:
+        data = dict(self.cleaned_data)
+        return {
+            "study": data["study"],
+            "backend": data["backend"],
+            "model_name": data["model_name"],
+            "instruments": data["instruments"],
+            "samples": data["samples"],
+            "temperature": data["temperature"],
+            "max_tokens": data["max_tokens"],
+            "seed": data["seed"],
+            "prompt_version": data["prompt_version"],
+            "concurrency": data["concurrency"],
+        }

@@ -1,0 +1,128 @@
+"""`manage.py judge`: run an LLM judge (or the offline glossary heuristic) on a study.
+
+    manage.py judge --study demo --backend glossary --wait
+    manage.py judge --study demo --backend openai --model gpt-4o-mini --samples 3 --wait
+    manage.py judge --study demo --backend transformers --model /models/qwen2.5-7b-instruct
+    manage.py judge --resume 4 --retry-failed --wait
+
+Items run on the Celery workers (in-process in the embedded mode without REDIS_URL, where the
+command returns when the run is done). --wait polls the run until it finishes and prints the
+judge–radiologist agreement; the exit status is then 1 when any item failed.
+"""
+
+from __future__ import annotations
+
+import time
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from annotation.models import Study
+from judging import selectors, services
+from judging.instrument import INSTRUMENT_TASKS
+from judging.models import JudgeRun
+from judging.prompts.registry import DEFAULT_VERSION
+
+
+class Command(BaseCommand):
+    help = "Run a judge on a study's simplifications (the radiologist rubric and the lay questions)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--study", help="study slug")
+        parser.add_argument("--backend", choices=JudgeRun.Backend.values)
+        parser.add_argument("--model", default="", help="API model name or local model directory")
+        parser.add_argument(
+            "--samples", type=int, default=1, help="K samples per item, summarised by the median"
+        )
+        parser.add_argument(
+            "--instruments",
+            default=",".join(INSTRUMENT_TASKS),
+            help=f"comma-separated, among {','.join(INSTRUMENT_TASKS)}",
+        )
+        parser.add_argument("--temperature", type=float, default=None, help="default: the prompt set's")
+        parser.add_argument("--max-tokens", type=int, default=256)
+        parser.add_argument("--seed", type=int, default=None)
+        parser.add_argument("--prompt-version", default=DEFAULT_VERSION)
+        parser.add_argument("--concurrency", type=int, default=None)
+        parser.add_argument(
+            "--resume", type=int, default=None, help="resume this run id instead of launching"
+        )
+        parser.add_argument("--retry-failed", action="store_true", help="with --resume: retry failed items")
+        parser.add_argument("--wait", action="store_true", help="wait for the run, then print the agreement")
+        parser.add_argument(
+            "--poll", type=float, default=2.0, help="seconds between progress lines with --wait"
+        )
+
+    def handle(self, *args, **options) -> None:
+        if options["resume"] is not None:
+            run = JudgeRun.objects.filter(pk=options["resume"]).first()
+            if run is None:
+                raise CommandError(f"no judge run {options['resume']}")
+            sent = services.judge_run_resume(run=run, retry_failed=options["retry_failed"])
+            self.stdout.write(f"judge run {run.pk} resumed: {len(sent)} item(s) sent")
+        else:
+            if not options["study"] or not options["backend"]:
+                raise CommandError("--study and --backend are required (or --resume RUN_ID)")
+            study = Study.objects.filter(slug=options["study"]).first()
+            if study is None:
+                raise CommandError(f"no study {options['study']!r}")
+            try:
+                run = services.judge_run_create(
+                    study=study,
+                    backend=options["backend"],
+                    model_name=options["model"],
+                    samples=options["samples"],
+                    instruments=[name.strip() for name in options["instruments"].split(",") if name.strip()],
+                    temperature=options["temperature"],
+                    max_tokens=options["max_tokens"],
+                    seed=options["seed"],
+                    prompt_version=options["prompt_version"],
+                    concurrency=options["concurrency"],
+                )
+            except ValidationError as exc:
+                raise CommandError(
+                    "; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items())
+                ) from None
+            self.stdout.write(f"judge run {run.pk} launched ({run.label}): {run.items.count()} items")
+        if not options["wait"]:
+            return
+        while True:
+            run.refresh_from_db()
+            progress = selectors.run_progress(run=run)
+            self.stdout.write(
+                f"{progress.done}/{progress.total} done · {progress.failed} failed · {progress.calls} calls "
+                f"({progress.cached_calls} cached) · ${progress.cost_usd:.4f}"
+            )
+            if progress.finished:
+                break
+            time.sleep(options["poll"])
+        if run.agreement_computed_at is None:
+            services.judge_run_agreement_compute(run=run)
+        self._print_agreement(run)
+        if progress.failed:
+            raise CommandError(
+                f"{progress.failed} item(s) failed; see the run page or --resume {run.pk} --retry-failed"
+            )
+
+    def _print_agreement(self, run: JudgeRun) -> None:
+        result = run.agreement or {}
+        self.stdout.write(f"agreement of {run.label} with the radiologists:")
+        for row in result.get("per_field", []):
+            cells = " ".join(
+                f"{name}={row[name]['estimate']:.3f}" if row[name]["estimate"] is not None else f"{name}=—"
+                for name in (
+                    "alpha_ordinal",
+                    "alpha_interval",
+                    "kappa_quadratic",
+                    "icc",
+                    "spearman",
+                    "kendall",
+                )
+            )
+            self.stdout.write(f"  {row['field']:<20} vs {row['comparison']:<22} n={row['n']:<4} {cells}")
+        lay = (result.get("lay_severity") or {}).get("judge")
+        if lay:
+            self.stdout.write(
+                f"  lay judge severity accuracy: before {lay['original']['accuracy']} · "
+                f"after {lay['assisted']['accuracy']}"
+            )

@@ -1,0 +1,201 @@
+"""Judge runs, kept apart from the human answers (DESIGN.md "Evaluation": LLM judges).
+
+A judge is not a Participant: its answers live in these tables only, so no human table, export or
+inter-rater statistic (all of which read annotation's Participant/ExpertRating/LayAnswer) can pick
+them up. Every answer carries its provenance through its run (backend, model, prompt version and
+digest, parameters) and keeps the raw model outputs it was built from.
+
+JudgeRun — one launch: a study, a backend and model, a prompt version, K samples per item.
+JudgeItem — one unit of work of a run (a judge task on one source or one simplification text): its
+  lifecycle (pending → running → succeeded | failed, or cancelled), attempts, calls, tokens, cost,
+  the transcript of every call, and the error when it failed. Failures stay here, never as answers.
+JudgeAnswer — the validated answer of a succeeded item: the median of its K samples per field (in
+  the analysis coding of annotation.scales: severity Critical = 1 … Healthy = 5), the spread, and the
+  K parsed samples.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from judging.heuristic import HEURISTIC_LABEL
+from judging.instrument import INSTRUMENT_TASKS, TASKS
+
+# Field → (low, high) of its coding, for the database checks.
+ANSWER_BOUNDS: dict[str, tuple[int, int]] = {
+    answer_field.name: answer_field.bounds for fields in TASKS.values() for answer_field in fields
+}
+
+
+class JudgeRun(models.Model):
+    class Backend(models.TextChoices):
+        OPENAI = "openai", "OpenAI-compatible API"
+        TRANSFORMERS = "transformers", "Local model (transformers, GPU)"
+        GLOSSARY = "glossary", "Glossary heuristic (offline, not an LLM)"
+
+    study = models.ForeignKey("annotation.Study", on_delete=models.CASCADE, related_name="judge_runs")
+    backend = models.CharField(max_length=20, choices=Backend.choices)
+    model_name = models.CharField(max_length=300, help_text="API model name or local model directory.")
+    prompt_version = models.CharField(max_length=60)
+    prompt_digest = models.CharField(max_length=64, blank=True)
+    instruments = models.JSONField(default=list, help_text='["radiologist", "lay"] or one of them.')
+    # temperature, max_tokens, samples (K), seed.
+    parameters = models.JSONField(default=dict, blank=True)
+    concurrency = models.PositiveIntegerField(default=8)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    cancelled_at = models.DateTimeField(null=True, blank=True)
+    # The judge–human agreement of this run, computed by a task when the run finishes or on demand
+    # (judging.services.judge_run_agreement_compute), so that pages only read it.
+    agreement = models.JSONField(default=dict, blank=True)
+    agreement_computed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(concurrency__gte=1), name="judge_run_concurrency_positive"),
+            models.CheckConstraint(
+                condition=Q(backend__in=["openai", "transformers", "glossary"]), name="judge_run_backend"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"judge run {self.pk} · {self.study.slug} · {self.label}"
+
+    @property
+    def is_heuristic(self) -> bool:
+        return self.backend == self.Backend.GLOSSARY
+
+    @property
+    def label(self) -> str:
+        """How the judge is named on every page: a heuristic never passes for an LLM."""
+        if self.is_heuristic:
+            return f"{HEURISTIC_LABEL} [{self.model_name}]"
+        return f"{self.backend}:{self.model_name}"
+
+    @property
+    def samples(self) -> int:
+        return int(self.parameters.get("samples", 1))
+
+    @property
+    def status(self) -> str:
+        if self.cancelled_at:
+            return "cancelled"
+        return "finished" if self.finished_at else "running"
+
+
+class JudgeItem(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    Task = models.TextChoices("Task", [(task, task.replace("_", " ")) for task in TASKS])
+
+    run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="items")
+    task = models.CharField(max_length=24, choices=Task.choices)
+    source = models.ForeignKey("annotation.Source", on_delete=models.CASCADE, related_name="judge_items")
+    shown_text = models.ForeignKey(
+        "annotation.SimplificationText",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="judge_items",
+        help_text="The simplification judged; empty for a question on the original sentence.",
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    # Raised when failed items are retried on purpose, so their calls are new samples, not cache hits.
+    retry_round = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    failure_kind = models.CharField(
+        max_length=20, blank=True, help_text="malformed | refusal | out_of_range | schema | backend"
+    )
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    not_before = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    task_id = models.CharField(max_length=255, blank=True)
+    calls = models.PositiveIntegerField(default=0)
+    cached_calls = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    completion_tokens = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.FloatField(default=0.0)
+    transcript = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["run", "source__position", "task", "shown_text_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "task", "shown_text"],
+                condition=Q(shown_text__isnull=False),
+                name="judge_item_unique_text",
+            ),
+            models.UniqueConstraint(
+                fields=["run", "task", "source"],
+                condition=Q(shown_text__isnull=True),
+                name="judge_item_unique_source",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["pending", "running", "succeeded", "failed", "cancelled"]),
+                name="judge_item_status",
+            ),
+            models.CheckConstraint(condition=Q(task__in=list(TASKS)), name="judge_item_task"),
+        ]
+        indexes = [models.Index(fields=["run", "status"], name="judge_item_run_status")]
+
+    def __str__(self) -> str:
+        return f"judge item {self.pk} · {self.task} · {self.source}"
+
+
+def _bounds_check(name: str) -> models.CheckConstraint:
+    low, high = ANSWER_BOUNDS[name]
+    return models.CheckConstraint(
+        condition=Q(**{f"{name}__isnull": True}) | Q(**{f"{name}__gte": low, f"{name}__lte": high}),
+        name=f"judge_answer_{name}_range",
+    )
+
+
+class JudgeAnswer(models.Model):
+    item = models.OneToOneField(JudgeItem, on_delete=models.CASCADE, related_name="answer")
+    # Medians of the K samples (a median of an even K may fall half-way between two levels).
+    correctness = models.FloatField(null=True, blank=True)
+    completeness = models.FloatField(null=True, blank=True)
+    hallucination = models.FloatField(null=True, blank=True)
+    structure = models.FloatField(null=True, blank=True)
+    simplicity = models.FloatField(null=True, blank=True)
+    severity = models.FloatField(null=True, blank=True, help_text="Critical = 1 … Healthy = 5")
+    original_simplicity = models.FloatField(null=True, blank=True)
+    understanding = models.FloatField(null=True, blank=True, help_text="Not at all = 1 … Completely = 4")
+    confidence = models.FloatField(
+        null=True, blank=True, help_text="Not at all = 1 … With high confidence = 3"
+    )
+    severity_guess = models.FloatField(null=True, blank=True, help_text="Critical = 1 … Healthy = 5")
+    helpfulness = models.FloatField(
+        null=True, blank=True, help_text="It further confused me = -1 … I understand much better = 2"
+    )
+    n_samples = models.PositiveIntegerField()
+    spread = models.JSONField(default=dict, blank=True)
+    samples = models.JSONField(default=list, blank=True, help_text="The K validated answers as given.")
+    raw_outputs = models.JSONField(
+        default=list, blank=True, help_text="The model text each sample came from."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    FIELDS = tuple(ANSWER_BOUNDS)
+
+    class Meta:
+        constraints = [_bounds_check(name) for name in ANSWER_BOUNDS]
+
+    def __str__(self) -> str:
+        return f"answer of {self.item}"
+
+
+__all__ = ["INSTRUMENT_TASKS", "JudgeAnswer", "JudgeItem", "JudgeRun"]

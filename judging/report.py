@@ -1,0 +1,127 @@
+"""The judge section of the dashboard, the judge page and the study report: display rows built from
+the stored agreement of each run (no statistic is computed here).
+
+`judge_report_context(study=...)` returns the context that templates/judging/_report_section.html
+renders; the study report includes it with
+`{% include "judging/_report_section.html" with judges=judges %}` after adding
+`context["judges"] = judge_report_context(study=study)` in evaluation.report.study_report_html.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from annotation.models import Study
+from judging import selectors
+from judging.agreement import STATISTICS
+from judging.models import JudgeRun
+
+STATISTIC_LABELS = {
+    "alpha_ordinal": "α ordinal",
+    "alpha_interval": "α interval",
+    "kappa_quadratic": "κ quadratic",
+    "icc": "ICC(2,1)",
+    "spearman": "Spearman ρ",
+    "kendall": "Kendall τ",
+}
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def with_interval(cell: Mapping[str, Any] | None) -> str:
+    if not cell or cell.get("estimate") is None:
+        return "—"
+    text = fmt(cell["estimate"])
+    if cell.get("low") is not None and cell.get("high") is not None:
+        text += f" [{fmt(cell['low'])}, {fmt(cell['high'])}]"
+    return text
+
+
+def run_display(run: JudgeRun) -> dict[str, Any]:
+    """One run's agreement as table rows of formatted strings."""
+    result = run.agreement or {}
+    per_field = [
+        {
+            "field": row["field"],
+            "comparison": row["comparison"],
+            "n": row["n"],
+            "n_sources": row["n_sources"],
+            "cells": [with_interval(row.get(name)) for name in STATISTICS],
+        }
+        for row in result.get("per_field", [])
+    ]
+    ceiling = [
+        {
+            **row,
+            "cells": [
+                fmt(row.get(name)) for name in ("alpha_ordinal", "alpha_interval", "kappa_quadratic", "icc")
+            ],
+        }
+        for row in result.get("human_ceiling", [])
+    ]
+    ranking = [
+        {
+            "field": row["field"],
+            "tau": fmt(row["kendall_tau"]),
+            "pairs": f"{row['pairs_same']} / {row['pairs_total']}",
+            "systems": [
+                {"system": s["system"], "judge": fmt(s["judge_mean"], 2), "human": fmt(s["human_mean"], 2)}
+                for s in row["systems"]
+            ],
+        }
+        for row in result.get("system_ranking", [])
+    ]
+    lay_rows = []
+    lay = result.get("lay_severity") or {}
+    for who in ("judge", "laypeople"):
+        block = lay.get(who) or {}
+        if not block:
+            continue
+        lay_rows.append(
+            {
+                "who": run.label if who == "judge" else "laypeople",
+                "before_mse": fmt((block.get("original") or {}).get("mse")),
+                "before_accuracy": fmt((block.get("original") or {}).get("accuracy")),
+                "before_n": (block.get("original") or {}).get("n", 0),
+                "after_mse": fmt((block.get("assisted") or {}).get("mse")),
+                "after_accuracy": fmt((block.get("assisted") or {}).get("accuracy")),
+                "after_n": (block.get("assisted") or {}).get("n", 0),
+            }
+        )
+    return {
+        "run": run,
+        "computed_at": run.agreement_computed_at,
+        "n_resamples": result.get("n_resamples"),
+        "n_radiologists": result.get("n_radiologists", 0),
+        "per_field": per_field,
+        "ceiling": ceiling,
+        "ranking": ranking,
+        "lay": lay_rows,
+    }
+
+
+def judge_report_context(*, study: Study, run: JudgeRun | None = None) -> dict[str, Any]:
+    """The leaderboard of the study's judges and the agreement tables of `run` (default: the latest
+    run whose agreement has been computed)."""
+    runs = list(selectors.runs_of_study(study=study))
+    if run is None:
+        run = next((r for r in runs if r.agreement_computed_at is not None), None)
+    leaderboard = [
+        {
+            **row,
+            "cells": [fmt(row.get(name)) for name in STATISTICS],
+            "tau": fmt(row.get("ranking_tau")),
+            "lay_after": fmt(row.get("lay_accuracy_after")),
+        }
+        for row in selectors.leaderboard(study=study)
+    ]
+    return {
+        "study": study,
+        "runs": runs,
+        "statistic_labels": [STATISTIC_LABELS[name] for name in STATISTICS],
+        "leaderboard": leaderboard,
+        "selected": run_display(run) if run is not None and run.agreement_computed_at else None,
+    }

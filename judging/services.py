@@ -1,0 +1,499 @@
+"""Writes of the judging app: launch a judge run, run one item, cancel/resume a run, store its
+agreement with the humans.
+
+The run lifecycle is the generation batch's, kept small (one item per task, no GPU chunks), in four
+steps that a shared scheduler can take over: `_dispatch_locked` (fill the run's concurrency window
+with pending items, under the run row lock, sent after commit), `_item_claim` (one conditional
+UPDATE pending → running; a redelivered task with the same id, or a stale item, may take over),
+`_item_succeed` / `_item_fail` (record, then dispatch again in the same transaction).
+
+One item = one judge task on one source or simplification text, K samples. Each sample is one call
+(plus retries): the answer must parse and validate (judging.instrument.parse_answer); an unusable
+answer (malformed JSON, out-of-range score, an option not worded as in the survey, a refusal) is
+sent back to the model with the reason, up to RADLAY_JUDGE_PARSE_ATTEMPTS calls per sample. An item
+whose every sample validated gets its JudgeAnswer (medians + spread); otherwise it fails with the
+kind and message of the failure and no answer. A transient backend error (429/5xx after the
+backend's own retries) sends the item again after a backoff, RADLAY_JUDGE_ITEM_ATTEMPTS times.
+Calls go through generation's database call cache: a resumed or rerun item pays for nothing twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Sequence
+from datetime import timedelta
+from functools import lru_cache
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Count, Exists, F, OuterRef, Q
+from django.utils import timezone
+
+from annotation.models import SimplificationText, Source, Study
+from generation.backends.base import BackendError, ChatBackend, GenerationParams
+from generation.backends.cache import CachedBackend
+from generation.backends.registry import GPU_BACKENDS, get_backend
+from generation.call_cache import DbCallCache
+from judging import agreement, selectors
+from judging.heuristic import HEURISTIC_MODEL, GlossaryHeuristicJudge
+from judging.instrument import (
+    INSTRUMENT_TASKS,
+    SOURCE_TASKS,
+    AnswerError,
+    aggregate_samples,
+    parse_answer,
+    retry_message,
+)
+from judging.models import JudgeAnswer, JudgeItem, JudgeRun
+from judging.prompts.registry import available_versions, load_judge_prompts
+
+logger = logging.getLogger(__name__)
+_Status = JudgeItem.Status
+MAX_SAMPLES = 20
+
+
+def _setting(name: str, default: Any) -> Any:
+    return getattr(settings, name, default)
+
+
+def stale_after() -> timedelta:
+    """A running item older than the task hard time limit (plus a margin) has no live worker."""
+    return timedelta(seconds=float(settings.CELERY_TASK_TIME_LIMIT + 60))
+
+
+def _retry_countdown(attempts: int) -> float:
+    base = float(_setting("RADLAY_JUDGE_RETRY_DELAY", 10.0))
+    return random.uniform(0.0, min(300.0, base * 2 ** (attempts - 1)))
+
+
+# --- launching -------------------------------------------------------------------------------------
+
+
+def judge_run_create(
+    *,
+    study: Study,
+    backend: str,
+    model_name: str = "",
+    samples: int = 1,
+    instruments: Sequence[str] = ("radiologist", "lay"),
+    temperature: float | None = None,
+    max_tokens: int | None = 256,
+    seed: int | None = None,
+    prompt_version: str = "judge-v1",
+    concurrency: int | None = None,
+    created_by: Any = None,
+) -> JudgeRun:
+    """Create a run with one item per (task, source or distinct simplification text) and send its
+    first items once committed. `temperature` defaults to the prompt set's. ValidationError names
+    the field of a bad request."""
+    errors: dict[str, str] = {}
+    instruments = list(dict.fromkeys(instruments))
+    if not instruments or any(name not in INSTRUMENT_TASKS for name in instruments):
+        errors["instruments"] = f"Choose instruments among {', '.join(INSTRUMENT_TASKS)}."
+    if backend not in JudgeRun.Backend.values:
+        errors["backend"] = f"Unknown backend {backend!r}; use one of {', '.join(JudgeRun.Backend.values)}."
+    model_name = (model_name or "").strip()
+    if backend == JudgeRun.Backend.GLOSSARY:
+        model_name = model_name or HEURISTIC_MODEL
+    elif not model_name:
+        errors["model_name"] = f"The {backend} backend needs a model name (API model or local directory)."
+    if not 1 <= int(samples) <= MAX_SAMPLES:
+        errors["samples"] = f"samples must be between 1 and {MAX_SAMPLES}."
+    if prompt_version not in available_versions():
+        errors["prompt_version"] = (
+            f"Unknown judge prompt version {prompt_version!r} ({', '.join(available_versions())})."
+        )
+    if temperature is not None and temperature < 0:
+        errors["temperature"] = "The temperature cannot be negative."
+    if max_tokens is not None and max_tokens < 1:
+        errors["max_tokens"] = "max tokens must be at least 1."
+    concurrency = int(_setting("RADLAY_GENERATION_CONCURRENCY", 8) if concurrency is None else concurrency)
+    if concurrency < 1:
+        errors["concurrency"] = "Concurrency must be at least 1."
+    sources = list(Source.objects.filter(study=study).order_by("position"))
+    if not sources:
+        errors["study"] = f"Study {study.slug!r} has no sources to judge."
+    if errors:
+        raise ValidationError(errors)
+
+    prompts = load_judge_prompts(prompt_version)
+    parameters = {
+        "temperature": float(prompts.temperature if temperature is None else temperature),
+        "max_tokens": max_tokens,
+        "seed": seed,
+        "samples": int(samples),
+    }
+    texts = list(SimplificationText.objects.filter(source__study=study).order_by("source__position", "pk"))
+    tasks = [task for name in instruments for task in INSTRUMENT_TASKS[name]]
+    with transaction.atomic():
+        run = JudgeRun.objects.create(
+            study=study,
+            backend=backend,
+            model_name=model_name,
+            prompt_version=prompt_version,
+            prompt_digest=prompts.digest,
+            instruments=instruments,
+            parameters=parameters,
+            concurrency=concurrency,
+            created_by=created_by,
+        )
+        items = []
+        for task in tasks:
+            if task in SOURCE_TASKS:
+                items.extend(JudgeItem(run=run, task=task, source=source) for source in sources)
+            else:
+                items.extend(
+                    JudgeItem(run=run, task=task, source_id=t.source_id, shown_text=t) for t in texts
+                )
+        JudgeItem.objects.bulk_create(items)
+        judge_run_dispatch(run=run)
+    return run
+
+
+def judge_run_dispatch(*, run: JudgeRun) -> list[int]:
+    with transaction.atomic():
+        locked = JudgeRun.objects.select_for_update().get(pk=run.pk)
+        ids = _dispatch_locked(locked)
+    run.finished_at = locked.finished_at
+    return ids
+
+
+def _dispatch_locked(run: JudgeRun) -> list[int]:
+    """Call inside a transaction holding the run row lock."""
+    now = timezone.now()
+    cutoff = now - stale_after()
+    items = JudgeItem.objects.filter(run=run)
+    counts = items.aggregate(
+        in_flight=Count(
+            "pk",
+            filter=Q(status=_Status.RUNNING, started_at__gte=cutoff)
+            | Q(status=_Status.PENDING, dispatched_at__gte=cutoff),
+        ),
+        pending=Count("pk", filter=Q(status=_Status.PENDING)),
+        running=Count("pk", filter=Q(status=_Status.RUNNING)),
+    )
+    item_ids: list[int] = []
+    if run.cancelled_at is None:
+        free = run.concurrency - counts["in_flight"]
+        if free > 0 and counts["pending"] + counts["running"]:
+            item_ids = list(
+                items.filter(status=_Status.PENDING, dispatched_at__isnull=True)
+                .order_by("source__position", "task", "pk")
+                .values_list("pk", flat=True)[:free]
+            )
+            if len(item_ids) < free:
+                item_ids += list(
+                    items.filter(
+                        Q(status=_Status.RUNNING, started_at__lt=cutoff)
+                        | Q(status=_Status.PENDING, dispatched_at__lt=cutoff)
+                    )
+                    .order_by("pk")
+                    .values_list("pk", flat=True)[: free - len(item_ids)]
+                )
+            if item_ids:
+                JudgeItem.objects.filter(pk__in=item_ids).update(
+                    status=_Status.PENDING, dispatched_at=now, not_before=None
+                )
+                backend, ids = run.backend, list(item_ids)
+                transaction.on_commit(lambda: _send(ids, backend=backend))
+    unfinished = counts["running"] + (counts["pending"] if run.cancelled_at is None else 0)
+    if not unfinished and run.finished_at is None:
+        run.finished_at = now
+        run.save(update_fields=["finished_at"])
+        if run.cancelled_at is None:
+            run_id = run.pk
+            transaction.on_commit(lambda: _send_agreement(run_id))
+    return item_ids
+
+
+def _send(item_ids: list[int], *, backend: str, countdown: float | None = None) -> None:
+    from judging import tasks  # tasks import this module
+
+    tasks.judge_items_send(item_ids, gpu=backend in GPU_BACKENDS, countdown=countdown)
+
+
+def _send_agreement(run_id: int) -> None:
+    from judging import tasks
+
+    tasks.judge_run_agreement.delay(run_id)
+
+
+def judge_run_cancel(*, run: JudgeRun) -> int:
+    """Cancel the run's pending items (running ones finish and are recorded). Returns how many."""
+    with transaction.atomic():
+        locked = JudgeRun.objects.select_for_update().get(pk=run.pk)
+        now = timezone.now()
+        if locked.cancelled_at is None:
+            locked.cancelled_at = now
+            locked.save(update_fields=["cancelled_at"])
+        count = JudgeItem.objects.filter(run=locked, status=_Status.PENDING).update(
+            status=_Status.CANCELLED, finished_at=now, dispatched_at=None
+        )
+        _dispatch_locked(locked)
+    run.cancelled_at, run.finished_at = locked.cancelled_at, locked.finished_at
+    return count
+
+
+def judge_run_resume(*, run: JudgeRun, retry_failed: bool = False, force: bool = False) -> list[int]:
+    """Start a stopped run again: cancelled items become pending, failed ones too when
+    `retry_failed` (their calls are then new samples: `retry_round` enters the cache key); with
+    `force` running and queued items are sent again now. Succeeded items never run again."""
+    with transaction.atomic():
+        locked = JudgeRun.objects.select_for_update().get(pk=run.pk)
+        items = JudgeItem.objects.filter(run=locked)
+        items.filter(status=_Status.CANCELLED).update(
+            status=_Status.PENDING, finished_at=None, dispatched_at=None
+        )
+        if retry_failed:
+            items.filter(status=_Status.FAILED).update(
+                status=_Status.PENDING,
+                finished_at=None,
+                dispatched_at=None,
+                attempts=0,
+                retry_round=F("retry_round") + 1,
+            )
+        if force:
+            items.filter(status__in=[_Status.PENDING, _Status.RUNNING]).update(
+                status=_Status.PENDING, dispatched_at=None, not_before=None
+            )
+        locked.cancelled_at = None
+        locked.finished_at = None
+        locked.save(update_fields=["cancelled_at", "finished_at"])
+        ids = _dispatch_locked(locked)
+    run.cancelled_at, run.finished_at = locked.cancelled_at, locked.finished_at
+    return ids
+
+
+# --- running one item --------------------------------------------------------------------------------
+
+
+def judge_item_run(*, item_id: int, task_id: str = "") -> JudgeItem:
+    """Run one item if it may run, record its answer or its failure, send the run's next items.
+    Safe to call any number of times for the same item."""
+    item = _item_claim(item_id=item_id, task_id=task_id)
+    if item is None:
+        logger.info("judge item %s: not claimable (done, cancelled or running elsewhere); skipped", item_id)
+        return JudgeItem.objects.get(pk=item_id)
+    try:
+        outcome = _item_judge(item)
+    except BackendError as exc:
+        return _item_fail(item, error=str(exc), kind="backend", transient=exc.transient)
+    except Exception as exc:  # noqa: BLE001 - one bad item must not stall the run; the error is recorded
+        logger.exception("judge item %s failed", item.pk)
+        return _item_fail(item, error=f"{type(exc).__name__}: {exc}", kind="backend", transient=False)
+    return _item_record(item, outcome)
+
+
+def _item_claim(*, item_id: int, task_id: str) -> JudgeItem | None:
+    now = timezone.now()
+    claimable = Q(status=_Status.PENDING) | Q(status=_Status.RUNNING, started_at__lt=now - stale_after())
+    if task_id:
+        claimable |= Q(status=_Status.RUNNING, task_id=task_id)
+    cancelled = JudgeRun.objects.filter(pk=OuterRef("run_id"), cancelled_at__isnull=False)
+    claimed = JudgeItem.objects.filter(claimable, ~Exists(cancelled), pk=item_id).update(
+        status=_Status.RUNNING,
+        attempts=F("attempts") + 1,
+        started_at=now,
+        finished_at=None,
+        not_before=None,
+        task_id=task_id,
+    )
+    if not claimed:
+        return None
+    return JudgeItem.objects.select_related("run", "source", "shown_text").get(pk=item_id)
+
+
+@lru_cache(maxsize=16)
+def _backend_instance(name: str, model: str, options: tuple[tuple[str, Any], ...]) -> ChatBackend:
+    if name == JudgeRun.Backend.GLOSSARY:
+        return GlossaryHeuristicJudge(model=model)
+    return get_backend(name, model=model, **dict(options))
+
+
+def run_backend(run: JudgeRun) -> CachedBackend:
+    """The run's backend (the glossary heuristic for "glossary"), its calls cached in the database."""
+    options: dict[str, Any] = {}
+    if run.backend == JudgeRun.Backend.OPENAI:
+        from generation.backends.openai_backend import RetryPolicy
+
+        options = {
+            "base_url": settings.OPENAI_BASE_URL or None,
+            "api_key": settings.OPENAI_API_KEY or None,
+            "timeout": float(settings.RADLAY_LLM_TIMEOUT),
+            "retry": RetryPolicy(
+                max_attempts=int(settings.RADLAY_LLM_MAX_RETRIES) + 1,
+                initial_delay=float(_setting("RADLAY_LLM_RETRY_DELAY", 1.0)),
+            ),
+        }
+    elif run.backend == JudgeRun.Backend.TRANSFORMERS:
+        device = _setting("RADLAY_TRANSFORMERS_DEVICE", None)
+        if device:
+            options["device"] = device
+    backend = _backend_instance(run.backend, run.model_name, tuple(sorted(options.items())))
+    return CachedBackend(backend, DbCallCache(backend=run.backend, model=run.model_name))
+
+
+class _Outcome:
+    def __init__(self) -> None:
+        self.samples: list[dict[str, Any]] = []
+        self.raw_outputs: list[str] = []
+        self.transcript: list[dict[str, Any]] = []
+        self.failure: AnswerError | None = None
+        self.calls = self.cached_calls = self.prompt_tokens = self.completion_tokens = 0
+        self.cost_usd = 0.0
+
+
+def _item_judge(item: JudgeItem) -> _Outcome:
+    run = item.run
+    prompts = load_judge_prompts(run.prompt_version)
+    sentence = item.source.text
+    simplification = item.shown_text.text if item.shown_text_id else None
+    values = (
+        {"sentence": sentence}
+        if simplification is None
+        else {"sentence": sentence, "simplification": simplification}
+    )
+    prompt = prompts.render(item.task, **values)
+    agent = prompts.templates[item.task].agent
+    context = {"task": item.task, "sentence": sentence, "simplification": simplification}
+    backend = run_backend(run)
+    p = run.parameters
+    max_calls = max(1, int(_setting("RADLAY_JUDGE_PARSE_ATTEMPTS", 3)))
+    outcome = _Outcome()
+    for sample in range(run.samples):
+        params = GenerationParams(
+            temperature=float(p.get("temperature", prompts.temperature)),
+            max_tokens=p.get("max_tokens"),
+            seed=None if p.get("seed") is None else int(p["seed"]) + sample,
+            sample_index=sample + MAX_SAMPLES * item.retry_round,
+        )
+        messages = [{"role": "user", "content": prompt}]
+        for call in range(1, max_calls + 1):
+            completion = backend.complete(messages, agent=agent, params=params, context=context)
+            outcome.calls += 1
+            outcome.cached_calls += int(completion.cached)
+            outcome.prompt_tokens += completion.prompt_tokens
+            outcome.completion_tokens += completion.completion_tokens
+            outcome.cost_usd += completion.cost_usd
+            entry = {"sample": sample, "call": call, "output": completion.text, "cached": completion.cached}
+            try:
+                answer = parse_answer(item.task, completion.text)
+            except AnswerError as exc:
+                entry.update(error=str(exc), kind=exc.kind)
+                outcome.transcript.append(entry)
+                outcome.failure = exc
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": completion.text},
+                    {"role": "user", "content": retry_message(exc)},
+                ]
+                continue
+            outcome.transcript.append(entry)
+            outcome.samples.append(answer)
+            outcome.raw_outputs.append(completion.text)
+            outcome.failure = None
+            break
+        if outcome.failure is not None:
+            # A sample that never validated fails the item: a median over fewer than K samples
+            # would not be the K-sample judgement the run promises.
+            outcome.failure = AnswerError(
+                outcome.failure.kind,
+                f"sample {sample + 1}: no valid answer in {max_calls} calls ({outcome.failure})",
+            )
+            break
+    return outcome
+
+
+def _usage_fields(item: JudgeItem, outcome: _Outcome) -> list[str]:
+    item.calls, item.cached_calls = outcome.calls, outcome.cached_calls
+    item.prompt_tokens, item.completion_tokens = outcome.prompt_tokens, outcome.completion_tokens
+    item.cost_usd = outcome.cost_usd
+    item.transcript = outcome.transcript
+    return ["calls", "cached_calls", "prompt_tokens", "completion_tokens", "cost_usd", "transcript"]
+
+
+def _item_record(item: JudgeItem, outcome: _Outcome) -> JudgeItem:
+    if outcome.failure is not None:
+        return _item_fail(
+            item, error=str(outcome.failure), kind=outcome.failure.kind, transient=False, outcome=outcome
+        )
+    medians, spread = aggregate_samples(item.task, outcome.samples)
+    with transaction.atomic():
+        run = JudgeRun.objects.select_for_update().get(pk=item.run_id)
+        JudgeAnswer.objects.filter(item=item).delete()
+        answer = JudgeAnswer(
+            item=item,
+            n_samples=len(outcome.samples),
+            spread=spread,
+            samples=outcome.samples,
+            raw_outputs=outcome.raw_outputs,
+            **medians,
+        )
+        answer.full_clean()
+        answer.save()
+        item.status, item.error, item.failure_kind = _Status.SUCCEEDED, "", ""
+        item.finished_at, item.dispatched_at = timezone.now(), None
+        item.save(
+            update_fields=[
+                "status",
+                "error",
+                "failure_kind",
+                "finished_at",
+                "dispatched_at",
+                *_usage_fields(item, outcome),
+            ]
+        )
+        _dispatch_locked(run)
+    return item
+
+
+def _item_fail(
+    item: JudgeItem,
+    *,
+    error: str,
+    kind: str,
+    transient: bool,
+    outcome: _Outcome | None = None,
+) -> JudgeItem:
+    with transaction.atomic():
+        run = JudgeRun.objects.select_for_update().get(pk=item.run_id)
+        owner = JudgeItem.objects.filter(pk=item.pk).values_list("status", "task_id", "attempts").first()
+        if owner != (_Status.RUNNING, item.task_id, item.attempts):
+            logger.info("judge item %s: failure of a superseded run ignored: %s", item.pk, error)
+            return item
+        fields = ["status", "error", "failure_kind", "dispatched_at"]
+        if outcome is not None:
+            fields += _usage_fields(item, outcome)
+        item.error, item.failure_kind = error, kind
+        max_attempts = max(1, int(_setting("RADLAY_JUDGE_ITEM_ATTEMPTS", 3)))
+        if transient and item.attempts < max_attempts and run.cancelled_at is None:
+            countdown = _retry_countdown(item.attempts)
+            now = timezone.now()
+            item.status, item.dispatched_at = _Status.PENDING, now
+            item.not_before = now + timedelta(seconds=countdown)
+            item.save(update_fields=[*fields, "not_before"])
+            ids, backend = [item.pk], run.backend
+            transaction.on_commit(lambda: _send(ids, backend=backend, countdown=countdown))
+        else:
+            item.status, item.finished_at, item.dispatched_at = _Status.FAILED, timezone.now(), None
+            item.save(update_fields=[*fields, "finished_at"])
+            logger.warning("judge item %s failed after %s attempt(s): %s", item.pk, item.attempts, error)
+        _dispatch_locked(run)
+    return item
+
+
+# --- agreement -----------------------------------------------------------------------------------------
+
+
+def judge_run_agreement_compute(*, run: JudgeRun, n_resamples: int | None = None) -> dict[str, Any]:
+    """Compute and store the run's agreement with the study's humans (judging.agreement)."""
+    n_resamples = int(n_resamples or _setting("RADLAY_JUDGE_BOOTSTRAP_RESAMPLES", 500))
+    data = selectors.agreement_inputs(run=run)
+    result = agreement.judge_agreement(data, n_resamples=n_resamples)
+    result["n_resamples"] = n_resamples
+    JudgeRun.objects.filter(pk=run.pk).update(agreement=result, agreement_computed_at=timezone.now())
+    run.refresh_from_db(fields=["agreement", "agreement_computed_at"])
+    return result

@@ -1,0 +1,125 @@
+"""The judge pages: a study's judges (leaderboard, agreement tables, runs) and one run's page with
+its live progress (htmx polls the same URL and gets only the progress fragment; a plain link
+reloads without JavaScript). Reading is for the study's researchers; cancel, resume and recompute
+are for staff, as launching is. Views parse, call one service or selector, render."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from annotation.access import access_study_for_user
+from evaluation.exporters import csv as csv_exporter
+from judging import selectors, services, tasks
+from judging.access import access_judge_run
+from judging.models import JudgeItem
+from judging.report import judge_report_context
+
+POLL_SECONDS = 2
+ITEMS_PER_PAGE = 50
+researcher_login_required = login_required(login_url="evaluation:login")
+
+
+def _require_staff(request: HttpRequest) -> None:
+    if not request.user.is_staff:
+        raise PermissionDenied("Only staff may start, stop or recompute judge runs.")
+
+
+@researcher_login_required
+@require_GET
+def study_judges(request: HttpRequest, slug: str) -> HttpResponse:
+    study = access_study_for_user(user=request.user, slug=slug)
+    run = None
+    if request.GET.get("run", "").isdigit():
+        _, run = access_judge_run(user=request.user, slug=slug, run_id=int(request.GET["run"]))
+    judges = judge_report_context(study=study, run=run)
+    rows = [(r, selectors.run_progress(run=r)) for r in judges["runs"]]
+    return render(request, "judging/study_judges.html", {"study": study, "rows": rows, "judges": judges})
+
+
+@researcher_login_required
+@require_GET
+def run_detail(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
+    study, run = access_judge_run(user=request.user, slug=slug, run_id=run_id)
+    context = {
+        "study": study,
+        "run": run,
+        "progress": selectors.run_progress(run=run),
+        "poll_seconds": POLL_SECONDS,
+    }
+    if request.htmx:
+        return render(request, "judging/_run_progress.html", context)
+    status = request.GET.get("status") or ""
+    if status not in JudgeItem.Status.values:
+        status = ""
+    context["items"] = Paginator(
+        selectors.run_items(run=run, status=status or None), ITEMS_PER_PAGE
+    ).get_page(request.GET.get("page"))
+    context["status_filter"] = status
+    context["statuses"] = JudgeItem.Status.choices
+    context["failures"] = selectors.failure_counts(run=run)
+    context["parameters"] = json.dumps(run.parameters, sort_keys=True)
+    return render(request, "judging/run_detail.html", context)
+
+
+@researcher_login_required
+@require_POST
+def run_cancel(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
+    _require_staff(request)
+    _, run = access_judge_run(user=request.user, slug=slug, run_id=run_id)
+    count = services.judge_run_cancel(run=run)
+    messages.info(request, f"Judge run {run.pk} cancelled: {count} pending item(s) will not run.")
+    return redirect("judging:run-detail", slug=slug, run_id=run.pk)
+
+
+@researcher_login_required
+@require_POST
+def run_resume(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
+    _require_staff(request)
+    _, run = access_judge_run(user=request.user, slug=slug, run_id=run_id)
+    sent = services.judge_run_resume(
+        run=run, retry_failed=bool(request.POST.get("retry_failed")), force=bool(request.POST.get("force"))
+    )
+    messages.info(request, f"Judge run {run.pk} resumed: {len(sent)} item(s) sent.")
+    return redirect("judging:run-detail", slug=slug, run_id=run.pk)
+
+
+@researcher_login_required
+@require_POST
+def run_agreement(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
+    _require_staff(request)
+    _, run = access_judge_run(user=request.user, slug=slug, run_id=run_id)
+    tasks.judge_run_agreement.delay(run.pk)
+    messages.info(request, f"The agreement of judge run {run.pk} is being recomputed.")
+    return redirect("judging:run-detail", slug=slug, run_id=run.pk)
+
+
+def judge_answers_response(*, slug: str, study) -> StreamingHttpResponse:
+    """Every judge item of the study as CSV (apart from the human exports: its own file)."""
+    columns = selectors.ANSWER_COLUMNS
+    rows = (
+        [
+            json.dumps(row[c]) if c in ("spread", "raw_outputs") and row[c] is not None else row[c]
+            for c in columns
+        ]
+        for row in selectors.judge_answer_rows(study=study)
+    )
+    response = StreamingHttpResponse(
+        csv_exporter.stream(rows, columns), content_type=csv_exporter.CONTENT_TYPE
+    )
+    response["Content-Disposition"] = f'attachment; filename="{slug}-judge-answers.csv"'
+    return response
+
+
+@researcher_login_required
+@require_GET
+def judge_answers_csv(request: HttpRequest, slug: str) -> StreamingHttpResponse:
+    study = access_study_for_user(user=request.user, slug=slug)
+    return judge_answers_response(slug=slug, study=study)

@@ -1,0 +1,187 @@
+"""Analysis snapshots: computed by the task, debounced, read by the dashboard and the API without
+computing anything in the request."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+from django.utils import timezone
+
+from annotation.models import ExpertRating, ExpertSourceJudgement, LayAnswer, LayPreference
+from evaluation import services, tasks
+from evaluation.models import AnalysisSnapshot
+from tests.evaluation.test_selectors import build_answered_study
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_analysis")]
+
+
+@pytest.fixture
+def study():
+    return build_answered_study(slug="snap")
+
+
+@pytest.fixture
+def sent(monkeypatch):
+    """Record the tasks sent instead of running them (a broker that nobody consumes yet)."""
+    calls: list[int] = []
+    monkeypatch.setattr(tasks, "analysis_snapshot_send", lambda *, study_id: calls.append(study_id))
+    return calls
+
+
+def change_an_answer(study, understanding: str = "Not at all") -> None:
+    answer = LayAnswer.objects.filter(item__participant__study=study, phase="assisted").order_by("pk").first()
+    LayAnswer.objects.filter(pk=answer.pk).update(
+        understanding=understanding, updated_at=timezone.now() + timedelta(seconds=1)
+    )
+
+
+def test_the_snapshot_follows_the_data(study):
+    first = services.analysis_snapshot_refresh(study=study)
+    assert not first.stale and not first.recomputing
+    lay_before = first.snapshot.result["lay"]
+    assert first.snapshot.n_answers == (
+        LayAnswer.objects.filter(item__participant__study=study).count()
+        + LayPreference.objects.filter(item__participant__study=study).count()
+        + ExpertRating.objects.filter(participant__study=study).count()
+        + ExpertSourceJudgement.objects.filter(participant__study=study).count()
+    )
+    # Nothing changed: no recomputation.
+    computed_at = first.snapshot.computed_at
+    assert services.analysis_snapshot_refresh(study=study).snapshot.computed_at == computed_at
+    change_an_answer(study)
+    second = services.analysis_snapshot_refresh(study=study)
+    assert second.snapshot.computed_at > computed_at
+    assert second.snapshot.result["lay"] != lay_before
+
+
+def test_at_most_one_recomputation_is_queued_and_a_change_meanwhile_runs_once_more(study, sent):
+    assert services.analysis_snapshot_request(study=study) is True
+    assert services.analysis_snapshot_request(study=study) is False
+    assert services.analysis_snapshot_request(study=study) is False
+    assert sent == [study.pk]
+    snapshot = AnalysisSnapshot.objects.get(study=study)
+    assert snapshot.status == "queued" and snapshot.dirty
+    # The worker runs the queued computation; it was asked again meanwhile, so it sends one more.
+    assert services.analysis_snapshot_compute(study_id=study.pk) is True
+    assert sent == [study.pk, study.pk]
+    snapshot.refresh_from_db()
+    assert snapshot.status == "queued" and not snapshot.dirty and snapshot.result is not None
+    # A redelivered message of the finished task finds nothing to claim once it has run.
+    assert services.analysis_snapshot_compute(study_id=study.pk) is True
+    assert services.analysis_snapshot_compute(study_id=study.pk) is False
+    assert sent == [study.pk, study.pk]
+
+
+def test_a_claim_of_a_dead_worker_is_taken_over(study, sent, settings):
+    services.analysis_snapshot_request(study=study)
+    AnalysisSnapshot.objects.filter(study=study).update(
+        status="running",
+        requested_at=timezone.now() - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 120),
+    )
+    assert services.analysis_snapshot_request(study=study) is True
+    assert len(sent) == 2
+
+
+def test_a_failed_computation_is_kept_and_not_retried_on_the_same_data(study, sent, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(services, "study_analysis", broken)
+    services.analysis_snapshot_request(study=study)
+    assert services.analysis_snapshot_compute(study_id=study.pk) is False
+    snapshot = AnalysisSnapshot.objects.get(study=study)
+    assert snapshot.status == "idle" and "RuntimeError: boom" in snapshot.error and snapshot.result is None
+    services.analysis_snapshot_refresh(study=study)
+    assert len(sent) == 1
+    change_an_answer(study)
+    services.analysis_snapshot_refresh(study=study)
+    assert len(sent) == 2
+
+
+def test_the_beat_task_refreshes_open_studies_whose_data_changed(study, sent):
+    study.status = "open"
+    study.save()
+    services.analysis_snapshot_compute_here(study=study)
+    tasks.analysis_snapshots_refresh_task()
+    assert sent == []
+    change_an_answer(study)
+    tasks.analysis_snapshots_refresh_task()
+    assert sent == [study.pk]
+
+
+# --- readers --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def client_in(client, study):
+    user = get_user_model().objects.create_user("ada", password="pw")
+    study.researchers.add(user)
+    client.force_login(user)
+    return client
+
+
+def test_the_dashboard_shows_the_last_snapshot_while_a_newer_one_is_computed(client_in, study, sent):
+    services.analysis_snapshot_compute_here(study=study)
+    url = reverse("evaluation:study-detail", args=["snap"])
+    html = client_in.get(url).content.decode()
+    assert "Table 1" in html and "recomputing" not in html and 'hx-trigger="every' not in html
+    change_an_answer(study)
+    html = client_in.get(url).content.decode()
+    # The old tables, the freshness line and the polling, and the task was sent, not run here.
+    assert "Table 1" in html and "recomputing" in html and 'hx-trigger="every 5s"' in html
+    assert sent == [study.pk]
+    snapshot = AnalysisSnapshot.objects.get(study=study)
+    shown = snapshot.computed_at.isoformat()
+    freshness = reverse("evaluation:study-freshness", args=["snap"])
+    poll = client_in.get(freshness, {"shown": shown}, HTTP_HX_REQUEST="true")
+    assert poll.status_code == 200 and "HX-Refresh" not in poll
+    # The worker lands the new snapshot: the next poll reloads the page.
+    services.analysis_snapshot_compute(study_id=study.pk)
+    poll = client_in.get(freshness, {"shown": shown}, HTTP_HX_REQUEST="true")
+    assert poll["HX-Refresh"] == "true"
+
+
+def test_the_dashboard_neither_computes_nor_loads_a_model(client_in, study, sent, settings, monkeypatch):
+    services.analysis_snapshot_compute_here(study=study)
+    settings.RADLAY_ANALYSIS_OPTIONS = {**settings.RADLAY_ANALYSIS_OPTIONS, "embeddings": True}
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the web request computed the analysis or loaded a model")
+
+    monkeypatch.setattr(services, "study_analysis", forbidden)
+    monkeypatch.setattr("ml.services.embedder_get", forbidden)
+    change_an_answer(study)
+    for name in ("study-detail", "study-metrics", "study-correlations", "study-analysis", "study-report"):
+        response = client_in.get(reverse(f"evaluation:{name}", args=["snap"]))
+        assert response.status_code == 200, name
+    api = client_in.get(reverse("api:analysis", args=["snap"]))
+    assert api.status_code == 200 and api.json()["snapshot"]["stale"] is True
+
+
+def test_the_dashboard_of_a_fresh_snapshot_costs_a_few_queries(
+    client_in, study, django_assert_max_num_queries
+):
+    services.analysis_snapshot_compute_here(study=study)
+    with django_assert_max_num_queries(16):
+        assert client_in.get(reverse("evaluation:study-detail", args=["snap"])).status_code == 200
+
+
+def test_before_the_first_snapshot_pages_say_so(client_in, study, sent):
+    html = client_in.get(reverse("evaluation:study-detail", args=["snap"])).content.decode()
+    assert "first analysis of this study is being computed" in html
+    assert client_in.get(reverse("evaluation:study-analysis", args=["snap"])).status_code == 503
+    api = client_in.get(reverse("api:analysis", args=["snap"]))
+    assert api.status_code == 202 and api["Retry-After"]
+
+
+def test_api_fresh_waits_for_a_snapshot_computed_after_the_request(client_in, study):
+    services.analysis_snapshot_compute_here(study=study)
+    before = AnalysisSnapshot.objects.get(study=study).computed_at
+    latest = client_in.get(reverse("api:analysis", args=["snap"])).json()
+    assert latest["snapshot"]["computed_at"] == before.isoformat().replace("+00:00", "Z")
+    fresh = client_in.get(reverse("api:analysis", args=["snap"]), {"fresh": "1"}).json()
+    assert fresh["snapshot"]["computed_at"] > latest["snapshot"]["computed_at"]
+    assert fresh["lay"] == latest["lay"] and fresh["snapshot"]["stale"] is False
