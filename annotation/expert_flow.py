@@ -18,7 +18,8 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Count, F, Max, Min, Q
+from django.db.models import Count, F, FilteredRelation, Max, Min, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation import protocol_texts, scales, services
@@ -131,6 +132,9 @@ class ExpertPage:
     simplicity: Cell
     comment: str
     missing: list[str] = field(default_factory=list)
+    # Set by a save: the survey's progress and the page's number, as of that save.
+    progress: Progress | None = None
+    number: int | None = None
 
     @property
     def complete(self) -> bool:
@@ -141,28 +145,51 @@ class ExpertPage:
         return f"{ORIGINAL}-{COMMENT}"
 
 
-def _page_texts(item: ExpertItem) -> list[tuple[str, SimplificationText]]:
-    """(label, text) in the stored order. An id whose text has since been deleted (the source's
-    simplification was regenerated before anyone rated it) is skipped, so labels stay stable."""
-    by_id = SimplificationText.objects.in_bulk(item.text_order)
-    for text in by_id.values():
-        text.source = item.source  # the page's own source: saves a query per text in the services
-    return [(text_label(i), by_id[text_id]) for i, text_id in enumerate(item.text_order) if text_id in by_id]
+_RATING_FIELDS = (*scales.EXPERT_ASPECTS, "comment", "time_spent_ms")
+_JUDGEMENT_FIELDS = ("severity", "simplicity", "comment", "time_spent_ms")
 
 
-def expert_page_get(
-    *, item: ExpertItem, texts: list[tuple[str, SimplificationText]] | None = None
-) -> ExpertPage:
-    """Everything one page shows: the original, its texts under blind labels with this
-    participant's answers (never anyone else's), and which required answers are missing. Three
-    queries (two when the caller already has the page's `texts`)."""
-    texts = _page_texts(item) if texts is None else texts
-    ratings = {
-        r.shown_text_id: r
-        for r in ExpertRating.objects.filter(
-            participant_id=item.participant_id, shown_text__in=[t for _, t in texts]
+def _page_rows(item: ExpertItem) -> tuple[list[tuple[str, SimplificationText]], dict[int, ExpertRating]]:
+    """The page's (label, text) in the stored order with this participant's rating of each, in one
+    query. An id whose text has since been deleted (the source's simplification was regenerated
+    before anyone rated it) is skipped, so labels stay stable."""
+    rows = (
+        SimplificationText.objects.filter(pk__in=item.text_order)
+        .annotate(
+            mine=FilteredRelation(
+                "expert_ratings", condition=Q(expert_ratings__participant_id=item.participant_id)
+            )
         )
-    }
+        .values_list("pk", "text", "mine__pk", *(f"mine__{name}" for name in _RATING_FIELDS))
+    )
+    by_id: dict[int, SimplificationText] = {}
+    ratings: dict[int, ExpertRating] = {}
+    for pk, text, rating_pk, *values in rows:
+        # The page's own source: saves a query per text in the services.
+        by_id[pk] = SimplificationText(pk=pk, source=item.source, text=text)
+        if rating_pk is not None:
+            ratings[pk] = ExpertRating(
+                pk=rating_pk,
+                participant_id=item.participant_id,
+                shown_text_id=pk,
+                **dict(zip(_RATING_FIELDS, values, strict=True)),
+            )
+    texts = [(text_label(i), by_id[text_id]) for i, text_id in enumerate(item.text_order) if text_id in by_id]
+    return texts, ratings
+
+
+def _judgement_of(item: ExpertItem) -> ExpertSourceJudgement | None:
+    return ExpertSourceJudgement.objects.filter(
+        participant_id=item.participant_id, source_id=item.source_id
+    ).first()
+
+
+def _page_build(
+    item: ExpertItem,
+    texts: list[tuple[str, SimplificationText]],
+    ratings: Mapping[int, ExpertRating],
+    judgement: ExpertSourceJudgement | None,
+) -> ExpertPage:
     rows = []
     missing: list[str] = []
     for label, text in texts:
@@ -177,9 +204,6 @@ def expert_page_get(
         rows.append(
             TextRow(label=label, text=text.text, aspects=cells, comment=rating.comment if rating else "")
         )
-    judgement = ExpertSourceJudgement.objects.filter(
-        participant_id=item.participant_id, source_id=item.source_id
-    ).first()
     severity = Cell(
         field=f"{ORIGINAL}-severity",
         key="severity",
@@ -198,6 +222,14 @@ def expert_page_get(
         comment=judgement.comment if judgement else "",
         missing=missing,
     )
+
+
+def expert_page_get(*, item: ExpertItem) -> ExpertPage:
+    """Everything one page shows: the original, its texts under blind labels with this
+    participant's answers (never anyone else's), and which required answers are missing. Two
+    queries."""
+    texts, ratings = _page_rows(item)
+    return _page_build(item, texts, ratings, _judgement_of(item))
 
 
 @dataclass(frozen=True)
@@ -359,6 +391,61 @@ def _parse(data: Mapping[str, Any], labels: dict[str, SimplificationText]):
     return per_text, original, errors
 
 
+def _pages_count(condition: Q | None = None) -> Coalesce:
+    # A count over the locked page's participant's pages, as a column of the lock query.
+    pages = ExpertItem.objects.filter(participant_id=OuterRef("participant_id"))
+    if condition is not None:
+        pages = pages.filter(condition)
+    counted = pages.order_by().values("participant_id").annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(counted), 0)
+
+
+@dataclass(frozen=True)
+class _Locked:
+    completed_at: Any
+    judgement: ExpertSourceJudgement | None
+    progress: Progress
+    number: int
+
+
+def _page_lock(item: ExpertItem) -> _Locked:
+    """Lock the page's row and read in the same query what a save needs besides its texts: the
+    page's completion, this participant's judgement of the original, and the survey's progress."""
+    judged = FilteredRelation(
+        "source__expert_judgements",
+        condition=Q(source__expert_judgements__participant_id=item.participant_id),
+    )
+    row = (
+        ExpertItem.objects.select_for_update(of=("self",))
+        .filter(pk=item.pk)
+        .annotate(
+            judged=judged,
+            total=_pages_count(),
+            done=_pages_count(Q(completed_at__isnull=False)),
+            number=_pages_count(Q(position__lte=OuterRef("position"))),
+        )
+        .values_list(
+            "completed_at",
+            "total",
+            "done",
+            "number",
+            "judged__pk",
+            *(f"judged__{n}" for n in _JUDGEMENT_FIELDS),
+        )
+        .get()
+    )
+    completed_at, total, done, number, judgement_pk, *values = row
+    judgement = None
+    if judgement_pk is not None:
+        judgement = ExpertSourceJudgement(
+            pk=judgement_pk,
+            participant_id=item.participant_id,
+            source_id=item.source_id,
+            **dict(zip(_JUDGEMENT_FIELDS, values, strict=True)),
+        )
+    return _Locked(completed_at, judgement, Progress(done=done, total=total), number)
+
+
 def expert_page_save(
     *, participant: Participant, item: ExpertItem, data: Mapping[str, Any], time_spent_ms: int = 0
 ) -> ExpertPage:
@@ -366,36 +453,42 @@ def expert_page_save(
     plain form POST all of them). Empty values mean "not given" and never clear an answer; an empty
     justification does clear one. All or nothing: one bad value raises ValidationError keyed by form
     field and saves nothing. `time_spent_ms` goes to the page and, when the call answers a single
-    row (autosave), to that row too. Marks the page, and the survey, complete when they are.
+    row (autosave), to that row too. Marks the page, and the survey, complete when they are. The
+    page returned carries the survey's progress and the page's number.
 
     Every save of a page first locks the page's ExpertItem row, then writes its rows in one order
     (texts by id, then the original): two full-page posts whose fields come in different orders
-    queue behind each other instead of deadlocking."""
+    queue behind each other instead of deadlocking. The page's rows are read under that lock, so
+    each answer is written with one UPDATE (or INSERT) and the page's state is known without
+    reading them again: a one-row autosave is four queries."""
     if item.participant_id != participant.pk:
         raise ValidationError("This page belongs to another participant.")
-    labels = dict(_page_texts(item))
-    per_text, original, errors = _parse(data, labels)
-    if errors:
-        raise ValidationError(errors)
-    one_row = len(per_text) + (1 if original else 0) == 1
-    row_time = time_spent_ms if one_row else 0
     with transaction.atomic():
-        item.completed_at = (
-            ExpertItem.objects.select_for_update().values_list("completed_at", flat=True).get(pk=item.pk)
-        )
+        locked = _page_lock(item)
+        item.completed_at = was_completed = locked.completed_at
+        texts, ratings = _page_rows(item)
+        labels = dict(texts)
+        per_text, original, errors = _parse(data, labels)
+        if errors:
+            raise ValidationError(errors)
+        one_row = len(per_text) + (1 if original else 0) == 1
+        row_time = time_spent_ms if one_row else 0
+        judgement = locked.judgement
         for label, fields in sorted(per_text.items(), key=lambda entry: labels[entry[0]].pk):
             shown_text = labels[label]
             scores = {k: v for k, v in fields.items() if k != COMMENT and v not in (None, "")}
             comment = fields.get(COMMENT)
-            if not scores and not comment and not _rating_exists(participant, shown_text):
+            current = ratings.get(shown_text.pk)
+            if not scores and not comment and current is None:
                 continue  # an empty justification box of an unrated text is not an answer
             try:
-                services.expert_rating_save(
+                ratings[shown_text.pk] = services.expert_rating_save(
                     participant=participant,
                     shown_text=shown_text,
                     scores=scores,
                     comment=comment,
                     time_spent_ms=row_time,
+                    current=current,
                 )
             except ValidationError as exc:
                 errors.update(_field_errors(exc, label))
@@ -403,36 +496,29 @@ def expert_page_save(
             severity = original.get("severity") or None
             simplicity = original.get("simplicity") or None
             comment = original.get(COMMENT)
-            if severity or simplicity or comment or _judgement_exists(participant, item.source):
+            if severity or simplicity or comment or judgement is not None:
                 try:
-                    services.expert_source_judgement_save(
+                    judgement = services.expert_source_judgement_save(
                         participant=participant,
                         source=item.source,
                         severity=severity,
                         simplicity=simplicity,
                         comment=comment,
                         time_spent_ms=row_time,
+                        current=judgement,
                     )
                 except ValidationError as exc:
                     errors.update(_field_errors(exc, ORIGINAL))
         if errors:
             raise ValidationError(errors)  # leaving the atomic block by an exception rolls it all back
-        page = expert_page_get(item=item, texts=list(labels.items()))
+        page = _page_build(item, texts, ratings, judgement)
         _item_record(item=item, complete=page.complete, time_spent_ms=time_spent_ms)
-        if (
-            page.complete
-            and not ExpertItem.objects.filter(participant=participant, completed_at__isnull=True).exists()
-        ):
+        done = locked.progress.done + (item.completed_at is not None) - (was_completed is not None)
+        page.progress = Progress(done=done, total=locked.progress.total)
+        page.number = locked.number
+        if page.complete and done >= locked.progress.total:
             services.participant_complete(participant=participant)
     return page
-
-
-def _rating_exists(participant: Participant, shown_text: SimplificationText) -> bool:
-    return ExpertRating.objects.filter(participant=participant, shown_text=shown_text).exists()
-
-
-def _judgement_exists(participant: Participant, source: Source) -> bool:
-    return ExpertSourceJudgement.objects.filter(participant=participant, source=source).exists()
 
 
 def _item_record(*, item: ExpertItem, complete: bool, time_spent_ms: int) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from annotation import scales
@@ -337,6 +337,34 @@ def _require_role(participant: Participant, role: str) -> None:
         raise ValidationError(f"Participant {participant.pseudonym or participant.pk} is not a {role}.")
 
 
+# The default of `current` in the expert answer services: the caller has not read the row.
+UNREAD = object()
+
+
+def _answer_write(model, lookup: dict[str, Any], current, fields: dict[str, Any], time_spent_ms: int):
+    """Write `fields` of one answer row that the caller read as `current` under its lock: an
+    UPDATE of just those fields (the time is added in the database), or an INSERT. Should a row
+    appear that the caller's lock did not cover (a writer outside the page flow), the insert
+    updates it instead of failing, keeping that row's time."""
+    now = timezone.now()
+    added = max(0, int(time_spent_ms))
+    if current is not None:
+        updated = model.objects.filter(pk=current.pk).update(
+            **fields, time_spent_ms=F("time_spent_ms") + added, updated_at=now
+        )
+        if updated:
+            for name, value in fields.items():
+                setattr(current, name, value)
+            current.time_spent_ms += added
+            current.updated_at = now
+            return current
+    row = model(**lookup, **fields, time_spent_ms=added)
+    model.objects.bulk_create(
+        [row], update_conflicts=True, unique_fields=list(lookup), update_fields=[*fields, "updated_at"]
+    )
+    return row
+
+
 def expert_rating_save(
     *,
     participant: Participant,
@@ -344,9 +372,12 @@ def expert_rating_save(
     scores: Mapping[str, Any] | None = None,
     comment: str | None = None,
     time_spent_ms: int = 0,
+    current: ExpertRating | None | object = UNREAD,
 ) -> ExpertRating:
     """Save (part of) a radiologist's rating of one distinct text. Unknown aspects, values outside
-    1-5 and texts of another study are refused."""
+    1-5 and texts of another study are refused. `current` is the row as the caller read it under a
+    lock that serialises writers of this row (None: there is none yet); with it the save is one
+    UPDATE or one INSERT instead of a locked read, a savepoint and a write."""
     _require_role(participant, Participant.Role.RADIOLOGIST)
     if shown_text.source.study_id != participant.study_id:
         raise ValidationError("This simplification belongs to another study.")
@@ -360,14 +391,18 @@ def expert_rating_save(
             clean[aspect] = _check_likert(aspect, value)
     if comment is not None:
         comment = free_text_clean("comment", comment)
+    fields: dict[str, Any] = dict(clean)
+    if comment is not None:
+        fields["comment"] = comment
+    lookup = {"participant": participant, "shown_text": shown_text}
+    if current is not UNREAD:
+        return _answer_write(ExpertRating, lookup, current, fields, time_spent_ms)
     # No savepoint: the values are checked above, so what can fail inside is the database, and
     # that must abort the caller's whole transaction anyway.
     with transaction.atomic(savepoint=False):
-        rating, _ = _get_or_create_locked(ExpertRating, participant=participant, shown_text=shown_text)
-        for aspect, value in clean.items():
-            setattr(rating, aspect, value)
-        if comment is not None:
-            rating.comment = comment
+        rating, _ = _get_or_create_locked(ExpertRating, **lookup)
+        for name, value in fields.items():
+            setattr(rating, name, value)
         rating.time_spent_ms += max(0, int(time_spent_ms))
         rating.save()
     return rating
@@ -381,7 +416,10 @@ def expert_source_judgement_save(
     simplicity: Any = None,
     comment: str | None = None,
     time_spent_ms: int = 0,
+    current: ExpertSourceJudgement | None | object = UNREAD,
 ) -> ExpertSourceJudgement:
+    """Save (part of) a radiologist's judgement of an original sentence; `current` as for
+    expert_rating_save."""
     _require_role(participant, Participant.Role.RADIOLOGIST)
     if source.study_id != participant.study_id:
         raise ValidationError("This source belongs to another study.")
@@ -390,16 +428,22 @@ def expert_source_judgement_save(
     simplicity_value = _check_likert("simplicity", simplicity) if simplicity is not None else None
     if comment is not None:
         comment = free_text_clean("comment", comment)
+    fields: dict[str, Any] = {}
+    if severity is not None:
+        fields["severity"] = severity
+    if simplicity_value is not None:
+        fields["simplicity"] = simplicity_value
+    if comment is not None:
+        fields["comment"] = comment
+    lookup = {"participant": participant, "source": source}
+    if current is not UNREAD:
+        return _answer_write(ExpertSourceJudgement, lookup, current, fields, time_spent_ms)
     # No savepoint: the values are checked above, so what can fail inside is the database, and
     # that must abort the caller's whole transaction anyway.
     with transaction.atomic(savepoint=False):
-        judgement, _ = _get_or_create_locked(ExpertSourceJudgement, participant=participant, source=source)
-        if severity is not None:
-            judgement.severity = severity
-        if simplicity_value is not None:
-            judgement.simplicity = simplicity_value
-        if comment is not None:
-            judgement.comment = comment
+        judgement, _ = _get_or_create_locked(ExpertSourceJudgement, **lookup)
+        for name, value in fields.items():
+            setattr(judgement, name, value)
         judgement.time_spent_ms += max(0, int(time_spent_ms))
         judgement.save()
     return judgement

@@ -155,14 +155,14 @@ def _autosave(request: HttpRequest, participant: Participant, item: ExpertItem) 
         )
     except ValidationError as exc:
         return render(request, "annotation/_error_fragment.html", {"messages": messages_of(exc)}, status=400)
-    place = expert_flow.expert_page_place(item=item, neighbours=False)
+    # The save read the survey's progress and the page's number under its lock: no query here.
     context = {
         "participant": participant,
         "page": page,
         "item": item,
-        "progress": place.progress,
+        "progress": page.progress,
         "entry": expert_flow.IndexEntry(
-            item_id=item.pk, position=item.position, number=place.number, complete=page.complete
+            item_id=item.pk, position=item.position, number=page.number, complete=page.complete
         ),
         "current": item.pk,
         "page_base": _page_base(participant),

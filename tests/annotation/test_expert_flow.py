@@ -292,6 +292,39 @@ def test_empty_values_never_clear_an_answer_and_an_empty_justification_creates_n
     assert (rating.correctness, rating.comment) == (4, "")  # a justification can be deleted, a score cannot
 
 
+def test_a_row_written_outside_the_page_lock_is_updated_not_duplicated_nor_lost():
+    study = build_study(n_sources=1)
+    participant = radiologist(study)
+    page = first_page(participant)
+    text = SimplificationText.objects.get(pk=page.item.text_order[0])
+    # Another writer stored this row after the page was read: the page save believed there was none.
+    services.expert_rating_save(
+        participant=participant, shown_text=text, scores={"structure": 2}, time_spent_ms=300
+    )
+    services.expert_rating_save(
+        participant=participant, shown_text=text, scores={"correctness": 5}, time_spent_ms=100, current=None
+    )
+    rating = ExpertRating.objects.get()
+    assert (rating.correctness, rating.structure, rating.time_spent_ms) == (5, 2, 300)
+
+
+def test_a_save_returns_the_surveys_progress_and_the_pages_number():
+    study = build_study(n_sources=3)
+    participant = radiologist(study)
+    items = expert_flow.expert_items_ensure(participant=participant)
+    page = expert_flow.expert_page_save(
+        participant=participant, item=items[1], data=full_answers(expert_flow.expert_page_get(item=items[1]))
+    )
+    assert page.complete and page.number == 2
+    assert (page.progress.done, page.progress.total) == (1, 3)
+    page = expert_flow.expert_page_save(participant=participant, item=items[1], data={"A-correctness": "3"})
+    assert (page.progress.done, page.progress.total) == (1, 3)
+    page = expert_flow.expert_page_save(participant=participant, item=items[0], data={"A-correctness": "3"})
+    assert page.number == 1 and (page.progress.done, page.progress.total) == (1, 3)
+    counted = ExpertItem.objects.filter(participant=participant, completed_at__isnull=False).count()
+    assert counted == page.progress.done
+
+
 def test_time_goes_to_the_page_and_to_the_row_an_autosave_answers():
     study = build_study(n_sources=1)
     participant = radiologist(study)

@@ -20,9 +20,11 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 
 # Pinned from the measured counts (transaction and savepoint statements included); they must not
 # grow with the number of sources or the pages already done.
-PAGE_GET_QUERIES = 8
-AUTOSAVE_QUERIES = 16
-SUBMIT_QUERIES = 34  # four rows inserted for the first time (select, savepoint, insert, release)
+PAGE_GET_QUERIES = 6
+AUTOSAVE_QUERIES = (
+    8  # participant, page, savepoint, page lock, texts with ratings, upsert, page time, release
+)
+SUBMIT_QUERIES = 17  # one UPDATE or INSERT per row written, whether it existed or not
 
 
 def page_url(participant, item) -> str:
