@@ -317,17 +317,67 @@ def judge_answer_rows(*, study: Study):
         }
 
 
-def leaderboard(*, study: Study) -> list[dict[str, Any]]:
-    """The study's judges with a stored agreement, best mean Spearman first (judges only: the
-    automatic metrics' correlations with the humans are on the dashboard's correlations section)."""
+def metric_rows(analysis: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The automatic metrics as leaderboard rows: for each per-text metric, its Spearman ρ and
+    Kendall τ with the radiologists' mean rating of each simplification (the analysis' item-level
+    metric–human correlations), averaged over the five rubric aspects. A metric on another scale
+    has no α, κ or ICC with a 1–5 rating, so those cells stay empty. Pure: reads the document."""
+    if not analysis:
+        return []
+    by_metric: dict[str, dict[str, list[float]]] = {}
+    counts: dict[str, int] = {}
+    for record in analysis.get("correlations") or []:
+        if record.get("level") != "item" or record.get("measure") not in RUBRIC_FIELDS:
+            continue
+        if record.get("method") not in ("spearman", "kendall") or record.get("r") is None:
+            continue
+        by_metric.setdefault(record["metric"], {}).setdefault(record["method"], []).append(record["r"])
+        counts[record["metric"]] = max(counts.get(record["metric"], 0), int(record.get("n") or 0))
+    rows = []
+    for metric, methods in by_metric.items():
+        rows.append(
+            {
+                "run": None,
+                "label": metric,
+                "kind": "automatic metric",
+                "is_heuristic": False,
+                "against": "radiologists' mean per simplification",
+                "n": counts[metric],
+                "spearman": sum(methods["spearman"]) / len(methods["spearman"])
+                if "spearman" in methods
+                else None,
+                "kendall": sum(methods["kendall"]) / len(methods["kendall"])
+                if "kendall" in methods
+                else None,
+            }
+        )
+    return rows
+
+
+def _strength(row: dict[str, Any]) -> float:
+    # A metric may track the humans inversely (a grade level falls as a text gets simpler): rank
+    # by the size of the rank correlation, and show its sign.
+    return abs(row["spearman"]) if row.get("spearman") is not None else -1.0
+
+
+def leaderboard(*, study: Study, analysis: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The study's judges with a stored agreement and the automatic metrics of the study's analysis
+    snapshot (`analysis`, default: the stored one), strongest rank correlation with the
+    radiologists first."""
     rows = []
     for run in runs_of_study(study=study).exclude(agreement_computed_at=None):
         rows.append(
             {
                 "run": run,
                 "label": run.label,
+                "kind": "heuristic judge" if run.is_heuristic else "LLM judge",
                 "is_heuristic": run.is_heuristic,
                 **(run.agreement.get("summary") or {}),
             }
         )
-    return sorted(rows, key=lambda r: -(r.get("spearman") if r.get("spearman") is not None else -2))
+    if analysis is None:
+        from evaluation.selectors import analysis_snapshot_get, snapshot_analysis
+
+        analysis = snapshot_analysis(analysis_snapshot_get(study=study, details=True))
+    rows += metric_rows(analysis)
+    return sorted(rows, key=_strength, reverse=True)
