@@ -60,7 +60,9 @@ _PRESENTATION = frozenset(
 )
 _STYLE_ATTRIBUTE = re.compile(r'\bstyle="([^"]*)"')
 # matplotlib's default for the whole figure; these two properties inherit from the root <svg>.
-_DEFAULT_STYLE = re.compile(r'\s*<style type="text/css">\*\{stroke-linejoin: round; stroke-linecap: butt\}</style>')
+_DEFAULT_STYLE = re.compile(
+    r'\s*<style type="text/css">\*\{stroke-linejoin: round; stroke-linecap: butt\}</style>'
+)
 
 
 def _palette(n: int) -> list[str]:
@@ -99,7 +101,9 @@ def _presentation_attributes(match: re.Match[str]) -> str:
         name, _, value = declaration.partition(":")
         name, value = name.strip(), value.strip().rstrip(";")
         if name not in _PRESENTATION:
-            raise ValueError(f"matplotlib wrote the style property {name!r}, which has no SVG presentation attribute")
+            raise ValueError(
+                f"matplotlib wrote the style property {name!r}, which has no SVG presentation attribute"
+            )
         attributes.append(f'{name}="{value}"')
     return " ".join(attributes)
 
