@@ -32,6 +32,11 @@ class Scale:
                 return level.value
         raise KeyError(f"{name!r} is not a level of {self.key} ({', '.join(self.names)})")
 
+    @property
+    def codes(self) -> dict[str, int]:
+        """Level name → its number in radlay's coding."""
+        return {level.name: level.value for level in self.levels}
+
     def choices(self) -> list[tuple[str, str]]:
         return [(level.name, level.name) for level in self.levels]
 

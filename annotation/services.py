@@ -55,10 +55,18 @@ class AnswerLocked(ValidationError):
 
 
 def study_get_or_create(*, slug: str, title: str = "") -> tuple[Study, bool]:
-    study, created = Study.objects.get_or_create(slug=slug, defaults={"title": title or slug})
-    if title and study.title != title:
+    """Call inside a transaction when more writes follow, so that a failure leaves no new study and
+    no changed title."""
+    study = Study.objects.filter(slug=slug).first()
+    created = study is None
+    if created:
+        study = Study(slug=slug, title=title or slug)
+    elif title and study.title != title:
         study.title = title
-        study.save(update_fields=["title", "updated_at"])
+    else:
+        return study, False
+    study.full_clean(validate_unique=False, validate_constraints=False)
+    study.save()
     return study, created
 
 

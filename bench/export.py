@@ -1,99 +1,185 @@
-"""Stream 1 000 000 raw-answer rows to CSV and compare with writing them from a list.
+"""Export every raw answer of a large study to CSV: the command, the streamed download, a reference.
 
-    .venv/bin/python bench/export.py                   # 1 000 000 rows
-    .venv/bin/python bench/export.py --rows 200000
+    DATABASE_URL=postgres://… .venv/bin/python bench/export.py       # 5 556 sources × 20 laypeople + 1
+    .venv/bin/python bench/export.py --sources 500                    # no DATABASE_URL: throwaway SQLite
 
-Builds a synthetic study in a throwaway SQLite database (bench/analyze.py's generator) with at
-least `--rows` answer rows, then exports the first `--rows` of them twice, both under tracemalloc:
+With a PostgreSQL `DATABASE_URL` the benchmark creates a scratch database on that server
+(`radlay_bench_export_<pid>`, dropped at the end; the configured database itself is not touched),
+migrates it and bulk-creates bench/analyze.py's synthetic study: `--sources` sources × 4 systems,
+`--radiologists` radiologists rating every distinct text and `--laypeople` laypeople answering both
+panels and panel 3 (the defaults give about 1.12 million answer rows). Then, each in a fresh
+process so that peak RSS belongs to it alone:
 
-- radlay: `answer_rows` (querysets read with .iterator()) → `csv_chunks` → file, as the export
-  command and the download views do;
-- reference: the same rows first collected into a list, then written with `csv.writer.writerows`.
+- command:   `manage.py export --format csv` (answer_rows → csv_chunks → file);
+- download:  GET /dashboard/<study>/export.csv through the Django test client, the streamed body
+             read chunk by chunk as a web server would send it;
+- reference: the same rows first collected into a list, then written with `csv.writer.writerows`
+             (what a non-streaming export costs; the same bytes).
 
-Prints time and peak traced memory of both and their ratios (radlay / reference).
+Prints rows, time and peak RSS of each, and the ratios command / reference and download / reference.
+The target is ≤ 10 s for 1.12 M rows with memory that does not grow with the study.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import math
+import os
+import resource
+import subprocess
 import sys
 import tempfile
 import time
-import tracemalloc
-from itertools import islice
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(ROOT))
 
-from analyze import setup_django, synthetic_study  # noqa: E402
-
-ROWS_PER_LAY_ITEM = 9  # panel 1: 3 answers, panel 2: 4, panel 3: one most + one least choice
+SLUG = "bench-export"
 
 
-def measure(function) -> tuple[float, int]:
-    tracemalloc.start()
+def setup_django() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.test")
+    import django
+
+    django.setup()
+
+
+def child(which: str, out: Path) -> None:
+    setup_django()
+    import csv
+
+    from annotation.models import Study
+    from evaluation.exporters.rows import answer_columns, answer_rows
+
     started = time.perf_counter()
-    function()
+    if which == "command":
+        from django.core.management import call_command
+
+        call_command(
+            "export", "--study", SLUG, "--format", "csv", "--out", str(out), stderr=open(os.devnull, "w")
+        )
+    elif which == "download":
+        from django.contrib.auth import get_user_model
+        from django.test import Client
+
+        user = get_user_model().objects.get(username="bench-researcher")
+        client = Client()
+        client.force_login(user)
+        response = client.get(f"/dashboard/{SLUG}/export.csv")
+        assert response.status_code == 200, response.status_code
+        with out.open("wb") as handle:
+            for chunk in response.streaming_content:
+                handle.write(chunk)
+    else:
+        from evaluation.exporters.cells import csv_cell
+
+        rows = list(answer_rows(study=Study.objects.get(slug=SLUG)))
+        with out.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle, lineterminator="\r\n")
+            writer.writerow(answer_columns())
+            writer.writerows([csv_cell(value) for value in row] for row in rows)
     seconds = time.perf_counter() - started
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return seconds, peak
+    print(seconds, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+
+
+def measure(which: str, out: Path, env: dict[str, str]) -> tuple[float, int]:
+    result = subprocess.run(
+        [sys.executable, __file__, "--child", which, "--out", str(out)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    seconds, peak = result.stdout.split()[-2:]
+    return float(seconds), int(peak)
+
+
+def scratch_database(url: str) -> tuple[str, callable]:
+    """A new database on the server of `url`, and a function that drops it."""
+    import psycopg
+
+    name = f"radlay_bench_export_{os.getpid()}"
+    base = url.rsplit("/", 1)[0]
+    admin = f"{base}/postgres"
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+
+    def drop() -> None:
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    return f"{base}/{name}", drop
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--sources", type=int, default=5556)
     parser.add_argument("--laypeople", type=int, default=20)
+    parser.add_argument("--radiologists", type=int, default=1)
+    parser.add_argument("--child", choices=["command", "download", "reference"], help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        child(args.child, args.out)
+        return
 
+    configured = os.environ.get("DATABASE_URL", "")
     with tempfile.TemporaryDirectory() as tmp:
-        setup_django(Path(tmp) / "bench.sqlite3")
-        from evaluation.exporters.csv import csv_chunks
-        from evaluation.exporters.rows import answer_columns, answer_rows
+        drop = None
+        if configured.startswith(("postgres://", "postgresql://")):
+            url, drop = scratch_database(configured)
+            where = f"a scratch database on {configured.rsplit('@', 1)[-1].rsplit('/', 1)[0]}"
+        else:
+            url = f"sqlite:///{Path(tmp) / 'bench.sqlite3'}"
+            where = "a throwaway SQLite file"
+        os.environ["DATABASE_URL"] = url
+        try:
+            setup_django()
+            from analyze import synthetic_study
+            from django.contrib.auth import get_user_model
+            from django.core.management import call_command
 
-        n_sources = math.ceil(args.rows / (args.laypeople * ROWS_PER_LAY_ITEM))
-        started = time.perf_counter()
-        study = synthetic_study(n_sources=n_sources, n_lay=args.laypeople, n_radiologists=1)
+            call_command("migrate", verbosity=0)
+            started = time.perf_counter()
+            study = synthetic_study(
+                n_sources=args.sources, n_lay=args.laypeople, n_radiologists=args.radiologists, slug=SLUG
+            )
+            study.researchers.add(get_user_model().objects.create_user("bench-researcher"))
+            print(
+                f"built {args.sources} sources × {args.laypeople} laypeople + {args.radiologists} "
+                f"radiologist(s) in {where} in {time.perf_counter() - started:.0f} s"
+            )
+            from django.db import connections
+
+            connections.close_all()
+            env = {**os.environ, "DATABASE_URL": url}
+            results, outputs = {}, {}
+            for which in ("command", "download", "reference"):
+                outputs[which] = Path(tmp) / f"{which}.csv"
+                results[which] = measure(which, outputs[which], env)
+            with outputs["command"].open("rb") as handle:
+                rows = sum(1 for _ in handle) - 1
+            reference = outputs["reference"].read_bytes()
+            same = all(outputs[w].read_bytes() == reference for w in ("command", "download"))
+        finally:
+            if drop:
+                from django.db import connections
+
+                connections.close_all()
+                drop()
+    mib = 1024 * 1024
+    print(f"{rows:,} answer rows; command, download and reference wrote identical bytes: {same}")
+    for which, (seconds, peak) in results.items():
         print(
-            f"built {n_sources} sources × {args.laypeople} laypeople (+1 radiologist) in "
-            f"{time.perf_counter() - started:.1f} s"
+            f"  {which:<10} {seconds:7.1f} s  {rows / seconds:>10,.0f} rows/s  peak RSS {peak / mib:6.0f} MiB"
         )
-        columns = answer_columns()
-        streamed_path, reference_path = Path(tmp) / "streamed.csv", Path(tmp) / "reference.csv"
-
-        def streamed() -> None:
-            with streamed_path.open("wb") as out:
-                for chunk in csv_chunks(islice(answer_rows(study=study), args.rows), columns):
-                    out.write(chunk)
-
-        def reference() -> None:
-            rows = list(islice(answer_rows(study=study), args.rows))
-            with reference_path.open("w", newline="", encoding="utf-8") as out:
-                writer = csv.writer(out, lineterminator="\r\n")
-                writer.writerow(columns)
-                writer.writerows(rows)
-
-        stream_seconds, stream_peak = measure(streamed)
-        reference_seconds, reference_peak = measure(reference)
-        with streamed_path.open("rb") as handle:
-            lines = sum(1 for _ in handle) - 1
-        same = streamed_path.read_bytes() == reference_path.read_bytes()
-        mib = 1024 * 1024
-        print(
-            f"{lines} rows, {streamed_path.stat().st_size / mib:.0f} MiB of CSV; "
-            f"identical to the reference: {same}"
-        )
-        print(f"  streamed (radlay):  {stream_seconds:7.1f} s, peak {stream_peak / mib:8.1f} MiB")
-        print(f"  list + csv.writer:  {reference_seconds:7.1f} s, peak {reference_peak / mib:8.1f} MiB")
-        print(
-            f"ratio radlay / reference: time {stream_seconds / reference_seconds:.2f}×, "
-            f"peak memory {stream_peak / reference_peak:.3f}×"
-        )
+    ref_s, ref_m = results["reference"]
+    for which in ("command", "download"):
+        seconds, peak = results[which]
+        print(f"ratio {which} / reference: time {seconds / ref_s:.2f}×, peak RSS {peak / ref_m:.2f}×")
 
 
 if __name__ == "__main__":

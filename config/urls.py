@@ -32,5 +32,6 @@ urlpatterns = [
 
 handler400 = errors.bad_request
 handler403 = errors.permission_denied
-handler404 = errors.page_not_found
+# JSON for unknown /api/ URLs, the branded page elsewhere.
+handler404 = "evaluation.api_errors.page_not_found"
 handler500 = errors.server_error

@@ -219,6 +219,7 @@ def metric_tables(frames: StudyFrames, options: AnalysisOptions) -> dict[str, An
             "description": available[name].description,
             "text_metrics": list(available[name].text_metrics),
             "corpus_metrics": list(available[name].corpus_metrics),
+            "definitions": dict(available[name].definitions),
         }
         for name in chosen
     }

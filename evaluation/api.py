@@ -13,7 +13,8 @@ from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound
+from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -24,27 +25,14 @@ from evaluation.access import access_study_for_user, studies_for_researcher
 from evaluation.audit import audit_shipped, reported_files
 from evaluation.context import RETRY_AFTER_SECONDS, analysis_document
 from evaluation.exporters import FORMATS
+from evaluation.exporters.response import export_response
 from evaluation.exporters.rows import answer_columns, answer_rows
+from evaluation.pagination import MAX_OFFSET, bounded_int
 from evaluation.progress import participants_progress
 from evaluation.selectors import analysis_snapshot_get, snapshot_analysis
 from evaluation.services import analysis_snapshot_refresh, analysis_snapshot_wait
 
 MAX_ANSWERS_PAGE = 5000
-
-
-def export_response(*, study: Study, file_format: str, include_external_ids: bool) -> StreamingHttpResponse:
-    """The raw answers of `study` as a streamed download (shared by the API and the dashboard)."""
-    exporter = FORMATS[file_format]
-    rows = answer_rows(study=study, include_external_ids=include_external_ids)
-    response = StreamingHttpResponse(
-        exporter.stream(rows, answer_columns(include_external_ids=include_external_ids)),
-        content_type=exporter.CONTENT_TYPE,
-    )
-    suffix = "-with-external-ids" if include_external_ids else ""
-    response["Content-Disposition"] = (
-        f'attachment; filename="{study.slug}-answers{suffix}.{exporter.EXTENSION}"'
-    )
-    return response
 
 
 class StudyListView(generics.ListAPIView):
@@ -116,19 +104,27 @@ class ProgressView(APIView):
 class AnswerListView(APIView):
     @extend_schema(
         parameters=[
-            OpenApiParameter("limit", int, description=f"rows per page (at most {MAX_ANSWERS_PAGE})"),
-            OpenApiParameter("offset", int, description="rows to skip"),
+            OpenApiParameter(
+                "limit",
+                {"type": "integer", "minimum": 1, "maximum": MAX_ANSWERS_PAGE, "default": 100},
+                description=f"rows per page (1 to {MAX_ANSWERS_PAGE})",
+            ),
+            OpenApiParameter(
+                "offset",
+                {"type": "integer", "minimum": 0, "maximum": MAX_OFFSET, "default": 0},
+                description="rows to skip",
+            ),
         ],
         responses=serializers.AnswerPageSerializer,
     )
     def get(self, request: Request, slug: str) -> Response:
         """Raw answers in the export's long format (pseudonymous), a page at a time."""
         study = access_study_for_user(user=request.user, slug=slug)
-        try:
-            limit = min(int(request.query_params.get("limit", 100)), MAX_ANSWERS_PAGE)
-            offset = max(int(request.query_params.get("offset", 0)), 0)
-        except ValueError as exc:
-            raise ValidationError({"limit": "limit and offset must be integers"}) from exc
+        params = request.query_params
+        limit = bounded_int(
+            params.get("limit"), name="limit", default=100, minimum=1, maximum=MAX_ANSWERS_PAGE
+        )
+        offset = bounded_int(params.get("offset"), name="offset", default=0, minimum=0, maximum=MAX_OFFSET)
         columns = answer_columns()
         page = list(islice(answer_rows(study=study), offset, offset + limit + 1))
         more = len(page) > limit
@@ -222,13 +218,32 @@ class AuditView(APIView):
         return Response(audit_shipped(analysis, name))
 
 
+class _FirstRenderer(BaseContentNegotiation):
+    """The file's type is chosen by the URL, not by Accept: errors are JSON, files what they are."""
+
+    def select_parser(self, request, parsers):
+        return parsers[0]
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
 class ExportView(APIView):
+    content_negotiation_class = _FirstRenderer
+
     @extend_schema(
         parameters=[
             OpenApiParameter("file_format", str, OpenApiParameter.PATH, enum=sorted(FORMATS)),
             OpenApiParameter("include_external_ids", bool, description="add recruiters' ids (personal data)"),
         ],
-        responses={200: OpenApiResponse(OpenApiTypes.BINARY, description="the file, streamed")},
+        responses={
+            (200, exporter.CONTENT_TYPE.split(";")[0]): OpenApiResponse(
+                serializers.AnswerSerializer(many=True) if name == "json" else OpenApiTypes.BINARY,
+                description=f"the {name.upper()} file, streamed (JSON: the answers as typed, plus "
+                "external_id when asked for)",
+            )
+            for name, exporter in sorted(FORMATS.items())
+        },
     )
     def get(self, request: Request, slug: str, file_format: str) -> StreamingHttpResponse:
         """Every raw answer as CSV, XLSX or JSON (one row per answer), streamed."""

@@ -79,22 +79,28 @@ class ParticipantProgressSerializer(serializers.Serializer):
 
 
 class AnswerSerializer(serializers.Serializer):
-    """One raw answer (the export's long format)."""
+    """One raw answer (the export's long format; evaluation/exporters/rows.py AnswerRow)."""
 
     study = serializers.CharField()
     participant = serializers.CharField(help_text="pseudonym")
     role = serializers.CharField()
-    source = serializers.CharField()
-    systems = serializers.CharField(help_text="';'-joined keys of every system that produced the text")
-    assigned_system = serializers.CharField(help_text="the system the Latin square assigned (lay panel 2)")
-    text_id = serializers.CharField()
+    source = serializers.CharField(allow_blank=True, help_text="source key (empty for attention checks)")
+    systems = serializers.CharField(
+        allow_blank=True, help_text="';'-joined keys of every system that produced the text"
+    )
+    assigned_system = serializers.CharField(
+        allow_blank=True, help_text="the system the Latin square assigned (lay answers)"
+    )
+    text_id = serializers.IntegerField(allow_null=True, help_text="the distinct text answered about")
     phase = serializers.CharField(help_text="original, assisted, preference, expert, attention_check")
     question = serializers.CharField()
-    value = serializers.CharField(help_text="level name as shown to the participant (or free text)")
+    value = serializers.CharField(
+        allow_blank=True, help_text="level name as shown to the participant (or free text)"
+    )
     value_number = serializers.IntegerField(allow_null=True, help_text="the level in radlay's coding")
     time_spent_ms = serializers.IntegerField()
-    created_at = serializers.CharField()
-    updated_at = serializers.CharField()
+    created_at = serializers.CharField(allow_blank=True, help_text="ISO 8601")
+    updated_at = serializers.CharField(allow_blank=True, help_text="ISO 8601")
 
 
 class AnswerPageSerializer(serializers.Serializer):

@@ -14,10 +14,10 @@ from django.shortcuts import redirect, render
 from django_htmx.http import HttpResponseClientRefresh
 
 from evaluation.access import access_study_for_user, studies_for_researcher
-from evaluation.api import export_response
 from evaluation.context import analysis_document, dashboard_context, not_ready_response, section_context
 from evaluation.exporters import FORMATS
 from evaluation.exporters.metrics_table import metrics_csv
+from evaluation.exporters.response import export_response
 from evaluation.progress import latin_square_balance, participants_progress, progress_by_role, study_progress
 from evaluation.report import study_report_html
 from evaluation.services import analysis_snapshot_refresh

@@ -62,7 +62,10 @@ def run_payload(run: JudgeRun, *, with_agreement: bool = False) -> dict:
 
 
 class JudgeRunListView(APIView):
-    @extend_schema(operation_id="judge_runs_list", responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        operation_id="judge_runs_list",
+        responses={200: OpenApiResponse({"type": "array", "items": {"type": "object"}})},
+    )
     def get(self, request: Request, slug: str) -> Response:
         """The study's judge runs with progress and agreement summary (the leaderboard's inputs)."""
         study = access_study_for_user(user=request.user, slug=slug)
@@ -104,7 +107,7 @@ class JudgeRunDetailView(APIView):
 class JudgeAnswerExportView(APIView):
     @extend_schema(
         operation_id="judge_answers_csv",
-        responses={200: OpenApiResponse(OpenApiTypes.BINARY, description="CSV, streamed")},
+        responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.BINARY, description="CSV, streamed")},
     )
     def get(self, request: Request, slug: str):
         """Every judge item of the study as CSV (separate from the human answers' export)."""

@@ -19,6 +19,7 @@ from annotation.admin_access import StudyScopedAdmin, SuperuserOnlyAdmin, scope_
 from annotation.models import Study
 from ml import selectors, services
 from ml.models import EmbeddingCacheEntry, ModelArtifact, TrainingJob
+from ml.paths import model_dir_path
 
 
 def _format_eta(seconds: float | None) -> str:
@@ -63,7 +64,7 @@ class ModelArtifactAddForm(forms.ModelForm):
     )
 
     def clean_path(self):
-        value = self.cleaned_data["path"]
+        value = model_dir_path(self.cleaned_data["path"])
         if not (Path(value).expanduser() / "config.json").is_file():
             raise ValidationError("Not a local model directory on this machine (no config.json).")
         return value
@@ -145,6 +146,13 @@ class TrainingJobForm(forms.ModelForm):
             raise ValidationError({"more_hyperparameters": f"not JSON: {exc}"}) from None
         if not isinstance(extra, dict):
             raise ValidationError({"more_hyperparameters": "a JSON object, please"})
+        for field in ("corpus_path", "base_model_path", "output_dir"):
+            if data.get(field):
+                try:
+                    data[field] = model_dir_path(data[field])
+                except ValidationError as exc:
+                    self.add_error(field, exc)
+                    return data
         hyperparameters = {k: data.get(k) for k in ("epochs", "learning_rate", "batch_size")}
         data["launch"] = {
             "study": data.get("study"),

@@ -116,7 +116,10 @@ def _read_rows(directory: Path, name: str, expected_header: list[str]) -> list[t
         raise ImportFormatError("file not found in the release directory.", file=name)
     text = path.read_bytes().decode("utf-8-sig")
     reader = csv.reader(io.StringIO(text, newline=""))
-    rows = list(reader)
+    try:
+        rows = list(reader)
+    except csv.Error as exc:
+        raise ImportFormatError(f"{exc}.", file=name, row=reader.line_num) from None
     if not rows:
         raise ImportFormatError("the file is empty.", file=name)
     header = [h.strip() for h in rows[0]]
@@ -136,6 +139,11 @@ def _read_rows(directory: Path, name: str, expected_header: list[str]) -> list[t
             raise ImportFormatError(
                 f"{len(cells)} cells, expected {len(expected_header)}.", file=name, row=number
             )
+        for index, cell in enumerate(cells):
+            if "\x00" in cell:
+                raise ImportFormatError(
+                    "contains a NUL byte.", file=name, row=number, column=expected_header[index]
+                )
         numbered.append((number, cells))
     return numbered
 

@@ -1,27 +1,59 @@
-"""A study's sources and (optionally) simplifications from one file (README "Importing a study").
+"""A study's sources and (optionally) simplifications from one file (README "Running a study").
 
 Wide CSV: `source_key, source_text[, reference_severity], <system key>, <system key>, …`
 Long CSV or JSONL: one record per simplification with `source_key, source_text, system, text`
 (and optional `reference_severity`). A file with only `source_key` and `source_text` imports
 sources whose simplifications are generated later.
+
+The file is streamed, never read whole: `StudyFile.check()` reads it once and validates every row
+and every rule across rows (a source key seen twice with different texts, a pair given twice),
+keeping only keys and digests; `StudyFile.rows()` reads it again and yields the records for the
+writer. So a malformed file fails before anything is written, and memory does not grow with the
+texts of a large file.
 """
 
 from __future__ import annotations
 
 import csv
-import io
+import hashlib
 import json
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from django.core.validators import validate_slug
 
 from annotation import scales
 from annotation.importers.errors import ImportFormatError
 from annotation.importers.records import SimplificationRecord, SourceRecord, StudyRecords
+from annotation.models import Source, Study
 
 REQUIRED = ("source_key", "source_text")
 LONG_COLUMNS = ("system", "text")
 OPTIONAL = ("reference_severity",)
 SYSTEM_KEY = re.compile(r"^[a-z0-9][a-z0-9_-]{0,59}$")
+# The csv module's own field limit: a longer cell is refused with its column, the same for JSONL.
+MAX_CELL = 131_072
+MAX_KEY = Source._meta.get_field("key").max_length
+MAX_SLUG = Study._meta.get_field("slug").max_length
+
+
+def study_slug_check(slug: str) -> str:
+    """The slug a study is imported into, or ImportFormatError naming `--study`."""
+    problem = ""
+    if not slug:
+        problem = "is empty"
+    elif len(slug) > MAX_SLUG:
+        problem = f"is {len(slug)} characters long (at most {MAX_SLUG})"
+    else:
+        try:
+            validate_slug(slug)
+        except Exception:  # noqa: BLE001 - ValidationError; its message is the one below
+            problem = "may contain only letters, digits, hyphens and underscores"
+    if problem:
+        raise ImportFormatError(f"the study slug {slug!r} {problem}.", file="--study")
+    return slug
 
 
 def severity_level(value: str, *, file: str, row: int, column: str) -> str | None:
@@ -40,152 +72,281 @@ def severity_level(value: str, *, file: str, row: int, column: str) -> str | Non
     )
 
 
-def read_study_file(path: Path) -> StudyRecords:
-    name = path.name
-    try:
-        raw = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ImportFormatError(f"not UTF-8 text ({exc}).", file=name) from None
-    if path.suffix.lower() in {".jsonl", ".ndjson"}:
-        return _read_jsonl(raw, name)
-    if path.suffix.lower() == ".csv":
-        return _read_csv(raw, name)
-    raise ImportFormatError("unknown format: use .csv (wide or long) or .jsonl.", file=name)
+@dataclass
+class StudyFileRow:
+    """What one row of the file gives: its source and the simplifications on that row."""
+
+    number: int
+    source: SourceRecord
+    simplifications: list[SimplificationRecord] = field(default_factory=list)
 
 
-def _read_csv(raw: str, name: str) -> StudyRecords:
-    reader = csv.reader(io.StringIO(raw, newline=""))
-    try:
-        header = [h.strip() for h in next(reader)]
-    except StopIteration:
-        raise ImportFormatError("the file is empty.", file=name) from None
-    for column in REQUIRED:
-        if column not in header:
-            raise ImportFormatError(f"missing required column {column!r}.", file=name, row=1, column=column)
-    duplicates = {h for h in header if header.count(h) > 1}
-    if duplicates:
-        raise ImportFormatError(f"duplicate column(s) {sorted(duplicates)}.", file=name, row=1)
-    rows = []
-    for number, cells in enumerate(reader, start=2):
-        if not any(c.strip() for c in cells):
-            continue
-        if len(cells) != len(header):
-            raise ImportFormatError(
-                f"{len(cells)} cells but the header has {len(header)} columns.", file=name, row=number
-            )
-        rows.append((number, dict(zip(header, cells, strict=True))))
-    if all(c in header for c in LONG_COLUMNS):
-        return _collect_long(rows, name)
-    systems = [h for h in header if h not in REQUIRED + OPTIONAL]
-    for system in systems:
-        if not SYSTEM_KEY.match(system):
-            raise ImportFormatError(
-                f"system column {system!r} is not a valid system key (lowercase letters, digits, _ or -).",
-                file=name,
-                row=1,
-                column=system,
-            )
-    records = StudyRecords(systems=systems)
-    seen: set[str] = set()
-    for number, row in rows:
-        source = _source(row, name, number)
-        if source.key in seen:
-            raise ImportFormatError(
-                f"source_key {source.key!r} appears twice.", file=name, row=number, column="source_key"
-            )
-        seen.add(source.key)
-        records.sources.append(source)
-        for system in systems:
-            text = row[system].strip()
-            if text:
-                records.simplifications.append(SimplificationRecord(source.key, system, text))
-    return records
+@dataclass
+class StudyFileSummary:
+    systems: list[str]
+    sources: int
+    simplifications: int
+    # Long files may give a source's severity on a later row only: the merged value per key.
+    severities: dict[str, str]
 
 
-def _read_jsonl(raw: str, name: str) -> StudyRecords:
-    rows = []
-    for number, line in enumerate(raw.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ImportFormatError(f"not valid JSON ({exc.msg}).", file=name, row=number) from None
-        if not isinstance(obj, dict):
-            raise ImportFormatError("each line must be a JSON object.", file=name, row=number)
-        for column in REQUIRED:
-            if not isinstance(obj.get(column), str):
-                raise ImportFormatError(
-                    f"missing or non-text {column!r}.", file=name, row=number, column=column
-                )
-        rows.append(
-            (number, {k: v if isinstance(v, str) else ("" if v is None else str(v)) for k, v in obj.items()})
-        )
-    if not rows:
-        raise ImportFormatError("the file is empty.", file=name)
-    return _collect_long(rows, name)
-
-
-def _source(row: dict[str, str], name: str, number: int) -> SourceRecord:
-    key, text = row["source_key"].strip(), row["source_text"].strip()
-    if not key:
-        raise ImportFormatError("empty source_key.", file=name, row=number, column="source_key")
-    if not text:
-        raise ImportFormatError("empty source_text.", file=name, row=number, column="source_text")
-    severity = severity_level(
-        row.get("reference_severity", ""), file=name, row=number, column="reference_severity"
-    )
-    return SourceRecord(key=key, text=text, reference_severity=severity)
-
-
-def _collect_long(rows: list[tuple[int, dict[str, str]]], name: str) -> StudyRecords:
-    records = StudyRecords()
-    sources: dict[str, SourceRecord] = {}
-    pairs: set[tuple[str, str]] = set()
-    for number, row in rows:
-        source = _source(row, name, number)
-        known = sources.get(source.key)
-        if known is None:
-            sources[source.key] = source
-            records.sources.append(source)
+class StudyFile:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.name = self.path.name
+        suffix = self.path.suffix.lower()
+        if suffix in {".jsonl", ".ndjson"}:
+            self.kind = "jsonl"
+        elif suffix == ".csv":
+            self.kind = "csv"
         else:
-            if known.text != source.text:
+            raise ImportFormatError("unknown format: use .csv (wide or long) or .jsonl.", file=self.name)
+
+    def check(self) -> StudyFileSummary:
+        """Validate the whole file (first pass)."""
+        systems: dict[str, None] = {}
+        digests: dict[str, bytes] = {}
+        severities: dict[str, str] = {}
+        pairs: set[tuple[str, str]] = set()
+        n_simplifications = 0
+        for row in self.rows():
+            source = row.source
+            digest = hashlib.blake2b(source.text.encode(), digest_size=16).digest()
+            known = digests.get(source.key)
+            if known is None:
+                digests[source.key] = digest
+            elif self.long:
+                if known != digest:
+                    raise ImportFormatError(
+                        f"source {source.key!r} has a different source_text than on an earlier row.",
+                        file=self.name,
+                        row=row.number,
+                        column="source_text",
+                    )
+            else:
                 raise ImportFormatError(
-                    f"source {source.key!r} has a different source_text than on an earlier row.",
-                    file=name,
-                    row=number,
-                    column="source_text",
+                    f"source_key {source.key!r} appears twice.",
+                    file=self.name,
+                    row=row.number,
+                    column="source_key",
                 )
-            if source.reference_severity and known.reference_severity not in (
-                None,
-                source.reference_severity,
-            ):
+            if source.reference_severity:
+                earlier = severities.setdefault(source.key, source.reference_severity)
+                if earlier != source.reference_severity:
+                    raise ImportFormatError(
+                        f"source {source.key!r} has a different reference_severity than on an earlier row.",
+                        file=self.name,
+                        row=row.number,
+                        column="reference_severity",
+                    )
+            for record in row.simplifications:
+                if self.long and (source.key, record.system) in pairs:
+                    raise ImportFormatError(
+                        f"a second simplification for source {source.key!r} and system {record.system!r}.",
+                        file=self.name,
+                        row=row.number,
+                        column="system",
+                    )
+                pairs.add((source.key, record.system))
+                systems.setdefault(record.system)
+                n_simplifications += 1
+        if not self.long:
+            systems = dict.fromkeys(self.header_systems)
+        return StudyFileSummary(
+            systems=list(systems),
+            sources=len(digests),
+            simplifications=n_simplifications,
+            severities=severities,
+        )
+
+    def rows(self) -> Iterator[StudyFileRow]:
+        """Every row's records, validated one row at a time (cross-row rules are `check`'s)."""
+        if self.kind == "jsonl":
+            yield from self._jsonl_rows()
+        else:
+            yield from self._csv_rows()
+
+    # --- CSV ------------------------------------------------------------------------------------
+
+    def _csv_rows(self) -> Iterator[StudyFileRow]:
+        with self._open() as handle:
+            reader = csv.reader(handle)
+            cells_of = self._csv_cells(reader)
+            try:
+                _, header = next(cells_of)
+            except StopIteration:
+                raise ImportFormatError("the file is empty.", file=self.name) from None
+            header = [h.strip() for h in header]
+            self._check_header(header)
+            for number, cells in cells_of:
+                if not any(c.strip() for c in cells):
+                    continue
+                if len(cells) != len(header):
+                    raise ImportFormatError(
+                        f"{len(cells)} cells but the header has {len(header)} columns.",
+                        file=self.name,
+                        row=number,
+                    )
+                row = dict(zip(header, cells, strict=True))
+                for column, value in row.items():
+                    self._check_cell(value, number, column)
+                yield self._row(row, number)
+
+    def _csv_cells(self, reader) -> Iterator[tuple[int, list[str]]]:
+        """(first line of the record, cells); the csv module's and the decoder's errors with it."""
+        while True:
+            number = reader.line_num + 1
+            try:
+                cells = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                detail = str(exc)
+                if "field larger than field limit" in detail:
+                    detail = f"a cell is longer than {MAX_CELL:,} characters"
+                raise ImportFormatError(f"{detail}.", file=self.name, row=number) from None
+            except UnicodeDecodeError as exc:
+                raise ImportFormatError(f"not UTF-8 text ({exc}).", file=self.name, row=number) from None
+            yield number, cells
+
+    def _check_header(self, header: list[str]) -> None:
+        for column in REQUIRED:
+            if column not in header:
                 raise ImportFormatError(
-                    f"source {source.key!r} has a different reference_severity than on an earlier row.",
-                    file=name,
-                    row=number,
-                    column="reference_severity",
+                    f"missing required column {column!r}.", file=self.name, row=1, column=column
                 )
-            known.reference_severity = known.reference_severity or source.reference_severity
-        system = (row.get("system") or "").strip()
-        text = (row.get("text") or "").strip()
-        if not system and not text:
-            continue
-        if not SYSTEM_KEY.match(system):
+        duplicates = {h for h in header if header.count(h) > 1}
+        if duplicates:
+            raise ImportFormatError(f"duplicate column(s) {sorted(duplicates)}.", file=self.name, row=1)
+        self.long = all(c in header for c in LONG_COLUMNS)
+        self.header_systems = [] if self.long else [h for h in header if h not in REQUIRED + OPTIONAL]
+        for system in self.header_systems:
+            if not SYSTEM_KEY.match(system):
+                raise ImportFormatError(
+                    f"system column {system!r} is not a valid system key "
+                    "(lowercase letters, digits, _ or -).",
+                    file=self.name,
+                    row=1,
+                    column=system,
+                )
+
+    # --- JSONL ----------------------------------------------------------------------------------
+
+    def _jsonl_rows(self) -> Iterator[StudyFileRow]:
+        self.long, self.header_systems = True, []
+        seen_any = False
+        with self._open() as handle:
+            number = 0
+            while True:
+                try:
+                    line = handle.readline()
+                except UnicodeDecodeError as exc:
+                    raise ImportFormatError(
+                        f"not UTF-8 text ({exc}).", file=self.name, row=number + 1
+                    ) from None
+                if not line:
+                    break
+                number += 1
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise ImportFormatError(
+                        f"not valid JSON ({exc.msg}).", file=self.name, row=number
+                    ) from None
+                if not isinstance(obj, dict):
+                    raise ImportFormatError("each line must be a JSON object.", file=self.name, row=number)
+                row: dict[str, str] = {}
+                for column in (*REQUIRED, *OPTIONAL, *LONG_COLUMNS):
+                    value = obj.get(column)
+                    if value is None and column not in REQUIRED:
+                        value = ""
+                    if not isinstance(value, str):
+                        raise ImportFormatError(
+                            f"missing {column!r}."
+                            if value is None
+                            else f"{column!r} must be text, not {_json_type(value)}.",
+                            file=self.name,
+                            row=number,
+                            column=column,
+                        )
+                    self._check_cell(value, number, column)
+                    row[column] = value
+                seen_any = True
+                yield self._row(row, number)
+        if not seen_any:
+            raise ImportFormatError("the file is empty.", file=self.name)
+
+    # --- both -----------------------------------------------------------------------------------
+
+    def _open(self):
+        # utf-8-sig drops a BOM; decoding errors surface while reading, with the row they are on.
+        return self.path.open(encoding="utf-8-sig", newline="")
+
+    def _check_cell(self, value: str, number: int, column: str) -> None:
+        if "\x00" in value:
+            raise ImportFormatError("contains a NUL byte.", file=self.name, row=number, column=column)
+        if len(value) > MAX_CELL:
             raise ImportFormatError(
-                f"{system!r} is not a valid system key.", file=name, row=number, column="system"
+                f"{len(value):,} characters (at most {MAX_CELL:,}).",
+                file=self.name,
+                row=number,
+                column=column,
+            )
+
+    def _row(self, row: dict[str, str], number: int) -> StudyFileRow:
+        key, text = row["source_key"].strip(), row["source_text"].strip()
+        if not key:
+            raise ImportFormatError("empty source_key.", file=self.name, row=number, column="source_key")
+        if len(key) > MAX_KEY:
+            raise ImportFormatError(
+                f"source_key is {len(key)} characters long (at most {MAX_KEY}).",
+                file=self.name,
+                row=number,
+                column="source_key",
             )
         if not text:
-            raise ImportFormatError("empty text.", file=name, row=number, column="text")
-        if (source.key, system) in pairs:
+            raise ImportFormatError("empty source_text.", file=self.name, row=number, column="source_text")
+        severity = severity_level(
+            row.get("reference_severity", ""), file=self.name, row=number, column="reference_severity"
+        )
+        result = StudyFileRow(number, SourceRecord(key=key, text=text, reference_severity=severity))
+        if not self.long:
+            for system in self.header_systems:
+                simplification = row[system].strip()
+                if simplification:
+                    result.simplifications.append(SimplificationRecord(key, system, simplification))
+            return result
+        system, simplification = row.get("system", "").strip(), row.get("text", "").strip()
+        if not system and not simplification:
+            return result
+        if not SYSTEM_KEY.match(system):
             raise ImportFormatError(
-                f"a second simplification for source {source.key!r} and system {system!r}.",
-                file=name,
-                row=number,
-                column="system",
+                f"{system!r} is not a valid system key.", file=self.name, row=number, column="system"
             )
-        pairs.add((source.key, system))
-        if system not in records.systems:
-            records.systems.append(system)
-        records.simplifications.append(SimplificationRecord(source.key, system, text))
+        if not simplification:
+            raise ImportFormatError("empty text.", file=self.name, row=number, column="text")
+        result.simplifications.append(SimplificationRecord(key, system, simplification))
+        return result
+
+
+def read_study_file(path: Path) -> StudyRecords:
+    """The whole file as records, validated (for small files such as the demo's)."""
+    study_file = StudyFile(path)
+    summary = study_file.check()
+    records = StudyRecords(systems=summary.systems)
+    seen: set[str] = set()
+    for row in study_file.rows():
+        if row.source.key not in seen:
+            seen.add(row.source.key)
+            row.source.reference_severity = summary.severities.get(row.source.key)
+            records.sources.append(row.source)
+        records.simplifications.extend(row.simplifications)
     return records
+
+
+def _json_type(value: object) -> str:
+    return {dict: "an object", list: "a list", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )

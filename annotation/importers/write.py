@@ -1,40 +1,195 @@
-"""Writes importer records to the database, all or nothing (one transaction)."""
+"""Writes importer records to the database, all or nothing (one transaction), in bulk."""
 
 from __future__ import annotations
 
 from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from annotation import services
 from annotation.importers.errors import ImportFormatError
-from annotation.importers.records import ReleaseRecords, StudyRecords
-from annotation.models import LayItem, Participant, Simplification, SimplificationText, Source, Study, System
+from annotation.importers.records import ReleaseRecords, SimplificationRecord, SourceRecord, StudyRecords
+from annotation.importers.study_file import StudyFile, study_slug_check
+from annotation.models import (
+    LayItem,
+    Participant,
+    Simplification,
+    SimplificationText,
+    Source,
+    Study,
+    System,
+    normalize_text,
+    text_hash,
+)
+
+BATCH = 2000
+
+
+def study_file_import(*, slug: str, title: str, study_file: StudyFile) -> tuple[Study, bool, dict[str, int]]:
+    """Validate the whole file, then create or update the study and write the file's records, in
+    one transaction: a failed import leaves nothing, not even a new study or a changed title."""
+    study_slug_check(slug)
+    summary = study_file.check()
+    with transaction.atomic():
+        study, created = services.study_get_or_create(slug=slug, title=title)
+        writer = StudyBulkWriter(study=study, systems=summary.systems, file=study_file.name)
+        for row in study_file.rows():
+            row.source.reference_severity = summary.severities.get(row.source.key)
+            writer.add(row.source, row.simplifications)
+        writer.flush()
+    counts = {"sources": summary.sources, "systems": len(summary.systems)}
+    counts["simplifications"] = summary.simplifications
+    return study, created, counts
 
 
 def study_records_write(*, study: Study, records: StudyRecords, file: str = "") -> dict[str, int]:
     """Add or update sources, systems and simplifications of `study`; never duplicates."""
+    by_source: dict[str, list[SimplificationRecord]] = {}
+    for record in records.simplifications:
+        by_source.setdefault(record.source_key, []).append(record)
     with transaction.atomic():
-        sources: dict[str, Source] = {}
-        for record in records.sources:
-            sources[record.key] = services.source_upsert(
-                study=study,
-                key=record.key,
-                text=record.text,
-                reference_severity=record.reference_severity,
-                metadata=record.metadata or None,
-            )
-        systems: dict[str, System] = {
-            key: services.system_upsert(study=study, key=key, label=records.system_labels.get(key, ""))
-            for key in records.systems
+        writer = StudyBulkWriter(
+            study=study, systems=records.systems, labels=records.system_labels, file=file
+        )
+        for source in records.sources:
+            writer.add(source, by_source.pop(source.key, []))
+        if by_source:
+            raise ImportFormatError(f"simplifications of unknown sources {sorted(by_source)}.", file=file)
+        writer.flush()
+    return {
+        "sources": len(records.sources),
+        "systems": len(records.systems),
+        "simplifications": len(records.simplifications),
+    }
+
+
+class StudyBulkWriter:
+    """Adds or updates sources and simplifications in batches: a few queries per `BATCH` rows,
+    whatever the study's size. Same rules as annotation.services' source_upsert and
+    simplification_upsert (new sources take the next free position; identical texts of a source
+    share one SimplificationText; a text no longer used by anything is removed). Call inside a
+    transaction."""
+
+    def __init__(self, *, study: Study, systems: list[str], labels: dict[str, str] | None = None, file: str):
+        self.study = study
+        self.systems = {
+            key: services.system_upsert(study=study, key=key, label=(labels or {}).get(key, "")).pk
+            for key in systems
         }
-        for record in records.simplifications:
-            services.simplification_upsert(
-                source=sources[record.source_key],
-                system=systems[record.system],
-                text=record.text,
-                provenance={"origin": "import", "backend": "", "parameters": {"file": file} if file else {}},
+        self.provenance = {"origin": "import", "backend": "", "parameters": {"file": file} if file else {}}
+        last = Source.objects.filter(study=study).aggregate(last=Max("position"))["last"]
+        self.next_position = 0 if last is None else last + 1
+        self.source_ids: dict[str, int] = {}
+        self.pending: list[tuple[SourceRecord, list[SimplificationRecord]]] = []
+        self.replaced_texts: set[int] = set()
+
+    def add(self, source: SourceRecord, simplifications: list[SimplificationRecord]) -> None:
+        self.pending.append((source, simplifications))
+        if len(self.pending) >= BATCH:
+            self._write()
+
+    def flush(self) -> None:
+        self._write()
+        if self.replaced_texts:
+            SimplificationText.objects.filter(
+                pk__in=self.replaced_texts,
+                simplifications__isnull=True,
+                expert_ratings__isnull=True,
+                lay_items__isnull=True,
+                most_votes__isnull=True,
+                least_votes__isnull=True,
+            ).delete()
+            self.replaced_texts.clear()
+
+    def _write(self) -> None:
+        if not self.pending:
+            return
+        batch, self.pending = self.pending, []
+        self._write_sources([source for source, _ in batch])
+        self._write_simplifications([record for _, records in batch for record in records])
+
+    def _write_sources(self, records: list[SourceRecord]) -> None:
+        records = list({r.key: r for r in records if r.key not in self.source_ids}.values())
+        existing = {
+            s.key: s for s in Source.objects.filter(study=self.study, key__in=[r.key for r in records])
+        }
+        new, changed = [], []
+        for record in records:
+            source = existing.get(record.key)
+            if source is None:
+                source = Source(study=self.study, key=record.key, position=self.next_position)
+                self.next_position += 1
+                new.append(source)
+            before = (source.text, source.reference_severity, source.metadata)
+            source.text = record.text.strip()
+            if record.reference_severity is not None:
+                source.reference_severity = record.reference_severity
+            if record.metadata:
+                source.metadata = {**source.metadata, **record.metadata}
+            if source.pk and before != (source.text, source.reference_severity, source.metadata):
+                changed.append(source)
+        Source.objects.bulk_create(new, batch_size=BATCH)
+        Source.objects.bulk_update(changed, ["text", "reference_severity", "metadata"], batch_size=BATCH)
+        for source in (*existing.values(), *new):
+            self.source_ids[source.key] = source.pk
+
+    def _write_simplifications(self, records: list[SimplificationRecord]) -> None:
+        if not records:
+            return
+        source_ids = {self.source_ids[r.source_key] for r in records}
+        texts = {
+            (source_id, digest): pk
+            for pk, source_id, digest in SimplificationText.objects.filter(
+                source_id__in=source_ids
+            ).values_list("pk", "source_id", "text_hash")
+        }
+        wanted: dict[tuple[int, int], tuple[int, str]] = {}
+        new_texts: dict[tuple[int, str], SimplificationText] = {}
+        for record in records:
+            source_id = self.source_ids[record.source_key]
+            digest = text_hash(record.text)
+            if (source_id, digest) not in texts and (source_id, digest) not in new_texts:
+                new_texts[(source_id, digest)] = SimplificationText(
+                    source_id=source_id, text=normalize_text(record.text), text_hash=digest
+                )
+            wanted[(source_id, self.systems[record.system])] = (source_id, digest)
+        SimplificationText.objects.bulk_create(list(new_texts.values()), batch_size=BATCH)
+        texts.update({key: text.pk for key, text in new_texts.items()})
+
+        existing = {
+            (s.source_id, s.system_id): s
+            for s in Simplification.objects.filter(source_id__in=source_ids).only(
+                "pk", "source_id", "system_id", "shown_text_id", *self.provenance
             )
-    return {"sources": len(sources), "systems": len(systems), "simplifications": len(records.simplifications)}
+        }
+        new, changed = [], []
+        now = timezone.now()
+        for (source_id, system_id), text_key in wanted.items():
+            text_id = texts[text_key]
+            simplification = existing.get((source_id, system_id))
+            if simplification is None:
+                new.append(
+                    Simplification(
+                        source_id=source_id, system_id=system_id, shown_text_id=text_id, **self.provenance
+                    )
+                )
+                continue
+            same = simplification.shown_text_id == text_id and all(
+                getattr(simplification, name) == value for name, value in self.provenance.items()
+            )
+            if same:
+                continue
+            if simplification.shown_text_id != text_id:
+                self.replaced_texts.add(simplification.shown_text_id)
+            simplification.shown_text_id = text_id
+            for name, value in self.provenance.items():
+                setattr(simplification, name, value)
+            simplification.updated_at = now
+            changed.append(simplification)
+        Simplification.objects.bulk_create(new, batch_size=BATCH)
+        Simplification.objects.bulk_update(
+            changed, ["shown_text", "updated_at", *self.provenance], batch_size=BATCH
+        )
 
 
 def release_records_write(*, study: Study, records: ReleaseRecords) -> dict[str, int]:

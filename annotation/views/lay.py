@@ -23,6 +23,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from annotation import protocol_texts, scales, services
 from annotation.access import access_attention_check, access_lay_item, access_study_for_join
+from annotation.enrolment_limits import consent_limits, join_limits
 from annotation.lay import assignment, entry, panels, steps
 from annotation.lay.design import ASSISTED, PANELS, lay_background_questions, panel_number
 from annotation.lay.errors import LayFlowError
@@ -133,6 +134,7 @@ CHOICE_MESSAGE = "Please choose “I agree” or “I do not want to take part�
 
 @require_http_methods(["GET", "POST"])
 @never_cache
+@consent_limits
 @lay_participant()
 def lay_consent(request: HttpRequest, participant: Participant) -> HttpResponse:
     if lay_next_step(participant=participant).kind not in (steps.CONSENT, steps.DECLINED):
@@ -150,6 +152,7 @@ def lay_consent(request: HttpRequest, participant: Participant) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @never_cache
+@join_limits
 def lay_join(request: HttpRequest, slug: str) -> HttpResponse:
     """The open recruitment link of a study (Prolific style: ?PROLIFIC_PID=…&STUDY_ID=…&SESSION_ID=…).
     The participant is created only once they consent; the same PID always resumes the same

@@ -26,6 +26,7 @@ INSTALLED_APPS = [
     # Swagger UI's files served by the app: hospital networks often block public CDNs.
     "drf_spectacular_sidecar",
     "django_htmx",
+    "axes",
     "annotation",
     "evaluation",
     "generation",
@@ -44,6 +45,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes requires: answers a locked-out login with 429.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -92,6 +95,34 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
+AUTHENTICATION_BACKENDS = [
+    # Refuses a login while its username + IP is locked out (before the password is checked).
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+
+# --- Abuse limits (README "Configuration") ----------------------------------------------------
+# Logins (/dashboard/login/, /radiologist/login/, /admin/login/, /api/token/): after
+# RADLAY_LOGIN_FAILURE_LIMIT wrong passwords for one username from one IP, that pair is locked for
+# RADLAY_LOGIN_LOCKOUT_HOURS, right password or not.
+AXES_ENABLED = env.bool("RADLAY_LOGIN_LOCKOUT", default=True)
+AXES_FAILURE_LIMIT = env.int("RADLAY_LOGIN_FAILURE_LIMIT", default=10)
+AXES_COOLOFF_TIME = env.float("RADLAY_LOGIN_LOCKOUT_HOURS", default=1.0)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+# The header that holds the client's address behind a reverse proxy (e.g. HTTP_X_REAL_IP); empty:
+# REMOTE_ADDR. Used by the rate limits below.
+RATELIMIT_IP_META_KEY = env.str("RADLAY_CLIENT_IP_HEADER", default="") or None
+RATELIMIT_ENABLE = env.bool("RADLAY_RATE_LIMITS", default=True)
+# POSTs to the open recruitment link /join/<study>/ (agree or decline), per client IP and per study,
+# and to a participant's consent page per IP ("" = no limit); django-ratelimit's "N/s|m|h|d".
+RADLAY_JOIN_RATE_PER_IP = env.str("RADLAY_JOIN_RATE_PER_IP", default="20/h")
+RADLAY_JOIN_RATE_PER_STUDY = env.str("RADLAY_JOIN_RATE_PER_STUDY", default="600/h")
+RADLAY_CONSENT_RATE_PER_IP = env.str("RADLAY_CONSENT_RATE_PER_IP", default="60/h")
+# Laypeople of one study enrolled and still working; newcomers wait while it is reached (0 = no cap).
+RADLAY_MAX_OPEN_ENROLMENTS = env.int("RADLAY_MAX_OPEN_ENROLMENTS", default=500)
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
@@ -114,14 +145,26 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "evaluation.pagination.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 100,
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": env.str("RADLAY_API_RATE_ANON", default="30/min"),
+        "user": env.str("RADLAY_API_RATE_USER", default="600/min"),
+    },
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "radlay API",
     "DESCRIPTION": "Two-pronged human evaluation of radiology report simplification.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "evaluation.api_schema.add_error_responses",
+    ],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
@@ -270,6 +313,9 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"redact_tokens": {"()": "config.log_filters.RedactSurveyTokens"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_tokens"]}
+    },
     "root": {"handlers": ["console"], "level": env.str("DJANGO_LOG_LEVEL", default="INFO")},
 }

@@ -23,3 +23,8 @@ RADLAY_ANALYSIS_OPTIONS = {"embeddings": False}
 RADLAY_ANALYSIS_IN_THREAD = False
 RADLAY_ANALYSIS_CHECK_SECONDS = 0
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# Abuse limits are off in the suite (many tests log in and join from 127.0.0.1 within seconds);
+# tests/test_abuse_limits.py switches each one on and checks it.
+AXES_ENABLED = False
+RATELIMIT_ENABLE = False
+REST_FRAMEWORK = {**REST_FRAMEWORK, "DEFAULT_THROTTLE_CLASSES": []}  # noqa: F405

@@ -1,11 +1,15 @@
-"""CSV export: rows streamed as text chunks (RFC 4180 quoting, UTF-8, header first)."""
+"""CSV export: rows streamed as text chunks (RFC 4180 quoting, UTF-8, header first). Text that a
+spreadsheet would run as a formula is prefixed with `'` (evaluation/exporters/cells.py)."""
 
 from __future__ import annotations
 
 import csv
 import io
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 from typing import Any, BinaryIO
+
+from evaluation.exporters.cells import csv_row
 
 CONTENT_TYPE = "text/csv; charset=utf-8"
 EXTENSION = "csv"
@@ -13,20 +17,17 @@ _BATCH = 1000
 
 
 def csv_chunks(rows: Iterable[Sequence[Any]], columns: Sequence[str]) -> Iterator[bytes]:
-    """The CSV document in chunks of about `_BATCH` rows, never holding more than one chunk."""
+    """The CSV document in chunks of `_BATCH` rows, never holding more than one chunk."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow(columns)
-    pending = 1
-    for row in rows:
-        writer.writerow(["" if value is None else value for value in row])
-        pending += 1
-        if pending >= _BATCH:
-            yield buffer.getvalue().encode("utf-8")
-            buffer.seek(0)
-            buffer.truncate()
-            pending = 0
-    if pending or buffer.tell():
+    rows = iter(rows)
+    while batch := list(islice(rows, _BATCH)):
+        writer.writerows(map(csv_row, batch))
+        yield buffer.getvalue().encode("utf-8")
+        buffer.seek(0)
+        buffer.truncate()
+    if buffer.tell():
         yield buffer.getvalue().encode("utf-8")
 
 

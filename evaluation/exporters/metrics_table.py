@@ -10,6 +10,8 @@ import io
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from evaluation.exporters.cells import csv_cell
+
 
 def metrics_table_rows(analysis: Mapping[str, Any]) -> Iterator[list[Any]]:
     metrics = analysis.get("metrics", {})
@@ -41,7 +43,7 @@ def metrics_table_rows(analysis: Mapping[str, Any]) -> Iterator[list[Any]]:
 def metrics_csv(analysis: Mapping[str, Any]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerows(metrics_table_rows(analysis))
+    writer.writerows([csv_cell(value) for value in row] for row in metrics_table_rows(analysis))
     return buffer.getvalue()
 
 

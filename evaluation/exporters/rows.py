@@ -1,18 +1,24 @@
-"""Every raw answer of a study as rows of one long table (one row per answer to one question),
-read with `.iterator()` so that a large study streams instead of loading into memory.
+"""Every raw answer of a study as rows of one long table (one row per answer to one question).
 
-Rows are tuples in the order of `answer_columns()`. Values are written as the level name the
-participant chose (`value`) and as its number in radlay's coding (`value_number`, see
+Rows are `AnswerRow`s (columns in the order of `answer_columns()`). Values are written as the level
+name the participant chose (`value`) and as its number in radlay's coding (`value_number`, from
 annotation/scales.py: severity Critical = 1 … Healthy = 5; Q1 1–4; Q2 1–3; Q4 −1..2; radiologist
 aspects 1–5). `time_spent_ms` is the time spent on the whole panel the answer belongs to.
 Pseudonymous by default: the recruiter's external id only with `include_external_ids=True`.
+
+Built for studies of millions of answers: participants, sources and systems are read once into
+dictionaries, then each answer table is read with one query that joins only its item, through a
+server-side cursor (`.iterator()`), so memory stays flat and there is no query per row.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
+
+from django.db import connection
+from django.db.models import CharField, F, Func
 
 from annotation import scales
 from annotation.models import (
@@ -21,28 +27,35 @@ from annotation.models import (
     ExpertSourceJudgement,
     LayAnswer,
     LayPreference,
+    Participant,
+    Source,
     Study,
+    System,
 )
 from annotation.selectors import systems_by_text
 from evaluation.selectors import EXPERT_ASPECTS, LAY_QUESTIONS, participant_label
 
-CHUNK = 2000
-COLUMNS = (
-    "study",
-    "participant",
-    "role",
-    "source",
-    "systems",
-    "assigned_system",
-    "text_id",
-    "phase",
-    "question",
-    "value",
-    "value_number",
-    "time_spent_ms",
-    "created_at",
-    "updated_at",
-)
+CHUNK = 5000
+
+
+class AnswerRow(NamedTuple):
+    study: str
+    participant: str
+    role: str
+    source: str = ""
+    systems: str = ""  # ';'-joined keys of every system that produced the text
+    assigned_system: str = ""  # the Latin square's system (lay answers)
+    text_id: int | None = None
+    phase: str = ""
+    question: str = ""
+    value: Any = ""
+    value_number: int | None = None
+    time_spent_ms: int = 0
+    created_at: str = ""
+    updated_at: str = ""
+
+
+COLUMNS = AnswerRow._fields
 
 
 def answer_columns(*, include_external_ids: bool = False) -> tuple[str, ...]:
@@ -51,106 +64,104 @@ def answer_columns(*, include_external_ids: bool = False) -> tuple[str, ...]:
     return COLUMNS
 
 
-def _time(value: datetime | None) -> str:
-    return value.isoformat() if value else ""
+# Parsing timestamps into datetimes and formatting them again is most of the cost of a row:
+# PostgreSQL writes them as ISO 8601 text itself (the same text as `_time` gives).
+_PG_ISO = "to_char(%(expressions)s AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"+00:00\"')"
+
+
+def _timestamps(*fields: str) -> tuple[Any, ...]:
+    """values_list() expressions: each field as ISO text on PostgreSQL, as is elsewhere."""
+    if connection.vendor == "postgresql":
+        return tuple(Func(F(name), template=_PG_ISO, output_field=CharField()) for name in fields)
+    return fields
+
+
+def _time(value: datetime | str | None) -> str:
+    if value is None or isinstance(value, str):
+        return value or ""
+    return value.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def answer_rows(*, study: Study, include_external_ids: bool = False) -> Iterator[tuple[Any, ...]]:
-    """Yield one tuple per answer: lay panels 1–2 (one row per question), panel-3 choices (one row
-    per chosen text) and justifications, radiologist ratings (one row per aspect) and comments,
-    radiologists' judgements of the originals, attention checks."""
+    """Yield one row per answer: lay panels 1–2 (one row per question), panel-3 choices (one row per
+    chosen text) and justifications, radiologist ratings (one row per aspect) and comments,
+    radiologists' judgements of the originals, attention checks. With `include_external_ids` each
+    row has the participant's external id after `participant`."""
+    if not include_external_ids:
+        for _, row in _rows(study):
+            yield row
+        return
+    external = dict(Participant.objects.filter(study=study).values_list("pk", "external_id"))
+    for participant_id, row in _rows(study):
+        yield (*row[:2], external[participant_id], *row[2:])
+
+
+def _rows(study: Study) -> Iterator[tuple[int, AnswerRow]]:
+    """(participant id, row) for every answer."""
     slug = study.slug
-    text_systems = {text_id: ";".join(keys) for text_id, keys in systems_by_text(study=study).items()}
-    likert = {level.value: level.name for level in scales.LIKERT.levels}
-
-    def row(
-        participant_id,
-        pseudonym,
-        external_id,
-        role,
-        source,
-        text_id,
-        assigned,
-        phase,
-        question,
-        value,
-        number,
-        time_spent,
-        created,
-        updated,
-    ) -> tuple[Any, ...]:
-        head = (slug, participant_label(pseudonym, participant_id))
-        if include_external_ids:
-            head = (*head, external_id)
-        return (
-            *head,
-            role,
-            source,
-            text_systems.get(text_id, "") if text_id else "",
-            assigned or "",
-            text_id or "",
-            phase,
-            question,
-            value,
-            number,
-            time_spent,
-            _time(created),
-            _time(updated),
+    people = {
+        pk: (participant_label(pseudonym, pk), role)
+        for pk, pseudonym, role in Participant.objects.filter(study=study).values_list(
+            "pk", "pseudonym", "role"
         )
-
-    participant = (
-        "participant_id",
-        "participant__pseudonym",
-        "participant__external_id",
-        "participant__role",
-    )
-    item_participant = tuple(f"item__{field}" for field in participant)
-
-    codes = {
-        question: {lvl.name: lvl.value for lvl in scales.LAY_SCALES[question].levels}
-        for question in LAY_QUESTIONS
     }
+    sources = dict(Source.objects.filter(study=study).values_list("pk", "key"))
+    systems = dict(System.objects.filter(study=study).values_list("pk", "key"))
+    text_systems = {text_id: ";".join(keys) for text_id, keys in systems_by_text(study=study).items()}
+    codes = {question: scales.LAY_SCALES[question].codes for question in LAY_QUESTIONS}
+    likert = {level.value: level.name for level in scales.LIKERT.levels}
+    severity = scales.SEVERITY.codes
+
+    def head(participant_id: int) -> dict[str, str]:
+        label, role = people[participant_id]
+        return {"study": slug, "participant": label, "role": role}
+
     for values in (
         LayAnswer.objects.filter(item__participant__study=study)
         .order_by("item__participant_id", "item__position", "phase")
         .values_list(
-            *item_participant,
-            "item__source__key",
+            "item__participant_id",
+            "item__source_id",
             "item__shown_text_id",
-            "item__assigned_system__key",
+            "item__assigned_system_id",
             "phase",
             *LAY_QUESTIONS,
             "time_spent_ms",
-            "created_at",
-            "updated_at",
+            *_timestamps("created_at", "updated_at"),
         )
         .iterator(chunk_size=CHUNK)
     ):
-        p_id, pseudonym, external, role, source, text_id, assigned, phase = values[:8]
-        answers = values[8 : 8 + len(LAY_QUESTIONS)]
-        time_spent, created, updated = values[8 + len(LAY_QUESTIONS) :]
-        for question, answer in zip(LAY_QUESTIONS, answers, strict=True):
+        participant_id, source_id, text_id, system_id, phase = values[:5]
+        label, role = people[participant_id]
+        source, assigned = sources[source_id], systems.get(system_id, "")
+        shown_by = text_systems.get(text_id, "")
+        time_spent, created, updated = values[5 + len(LAY_QUESTIONS) :]
+        created, updated = _time(created), _time(updated)
+        for question, answer in zip(LAY_QUESTIONS, values[5 : 5 + len(LAY_QUESTIONS)], strict=True):
             if answer:
-                yield row(
-                    p_id,
-                    pseudonym,
-                    external,
-                    role,
-                    source,
-                    text_id,
-                    assigned,
-                    phase,
-                    question,
-                    answer,
-                    codes[question][answer],
-                    time_spent,
-                    created,
-                    updated,
+                yield (
+                    participant_id,
+                    AnswerRow(
+                        study=slug,
+                        participant=label,
+                        role=role,
+                        source=source,
+                        systems=shown_by,
+                        assigned_system=assigned,
+                        text_id=text_id,
+                        phase=phase,
+                        question=question,
+                        value=answer,
+                        value_number=codes[question][answer],
+                        time_spent_ms=time_spent,
+                        created_at=created,
+                        updated_at=updated,
+                    ),
                 )
 
     for side in ("most", "least"):
         through = getattr(LayPreference, side).through
-        for p_id, pseudonym, external, role, source, assigned, text_id, time_spent, created, updated in (
+        for participant_id, source_id, system_id, text_id, time_spent, created, updated in (
             through.objects.filter(laypreference__item__participant__study=study)
             .order_by(
                 "laypreference__item__participant_id",
@@ -158,213 +169,156 @@ def answer_rows(*, study: Study, include_external_ids: bool = False) -> Iterator
                 "simplificationtext_id",
             )
             .values_list(
-                *(f"laypreference__{f}" for f in item_participant),
-                "laypreference__item__source__key",
-                "laypreference__item__assigned_system__key",
+                "laypreference__item__participant_id",
+                "laypreference__item__source_id",
+                "laypreference__item__assigned_system_id",
                 "simplificationtext_id",
                 "laypreference__time_spent_ms",
-                "laypreference__created_at",
-                "laypreference__updated_at",
+                *_timestamps("laypreference__created_at", "laypreference__updated_at"),
             )
             .iterator(chunk_size=CHUNK)
         ):
-            yield row(
-                p_id,
-                pseudonym,
-                external,
-                role,
-                source,
-                text_id,
-                assigned,
-                "preference",
-                f"{side}_preferred",
-                text_systems.get(text_id, ""),
-                1,
-                time_spent,
-                created,
-                updated,
+            yield (
+                participant_id,
+                AnswerRow(
+                    **head(participant_id),
+                    source=sources[source_id],
+                    systems=text_systems.get(text_id, ""),
+                    assigned_system=systems.get(system_id, ""),
+                    text_id=text_id,
+                    phase="preference",
+                    question=f"{side}_preferred",
+                    value=text_systems.get(text_id, ""),
+                    value_number=1,
+                    time_spent_ms=time_spent,
+                    created_at=_time(created),
+                    updated_at=_time(updated),
+                ),
             )
-    for values in (
+    for participant_id, source_id, system_id, most, least, time_spent, created, updated in (
         LayPreference.objects.filter(item__participant__study=study)
         .exclude(most_justification="", least_justification="")
         .order_by("item__participant_id", "item__position")
         .values_list(
-            *item_participant,
-            "item__source__key",
-            "item__assigned_system__key",
+            "item__participant_id",
+            "item__source_id",
+            "item__assigned_system_id",
             "most_justification",
             "least_justification",
             "time_spent_ms",
-            "created_at",
-            "updated_at",
+            *_timestamps("created_at", "updated_at"),
         )
         .iterator(chunk_size=CHUNK)
     ):
-        p_id, pseudonym, external, role, source, assigned, most, least, time_spent, created, updated = values
         for question, text in (("most_justification", most), ("least_justification", least)):
             if text:
-                yield row(
-                    p_id,
-                    pseudonym,
-                    external,
-                    role,
-                    source,
-                    None,
-                    assigned,
-                    "preference",
-                    question,
-                    text,
-                    None,
-                    time_spent,
-                    created,
-                    updated,
+                yield (
+                    participant_id,
+                    AnswerRow(
+                        **head(participant_id),
+                        source=sources[source_id],
+                        assigned_system=systems.get(system_id, ""),
+                        phase="preference",
+                        question=question,
+                        value=text,
+                        time_spent_ms=time_spent,
+                        created_at=_time(created),
+                        updated_at=_time(updated),
+                    ),
                 )
 
     for values in (
         ExpertRating.objects.filter(participant__study=study)
         .order_by("participant_id", "shown_text__source__position", "shown_text_id")
         .values_list(
-            *participant,
-            "shown_text__source__key",
+            "participant_id",
+            "shown_text__source_id",
             "shown_text_id",
             *EXPERT_ASPECTS,
             "comment",
             "time_spent_ms",
-            "created_at",
-            "updated_at",
+            *_timestamps("created_at", "updated_at"),
         )
         .iterator(chunk_size=CHUNK)
     ):
-        p_id, pseudonym, external, role, source, text_id = values[:6]
-        scores = values[6 : 6 + len(EXPERT_ASPECTS)]
-        comment, time_spent, created, updated = values[6 + len(EXPERT_ASPECTS) :]
-        for aspect, score in zip(EXPERT_ASPECTS, scores, strict=True):
+        participant_id, source_id, text_id = values[:3]
+        comment, time_spent, created, updated = values[3 + len(EXPERT_ASPECTS) :]
+        common = {
+            **head(participant_id),
+            "source": sources[source_id],
+            "systems": text_systems.get(text_id, ""),
+            "text_id": text_id,
+            "phase": "expert",
+            "time_spent_ms": time_spent,
+            "created_at": _time(created),
+            "updated_at": _time(updated),
+        }
+        for aspect, score in zip(EXPERT_ASPECTS, values[3 : 3 + len(EXPERT_ASPECTS)], strict=True):
             if score is not None:
-                yield row(
-                    p_id,
-                    pseudonym,
-                    external,
-                    role,
-                    source,
-                    text_id,
-                    None,
-                    "expert",
-                    aspect,
-                    likert[score],
-                    score,
-                    time_spent,
-                    created,
-                    updated,
+                yield (
+                    participant_id,
+                    AnswerRow(**common, question=aspect, value=likert[score], value_number=score),
                 )
         if comment:
-            yield row(
-                p_id,
-                pseudonym,
-                external,
-                role,
-                source,
-                text_id,
-                None,
-                "expert",
-                "comment",
-                comment,
-                None,
-                time_spent,
-                created,
-                updated,
-            )
+            yield participant_id, AnswerRow(**common, question="comment", value=comment)
 
-    severity = {level.name: level.value for level in scales.SEVERITY.levels}
-    for values in (
+    for participant_id, source_id, level, simplicity, comment, time_spent, created, updated in (
         ExpertSourceJudgement.objects.filter(participant__study=study)
         .order_by("participant_id", "source__position")
         .values_list(
-            *participant,
-            "source__key",
+            "participant_id",
+            "source_id",
             "severity",
             "simplicity",
             "comment",
             "time_spent_ms",
-            "created_at",
-            "updated_at",
+            *_timestamps("created_at", "updated_at"),
         )
         .iterator(chunk_size=CHUNK)
     ):
-        p_id, pseudonym, external, role, source, level, simplicity, comment, time_spent, created, updated = (
-            values
-        )
+        common = {
+            **head(participant_id),
+            "source": sources[source_id],
+            "phase": "original",
+            "time_spent_ms": time_spent,
+            "created_at": _time(created),
+            "updated_at": _time(updated),
+        }
         if level:
-            yield row(
-                p_id,
-                pseudonym,
-                external,
-                role,
-                source,
-                None,
-                None,
-                "original",
-                "severity",
-                level,
-                severity[level],
-                time_spent,
-                created,
-                updated,
+            yield (
+                participant_id,
+                AnswerRow(**common, question="severity", value=level, value_number=severity[level]),
             )
         if simplicity is not None:
-            yield row(
-                p_id,
-                pseudonym,
-                external,
-                role,
-                source,
-                None,
-                None,
-                "original",
-                "original_simplicity",
-                likert[simplicity],
-                simplicity,
-                time_spent,
-                created,
-                updated,
+            yield (
+                participant_id,
+                AnswerRow(
+                    **common,
+                    question="original_simplicity",
+                    value=likert[simplicity],
+                    value_number=simplicity,
+                ),
             )
         if comment:
-            yield row(
-                p_id,
-                pseudonym,
-                external,
-                role,
-                source,
-                None,
-                None,
-                "original",
-                "comment",
-                comment,
-                None,
-                time_spent,
-                created,
-                updated,
-            )
+            yield participant_id, AnswerRow(**common, question="comment", value=comment)
 
-    for values in (
+    for participant_id, position, answer, passed, answered in (
         AttentionCheckResponse.objects.filter(participant__study=study)
         .order_by("participant_id", "check_item__position")
-        .values_list(*participant, "check_item__position", "answer", "passed", "answered_at")
+        .values_list(
+            "participant_id", "check_item__position", "answer", "passed", *_timestamps("answered_at")
+        )
         .iterator(chunk_size=CHUNK)
     ):
-        p_id, pseudonym, external, role, position, answer, passed, answered = values
-        yield row(
-            p_id,
-            pseudonym,
-            external,
-            role,
-            "",
-            None,
-            None,
-            "attention_check",
-            f"attention_check_{position}",
-            answer,
-            int(passed),
-            0,
-            answered,
-            answered,
+        yield (
+            participant_id,
+            AnswerRow(
+                **head(participant_id),
+                phase="attention_check",
+                question=f"attention_check_{position}",
+                value=answer,
+                value_number=int(passed),
+                created_at=_time(answered),
+                updated_at=_time(answered),
+            ),
         )

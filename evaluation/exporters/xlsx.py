@@ -1,7 +1,11 @@
 """XLSX export with openpyxl's write-only mode (rows are written as they come, not kept).
 
 An XLSX file is a zip archive whose directory is written last, so it cannot be sent before it is
-complete: `stream` writes it to a temporary file first and then sends that file in chunks."""
+complete: `stream` writes it to a temporary file first and then sends that file in chunks.
+
+openpyxl turns any string that starts with `=` into a formula cell; text a spreadsheet would run
+(evaluation/exporters/cells.py) is written as a string cell instead, as typed. XML 1.0 cannot hold
+control characters other than tab, LF and CR: they become U+FFFD here (the JSON export keeps them)."""
 
 from __future__ import annotations
 
@@ -11,7 +15,10 @@ from typing import Any, BinaryIO
 
 from openpyxl import Workbook
 from openpyxl.cell import WriteOnlyCell
+from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 from openpyxl.styles import Font
+
+from evaluation.exporters.cells import is_formula_like
 
 CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 EXTENSION = "xlsx"
@@ -37,11 +44,23 @@ def write(
                 header.append(cell)
             sheet.append(header)
             used = 1
-        sheet.append(["" if value is None else value for value in row])
+        sheet.append([_cell(sheet, value) for value in row])
         used += 1
     if sheet is None:
         workbook.create_sheet(title).append(list(columns))
     workbook.save(out)
+
+
+def _cell(sheet, value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, str) and ILLEGAL_CHARACTERS_RE.search(value):
+        value = ILLEGAL_CHARACTERS_RE.sub("\ufffd", value)
+    if is_formula_like(value):
+        cell = WriteOnlyCell(sheet, value=value)
+        cell.data_type = "s"
+        return cell
+    return value
 
 
 def stream(rows: Iterable[Sequence[Any]], columns: Sequence[str]) -> Iterator[bytes]:

@@ -1,7 +1,7 @@
-/* radlay lay survey: autosave bookkeeping (time since the last save, retry after a dropped
-   connection, saving typed justifications), keyboard answering (number keys choose an option of
-   the selected question) and no double submits. Everything is an enhancement: the panel form saves
-   and moves on without it. Loaded after htmx. */
+/* radlay lay survey: keyboard answering (number keys choose an option of the selected question),
+   errors that go away once answered, and the autosave of static/radlay/survey.js with its status
+   next to the submit button. Everything is an enhancement: the panel form saves and moves on
+   without it. Loaded after survey.js. */
 (function () {
   "use strict";
   document.documentElement.classList.add("js");
@@ -73,93 +73,27 @@
     }
   }
 
+  // --- Autosave and time spent (static/radlay/survey.js): each answer is sent when given and kept
+  // until the server acknowledges it; every save carries the ms since the previous one and the
+  // page's signed render time, which caps what a save may claim.
   const form = document.getElementById("lay-form");
-  if (!form || typeof htmx === "undefined") return;
+  if (!form || typeof RadlaySurvey === "undefined") return;
   const status = document.getElementById("save-status");
-
-  // --- Time spent: every save carries the ms since the previous one (a failed save hands its
-  // share on), so the panel's total is the time it was open.
-  let mark = performance.now();
-  let carried = 0;
-  function takeElapsed() {
-    const now = performance.now();
-    const ms = Math.round(now - mark + carried);
-    mark = now;
-    carried = 0;
-    return ms;
-  }
-
-  htmx.config.timeout = 15000;
-  let retryTimer = null;
-  document.body.addEventListener("htmx:configRequest", function (e) {
-    if (e.detail.elt !== form) return;
-    const ms = takeElapsed();
-    e.detail.parameters.elapsed_ms = ms;
-    form.radlayElapsed = ms;
+  const stamp = form.querySelector("input[name=rendered_at]");
+  const STATES = {
+    sending: '<span class="muted">Saving…</span>',
+    pending: '<span class="error" role="alert">Not saved yet (connection problem); retrying…</span>',
+  };
+  RadlaySurvey.autosave(form, {
+    params: { autosave: "1", rendered_at: stamp ? stamp.value : "" },
+    // Unticking the last box of a group must clear it on the server, not leave it as it was.
+    listField: "fields",
+    // A refused answer (400 bad value, 409 locked panel, 403 closed study) shows its message.
+    onState: function (names, state, body) {
+      if (!status) return;
+      if (state === "saved") status.innerHTML = RadlaySurvey.swapOob(body);
+      else if (state === "refused") status.innerHTML = body;
+      else status.innerHTML = STATES[state];
+    },
   });
-  // A refused answer (400 bad value, 409 locked panel, 403 closed study) carries its message.
-  document.body.addEventListener("htmx:beforeSwap", function (e) {
-    const code = e.detail.xhr.status;
-    if (code >= 400 && code < 500) {
-      e.detail.shouldSwap = true;
-      e.detail.isError = false;
-    }
-  });
-  function lost() {
-    carried += form.radlayElapsed || 0;
-    form.radlayElapsed = 0;
-    if (status) status.innerHTML = '<span class="error" role="alert">Not saved yet (connection problem); retrying…</span>';
-    clearTimeout(retryTimer);
-    retryTimer = setTimeout(function () { htmx.trigger(form, "radlay:save"); }, 3000);
-  }
-  document.body.addEventListener("htmx:sendError", function (e) { if (e.detail.elt === form) lost(); });
-  document.body.addEventListener("htmx:timeout", function (e) { if (e.detail.elt === form) lost(); });
-  document.body.addEventListener("htmx:responseError", function (e) {
-    if (e.detail.elt === form && e.detail.xhr.status >= 500) lost();
-  });
-
-  // Typed justifications are saved after a pause in typing (the form's hx-trigger leaves out their
-  // "change", which would race the submit when the Continue button takes the focus).
-  let typingTimer = null;
-  form.addEventListener("input", function (e) {
-    if ((e.target.tagName || "").toLowerCase() !== "textarea") return;
-    if (status) status.textContent = "…";
-    clearTimeout(typingTimer);
-    typingTimer = setTimeout(function () { htmx.trigger(form, "radlay:save"); }, 800);
-  });
-
-  // The plain submit carries the last interval and waits for a save still on its way (tapping the
-  // button blurs a justification field, whose "change" starts one): one request at a time per
-  // participant. A second click while the page is being sent does nothing.
-  let inflight = 0;
-  let submitting = false;
-  let deferred = null;
-  document.body.addEventListener("htmx:beforeRequest", function (e) { if (e.detail.elt === form) inflight += 1; });
-  document.body.addEventListener("htmx:afterRequest", function (e) {
-    if (e.detail.elt !== form) return;
-    inflight = Math.max(0, inflight - 1);
-    // htmx sends a queued save right after this one ends: look again once it had the chance.
-    if (deferred) setTimeout(submitWhenSettled, 0);
-  });
-  function submitWhenSettled() {
-    if (!deferred || inflight > 0) return;
-    const submitter = deferred;
-    deferred = null;
-    form.requestSubmit(submitter);
-  }
-  form.addEventListener("submit", function (e) {
-    if (submitting) { e.preventDefault(); return; }
-    clearTimeout(typingTimer);
-    clearTimeout(retryTimer);
-    if (inflight > 0) {
-      e.preventDefault();
-      deferred = e.submitter || form.querySelector("button[type=submit]");
-      return;
-    }
-    submitting = true;
-    const field = form.querySelector("input[name=elapsed_ms]");
-    if (field) field.value = String(takeElapsed());
-  });
-  // Coming back through the browser's page cache must allow submitting again.
-  window.addEventListener("pageshow", function () { submitting = false; });
 })();

@@ -16,11 +16,17 @@
                    response), "refused" (body: the message) or "pending" (not stored yet; retrying).
        typingDelayMs  pause in typing before a text field is sent (800).
        storageKey     where unsent answers wait in localStorage ("radlay:unsent:" + form path).
+       params         {name: value} sent with every autosave request besides the answers (for
+                      instance a marker that tells an autosave from a plain submit).
+       listField      a parameter name: each request also sends, under it, the name of every
+                      list answer (checkbox group) it carries, so that a group with nothing
+                      checked still reaches the server as "none" rather than as "not sent".
 
    saver.queue({name: value})  send these answers (coalesced with whatever else is waiting)
    saver.unsent()              how many answers the server has not acknowledged yet
    saver.settled(ms)           a Promise that resolves once nothing waits or is in flight (or after ms)
    saver.takeElapsed()         ms since the last save, for the elapsed_ms field of a plain submit
+   A 2xx response with an HX-Redirect header sends the browser there, as htmx would.
    RadlaySurvey.swapOob(html)  put the response's hx-swap-oob elements in place (by id); returns
                                the rest of the HTML
 
@@ -116,11 +122,17 @@
       } catch (e) { /* private mode or full storage: memory still holds the answers */ }
     }
 
+    const fixed = options.params || {};
     function body(values, elapsed) {
       const params = new URLSearchParams();
+      Object.keys(fixed).forEach(function (name) { params.append(name, fixed[name]); });
       values.forEach(function (value, name) {
-        if (Array.isArray(value)) value.forEach(function (v) { params.append(name, v); });
-        else params.append(name, value);
+        if (Array.isArray(value)) {
+          value.forEach(function (v) { params.append(name, v); });
+          if (options.listField) params.append(options.listField, name);
+        } else {
+          params.append(name, value);
+        }
       });
       params.append("elapsed_ms", String(elapsed));
       return params;
@@ -142,10 +154,13 @@
         credentials: "same-origin",
         keepalive: true,
       }).then(function (response) {
-        return response.text().then(function (text) { return [response.status, text]; });
+        return response.text().then(function (text) {
+          return [response.status, text, response.headers.get("HX-Redirect")];
+        });
       }).then(function (result) {
         const status = result[0];
-        if (status >= 200 && status < 300) done(names, "saved", result[1]);
+        if (status >= 200 && status < 300 && result[2]) { done(names, "saved", ""); location.assign(result[2]); }
+        else if (status >= 200 && status < 300) done(names, "saved", result[1]);
         else if (status >= 400 && status < 500) done(names, "refused", result[1]);
         else failed(names, elapsed);
       }, function () { failed(names, elapsed); });

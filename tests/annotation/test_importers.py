@@ -154,24 +154,117 @@ def test_malformed_study_files_are_refused_and_write_nothing(tmp_path, name, con
 
 
 def test_study_file_failure_midway_rolls_back(tmp_path, monkeypatch):
-    """A database error on the last record leaves nothing behind (all-or-nothing)."""
-    from annotation import services
+    """A database error on the last write leaves nothing behind (all-or-nothing), not even the
+    study row."""
+    from django.db import IntegrityError
 
     path = write(tmp_path, "ok.csv", "source_key,source_text,plain\na,x,y\nb,z,w\n")
-    original = services.simplification_upsert
-    calls = {"n": 0}
 
-    def failing(**kwargs):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise services.ValidationError("simulated failure")
-        return original(**kwargs)
+    def failing(*args, **kwargs):
+        raise IntegrityError("simulated failure")
 
-    monkeypatch.setattr(services, "simplification_upsert", failing)
-    with pytest.raises(CommandError):
-        call_command("import_study", str(path), "--study", "atomic", stdout=StringIO())
+    monkeypatch.setattr(Simplification.objects, "bulk_create", failing)
+    with pytest.raises(IntegrityError):
+        call_command("import_study", str(path), "--study", "atomic", "--title", "New", stdout=StringIO())
+    assert not Study.objects.exists()
     assert not Source.objects.exists()
     assert not Simplification.objects.exists()
+
+
+LONG_CELL = "x" * 131_073
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "expected"),
+    [
+        (
+            "nul.csv",
+            "source_key,source_text,plain\na,x\x00y,z\n",
+            "row 2, column 'source_text': contains a NUL",
+        ),
+        ("nul.jsonl", '{"source_key": "a", "source_text": "x\\u0000y"}\n', "row 1, column 'source_text'"),
+        ("huge.csv", f"source_key,source_text\na,x\nb,{LONG_CELL}\n", "row 3: a cell is longer than 131,072"),
+        (
+            "huge.jsonl",
+            json.dumps({"source_key": "a", "source_text": LONG_CELL}),
+            "row 1, column 'source_text'",
+        ),
+        (
+            "longkey.csv",
+            f"source_key,source_text\n{'k' * 101},x\n",
+            "row 2, column 'source_key': source_key is 101",
+        ),
+        (
+            "object.jsonl",
+            json.dumps({"source_key": "a", "source_text": "x", "system": "p", "text": {"a": 1}}),
+            "row 1, column 'text': 'text' must be text, not an object",
+        ),
+        ("list.jsonl", json.dumps({"source_key": ["a"], "source_text": "x"}), "column 'source_key'"),
+        ("latin1.csv", None, "not UTF-8"),
+    ],
+)
+def test_bad_cells_are_refused_with_row_and_column(tmp_path, name, content, expected):
+    path = tmp_path / name
+    if content is None:
+        path.write_bytes("source_key,source_text\na,caf\u00e9\n".encode("latin-1"))
+    else:
+        path.write_text(content, encoding="utf-8")
+    with pytest.raises(CommandError) as excinfo:
+        call_command("import_study", str(path), "--study", "broken", stdout=StringIO())
+    assert expected in str(excinfo.value)
+    assert "Nothing was imported" in str(excinfo.value)
+    assert not Study.objects.exists()
+    assert not Source.objects.exists()
+
+
+@pytest.mark.parametrize("slug", ["bad slug!", "", "../../etc", "<script>", "s" * 100, "a/b"])
+def test_invalid_study_slugs_are_refused(tmp_path, slug):
+    path = write(tmp_path, "ok.csv", "source_key,source_text\na,x\n")
+    with pytest.raises(CommandError) as excinfo:
+        call_command("import_study", str(path), "--study", slug, stdout=StringIO())
+    assert "--study" in str(excinfo.value)
+    assert "Nothing was imported" in str(excinfo.value)
+    assert not Study.objects.exists()
+
+
+def test_failed_reimport_renames_nothing(tmp_path):
+    good = write(tmp_path, "good.csv", "source_key,source_text,plain\na,x,y\n")
+    call_command("import_study", str(good), "--study", "kept", "--title", "Old title", stdout=StringIO())
+    bad = write(tmp_path, "bad.csv", "source_key,source_text,plain\nb,z,w\nc,,v\n")
+    with pytest.raises(CommandError):
+        call_command("import_study", str(bad), "--study", "kept", "--title", "New title", stdout=StringIO())
+    study = Study.objects.get(slug="kept")
+    assert study.title == "Old title"
+    assert list(study.sources.values_list("key", flat=True)) == ["a"]
+
+
+def test_import_in_batches_matches_the_file(tmp_path, monkeypatch):
+    """More rows than one write batch, a source repeated across batches (long format), a text two
+    systems share, and a re-import that changes one text: counted against the file itself."""
+    from annotation.importers import write as writer
+    from annotation.models import SimplificationText
+
+    monkeypatch.setattr(writer, "BATCH", 7)
+    lines = ["source_key,source_text,system,text,reference_severity"]
+    for i in range(30):
+        lines.append(f"s{i},Finding {i}.,plain,Plain {i}.,")
+        lines.append(f"s{i},Finding {i}.,cot,{'Plain' if i % 3 == 0 else 'Cot'} {i}.,")
+    lines.append("s0,Finding 0.,human,Human 0.,Mild")  # s0 again, in a later batch
+    path = write(tmp_path, "long.csv", "\n".join(lines) + "\n")
+    call_command("import_study", str(path), "--study", "batched", stdout=StringIO())
+    study = Study.objects.get(slug="batched")
+    assert list(study.sources.order_by("position").values_list("key", flat=True)) == [
+        f"s{i}" for i in range(30)
+    ]
+    assert study.sources.get(key="s0").reference_severity == "Mild"
+    assert Simplification.objects.filter(source__study=study).count() == 61
+    assert SimplificationText.objects.filter(source__study=study).count() == 61 - 10
+    lines[2] = "s0,Finding 0.,cot,A new text.,"
+    write(tmp_path, "long.csv", "\n".join(lines) + "\n")
+    call_command("import_study", str(path), "--study", "batched", stdout=StringIO())
+    assert Simplification.objects.get(source__key="s0", system__key="cot").text == "A new text."
+    assert SimplificationText.objects.filter(source__study=study).count() == 61 - 10 + 1
+    assert study.sources.count() == 30
 
 
 # --- the 2024 release ------------------------------------------------------------------------

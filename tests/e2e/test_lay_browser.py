@@ -302,3 +302,100 @@ def test_missing_answers_are_shown_where_they_are_and_go_away_once_answered(phon
         "Not at all",
         "Mild",
     )
+
+
+# --- answering fast, then closing the tab ----------------------------------------------------------
+
+
+def _started_lay(slug: str):
+    from annotation.lay import assignment
+
+    study = build_study(slug=slug, n_sources=1)
+    participant = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    services.participant_consent(participant=participant, accepted=True)
+    assignment.lay_survey_start(participant=participant)
+    return participant, LayItem.objects.get(participant=participant)
+
+
+def _wait_for(read, expected, seconds: float = 15.0):
+    import time
+
+    deadline = time.monotonic() + seconds
+    while True:
+        got = read()
+        if got == expected or time.monotonic() > deadline:
+            return got
+        time.sleep(0.2)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_panel_1_answers_keyed_fast_survive_closing_the_tab(browser, live_server):
+    """Number keys answer the three panel-1 questions 50 ms apart and the tab closes at once: every
+    answer is in the database, with the time the panel was open."""
+    get_resolver().url_patterns  # noqa: B018  (see the phone fixture)
+    participant, item = _started_lay("lay-fast")
+    context = browser.new_context(base_url=live_server.url)
+    page = context.new_page()
+    page.goto(f"/l/{participant.token}/sentence/{item.pk}/original/")
+    page.wait_for_selector("html.js", state="attached")
+    page.locator("#q-understanding input").first.focus()
+    for key in ("3", "2", "4"):
+        page.keyboard.press(key)
+        page.wait_for_timeout(50)
+    page.close()
+    expected = {
+        field: CHOICES[field][int(key) - 1]
+        for field, key in zip(ORIGINAL_FIELDS, ("3", "2", "4"), strict=True)
+    }
+
+    def read() -> dict:
+        row = LayAnswer.objects.filter(item=item, phase="original").first()
+        return {f: getattr(row, f) for f in ORIGINAL_FIELDS if getattr(row, f)} if row else {}
+
+    assert _wait_for(read, expected) == expected
+    assert LayAnswer.objects.get(item=item, phase="original").time_spent_ms > 0
+    context.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_preference_unticked_box_and_typing_in_its_pause_survive_closing_the_tab(browser, live_server):
+    """On panel 3 a box ticked (and saved) then unticked is cleared on the server, and a
+    justification closed within its typing pause is still sent."""
+    from annotation.lay import panels
+
+    get_resolver().url_patterns  # noqa: B018  (see the phone fixture)
+    participant, item = _started_lay("lay-fast-pref")
+    answers = dict(zip(ASSISTED_FIELDS, ("Most of it", "Not at all", "Mild", "It did not help"), strict=True))
+    for panel, fields in (("original", ORIGINAL_FIELDS), ("assisted", ASSISTED_FIELDS)):
+        item.refresh_from_db()
+        panels.lay_panel_open(item=item, panel=panel)
+        data = {f: answers[f] for f in fields}
+        panels.lay_panel_save(participant=participant, item_id=item.pk, panel=panel, data=data, submit=True)
+    item.refresh_from_db()
+    assert item.stage == "preference"
+    first, last = item.preference_order[0], item.preference_order[-1]
+
+    context = browser.new_context(base_url=live_server.url)
+    page = context.new_page()
+    page.goto(f"/l/{participant.token}/sentence/{item.pk}/preference/")
+    page.wait_for_selector("html.js", state="attached")
+    with page.expect_response(lambda r: r.request.method == "POST") as saved:
+        page.locator(f'#q-least input[value="{last}"]').check()
+    assert saved.value.status == 200
+    assert set(LayPreference.objects.get(item=item).least.values_list("pk", flat=True)) == {last}
+    page.locator(f'#q-most input[value="{first}"]').check()
+    page.locator(f'#q-least input[value="{last}"]').uncheck()
+    page.locator("#most_justification").type("Short words.", delay=20)
+    page.close()
+
+    def read() -> tuple:
+        preference = LayPreference.objects.get(item=item)
+        return (
+            set(preference.most.values_list("pk", flat=True)),
+            set(preference.least.values_list("pk", flat=True)),
+            preference.most_justification,
+        )
+
+    expected = ({first}, set(), "Short words.")
+    assert _wait_for(read, expected) == expected
+    context.close()

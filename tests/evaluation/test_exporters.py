@@ -174,3 +174,43 @@ def test_csv_quotes_free_text(db):
 def test_answer_rows_are_a_generator(study):
     rows = answer_rows(study=study)
     assert iter(rows) is rows
+
+
+def test_answer_serializer_documents_every_export_column(study):
+    """The API's AnswerSerializer and the export's rows describe the same columns, and every row
+    of a real study validates against the serializer's types."""
+    from evaluation.serializers import AnswerSerializer
+
+    columns = answer_columns()
+    assert list(AnswerSerializer().fields) == list(columns)
+    rows = [dict(zip(columns, row, strict=True)) for row in answer_rows(study=study)]
+    assert {r["phase"] for r in rows} >= {"original", "assisted", "preference", "expert"}
+    serializer = AnswerSerializer(data=rows, many=True)
+    assert serializer.is_valid(), [e for e in serializer.errors if e][:3]
+    assert all(isinstance(r["text_id"], int) or r["text_id"] is None for r in rows)
+
+
+def test_external_ids_follow_their_participant(study):
+    from annotation.models import Participant
+
+    columns = answer_columns(include_external_ids=True)
+    expected = {(p.pseudonym or f"P{p.pk}"): p.external_id for p in Participant.objects.filter(study=study)}
+    rows = [
+        dict(zip(columns, row, strict=True)) for row in answer_rows(study=study, include_external_ids=True)
+    ]
+    assert rows and all(r["external_id"] == expected[r["participant"]] for r in rows)
+    plain = list(answer_rows(study=study))
+    assert [tuple(v for k, v in r.items() if k != "external_id") for r in rows] == [tuple(r) for r in plain]
+
+
+def test_timestamps_are_iso_8601_utc_as_python_writes_them(study):
+    """On PostgreSQL the database formats the timestamps; they must read as Python's isoformat."""
+    from datetime import UTC
+
+    answer = LayAnswer.objects.filter(item__participant__study=study).order_by("pk").first()
+    expected = answer.created_at.astimezone(UTC).isoformat(timespec="microseconds")
+    rows = [r for r in answer_rows(study=study) if r.created_at == expected]
+    assert rows, expected
+    assert {r.updated_at for r in rows} == {
+        answer.updated_at.astimezone(UTC).isoformat(timespec="microseconds")
+    }

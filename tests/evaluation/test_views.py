@@ -150,6 +150,7 @@ def test_report_is_self_contained(client_in, study):
         "<svg",
         "@media print",
         "Reproducibility audit",
+        "<code>fkgl</code>: ",  # each metric's definition in the Methods section
     ):
         assert text in html, text
     # nothing is fetched from elsewhere: no scripts, stylesheets or images by URL

@@ -6,6 +6,14 @@ from ml.models import ModelArtifact, TrainingJob
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def model_dir(settings, tmp_path_factory):
+    """Admin paths must lie inside RADLAY_MODEL_DIR: here the root of pytest's temporary
+    directories, which holds the tiny models, the corpora and the outputs."""
+    settings.RADLAY_MODEL_DIR = tmp_path_factory.getbasetemp()
+    return settings.RADLAY_MODEL_DIR
+
+
 @pytest.fixture
 def corpus(tmp_path):
     path = tmp_path / "pairs.jsonl"
@@ -36,7 +44,6 @@ def launch_form(corpus, base, **overrides):
 def test_launch_a_training_job_from_the_admin(
     admin_client, corpus, tiny_t5, settings, tmp_path, django_capture_on_commit_callbacks
 ):
-    settings.RADLAY_MODEL_DIR = tmp_path / "models"
     add_url = reverse("admin:ml_trainingjob_add")
     assert b"expert_min:4" in admin_client.get(add_url).content
     with django_capture_on_commit_callbacks(execute=True):
@@ -120,3 +127,34 @@ def test_register_a_model_directory(admin_client, tiny_llama, tmp_path):
     refused = admin_client.post(url, {"name": "nothing", "path": str(tmp_path), "architecture": ""})
     assert "Not a local model directory" in refused.content.decode()
     assert ModelArtifact.objects.count() == 1
+
+
+@pytest.mark.parametrize("field", ["corpus_path", "base_model_path", "output_dir"])
+def test_launch_form_confines_paths_to_the_model_dir(
+    admin_client, corpus, tiny_t5, settings, tmp_path, field
+):
+    settings.RADLAY_MODEL_DIR = tmp_path / "models"
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "pairs.jsonl").write_text(corpus.read_text())
+    inside = {"corpus_path": str(tmp_path / "models" / "pairs.jsonl"), "base_model_path": str(tiny_t5)}
+    outside = {"corpus_path": "/etc/passwd", "base_model_path": "/usr/lib", "output_dir": "../../etc"}
+    form = launch_form(inside["corpus_path"], tiny_t5, **{field: outside[field]})
+    if field != "base_model_path":
+        form["base_model_path"] = str(tiny_t5)
+    response = admin_client.post(reverse("admin:ml_trainingjob_add"), form)
+    assert response.status_code == 200
+    assert "outside the model directory" in response.content.decode()
+    assert not TrainingJob.objects.exists()
+
+
+def test_register_refuses_a_path_outside_the_model_dir(admin_client, tiny_llama, settings, tmp_path):
+    settings.RADLAY_MODEL_DIR = tmp_path
+    url = reverse("admin:ml_modelartifact_add")
+    for path in (str(tiny_llama), "/etc", str(tmp_path / ".." / "..")):
+        response = admin_client.post(url, {"name": "x", "path": path, "architecture": ""})
+        assert "outside the model directory" in response.content.decode(), path
+    link = tmp_path / "link"
+    link.symlink_to(tiny_llama)  # a link inside that points outside is followed and refused
+    response = admin_client.post(url, {"name": "x", "path": str(link), "architecture": ""})
+    assert "outside the model directory" in response.content.decode()
+    assert not ModelArtifact.objects.exists()

@@ -4,8 +4,9 @@ again: it reuses what exists and prints the same links."""
 
 from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.urls import reverse
 
@@ -28,6 +29,11 @@ class Command(BaseCommand):
         parser.add_argument("--base-url", default="http://127.0.0.1:8000")
 
     def handle(self, *args, base_url: str, **options):
+        if getattr(settings, "RADLAY_PRODUCTION", False):
+            raise CommandError(
+                "manage.py demo creates a superuser with a published password; it does not run "
+                "under production settings."
+            )
         with transaction.atomic():
             study, created = study_get_or_create(
                 slug=DEMO_SLUG, title="radlay demo: simplifying radiology findings"

@@ -6,7 +6,9 @@ from django.db import transaction
 
 from annotation.importers.errors import ImportFormatError
 from annotation.importers.release import read_release
+from annotation.importers.study_file import study_slug_check
 from annotation.importers.write import release_records_write
+from annotation.management.commands.import_study import validation_message
 from annotation.services import study_get_or_create
 
 
@@ -22,12 +24,15 @@ class Command(BaseCommand):
 
     def handle(self, *args, directory: Path, study: str, title: str, **options):
         try:
+            study_slug_check(study)
             records = read_release(directory)
             with transaction.atomic():
                 target, _ = study_get_or_create(slug=study, title=title)
                 counts = release_records_write(study=target, records=records)
-        except (ImportFormatError, ValidationError) as exc:
+        except ImportFormatError as exc:
             raise CommandError(f"Nothing was imported. {exc}") from exc
+        except ValidationError as exc:
+            raise CommandError(f"Nothing was imported. {validation_message(exc)}") from exc
         self.stdout.write(
             f"Imported the release into {study}: {counts['sources']} sources, {counts['systems']} systems, "
             f"{counts['simplifications']} simplifications, {counts['participants']} participants."

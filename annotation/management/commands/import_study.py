@@ -4,9 +4,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.importers.errors import ImportFormatError
-from annotation.importers.study_file import read_study_file
-from annotation.importers.write import study_records_write
-from annotation.services import study_get_or_create
+from annotation.importers.study_file import StudyFile
+from annotation.importers.write import study_file_import
 
 
 class Command(BaseCommand):
@@ -21,13 +20,19 @@ class Command(BaseCommand):
         if not file.is_file():
             raise CommandError(f"{file}: no such file.")
         try:
-            records = read_study_file(file)
-            target, created = study_get_or_create(slug=study, title=title)
-            counts = study_records_write(study=target, records=records, file=file.name)
-        except (ImportFormatError, ValidationError) as exc:
+            target, created, counts = study_file_import(slug=study, title=title, study_file=StudyFile(file))
+        except ImportFormatError as exc:
             raise CommandError(f"Nothing was imported. {exc}") from exc
+        except ValidationError as exc:
+            raise CommandError(f"Nothing was imported. {validation_message(exc)}") from exc
         verb = "Created" if created else "Updated"
         self.stdout.write(
             f"{verb} study {target.slug}: {counts['sources']} sources, {counts['systems']} systems, "
             f"{counts['simplifications']} simplifications."
         )
+
+
+def validation_message(exc: ValidationError) -> str:
+    if hasattr(exc, "error_dict"):
+        return "; ".join(f"{name}: {' '.join(messages)}" for name, messages in exc.message_dict.items())
+    return " ".join(exc.messages)

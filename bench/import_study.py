@@ -1,0 +1,170 @@
+"""Import a 105 000-row (about 50 MB) study file and compare with a bare bulk_create of the same rows.
+
+    DATABASE_URL=postgres://… .venv/bin/python bench/import_study.py            # 105 000 rows
+    DATABASE_URL=postgres://… .venv/bin/python bench/import_study.py --rows 20000
+
+Writes a long-format CSV (source_key, source_text, system, text; four systems per source, texts of
+about 200 characters) to a temporary directory, then, each in a fresh process against the configured
+database (migrated first; the benchmark's studies are deleted afterwards):
+
+- radlay: `manage.py import_study FILE --study …`: two streamed passes, validation of every row,
+  one transaction, bulk writes;
+- reference: the same rows parsed with `csv.DictReader` into a list, then `bulk_create` of the
+  sources, texts and simplifications, with no validation and no checks against existing rows.
+
+Prints wall time and peak RSS of both and their ratios (radlay / reference). The target is ≤ 60 s
+for 105 000 rows on two cores, with memory that does not grow with the texts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SYSTEMS = ("plain_bs", "plain_sc", "cot_bs", "cot_sc")
+WORDS = (
+    "mild moderate small large left right lower upper lobe lung liver kidney cyst nodule effusion "
+    "fracture opacity consolidation atelectasis without with stable since prior study no acute "
+    "finding there is a little fluid near the which may be from an old injury likely benign"
+).split()
+
+
+def write_file(path: Path, rows: int, seed: int = 0) -> None:
+    rng = random.Random(seed)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["source_key", "source_text", "system", "text", "reference_severity"])
+        for i in range(rows):
+            n, system = divmod(i, len(SYSTEMS))
+            source_text = f"Finding {n}: " + " ".join(random.Random(n).choices(WORDS, k=30)) + "."
+            text = " ".join(rng.choices(WORDS, k=38)) + "."
+            writer.writerow([f"s{n:06d}", source_text, SYSTEMS[system], text, "Mild" if n % 5 else ""])
+
+
+def setup_django() -> None:
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.test")
+    import django
+
+    django.setup()
+
+
+def run_radlay(path: Path, slug: str) -> None:
+    from django.core.management import call_command
+
+    call_command("import_study", str(path), "--study", slug)
+
+
+def run_reference(path: Path, slug: str) -> None:
+    from django.db import transaction
+
+    from annotation.models import Simplification, SimplificationText, Source, Study, System, text_hash
+
+    with path.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    with transaction.atomic():
+        study = Study.objects.create(slug=slug, title=slug)
+        systems = {
+            key: System.objects.create(study=study, key=key, label=key, position=i)
+            for i, key in enumerate(SYSTEMS)
+        }
+        sources: dict[str, Source] = {}
+        for row in rows:
+            if row["source_key"] not in sources:
+                sources[row["source_key"]] = Source(
+                    study=study,
+                    key=row["source_key"],
+                    text=row["source_text"],
+                    position=len(sources),
+                    reference_severity=row["reference_severity"],
+                )
+        Source.objects.bulk_create(sources.values(), batch_size=2000)
+        texts = [
+            SimplificationText(
+                source=sources[r["source_key"]], text=r["text"], text_hash=text_hash(r["text"])
+            )
+            for r in rows
+        ]
+        SimplificationText.objects.bulk_create(texts, batch_size=2000)
+        Simplification.objects.bulk_create(
+            [
+                Simplification(source=sources[r["source_key"]], system=systems[r["system"]], shown_text=t)
+                for r, t in zip(rows, texts, strict=True)
+            ],
+            batch_size=2000,
+        )
+
+
+def child(which: str, path: Path, slug: str) -> None:
+    setup_django()
+    started = time.perf_counter()
+    (run_radlay if which == "radlay" else run_reference)(path, slug)
+    seconds = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(f"{seconds} {peak}")
+
+
+def measure(which: str, path: Path, slug: str) -> tuple[float, int]:
+    result = subprocess.run(
+        [sys.executable, __file__, "--child", which, "--file", str(path), "--slug", slug],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    seconds, peak = result.stdout.split()[-2:]
+    return float(seconds), int(peak)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rows", type=int, default=105_000)
+    parser.add_argument("--child", choices=["radlay", "reference"], help=argparse.SUPPRESS)
+    parser.add_argument("--file", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--slug", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.file, args.slug)
+        return
+
+    setup_django()
+    from django.core.management import call_command
+
+    from annotation.models import Simplification, Study
+
+    call_command("migrate", verbosity=0)
+    slugs = {"radlay": f"bench-import-{os.getpid()}", "reference": f"bench-import-ref-{os.getpid()}"}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "study.csv"
+        write_file(path, args.rows)
+        print(f"{args.rows} rows, {path.stat().st_size / 1e6:.0f} MB of long CSV")
+        try:
+            results = {which: measure(which, path, slug) for which, slug in slugs.items()}
+            study = Study.objects.get(slug=slugs["radlay"])
+            print(
+                f"radlay stored {study.sources.count()} sources, "
+                f"{Simplification.objects.filter(source__study=study).count()} simplifications"
+            )
+        finally:
+            # Simplification.shown_text is PROTECT: simplifications go first.
+            Simplification.objects.filter(source__study__slug__in=slugs.values()).delete()
+            Study.objects.filter(slug__in=slugs.values()).delete()
+    mib = 1024 * 1024
+    for which, (seconds, peak) in results.items():
+        print(f"  {which:<10} {seconds:7.1f} s, peak RSS {peak / mib:7.0f} MiB")
+    (radlay_s, radlay_m), (ref_s, ref_m) = results["radlay"], results["reference"]
+    print(f"ratio radlay / reference: time {radlay_s / ref_s:.2f}×, peak RSS {radlay_m / ref_m:.2f}×")
+
+
+if __name__ == "__main__":
+    main()
