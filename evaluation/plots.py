@@ -32,6 +32,37 @@ _SEQUENTIAL = {
     5: ["#d7191c", "#fdae61", "#ffffbf", "#abd9e9", "#2c7bb6"],
 }
 _ID = re.compile(r'\bid="([^"]+)"')
+# The pages' Content-Security-Policy (style-src 'self') drops style="" attributes and <style>
+# elements, so the figures carry their styling as SVG presentation attributes instead: every
+# property matplotlib's SVG backend writes into a style attribute has one of the same name.
+_PRESENTATION = frozenset(
+    {
+        "fill",
+        "fill-opacity",
+        "font-family",
+        "font-size",
+        "font-stretch",
+        "font-style",
+        "font-variant",
+        "font-weight",
+        "opacity",
+        "stop-color",
+        "stop-opacity",
+        "stroke",
+        "stroke-dasharray",
+        "stroke-dashoffset",
+        "stroke-linecap",
+        "stroke-linejoin",
+        "stroke-opacity",
+        "stroke-width",
+        "text-anchor",
+    }
+)
+_STYLE_ATTRIBUTE = re.compile(r'\bstyle="([^"]*)"')
+# matplotlib's default for the whole figure; these two properties inherit from the root <svg>.
+_DEFAULT_STYLE = re.compile(
+    r'\s*<style type="text/css">\*\{stroke-linejoin: round; stroke-linecap: butt\}</style>'
+)
 
 
 def _palette(n: int) -> list[str]:
@@ -55,7 +86,33 @@ def _svg(figure: Figure, prefix: str) -> str:
             .replace(f"#{old})", f"#{new})")
             .replace(f'href="#{old}"', f'href="#{new}"')
         )
-    return text.replace("<svg ", f'<svg role="img" aria-label="{prefix}" ', 1)
+    return _without_css(text).replace(
+        "<svg ",
+        f'<svg role="img" aria-label="{prefix}" stroke-linejoin="round" stroke-linecap="butt" ',
+        1,
+    )
+
+
+def _presentation_attributes(match: re.Match[str]) -> str:
+    # matplotlib joins the declarations with "; " and XML-escapes the whole attribute, so the
+    # values can go into attributes of their own as they are.
+    attributes = []
+    for declaration in match.group(1).split("; "):
+        name, _, value = declaration.partition(":")
+        name, value = name.strip(), value.strip().rstrip(";")
+        if name not in _PRESENTATION:
+            raise ValueError(
+                f"matplotlib wrote the style property {name!r}, which has no SVG presentation attribute"
+            )
+        attributes.append(f'{name}="{value}"')
+    return " ".join(attributes)
+
+
+def _without_css(text: str) -> str:
+    text, defaults = _DEFAULT_STYLE.subn("", text)
+    if defaults != 1 or "<style" in text:
+        raise ValueError("matplotlib's SVG has a <style> element other than its usual default")
+    return _STYLE_ATTRIBUTE.sub(_presentation_attributes, text)
 
 
 def stacked_shares_svg(

@@ -399,7 +399,7 @@ HEAT_STEPS = 5
 
 def _heat(value: float | None) -> str:
     """The cell's class: heat-p1 … heat-p5 (positive, stronger), heat-n1 … heat-n5 (negative),
-    heat-0 below 0.1 in size, heat-na when missing (colours in templates/evaluation/_styles.html:
+    heat-0 below 0.1 in size, heat-na when missing (colours in static/radlay/dashboard.css:
     classes, not inline styles, which the Content-Security-Policy forbids)."""
     if value is None:
         return "heat-na"
@@ -524,7 +524,9 @@ def study_report_html(*, study, reported: str | None = "auto") -> str | None:
             "plan": plan,
             "plan_table": plan_table(plan.result) if plan else None,
             "judges": judge_report_context(study=study),
-            # The report is one self-contained file: the planning page's stylesheet goes inline.
+            # The report is one self-contained file: the dashboard's and the planning page's
+            # stylesheets go inline.
+            "dashboard_css": (settings.BASE_DIR / "static" / "radlay" / "dashboard.css").read_text("utf-8"),
             "planning_css": (settings.BASE_DIR / "static" / "radlay" / "planning.css").read_text("utf-8"),
             "generated_at": datetime.now(UTC),
             "snapshot": snapshot,

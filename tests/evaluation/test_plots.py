@@ -71,3 +71,39 @@ def test_system_means_figure_draws_each_system_and_measure(analysis):
     # nothing rated: no figure
     empty = {**analysis, "system_means": {}}
     assert plots.system_means_svg(empty) == ""
+
+
+def test_figures_carry_no_css_that_the_content_security_policy_would_drop(analysis):
+    figures = plots.all_svgs(analysis)
+    for name, svg in figures.items():
+        assert not re.search(r"(?<![-\w])style\b", svg), name
+        root = ET.fromstring(svg)
+        assert root.get("stroke-linejoin") == "round" and root.get("stroke-linecap") == "butt"
+    # The stacked bars keep their palette colours as fill attributes (high level: ColorBrewer blue).
+    svg = plots.stacked_shares_svg(
+        {"a": {"low": 1, "high": 3}}, levels=["low", "high"], title="T", prefix="colours"
+    )
+    assert 'fill="#2c7bb6"' in svg and 'fill="#fdae61"' in svg
+    fills = {element.get("fill") for element in ET.fromstring(svg).iter()}
+    assert {"#2c7bb6", "#fdae61"} <= fills
+
+
+def test_the_power_curve_carries_no_css_either():
+    from evaluation.planning.plot import power_curve_svg
+
+    grid = {
+        "sources": [10, 20],
+        "participants": [5, 10],
+        "cells": [
+            {"participants": p, "sources": s, "power": p * s / 250, "power_se": 0.01}
+            for p in (5, 10)
+            for s in (10, 20)
+        ],
+        "settings": {"target": 0.8, "effect": 0.3, "outcome_label": "mean score"},
+    }
+    svg = power_curve_svg(grid, prefix="pw")
+    assert not re.search(r"(?<![-\w])style\b", svg)
+    root = ET.fromstring(svg)
+    # The dashed target line keeps its dashes and the two curves their palette colours.
+    assert any(element.get("stroke-dasharray") for element in root.iter())
+    assert {"#fdae61", "#2c7bb6"} <= {element.get("stroke") for element in root.iter()}
