@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Count, Max, Q, QuerySet, Sum
@@ -18,7 +19,10 @@ _Status = GenerationJob.Status
 
 
 @dataclass(frozen=True)
-class BatchProgress:
+class WorkProgress:
+    """Counts and usage of a batch of background model work: a generation batch's jobs or a judge
+    run's items (both have the same statuses and usage columns; see work_counts)."""
+
     total: int
     succeeded: int
     failed: int
@@ -31,21 +35,12 @@ class BatchProgress:
     completion_tokens: int
     cost_usd: float
     elapsed: timedelta
-    eta: timedelta | None
     finished: bool
-    # Minutes since the last job finished (or the batch started), once past RADLAY_GENERATION_STALL_AFTER.
-    stalled_minutes: int | None = None
-    # Jobs whose worker (running, heartbeat stopped) or message (sent, never started) looks lost.
-    stuck: tuple[str, ...] = ()
 
     @property
     def done(self) -> int:
-        """Jobs that will not run again: succeeded, failed or cancelled."""
+        """Work that will not run again: succeeded, failed or cancelled."""
         return self.succeeded + self.failed + self.cancelled
-
-    @property
-    def tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
 
     def percent(self, count: int) -> float:
         return 100.0 * count / self.total if self.total else 0.0
@@ -61,6 +56,48 @@ class BatchProgress:
     @property
     def running_percent(self) -> float:
         return self.percent(self.running)
+
+
+def work_counts(queryset, statuses, **extra) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One aggregate over a job/item queryset: (the WorkProgress count and usage fields, the raw
+    aggregate with `extra`). `statuses`: the model's Status choices (SUCCEEDED … CANCELLED)."""
+    counts = queryset.aggregate(
+        total=Count("pk"),
+        **{status: Count("pk", filter=Q(status=status)) for status in statuses.values},
+        calls=Sum("calls"),
+        cached_calls=Sum("cached_calls"),
+        prompt_tokens=Sum("prompt_tokens"),
+        completion_tokens=Sum("completion_tokens"),
+        cost_usd=Sum("cost_usd"),
+        **extra,
+    )
+    fields = {
+        "total": counts["total"],
+        "succeeded": counts[statuses.SUCCEEDED],
+        "failed": counts[statuses.FAILED],
+        "running": counts[statuses.RUNNING],
+        "pending": counts[statuses.PENDING],
+        "cancelled": counts[statuses.CANCELLED],
+        "calls": counts["calls"] or 0,
+        "cached_calls": counts["cached_calls"] or 0,
+        "prompt_tokens": counts["prompt_tokens"] or 0,
+        "completion_tokens": counts["completion_tokens"] or 0,
+        "cost_usd": counts["cost_usd"] or 0.0,
+    }
+    return fields, counts
+
+
+@dataclass(frozen=True)
+class BatchProgress(WorkProgress):
+    eta: timedelta | None = None
+    # Minutes since the last job finished (or the batch started), once past RADLAY_GENERATION_STALL_AFTER.
+    stalled_minutes: int | None = None
+    # Jobs whose worker (running, heartbeat stopped) or message (sent, never started) looks lost.
+    stuck: tuple[str, ...] = ()
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
 
     @property
     def done_percent(self) -> float:
@@ -110,14 +147,9 @@ def batch_progress(*, batch: GenerationBatch, now: datetime | None = None) -> Ba
     given only while jobs keep finishing: past RADLAY_GENERATION_STALL_AFTER without one, the batch
     reports how long it has made no progress and which of its jobs look lost instead."""
     now = now or timezone.now()
-    counts = GenerationJob.objects.filter(batch=batch).aggregate(
-        total=Count("pk"),
-        **{status: Count("pk", filter=Q(status=status)) for status in _Status.values},
-        calls=Sum("calls"),
-        cached_calls=Sum("cached_calls"),
-        prompt_tokens=Sum("prompt_tokens"),
-        completion_tokens=Sum("completion_tokens"),
-        cost_usd=Sum("cost_usd"),
+    fields, counts = work_counts(
+        GenerationJob.objects.filter(batch=batch),
+        _Status,
         last_finished=Max("finished_at", filter=Q(status__in=[_Status.SUCCEEDED, _Status.FAILED])),
     )
     end = batch.finished_at or now
@@ -136,17 +168,7 @@ def batch_progress(*, batch: GenerationBatch, now: datetime | None = None) -> Ba
             eta = elapsed / finished_jobs * remaining
         stuck = _stuck_jobs(batch, now)
     return BatchProgress(
-        total=counts["total"],
-        succeeded=counts[_Status.SUCCEEDED],
-        failed=counts[_Status.FAILED],
-        running=counts[_Status.RUNNING],
-        pending=counts[_Status.PENDING],
-        cancelled=counts[_Status.CANCELLED],
-        calls=counts["calls"] or 0,
-        cached_calls=counts["cached_calls"] or 0,
-        prompt_tokens=counts["prompt_tokens"] or 0,
-        completion_tokens=counts["completion_tokens"] or 0,
-        cost_usd=counts["cost_usd"] or 0.0,
+        **fields,
         elapsed=elapsed,
         eta=eta,
         finished=batch.finished_at is not None,

@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 import pandas as pd
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, QuerySet
 from django.utils import timezone
 
 from annotation import scales
@@ -25,6 +25,7 @@ from annotation.models import (
     Simplification,
     Study,
 )
+from generation.selectors import WorkProgress, work_counts
 from judging.agreement import RUBRIC_FIELDS, AgreementInputs
 from judging.models import JudgeAnswer, JudgeItem, JudgeRun
 
@@ -32,40 +33,7 @@ _Status = JudgeItem.Status
 
 
 @dataclass(frozen=True)
-class RunProgress:
-    total: int
-    succeeded: int
-    failed: int
-    running: int
-    pending: int
-    cancelled: int
-    calls: int
-    cached_calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    cost_usd: float
-    elapsed: timedelta
-    finished: bool
-
-    @property
-    def done(self) -> int:
-        return self.succeeded + self.failed + self.cancelled
-
-    def percent(self, count: int) -> float:
-        return 100.0 * count / self.total if self.total else 0.0
-
-    @property
-    def succeeded_percent(self) -> float:
-        return self.percent(self.succeeded)
-
-    @property
-    def failed_percent(self) -> float:
-        return self.percent(self.failed)
-
-    @property
-    def running_percent(self) -> float:
-        return self.percent(self.running)
-
+class RunProgress(WorkProgress):
     def as_dict(self) -> dict[str, Any]:
         return {
             "total": self.total,
@@ -85,28 +53,10 @@ class RunProgress:
 
 
 def run_progress(*, run: JudgeRun) -> RunProgress:
-    counts = JudgeItem.objects.filter(run=run).aggregate(
-        total=Count("pk"),
-        **{status: Count("pk", filter=Q(status=status)) for status in _Status.values},
-        calls=Sum("calls"),
-        cached_calls=Sum("cached_calls"),
-        prompt_tokens=Sum("prompt_tokens"),
-        completion_tokens=Sum("completion_tokens"),
-        cost_usd=Sum("cost_usd"),
-    )
+    fields, _ = work_counts(JudgeItem.objects.filter(run=run), _Status)
     end = run.finished_at or timezone.now()
     return RunProgress(
-        total=counts["total"],
-        succeeded=counts[_Status.SUCCEEDED],
-        failed=counts[_Status.FAILED],
-        running=counts[_Status.RUNNING],
-        pending=counts[_Status.PENDING],
-        cancelled=counts[_Status.CANCELLED],
-        calls=counts["calls"] or 0,
-        cached_calls=counts["cached_calls"] or 0,
-        prompt_tokens=counts["prompt_tokens"] or 0,
-        completion_tokens=counts["completion_tokens"] or 0,
-        cost_usd=counts["cost_usd"] or 0.0,
+        **fields,
         elapsed=max(end - run.created_at, timedelta(0)),
         finished=run.finished_at is not None,
     )
