@@ -32,6 +32,9 @@ STUDY_PATHS: dict[str, tuple[str, bool]] = {
     "annotation.ConsentRefusal": ("study", False),
     "generation.GenerationBatch": ("study", False),
     "generation.GenerationJob": ("batch__study", False),
+    "judging.JudgeRun": ("study", False),
+    "judging.JudgeItem": ("run__study", False),
+    "judging.JudgeAnswer": ("item__run__study", False),
     # Corpus-file training and registered base models belong to no study.
     "ml.TrainingJob": ("study", True),
     "ml.ModelArtifact": ("training_job__study", True),

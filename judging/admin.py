@@ -11,6 +11,8 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from annotation.admin import RELATED, ReadOnlyAdmin
+from annotation.admin_access import StudyScopedAdmin, scope_to_user
 from annotation.models import Study
 from judging import services
 from judging.forms import JudgeRunForm
@@ -18,7 +20,7 @@ from judging.models import JudgeAnswer, JudgeItem, JudgeRun
 
 
 @admin.register(JudgeRun)
-class JudgeRunAdmin(admin.ModelAdmin):
+class JudgeRunAdmin(StudyScopedAdmin):
     list_display = (
         "id",
         "study",
@@ -29,7 +31,7 @@ class JudgeRunAdmin(admin.ModelAdmin):
         "page_link",
         "created_at",
     )
-    list_filter = ("backend", "study")
+    list_filter = ("backend", ("study", RELATED))
     readonly_fields = [f.name for f in JudgeRun._meta.fields]
     actions = ["cancel_runs", "resume_runs", "retry_failed_items", "recompute_agreement"]
 
@@ -60,6 +62,8 @@ class JudgeRunAdmin(admin.ModelAdmin):
         if not self.has_add_permission(request):
             return HttpResponse("You may not launch judge runs.", status=403)
         form = JudgeRunForm(request.POST or None, initial={"study": request.GET.get("study")})
+        # Only the user's own studies can be chosen, so no run can be launched for another.
+        form.fields["study"].queryset = scope_to_user(form.fields["study"].queryset, request.user)
         if request.method == "POST" and form.is_valid():
             try:
                 run = services.judge_run_create(**form.run_arguments(), created_by=request.user)
@@ -123,7 +127,7 @@ class JudgeRunAdmin(admin.ModelAdmin):
 
 
 @admin.register(JudgeItem)
-class JudgeItemAdmin(admin.ModelAdmin):
+class JudgeItemAdmin(ReadOnlyAdmin):
     list_display = (
         "id",
         "run",
@@ -135,26 +139,14 @@ class JudgeItemAdmin(admin.ModelAdmin):
         "calls",
         "cached_calls",
     )
-    list_filter = ("status", "task", "failure_kind", "run")
+    list_filter = ("status", "task", "failure_kind", ("run", RELATED))
     readonly_fields = [f.name for f in JudgeItem._meta.fields]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(JudgeAnswer)
-class JudgeAnswerAdmin(admin.ModelAdmin):
+class JudgeAnswerAdmin(ReadOnlyAdmin):
     list_display = ("id", "item", "n_samples", *JudgeAnswer.FIELDS)
     readonly_fields = [f.name for f in JudgeAnswer._meta.fields]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 # "Run an LLM judge" as an action on Study: extend whichever StudyAdmin is registered (annotation's,

@@ -25,6 +25,7 @@ from annotation.models import (
     Study,
 )
 from generation.models import GenerationBatch, GenerationJob, LLMCallCache
+from judging.models import JudgeAnswer, JudgeItem, JudgeRun
 from ml.models import EmbeddingCacheEntry, ModelArtifact, TrainingJob
 from tests.annotation.factories import build_study
 
@@ -69,6 +70,11 @@ def fill(study: Study, tag: str) -> dict[str, object]:
     ModelArtifact.objects.create(
         name=f"tuned-{tag}", path=f"/tmp/m-{tag}", architecture="seq2seq", training_job=job
     )
+    run = JudgeRun.objects.create(
+        study=study, backend="glossary", model_name="glossary", prompt_version="judge-v1"
+    )
+    judge_item = JudgeItem.objects.create(run=run, task="radiologist_text", source=source, shown_text=text)
+    JudgeAnswer.objects.create(item=judge_item, correctness=4, n_samples=1)
     return {"radiologist": radiologist, "lay": lay, "batch": batch, "job": job}
 
 
@@ -84,7 +90,7 @@ def staff_researcher(two_studies):
     mine = two_studies[0]
     user = get_user_model().objects.create_user("alice", password="pw", is_staff=True)
     user.user_permissions.set(
-        Permission.objects.filter(content_type__app_label__in=["annotation", "generation", "ml"])
+        Permission.objects.filter(content_type__app_label__in=["annotation", "generation", "ml", "judging"])
     )
     mine.researchers.add(user)
     return user
