@@ -69,6 +69,8 @@ def environment(database_url: str, static_root: str) -> dict[str, str]:
         "DJANGO_SECRET_KEY": "bench-survey-load-" + "x" * 40,
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
         "DJANGO_SECURE_COOKIES": "0",
+        # Plain HTTP on loopback, as behind the TLS-terminating proxy production sits behind.
+        "DJANGO_SSL_REDIRECT": "0",
         "DJANGO_STATIC_ROOT": static_root,
         "DJANGO_LOG_LEVEL": "WARNING",
         "PYTHONPATH": str(ROOT),
