@@ -19,9 +19,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.access import access_study_for_user
 from annotation.models import Simplification, Source, Study, System
+from annotation.selectors import studies_for_user
 from evaluation import serializers
-from evaluation.access import access_study_for_user, studies_for_researcher
 from evaluation.audit import audit_shipped, reported_files
 from evaluation.context import RETRY_AFTER_SECONDS, analysis_document
 from evaluation.exporters import FORMATS
@@ -42,7 +43,7 @@ class StudyListView(generics.ListAPIView):
 
     def get_queryset(self):
         return (
-            studies_for_researcher(user=self.request.user)
+            studies_for_user(user=self.request.user)
             .annotate(
                 n_sources=Count("sources", distinct=True),
                 n_systems=Count("systems", distinct=True),

@@ -12,8 +12,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.access import access_study_for_user
 from evaluation import plans
-from evaluation.access import access_study_for_user
 from evaluation.forms import PlanForm
 from evaluation.models import PowerPlan
 

@@ -1,14 +1,14 @@
 """The dashboard's planning pages (/dashboard/<slug>/plan/): a form that queues a power plan and a
 page that shows it, polling with htmx until the task has stored the result. Researchers of the
-study only (evaluation.access); the simulation never runs inside the request."""
+study only (annotation.access); the simulation never runs inside the request."""
 
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
+from annotation.access import access_study_for_user
 from evaluation import plans
-from evaluation.access import access_study_for_user
 from evaluation.forms import PlanForm
 from evaluation.views import researcher_login_required
 

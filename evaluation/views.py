@@ -13,7 +13,8 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.shortcuts import redirect, render
 from django_htmx.http import HttpResponseClientRefresh
 
-from evaluation.access import access_study_for_user, studies_for_researcher
+from annotation.access import access_study_for_user
+from annotation.selectors import studies_for_user
 from evaluation.context import analysis_document, dashboard_context, not_ready_response, section_context
 from evaluation.exporters import FORMATS
 from evaluation.exporters.metrics_table import metrics_csv
@@ -30,7 +31,7 @@ researcher_login_required = login_required(login_url="evaluation:login")
 @researcher_login_required
 def study_list(request: HttpRequest) -> HttpResponse:
     studies = (
-        studies_for_researcher(user=request.user)
+        studies_for_user(user=request.user)
         .annotate(n_sources=Count("sources", distinct=True), n_systems=Count("systems", distinct=True))
         .order_by("-created_at")
     )
