@@ -5,19 +5,14 @@ from __future__ import annotations
 from django.http import StreamingHttpResponse
 
 from annotation.models import Study
-from evaluation.exporters import FORMATS
-from evaluation.exporters.rows import answer_columns, answer_rows
+from evaluation.exporters.answers import AnswerExport
 
 
 def export_response(*, study: Study, file_format: str, include_external_ids: bool) -> StreamingHttpResponse:
-    exporter = FORMATS[file_format]
-    rows = answer_rows(study=study, include_external_ids=include_external_ids)
-    response = StreamingHttpResponse(
-        exporter.stream(rows, answer_columns(include_external_ids=include_external_ids)),
-        content_type=exporter.CONTENT_TYPE,
-    )
+    export = AnswerExport(study=study, file_format=file_format, include_external_ids=include_external_ids)
+    response = StreamingHttpResponse(iter(export), content_type=export.exporter.CONTENT_TYPE)
     suffix = "-with-external-ids" if include_external_ids else ""
     response["Content-Disposition"] = (
-        f'attachment; filename="{study.slug}-answers{suffix}.{exporter.EXTENSION}"'
+        f'attachment; filename="{study.slug}-answers{suffix}.{export.exporter.EXTENSION}"'
     )
     return response

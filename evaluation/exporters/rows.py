@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from django.db import connection
-from django.db.models import CharField, F, Func
+from django.db.models import CharField, F, Func, QuerySet
 
 from annotation import scales
 from annotation.models import (
@@ -82,6 +82,161 @@ def _time(value: datetime | str | None) -> str:
     return value.astimezone(UTC).isoformat(timespec="microseconds")
 
 
+class AnswerLookups(NamedTuple):
+    """What every section of the export looks up by id, read once per export."""
+
+    people: dict[int, tuple[str, str]]  # participant id → (label, role)
+    sources: dict[int, str]  # source id → key
+    systems: dict[int, str]  # system id → key
+    text_systems: dict[int, str]  # text id → ';'-joined keys of the systems that produced it
+
+
+def answer_lookups(*, study: Study) -> AnswerLookups:
+    return AnswerLookups(
+        people={
+            pk: (participant_label(pseudonym, pk), role)
+            for pk, pseudonym, role in Participant.objects.filter(study=study).values_list(
+                "pk", "pseudonym", "role"
+            )
+        },
+        sources=dict(Source.objects.filter(study=study).values_list("pk", "key")),
+        systems=dict(System.objects.filter(study=study).values_list("pk", "key")),
+        text_systems={text_id: ";".join(keys) for text_id, keys in systems_by_text(study=study).items()},
+    )
+
+
+def external_ids(*, study: Study) -> dict[int, str]:
+    """Participant id → the recruiter's external id (personal data: only when asked for)."""
+    return dict(Participant.objects.filter(study=study).values_list("pk", "external_id"))
+
+
+class AnswerQuery(NamedTuple):
+    """One answer table of the export: its rows for a study in export order, and the values read
+    from each. The Python path (`answer_rows`) and the PostgreSQL COPY path
+    (evaluation/exporters/csv_copy.py) read the same queries."""
+
+    queryset: QuerySet
+    fields: tuple[Any, ...]
+
+    def values(self) -> Iterator[tuple[Any, ...]]:
+        return self.queryset.values_list(*self.fields).iterator(chunk_size=CHUNK)
+
+    def values_with_order(self) -> QuerySet:
+        """The values followed by the ordering keys, for a query that wraps this one and must keep
+        its order."""
+        return self.queryset.values_list(*self.fields, *(F(key) for key in self.queryset.query.order_by))
+
+
+def lay_answer_query(*, study: Study, known: AnswerLookups) -> AnswerQuery:
+    return AnswerQuery(
+        LayAnswer.objects.filter(
+            item__participant__study=study,
+            item__participant_id__in=known.people,
+            item__source_id__in=known.sources,
+        ).order_by("item__participant_id", "item__position", "phase"),
+        (
+            "item__participant_id",
+            "item__source_id",
+            "item__shown_text_id",
+            "item__assigned_system_id",
+            "phase",
+            *LAY_QUESTIONS,
+            "time_spent_ms",
+            *_timestamps("created_at", "updated_at"),
+        ),
+    )
+
+
+def preference_query(*, study: Study, known: AnswerLookups, side: str) -> AnswerQuery:
+    """The texts chosen as `side` ("most" or "least") preferred, one row per chosen text."""
+    through = getattr(LayPreference, side).through
+    return AnswerQuery(
+        through.objects.filter(
+            laypreference__item__participant__study=study,
+            laypreference__item__participant_id__in=known.people,
+            laypreference__item__source_id__in=known.sources,
+        ).order_by(
+            "laypreference__item__participant_id",
+            "laypreference__item__position",
+            "simplificationtext_id",
+        ),
+        (
+            "laypreference__item__participant_id",
+            "laypreference__item__source_id",
+            "laypreference__item__assigned_system_id",
+            "simplificationtext_id",
+            "laypreference__time_spent_ms",
+            *_timestamps("laypreference__created_at", "laypreference__updated_at"),
+        ),
+    )
+
+
+def justification_query(*, study: Study, known: AnswerLookups) -> AnswerQuery:
+    return AnswerQuery(
+        LayPreference.objects.filter(
+            item__participant__study=study,
+            item__participant_id__in=known.people,
+            item__source_id__in=known.sources,
+        )
+        .exclude(most_justification="", least_justification="")
+        .order_by("item__participant_id", "item__position"),
+        (
+            "item__participant_id",
+            "item__source_id",
+            "item__assigned_system_id",
+            "most_justification",
+            "least_justification",
+            "time_spent_ms",
+            *_timestamps("created_at", "updated_at"),
+        ),
+    )
+
+
+def expert_rating_query(*, study: Study, known: AnswerLookups) -> AnswerQuery:
+    return AnswerQuery(
+        ExpertRating.objects.filter(
+            participant__study=study,
+            participant_id__in=known.people,
+            shown_text__source_id__in=known.sources,
+        ).order_by("participant_id", "shown_text__source__position", "shown_text_id"),
+        (
+            "participant_id",
+            "shown_text__source_id",
+            "shown_text_id",
+            *EXPERT_ASPECTS,
+            "comment",
+            "time_spent_ms",
+            *_timestamps("created_at", "updated_at"),
+        ),
+    )
+
+
+def source_judgement_query(*, study: Study, known: AnswerLookups) -> AnswerQuery:
+    return AnswerQuery(
+        ExpertSourceJudgement.objects.filter(
+            participant__study=study, participant_id__in=known.people, source_id__in=known.sources
+        ).order_by("participant_id", "source__position"),
+        (
+            "participant_id",
+            "source_id",
+            "severity",
+            "simplicity",
+            "comment",
+            "time_spent_ms",
+            *_timestamps("created_at", "updated_at"),
+        ),
+    )
+
+
+def attention_check_query(*, study: Study, known: AnswerLookups) -> AnswerQuery:
+    return AnswerQuery(
+        AttentionCheckResponse.objects.filter(
+            participant__study=study, participant_id__in=known.people
+        ).order_by("participant_id", "check_item__position"),
+        ("participant_id", "check_item__position", "answer", "passed", *_timestamps("answered_at")),
+    )
+
+
 def answer_rows(*, study: Study, include_external_ids: bool = False) -> Iterator[tuple[Any, ...]]:
     """Yield one row per answer: lay panels 1–2 (one row per question), panel-3 choices (one row per
     chosen text) and justifications, radiologist ratings (one row per aspect) and comments,
@@ -91,7 +246,7 @@ def answer_rows(*, study: Study, include_external_ids: bool = False) -> Iterator
         for _, row in _rows(study):
             yield row
         return
-    external = dict(Participant.objects.filter(study=study).values_list("pk", "external_id"))
+    external = external_ids(study=study)
     for participant_id, row in _rows(study):
         yield (*row[:2], external[participant_id], *row[2:])
 
@@ -99,15 +254,8 @@ def answer_rows(*, study: Study, include_external_ids: bool = False) -> Iterator
 def _rows(study: Study) -> Iterator[tuple[int, AnswerRow]]:
     """(participant id, row) for every answer."""
     slug = study.slug
-    people = {
-        pk: (participant_label(pseudonym, pk), role)
-        for pk, pseudonym, role in Participant.objects.filter(study=study).values_list(
-            "pk", "pseudonym", "role"
-        )
-    }
-    sources = dict(Source.objects.filter(study=study).values_list("pk", "key"))
-    systems = dict(System.objects.filter(study=study).values_list("pk", "key"))
-    text_systems = {text_id: ";".join(keys) for text_id, keys in systems_by_text(study=study).items()}
+    known = answer_lookups(study=study)
+    people, sources, systems, text_systems = known
     codes = {question: scales.LAY_SCALES[question].codes for question in LAY_QUESTIONS}
     likert = {level.value: level.name for level in scales.LIKERT.levels}
     severity = scales.SEVERITY.codes
@@ -116,21 +264,7 @@ def _rows(study: Study) -> Iterator[tuple[int, AnswerRow]]:
         label, role = people[participant_id]
         return {"study": slug, "participant": label, "role": role}
 
-    for values in (
-        LayAnswer.objects.filter(item__participant__study=study)
-        .order_by("item__participant_id", "item__position", "phase")
-        .values_list(
-            "item__participant_id",
-            "item__source_id",
-            "item__shown_text_id",
-            "item__assigned_system_id",
-            "phase",
-            *LAY_QUESTIONS,
-            "time_spent_ms",
-            *_timestamps("created_at", "updated_at"),
-        )
-        .iterator(chunk_size=CHUNK)
-    ):
+    for values in lay_answer_query(study=study, known=known).values():
         participant_id, source_id, text_id, system_id, phase = values[:5]
         label, role = people[participant_id]
         source, assigned = sources[source_id], systems.get(system_id, "")
@@ -160,24 +294,9 @@ def _rows(study: Study) -> Iterator[tuple[int, AnswerRow]]:
                 )
 
     for side in ("most", "least"):
-        through = getattr(LayPreference, side).through
-        for participant_id, source_id, system_id, text_id, time_spent, created, updated in (
-            through.objects.filter(laypreference__item__participant__study=study)
-            .order_by(
-                "laypreference__item__participant_id",
-                "laypreference__item__position",
-                "simplificationtext_id",
-            )
-            .values_list(
-                "laypreference__item__participant_id",
-                "laypreference__item__source_id",
-                "laypreference__item__assigned_system_id",
-                "simplificationtext_id",
-                "laypreference__time_spent_ms",
-                *_timestamps("laypreference__created_at", "laypreference__updated_at"),
-            )
-            .iterator(chunk_size=CHUNK)
-        ):
+        for participant_id, source_id, system_id, text_id, time_spent, created, updated in preference_query(
+            study=study, known=known, side=side
+        ).values():
             yield (
                 participant_id,
                 AnswerRow(
@@ -195,21 +314,16 @@ def _rows(study: Study) -> Iterator[tuple[int, AnswerRow]]:
                     updated_at=_time(updated),
                 ),
             )
-    for participant_id, source_id, system_id, most, least, time_spent, created, updated in (
-        LayPreference.objects.filter(item__participant__study=study)
-        .exclude(most_justification="", least_justification="")
-        .order_by("item__participant_id", "item__position")
-        .values_list(
-            "item__participant_id",
-            "item__source_id",
-            "item__assigned_system_id",
-            "most_justification",
-            "least_justification",
-            "time_spent_ms",
-            *_timestamps("created_at", "updated_at"),
-        )
-        .iterator(chunk_size=CHUNK)
-    ):
+    for (
+        participant_id,
+        source_id,
+        system_id,
+        most,
+        least,
+        time_spent,
+        created,
+        updated,
+    ) in justification_query(study=study, known=known).values():
         for question, text in (("most_justification", most), ("least_justification", least)):
             if text:
                 yield (
@@ -227,20 +341,7 @@ def _rows(study: Study) -> Iterator[tuple[int, AnswerRow]]:
                     ),
                 )
 
-    for values in (
-        ExpertRating.objects.filter(participant__study=study)
-        .order_by("participant_id", "shown_text__source__position", "shown_text_id")
-        .values_list(
-            "participant_id",
-            "shown_text__source_id",
-            "shown_text_id",
-            *EXPERT_ASPECTS,
-            "comment",
-            "time_spent_ms",
-            *_timestamps("created_at", "updated_at"),
-        )
-        .iterator(chunk_size=CHUNK)
-    ):
+    for values in expert_rating_query(study=study, known=known).values():
         participant_id, source_id, text_id = values[:3]
         comment, time_spent, created, updated = values[3 + len(EXPERT_ASPECTS) :]
         common = {
@@ -262,20 +363,16 @@ def _rows(study: Study) -> Iterator[tuple[int, AnswerRow]]:
         if comment:
             yield participant_id, AnswerRow(**common, question="comment", value=comment)
 
-    for participant_id, source_id, level, simplicity, comment, time_spent, created, updated in (
-        ExpertSourceJudgement.objects.filter(participant__study=study)
-        .order_by("participant_id", "source__position")
-        .values_list(
-            "participant_id",
-            "source_id",
-            "severity",
-            "simplicity",
-            "comment",
-            "time_spent_ms",
-            *_timestamps("created_at", "updated_at"),
-        )
-        .iterator(chunk_size=CHUNK)
-    ):
+    for (
+        participant_id,
+        source_id,
+        level,
+        simplicity,
+        comment,
+        time_spent,
+        created,
+        updated,
+    ) in source_judgement_query(study=study, known=known).values():
         common = {
             **head(participant_id),
             "source": sources[source_id],
@@ -302,14 +399,9 @@ def _rows(study: Study) -> Iterator[tuple[int, AnswerRow]]:
         if comment:
             yield participant_id, AnswerRow(**common, question="comment", value=comment)
 
-    for participant_id, position, answer, passed, answered in (
-        AttentionCheckResponse.objects.filter(participant__study=study)
-        .order_by("participant_id", "check_item__position")
-        .values_list(
-            "participant_id", "check_item__position", "answer", "passed", *_timestamps("answered_at")
-        )
-        .iterator(chunk_size=CHUNK)
-    ):
+    for participant_id, position, answer, passed, answered in attention_check_query(
+        study=study, known=known
+    ).values():
         yield (
             participant_id,
             AnswerRow(

