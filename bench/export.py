@@ -10,19 +10,24 @@ migrates it and bulk-creates bench/analyze.py's synthetic study: `--sources` sou
 panels and panel 3 (the defaults give about 1.12 million answer rows). Then, each in a fresh
 process so that peak RSS belongs to it alone:
 
-- command:   `manage.py export --format csv` (answer_rows → csv_chunks → file);
+- command:   `manage.py export --format csv` (on PostgreSQL the database writes the CSV with
+             COPY, evaluation/exporters/csv_copy.py; elsewhere answer_rows → csv_chunks);
 - download:  GET /dashboard/<study>/export.csv through the Django test client, the streamed body
              read chunk by chunk as a web server would send it;
+- python:    the streamed Python path (answer_rows → csv_chunks → file), which SQLite uses;
 - reference: the same rows first collected into a list, then written with `csv.writer.writerows`
              (what a non-streaming export costs; the same bytes).
 
-Prints rows, time and peak RSS of each, and the ratios command / reference and download / reference.
-The target is ≤ 10 s for 1.12 M rows with memory that does not grow with the study.
+Prints rows, time and peak RSS of each, whether all wrote the same bytes, and the ratios of each to
+the reference. The target is ≤ 10 s for 1.12 M rows with memory that does not grow with the study.
+`--skip-python` leaves out the python and reference runs (then the ratios are to the command).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import os
 import resource
 import subprocess
@@ -71,6 +76,11 @@ def child(which: str, out: Path) -> None:
         with out.open("wb") as handle:
             for chunk in response.streaming_content:
                 handle.write(chunk)
+    elif which == "python":
+        from evaluation.exporters.csv import write
+
+        with out.open("wb") as handle:
+            write(answer_rows(study=Study.objects.get(slug=SLUG)), answer_columns(), handle)
     else:
         from evaluation.exporters.cells import csv_cell
 
@@ -119,7 +129,10 @@ def main() -> None:
     parser.add_argument("--sources", type=int, default=5556)
     parser.add_argument("--laypeople", type=int, default=20)
     parser.add_argument("--radiologists", type=int, default=1)
-    parser.add_argument("--child", choices=["command", "download", "reference"], help=argparse.SUPPRESS)
+    parser.add_argument("--skip-python", action="store_true", help="measure only the command and download")
+    parser.add_argument(
+        "--child", choices=["command", "download", "python", "reference"], help=argparse.SUPPRESS
+    )
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -157,13 +170,18 @@ def main() -> None:
             connections.close_all()
             env = {**os.environ, "DATABASE_URL": url}
             results, outputs = {}, {}
-            for which in ("command", "download", "reference"):
+            runs = (
+                ("command", "download")
+                if args.skip_python
+                else ("command", "download", "python", "reference")
+            )
+            for which in runs:
                 outputs[which] = Path(tmp) / f"{which}.csv"
                 results[which] = measure(which, outputs[which], env)
             with outputs["command"].open("rb") as handle:
-                rows = sum(1 for _ in handle) - 1
-            reference = outputs["reference"].read_bytes()
-            same = all(outputs[w].read_bytes() == reference for w in ("command", "download"))
+                rows = sum(1 for _ in csv.reader(io.TextIOWrapper(handle, encoding="utf-8", newline=""))) - 1
+            reference = outputs[runs[-1]].read_bytes()
+            same = all(outputs[w].read_bytes() == reference for w in runs)
         finally:
             if drop:
                 from django.db import connections
@@ -171,15 +189,15 @@ def main() -> None:
                 connections.close_all()
                 drop()
     mib = 1024 * 1024
-    print(f"{rows:,} answer rows; command, download and reference wrote identical bytes: {same}")
+    print(f"{rows:,} answer rows; {', '.join(results)} wrote identical bytes: {same}")
     for which, (seconds, peak) in results.items():
         print(
             f"  {which:<10} {seconds:7.1f} s  {rows / seconds:>10,.0f} rows/s  peak RSS {peak / mib:6.0f} MiB"
         )
-    ref_s, ref_m = results["reference"]
-    for which in ("command", "download"):
-        seconds, peak = results[which]
-        print(f"ratio {which} / reference: time {seconds / ref_s:.2f}×, peak RSS {peak / ref_m:.2f}×")
+    reference = list(results)[-1]
+    ref_s, ref_m = results[reference]
+    for which, (seconds, peak) in list(results.items())[:-1]:
+        print(f"ratio {which} / {reference}: time {seconds / ref_s:.2f}×, peak RSS {peak / ref_m:.2f}×")
 
 
 if __name__ == "__main__":

@@ -1,14 +1,15 @@
 """The CSV export on PostgreSQL, written by the database: `COPY (SELECT …) TO STDOUT (FORMAT csv)`.
 
-Building a million rows in Python and passing them through `csv.writer` costs about ten times what
-PostgreSQL takes to format them, so on PostgreSQL the CSV export is the output of one COPY per
-answer table. The bytes are those of the Python path (`rows.answer_rows` → `csv.csv_chunks`, still
-used on SQLite and for XLSX and JSON), which a test checks on a study holding every kind of answer:
+Building a million rows in Python and passing them through `csv.writer` costs several times what
+PostgreSQL takes to format them (bench/export.py), so on PostgreSQL the CSV export is the output of
+one COPY per answer table. The bytes are those of the Python path (`rows.answer_rows` →
+`csv.csv_chunks`, still used on SQLite and for XLSX and JSON), which a test checks on a study
+holding every kind of answer:
 
-- the same queries: each `rows.*_query` is wrapped in a SELECT that joins the lookups of
-  `rows.answer_lookups` (participants' labels, source and system keys, the systems of each text,
-  passed in as arrays, so each is computed once, in Python) and spreads one stored answer over its
-  rows (one per question, aspect, justification) in the order `answer_rows` yields them;
+- the same queries: each `rows.*_query` is wrapped in a SELECT that looks up what
+  `rows.answer_lookups` computed once, in Python (participants' labels, source and system keys,
+  the systems of each text), and spreads one stored answer over its rows (one per question,
+  aspect, justification) in the order `answer_rows` yields them;
 - the same cells: columns in `AnswerRow` order with its defaults; values coded from
   annotation/scales.py; formula-like text prefixed with `'` (cells.csv_cell for the looked-up
   values, the same test in SQL for text read from the tables);
@@ -26,7 +27,7 @@ from typing import Any
 
 from django.core.exceptions import EmptyResultSet
 from django.db import connection
-from psycopg import ClientCursor, sql
+from psycopg import ClientCursor, errors, pq, sql
 
 from annotation import scales
 from annotation.models import Study
@@ -69,21 +70,52 @@ def csv_copy_chunks(
     connection.ensure_connection()
     statements = _statements(study, columns, include_external_ids)
     line_ends = _LineEnds()
-    with connection.cursor() as cursor:
-        for statement in statements:
-            with cursor.copy(f"COPY ({statement}) TO STDOUT (FORMAT csv)") as copy:
-                batch: list[Any] = []
-                for data in copy:
-                    batch.append(data)
-                    if len(batch) == ROWS_PER_CHUNK:
-                        yield line_ends.convert(b"".join(batch))
-                        if on_rows:
-                            on_rows(line_ends.take_rows())
-                        batch = []
-                if batch:
-                    yield line_ends.convert(b"".join(batch))
-                    if on_rows:
-                        on_rows(line_ends.take_rows())
+    for statement in statements:
+        for batch in _copy_out(f"COPY ({statement}) TO STDOUT (FORMAT csv)"):
+            yield line_ends.convert(b"".join(batch))
+            if on_rows:
+                on_rows(line_ends.take_rows())
+
+
+def _copy_out(statement: str) -> Iterator[list[memoryview]]:
+    """The output of `COPY … TO STDOUT` in batches of `ROWS_PER_CHUNK` rows, read from libpq
+    through psycopg's documented low-level `Connection.pgconn`: psycopg's `Copy.read()` spends
+    several microseconds of Python on each row, more than PostgreSQL takes to write it, while
+    a blocking `PQgetCopyData` returns it at once. Closing the generator early cancels the COPY
+    (outside a transaction) and leaves the connection idle."""
+    raw = connection.connection
+    pgconn = raw.pgconn
+    pgconn.send_query(statement.encode())
+    _check(raw, pgconn.get_result(), expected=pq.ExecStatus.COPY_OUT)
+    finished = False
+    try:
+        batch: list[memoryview] = []
+        while (row := pgconn.get_copy_data(0))[0] > 0:
+            batch.append(row[1])
+            if len(batch) == ROWS_PER_CHUNK:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+        finished = True
+    finally:
+        if not finished:
+            if not connection.in_atomic_block:
+                raw.cancel_safe()
+            while pgconn.get_copy_data(0)[0] > 0:
+                pass
+        while (result := pgconn.get_result()) is not None:
+            if finished:
+                _check(raw, result, expected=pq.ExecStatus.COMMAND_OK)
+
+
+def _check(raw, result, *, expected: pq.ExecStatus) -> None:
+    if result is None or result.status != expected:
+        while raw.pgconn.get_result() is not None:  # leave the connection idle
+            pass
+        if result is None:
+            raise errors.InterfaceError(f"no result from PostgreSQL, expected {expected.name}")
+        raise errors.error_from_result(result, encoding=raw.info.encoding)
 
 
 class _LineEnds:

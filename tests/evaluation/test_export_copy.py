@@ -161,6 +161,21 @@ def test_an_abandoned_download_leaves_the_connection_usable(study, monkeypatch):
     assert Participant.objects.filter(study=study).count() == participants
 
 
+@pytest.mark.django_db(transaction=True)
+def test_an_abandoned_download_outside_a_transaction_is_cancelled_and_the_connection_idle(monkeypatch):
+    from psycopg import pq
+
+    study = build_answered_study(slug="abandoned", n_sources=2, n_lay=2)
+    monkeypatch.setattr(csv_copy, "ROWS_PER_CHUNK", 1)
+    chunks = iter(AnswerExport(study=study, file_format="csv"))
+    next(chunks)
+    next(chunks)
+    assert connection.connection.pgconn.transaction_status == pq.TransactionStatus.ACTIVE
+    chunks.close()
+    assert connection.connection.pgconn.transaction_status == pq.TransactionStatus.IDLE
+    assert Participant.objects.filter(study=study).count() == 3
+
+
 def test_the_python_path_where_the_database_cannot(study, tmp_path, monkeypatch):
     expected = _python_csv(study, False)
     monkeypatch.setattr(csv_copy, "available", lambda: False)
