@@ -7,8 +7,11 @@ aspects 1–5). `time_spent_ms` is the time spent on the whole panel the answer 
 Pseudonymous by default: the recruiter's external id only with `include_external_ids=True`.
 
 Built for studies of millions of answers: participants, sources and systems are read once into
-dictionaries, then each answer table is read with one query that joins only its item, through a
-server-side cursor (`.iterator()`), so memory stays flat and there is no query per row.
+dictionaries (`answer_lookups`), then each answer table is read with one query that joins only its
+item (`*_query`), through a server-side cursor (`.iterator()`), so memory stays flat and there is no
+query per row. The queries keep to the participants and sources looked up, so one who joins during
+an export is left out of it rather than breaking it. On PostgreSQL the CSV export wraps the same
+queries in SQL that writes the same bytes (evaluation/exporters/csv_copy.py).
 """
 
 from __future__ import annotations
