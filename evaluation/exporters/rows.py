@@ -9,8 +9,8 @@ Pseudonymous by default: the recruiter's external id only with `include_external
 Built for studies of millions of answers: participants, sources and systems are read once into
 dictionaries (`answer_lookups`), then each answer table is read with one query that joins only its
 item (`*_query`), through a server-side cursor (`.iterator()`), so memory stays flat and there is no
-query per row. The queries keep to the participants and sources looked up, so one who joins during
-an export is left out of it rather than breaking it. On PostgreSQL the CSV export wraps the same
+query per row. The queries keep to the participants and sources looked up (`AnswerLookups`). On
+PostgreSQL the CSV export wraps the same
 queries in SQL that writes the same bytes (evaluation/exporters/csv_copy.py).
 """
 
@@ -93,6 +93,16 @@ class AnswerLookups(NamedTuple):
     systems: dict[int, str]  # system id → key
     text_systems: dict[int, str]  # text id → ';'-joined keys of the systems that produced it
 
+    # Ids only grow: the answer queries keep to participants and sources that existed when the
+    # lookups were read, so one who joins during a long export is left out instead of breaking it.
+    @property
+    def last_participant(self) -> int:
+        return max(self.people, default=0)
+
+    @property
+    def last_source(self) -> int:
+        return max(self.sources, default=0)
+
 
 def answer_lookups(*, study: Study) -> AnswerLookups:
     return AnswerLookups(
@@ -134,8 +144,8 @@ def lay_answer_query(*, study: Study, known: AnswerLookups) -> AnswerQuery:
     return AnswerQuery(
         LayAnswer.objects.filter(
             item__participant__study=study,
-            item__participant_id__in=known.people,
-            item__source_id__in=known.sources,
+            item__participant_id__lte=known.last_participant,
+            item__source_id__lte=known.last_source,
         ).order_by("item__participant_id", "item__position", "phase"),
         (
             "item__participant_id",
@@ -156,8 +166,8 @@ def preference_query(*, study: Study, known: AnswerLookups, side: str) -> Answer
     return AnswerQuery(
         through.objects.filter(
             laypreference__item__participant__study=study,
-            laypreference__item__participant_id__in=known.people,
-            laypreference__item__source_id__in=known.sources,
+            laypreference__item__participant_id__lte=known.last_participant,
+            laypreference__item__source_id__lte=known.last_source,
         ).order_by(
             "laypreference__item__participant_id",
             "laypreference__item__position",
@@ -178,8 +188,8 @@ def justification_query(*, study: Study, known: AnswerLookups) -> AnswerQuery:
     return AnswerQuery(
         LayPreference.objects.filter(
             item__participant__study=study,
-            item__participant_id__in=known.people,
-            item__source_id__in=known.sources,
+            item__participant_id__lte=known.last_participant,
+            item__source_id__lte=known.last_source,
         )
         .exclude(most_justification="", least_justification="")
         .order_by("item__participant_id", "item__position"),
@@ -199,8 +209,8 @@ def expert_rating_query(*, study: Study, known: AnswerLookups) -> AnswerQuery:
     return AnswerQuery(
         ExpertRating.objects.filter(
             participant__study=study,
-            participant_id__in=known.people,
-            shown_text__source_id__in=known.sources,
+            participant_id__lte=known.last_participant,
+            shown_text__source_id__lte=known.last_source,
         ).order_by("participant_id", "shown_text__source__position", "shown_text_id"),
         (
             "participant_id",
@@ -217,7 +227,9 @@ def expert_rating_query(*, study: Study, known: AnswerLookups) -> AnswerQuery:
 def source_judgement_query(*, study: Study, known: AnswerLookups) -> AnswerQuery:
     return AnswerQuery(
         ExpertSourceJudgement.objects.filter(
-            participant__study=study, participant_id__in=known.people, source_id__in=known.sources
+            participant__study=study,
+            participant_id__lte=known.last_participant,
+            source_id__lte=known.last_source,
         ).order_by("participant_id", "source__position"),
         (
             "participant_id",
@@ -234,7 +246,7 @@ def source_judgement_query(*, study: Study, known: AnswerLookups) -> AnswerQuery
 def attention_check_query(*, study: Study, known: AnswerLookups) -> AnswerQuery:
     return AnswerQuery(
         AttentionCheckResponse.objects.filter(
-            participant__study=study, participant_id__in=known.people
+            participant__study=study, participant_id__lte=known.last_participant
         ).order_by("participant_id", "check_item__position"),
         ("participant_id", "check_item__position", "answer", "passed", *_timestamps("answered_at")),
     )
