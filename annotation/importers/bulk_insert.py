@@ -81,7 +81,7 @@ def _copy(
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
-            [meta.db_table, pk.column, len(rows)],
+            [connection.ops.quote_name(meta.db_table), pk.column, len(rows)],
         )
         ids = [row[0] for row in cursor.fetchall()]
         # Text COPY writes each value as its text dumper gives it: the constants' text once, not
@@ -94,8 +94,9 @@ def _copy(
             for value in constants
         )
         started = time.monotonic()
-        # The psycopg cursor under Django's wrapper: same connection, same transaction.
-        with cursor.cursor.copy(statement) as copy:
+        # The psycopg cursor under Django's wrapper: same connection, same transaction; its errors
+        # become Django's (IntegrityError, DataError) as they would through the ORM.
+        with connection.wrap_database_errors, cursor.cursor.copy(statement) as copy:
             for pk_value, row in zip(ids, rows, strict=True):
                 copy.write_row((pk_value, *row, *constants))
         if connection.queries_logged:

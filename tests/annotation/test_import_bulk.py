@@ -158,3 +158,28 @@ def test_import_queries_do_not_grow_with_rows(tmp_path, monkeypatch, copy):
     many = long_file(tmp_path, "many.csv", 300, changed="!")
     assert queries(few, "few") == queries(many, "many")
     assert Simplification.objects.filter(source__study__slug="many").count() == 600
+
+
+@pytest.mark.parametrize("copy", [True, False], ids=["copy", "bulk_create"])
+def test_rows_insert_returns_the_ids_in_row_order_and_raises_django_errors(monkeypatch, copy):
+    from django.db import IntegrityError, transaction
+
+    if copy and connection.vendor != "postgresql":
+        pytest.skip("COPY is PostgreSQL's")
+    monkeypatch.setattr(bulk_insert, "copy_available", lambda: copy)
+    study = Study.objects.create(slug="ids", title="ids")
+    rows = [(f"k{i}", f"Text {i}.", 10 - i) for i in range(10)]
+    ids = bulk_insert.rows_insert(
+        Source, columns=("key", "text", "position"), rows=rows, fixed={"study_id": study.pk}
+    )
+    stored = {s.pk: (s.key, s.text, s.position) for s in Source.objects.filter(study=study)}
+    assert [stored[pk] for pk in ids] == rows
+    assert Source.objects.get(pk=ids[3]).metadata == {}  # the field's default, as the ORM gives it
+    with pytest.raises(IntegrityError), transaction.atomic():  # Django's, not the driver's
+        bulk_insert.rows_insert(
+            Source,
+            columns=("key", "text", "position"),
+            rows=[("k1", "Again.", 99)],
+            fixed={"study_id": study.pk},
+        )
+    assert Source.objects.filter(study=study).count() == 10
