@@ -183,3 +183,24 @@ def test_rows_insert_returns_the_ids_in_row_order_and_raises_django_errors(monke
             fixed={"study_id": study.pk},
         )
     assert Source.objects.filter(study=study).count() == 10
+
+
+@pytest.mark.parametrize("copy", [True, False], ids=["copy", "bulk_create"])
+def test_a_text_repeated_in_a_later_batch_is_stored_once(tmp_path, monkeypatch, copy):
+    """Sources new to the study are looked up again only once an earlier batch wrote to them."""
+    from annotation.importers import write as writer
+
+    if copy and connection.vendor != "postgresql":
+        pytest.skip("COPY is PostgreSQL's")
+    monkeypatch.setattr(bulk_insert, "copy_available", lambda: copy)
+    monkeypatch.setattr(writer, "BATCH", 3)
+    lines = ["source_key,source_text,system,text", "s0,Finding 0.,plain,Same words."]
+    lines += [f"s{i},Finding {i}.,plain,Text {i}." for i in range(1, 8)]
+    lines += ["s0,Finding 0.,cot,Same  words.", "s5,Finding 5.,cot,Other 5."]
+    path = tmp_path / "late.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    call_command("import_study", str(path), "--study", "late", stdout=StringIO())
+    s0 = Source.objects.get(study__slug="late", key="s0")
+    assert list(s0.texts.values_list("text", flat=True)) == ["Same words."]
+    assert set(s0.simplifications.values_list("system__key", flat=True)) == {"plain", "cot"}
+    assert SimplificationText.objects.filter(source__study__slug="late").count() == 9
