@@ -50,15 +50,15 @@ def access_expert_page(*, token: str, item_id: int, require_open: bool = True) -
     """A radiologist's own page with its participant (and study) and source, in one query: the
     survey's busiest request (every autosave) resolves its token and its page together. A page of
     somebody else's is a 404 once the token itself passed access_participant's checks."""
-    item = (
-        ExpertItem.objects.select_related("participant__study", "source")
-        .filter(pk=item_id, participant__token=token)
-        .first()
-    )
-    if item is None:
+    try:
+        # get(), not first(): no ORDER BY to build and sort for a primary-key lookup.
+        item = ExpertItem.objects.select_related("participant__study", "source").get(
+            pk=item_id, participant__token=token
+        )
+    except ExpertItem.DoesNotExist:
         # The token's own refusal (invalid link, other role, closed study) comes first.
         access_participant(token=token, role=Participant.Role.RADIOLOGIST, require_open=require_open)
-        raise Http404("This page is not part of your survey.")
+        raise Http404("This page is not part of your survey.") from None
     _admit(item.participant, role=Participant.Role.RADIOLOGIST, require_open=require_open)
     return item
 
