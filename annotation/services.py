@@ -543,9 +543,11 @@ def lay_answer_save(
     phase: str,
     answers: Mapping[str, str | None],
     time_spent_ms: int = 0,
+    item_locked: bool = False,
 ) -> LayAnswer:
     """Save (part of) a panel's answers. Panel 1 (phase "original") is locked once panel 2 was
-    shown; helpfulness (Q4) exists only in panel 2."""
+    shown; helpfulness (Q4) exists only in panel 2. `item_locked`: the caller holds the item's row
+    lock and read `item` under it (the lay panels do), so it is not read again."""
     if phase not in LayAnswer.Phase.values:
         raise ValidationError({"phase": f"Unknown phase {phase!r} (original or assisted)."})
     clean: dict[str, str] = {}
@@ -557,18 +559,22 @@ def lay_answer_save(
         if name == "helpfulness" and phase != LayAnswer.Phase.ASSISTED:
             raise ValidationError({name: "Helpfulness (Q4) is asked only with the simplification (panel 2)."})
         clean[name] = _check_level(name, value, scales.LAY_SCALES[name])
+    spent = max(0, int(time_spent_ms))
     with transaction.atomic():
-        locked_item = LayItem.objects.select_for_update().get(pk=item.pk)
+        locked_item = item if item_locked else LayItem.objects.select_for_update().get(pk=item.pk)
         if phase == LayAnswer.Phase.ORIGINAL and locked_item.original_locked_at is not None and clean:
             existing = LayAnswer.objects.filter(item=item, phase=phase).first()
             changed = existing is None or any(getattr(existing, k) != v for k, v in clean.items())
             if changed:
                 raise AnswerLocked()
-        answer, _ = _get_or_create_locked(LayAnswer, item=item, phase=phase)
-        for name, value in clean.items():
-            setattr(answer, name, value)
-        answer.time_spent_ms += max(0, int(time_spent_ms))
-        answer.save()
+        answer, created = _get_or_create_locked(
+            LayAnswer, defaults={**clean, "time_spent_ms": spent}, item=item, phase=phase
+        )
+        if not created:
+            for name, value in clean.items():
+                setattr(answer, name, value)
+            answer.time_spent_ms += spent
+            answer.save(update_fields=[*clean, "time_spent_ms", "updated_at"])
     return answer
 
 
