@@ -603,16 +603,26 @@ def lay_preference_save(
     allowed = set(item.preference_order)
     most_ids = _check_choice_ids("most", most, allowed)
     least_ids = _check_choice_ids("least", least, allowed)
-    with transaction.atomic():
-        preference, _ = _get_or_create_locked(
-            LayPreference, item=item, defaults={"order_shown": item.preference_order}
+    given = {
+        name: value.strip()
+        for name, value in (
+            ("most_justification", most_justification),
+            ("least_justification", least_justification),
         )
-        if most_justification is not None:
-            preference.most_justification = most_justification.strip()
-        if least_justification is not None:
-            preference.least_justification = least_justification.strip()
-        preference.time_spent_ms += max(0, int(time_spent_ms))
-        preference.save()
+        if value is not None
+    }
+    spent = max(0, int(time_spent_ms))
+    with transaction.atomic():
+        preference, created = _get_or_create_locked(
+            LayPreference,
+            item=item,
+            defaults={"order_shown": item.preference_order, "time_spent_ms": spent, **given},
+        )
+        if not created:
+            for name, value in given.items():
+                setattr(preference, name, value)
+            preference.time_spent_ms += spent
+            preference.save(update_fields=[*given, "time_spent_ms", "updated_at"])
         if most_ids is not None:
             preference.most.set(most_ids)
         if least_ids is not None:

@@ -32,7 +32,7 @@ MAX_QUERIES = {
     "autosave assisted": 12,
     "submit assisted": 12,
     "get preference": 7,
-    "autosave preference": 16,
+    "autosave preference": 15,
     "submit preference": 18,
 }
 
