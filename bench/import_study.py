@@ -18,6 +18,11 @@ fresh process against that database (migrated first):
 
 Prints wall time and peak RSS of both, their ratios (radlay / reference) and the load average. The
 target is ≤ 60 s for 105 000 rows on two cores, with memory that does not grow with the texts.
+
+Measured on a 2-core machine shared with other jobs (load average about 5), PostgreSQL 15 with
+fsync on, 105 000 rows: radlay 25.9 s (importing process CPU 6.5 s), peak RSS 215 MiB; reference
+67.7 s, 463 MiB; ratio 0.38× in time, 0.46× in memory. The same run before rows went through COPY:
+53.6 s vs 52.7 s (1.02×; load 5-8), process CPU 27.4 s.
 """
 
 from __future__ import annotations
