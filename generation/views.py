@@ -51,7 +51,7 @@ def batch_detail(request: HttpRequest, batch_id: int) -> HttpResponse:
     progress = selectors.batch_progress(batch=batch)
     context = {"batch": batch, "progress": progress, "poll_seconds": POLL_SECONDS}
     if request.htmx:
-        return render(request, "generation/_batch_progress.html", context)
+        return render(request, "generation/batch_detail.html#progress", context)
     status = request.GET.get("status") or ""
     if status not in GenerationJob.Status.values:
         status = ""

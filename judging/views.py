@@ -55,7 +55,7 @@ def run_detail(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
         "poll_seconds": POLL_SECONDS,
     }
     if request.htmx:
-        return render(request, "judging/_run_progress.html", context)
+        return render(request, "judging/run_detail.html#progress", context)
     status = request.GET.get("status") or ""
     if status not in JudgeItem.Status.values:
         status = ""

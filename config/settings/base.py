@@ -26,6 +26,9 @@ INSTALLED_APPS = [
     # Swagger UI's files served by the app: hospital networks often block public CDNs.
     "drf_spectacular_sidecar",
     "django_htmx",
+    # Named partials ("page.html#part") so an htmx request gets part of the page it polls
+    # (Django 6.0 has them built in; this app wraps the template loaders on 5.2).
+    "template_partials",
     "axes",
     "annotation",
     "evaluation",
@@ -64,6 +67,8 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "config.context_processors.protocol_credit",
             ],
+            # {% partialdef %} and {% partial %} in every template without a {% load %}, as in Django 6.0.
+            "builtins": ["template_partials.templatetags.partials"],
         },
     }
 ]
