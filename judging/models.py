@@ -121,6 +121,9 @@ class JudgeItem(models.Model):
     dispatched_at = models.DateTimeField(null=True, blank=True)
     not_before = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Stamped every few seconds while a worker runs the item."
+    )
     finished_at = models.DateTimeField(null=True, blank=True)
     task_id = models.CharField(max_length=255, blank=True)
     calls = models.PositiveIntegerField(default=0)
