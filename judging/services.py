@@ -174,14 +174,8 @@ def judge_run_create(
                     JudgeItem(run=run, task=task, source_id=t.source_id, shown_text=t) for t in texts
                 )
         JudgeItem.objects.bulk_create(items)
-        judge_run_dispatch(run=run)
+        scheduler.dispatch_locked(QUEUE, run)
     return run
-
-
-def judge_run_dispatch(*, run: JudgeRun) -> list[int]:
-    """Send the run's next pending items into its free slots (after commit), re-sending lost ones;
-    mark the run finished when nothing is left to run. Returns the ids sent."""
-    return scheduler.dispatch(QUEUE, batch=run).job_ids
 
 
 def judge_run_cancel(*, run: JudgeRun) -> int:
@@ -204,6 +198,12 @@ def judge_run_resume(*, run: JudgeRun, retry_failed: bool = False, force: bool =
             QUEUE, batch=run, retry_failed=retry_failed, retry_updates={"retry_round": F("retry_round") + 1}
         )
     return dispatch.job_ids
+
+
+def judge_runs_heal(*, run: JudgeRun | None = None) -> int:
+    """The self-healing check: re-send the lost items of every unfinished run (or of `run`) and
+    fill their free slots. Returns how many items were dispatched."""
+    return sum(len(result.job_ids) for result in scheduler.requeue_lost(QUEUE, batch=run))
 
 
 # --- running one item --------------------------------------------------------------------------------
