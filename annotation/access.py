@@ -66,12 +66,13 @@ def access_expert_page(*, token: str, item_id: int, require_open: bool = True) -
 def access_lay_item(*, participant: Participant, item_id: int, for_update: bool = False) -> LayItem:
     """One of the participant's own lay items (with what its panels show); `for_update` takes its
     row lock (only its own row: call inside a transaction)."""
-    items = LayItem.objects.select_related("participant__study", "source", "shown_text")
+    items = LayItem.objects.select_related("source", "shown_text")
     if for_update:
         items = items.select_for_update(of=("self",))
     item = items.filter(pk=item_id, participant=participant).first()
     if item is None:
         raise Http404("This sentence is not part of your survey.")
+    item.participant = participant  # already loaded (with its study, by the survey views)
     return item
 
 

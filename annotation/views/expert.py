@@ -237,7 +237,7 @@ def expert_index(request: HttpRequest, participant: Participant) -> HttpResponse
         "lazy_links": bool(request.htmx),
         "texts": protocol_texts,
     }
-    template = TEMPLATES + ("_index_entries.html" if request.htmx else "index.html")
+    template = TEMPLATES + ("index.html#entries" if request.htmx else "index.html")
     return render(request, template, context)
 
 
