@@ -21,7 +21,8 @@ What it does, in this order:
    autosave POST per answer (the htmx/survey.js request: `HX-Request`, `X-CSRFToken`, one field and
    `elapsed_ms`), submit the whole page form (`action=next`), and follow the redirect to the next
    page — waiting an exponential think time (that mean) before each answer. Nothing happens in
-   parallel inside one participant (closed loop). After `--warmup` seconds, requests that end in the
+   parallel inside one participant (closed loop). After `--warmup` seconds (`--think-warmup` with
+   think time, so that page loads fall into the window), requests that end in the
    next `--duration` seconds are measured;
 4. checks storage row by row: for every answer the server acknowledged (HTTP 200), the database
    holds that participant's last acknowledged value for that field;
@@ -511,6 +512,13 @@ def main() -> None:
     parser.add_argument("--think", default="0,5", help="mean think times in seconds, comma-separated")
     parser.add_argument("--duration", type=float, default=20.0, help="measured seconds per phase")
     parser.add_argument("--warmup", type=float, default=5.0)
+    parser.add_argument(
+        "--think-warmup",
+        type=float,
+        default=90.0,
+        help="warm-up of the phases with think time: long enough for a page's answers (17 × 5 s), "
+        "so that page loads and submits fall into the measured window",
+    )
     parser.add_argument("--sources", type=int, default=2000)
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--flows", default="radiologist,lay", help="radiologist, lay or both")
@@ -560,7 +568,7 @@ def main() -> None:
                                 people[offset : offset + c],
                                 c,
                                 think,
-                                args.warmup,
+                                args.think_warmup if think else args.warmup,
                                 args.duration,
                                 flow=driver,
                             )
