@@ -24,7 +24,7 @@ from annotation import scales
 from evaluation.metrics import registry as metric_registry
 from evaluation.stats.agreement import cohen_kappa_pairwise, icc, krippendorff_alpha, krippendorff_alpha_sets
 from evaluation.stats.comparisons import paired_system_comparisons
-from evaluation.stats.correlation import BOOTSTRAP_MAX_PAIRS, correlate
+from evaluation.stats.correlation import BOOTSTRAP_MAX_PAIRS, correlate_columns
 from evaluation.stats.crossed import CrossedInterval, crossed_group_intervals, crossed_mean_ci
 from evaluation.stats.intervals import bootstrap_mean_ci
 from evaluation.stats.severity import mse_and_accuracy, severity_errors
@@ -773,33 +773,33 @@ def correlations(
     systems = items.groupby("system", sort=False)[[*HUMAN_MEASURES, *names]].mean()
     records: list[dict[str, Any]] = []
     for level, table in (("item", items), ("system", systems)):
-        for metric in names:
-            x = table[metric].to_numpy(np.float64)
-            if np.isnan(x).all():
-                continue
-            for measure in HUMAN_MEASURES:
-                y = table[measure].to_numpy(np.float64)
-                if np.isnan(y).all():
-                    continue
-                for record in correlate(
-                    x,
-                    y,
-                    n_resamples=options.correlation_resamples,
-                    seed=options.seed,
-                    confidence=options.confidence,
-                    bootstrap_max_pairs=options.correlation_bootstrap_max_pairs,
-                ):
-                    records.append(
-                        {
-                            "level": level,
-                            "metric": metric,
-                            "measure": measure,
-                            **{
-                                k: (_float(v) if k not in ("method", "n", "interval") else v)
-                                for k, v in record.items()
-                            },
-                        }
-                    )
+        metric_columns = {metric: table[metric].to_numpy(np.float64) for metric in names}
+        human_columns = {measure: table[measure].to_numpy(np.float64) for measure in HUMAN_MEASURES}
+        metric_columns = {k: v for k, v in metric_columns.items() if not np.isnan(v).all()}
+        human_columns = {k: v for k, v in human_columns.items() if not np.isnan(v).all()}
+        if not metric_columns or not human_columns:
+            continue
+        table_records = correlate_columns(
+            metric_columns,
+            human_columns,
+            n_resamples=options.correlation_resamples,
+            seed=options.seed,
+            confidence=options.confidence,
+            bootstrap_max_pairs=options.correlation_bootstrap_max_pairs,
+        )
+        for (metric, measure), pair_records in table_records.items():
+            for record in pair_records:
+                records.append(
+                    {
+                        "level": level,
+                        "metric": metric,
+                        "measure": measure,
+                        **{
+                            k: (_float(v) if k not in ("method", "n", "interval") else v)
+                            for k, v in record.items()
+                        },
+                    }
+                )
     return records
 
 
