@@ -332,8 +332,8 @@ def _bootstrap_pairs(
                 )
         if kendall_of and item_signs:
             ties = {key: _tied_pairs(value_counts) for key, value_counts in counts.items()}
-            weights = _row_bincount(indices, n)
-            weights_f32 = weights.astype(np.float32)
+            weights = _row_bincount(indices, n).astype(np.float32)
+            weights_f64 = weights.astype(np.float64)
             # Several measures' sign matrices side by side: one matrix product per metric and batch.
             width = max(1, _KENDALL_STACK_VALUES // (n * n))
             for metric, measures in kendall_of.items():
@@ -341,8 +341,8 @@ def _bootstrap_pairs(
                 for first in range(0, len(measures), width):
                     batch = measures[first : first + width]
                     stack = np.concatenate([x_sign * _sign_matrix(codes[("y", h)][1]) for h in batch], axis=1)
-                    products = (weights_f32 @ stack).astype(np.float64).reshape(len(indices), len(batch), n)
-                    twice = np.einsum("rbj,rj->rb", products, weights)
+                    products = (weights @ stack).astype(np.float64).reshape(len(indices), len(batch), n)
+                    twice = np.einsum("rbj,rj->rb", products, weights_f64)
                     for i, measure in enumerate(batch):
                         replicates[(metric, measure, "kendall")][rows] = _tau_b(
                             twice[:, i] / 2, ties[("x", metric)], ties[("y", measure)], total
