@@ -12,6 +12,7 @@ Options: the analysis's defaults (every registered metric family, every per-text
 correlated, AnalysisOptions' resamples), no embedder (no model in a bench); each can be reduced.
 Targets: the 40-source release ≤ 2 s warm, 20 000 sources × 20 laypeople ≤ 30 s and < 1 GB RSS.
 
+`--database FILE` keeps the built study in FILE (and reuses it when FILE exists);
 `--release [DIR]` analyses the authors' 2024 release instead (cold, warm, stage by stage);
 `--profile N` adds cProfile's top N functions of a warm run.
 
@@ -378,27 +379,39 @@ def main() -> None:
         "RADLAY_RELEASE_DIR): cold, warm, and stage by stage",
     )
     parser.add_argument(
+        "--database",
+        help="SQLite file for the synthetic study: built there and kept when missing, reused when present "
+        "(building 20 000 × 20 takes minutes); default: a throwaway file",
+    )
+    parser.add_argument(
         "--profile", type=int, default=0, metavar="N", help="also print cProfile's top N functions (warm)"
     )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
-        setup_django(Path(tmp) / "bench.sqlite3")
+        database = Path(args.database) if args.database else Path(tmp) / "bench.sqlite3"
+        existing = database.exists()
+        setup_django(database)
         if args.release:
             bench_release(args)
             return
         import numpy as np
 
+        from annotation.models import Study
         from evaluation import analysis as A
 
-        started = time.perf_counter()
-        study = synthetic_study(
-            n_sources=args.sources, n_lay=args.laypeople, n_radiologists=args.radiologists
-        )
-        print(
-            f"built {args.sources} sources × {len(SYSTEMS)} systems, {args.laypeople} laypeople, "
-            f"{args.radiologists} radiologists in {time.perf_counter() - started:.1f} s"
-        )
+        if existing:
+            study = Study.objects.get(slug="bench")
+            print(f"reusing the study in {database} ({study.title}); the size options are ignored")
+        else:
+            started = time.perf_counter()
+            study = synthetic_study(
+                n_sources=args.sources, n_lay=args.laypeople, n_radiologists=args.radiologists
+            )
+            print(
+                f"built {args.sources} sources × {len(SYSTEMS)} systems, {args.laypeople} laypeople, "
+                f"{args.radiologists} radiologists in {time.perf_counter() - started:.1f} s"
+            )
         options = analysis_options(args)
         rss_before = peak_rss_mb()
         whole, whole_cpu = frames_and_analysis(study, options)
