@@ -247,18 +247,20 @@ def _spearman_pairs(
     xs: Mapping[str, np.ndarray], ys: Mapping[str, np.ndarray], pairs: Sequence[tuple[str, str]]
 ) -> tuple[np.ndarray, np.ndarray]:
     """Spearman's (rho, p) of each pair, from one ``scipy.stats.spearmanr`` correlation matrix of
-    every column (the same ranks, correlations and t-test as one call per pair)."""
+    the columns (the same ranks, correlations and t-test as one call per pair). A constant column
+    has no rho with anything (NaN, as a call per pair gives); it is left out of the matrix, since
+    spearmanr answers a single NaN for the whole matrix when its first or second column is."""
     columns = list(dict.fromkeys([*(("x", m) for m, _ in pairs), *(("y", h) for _, h in pairs)]))
-    position = {column: i for i, column in enumerate(columns)}
-    data = np.column_stack([xs[name] if side == "x" else ys[name] for side, name in columns])
-    with np.errstate(invalid="ignore", divide="ignore"):  # a constant column: NaN, as one call per pair
-        result = stats.spearmanr(data)
-    rho, pvalue = np.atleast_2d(result.statistic), np.atleast_2d(result.pvalue)
-    if len(columns) == 2:
-        rho = np.array([[1.0, float(result.statistic)], [float(result.statistic), 1.0]])
-        pvalue = np.array([[0.0, float(result.pvalue)], [float(result.pvalue), 0.0]])
-    i = [position[("x", m)] for m, _ in pairs]
-    j = [position[("y", h)] for _, h in pairs]
+    values = {(side, name): xs[name] if side == "x" else ys[name] for side, name in columns}
+    live = [column for column in columns if not (values[column] == values[column][0]).all()]
+    position = {column: i for i, column in enumerate(live)}
+    rho = np.full((len(live) + 1, len(live) + 1), np.nan)  # the last row and column: constant ones
+    pvalue = np.full_like(rho, np.nan)
+    if len(live) >= 2:
+        result = stats.spearmanr(np.column_stack([values[column] for column in live]))
+        rho[:-1, :-1], pvalue[:-1, :-1] = result.statistic, result.pvalue
+    i = [position.get(("x", m), len(live)) for m, _ in pairs]
+    j = [position.get(("y", h), len(live)) for _, h in pairs]
     return rho[i, j], pvalue[i, j]
 
 
