@@ -179,13 +179,15 @@ def system_ascore(
 # ---------------------------------------------------------------------------- family
 
 
-@functools.lru_cache(maxsize=4096)
+# Sized like readability's cache: every simplification of a 20 000-source study with four
+# systems, so a recomputation after new answers finds them all.
+@functools.lru_cache(maxsize=2**17)
 def _hit_cached(source: str, candidate: str) -> HitResult:
     return hit_details(source, candidate)
 
 
 # As readability's scores: a study's texts do not change between analyses.
-@functools.lru_cache(maxsize=2**16)
+@functools.lru_cache(maxsize=2**17)
 def _cwr_cached(text: str) -> float | None:
     return common_word_ratio(text)
 
