@@ -35,6 +35,10 @@ def access_participant(*, token: str, role: str | None = None, require_open: boo
     participant = Participant.objects.select_related("study").filter(token=token).first()
     if participant is None:
         raise Http404("This survey link is not valid.")
+    return _admit(participant, role=role, require_open=require_open)
+
+
+def _admit(participant: Participant, *, role: str | None, require_open: bool) -> Participant:
     if role is not None and participant.role != role:
         raise WrongFlow(f"This link is for a {participant.get_role_display().lower()}, not a {role}.")
     if require_open and not participant.study.is_open:
@@ -42,22 +46,33 @@ def access_participant(*, token: str, role: str | None = None, require_open: boo
     return participant
 
 
-def access_expert_item(*, participant: Participant, item_id: int) -> ExpertItem:
-    item = ExpertItem.objects.select_related("source").filter(pk=item_id, participant=participant).first()
-    if item is None:
-        raise Http404("This page is not part of your survey.")
+def access_expert_page(*, token: str, item_id: int, require_open: bool = True) -> ExpertItem:
+    """A radiologist's own page with its participant (and study) and source, in one query: the
+    survey's busiest request (every autosave) resolves its token and its page together. A page of
+    somebody else's is a 404 once the token itself passed access_participant's checks."""
+    try:
+        # get(), not first(): no ORDER BY to build and sort for a primary-key lookup.
+        item = ExpertItem.objects.select_related("participant__study", "source").get(
+            pk=item_id, participant__token=token
+        )
+    except ExpertItem.DoesNotExist:
+        # The token's own refusal (invalid link, other role, closed study) comes first.
+        access_participant(token=token, role=Participant.Role.RADIOLOGIST, require_open=require_open)
+        raise Http404("This page is not part of your survey.") from None
+    _admit(item.participant, role=Participant.Role.RADIOLOGIST, require_open=require_open)
     return item
 
 
 def access_lay_item(*, participant: Participant, item_id: int, for_update: bool = False) -> LayItem:
     """One of the participant's own lay items (with what its panels show); `for_update` takes its
     row lock (only its own row: call inside a transaction)."""
-    items = LayItem.objects.select_related("participant__study", "source", "shown_text")
+    items = LayItem.objects.select_related("source", "shown_text")
     if for_update:
         items = items.select_for_update(of=("self",))
     item = items.filter(pk=item_id, participant=participant).first()
     if item is None:
         raise Http404("This sentence is not part of your survey.")
+    item.participant = participant  # already loaded (with its study, by the survey views)
     return item
 
 

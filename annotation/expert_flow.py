@@ -18,8 +18,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Count, F, FilteredRelation, Max, Min, OuterRef, Q, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Count, F, FilteredRelation, Max, Min, Q
 from django.utils import timezone
 
 from annotation import protocol_texts, scales, services
@@ -132,7 +131,8 @@ class ExpertPage:
     simplicity: Cell
     comment: str
     missing: list[str] = field(default_factory=list)
-    # Set by a save: the survey's progress and the page's number, as of that save.
+    # Set by a save that changed the page's completion: the survey's progress and the page's number
+    # as of that save (None when the save left both as they were).
     progress: Progress | None = None
     number: int | None = None
 
@@ -391,26 +391,15 @@ def _parse(data: Mapping[str, Any], labels: dict[str, SimplificationText]):
     return per_text, original, errors
 
 
-def _pages_count(condition: Q | None = None) -> Coalesce:
-    # A count over the locked page's participant's pages, as a column of the lock query.
-    pages = ExpertItem.objects.filter(participant_id=OuterRef("participant_id"))
-    if condition is not None:
-        pages = pages.filter(condition)
-    counted = pages.order_by().values("participant_id").annotate(n=Count("pk")).values("n")
-    return Coalesce(Subquery(counted), 0)
-
-
 @dataclass(frozen=True)
 class _Locked:
     completed_at: Any
     judgement: ExpertSourceJudgement | None
-    progress: Progress
-    number: int
 
 
 def _page_lock(item: ExpertItem) -> _Locked:
     """Lock the page's row and read in the same query what a save needs besides its texts: the
-    page's completion, this participant's judgement of the original, and the survey's progress."""
+    page's completion and this participant's judgement of the original."""
     judged = FilteredRelation(
         "source__expert_judgements",
         condition=Q(source__expert_judgements__participant_id=item.participant_id),
@@ -418,23 +407,11 @@ def _page_lock(item: ExpertItem) -> _Locked:
     row = (
         ExpertItem.objects.select_for_update(of=("self",))
         .filter(pk=item.pk)
-        .annotate(
-            judged=judged,
-            total=_pages_count(),
-            done=_pages_count(Q(completed_at__isnull=False)),
-            number=_pages_count(Q(position__lte=OuterRef("position"))),
-        )
-        .values_list(
-            "completed_at",
-            "total",
-            "done",
-            "number",
-            "judged__pk",
-            *(f"judged__{n}" for n in _JUDGEMENT_FIELDS),
-        )
+        .annotate(judged=judged)
+        .values_list("completed_at", "judged__pk", *(f"judged__{n}" for n in _JUDGEMENT_FIELDS))
         .get()
     )
-    completed_at, total, done, number, judgement_pk, *values = row
+    completed_at, judgement_pk, *values = row
     judgement = None
     if judgement_pk is not None:
         judgement = ExpertSourceJudgement(
@@ -443,7 +420,7 @@ def _page_lock(item: ExpertItem) -> _Locked:
             source_id=item.source_id,
             **dict(zip(_JUDGEMENT_FIELDS, values, strict=True)),
         )
-    return _Locked(completed_at, judgement, Progress(done=done, total=total), number)
+    return _Locked(completed_at, judgement)
 
 
 def expert_page_save(
@@ -453,8 +430,9 @@ def expert_page_save(
     plain form POST all of them). Empty values mean "not given" and never clear an answer; an empty
     justification does clear one. All or nothing: one bad value raises ValidationError keyed by form
     field and saves nothing. `time_spent_ms` goes to the page and, when the call answers a single
-    row (autosave), to that row too. Marks the page, and the survey, complete when they are. The
-    page returned carries the survey's progress and the page's number.
+    row (autosave), to that row too. Marks the page, and the survey, complete when they are. When
+    the save changed the page's completion, the page returned carries the survey's progress and the
+    page's number (the only answers that change them).
 
     Every save of a page first locks the page's ExpertItem row, then writes its rows in one order
     (texts by id, then the original): two full-page posts whose fields come in different orders
@@ -513,11 +491,13 @@ def expert_page_save(
             raise ValidationError(errors)  # leaving the atomic block by an exception rolls it all back
         page = _page_build(item, texts, ratings, judgement)
         _item_record(item=item, complete=page.complete, time_spent_ms=time_spent_ms)
-        done = locked.progress.done + (item.completed_at is not None) - (was_completed is not None)
-        page.progress = Progress(done=done, total=locked.progress.total)
-        page.number = locked.number
-        if page.complete and done >= locked.progress.total:
-            services.participant_complete(participant=participant)
+        if (item.completed_at is None) != (was_completed is None):
+            # Only a change of the page's completion changes the survey's progress: counted then
+            # (under the lock, so with this save), not on every answer.
+            place = expert_page_place(item=item, neighbours=False)
+            page.progress, page.number = place.progress, place.number
+            if page.complete and place.progress.done >= place.progress.total:
+                services.participant_complete(participant=participant)
     return page
 
 

@@ -543,9 +543,11 @@ def lay_answer_save(
     phase: str,
     answers: Mapping[str, str | None],
     time_spent_ms: int = 0,
+    item_locked: bool = False,
 ) -> LayAnswer:
     """Save (part of) a panel's answers. Panel 1 (phase "original") is locked once panel 2 was
-    shown; helpfulness (Q4) exists only in panel 2."""
+    shown; helpfulness (Q4) exists only in panel 2. `item_locked`: the caller holds the item's row
+    lock and read `item` under it (the lay panels do), so it is not read again."""
     if phase not in LayAnswer.Phase.values:
         raise ValidationError({"phase": f"Unknown phase {phase!r} (original or assisted)."})
     clean: dict[str, str] = {}
@@ -557,18 +559,22 @@ def lay_answer_save(
         if name == "helpfulness" and phase != LayAnswer.Phase.ASSISTED:
             raise ValidationError({name: "Helpfulness (Q4) is asked only with the simplification (panel 2)."})
         clean[name] = _check_level(name, value, scales.LAY_SCALES[name])
+    spent = max(0, int(time_spent_ms))
     with transaction.atomic():
-        locked_item = LayItem.objects.select_for_update().get(pk=item.pk)
+        locked_item = item if item_locked else LayItem.objects.select_for_update().get(pk=item.pk)
         if phase == LayAnswer.Phase.ORIGINAL and locked_item.original_locked_at is not None and clean:
             existing = LayAnswer.objects.filter(item=item, phase=phase).first()
             changed = existing is None or any(getattr(existing, k) != v for k, v in clean.items())
             if changed:
                 raise AnswerLocked()
-        answer, _ = _get_or_create_locked(LayAnswer, item=item, phase=phase)
-        for name, value in clean.items():
-            setattr(answer, name, value)
-        answer.time_spent_ms += max(0, int(time_spent_ms))
-        answer.save()
+        answer, created = _get_or_create_locked(
+            LayAnswer, defaults={**clean, "time_spent_ms": spent}, item=item, phase=phase
+        )
+        if not created:
+            for name, value in clean.items():
+                setattr(answer, name, value)
+            answer.time_spent_ms += spent
+            answer.save(update_fields=[*clean, "time_spent_ms", "updated_at"])
     return answer
 
 
@@ -597,16 +603,26 @@ def lay_preference_save(
     allowed = set(item.preference_order)
     most_ids = _check_choice_ids("most", most, allowed)
     least_ids = _check_choice_ids("least", least, allowed)
-    with transaction.atomic():
-        preference, _ = _get_or_create_locked(
-            LayPreference, item=item, defaults={"order_shown": item.preference_order}
+    given = {
+        name: value.strip()
+        for name, value in (
+            ("most_justification", most_justification),
+            ("least_justification", least_justification),
         )
-        if most_justification is not None:
-            preference.most_justification = most_justification.strip()
-        if least_justification is not None:
-            preference.least_justification = least_justification.strip()
-        preference.time_spent_ms += max(0, int(time_spent_ms))
-        preference.save()
+        if value is not None
+    }
+    spent = max(0, int(time_spent_ms))
+    with transaction.atomic():
+        preference, created = _get_or_create_locked(
+            LayPreference,
+            item=item,
+            defaults={"order_shown": item.preference_order, "time_spent_ms": spent, **given},
+        )
+        if not created:
+            for name, value in given.items():
+                setattr(preference, name, value)
+            preference.time_spent_ms += spent
+            preference.save(update_fields=[*given, "time_spent_ms", "updated_at"])
         if most_ids is not None:
             preference.most.set(most_ids)
         if least_ids is not None:

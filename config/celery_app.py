@@ -1,6 +1,7 @@
 """The Celery app. Queues: `default` (bookkeeping), `llm` (API-backed generation), `gpu` (local
 models). Settings come from Django's settings under the CELERY_ namespace; the beat schedule there
-runs generation's self-healing check, which every worker also runs when it starts."""
+runs the self-healing checks of generation's batches and judging's runs, which every worker also
+runs when it starts."""
 
 import logging
 import os
@@ -20,15 +21,17 @@ app.conf.task_routes = {
     "generation.tasks.generation_job_run_llm": {"queue": "llm"},
     "generation.tasks.generation_job_run_gpu": {"queue": "gpu"},
     "generation.tasks.generation_batches_heal": {"queue": "default"},
+    "judging.tasks.judge_runs_heal": {"queue": "default"},
     "ml.tasks.*": {"queue": "gpu"},
 }
 app.autodiscover_tasks()
 
 
 @worker_ready.connect
-def heal_generation_on_start(sender=None, **kwargs) -> None:
+def heal_on_start(sender=None, **kwargs) -> None:
     """A restarted worker re-sends the jobs its predecessor lost, without waiting for beat."""
-    try:
-        app.send_task("generation.tasks.generation_batches_heal")
-    except Exception:  # noqa: BLE001 - the broker may be down; beat runs the check later
-        logger.warning("could not queue the generation self-healing check", exc_info=True)
+    for task in ("generation.tasks.generation_batches_heal", "judging.tasks.judge_runs_heal"):
+        try:
+            app.send_task(task)
+        except Exception:  # noqa: BLE001 - the broker may be down; beat runs the check later
+            logger.warning("could not queue the self-healing check %s", task, exc_info=True)

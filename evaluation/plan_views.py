@@ -34,7 +34,7 @@ def study_plan_detail(request: HttpRequest, slug: str, plan_id: int) -> HttpResp
     study = access_study_for_user(user=request.user, slug=slug)
     plan = plans.access_plan(study=study, plan_id=plan_id)
     context = {"study": study, "plan": plan, "table": plan_table(plan.result) if plan.result else None}
-    template = "evaluation/_plan_result.html" if request.htmx else "evaluation/plan_detail.html"
+    template = "evaluation/plan_detail.html#result" if request.htmx else "evaluation/plan_detail.html"
     return render(request, template, context)
 
 

@@ -60,6 +60,14 @@ def _progress_context(study) -> dict:
     }
 
 
+def _section_response(request: HttpRequest, context: dict, *, section: str, title: str) -> HttpResponse:
+    """A dashboard section: only the section for the dashboard's htmx request, a page of its own
+    without JavaScript (templates/evaluation/_<section>.html inside study_section.html)."""
+    template = "evaluation/study_section.html"
+    context = {**context, "section": f"evaluation/_{section}.html", "title": title}
+    return render(request, f"{template}#section" if request.htmx else template, context)
+
+
 @researcher_login_required
 def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
     """The dashboard: the latest analysis snapshot (never computed here), with its freshness;
@@ -84,19 +92,14 @@ def study_snapshot_status(request: HttpRequest, slug: str) -> HttpResponse:
     computed = state.snapshot.computed_at.isoformat() if state.snapshot and state.snapshot.computed_at else ""
     if request.htmx and computed and computed != shown:
         return HttpResponseClientRefresh()
-    return render(request, "evaluation/_freshness.html", {"study": study, "state": state})
+    return render(request, "evaluation/study_detail.html#freshness", {"study": study, "state": state})
 
 
 @researcher_login_required
 def study_progress_section(request: HttpRequest, slug: str) -> HttpResponse:
     """Progress and Latin-square balance (read live, so loaded after the page's first paint)."""
     study = access_study_for_user(user=request.user, slug=slug)
-    template = "evaluation/_progress.html" if request.htmx else "evaluation/study_section.html"
-    return render(
-        request,
-        template,
-        {**_progress_context(study), "section": "evaluation/_progress.html", "title": "Progress"},
-    )
+    return _section_response(request, _progress_context(study), section="progress", title="Progress")
 
 
 @researcher_login_required
@@ -114,10 +117,7 @@ def study_metrics(request: HttpRequest, slug: str) -> HttpResponse:
     """The automatic metrics with their per-simplification values (from the snapshot's details)."""
     study = access_study_for_user(user=request.user, slug=slug)
     context = section_context(study=study, section="metrics")
-    template = "evaluation/_metrics.html" if request.htmx else "evaluation/study_section.html"
-    return render(
-        request, template, {**context, "section": "evaluation/_metrics.html", "title": "Automatic metrics"}
-    )
+    return _section_response(request, context, section="metrics", title="Automatic metrics")
 
 
 @researcher_login_required
@@ -125,18 +125,8 @@ def study_correlations(request: HttpRequest, slug: str) -> HttpResponse:
     """The metric–human correlations, heatmap and full table: an htmx fragment on the dashboard,
     a page of their own without htmx."""
     study = access_study_for_user(user=request.user, slug=slug)
-    context = section_context(study=study, section="correlations")
-    template = "evaluation/_correlations.html" if request.htmx else "evaluation/study_section.html"
-    return render(
-        request,
-        template,
-        {
-            **context,
-            "section": "evaluation/_correlations.html",
-            "title": "Metric–human correlations",
-            "full_table": not request.htmx,
-        },
-    )
+    context = {**section_context(study=study, section="correlations"), "full_table": not request.htmx}
+    return _section_response(request, context, section="correlations", title="Metric–human correlations")
 
 
 @researcher_login_required

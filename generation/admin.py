@@ -5,23 +5,20 @@ through the launch form (generation.services.batches.generation_batch_create), n
 from __future__ import annotations
 
 from django.contrib import admin, messages
-from django.core.exceptions import ValidationError
-from django.db.models import Count, Q
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from annotation.admin import ADMIN_CSS, RELATED, StudyAdmin, transcript_table
-from annotation.admin_access import StudyScopedAdmin, SuperuserOnlyAdmin, scope_to_user
+from annotation.admin_access import StudyScopedAdmin, SuperuserOnlyAdmin
 from annotation.models import Study
+from generation.admin_launch import LaunchedWorkAdmin, study_launch_action
 from generation.forms import GenerationBatchForm
 from generation.models import GenerationBatch, GenerationJob, LLMCallCache
 from generation.services import batches
 
 
 @admin.register(GenerationBatch)
-class GenerationBatchAdmin(StudyScopedAdmin):
+class GenerationBatchAdmin(LaunchedWorkAdmin):
     list_display = (
         "id",
         "study",
@@ -51,60 +48,17 @@ class GenerationBatchAdmin(StudyScopedAdmin):
         "page_link",
         "jobs_link",
     )
+    launch_form = GenerationBatchForm
+    launch_service = staticmethod(lambda **arguments: batches.generation_batch_create(**arguments))
+    launch_title = "Generate simplifications"
+    jobs_relation = "jobs"
+    batch_noun = "Batch"
+    page_link_text = "progress and transcripts"
+    scoped_fields = ("study", "model_artifact")
+    unsent_errors = (batches.TaskQueueUnreachable,)
 
     def get_queryset(self, request):
-        status = GenerationJob.Status
-        return (
-            super()
-            .get_queryset(request)  # scoped to the user's studies by StudyScopedAdmin
-            .select_related("study", "model_artifact")
-            .annotate(
-                _total=Count("jobs"),
-                _succeeded=Count("jobs", filter=Q(jobs__status=status.SUCCEEDED)),
-                _failed=Count("jobs", filter=Q(jobs__status=status.FAILED)),
-            )
-        )
-
-    def get_urls(self):
-        launch = path(
-            "launch/", self.admin_site.admin_view(self.launch_view), name="generation_generationbatch_launch"
-        )
-        return [launch, *super().get_urls()]
-
-    def add_view(self, request, form_url="", extra_context=None):
-        return HttpResponseRedirect(reverse("admin:generation_generationbatch_launch"))
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def launch_view(self, request: HttpRequest) -> HttpResponse:
-        if not self.has_add_permission(request):
-            return HttpResponse("You may not launch generation batches.", status=403)
-        form = GenerationBatchForm(request.POST or None, initial={"study": request.GET.get("study")})
-        # Only the user's own studies (and models) can be chosen, so none can be launched for another.
-        for name in ("study", "model_artifact"):
-            form.fields[name].queryset = scope_to_user(form.fields[name].queryset, request.user)
-        if request.method == "POST" and form.is_valid():
-            try:
-                batch = batches.generation_batch_create(**form.batch_arguments(), created_by=request.user)
-            except ValidationError as exc:
-                for field, errors in exc.message_dict.items():
-                    form.add_error(field if field in form.fields else None, errors)
-            except batches.TaskQueueUnreachable as exc:
-                self.message_user(request, str(exc), messages.WARNING)
-                return HttpResponseRedirect(reverse("generation:batch_detail", args=[exc.batch.pk]))
-            else:
-                self.message_user(
-                    request, f"Batch {batch.pk} launched: {batch.jobs.count()} jobs.", messages.SUCCESS
-                )
-                return HttpResponseRedirect(reverse("generation:batch_detail", args=[batch.pk]))
-        context = {
-            **self.admin_site.each_context(request),
-            "title": "Generate simplifications",
-            "form": form,
-            "opts": self.model._meta,
-        }
-        return TemplateResponse(request, "generation/admin_launch.html", context)
+        return super().get_queryset(request).select_related("study", "model_artifact")
 
     @admin.display(description="model")
     def model_shown(self, obj):
@@ -113,20 +67,6 @@ class GenerationBatchAdmin(StudyScopedAdmin):
     @admin.display(description="systems")
     def systems_shown(self, obj):
         return ", ".join(obj.systems)
-
-    @admin.display(description="jobs")
-    def job_counts(self, obj):
-        return f"{obj._succeeded} ok / {obj._failed} failed / {obj._total}"
-
-    @admin.display(description="status")
-    def status_shown(self, obj):
-        return obj.status
-
-    @admin.display(description="progress page")
-    def page_link(self, obj):
-        return format_html(
-            '<a href="{}">progress and transcripts</a>', reverse("generation:batch_detail", args=[obj.pk])
-        )
 
     @admin.display(description="jobs")
     def jobs_link(self, obj):
@@ -263,15 +203,12 @@ class LLMCallCacheAdmin(SuperuserOnlyAdmin):
 
 # "Generate simplifications" as an action on Study. The annotation app owns StudyAdmin; generation
 # extends it the way one extends UserAdmin (subclass and register again) rather than editing it.
-@admin.action(description="Generate simplifications for the selected study…")
-def generate_simplifications(modeladmin, request, queryset):
-    studies = list(queryset[:2])
-    if len(studies) != 1:
-        modeladmin.message_user(request, "Select exactly one study to generate for.", messages.WARNING)
-        return None
-    return HttpResponseRedirect(
-        reverse("admin:generation_generationbatch_launch") + f"?study={studies[0].pk}"
-    )
+generate_simplifications = study_launch_action(
+    name="generate_simplifications",
+    model=GenerationBatch,
+    description="Generate simplifications for the selected study…",
+    noun="to generate for",
+)
 
 
 class StudyWithGenerationAdmin(StudyAdmin):

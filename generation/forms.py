@@ -66,7 +66,7 @@ class GenerationBatchForm(forms.Form):
         self.fields["model_artifact"].queryset = _model_artifacts()
         self.fields["prompt_version"].choices = [(v, v) for v in available_versions()]
 
-    def batch_arguments(self) -> dict[str, Any]:
+    def launch_arguments(self) -> dict[str, Any]:
         """The keyword arguments of services.generation_batch_create (call after is_valid())."""
         data = self.cleaned_data
         return {

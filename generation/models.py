@@ -17,6 +17,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.urls import reverse
 
 # System key → the family that produces it, and the label a new System row gets.
 SYSTEM_FAMILY: dict[str, str] = {
@@ -36,7 +37,65 @@ SYSTEM_LABELS: dict[str, str] = {
 GENERATED_SYSTEMS: tuple[str, ...] = tuple(SYSTEM_FAMILY)
 
 
-class GenerationBatch(models.Model):
+class ScheduledBatch(models.Model):
+    """A batch of jobs run by generation.services.scheduler: the batch fields it reads and writes
+    (a concrete batch adds its own `concurrency`). Judging's runs are such batches too."""
+
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    cancelled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def status(self) -> str:
+        if self.cancelled_at:
+            return "cancelled"
+        if self.finished_at:
+            return "finished"
+        return "running"
+
+
+class ScheduledJob(models.Model):
+    """A job of a ScheduledBatch: the state the scheduler keeps (see the module docstring) and the
+    model usage the job's run records."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    not_before = models.DateTimeField(
+        null=True, blank=True, help_text="Retry backoff: not sent before this time."
+    )
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Stamped every few seconds while a worker runs the job."
+    )
+    finished_at = models.DateTimeField(null=True, blank=True)
+    task_id = models.CharField(max_length=255, blank=True)
+    calls = models.PositiveIntegerField(default=0)
+    cached_calls = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    completion_tokens = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.FloatField(default=0.0)
+    transcript = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class GenerationBatch(ScheduledBatch):
     class Backend(models.TextChoices):
         OPENAI = "openai", "OpenAI-compatible API"
         TRANSFORMERS = "transformers", "Local model (transformers, GPU)"
@@ -68,12 +127,6 @@ class GenerationBatch(models.Model):
         help_text="At most this many tasks of the batch queued or running: jobs for API backends, chunks of "
         "RADLAY_GPU_BATCH_SIZE jobs for local models."
     )
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    cancelled_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name_plural = "generation batches"
@@ -97,23 +150,11 @@ class GenerationBatch(models.Model):
             return f"{self.model_artifact.name} ({self.model_artifact.path})"
         return self.model_name
 
-    @property
-    def status(self) -> str:
-        if self.cancelled_at:
-            return "cancelled"
-        if self.finished_at:
-            return "finished"
-        return "running"
+    def get_absolute_url(self) -> str:
+        return reverse("generation:batch_detail", args=[self.pk])
 
 
-class GenerationJob(models.Model):
-    class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        RUNNING = "running", "Running"
-        SUCCEEDED = "succeeded", "Succeeded"
-        FAILED = "failed", "Failed"
-        CANCELLED = "cancelled", "Cancelled"
-
+class GenerationJob(ScheduledJob):
     class Family(models.TextChoices):
         PLAIN = "plain", "Plain prompt"
         COT = "cot", "Chain-of-thought prompt"
@@ -123,25 +164,6 @@ class GenerationJob(models.Model):
     source = models.ForeignKey("annotation.Source", on_delete=models.CASCADE, related_name="generation_jobs")
     family = models.CharField(max_length=10, choices=Family.choices)
     systems = models.JSONField(default=list, help_text="The system keys of this family the job writes.")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    attempts = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
-    dispatched_at = models.DateTimeField(null=True, blank=True)
-    not_before = models.DateTimeField(
-        null=True, blank=True, help_text="Retry backoff: not sent before this time."
-    )
-    started_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(
-        null=True, blank=True, help_text="Stamped every few seconds while a worker runs the job."
-    )
-    finished_at = models.DateTimeField(null=True, blank=True)
-    task_id = models.CharField(max_length=255, blank=True)
-    calls = models.PositiveIntegerField(default=0)
-    cached_calls = models.PositiveIntegerField(default=0)
-    prompt_tokens = models.PositiveBigIntegerField(default=0)
-    completion_tokens = models.PositiveBigIntegerField(default=0)
-    cost_usd = models.FloatField(default=0.0)
-    transcript = models.JSONField(default=list, blank=True)
     simplifications = models.ManyToManyField(
         "annotation.Simplification", blank=True, related_name="generation_jobs"
     )

@@ -6,9 +6,13 @@ service or selector, render."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db.models import QuerySet, TextChoices
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -32,6 +36,30 @@ def access_batch(*, user, batch_id: int) -> GenerationBatch:
         raise Http404("No such generation batch among your studies.") from None
 
 
+def batch_page(
+    request: HttpRequest,
+    *,
+    template: str,
+    context: dict[str, Any],
+    jobs: Callable[[str | None], QuerySet],
+    statuses: type[TextChoices],
+    per_page: int,
+    name: str,
+    page_context: Callable[[], dict[str, Any]] = dict,
+) -> HttpResponse:
+    """The page of a batch of scheduled work: for htmx's poll only its `progress` partial; else
+    the whole page with a page of its jobs (`name` in the context) filtered by the `?status=` one
+    of `statuses` (an unknown one shows all), and `page_context()`."""
+    if request.htmx:
+        return render(request, f"{template}#progress", context)
+    status = request.GET.get("status") or ""
+    if status not in statuses.values:
+        status = ""
+    page = Paginator(jobs(status or None), per_page).get_page(request.GET.get("page"))
+    context = {**context, name: page, "status_filter": status, "statuses": statuses.choices, **page_context()}
+    return render(request, template, context)
+
+
 @researcher_login_required
 @require_GET
 def batch_list(request: HttpRequest) -> HttpResponse:
@@ -49,18 +77,15 @@ def batch_detail(request: HttpRequest, batch_id: int) -> HttpResponse:
         batches.generation_batches_heal(batch=batch)
         batch.refresh_from_db()
     progress = selectors.batch_progress(batch=batch)
-    context = {"batch": batch, "progress": progress, "poll_seconds": POLL_SECONDS}
-    if request.htmx:
-        return render(request, "generation/_batch_progress.html", context)
-    status = request.GET.get("status") or ""
-    if status not in GenerationJob.Status.values:
-        status = ""
-    context["jobs"] = Paginator(
-        selectors.batch_jobs(batch=batch, status=status or None), JOBS_PER_PAGE
-    ).get_page(request.GET.get("page"))
-    context["status_filter"] = status
-    context["statuses"] = GenerationJob.Status.choices
-    return render(request, "generation/batch_detail.html", context)
+    return batch_page(
+        request,
+        template="generation/batch_detail.html",
+        context={"batch": batch, "progress": progress, "poll_seconds": POLL_SECONDS},
+        jobs=lambda status: selectors.batch_jobs(batch=batch, status=status),
+        statuses=GenerationJob.Status,
+        per_page=JOBS_PER_PAGE,
+        name="jobs",
+    )
 
 
 @researcher_login_required

@@ -3,24 +3,18 @@ item's outputs and failures. Runs and answers are created only through the servi
 
 from __future__ import annotations
 
-from django.contrib import admin, messages
-from django.core.exceptions import ValidationError
-from django.db.models import Count, Q
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.template.response import TemplateResponse
-from django.urls import path, reverse
-from django.utils.html import format_html
+from django.contrib import admin
 
 from annotation.admin import RELATED, ReadOnlyAdmin
-from annotation.admin_access import StudyScopedAdmin, scope_to_user
 from annotation.models import Study
+from generation.admin_launch import LaunchedWorkAdmin, study_launch_action
 from judging import services
 from judging.forms import JudgeRunForm
 from judging.models import JudgeAnswer, JudgeItem, JudgeRun
 
 
 @admin.register(JudgeRun)
-class JudgeRunAdmin(StudyScopedAdmin):
+class JudgeRunAdmin(LaunchedWorkAdmin):
     list_display = (
         "id",
         "study",
@@ -34,54 +28,15 @@ class JudgeRunAdmin(StudyScopedAdmin):
     list_filter = ("backend", ("study", RELATED))
     readonly_fields = [f.name for f in JudgeRun._meta.fields]
     actions = ["cancel_runs", "resume_runs", "retry_failed_items", "recompute_agreement"]
+    launch_form = JudgeRunForm
+    launch_service = staticmethod(lambda **arguments: services.judge_run_create(**arguments))
+    launch_title = "Launch a judge run"
+    jobs_relation = "items"
+    batch_noun = "Judge run"
+    page_link_text = "progress and outputs"
 
     def get_queryset(self, request):
-        status = JudgeItem.Status
-        return (
-            super()
-            .get_queryset(request)
-            .select_related("study")
-            .annotate(
-                _total=Count("items"),
-                _succeeded=Count("items", filter=Q(items__status=status.SUCCEEDED)),
-                _failed=Count("items", filter=Q(items__status=status.FAILED)),
-            )
-        )
-
-    def get_urls(self):
-        launch = path("launch/", self.admin_site.admin_view(self.launch_view), name="judging_judgerun_launch")
-        return [launch, *super().get_urls()]
-
-    def add_view(self, request, form_url="", extra_context=None):
-        return HttpResponseRedirect(reverse("admin:judging_judgerun_launch"))
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def launch_view(self, request: HttpRequest) -> HttpResponse:
-        if not self.has_add_permission(request):
-            return HttpResponse("You may not launch judge runs.", status=403)
-        form = JudgeRunForm(request.POST or None, initial={"study": request.GET.get("study")})
-        # Only the user's own studies can be chosen, so no run can be launched for another.
-        form.fields["study"].queryset = scope_to_user(form.fields["study"].queryset, request.user)
-        if request.method == "POST" and form.is_valid():
-            try:
-                run = services.judge_run_create(**form.run_arguments(), created_by=request.user)
-            except ValidationError as exc:
-                for field, errors in exc.message_dict.items():
-                    form.add_error(field if field in form.fields else None, errors)
-            else:
-                self.message_user(
-                    request, f"Judge run {run.pk} launched: {run.items.count()} items.", messages.SUCCESS
-                )
-                return HttpResponseRedirect(reverse("judging:run-detail", args=[run.study.slug, run.pk]))
-        context = {
-            **self.admin_site.each_context(request),
-            "title": "Launch a judge run",
-            "form": form,
-            "opts": self.model._meta,
-        }
-        return TemplateResponse(request, "judging/admin_launch.html", context)
+        return super().get_queryset(request).select_related("study")
 
     @admin.display(description="judge")
     def label(self, obj):
@@ -89,18 +44,7 @@ class JudgeRunAdmin(StudyScopedAdmin):
 
     @admin.display(description="items")
     def item_counts(self, obj):
-        return f"{obj._succeeded} ok / {obj._failed} failed / {obj._total}"
-
-    @admin.display(description="status")
-    def status_shown(self, obj):
-        return obj.status
-
-    @admin.display(description="progress page")
-    def page_link(self, obj):
-        return format_html(
-            '<a href="{}">progress and outputs</a>',
-            reverse("judging:run-detail", args=[obj.study.slug, obj.pk]),
-        )
+        return self.job_counts(obj)
 
     @admin.action(description="Cancel the pending items of the selected runs")
     def cancel_runs(self, request, queryset):
@@ -151,14 +95,12 @@ class JudgeAnswerAdmin(ReadOnlyAdmin):
 
 # "Run an LLM judge" as an action on Study: extend whichever StudyAdmin is registered (annotation's,
 # or generation's subclass) the way generation does, rather than editing it.
-@admin.action(description="Run an LLM judge on the selected study…")
-def judge_study(modeladmin, request, queryset):
-    studies = list(queryset[:2])
-    if len(studies) != 1:
-        modeladmin.message_user(request, "Select exactly one study to judge.", messages.WARNING)
-        return None
-    return HttpResponseRedirect(reverse("admin:judging_judgerun_launch") + f"?study={studies[0].pk}")
-
+judge_study = study_launch_action(
+    name="judge_study",
+    model=JudgeRun,
+    description="Run an LLM judge on the selected study…",
+    noun="to judge",
+)
 
 _StudyAdmin = type(admin.site.get_model_admin(Study)) if admin.site.is_registered(Study) else admin.ModelAdmin
 

@@ -40,12 +40,7 @@ class JudgeRunLaunchSerializer(serializers.Serializer):
 def run_payload(run: JudgeRun, *, with_agreement: bool = False) -> dict:
     data = {
         "id": run.pk,
-        "judge": run.label,
-        "is_heuristic": run.is_heuristic,
-        "backend": run.backend,
-        "model": run.model_name,
-        "prompt_version": run.prompt_version,
-        "prompt_digest": run.prompt_digest,
+        **selectors.judge_identity(run),
         "instruments": run.instruments,
         "parameters": run.parameters,
         "concurrency": run.concurrency,

@@ -44,7 +44,7 @@ class JudgeRunForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["prompt_version"].choices = [(v, v) for v in available_versions()]
 
-    def run_arguments(self) -> dict[str, Any]:
+    def launch_arguments(self) -> dict[str, Any]:
         data = dict(self.cleaned_data)
         return {
             "study": data["study"],

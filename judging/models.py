@@ -16,10 +16,11 @@ JudgeAnswer — the validated answer of a succeeded item: the median of its K sa
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.urls import reverse
 
+from generation.models import ScheduledBatch, ScheduledJob
 from judging.heuristic import HEURISTIC_LABEL
 from judging.instrument import INSTRUMENT_TASKS, TASKS
 
@@ -29,7 +30,7 @@ ANSWER_BOUNDS: dict[str, tuple[int, int]] = {
 }
 
 
-class JudgeRun(models.Model):
+class JudgeRun(ScheduledBatch):
     class Backend(models.TextChoices):
         OPENAI = "openai", "OpenAI-compatible API"
         TRANSFORMERS = "transformers", "Local model (transformers, GPU)"
@@ -44,12 +45,6 @@ class JudgeRun(models.Model):
     # temperature, max_tokens, samples (K), seed.
     parameters = models.JSONField(default=dict, blank=True)
     concurrency = models.PositiveIntegerField(default=8)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    cancelled_at = models.DateTimeField(null=True, blank=True)
     # The judge–human agreement of this run, computed by a task when the run finishes or on demand
     # (judging.services.judge_run_agreement_compute), so that pages only read it.
     agreement = models.JSONField(default=dict, blank=True)
@@ -82,21 +77,11 @@ class JudgeRun(models.Model):
     def samples(self) -> int:
         return int(self.parameters.get("samples", 1))
 
-    @property
-    def status(self) -> str:
-        if self.cancelled_at:
-            return "cancelled"
-        return "finished" if self.finished_at else "running"
+    def get_absolute_url(self) -> str:
+        return reverse("judging:run-detail", args=[self.study.slug, self.pk])
 
 
-class JudgeItem(models.Model):
-    class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        RUNNING = "running", "Running"
-        SUCCEEDED = "succeeded", "Succeeded"
-        FAILED = "failed", "Failed"
-        CANCELLED = "cancelled", "Cancelled"
-
+class JudgeItem(ScheduledJob):
     Task = models.TextChoices("Task", [(task, task.replace("_", " ")) for task in TASKS])
 
     run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="items")
@@ -110,25 +95,11 @@ class JudgeItem(models.Model):
         related_name="judge_items",
         help_text="The simplification judged; empty for a question on the original sentence.",
     )
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    attempts = models.PositiveIntegerField(default=0)
     # Raised when failed items are retried on purpose, so their calls are new samples, not cache hits.
     retry_round = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
     failure_kind = models.CharField(
         max_length=20, blank=True, help_text="malformed | refusal | out_of_range | schema | backend"
     )
-    dispatched_at = models.DateTimeField(null=True, blank=True)
-    not_before = models.DateTimeField(null=True, blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    task_id = models.CharField(max_length=255, blank=True)
-    calls = models.PositiveIntegerField(default=0)
-    cached_calls = models.PositiveIntegerField(default=0)
-    prompt_tokens = models.PositiveBigIntegerField(default=0)
-    completion_tokens = models.PositiveBigIntegerField(default=0)
-    cost_usd = models.FloatField(default=0.0)
-    transcript = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["run", "source__position", "task", "shown_text_id"]

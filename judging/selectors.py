@@ -227,6 +227,18 @@ ANSWER_COLUMNS = [
 ]
 
 
+def judge_identity(run: JudgeRun) -> dict[str, Any]:
+    """Who judged, as the API and the judge answers CSV describe a run."""
+    return {
+        "judge": run.label,
+        "is_heuristic": run.is_heuristic,
+        "backend": run.backend,
+        "model": run.model_name,
+        "prompt_version": run.prompt_version,
+        "prompt_digest": run.prompt_digest,
+    }
+
+
 def judge_answer_rows(*, study: Study):
     """One row per judge item of the study's runs (failed items too, with their error and no
     scores). Severity columns use Critical = 1 … Healthy = 5."""
@@ -245,12 +257,7 @@ def judge_answer_rows(*, study: Study):
         answer = getattr(item, "answer", None)
         yield {
             "run": run.pk,
-            "judge": run.label,
-            "is_heuristic": run.is_heuristic,
-            "backend": run.backend,
-            "model": run.model_name,
-            "prompt_version": run.prompt_version,
-            "prompt_digest": run.prompt_digest,
+            **judge_identity(run),
             "temperature": run.parameters.get("temperature"),
             "samples": run.samples,
             "task": item.task,

@@ -1,11 +1,10 @@
 """Writes of the judging app: launch a judge run, run one item, cancel/resume a run, store its
 agreement with the humans.
 
-The run lifecycle is the generation batch's, kept small (one item per task, no GPU chunks), in four
-steps that a shared scheduler can take over: `_dispatch_locked` (fill the run's concurrency window
-with pending items, under the run row lock, sent after commit), `_item_claim` (one conditional
-UPDATE pending → running; a redelivered task with the same id, or a stale item, may take over),
-`_item_succeed` / `_item_fail` (record, then dispatch again in the same transaction).
+A run is a batch of generation's scheduler (generation.services.scheduler, through `QUEUE`): its
+items are that scheduler's jobs, one item per task (no GPU chunks), with the same concurrency
+window, atomic claim, heartbeats, retries with backoff and re-queueing of lost items. When a run
+that was not cancelled finishes, its agreement with the humans is computed.
 
 One item = one judge task on one source or simplification text, K samples. Each sample is one call
 (plus retries): the answer must parse and validate (judging.instrument.parse_answer); an unusable
@@ -19,24 +18,24 @@ Calls go through generation's database call cache: a resumed or rerun item pays 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-import random
 from collections.abc import Sequence
-from datetime import timedelta
-from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Count, Exists, F, OuterRef, Q
+from django.db.models import F
 from django.utils import timezone
 
 from annotation.models import SimplificationText, Source, Study
 from generation.backends.base import BackendError, ChatBackend, GenerationParams
 from generation.backends.cache import CachedBackend
 from generation.backends.registry import GPU_BACKENDS, get_backend
-from generation.call_cache import DbCallCache
+from generation.services import jobs as generation_jobs
+from generation.services import scheduler
+from generation.services.backend_config import cached_backend
 from judging import agreement, selectors
 from judging.heuristic import HEURISTIC_MODEL, GlossaryHeuristicJudge
 from judging.instrument import (
@@ -51,7 +50,6 @@ from judging.models import JudgeAnswer, JudgeItem, JudgeRun
 from judging.prompts.registry import available_versions, load_judge_prompts
 
 logger = logging.getLogger(__name__)
-_Status = JudgeItem.Status
 MAX_SAMPLES = 20
 
 
@@ -59,14 +57,41 @@ def _setting(name: str, default: Any) -> Any:
     return getattr(settings, name, default)
 
 
-def stale_after() -> timedelta:
-    """A running item older than the task hard time limit (plus a margin) has no live worker."""
-    return timedelta(seconds=float(settings.CELERY_TASK_TIME_LIMIT + 60))
+def timing() -> scheduler.Timing:
+    """Generation's heartbeat and lost-item timing, with judging's own attempts and retry delay
+    (read at call time: tests override them)."""
+    return dataclasses.replace(
+        generation_jobs.timing(),
+        max_attempts=max(1, int(_setting("RADLAY_JUDGE_ITEM_ATTEMPTS", 3))),
+        retry_delay=float(_setting("RADLAY_JUDGE_RETRY_DELAY", 10.0)),
+    )
 
 
-def _retry_countdown(attempts: int) -> float:
-    base = float(_setting("RADLAY_JUDGE_RETRY_DELAY", 10.0))
-    return random.uniform(0.0, min(300.0, base * 2 ** (attempts - 1)))
+def _send(item_ids: list[int], *, backend: str, countdown: float | None = None) -> None:
+    from judging import tasks  # tasks import this module
+
+    tasks.judge_items_send(item_ids, gpu=backend in GPU_BACKENDS, countdown=countdown)
+
+
+def _on_finish(run: JudgeRun) -> None:
+    if run.cancelled_at is None:
+        from judging import tasks
+
+        run_id = run.pk
+        transaction.on_commit(lambda: tasks.judge_run_agreement.delay(run_id))
+
+
+QUEUE = scheduler.JobQueue(
+    job_model=JudgeItem,
+    batch_model=JudgeRun,
+    # Looked up at call time, so that a test may replace `_send`.
+    send=lambda run, ids, countdown: _send(ids, backend=run.backend, countdown=countdown),
+    timing=timing,
+    order=lambda run: ("source__position", "task", "pk"),
+    batch_field="run",
+    related=("run", "source", "shown_text"),
+    on_finish=_on_finish,
+)
 
 
 # --- launching -------------------------------------------------------------------------------------
@@ -149,122 +174,36 @@ def judge_run_create(
                     JudgeItem(run=run, task=task, source_id=t.source_id, shown_text=t) for t in texts
                 )
         JudgeItem.objects.bulk_create(items)
-        judge_run_dispatch(run=run)
+        scheduler.dispatch_locked(QUEUE, run)
     return run
-
-
-def judge_run_dispatch(*, run: JudgeRun) -> list[int]:
-    with transaction.atomic():
-        locked = JudgeRun.objects.select_for_update().get(pk=run.pk)
-        ids = _dispatch_locked(locked)
-    run.finished_at = locked.finished_at
-    return ids
-
-
-def _dispatch_locked(run: JudgeRun) -> list[int]:
-    """Call inside a transaction holding the run row lock."""
-    now = timezone.now()
-    cutoff = now - stale_after()
-    items = JudgeItem.objects.filter(run=run)
-    counts = items.aggregate(
-        in_flight=Count(
-            "pk",
-            filter=Q(status=_Status.RUNNING, started_at__gte=cutoff)
-            | Q(status=_Status.PENDING, dispatched_at__gte=cutoff),
-        ),
-        pending=Count("pk", filter=Q(status=_Status.PENDING)),
-        running=Count("pk", filter=Q(status=_Status.RUNNING)),
-    )
-    item_ids: list[int] = []
-    if run.cancelled_at is None:
-        free = run.concurrency - counts["in_flight"]
-        if free > 0 and counts["pending"] + counts["running"]:
-            item_ids = list(
-                items.filter(status=_Status.PENDING, dispatched_at__isnull=True)
-                .order_by("source__position", "task", "pk")
-                .values_list("pk", flat=True)[:free]
-            )
-            if len(item_ids) < free:
-                item_ids += list(
-                    items.filter(
-                        Q(status=_Status.RUNNING, started_at__lt=cutoff)
-                        | Q(status=_Status.PENDING, dispatched_at__lt=cutoff)
-                    )
-                    .order_by("pk")
-                    .values_list("pk", flat=True)[: free - len(item_ids)]
-                )
-            if item_ids:
-                JudgeItem.objects.filter(pk__in=item_ids).update(
-                    status=_Status.PENDING, dispatched_at=now, not_before=None
-                )
-                backend, ids = run.backend, list(item_ids)
-                transaction.on_commit(lambda: _send(ids, backend=backend))
-    unfinished = counts["running"] + (counts["pending"] if run.cancelled_at is None else 0)
-    if not unfinished and run.finished_at is None:
-        run.finished_at = now
-        run.save(update_fields=["finished_at"])
-        if run.cancelled_at is None:
-            run_id = run.pk
-            transaction.on_commit(lambda: _send_agreement(run_id))
-    return item_ids
-
-
-def _send(item_ids: list[int], *, backend: str, countdown: float | None = None) -> None:
-    from judging import tasks  # tasks import this module
-
-    tasks.judge_items_send(item_ids, gpu=backend in GPU_BACKENDS, countdown=countdown)
-
-
-def _send_agreement(run_id: int) -> None:
-    from judging import tasks
-
-    tasks.judge_run_agreement.delay(run_id)
 
 
 def judge_run_cancel(*, run: JudgeRun) -> int:
     """Cancel the run's pending items (running ones finish and are recorded). Returns how many."""
-    with transaction.atomic():
-        locked = JudgeRun.objects.select_for_update().get(pk=run.pk)
-        now = timezone.now()
-        if locked.cancelled_at is None:
-            locked.cancelled_at = now
-            locked.save(update_fields=["cancelled_at"])
-        count = JudgeItem.objects.filter(run=locked, status=_Status.PENDING).update(
-            status=_Status.CANCELLED, finished_at=now, dispatched_at=None
-        )
-        _dispatch_locked(locked)
-    run.cancelled_at, run.finished_at = locked.cancelled_at, locked.finished_at
-    return count
+    return scheduler.cancel(QUEUE, batch=run)
 
 
 def judge_run_resume(*, run: JudgeRun, retry_failed: bool = False, force: bool = False) -> list[int]:
-    """Start a stopped run again: cancelled items become pending, failed ones too when
-    `retry_failed` (their calls are then new samples: `retry_round` enters the cache key); with
-    `force` running and queued items are sent again now. Succeeded items never run again."""
+    """Start a stopped run again (scheduler.resume): cancelled items become pending, failed ones
+    too when `retry_failed` (their calls are then new samples: `retry_round` enters the cache key),
+    and items not running live are sent again now; with `force` (workers were restarted) running
+    items are sent again too. Succeeded items never run again."""
     with transaction.atomic():
-        locked = JudgeRun.objects.select_for_update().get(pk=run.pk)
-        items = JudgeItem.objects.filter(run=locked)
-        items.filter(status=_Status.CANCELLED).update(
-            status=_Status.PENDING, finished_at=None, dispatched_at=None
-        )
-        if retry_failed:
-            items.filter(status=_Status.FAILED).update(
-                status=_Status.PENDING,
-                finished_at=None,
-                dispatched_at=None,
-                attempts=0,
-                retry_round=F("retry_round") + 1,
-            )
         if force:
-            items.filter(status__in=[_Status.PENDING, _Status.RUNNING]).update(
-                status=_Status.PENDING, dispatched_at=None, not_before=None
+            JudgeRun.objects.select_for_update().get(pk=run.pk)
+            JudgeItem.objects.filter(run=run, status=JudgeItem.Status.RUNNING).update(
+                status=JudgeItem.Status.PENDING, dispatched_at=None, not_before=None
             )
-        locked.cancelled_at = None
-        locked.finished_at = None
-        locked.save(update_fields=["cancelled_at", "finished_at"])
-        ids = _dispatch_locked(locked)
-    run.cancelled_at, run.finished_at = locked.cancelled_at, locked.finished_at
-    return ids
+        dispatch = scheduler.resume(
+            QUEUE, batch=run, retry_failed=retry_failed, retry_updates={"retry_round": F("retry_round") + 1}
+        )
+    return dispatch.job_ids
+
+
+def judge_runs_heal(*, run: JudgeRun | None = None) -> int:
+    """The self-healing check: re-send the lost items of every unfinished run (or of `run`) and
+    fill their free slots. Returns how many items were dispatched."""
+    return sum(len(result.job_ids) for result in scheduler.requeue_lost(QUEUE, batch=run))
 
 
 # --- running one item --------------------------------------------------------------------------------
@@ -273,67 +212,32 @@ def judge_run_resume(*, run: JudgeRun, retry_failed: bool = False, force: bool =
 def judge_item_run(*, item_id: int, task_id: str = "") -> JudgeItem:
     """Run one item if it may run, record its answer or its failure, send the run's next items.
     Safe to call any number of times for the same item."""
-    item = _item_claim(item_id=item_id, task_id=task_id)
+    item = scheduler.claim(QUEUE, job_id=item_id, task_id=task_id)
     if item is None:
         logger.info("judge item %s: not claimable (done, cancelled or running elsewhere); skipped", item_id)
         return JudgeItem.objects.get(pk=item_id)
-    try:
-        outcome = _item_judge(item)
-    except BackendError as exc:
-        return _item_fail(item, error=str(exc), kind="backend", transient=exc.transient)
-    except Exception as exc:  # noqa: BLE001 - one bad item must not stall the run; the error is recorded
-        logger.exception("judge item %s failed", item.pk)
-        return _item_fail(item, error=f"{type(exc).__name__}: {exc}", kind="backend", transient=False)
-    return _item_record(item, outcome)
+    with scheduler.heartbeat(QUEUE, job_ids=[item_id], task_id=task_id):
+        try:
+            outcome = _item_judge(item)
+        except BackendError as exc:
+            return _item_fail(
+                item, error=str(exc), kind="backend", transient=exc.transient, retry_after=exc.retry_after
+            )
+        except Exception as exc:  # noqa: BLE001 - one bad item must not stall the run; the error is recorded
+            logger.exception("judge item %s failed", item.pk)
+            return _item_fail(item, error=f"{type(exc).__name__}: {exc}", kind="backend", transient=False)
+        return _item_record(item, outcome)
 
 
-def _item_claim(*, item_id: int, task_id: str) -> JudgeItem | None:
-    now = timezone.now()
-    claimable = Q(status=_Status.PENDING) | Q(status=_Status.RUNNING, started_at__lt=now - stale_after())
-    if task_id:
-        claimable |= Q(status=_Status.RUNNING, task_id=task_id)
-    cancelled = JudgeRun.objects.filter(pk=OuterRef("run_id"), cancelled_at__isnull=False)
-    claimed = JudgeItem.objects.filter(claimable, ~Exists(cancelled), pk=item_id).update(
-        status=_Status.RUNNING,
-        attempts=F("attempts") + 1,
-        started_at=now,
-        finished_at=None,
-        not_before=None,
-        task_id=task_id,
-    )
-    if not claimed:
-        return None
-    return JudgeItem.objects.select_related("run", "source", "shown_text").get(pk=item_id)
-
-
-@lru_cache(maxsize=16)
-def _backend_instance(name: str, model: str, options: tuple[tuple[str, Any], ...]) -> ChatBackend:
+def _build(name: str, *, model: str, **options: Any) -> ChatBackend:
     if name == JudgeRun.Backend.GLOSSARY:
         return GlossaryHeuristicJudge(model=model)
-    return get_backend(name, model=model, **dict(options))
+    return get_backend(name, model=model, **options)
 
 
 def run_backend(run: JudgeRun) -> CachedBackend:
     """The run's backend (the glossary heuristic for "glossary"), its calls cached in the database."""
-    options: dict[str, Any] = {}
-    if run.backend == JudgeRun.Backend.OPENAI:
-        from generation.backends.openai_backend import RetryPolicy
-
-        options = {
-            "base_url": settings.OPENAI_BASE_URL or None,
-            "api_key": settings.OPENAI_API_KEY or None,
-            "timeout": float(settings.RADLAY_LLM_TIMEOUT),
-            "retry": RetryPolicy(
-                max_attempts=int(settings.RADLAY_LLM_MAX_RETRIES) + 1,
-                initial_delay=float(_setting("RADLAY_LLM_RETRY_DELAY", 1.0)),
-            ),
-        }
-    elif run.backend == JudgeRun.Backend.TRANSFORMERS:
-        device = _setting("RADLAY_TRANSFORMERS_DEVICE", None)
-        if device:
-            options["device"] = device
-    backend = _backend_instance(run.backend, run.model_name, tuple(sorted(options.items())))
-    return CachedBackend(backend, DbCallCache(backend=run.backend, model=run.model_name))
+    return cached_backend(run.backend, run.model_name, build=_build)
 
 
 class _Outcome:
@@ -421,8 +325,8 @@ def _item_record(item: JudgeItem, outcome: _Outcome) -> JudgeItem:
             item, error=str(outcome.failure), kind=outcome.failure.kind, transient=False, outcome=outcome
         )
     medians, spread = aggregate_samples(item.task, outcome.samples)
-    with transaction.atomic():
-        run = JudgeRun.objects.select_for_update().get(pk=item.run_id)
+
+    def record(run: JudgeRun) -> None:
         JudgeAnswer.objects.filter(item=item).delete()
         answer = JudgeAnswer(
             item=item,
@@ -434,20 +338,11 @@ def _item_record(item: JudgeItem, outcome: _Outcome) -> JudgeItem:
         )
         answer.full_clean()
         answer.save()
-        item.status, item.error, item.failure_kind = _Status.SUCCEEDED, "", ""
-        item.finished_at, item.dispatched_at = timezone.now(), None
-        item.save(
-            update_fields=[
-                "status",
-                "error",
-                "failure_kind",
-                "finished_at",
-                "dispatched_at",
-                *_usage_fields(item, outcome),
-            ]
-        )
-        _dispatch_locked(run)
-    return item
+
+    item.failure_kind = ""
+    return scheduler.succeed(
+        QUEUE, item, record=record, fields=["failure_kind", *_usage_fields(item, outcome)]
+    )
 
 
 def _item_fail(
@@ -456,33 +351,16 @@ def _item_fail(
     error: str,
     kind: str,
     transient: bool,
+    retry_after: float | None = None,
     outcome: _Outcome | None = None,
 ) -> JudgeItem:
-    with transaction.atomic():
-        run = JudgeRun.objects.select_for_update().get(pk=item.run_id)
-        owner = JudgeItem.objects.filter(pk=item.pk).values_list("status", "task_id", "attempts").first()
-        if owner != (_Status.RUNNING, item.task_id, item.attempts):
-            logger.info("judge item %s: failure of a superseded run ignored: %s", item.pk, error)
-            return item
-        fields = ["status", "error", "failure_kind", "dispatched_at"]
-        if outcome is not None:
-            fields += _usage_fields(item, outcome)
-        item.error, item.failure_kind = error, kind
-        max_attempts = max(1, int(_setting("RADLAY_JUDGE_ITEM_ATTEMPTS", 3)))
-        if transient and item.attempts < max_attempts and run.cancelled_at is None:
-            countdown = _retry_countdown(item.attempts)
-            now = timezone.now()
-            item.status, item.dispatched_at = _Status.PENDING, now
-            item.not_before = now + timedelta(seconds=countdown)
-            item.save(update_fields=[*fields, "not_before"])
-            ids, backend = [item.pk], run.backend
-            transaction.on_commit(lambda: _send(ids, backend=backend, countdown=countdown))
-        else:
-            item.status, item.finished_at, item.dispatched_at = _Status.FAILED, timezone.now(), None
-            item.save(update_fields=[*fields, "finished_at"])
-            logger.warning("judge item %s failed after %s attempt(s): %s", item.pk, item.attempts, error)
-        _dispatch_locked(run)
-    return item
+    fields = ["failure_kind"]
+    if outcome is not None:
+        fields += _usage_fields(item, outcome)
+    item.failure_kind = kind
+    return scheduler.fail(
+        QUEUE, item, error=error, transient=transient, retry_after=retry_after, fields=fields
+    )
 
 
 # --- agreement -----------------------------------------------------------------------------------------

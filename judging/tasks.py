@@ -30,6 +30,11 @@ def judge_run_agreement(run_id: int) -> None:
         services.judge_run_agreement_compute(run=run)
 
 
+@shared_task(name="judging.tasks.judge_runs_heal", ignore_result=True)
+def judge_runs_heal() -> int:
+    return services.judge_runs_heal()
+
+
 _eager = threading.local()
 
 

@@ -10,13 +10,14 @@ import json
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.access import access_study_for_user
 from evaluation.exporters import csv as csv_exporter
+from generation.services.batches import embedded_mode
+from generation.views import batch_page
 from judging import selectors, services, tasks
 from judging.access import access_judge_run
 from judging.models import JudgeItem
@@ -48,25 +49,28 @@ def study_judges(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def run_detail(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     study, run = access_judge_run(user=request.user, slug=slug, run_id=run_id)
-    context = {
-        "study": study,
-        "run": run,
-        "progress": selectors.run_progress(run=run),
-        "poll_seconds": POLL_SECONDS,
-    }
-    if request.htmx:
-        return render(request, "judging/_run_progress.html", context)
-    status = request.GET.get("status") or ""
-    if status not in JudgeItem.Status.values:
-        status = ""
-    context["items"] = Paginator(
-        selectors.run_items(run=run, status=status or None), ITEMS_PER_PAGE
-    ).get_page(request.GET.get("page"))
-    context["status_filter"] = status
-    context["statuses"] = JudgeItem.Status.choices
-    context["failures"] = selectors.failure_counts(run=run)
-    context["parameters"] = json.dumps(run.parameters, sort_keys=True)
-    return render(request, "judging/run_detail.html", context)
+    if embedded_mode() and run.finished_at is None:
+        # No worker and no beat in the embedded mode: reading the run is when lost items are resumed.
+        services.judge_runs_heal(run=run)
+        run.refresh_from_db()
+    return batch_page(
+        request,
+        template="judging/run_detail.html",
+        context={
+            "study": study,
+            "run": run,
+            "progress": selectors.run_progress(run=run),
+            "poll_seconds": POLL_SECONDS,
+        },
+        jobs=lambda status: selectors.run_items(run=run, status=status),
+        statuses=JudgeItem.Status,
+        per_page=ITEMS_PER_PAGE,
+        name="items",
+        page_context=lambda: {
+            "failures": selectors.failure_counts(run=run),
+            "parameters": json.dumps(run.parameters, sort_keys=True),
+        },
+    )
 
 
 @researcher_login_required

@@ -56,14 +56,17 @@ def study_slug_check(slug: str) -> str:
     return slug
 
 
+SEVERITY_BY_LOWER = {name.lower(): name for name in scales.SEVERITY.names}
+
+
 def severity_level(value: str, *, file: str, row: int, column: str) -> str | None:
     """Map a severity cell to its level name (case-insensitive); empty → None."""
     value = (value or "").strip()
     if not value:
         return None
-    for name in scales.SEVERITY.names:
-        if value.lower() == name.lower():
-            return name
+    name = SEVERITY_BY_LOWER.get(value.lower())
+    if name is not None:
+        return name
     raise ImportFormatError(
         f"{value!r} is not a severity level (one of {', '.join(scales.SEVERITY.names)}).",
         file=file,
@@ -179,7 +182,9 @@ class StudyFile:
             header = [h.strip() for h in header]
             self._check_header(header)
             for number, cells in cells_of:
-                if not any(c.strip() for c in cells):
+                # The whole row tested at once; the cell at fault is looked for only when it fails.
+                joined = "".join(cells)
+                if not joined.strip():
                     continue
                 if len(cells) != len(header):
                     raise ImportFormatError(
@@ -187,10 +192,10 @@ class StudyFile:
                         file=self.name,
                         row=number,
                     )
-                row = dict(zip(header, cells, strict=True))
-                for column, value in row.items():
-                    self._check_cell(value, number, column)
-                yield self._row(row, number)
+                if "\x00" in joined or len(joined) > MAX_CELL:
+                    for column, value in zip(header, cells, strict=True):
+                        self._check_cell(value, number, column)
+                yield self._row(dict(zip(header, cells, strict=True)), number)
 
     def _csv_cells(self, reader) -> Iterator[tuple[int, list[str]]]:
         """(first line of the record, cells); the csv module's and the decoder's errors with it."""

@@ -7,6 +7,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from annotation import services
+from annotation.importers.bulk_insert import rows_insert
 from annotation.importers.errors import ImportFormatError
 from annotation.importers.records import ReleaseRecords, SimplificationRecord, SourceRecord, StudyRecords
 from annotation.importers.study_file import StudyFile, study_slug_check
@@ -78,8 +79,12 @@ class StudyBulkWriter:
         }
         self.provenance = {"origin": "import", "backend": "", "parameters": {"file": file} if file else {}}
         last = Source.objects.filter(study=study).aggregate(last=Max("position"))["last"]
+        self.study_had_sources = last is not None
         self.next_position = 0 if last is None else last + 1
         self.source_ids: dict[str, int] = {}
+        # Sources that may already have texts and simplifications in the database: those from
+        # before this import and those an earlier batch wrote to. Only theirs are looked up.
+        self.sources_with_rows: set[int] = set()
         self.pending: list[tuple[SourceRecord, list[SimplificationRecord]]] = []
         self.replaced_texts: set[int] = set()
 
@@ -110,69 +115,89 @@ class StudyBulkWriter:
 
     def _write_sources(self, records: list[SourceRecord]) -> None:
         records = list({r.key: r for r in records if r.key not in self.source_ids}.values())
-        existing = {
-            s.key: s for s in Source.objects.filter(study=self.study, key__in=[r.key for r in records])
-        }
+        existing = {}
+        if self.study_had_sources:
+            existing = {
+                s.key: s for s in Source.objects.filter(study=self.study, key__in=[r.key for r in records])
+            }
         new, changed = [], []
         for record in records:
             source = existing.get(record.key)
             if source is None:
-                source = Source(study=self.study, key=record.key, position=self.next_position)
+                new.append(
+                    (
+                        record.key,
+                        record.text.strip(),
+                        self.next_position,
+                        record.reference_severity or "",
+                        dict(record.metadata),
+                    )
+                )
                 self.next_position += 1
-                new.append(source)
+                continue
             before = (source.text, source.reference_severity, source.metadata)
             source.text = record.text.strip()
             if record.reference_severity is not None:
                 source.reference_severity = record.reference_severity
             if record.metadata:
                 source.metadata = {**source.metadata, **record.metadata}
-            if source.pk and before != (source.text, source.reference_severity, source.metadata):
+            if before != (source.text, source.reference_severity, source.metadata):
                 changed.append(source)
-        Source.objects.bulk_create(new, batch_size=BATCH)
+        ids = rows_insert(
+            Source,
+            columns=("key", "text", "position", "reference_severity", "metadata"),
+            rows=new,
+            fixed={"study_id": self.study.pk},
+        )
         Source.objects.bulk_update(changed, ["text", "reference_severity", "metadata"], batch_size=BATCH)
-        for source in (*existing.values(), *new):
+        for source in existing.values():
             self.source_ids[source.key] = source.pk
+            self.sources_with_rows.add(source.pk)
+        for row, pk in zip(new, ids, strict=True):
+            self.source_ids[row[0]] = pk
 
     def _write_simplifications(self, records: list[SimplificationRecord]) -> None:
         if not records:
             return
         source_ids = {self.source_ids[r.source_key] for r in records}
-        texts = {
-            (source_id, digest): pk
-            for pk, source_id, digest in SimplificationText.objects.filter(
-                source_id__in=source_ids
-            ).values_list("pk", "source_id", "text_hash")
-        }
+        known = source_ids & self.sources_with_rows
+        texts = {}
+        if known:
+            texts = {
+                (source_id, digest): pk
+                for pk, source_id, digest in SimplificationText.objects.filter(
+                    source_id__in=known
+                ).values_list("pk", "source_id", "text_hash")
+            }
         wanted: dict[tuple[int, int], tuple[int, str]] = {}
-        new_texts: dict[tuple[int, str], SimplificationText] = {}
+        new_texts: dict[tuple[int, str], tuple[int, str, str]] = {}
         for record in records:
             source_id = self.source_ids[record.source_key]
-            digest = text_hash(record.text)
+            text = normalize_text(record.text)
+            digest = text_hash(text)
             if (source_id, digest) not in texts and (source_id, digest) not in new_texts:
-                new_texts[(source_id, digest)] = SimplificationText(
-                    source_id=source_id, text=normalize_text(record.text), text_hash=digest
-                )
+                new_texts[(source_id, digest)] = (source_id, text, digest)
             wanted[(source_id, self.systems[record.system])] = (source_id, digest)
-        SimplificationText.objects.bulk_create(list(new_texts.values()), batch_size=BATCH)
-        texts.update({key: text.pk for key, text in new_texts.items()})
+        ids = rows_insert(
+            SimplificationText, columns=("source_id", "text", "text_hash"), rows=list(new_texts.values())
+        )
+        texts.update(zip(new_texts, ids, strict=True))
 
-        existing = {
-            (s.source_id, s.system_id): s
-            for s in Simplification.objects.filter(source_id__in=source_ids).only(
-                "pk", "source_id", "system_id", "shown_text_id", *self.provenance
-            )
-        }
+        existing = {}
+        if known:
+            existing = {
+                (s.source_id, s.system_id): s
+                for s in Simplification.objects.filter(source_id__in=known).only(
+                    "pk", "source_id", "system_id", "shown_text_id", *self.provenance
+                )
+            }
         new, changed = [], []
         now = timezone.now()
         for (source_id, system_id), text_key in wanted.items():
             text_id = texts[text_key]
             simplification = existing.get((source_id, system_id))
             if simplification is None:
-                new.append(
-                    Simplification(
-                        source_id=source_id, system_id=system_id, shown_text_id=text_id, **self.provenance
-                    )
-                )
+                new.append((source_id, system_id, text_id))
                 continue
             same = simplification.shown_text_id == text_id and all(
                 getattr(simplification, name) == value for name, value in self.provenance.items()
@@ -186,10 +211,16 @@ class StudyBulkWriter:
                 setattr(simplification, name, value)
             simplification.updated_at = now
             changed.append(simplification)
-        Simplification.objects.bulk_create(new, batch_size=BATCH)
+        rows_insert(
+            Simplification,
+            columns=("source_id", "system_id", "shown_text_id"),
+            rows=new,
+            fixed=self.provenance,
+        )
         Simplification.objects.bulk_update(
             changed, ["shown_text", "updated_at", *self.provenance], batch_size=BATCH
         )
+        self.sources_with_rows |= source_ids
 
 
 def release_records_write(*, study: Study, records: ReleaseRecords) -> dict[str, int]:

@@ -267,6 +267,7 @@ def lay_panel_save(
                     phase=panel,
                     answers=_parse_answers(item.participant.study, panel, data),
                     time_spent_ms=time_spent_ms,
+                    item_locked=True,
                 )
             else:
                 _preference_save(item, data, time_spent_ms)

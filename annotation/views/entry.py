@@ -5,6 +5,7 @@ and answering the access errors with the same clear 4xx pages."""
 from collections.abc import Callable
 from datetime import timedelta
 from functools import wraps
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
@@ -52,6 +53,7 @@ def survey_participant(
     require_open: bool = True,
     refused: tuple[type[ValidationError], ...] = (),
     active: Callable[[Participant], bool] | None = None,
+    page: Callable[..., Any] | None = None,
 ) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
     """A view decorator: resolve `token` to a participant of `role` (of an open study unless told
     otherwise) and pass it on instead. A closed study, the other role's token and a missing page
@@ -59,14 +61,23 @@ def survey_participant(
 
     The participant's activity (started_at, last_activity_at) is recorded here and nowhere else in
     the views: after a view answered, when `active(participant)` says the flow counts the
-    participant as taking part (e.g. consented); None leaves it to the flow."""
+    participant as taking part (e.g. consented); None leaves it to the flow.
+
+    With `page` (e.g. access_expert_page: token, item_id, require_open -> an object with its
+    `participant`), the URL's `item_id` is resolved together with the token, and the view gets
+    (request, participant, page, **rest)."""
 
     def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @wraps(view)
         def wrapper(request: HttpRequest, token: str, **kwargs) -> HttpResponse:
             try:
-                participant = access_participant(token=token, role=role, require_open=require_open)
-                response = view(request, participant, **kwargs)
+                if page is None:
+                    participant = access_participant(token=token, role=role, require_open=require_open)
+                    response = view(request, participant, **kwargs)
+                else:
+                    found = page(token=token, item_id=kwargs.pop("item_id"), require_open=require_open)
+                    participant = found.participant
+                    response = view(request, participant, found, **kwargs)
                 if active is not None and active(participant):
                     _touch(participant)
                 return response

@@ -17,7 +17,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotation import expert_flow, protocol_texts, scales, services
-from annotation.access import access_expert_item
+from annotation.access import access_expert_page
 from annotation.models import ExpertItem, Participant
 from annotation.views.entry import messages_of, survey_participant
 from annotation.views.errors import survey_error_page
@@ -39,6 +39,10 @@ def _taking_part(participant: Participant) -> bool:
 
 # Resolve `token` to a radiologist of an open study and pass the participant on.
 radiologist_flow = survey_participant(role=Participant.Role.RADIOLOGIST, error=_error, active=_taking_part)
+# The same for a page URL: the token and the page in one query.
+radiologist_page = survey_participant(
+    role=Participant.Role.RADIOLOGIST, error=_error, active=_taking_part, page=access_expert_page
+)
 
 
 # Why a redirect landed on a page: the page then says so, with that page's own numbers.
@@ -133,11 +137,10 @@ def _render_page(
 
 @require_http_methods(["GET", "POST"])
 @never_cache
-@radiologist_flow
-def expert_page(request: HttpRequest, participant: Participant, item_id: int) -> HttpResponse:
+@radiologist_page
+def expert_page(request: HttpRequest, participant: Participant, item: ExpertItem) -> HttpResponse:
     """One source: GET shows it; an htmx POST autosaves the answers it carries; a plain POST
     saves the whole form and moves on (or shows what is missing)."""
-    item = access_expert_item(participant=participant, item_id=item_id)
     if participant.started_at is None:
         services.participant_touch(participant=participant)
     if request.method == "GET":
@@ -155,18 +158,18 @@ def _autosave(request: HttpRequest, participant: Participant, item: ExpertItem) 
         )
     except ValidationError as exc:
         return render(request, "annotation/_error_fragment.html", {"messages": messages_of(exc)}, status=400)
-    # The save read the survey's progress and the page's number under its lock: no query here.
-    context = {
-        "participant": participant,
-        "page": page,
-        "item": item,
-        "progress": page.progress,
-        "entry": expert_flow.IndexEntry(
-            item_id=item.pk, position=item.position, number=page.number, complete=page.complete
-        ),
-        "current": item.pk,
-        "page_base": _page_base(participant),
-    }
+    # Progress and the index entry change only with the page's completion; the save counted them
+    # then (page.progress is None otherwise, and the fragment leaves them as they are).
+    context = {"page": page}
+    if page.progress is not None:
+        context |= {
+            "progress": page.progress,
+            "entry": expert_flow.IndexEntry(
+                item_id=item.pk, position=item.position, number=page.number, complete=page.complete
+            ),
+            "current": item.pk,
+            "page_base": _page_base(participant),
+        }
     return render(request, TEMPLATES + "_saved.html", context)
 
 
@@ -234,7 +237,7 @@ def expert_index(request: HttpRequest, participant: Participant) -> HttpResponse
         "lazy_links": bool(request.htmx),
         "texts": protocol_texts,
     }
-    template = TEMPLATES + ("_index_entries.html" if request.htmx else "index.html")
+    template = TEMPLATES + ("index.html#entries" if request.htmx else "index.html")
     return render(request, template, context)
 
 

@@ -26,6 +26,9 @@ INSTALLED_APPS = [
     # Swagger UI's files served by the app: hospital networks often block public CDNs.
     "drf_spectacular_sidecar",
     "django_htmx",
+    # Named partials ("page.html#part") so an htmx request gets part of the page it polls
+    # (Django 6.0 has them built in; this app wraps the template loaders on 5.2).
+    "template_partials",
     "axes",
     "annotation",
     "evaluation",
@@ -64,6 +67,8 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "config.context_processors.protocol_credit",
             ],
+            # {% partialdef %} and {% partial %} in every template without a {% load %}, as in Django 6.0.
+            "builtins": ["template_partials.templatetags.partials"],
         },
     }
 ]
@@ -243,11 +248,17 @@ RADLAY_GENERATION_HEARTBEAT = env.float("RADLAY_GENERATION_HEARTBEAT", default=1
 RADLAY_GENERATION_STALE_AFTER = env.float("RADLAY_GENERATION_STALE_AFTER", default=0) or None
 # A job sent this long ago (seconds) that never started lost its message and is sent again.
 RADLAY_GENERATION_DISPATCH_DEADLINE = env.float("RADLAY_GENERATION_DISPATCH_DEADLINE", default=600.0)
-# How often Celery beat runs the self-healing check (generation.tasks.generation_batches_heal).
+# How often Celery beat runs the self-healing checks (generation.tasks.generation_batches_heal,
+# judging.tasks.judge_runs_heal).
 RADLAY_GENERATION_HEAL_INTERVAL = env.float("RADLAY_GENERATION_HEAL_INTERVAL", default=30.0)
 CELERY_BEAT_SCHEDULE = {
     "generation-batches-heal": {
         "task": "generation.tasks.generation_batches_heal",
+        "schedule": RADLAY_GENERATION_HEAL_INTERVAL,
+        "options": {"expires": RADLAY_GENERATION_HEAL_INTERVAL},
+    },
+    "judge-runs-heal": {
+        "task": "judging.tasks.judge_runs_heal",
         "schedule": RADLAY_GENERATION_HEAL_INTERVAL,
         "options": {"expires": RADLAY_GENERATION_HEAL_INTERVAL},
     },

@@ -22,7 +22,6 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.utils import timezone
 
 from annotation.models import Source, Study, System
 from annotation.services import system_upsert
@@ -41,7 +40,6 @@ from generation.services.outcomes import DEFAULT_SCGR_ATTEMPTS
 
 FAMILY_ORDER = ("plain", "cot", "scgr")
 DEFAULT_GLOSSARY_MODEL = "radlay-glossary-v1"
-_Status = GenerationJob.Status
 
 
 class TaskQueueUnreachable(Exception):
@@ -175,45 +173,15 @@ def generation_batch_dispatch(*, batch: GenerationBatch) -> list[int]:
 
 def generation_batch_cancel(*, batch: GenerationBatch) -> int:
     """Cancel the batch's pending jobs (running ones finish and are recorded). Returns how many."""
-    with transaction.atomic():
-        locked = GenerationBatch.objects.select_for_update().get(pk=batch.pk)
-        now = timezone.now()
-        if locked.cancelled_at is None:
-            locked.cancelled_at = now
-            locked.save(update_fields=["cancelled_at"])
-        count = GenerationJob.objects.filter(batch=locked, status=_Status.PENDING).update(
-            status=_Status.CANCELLED, finished_at=now, dispatched_at=None
-        )
-        scheduler.dispatch_locked(QUEUE, locked)
-    batch.cancelled_at, batch.finished_at = locked.cancelled_at, locked.finished_at
-    return count
+    return scheduler.cancel(QUEUE, batch=batch)
 
 
 def generation_batch_resume(*, batch: GenerationBatch, retry_failed: bool = False) -> list[int]:
-    """Start a stopped or stalled batch again: cancelled jobs become pending, failed ones too when
-    `retry_failed` (on purpose: their attempts start over), and every job not done that is not
-    running live (a heartbeat within RADLAY_GENERATION_STALE_AFTER) is sent again now — sending a
-    job twice is harmless. Jobs that succeeded never run again, and a batch with nothing to run
-    keeps its finish time. Returns the ids sent now; raises TaskQueueUnreachable when the broker
-    refused them (the batch is resumed all the same)."""
-    with transaction.atomic():
-        locked = GenerationBatch.objects.select_for_update().get(pk=batch.pk)
-        jobs = GenerationJob.objects.filter(batch=locked)
-        reopened = jobs.filter(status=_Status.CANCELLED).update(
-            status=_Status.PENDING, finished_at=None, dispatched_at=None
-        )
-        if retry_failed:
-            reopened += jobs.filter(status=_Status.FAILED).update(
-                status=_Status.PENDING, finished_at=None, dispatched_at=None, attempts=0
-            )
-        jobs.filter(status=_Status.PENDING).update(dispatched_at=None, not_before=None)
-        if locked.cancelled_at is not None or reopened:
-            locked.cancelled_at = None
-            if reopened:
-                locked.finished_at = None
-            locked.save(update_fields=["cancelled_at", "finished_at"])
-        dispatch = scheduler.dispatch_locked(QUEUE, locked)
-    batch.cancelled_at, batch.finished_at = locked.cancelled_at, locked.finished_at
+    """Start a stopped or stalled batch again (scheduler.resume): cancelled jobs become pending,
+    failed ones too when `retry_failed`, and every job not done that is not running live (a
+    heartbeat within RADLAY_GENERATION_STALE_AFTER) is sent again now. Returns the ids sent now;
+    raises TaskQueueUnreachable when the broker refused them (the batch is resumed all the same)."""
+    dispatch = scheduler.resume(QUEUE, batch=batch, retry_failed=retry_failed)
     if dispatch.error:
         raise TaskQueueUnreachable(
             f"{dispatch.error}; batch {batch.pk} was resumed and will start when it is back", batch=batch

@@ -7,15 +7,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
 from generation.backends.base import ChatBackend, GenerationParams
-from generation.backends.cache import CachedBackend
-from generation.backends.registry import GPU_BACKENDS, get_backend
-from generation.call_cache import DbCallCache
+from generation.backends.registry import GPU_BACKENDS
 from generation.models import GenerationBatch, GenerationJob
 from generation.pipeline.self_correction import (
     DEFAULT_MAX_ROUNDS,
@@ -26,6 +23,7 @@ from generation.pipeline.self_correction import (
     run_self_correction_batch,
 )
 from generation.prompts.registry import load_prompts
+from generation.services.backend_config import cached_backend
 
 if TYPE_CHECKING:
     from generation.pipeline.scgr import SCGRResult
@@ -78,37 +76,13 @@ def batch_model_path(batch: GenerationBatch) -> str:
     return batch.model_name
 
 
-@lru_cache(maxsize=16)
-def _backend_instance(name: str, model: str, options: tuple[tuple[str, Any], ...]) -> ChatBackend:
-    # One instance per configuration and process: an OpenAI client keeps its connection pool and a
-    # transformers backend its loaded model across jobs (both are safe to share between threads).
-    return get_backend(name, model=model, **dict(options))
-
-
 def batch_backend(batch: GenerationBatch) -> ChatBackend:
     """The batch's backend, its calls cached in the database."""
-    from generation.backends.openai_backend import RetryPolicy
-
-    options: dict[str, Any] = {}
-    if batch.backend == GenerationBatch.Backend.OPENAI:
-        options = {
-            "base_url": settings.OPENAI_BASE_URL or None,
-            "api_key": settings.OPENAI_API_KEY or None,
-            "timeout": float(settings.RADLAY_LLM_TIMEOUT),
-            "retry": RetryPolicy(
-                max_attempts=int(settings.RADLAY_LLM_MAX_RETRIES) + 1,
-                initial_delay=float(getattr(settings, "RADLAY_LLM_RETRY_DELAY", 1.0)),
-            ),
-        }
-    elif batch.backend == GenerationBatch.Backend.TRANSFORMERS:
-        device = getattr(settings, "RADLAY_TRANSFORMERS_DEVICE", None)
-        if device:
-            options["device"] = device
+    extra = {}
+    if batch.backend == GenerationBatch.Backend.TRANSFORMERS:
         # A chunk's step is one batch on the device (its Processor step, two per job, takes two).
-        options["batch_size"] = gpu_batch_size()
-    model = batch_model_path(batch)
-    backend = _backend_instance(batch.backend, model, tuple(sorted(options.items())))
-    return CachedBackend(backend, DbCallCache(backend=batch.backend, model=model))
+        extra["batch_size"] = gpu_batch_size()
+    return cached_backend(batch.backend, batch_model_path(batch), **extra)
 
 
 # Flag reasons of the self-correction loop that concern the Generator's first answer (the BS text).

@@ -29,6 +29,11 @@ The API (every function takes the JobQueue first)
         Record a failure: a transient one sends the job again after a backoff with jitter (at
         least `retry_after` seconds) until `Timing.max_attempts`; any other ends it as failed.
         The failure of a run that another delivery has since taken over is ignored.
+    cancel(queue, batch=...) -> int
+        Cancel the batch's pending jobs (running ones finish and are recorded).
+    resume(queue, batch=..., retry_failed=False, retry_updates=None) -> Dispatch
+        Start a stopped or stalled batch again: cancelled jobs (and failed ones when asked) become
+        pending, and every job not done that is not running live is sent again now.
     requeue_lost(queue, batch=None) -> list[Dispatch]
         Dispatch every unfinished batch (or one): the periodic self-healing check.
     QueueUnreachable
@@ -102,6 +107,8 @@ class JobQueue:
     related: Sequence[str] = ()
     # Described in QueueUnreachable's message (e.g. "Redis at redis://host:6379/0").
     broker_label: Callable[[], str] = lambda: "the broker"
+    # Called inside the dispatch's transaction (batch row locked) when the batch becomes finished.
+    on_finish: Callable[[Any], None] = lambda batch: None
 
 
 class QueueUnreachable(Exception):
@@ -202,6 +209,7 @@ def dispatch_locked(queue: JobQueue, batch: Any) -> Dispatch:
     if not unfinished and batch.finished_at is None:
         batch.finished_at = now
         batch.save(update_fields=["finished_at"])
+        queue.on_finish(batch)
     result.finished = not unfinished
     return result
 
@@ -324,9 +332,11 @@ def fail(
     error: str,
     transient: bool,
     retry_after: float | None = None,
+    fields: Sequence[str] = (),
     dispatch: bool = True,
 ) -> Any:
-    """Record a claimed job's failure (see the module docstring)."""
+    """Record a claimed job's failure (see the module docstring); the job's `fields` are saved
+    with it."""
     timing = queue.timing()
     with transaction.atomic():
         batch = queue.batch_model.objects.select_for_update().get(pk=getattr(job, f"{queue.batch_field}_id"))
@@ -341,7 +351,7 @@ def fail(
             # The job keeps its concurrency slot while it waits for its retry.
             job.status, job.dispatched_at = PENDING, now
             job.not_before = now + timedelta(seconds=countdown)
-            job.save(update_fields=["status", "error", "dispatched_at", "not_before"])
+            job.save(update_fields=["status", "error", "dispatched_at", "not_before", *fields])
             chunks, result = [[job.pk]], Dispatch(job_ids=[job.pk])
             transaction.on_commit(lambda: _send(queue, batch, chunks, countdown, now, result))
             logger.warning(
@@ -353,11 +363,56 @@ def fail(
             )
         else:
             job.status, job.finished_at, job.dispatched_at = FAILED, timezone.now(), None
-            job.save(update_fields=["status", "error", "finished_at", "dispatched_at"])
+            job.save(update_fields=["status", "error", "finished_at", "dispatched_at", *fields])
             logger.warning("job %s failed after %s attempt(s): %s", job.pk, job.attempts, error)
         if dispatch:
             dispatch_locked(queue, batch)
     return job
+
+
+def cancel(queue: JobQueue, *, batch: Any) -> int:
+    """Cancel the batch's pending jobs (running ones finish and are recorded). Returns how many."""
+    with transaction.atomic():
+        locked = queue.batch_model.objects.select_for_update().get(pk=batch.pk)
+        now = timezone.now()
+        if locked.cancelled_at is None:
+            locked.cancelled_at = now
+            locked.save(update_fields=["cancelled_at"])
+        count = (
+            _jobs(queue, locked)
+            .filter(status=PENDING)
+            .update(status=CANCELLED, finished_at=now, dispatched_at=None)
+        )
+        dispatch_locked(queue, locked)
+    batch.cancelled_at, batch.finished_at = locked.cancelled_at, locked.finished_at
+    return count
+
+
+def resume(
+    queue: JobQueue, *, batch: Any, retry_failed: bool = False, retry_updates: dict[str, Any] | None = None
+) -> Dispatch:
+    """Start a stopped or stalled batch again: cancelled jobs become pending, failed ones too when
+    `retry_failed` (on purpose: their attempts start over; `retry_updates` are further fields set
+    on them), and every job not done that is not running live is sent again now — sending a job
+    twice is harmless. Jobs that succeeded never run again, and a batch with nothing to run keeps
+    its finish time."""
+    with transaction.atomic():
+        locked = queue.batch_model.objects.select_for_update().get(pk=batch.pk)
+        jobs = _jobs(queue, locked)
+        reopened = jobs.filter(status=CANCELLED).update(status=PENDING, finished_at=None, dispatched_at=None)
+        if retry_failed:
+            reopened += jobs.filter(status=FAILED).update(
+                status=PENDING, finished_at=None, dispatched_at=None, attempts=0, **(retry_updates or {})
+            )
+        jobs.filter(status=PENDING).update(dispatched_at=None, not_before=None)
+        if locked.cancelled_at is not None or reopened:
+            locked.cancelled_at = None
+            if reopened:
+                locked.finished_at = None
+            locked.save(update_fields=["cancelled_at", "finished_at"])
+        result = dispatch_locked(queue, locked)
+    batch.cancelled_at, batch.finished_at = locked.cancelled_at, locked.finished_at
+    return result
 
 
 def requeue_lost(queue: JobQueue, *, batch: Any | None = None) -> list[Dispatch]:

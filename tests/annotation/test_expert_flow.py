@@ -308,7 +308,7 @@ def test_a_row_written_outside_the_page_lock_is_updated_not_duplicated_nor_lost(
     assert (rating.correctness, rating.structure, rating.time_spent_ms) == (5, 2, 300)
 
 
-def test_a_save_returns_the_surveys_progress_and_the_pages_number():
+def test_a_save_that_completes_a_page_returns_the_surveys_progress_and_the_pages_number():
     study = build_study(n_sources=3)
     participant = radiologist(study)
     items = expert_flow.expert_items_ensure(participant=participant)
@@ -317,12 +317,13 @@ def test_a_save_returns_the_surveys_progress_and_the_pages_number():
     )
     assert page.complete and page.number == 2
     assert (page.progress.done, page.progress.total) == (1, 3)
-    page = expert_flow.expert_page_save(participant=participant, item=items[1], data={"A-correctness": "3"})
-    assert (page.progress.done, page.progress.total) == (1, 3)
-    page = expert_flow.expert_page_save(participant=participant, item=items[0], data={"A-correctness": "3"})
-    assert page.number == 1 and (page.progress.done, page.progress.total) == (1, 3)
     counted = ExpertItem.objects.filter(participant=participant, completed_at__isnull=False).count()
     assert counted == page.progress.done
+    # Saves that leave every page's completion as it was change neither: none is counted.
+    page = expert_flow.expert_page_save(participant=participant, item=items[1], data={"A-correctness": "3"})
+    assert page.complete and page.progress is None and page.number is None
+    page = expert_flow.expert_page_save(participant=participant, item=items[0], data={"A-correctness": "3"})
+    assert not page.complete and page.progress is None
 
 
 def test_time_goes_to_the_page_and_to_the_row_an_autosave_answers():

@@ -149,7 +149,10 @@ def test_autosave_saves_one_answer_and_reports_it(client):
     assert response.status_code == 200
     html = response.content.decode()
     assert '<span class="saved">Saved</span>' in html
-    assert 'id="progress"' in html and 'hx-swap-oob="true"' in html
+    assert 'id="page-state"' in html and 'hx-swap-oob="true"' in html
+    # The page is not complete yet, so the survey's progress and the index entry are unchanged and
+    # not sent again.
+    assert 'id="progress"' not in html and 'id="index-' not in html
     rating = ExpertRating.objects.get()
     assert (rating.participant, rating.correctness, rating.completeness) == (participant, 2, None)
     assert rating.shown_text_id == items[0].text_order[0]
@@ -167,7 +170,11 @@ def test_the_last_autosave_of_a_page_marks_it_complete_and_updates_the_progress(
     response = client.post(page_url(participant, items[0]), {"original-simplicity": last}, **HTMX)
     html = response.content.decode()
     assert "1 of 2 sentences done" in html and "Page complete" in html
+    assert f'id="index-{items[0].pk}"' in html and "index-entry done" in html
     assert ExpertItem.objects.get(pk=items[0].pk).completed_at is not None
+    # Clearing nothing but re-answering keeps it complete: no progress sent again.
+    response = client.post(page_url(participant, items[0]), {"original-simplicity": "1"}, **HTMX)
+    assert "Page complete" in response.content.decode() and 'id="progress"' not in response.content.decode()
 
 
 @pytest.mark.parametrize("bad", ["0", "6", "x"])
@@ -212,6 +219,10 @@ def test_unknown_token_is_a_clear_404(client):
     response = client.get(reverse("annotation:expert-start", args=["no-such-token"]))
     assert response.status_code == 404
     assert "not valid" in response.content.decode()
+    response = client.post(
+        reverse("annotation:expert-page", args=["no-such-token", 1]), {"A-correctness": "3"}, **HTMX
+    )
+    assert response.status_code == 404 and "not valid" in response.content.decode()
 
 
 def test_a_laypersons_token_cannot_open_radiologist_pages(client):

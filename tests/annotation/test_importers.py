@@ -153,17 +153,29 @@ def test_malformed_study_files_are_refused_and_write_nothing(tmp_path, name, con
     assert not Source.objects.exists()
 
 
-def test_study_file_failure_midway_rolls_back(tmp_path, monkeypatch):
-    """A database error on the last write leaves nothing behind (all-or-nothing), not even the
-    study row."""
-    from django.db import IntegrityError
+@pytest.mark.parametrize("copy", [True, False], ids=["copy", "bulk_create"])
+def test_study_file_failure_midway_rolls_back(tmp_path, monkeypatch, copy):
+    """A database error after the last write leaves nothing behind (all-or-nothing), not even the
+    study row, whether the rows went through COPY or bulk_create."""
+    from django.db import IntegrityError, connection
 
+    from annotation.importers import bulk_insert
+    from annotation.importers import write as writer
+
+    if copy and connection.vendor != "postgresql":
+        pytest.skip("COPY is PostgreSQL's")
     path = write(tmp_path, "ok.csv", "source_key,source_text,plain\na,x,y\nb,z,w\n")
+    real_insert = writer.rows_insert
 
-    def failing(*args, **kwargs):
-        raise IntegrityError("simulated failure")
+    def failing(model, **kwargs):
+        ids = real_insert(model, **kwargs)
+        if model is Simplification:
+            assert Simplification.objects.count() == 2  # written, and then undone
+            raise IntegrityError("simulated failure")
+        return ids
 
-    monkeypatch.setattr(Simplification.objects, "bulk_create", failing)
+    monkeypatch.setattr(bulk_insert, "copy_available", lambda: copy)
+    monkeypatch.setattr(writer, "rows_insert", failing)
     with pytest.raises(IntegrityError):
         call_command("import_study", str(path), "--study", "atomic", "--title", "New", stdout=StringIO())
     assert not Study.objects.exists()

@@ -26,13 +26,13 @@ PANEL2 = {**PANEL1, "helpfulness": "I understand much better"}
 # request's transaction). A request that starts costing more fails here.
 MAX_QUERIES = {
     "get original": 6,
-    "autosave original": 14,
-    "submit original": 13,
+    "autosave original": 12,
+    "submit original": 12,
     "get assisted": 10,
-    "autosave assisted": 14,
-    "submit assisted": 13,
+    "autosave assisted": 12,
+    "submit assisted": 12,
     "get preference": 7,
-    "autosave preference": 16,
+    "autosave preference": 15,
     "submit preference": 18,
 }
 

@@ -4,9 +4,11 @@ playing the judge, including malformed JSON, out-of-range scores, refusals and 4
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.utils import timezone
 
 from annotation.models import Participant, SimplificationText
 from evaluation.exporters.rows import answer_rows
@@ -226,3 +228,30 @@ def test_two_radiologists_give_the_mean_comparison_and_the_ceiling(study, launch
     assert comparisons == {"radiologist R1", "radiologist R2", "radiologists' mean"}
     assert {r["field"] for r in run.agreement["human_ceiling"]} >= {"correctness", "severity"}
     assert run.agreement["summary"]["against"] == "radiologists' mean"
+
+
+def test_an_item_whose_worker_stopped_beating_is_sent_again_by_the_heal(
+    study, django_capture_on_commit_callbacks, monkeypatch, settings
+):
+    settings.RADLAY_GENERATION_STALE_AFTER = 60.0
+    sent = []
+    monkeypatch.setattr(services, "_send", lambda ids, **kw: sent.extend(ids))
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.judge_run_create(study=study, backend="glossary", concurrency=1)
+    first = sent.pop()
+    now = timezone.now()
+    # A worker claimed the item and died: its heartbeat is two minutes old.
+    JudgeItem.objects.filter(pk=first).update(
+        status="running", attempts=1, started_at=now, heartbeat_at=now - timedelta(minutes=2)
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.judge_runs_heal() == 1
+    assert sent == [first]
+    assert JudgeItem.objects.get(pk=first).status == "pending"
+    # A live heartbeat keeps the item where it runs: nothing is sent twice.
+    sent.clear()
+    JudgeItem.objects.filter(pk=first).update(status="running", heartbeat_at=timezone.now())
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.judge_runs_heal() == 0
+    assert sent == []
+    assert run.items.get(pk=first).status == "running"

@@ -24,6 +24,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Study
 from generation import selectors
+from generation.management.launch_options import add_launch_options, command_error, launch_arguments
 from generation.models import GENERATED_SYSTEMS, GenerationBatch, GenerationJob
 from generation.prompts.registry import DEFAULT_VERSION
 from generation.services import batches
@@ -37,39 +38,22 @@ class Command(BaseCommand):
         parser.add_argument("--systems", help=f"comma-separated, among {','.join(GENERATED_SYSTEMS)}")
         parser.add_argument("--backend", choices=GenerationBatch.Backend.values)
         parser.add_argument(
-            "--model", default="", help="API model name, or local model directory (transformers)"
-        )
-        parser.add_argument(
             "--model-artifact", default="", help="name or id of an ml ModelArtifact (transformers)"
         )
-        parser.add_argument("--temperature", type=float, default=0.8)
         parser.add_argument("--max-rounds", type=int, default=5)
-        parser.add_argument("--seed", type=int, default=None)
-        parser.add_argument("--max-tokens", type=int, default=512)
         parser.add_argument(
             "--sample-index",
             type=int,
             default=0,
             help="raise to draw fresh samples instead of cached answers",
         )
-        parser.add_argument("--prompt-version", default=DEFAULT_VERSION)
-        parser.add_argument(
-            "--concurrency",
-            type=int,
-            default=None,
-            help="jobs of the batch queued or running at once (default RADLAY_GENERATION_CONCURRENCY)",
-        )
-        parser.add_argument(
-            "--wait", action="store_true", help="wait for the batch to finish, printing progress"
-        )
-        parser.add_argument(
-            "--poll", type=float, default=2.0, help="seconds between progress lines with --wait"
-        )
-        parser.add_argument(
-            "--resume", type=int, metavar="BATCH", help="resume this batch instead of launching one"
-        )
-        parser.add_argument(
-            "--retry-failed", action="store_true", help="with --resume: run failed jobs again, on purpose"
+        add_launch_options(
+            parser,
+            noun="batch",
+            items="jobs",
+            temperature=0.8,
+            max_tokens=512,
+            prompt_version=DEFAULT_VERSION,
         )
         parser.add_argument("--force", action="store_true", help="with --resume: the same as --retry-failed")
         parser.add_argument(
@@ -118,20 +102,13 @@ class Command(BaseCommand):
                 study=study,
                 systems=[key.strip() for key in options["systems"].split(",") if key.strip()],
                 backend=options["backend"],
-                model_name=options["model"],
                 model_artifact=artifact,
-                temperature=options["temperature"],
                 max_rounds=options["max_rounds"],
-                seed=options["seed"],
-                max_tokens=options["max_tokens"],
                 sample_index=options["sample_index"],
-                prompt_version=options["prompt_version"],
-                concurrency=options["concurrency"],
+                **launch_arguments(options),
             )
         except ValidationError as exc:
-            raise CommandError(
-                "; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items())
-            ) from exc
+            raise command_error(exc) from exc
         self.stdout.write(
             f"batch {batch.pk}: {batch.jobs.count()} job(s) for {study.slug} "
             f"({', '.join(batch.systems)}) on {batch.backend} {batch.model_label}"

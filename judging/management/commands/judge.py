@@ -18,7 +18,9 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Study
+from generation.management.launch_options import add_launch_options, command_error, launch_arguments
 from judging import selectors, services
+from judging.agreement import STATISTICS
 from judging.instrument import INSTRUMENT_TASKS
 from judging.models import JudgeRun
 from judging.prompts.registry import DEFAULT_VERSION
@@ -30,7 +32,6 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--study", help="study slug")
         parser.add_argument("--backend", choices=JudgeRun.Backend.values)
-        parser.add_argument("--model", default="", help="API model name or local model directory")
         parser.add_argument(
             "--samples", type=int, default=1, help="K samples per item, summarised by the median"
         )
@@ -39,18 +40,13 @@ class Command(BaseCommand):
             default=",".join(INSTRUMENT_TASKS),
             help=f"comma-separated, among {','.join(INSTRUMENT_TASKS)}",
         )
-        parser.add_argument("--temperature", type=float, default=None, help="default: the prompt set's")
-        parser.add_argument("--max-tokens", type=int, default=256)
-        parser.add_argument("--seed", type=int, default=None)
-        parser.add_argument("--prompt-version", default=DEFAULT_VERSION)
-        parser.add_argument("--concurrency", type=int, default=None)
-        parser.add_argument(
-            "--resume", type=int, default=None, help="resume this run id instead of launching"
-        )
-        parser.add_argument("--retry-failed", action="store_true", help="with --resume: retry failed items")
-        parser.add_argument("--wait", action="store_true", help="wait for the run, then print the agreement")
-        parser.add_argument(
-            "--poll", type=float, default=2.0, help="seconds between progress lines with --wait"
+        add_launch_options(
+            parser,
+            noun="run",
+            items="items",
+            temperature=None,
+            max_tokens=256,
+            prompt_version=DEFAULT_VERSION,
         )
 
     def handle(self, *args, **options) -> None:
@@ -70,19 +66,12 @@ class Command(BaseCommand):
                 run = services.judge_run_create(
                     study=study,
                     backend=options["backend"],
-                    model_name=options["model"],
                     samples=options["samples"],
                     instruments=[name.strip() for name in options["instruments"].split(",") if name.strip()],
-                    temperature=options["temperature"],
-                    max_tokens=options["max_tokens"],
-                    seed=options["seed"],
-                    prompt_version=options["prompt_version"],
-                    concurrency=options["concurrency"],
+                    **launch_arguments(options),
                 )
             except ValidationError as exc:
-                raise CommandError(
-                    "; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items())
-                ) from None
+                raise command_error(exc) from None
             self.stdout.write(f"judge run {run.pk} launched ({run.label}): {run.items.count()} items")
         if not options["wait"]:
             return
@@ -110,14 +99,7 @@ class Command(BaseCommand):
         for row in result.get("per_field", []):
             cells = " ".join(
                 f"{name}={row[name]['estimate']:.3f}" if row[name]["estimate"] is not None else f"{name}=—"
-                for name in (
-                    "alpha_ordinal",
-                    "alpha_interval",
-                    "kappa_quadratic",
-                    "icc",
-                    "spearman",
-                    "kendall",
-                )
+                for name in STATISTICS
             )
             self.stdout.write(f"  {row['field']:<20} vs {row['comparison']:<22} n={row['n']:<4} {cells}")
         lay = (result.get("lay_severity") or {}).get("judge")
