@@ -12,6 +12,10 @@ Options: the analysis's defaults (every registered metric family, every per-text
 correlated, AnalysisOptions' resamples), no embedder (no model in a bench); each can be reduced.
 Targets: the 40-source release ≤ 2 s warm, 20 000 sources × 20 laypeople ≤ 30 s and < 1 GB RSS.
 
+`--database FILE` keeps the built study in FILE (and reuses it when FILE exists);
+`--release [DIR]` analyses the authors' 2024 release instead (cold, warm, stage by stage);
+`--profile N` adds cProfile's top N functions of a warm run.
+
 Reference, measured in the same run on the same frames: a plain pandas groupby computing Table 1's
 lay and radiologist means (the part of the analysis every implementation must do). The printed
 ratio analysis / reference says what the rest (readability of every text, bootstrap intervals,
@@ -265,6 +269,87 @@ def timed(label: str, function, timings: dict):
     return result
 
 
+def analysis_options(args):
+    from evaluation import analysis as A
+
+    defaults = A.AnalysisOptions()
+    return A.AnalysisOptions(
+        n_resamples=args.resamples or defaults.n_resamples,
+        correlation_resamples=args.correlation_resamples or defaults.correlation_resamples,
+        metric_families=None if args.metric_families == "all" else tuple(args.metric_families.split(",")),
+        correlation_metrics=None
+        if args.correlation_metrics == "all"
+        else tuple(args.correlation_metrics.split(",")),
+    )
+
+
+def stage_timings(study, options) -> tuple[dict[str, float], object]:
+    """The analysis of `study`, stage by stage (the functions study_analysis calls, in its order):
+    {stage: seconds} and the frames."""
+    from evaluation import analysis as A
+    from evaluation.selectors import study_frames
+
+    timings: dict[str, float] = {}
+    frames = timed("selectors: database → frames", lambda: study_frames(study=study), timings)
+    metrics = timed("automatic metrics of every text", lambda: A.metric_tables(frames, options), timings)
+    columns = timed("lay columns", lambda: A.lay_columns(frames), timings)
+    timed(
+        "Tables 1–3, distributions",
+        lambda: (
+            A.readability_table(metrics, frames),
+            A.expert_table(frames),
+            A.lay_table(frames, columns),
+            A.confidence_vs_accuracy(frames),
+            A.preference_wins(frames),
+            A.distributions(frames, columns),
+            A.metrics_summary(metrics, frames),
+        ),
+        timings,
+    )
+    timed("agreement (MASI α, ordinal α)", lambda: A.agreement(frames), timings)
+    by_system = timed(
+        "crossed intervals, means, differences",
+        lambda: A.system_intervals(A.measure_frames(frames, columns), A.system_keys(frames), options),
+        timings,
+    )
+    timed(
+        "Table 1–2 intervals",
+        lambda: A.confidence_intervals(frames, metrics, options, columns, by_system),
+        timings,
+    )
+    timed("paired comparisons", lambda: A.comparisons(frames), timings)
+    timed("correlations", lambda: A.correlations(frames, metrics, options), timings)
+    return timings, frames
+
+
+def frames_and_analysis(study, options) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process) for what the snapshot task does: read the
+    frames, run study_analysis. On a machine shared with other jobs the wall time grows with
+    their load and the CPU time much less: both are printed."""
+    from evaluation import analysis as A
+    from evaluation.selectors import study_frames
+
+    started, cpu = time.perf_counter(), time.process_time()
+    A.study_analysis(study_frames(study=study), options=options)
+    return time.perf_counter() - started, time.process_time() - cpu
+
+
+def print_stages(timings: dict[str, float]) -> None:
+    for label, seconds in timings.items():
+        print(f"  {label:38} {seconds:8.2f} s")
+    print(f"  {'sum of the stages':38} {sum(timings.values()):8.2f} s")
+
+
+def profile(study, options, top: int) -> None:
+    """cProfile of one (warm) frames + analysis, the `top` functions by cumulative time."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.runcall(frames_and_analysis, study, options)
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats(top)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -291,72 +376,48 @@ def main() -> None:
         nargs="?",
         const="default",
         help="analyse the authors' 2024 release instead (imported with import_release; default: "
-        "RADLAY_RELEASE_DIR), twice: cold and warm",
+        "RADLAY_RELEASE_DIR): cold, warm, and stage by stage",
+    )
+    parser.add_argument(
+        "--database",
+        help="SQLite file for the synthetic study: built there and kept when missing, reused when present "
+        "(building 20 000 × 20 takes minutes); default: a throwaway file",
+    )
+    parser.add_argument(
+        "--profile", type=int, default=0, metavar="N", help="also print cProfile's top N functions (warm)"
     )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
-        setup_django(Path(tmp) / "bench.sqlite3")
+        database = Path(args.database) if args.database else Path(tmp) / "bench.sqlite3"
+        existing = database.exists()
+        setup_django(database)
         if args.release:
             bench_release(args)
             return
         import numpy as np
 
+        from annotation.models import Study
         from evaluation import analysis as A
-        from evaluation.selectors import study_frames
 
-        started = time.perf_counter()
-        study = synthetic_study(
-            n_sources=args.sources, n_lay=args.laypeople, n_radiologists=args.radiologists
-        )
-        print(
-            f"built {args.sources} sources × {len(SYSTEMS)} systems, {args.laypeople} laypeople, "
-            f"{args.radiologists} radiologists in {time.perf_counter() - started:.1f} s"
-        )
-        defaults = A.AnalysisOptions()
-        options = A.AnalysisOptions(
-            n_resamples=args.resamples or defaults.n_resamples,
-            correlation_resamples=args.correlation_resamples or defaults.correlation_resamples,
-            metric_families=None if args.metric_families == "all" else tuple(args.metric_families.split(",")),
-            correlation_metrics=None
-            if args.correlation_metrics == "all"
-            else tuple(args.correlation_metrics.split(",")),
-        )
+        if existing:
+            study = Study.objects.get(slug="bench")
+            print(f"reusing the study in {database} ({study.title}); the size options are ignored")
+        else:
+            started = time.perf_counter()
+            study = synthetic_study(
+                n_sources=args.sources, n_lay=args.laypeople, n_radiologists=args.radiologists
+            )
+            print(
+                f"built {args.sources} sources × {len(SYSTEMS)} systems, {args.laypeople} laypeople, "
+                f"{args.radiologists} radiologists in {time.perf_counter() - started:.1f} s"
+            )
+        options = analysis_options(args)
         rss_before = peak_rss_mb()
-        timings: dict[str, float] = {}
-        frames = timed("selectors: database → frames", lambda: study_frames(study=study), timings)
-        metrics = timed("automatic metrics of every text", lambda: A.metric_tables(frames, options), timings)
-        columns = timed("lay columns", lambda: A.lay_columns(frames), timings)
-        timed(
-            "Tables 1–3, distributions",
-            lambda: (
-                A.readability_table(metrics, frames),
-                A.expert_table(frames),
-                A.lay_table(frames, columns),
-                A.confidence_vs_accuracy(frames),
-                A.preference_wins(frames),
-                A.distributions(frames, columns),
-                A.metrics_summary(metrics, frames),
-            ),
-            timings,
-        )
-        timed("agreement (MASI α, ordinal α)", lambda: A.agreement(frames), timings)
-        by_system = timed(
-            "crossed intervals, means, differences",
-            lambda: A.system_intervals(A.measure_frames(frames, columns), A.system_keys(frames), options),
-            timings,
-        )
-        timed(
-            "Table 1–2 intervals",
-            lambda: A.confidence_intervals(frames, metrics, options, columns, by_system),
-            timings,
-        )
-        timed("paired comparisons", lambda: A.comparisons(frames), timings)
-        timed("correlations", lambda: A.correlations(frames, metrics, options), timings)
-        total = sum(timings.values())
-        started = time.perf_counter()
-        A.study_analysis(frames, options=options)
-        whole = time.perf_counter() - started
+        whole, whole_cpu = frames_and_analysis(study, options)
+        rss_whole = peak_rss_mb()
+        warm, warm_cpu = frames_and_analysis(study, options)
+        timings, frames = stage_timings(study, options)
 
         def reference() -> None:
             lay = frames.lay_answers
@@ -372,26 +433,30 @@ def main() -> None:
         reference()
         reference_seconds = time.perf_counter() - started
 
-        n_answers = len(frames.lay_answers)
+        ratings = frames.expert_ratings["rating_id"].nunique()
         print(
-            f"{n_answers} lay answers, {frames.expert_ratings['rating_id'].nunique()} radiologist ratings, "
+            f"{len(frames.lay_answers)} lay answers, {ratings} radiologist ratings, "
             f"{len(frames.lay_preferences)} preferences; options: {options.n_resamples} resamples per mean, "
             f"{options.correlation_resamples} per correlation, metric families: {args.metric_families}, "
             f"correlated metrics: {args.correlation_metrics}, no embedder"
         )
-        for label, seconds in timings.items():
-            print(f"  {label:38} {seconds:8.2f} s")
+        print("stages (warm):")
+        print_stages(timings)
         print(
-            f"stages: {total:.2f} s; study_analysis (frames given): {whole:.2f} s; frames + analysis: "
-            f"{timings['selectors: database → frames'] + whole:.2f} s; peak RSS {peak_rss_mb():.0f} MB "
-            f"(after building the study: {rss_before:.0f} MB); reference (pandas groupby of Table 1's means "
-            f"on the same frames): {reference_seconds:.3f} s; ratio {whole / reference_seconds:.0f}×"
+            f"frames + study_analysis cold (first in the process) {whole:.2f} s, CPU {whole_cpu:.2f} s; "
+            f"warm {warm:.2f} s, CPU {warm_cpu:.2f} s (target ≤ 30 s at 20 000 × 20); "
+            f"peak RSS {rss_whole:.0f} MB (target < 1 GB; after building the study: {rss_before:.0f} MB); "
+            f"reference (pandas groupby of Table 1's means on the same frames): {reference_seconds:.3f} s; "
+            f"ratio {whole / reference_seconds:.0f}×"
         )
+        if args.profile:
+            profile(study, options, args.profile)
 
 
 def bench_release(args) -> None:
-    """The release, default options (no embedder): study_analysis cold (first call in the process)
-    and warm (second call), against the same pandas reference as the synthetic study."""
+    """The release, default options (no embedder): frames + study_analysis cold (first call in
+    the process) and warm (second call), then stage by stage, against the same pandas reference
+    as the synthetic study."""
     import io
 
     import numpy as np
@@ -400,18 +465,14 @@ def bench_release(args) -> None:
 
     from annotation.models import Study
     from evaluation import analysis as A
-    from evaluation.selectors import study_frames
 
     directory = settings.RADLAY_RELEASE_DIR if args.release == "default" else Path(args.release)
     call_command("import_release", str(directory), "--study", "release", stdout=io.StringIO())
     study = Study.objects.get(slug="release")
-    options = A.AnalysisOptions()
-    figures = {}
-    for label in ("cold", "warm"):
-        started = time.perf_counter()
-        frames = study_frames(study=study)
-        A.study_analysis(frames, options=options)
-        figures[label] = time.perf_counter() - started
+    options = analysis_options(args)
+    cold, cold_cpu = frames_and_analysis(study, options)
+    warm, warm_cpu = frames_and_analysis(study, options)
+    timings, frames = stage_timings(study, options)
     started = time.perf_counter()
     lay = frames.lay_answers
     lay.explode("systems").groupby("systems")[["understanding", "confidence", "helpfulness"]].mean()
@@ -419,11 +480,19 @@ def bench_release(args) -> None:
     np.asarray(lay["understanding"]).mean()
     reference = time.perf_counter() - started
     print(
-        f"release ({len(frames.sources)} sources, {len(lay)} lay answers), default options, no embedder: "
-        f"frames + analysis cold {figures['cold']:.2f} s, warm {figures['warm']:.2f} s (target ≤ 2 s warm); "
-        f"reference (pandas means) {reference:.3f} s; "
-        f"ratio warm/reference {figures['warm'] / reference:.0f}×; peak RSS {peak_rss_mb():.0f} MB"
+        f"release ({len(frames.sources)} sources, {len(lay)} lay answers), options: {options.n_resamples} "
+        f"resamples per mean, {options.correlation_resamples} per correlation, metric families: "
+        f"{args.metric_families}, correlated metrics: {args.correlation_metrics}, no embedder; stages (warm):"
     )
+    print_stages(timings)
+    print(
+        f"frames + study_analysis cold {cold:.2f} s (CPU {cold_cpu:.2f} s), "
+        f"warm {warm:.2f} s (CPU {warm_cpu:.2f} s; target ≤ 2 s warm); "
+        f"reference (pandas means) {reference:.3f} s; ratio warm/reference {warm / reference:.0f}×; "
+        f"peak RSS {peak_rss_mb():.0f} MB"
+    )
+    if args.profile:
+        profile(study, options, args.profile)
 
 
 def peak_rss_mb() -> float:

@@ -24,7 +24,7 @@ from annotation import scales
 from evaluation.metrics import registry as metric_registry
 from evaluation.stats.agreement import cohen_kappa_pairwise, icc, krippendorff_alpha, krippendorff_alpha_sets
 from evaluation.stats.comparisons import paired_system_comparisons
-from evaluation.stats.correlation import BOOTSTRAP_MAX_PAIRS, correlate
+from evaluation.stats.correlation import BOOTSTRAP_MAX_PAIRS, correlate_columns
 from evaluation.stats.crossed import CrossedInterval, crossed_group_intervals, crossed_mean_ci
 from evaluation.stats.intervals import bootstrap_mean_ci
 from evaluation.stats.severity import mse_and_accuracy, severity_errors
@@ -364,13 +364,21 @@ def vote_counts(frames: StudyFrames, side: str) -> pd.DataFrame:
     return counts
 
 
-def preference_wins(frames: StudyFrames) -> tuple[dict[str, dict[str, int]], dict[str, Any]]:
+def preference_votes(frames: StudyFrames) -> dict[str, pd.DataFrame]:
+    """``vote_counts`` of both sides, {"most": ..., "least": ...}: computed once per analysis."""
+    return {side: vote_counts(frames, side) for side in ("most", "least")}
+
+
+def preference_wins(
+    frames: StudyFrames, votes: Mapping[str, pd.DataFrame] | None = None
+) -> tuple[dict[str, dict[str, int]], dict[str, Any]]:
     """Table 3: per source, the system(s) with the most votes win; ties credit every tied system;
     a source nobody voted on has no winner. Returns (wins, details)."""
+    votes = votes or preference_votes(frames)
     wins: dict[str, dict[str, int]] = {}
     details: dict[str, Any] = {}
     for side in ("most", "least"):
-        counts = vote_counts(frames, side)
+        counts = votes[side]
         top = counts.max(axis=1)
         winners = counts.eq(top, axis=0) & (top > 0).to_numpy()[:, None]
         systems = list(counts.columns)
@@ -391,10 +399,15 @@ def _level_counts(values: pd.Series, scale: scales.Scale) -> dict[str, int]:
     return {level.name: int(counts.get(float(level.value), 0)) for level in scale.levels}
 
 
-def distributions(frames: StudyFrames, columns: Mapping[str, pd.DataFrame] | None = None) -> dict[str, Any]:
+def distributions(
+    frames: StudyFrames,
+    columns: Mapping[str, pd.DataFrame] | None = None,
+    votes: Mapping[str, pd.DataFrame] | None = None,
+) -> dict[str, Any]:
     """Figure 3 (confidence per column), Figure 4 (sources by number of votes, per system and
     side) and the Likert distributions of every rated aspect and question."""
     columns = columns or lay_columns(frames)
+    votes = votes or preference_votes(frames)
     lay = {
         question: {
             column: _level_counts(frame[question], scales.LAY_SCALES[question])
@@ -417,15 +430,15 @@ def distributions(frames: StudyFrames, columns: Mapping[str, pd.DataFrame] | Non
         if len(frames.lay_preferences)
         else pd.Series(dtype=np.int64)
     )
-    votes: dict[str, dict[str, dict[str, int]]] = {}
+    voted: dict[str, dict[str, dict[str, int]]] = {}
     for side in ("most", "least"):
-        counts = vote_counts(frames, side)
+        counts = votes[side]
         top = int(n_voters.max()) if len(n_voters) else 0
-        votes[side] = {
+        voted[side] = {
             system: {str(k): int((counts[system] == k).sum()) for k in range(top + 1)}
             for system in counts.columns
         }
-    return {"confidence": lay["confidence"], "lay": lay, "expert": expert, "votes": votes}
+    return {"confidence": lay["confidence"], "lay": lay, "expert": expert, "votes": voted}
 
 
 # --- agreement ------------------------------------------------------------------------------------
@@ -714,7 +727,9 @@ def comparisons(frames: StudyFrames) -> dict[str, list[dict[str, Any]]]:
     return result
 
 
-def human_measures_per_simplification(frames: StudyFrames) -> pd.DataFrame:
+def human_measures_per_simplification(
+    frames: StudyFrames, votes: Mapping[str, pd.DataFrame] | None = None
+) -> pd.DataFrame:
     """One row per (source, system) simplification with the human judgements of its text:
     radiologists' mean aspects, lay panel-2 means (understanding, confidence, helpfulness,
     severity accuracy) and the share of panel-3 voters who chose it as most / least preferred."""
@@ -744,10 +759,11 @@ def human_measures_per_simplification(frames: StudyFrames) -> pd.DataFrame:
         .reset_index()
     )
     base = base.merge(lay, on=["source", "system"], how="left")
+    votes = votes or preference_votes(frames)
     prefs = frames.lay_preferences
     voters = prefs.groupby("source")["participant"].nunique() if len(prefs) else pd.Series(dtype=np.float64)
     for side, column in (("most", "preference_share"), ("least", "least_preference_share")):
-        counts = vote_counts(frames, side).stack().rename("votes").reset_index()
+        counts = votes[side].stack().rename("votes").reset_index()
         counts = counts.rename(columns={counts.columns[1]: "system"})
         share = counts.assign(**{column: counts["votes"] / counts["source"].map(voters)})
         base = base.merge(share[["source", "system", column]], on=["source", "system"], how="left")
@@ -757,12 +773,15 @@ def human_measures_per_simplification(frames: StudyFrames) -> pd.DataFrame:
 
 
 def correlations(
-    frames: StudyFrames, metrics: Mapping[str, Any], options: AnalysisOptions
+    frames: StudyFrames,
+    metrics: Mapping[str, Any],
+    options: AnalysisOptions,
+    votes: Mapping[str, pd.DataFrame] | None = None,
 ) -> list[dict[str, Any]]:
     """Pearson, Spearman and Kendall (with paired-bootstrap intervals) between every per-text
     metric of the registry and every human measure, per simplification ("item") and per system
     (means over the system's simplifications)."""
-    human = human_measures_per_simplification(frames)
+    human = human_measures_per_simplification(frames, votes)
     per_text = metrics["per_text"]
     names = [
         n
@@ -773,33 +792,33 @@ def correlations(
     systems = items.groupby("system", sort=False)[[*HUMAN_MEASURES, *names]].mean()
     records: list[dict[str, Any]] = []
     for level, table in (("item", items), ("system", systems)):
-        for metric in names:
-            x = table[metric].to_numpy(np.float64)
-            if np.isnan(x).all():
-                continue
-            for measure in HUMAN_MEASURES:
-                y = table[measure].to_numpy(np.float64)
-                if np.isnan(y).all():
-                    continue
-                for record in correlate(
-                    x,
-                    y,
-                    n_resamples=options.correlation_resamples,
-                    seed=options.seed,
-                    confidence=options.confidence,
-                    bootstrap_max_pairs=options.correlation_bootstrap_max_pairs,
-                ):
-                    records.append(
-                        {
-                            "level": level,
-                            "metric": metric,
-                            "measure": measure,
-                            **{
-                                k: (_float(v) if k not in ("method", "n", "interval") else v)
-                                for k, v in record.items()
-                            },
-                        }
-                    )
+        metric_columns = {metric: table[metric].to_numpy(np.float64) for metric in names}
+        human_columns = {measure: table[measure].to_numpy(np.float64) for measure in HUMAN_MEASURES}
+        metric_columns = {k: v for k, v in metric_columns.items() if not np.isnan(v).all()}
+        human_columns = {k: v for k, v in human_columns.items() if not np.isnan(v).all()}
+        if not metric_columns or not human_columns:
+            continue
+        table_records = correlate_columns(
+            metric_columns,
+            human_columns,
+            n_resamples=options.correlation_resamples,
+            seed=options.seed,
+            confidence=options.confidence,
+            bootstrap_max_pairs=options.correlation_bootstrap_max_pairs,
+        )
+        for (metric, measure), pair_records in table_records.items():
+            for record in pair_records:
+                records.append(
+                    {
+                        "level": level,
+                        "metric": metric,
+                        "measure": measure,
+                        **{
+                            k: (_float(v) if k not in ("method", "n", "interval") else v)
+                            for k, v in record.items()
+                        },
+                    }
+                )
     return records
 
 
@@ -813,7 +832,8 @@ def study_analysis(frames: StudyFrames, *, options: AnalysisOptions | None = Non
     metrics = metric_tables(frames, options)
     columns = lay_columns(frames)
     by_system = system_intervals(measure_frames(frames, columns), system_keys(frames), options)
-    wins, preference_details = preference_wins(frames)
+    votes = preference_votes(frames)
+    wins, preference_details = preference_wins(frames, votes)
     analysis = {
         "study": frames.study,
         "title": frames.title,
@@ -852,9 +872,9 @@ def study_analysis(frames: StudyFrames, *, options: AnalysisOptions | None = Non
         "agreement": agreement(frames),
         "severity_distribution": severity_distribution(frames),
         "severity_unrated": int(frames.sources["reference_severity"].isna().sum()),
-        "distributions": distributions(frames, columns),
+        "distributions": distributions(frames, columns, votes),
         "metrics": metrics_summary(metrics, frames),
-        "correlations": correlations(frames, metrics, options) if options.correlations else [],
+        "correlations": correlations(frames, metrics, options, votes) if options.correlations else [],
         "confidence_intervals": confidence_intervals(frames, metrics, options, columns, by_system),
         "system_means": by_system["means"],
         "comparisons": comparisons(frames),

@@ -179,9 +179,17 @@ def system_ascore(
 # ---------------------------------------------------------------------------- family
 
 
-@functools.lru_cache(maxsize=4096)
+# Sized like readability's cache: every simplification of a 20 000-source study with four
+# systems, so a recomputation after new answers finds them all.
+@functools.lru_cache(maxsize=2**17)
 def _hit_cached(source: str, candidate: str) -> HitResult:
     return hit_details(source, candidate)
+
+
+# As readability's scores: a study's texts do not change between analyses.
+@functools.lru_cache(maxsize=2**17)
+def _cwr_cached(text: str) -> float | None:
+    return common_word_ratio(text)
 
 
 def _details(record: MetricRecord, glossary: Glossary | None) -> HitResult:
@@ -195,7 +203,7 @@ def _texts(records: Sequence[MetricRecord], context: MetricContext) -> list[dict
     rows = []
     for record in records:
         details = _details(record, glossary)
-        cwr = common_word_ratio(record.candidate_text)
+        cwr = _cwr_cached(record.candidate_text)
         score = None
         if record.reference_text and details.hit is not None and cwr is not None:
             bleu = sentence_bleu(record.candidate_text, [record.reference_text]) / 100
@@ -211,7 +219,7 @@ def _corpus(records: Sequence[MetricRecord], context: MetricContext) -> dict[str
     # BLEU needs the reference, so all three come from the texts that have one.
     with_reference = [record for record in records if record.reference_text]
     hits = [_details(record, glossary).hit for record in with_reference]
-    cwrs = [common_word_ratio(record.candidate_text) for record in with_reference]
+    cwrs = [_cwr_cached(record.candidate_text) for record in with_reference]
     score = system_ascore(
         [record.candidate_text for record in with_reference],
         [record.reference_text or "" for record in with_reference],

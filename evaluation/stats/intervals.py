@@ -59,6 +59,31 @@ def percentile_interval(
     return float(low), float(high)
 
 
+def percentile_intervals(replicates: np.ndarray, confidence: float = 0.95) -> tuple[list, list]:
+    """``percentile_interval`` of every row of a 2-D array of replicates: (lows, highs), None
+    where a row has too few finite replicates. Rows with the same number of finite replicates
+    share one ``np.quantile`` call (a quantile depends on the values, not their order)."""
+    replicates = np.asarray(replicates, dtype=np.float64)
+    if replicates.ndim != 2:
+        raise ValueError("percentile_intervals needs a 2-D array, one row of replicates per interval")
+    rows, size = replicates.shape
+    finite = np.isfinite(replicates)
+    n_finite = finite.sum(axis=1)
+    # Finite values first in each row (sorted: non-finite ones are moved past them as +inf).
+    ordered = np.sort(np.where(finite, replicates, np.inf), axis=1)
+    lows: list[float | None] = [None] * rows
+    highs: list[float | None] = [None] * rows
+    tail = (1 - confidence) / 2
+    for k in np.unique(n_finite):
+        if k == 0 or k < _MIN_FINITE_SHARE * size:
+            continue
+        members = np.flatnonzero(n_finite == k)
+        bounds = np.quantile(ordered[members, :k], [tail, 1 - tail], axis=1)
+        for row, low, high in zip(members, bounds[0], bounds[1], strict=True):
+            lows[row], highs[row] = float(low), float(high)
+    return lows, highs
+
+
 def resample_index_chunks(
     n: int, *, n_resamples: int, seed: int, max_elements: int | None = None
 ) -> Iterator[np.ndarray]:

@@ -1,9 +1,13 @@
 import math
+import random
 
+import numpy as np
 import pytest
 import sacrebleu
 
 from evaluation.metrics.diversity import (
+    _sentence_bleu_scores,
+    _sentence_bleu_statistics,
     one_minus_self_bleu,
     self_bleu,
     semantic_diversity,
@@ -73,3 +77,61 @@ def test_family_is_per_system(toy_embedder):
     assert without.systems["greedy"]["semantic_diversity"] is None
     assert without.systems["greedy"]["type_token_ratio"] == 0.5
     assert "embedder" in without.unavailable["semantic_diversity"]
+
+
+def corpora():
+    """Small corpora with what changes sacrebleu's multi-reference statistics: repeated outputs
+    (a text is its own reference through its copies), shared n-grams held at their maximum count
+    by one output or by several, empty outputs, length ties for the closest reference length."""
+    rng = random.Random(7)
+    words = "the a lung lungs heart is are clear normal small effusion left , . 1.2 cm no acute".split()
+    yield ["the heart is normal", "the heart is normal", "the lung is clear"]
+    yield ["a a a b", "a a b", "c", ""]
+    yield ["", ""]
+    yield ["one two three", "one two", "one two three four five", "x y z w"]
+    for _ in range(150):
+        pool = [
+            " ".join(rng.choice(words) for _ in range(rng.randint(0, 12))) for _ in range(rng.randint(1, 8))
+        ]
+        yield [rng.choice(pool) for _ in range(rng.randint(2, 10))]
+
+
+def test_self_bleu_equals_sacrebleu_sentence_bleu_against_all_other_outputs():
+    for texts in corpora():
+        by_hand = [
+            sacrebleu.sentence_bleu(text, [other for j, other in enumerate(texts) if j != i])
+            for i, text in enumerate(texts)
+        ]
+        # The same floating-point operations as sacrebleu, so the same value, not a close one.
+        assert self_bleu(texts) == float(np.mean([score.score / 100 for score in by_hand])), texts
+
+
+def test_self_bleu_statistics_equal_sacrebleu_per_output():
+    for texts in corpora():
+        index = {text: i for i, text in enumerate(dict.fromkeys(texts))}
+        distinct = list(index)
+        multiplicity = np.bincount([index[text] for text in texts], minlength=len(distinct))
+        correct, total, lengths, closest = _sentence_bleu_statistics(distinct, multiplicity)
+        for t, text in enumerate(distinct):
+            others = list(texts)
+            others.remove(text)
+            score = sacrebleu.sentence_bleu(text, others)
+            assert list(correct[t]) == score.counts and list(total[t]) == score.totals, (text, texts)
+            assert (lengths[t], closest[t]) == (score.sys_len, score.ref_len), (text, texts)
+
+
+def test_self_bleu_statistics_of_a_larger_corpus_against_sacrebleu_on_sampled_outputs():
+    # 3000 outputs, every one of them twice: each sampled output's BLEU against the 2999 others.
+    texts = [
+        f"There is a small {('spot', 'cyst', 'stone')[i % 3]} in your liver ({i % 499})." for i in range(3000)
+    ]
+    index = {text: i for i, text in enumerate(dict.fromkeys(texts))}
+    multiplicity = np.bincount([index[text] for text in texts], minlength=len(index))
+    statistics = _sentence_bleu_statistics(list(index), multiplicity)
+    scores = _sentence_bleu_scores(*statistics)
+    for i in np.random.default_rng(0).choice(len(texts), 3, replace=False):
+        score = sacrebleu.sentence_bleu(texts[i], texts[:i] + texts[i + 1 :])
+        t = index[texts[i]]
+        assert list(statistics[0][t]) == score.counts and list(statistics[1][t]) == score.totals
+        assert scores[t] == score.score / 100
+    assert self_bleu(texts) == float(np.mean(scores[[index[text] for text in texts]]))

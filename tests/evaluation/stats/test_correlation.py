@@ -5,7 +5,12 @@ import pytest
 from scipy import stats
 
 from evaluation.stats import correlation, intervals
-from evaluation.stats.correlation import bootstrap_correlations, correlate, fisher_z_interval
+from evaluation.stats.correlation import (
+    bootstrap_correlations,
+    correlate,
+    correlate_columns,
+    fisher_z_interval,
+)
 
 SCIPY = {"pearson": stats.pearsonr, "spearman": stats.spearmanr, "kendall": stats.kendalltau}
 
@@ -180,3 +185,95 @@ def test_fisher_z_interval_by_hand():
     low, high = fisher_z_interval("spearman", 0.5, 103)
     se = np.sqrt(1.125) / 10
     assert (low, high) == pytest.approx((np.tanh(z - 1.959964 * se), np.tanh(z + 1.959964 * se)), abs=1e-7)
+
+
+def study_columns(n=80):
+    """Per-text metrics against human measures as the analysis has them: continuous metrics (one
+    with missing values, one constant), Likert means with different missing rows, one measure
+    with only a few rows (fewer than three pairs with some metrics)."""
+    rng = np.random.default_rng(8)
+    base = rng.normal(size=n)
+    metrics = {
+        # First: scipy's spearmanr of a matrix answers one NaN when its first column is constant.
+        "constant": np.full(n, 2.0),
+        "fkgl": base + rng.normal(scale=0.5, size=n),
+        "ari": np.round(base * 3),
+        "smog": np.where(rng.random(n) < 0.3, np.nan, base + rng.normal(size=n)),
+    }
+    likert = np.clip(np.round(3 + base + rng.normal(size=n)), 1, 5)
+    measures = {
+        "correctness": likert,
+        "understanding": np.where(
+            np.arange(n) % 5 == 0, np.nan, np.round(2 * likert + rng.normal(size=n)) / 2
+        ),
+        "helpfulness": np.where(np.arange(n) % 5 == 0, np.nan, np.clip(np.round(likert - 2), -1, 2)),
+        "few": np.where(np.arange(n) < 4, likert, np.nan),
+    }
+    return metrics, measures
+
+
+def assert_same_records(got, expected):
+    assert [(r["method"], r["n"], r["interval"]) for r in got] == [
+        (r["method"], r["n"], r["interval"]) for r in expected
+    ]
+    for a, b in zip(got, expected, strict=True):
+        for key in ("r", "p_value", "ci_low", "ci_high"):
+            assert (a[key] is None) == (b[key] is None), (key, a, b)
+            if b[key] is not None:
+                assert a[key] == pytest.approx(b[key], rel=1e-12, abs=1e-12), (key, a, b)
+
+
+@pytest.mark.parametrize("bootstrap_max_pairs", [5000, 50])
+def test_correlate_columns_equals_correlate_on_every_pair(bootstrap_max_pairs):
+    metrics, measures = study_columns()
+    table = correlate_columns(
+        metrics, measures, n_resamples=300, seed=5, confidence=0.9, bootstrap_max_pairs=bootstrap_max_pairs
+    )
+    assert list(table) == [(m, h) for m in metrics for h in measures]
+    for (metric, measure), records in table.items():
+        expected = correlate(
+            metrics[metric],
+            measures[measure],
+            n_resamples=300,
+            seed=5,
+            confidence=0.9,
+            bootstrap_max_pairs=bootstrap_max_pairs,
+        )
+        assert_same_records(records, expected)
+    # Some pairs are undefined (constant side, fewer than three pairs), some use the Fisher-z
+    # interval when the threshold is low: both paths are covered.
+    assert table[("constant", "correctness")][0]["r"] is None
+    assert table[("fkgl", "few")][0]["r"] is not None and table[("smog", "few")][0]["n"] < 4
+
+
+def test_correlate_columns_bootstrap_equals_a_scipy_loop_over_the_same_resamples():
+    metrics, measures = study_columns(n=40)
+    keep = ~(np.isnan(metrics["smog"]) | np.isnan(measures["understanding"]))
+    x, y = metrics["smog"][keep], measures["understanding"][keep]
+    records = correlate_columns(
+        {"smog": metrics["smog"]}, {"understanding": measures["understanding"]}, n_resamples=200, seed=2
+    )
+    for record in records[("smog", "understanding")]:
+        low, high = reference_interval(reference_replicates(x, y, record["method"], 200, 2))
+        assert (record["ci_low"], record["ci_high"]) == pytest.approx((low, high), abs=1e-12)
+        assert record["r"] == pytest.approx(SCIPY[record["method"]](x, y).statistic, abs=1e-15)
+        assert record["p_value"] == pytest.approx(SCIPY[record["method"]](x, y).pvalue, rel=1e-12)
+
+
+def test_correlate_columns_blocks_and_kendall_paths_do_not_change_the_numbers(monkeypatch):
+    metrics, measures = study_columns(n=60)
+    whole = correlate_columns(metrics, measures, n_resamples=150, seed=9)
+    # Blocks of a few resamples, one measure per Kendall product, and the per-pair resampler.
+    monkeypatch.setattr(intervals, "MAX_CHUNK_ELEMENTS", 200)
+    monkeypatch.setattr(correlation, "_KENDALL_STACK_VALUES", 1)
+    assert correlate_columns(metrics, measures, n_resamples=150, seed=9) == whole
+    monkeypatch.setattr(correlation, "_KENDALL_MATRIX_MAX_PAIRS", 10)
+    for pair, records in correlate_columns(metrics, measures, n_resamples=150, seed=9).items():
+        assert_same_records(records, whole[pair])
+
+
+def test_correlate_columns_rejects_misaligned_columns():
+    with pytest.raises(ValueError):
+        correlate_columns({"a": [1.0, 2.0, 3.0]}, {"b": [1.0, 2.0]})
+    with pytest.raises(ValueError):
+        correlate_columns({"a": [1.0, 2.0, 3.0]}, {"b": [1.0, 2.0, 3.0]}, method_names=("distance",))

@@ -153,3 +153,25 @@ def test_percentile_interval_drops_undefined_replicates():
     replicates = np.array([np.nan, 1.0, 2.0, 3.0, 4.0, np.nan])
     assert intervals.percentile_interval(replicates, 0.5) == pytest.approx((1.75, 3.25))
     assert intervals.percentile_interval(np.array([np.nan, np.nan, 1.0]), 0.9) == (None, None)
+
+
+def test_percentile_intervals_of_rows_equal_numpy_percentiles_of_each_rows_finite_values():
+    rng = np.random.default_rng(6)
+    replicates = rng.normal(size=(7, 41))
+    replicates[1, [3, 9]] = np.nan  # two undefined replicates
+    replicates[2, :30] = np.nan  # fewer than half defined: no interval
+    replicates[3, 5] = np.nan  # same finite count as row 1 minus one
+    replicates[4, :] = np.nan
+    replicates[5, :20] = np.nan  # 21 of 41 defined: just enough
+    lows, highs = intervals.percentile_intervals(replicates, 0.9)
+    for row, low, high in zip(replicates, lows, highs, strict=True):
+        finite = row[~np.isnan(row)]
+        if finite.size < row.size / 2:
+            assert (low, high) == (None, None)
+        else:
+            assert (low, high) == pytest.approx(tuple(np.percentile(finite, [5, 95])), abs=1e-12)
+            # The same numbers as the one-row function, not close ones.
+            assert (low, high) == intervals.percentile_interval(row, 0.9)
+    assert lows[0] is not None and lows[5] is not None and lows[2] is None
+    with pytest.raises(ValueError):
+        intervals.percentile_intervals(replicates[0], 0.9)
