@@ -40,6 +40,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT))
 
+from scratch import scratch_database  # noqa: E402
+
 SLUG = "bench-export"
 
 
@@ -105,23 +107,6 @@ def measure(which: str, out: Path, env: dict[str, str]) -> tuple[float, int]:
     return float(seconds), int(peak)
 
 
-def scratch_database(url: str) -> tuple[str, callable]:
-    """A new database on the server of `url`, and a function that drops it."""
-    import psycopg
-
-    name = f"radlay_bench_export_{os.getpid()}"
-    base = url.rsplit("/", 1)[0]
-    admin = f"{base}/postgres"
-    with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-
-    def drop() -> None:
-        with psycopg.connect(admin, autocommit=True) as connection:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-    return f"{base}/{name}", drop
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -143,7 +128,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         drop = None
         if configured.startswith(("postgres://", "postgresql://")):
-            url, drop = scratch_database(configured)
+            url, drop = scratch_database(configured, "export")
             where = f"a scratch database on {configured.rsplit('@', 1)[-1].rsplit('/', 1)[0]}"
         else:
             url = f"sqlite:///{Path(tmp) / 'bench.sqlite3'}"

@@ -38,6 +38,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from scratch import scratch_database  # bench/ is the script's own folder, first on sys.path
+
 ROOT = Path(__file__).resolve().parent.parent
 SYSTEMS = ("plain_bs", "plain_sc", "cot_bs", "cot_sc")
 WORDS = (
@@ -135,23 +137,6 @@ def measure(which: str, path: Path, slug: str) -> tuple[float, float, int]:
     return float(seconds), float(cpu), int(peak)
 
 
-def scratch_database(url: str) -> tuple[str, callable]:
-    """A new database on the server of `url`, and a function that drops it."""
-    import psycopg
-
-    name = f"radlay_bench_import_{os.getpid()}"
-    base = url.rsplit("/", 1)[0]
-    admin = f"{base}/postgres"
-    with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-
-    def drop() -> None:
-        with psycopg.connect(admin, autocommit=True) as connection:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-    return f"{base}/{name}", drop
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -170,7 +155,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         drop = None
         if configured.startswith(("postgres://", "postgresql://")):
-            url, drop = scratch_database(configured)
+            url, drop = scratch_database(configured, "import")
             where = f"a scratch database on {configured.rsplit('@', 1)[-1].rsplit('/', 1)[0]}"
         else:
             url = f"sqlite:///{Path(tmp) / 'bench.sqlite3'}"
