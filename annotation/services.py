@@ -365,6 +365,34 @@ def _answer_write(model, lookup: dict[str, Any], current, fields: dict[str, Any]
     return row
 
 
+def _expert_answer_save(model, lookup: dict[str, Any], current, fields: dict[str, Any], time_spent_ms: int):
+    # A caller that read the row under its page lock passes it as `current`: one write.
+    if current is not UNREAD:
+        return _answer_write(model, lookup, current, fields, time_spent_ms)
+    # No savepoint: the values are checked before, so what can fail inside is the database, and
+    # that must abort the caller's whole transaction anyway.
+    with transaction.atomic(savepoint=False):
+        return _answer_save_locked(model, lookup, fields, time_spent_ms)
+
+
+def _answer_save_locked(
+    model, lookup: Mapping[str, Any], fields: Mapping[str, Any], time_spent_ms: int, defaults=None
+):
+    """The answer row of `lookup` with `fields` written and `time_spent_ms` added, inside the
+    caller's transaction: a first save inserts the row with its values (and `defaults`), a later
+    one locks it and updates only those fields."""
+    added = max(0, int(time_spent_ms))
+    row, created = _get_or_create_locked(
+        model, defaults={**(defaults or {}), **fields, "time_spent_ms": added}, **lookup
+    )
+    if not created:
+        for name, value in fields.items():
+            setattr(row, name, value)
+        row.time_spent_ms += added
+        row.save(update_fields=[*fields, "time_spent_ms", "updated_at"])
+    return row
+
+
 def expert_rating_save(
     *,
     participant: Participant,
@@ -395,17 +423,7 @@ def expert_rating_save(
     if comment is not None:
         fields["comment"] = comment
     lookup = {"participant": participant, "shown_text": shown_text}
-    if current is not UNREAD:
-        return _answer_write(ExpertRating, lookup, current, fields, time_spent_ms)
-    # No savepoint: the values are checked above, so what can fail inside is the database, and
-    # that must abort the caller's whole transaction anyway.
-    with transaction.atomic(savepoint=False):
-        rating, _ = _get_or_create_locked(ExpertRating, **lookup)
-        for name, value in fields.items():
-            setattr(rating, name, value)
-        rating.time_spent_ms += max(0, int(time_spent_ms))
-        rating.save()
-    return rating
+    return _expert_answer_save(ExpertRating, lookup, current, fields, time_spent_ms)
 
 
 def expert_source_judgement_save(
@@ -436,17 +454,7 @@ def expert_source_judgement_save(
     if comment is not None:
         fields["comment"] = comment
     lookup = {"participant": participant, "source": source}
-    if current is not UNREAD:
-        return _answer_write(ExpertSourceJudgement, lookup, current, fields, time_spent_ms)
-    # No savepoint: the values are checked above, so what can fail inside is the database, and
-    # that must abort the caller's whole transaction anyway.
-    with transaction.atomic(savepoint=False):
-        judgement, _ = _get_or_create_locked(ExpertSourceJudgement, **lookup)
-        for name, value in fields.items():
-            setattr(judgement, name, value)
-        judgement.time_spent_ms += max(0, int(time_spent_ms))
-        judgement.save()
-    return judgement
+    return _expert_answer_save(ExpertSourceJudgement, lookup, current, fields, time_spent_ms)
 
 
 def _expert_text_order(participant: Participant, source_id: int, text_ids: Iterable[int]) -> list[int]:
@@ -559,7 +567,6 @@ def lay_answer_save(
         if name == "helpfulness" and phase != LayAnswer.Phase.ASSISTED:
             raise ValidationError({name: "Helpfulness (Q4) is asked only with the simplification (panel 2)."})
         clean[name] = _check_level(name, value, scales.LAY_SCALES[name])
-    spent = max(0, int(time_spent_ms))
     with transaction.atomic():
         locked_item = item if item_locked else LayItem.objects.select_for_update().get(pk=item.pk)
         if phase == LayAnswer.Phase.ORIGINAL and locked_item.original_locked_at is not None and clean:
@@ -567,15 +574,7 @@ def lay_answer_save(
             changed = existing is None or any(getattr(existing, k) != v for k, v in clean.items())
             if changed:
                 raise AnswerLocked()
-        answer, created = _get_or_create_locked(
-            LayAnswer, defaults={**clean, "time_spent_ms": spent}, item=item, phase=phase
-        )
-        if not created:
-            for name, value in clean.items():
-                setattr(answer, name, value)
-            answer.time_spent_ms += spent
-            answer.save(update_fields=[*clean, "time_spent_ms", "updated_at"])
-    return answer
+        return _answer_save_locked(LayAnswer, {"item": item, "phase": phase}, clean, time_spent_ms)
 
 
 def lay_item_lock_original(*, item: LayItem) -> LayItem:
@@ -611,18 +610,14 @@ def lay_preference_save(
         )
         if value is not None
     }
-    spent = max(0, int(time_spent_ms))
     with transaction.atomic():
-        preference, created = _get_or_create_locked(
+        preference = _answer_save_locked(
             LayPreference,
-            item=item,
-            defaults={"order_shown": item.preference_order, "time_spent_ms": spent, **given},
+            {"item": item},
+            given,
+            time_spent_ms,
+            defaults={"order_shown": item.preference_order},
         )
-        if not created:
-            for name, value in given.items():
-                setattr(preference, name, value)
-            preference.time_spent_ms += spent
-            preference.save(update_fields=[*given, "time_spent_ms", "updated_at"])
         if most_ids is not None:
             preference.most.set(most_ids)
         if least_ids is not None:

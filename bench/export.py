@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT))
 
-from scratch import scratch_database  # noqa: E402
+from scratch import bench_database  # noqa: E402
 
 SLUG = "bench-export"
 
@@ -124,55 +124,35 @@ def main() -> None:
         child(args.child, args.out)
         return
 
-    configured = os.environ.get("DATABASE_URL", "")
-    with tempfile.TemporaryDirectory() as tmp:
-        drop = None
-        if configured.startswith(("postgres://", "postgresql://")):
-            url, drop = scratch_database(configured, "export")
-            where = f"a scratch database on {configured.rsplit('@', 1)[-1].rsplit('/', 1)[0]}"
-        else:
-            url = f"sqlite:///{Path(tmp) / 'bench.sqlite3'}"
-            where = "a throwaway SQLite file"
-        os.environ["DATABASE_URL"] = url
-        try:
-            setup_django()
-            from analyze import synthetic_study
-            from django.contrib.auth import get_user_model
-            from django.core.management import call_command
+    with tempfile.TemporaryDirectory() as tmp, bench_database("export", Path(tmp)) as where:
+        setup_django()
+        from analyze import synthetic_study
+        from django.contrib.auth import get_user_model
+        from django.core.management import call_command
 
-            call_command("migrate", verbosity=0)
-            started = time.perf_counter()
-            study = synthetic_study(
-                n_sources=args.sources, n_lay=args.laypeople, n_radiologists=args.radiologists, slug=SLUG
-            )
-            study.researchers.add(get_user_model().objects.create_user("bench-researcher"))
-            print(
-                f"built {args.sources} sources × {args.laypeople} laypeople + {args.radiologists} "
-                f"radiologist(s) in {where} in {time.perf_counter() - started:.0f} s"
-            )
-            from django.db import connections
+        call_command("migrate", verbosity=0)
+        started = time.perf_counter()
+        study = synthetic_study(
+            n_sources=args.sources, n_lay=args.laypeople, n_radiologists=args.radiologists, slug=SLUG
+        )
+        study.researchers.add(get_user_model().objects.create_user("bench-researcher"))
+        print(
+            f"built {args.sources} sources × {args.laypeople} laypeople + {args.radiologists} "
+            f"radiologist(s) in {where} in {time.perf_counter() - started:.0f} s"
+        )
+        from django.db import connections
 
-            connections.close_all()
-            env = {**os.environ, "DATABASE_URL": url}
-            results, outputs = {}, {}
-            runs = (
-                ("command", "download")
-                if args.skip_python
-                else ("command", "download", "python", "reference")
-            )
-            for which in runs:
-                outputs[which] = Path(tmp) / f"{which}.csv"
-                results[which] = measure(which, outputs[which], env)
-            with outputs["command"].open("rb") as handle:
-                rows = sum(1 for _ in csv.reader(io.TextIOWrapper(handle, encoding="utf-8", newline=""))) - 1
-            reference = outputs[runs[-1]].read_bytes()
-            same = all(outputs[w].read_bytes() == reference for w in runs)
-        finally:
-            if drop:
-                from django.db import connections
-
-                connections.close_all()
-                drop()
+        connections.close_all()
+        env = dict(os.environ)  # DATABASE_URL: the scratch database
+        results, outputs = {}, {}
+        runs = ("command", "download") if args.skip_python else ("command", "download", "python", "reference")
+        for which in runs:
+            outputs[which] = Path(tmp) / f"{which}.csv"
+            results[which] = measure(which, outputs[which], env)
+        with outputs["command"].open("rb") as handle:
+            rows = sum(1 for _ in csv.reader(io.TextIOWrapper(handle, encoding="utf-8", newline=""))) - 1
+        reference = outputs[runs[-1]].read_bytes()
+        same = all(outputs[w].read_bytes() == reference for w in runs)
     mib = 1024 * 1024
     print(f"{rows:,} answer rows; {', '.join(results)} wrote identical bytes: {same}")
     for which, (seconds, peak) in results.items():

@@ -38,7 +38,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from scratch import scratch_database  # bench/ is the script's own folder, first on sys.path
+from scratch import bench_database  # bench/ is the script's own folder, first on sys.path
 
 ROOT = Path(__file__).resolve().parent.parent
 SYSTEMS = ("plain_bs", "plain_sc", "cot_bs", "cot_sc")
@@ -150,41 +150,27 @@ def main() -> None:
         child(args.child, args.file, args.slug)
         return
 
-    configured = os.environ.get("DATABASE_URL", "")
     slugs = {"radlay": "bench-import", "reference": "bench-import-ref"}
-    with tempfile.TemporaryDirectory() as tmp:
-        drop = None
-        if configured.startswith(("postgres://", "postgresql://")):
-            url, drop = scratch_database(configured, "import")
-            where = f"a scratch database on {configured.rsplit('@', 1)[-1].rsplit('/', 1)[0]}"
-        else:
-            url = f"sqlite:///{Path(tmp) / 'bench.sqlite3'}"
-            where = "a throwaway SQLite file"
-        os.environ["DATABASE_URL"] = url
-        try:
-            setup_django()
-            from django.core.management import call_command
-            from django.db import connections
+    with tempfile.TemporaryDirectory() as tmp, bench_database("import", Path(tmp)) as where:
+        setup_django()
+        from django.core.management import call_command
+        from django.db import connections
 
-            from annotation.models import Simplification, Study
+        from annotation.models import Simplification, Study
 
-            call_command("migrate", verbosity=0)
-            connections.close_all()
-            path = Path(tmp) / "study.csv"
-            write_file(path, args.rows)
-            print(f"{args.rows} rows, {path.stat().st_size / 1e6:.0f} MB of long CSV, in {where}")
-            load_before = os.getloadavg()[0]
-            results = {which: measure(which, path, slug) for which, slug in slugs.items()}
-            load_after = os.getloadavg()[0]
-            study = Study.objects.get(slug=slugs["radlay"])
-            print(
-                f"radlay stored {study.sources.count()} sources, "
-                f"{Simplification.objects.filter(source__study=study).count()} simplifications"
-            )
-        finally:
-            if drop:
-                connections.close_all()
-                drop()
+        call_command("migrate", verbosity=0)
+        connections.close_all()
+        path = Path(tmp) / "study.csv"
+        write_file(path, args.rows)
+        print(f"{args.rows} rows, {path.stat().st_size / 1e6:.0f} MB of long CSV, in {where}")
+        load_before = os.getloadavg()[0]
+        results = {which: measure(which, path, slug) for which, slug in slugs.items()}
+        load_after = os.getloadavg()[0]
+        study = Study.objects.get(slug=slugs["radlay"])
+        print(
+            f"radlay stored {study.sources.count()} sources, "
+            f"{Simplification.objects.filter(source__study=study).count()} simplifications"
+        )
     mib = 1024 * 1024
     for which, (seconds, cpu, peak) in results.items():
         print(f"  {which:<10} {seconds:7.1f} s (process CPU {cpu:5.1f} s), peak RSS {peak / mib:7.0f} MiB")

@@ -28,3 +28,17 @@ def openai_backend(scripted_llm, sleeps):
         retry=RetryPolicy(max_attempts=3, initial_delay=0.5, max_delay=4.0),
         sleep=sleeps.append,
     )
+
+
+@pytest.fixture
+def sent(monkeypatch):
+    """What the generation services queue (job ids, backend, countdown), recorded instead of run."""
+    from generation import tasks
+
+    calls: list[tuple[list[int], str, float | None]] = []
+    monkeypatch.setattr(
+        tasks,
+        "generation_jobs_send",
+        lambda job_ids, *, backend, countdown=None: calls.append((list(job_ids), backend, countdown)),
+    )
+    return calls

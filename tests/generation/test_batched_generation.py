@@ -297,17 +297,6 @@ def scripted_gpu(monkeypatch):
     return Holder
 
 
-@pytest.fixture
-def sent(monkeypatch):
-    calls: list[tuple[list[int], str, float | None]] = []
-    monkeypatch.setattr(
-        tasks,
-        "generation_jobs_send",
-        lambda job_ids, *, backend, countdown=None: calls.append((list(job_ids), backend, countdown)),
-    )
-    return calls
-
-
 def gpu_batch(study, django_capture_on_commit_callbacks, **kwargs):
     kwargs.setdefault("systems", ["plain_bs", "plain_sc"])
     with django_capture_on_commit_callbacks(execute=True):

@@ -15,13 +15,12 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from annotation.models import Simplification, Study, System
-from annotation.services import source_upsert
-from generation import tasks
 from generation.backends.base import BackendError
 from generation.models import GenerationBatch, GenerationJob, LLMCallCache
 from generation.pipeline.scgr import SCGR_PROMPT_VERSION
 from generation.prompts.registry import DEFAULT_VERSION
 from generation.services import batches, jobs, outcomes
+from tests.generation.factories import study_with_sources
 from tests.generation.scripted_llm_server import count_tokens
 
 pytestmark = pytest.mark.django_db
@@ -36,10 +35,7 @@ COT_ANSWER = "1. effusion: fluid.\n\nSimplification: There is a little fluid aro
 
 
 def make_study(slug: str = "gen", sentences=SENTENCES) -> Study:
-    study = Study.objects.create(slug=slug, title=slug)
-    for index, text in enumerate(sentences):
-        source_upsert(study=study, key=f"s{index + 1}", text=text)
-    return study
+    return study_with_sources(slug, sentences)
 
 
 @pytest.fixture
@@ -67,18 +63,6 @@ def launch(django_capture_on_commit_callbacks):
         return batch
 
     return run
-
-
-@pytest.fixture
-def sent(monkeypatch):
-    """Record what the services send to the queue instead of running it."""
-    calls: list[tuple[list[int], str, float | None]] = []
-
-    def record(job_ids, *, backend, countdown=None):
-        calls.append((list(job_ids), backend, countdown))
-
-    monkeypatch.setattr(tasks, "generation_jobs_send", record)
-    return calls
 
 
 def simplification(study, key, system):

@@ -18,12 +18,12 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
 from annotation.models import Simplification, Study
-from annotation.services import source_upsert
 from generation import selectors, tasks
 from generation.backends.base import BackendError
 from generation.backends.openai_backend import OpenAIBackend, RetryPolicy
 from generation.models import GenerationBatch, GenerationJob
 from generation.services import batches, jobs, outcomes, scheduler
+from tests.generation.factories import study_with_sources
 from tests.generation.scripted_llm_server import GARBLES
 
 pytestmark = pytest.mark.django_db
@@ -32,10 +32,7 @@ SENTENCES = ["Small right pleural effusion.", "Mild cardiomegaly.", "No pneumoth
 
 
 def make_study(slug: str = "rec", sentences=SENTENCES) -> Study:
-    study = Study.objects.create(slug=slug, title=slug)
-    for index, text in enumerate(sentences):
-        source_upsert(study=study, key=f"s{index + 1}", text=text)
-    return study
+    return study_with_sources(slug, sentences)
 
 
 @pytest.fixture
@@ -46,18 +43,6 @@ def llm(settings, scripted_llm):
     settings.RADLAY_LLM_MAX_RETRIES = 1
     settings.RADLAY_LLM_RETRY_DELAY = 0.01
     return scripted_llm
-
-
-@pytest.fixture
-def sent(monkeypatch):
-    """What the services queue (job ids, backend, countdown), instead of running it."""
-    calls: list[tuple[list[int], str, float | None]] = []
-    monkeypatch.setattr(
-        tasks,
-        "generation_jobs_send",
-        lambda job_ids, *, backend, countdown=None: calls.append((list(job_ids), backend, countdown)),
-    )
-    return calls
 
 
 def launch_unsent(study, *, capture, **kwargs) -> GenerationBatch:
