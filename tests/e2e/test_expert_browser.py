@@ -11,6 +11,7 @@ import pytest
 from annotation import scales, services
 from annotation.models import ExpertItem, ExpertRating, ExpertSourceJudgement, Participant
 from tests.annotation.factories import build_study
+from tests.e2e.polling import wait_for
 
 SEVERITY_BY_KEY = {
     str(level_index + 1): level.name for level_index, level in enumerate(scales.SEVERITY.levels)
@@ -221,17 +222,6 @@ def stored_answers(ratings: list[tuple], judgement: tuple | None, text_order: li
         if judgement[1] is not None:
             out["original-simplicity"] = judgement[1]
     return out
-
-
-def wait_for(read, expected: dict, seconds: float = 15.0) -> dict:
-    import time
-
-    deadline = time.monotonic() + seconds
-    while True:
-        got = read()
-        if got == expected or time.monotonic() > deadline:
-            return got
-        time.sleep(0.2)
 
 
 @pytest.mark.django_db(transaction=True)

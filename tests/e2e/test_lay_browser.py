@@ -20,6 +20,7 @@ from annotation.models import (
     Participant,
 )
 from tests.annotation.factories import build_study
+from tests.e2e.polling import wait_for
 
 PHONE = {"width": 390, "height": 844}
 ORIGINAL_FIELDS = ("understanding", "confidence", "severity_guess")
@@ -317,17 +318,6 @@ def _started_lay(slug: str):
     return participant, LayItem.objects.get(participant=participant)
 
 
-def _wait_for(read, expected, seconds: float = 15.0):
-    import time
-
-    deadline = time.monotonic() + seconds
-    while True:
-        got = read()
-        if got == expected or time.monotonic() > deadline:
-            return got
-        time.sleep(0.2)
-
-
 @pytest.mark.django_db(transaction=True)
 def test_panel_1_answers_keyed_fast_survive_closing_the_tab(browser, live_server):
     """Number keys answer the three panel-1 questions 50 ms apart and the tab closes at once: every
@@ -352,7 +342,7 @@ def test_panel_1_answers_keyed_fast_survive_closing_the_tab(browser, live_server
         row = LayAnswer.objects.filter(item=item, phase="original").first()
         return {f: getattr(row, f) for f in ORIGINAL_FIELDS if getattr(row, f)} if row else {}
 
-    assert _wait_for(read, expected) == expected
+    assert wait_for(read, expected) == expected
     assert LayAnswer.objects.get(item=item, phase="original").time_spent_ms > 0
     context.close()
 
@@ -397,5 +387,5 @@ def test_preference_unticked_box_and_typing_in_its_pause_survive_closing_the_tab
         )
 
     expected = ({first}, set(), "Short words.")
-    assert _wait_for(read, expected) == expected
+    assert wait_for(read, expected) == expected
     context.close()
