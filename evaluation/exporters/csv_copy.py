@@ -1,4 +1,5 @@
-"""The CSV export on PostgreSQL, written by the database: `COPY (SELECT …) TO STDOUT (FORMAT csv)`.
+"""The CSV export on PostgreSQL, written by the database: one `COPY (SELECT …) TO STDOUT` per
+answer table.
 
 Building a million rows in Python and passing them through `csv.writer` costs several times what
 PostgreSQL takes to format them (bench/export.py), so on PostgreSQL the CSV export is the output of
@@ -8,15 +9,17 @@ holding every kind of answer:
 
 - the same queries: each `rows.*_query` is wrapped in a SELECT that looks up what
   `rows.answer_lookups` computed once, in Python (participants' labels, source and system keys,
-  the systems of each text), and spreads one stored answer over its rows (one per question,
-  aspect, justification) in the order `answer_rows` yields them;
-- the same cells: columns in `AnswerRow` order with its defaults; values coded from
-  annotation/scales.py; formula-like text prefixed with `'` (cells.csv_cell for the looked-up
-  values, the same test in SQL for text read from the tables);
-- the same quoting: COPY and `csv.writer` (QUOTE_MINIMAL) both quote exactly the fields holding a
-  comma, a double quote, CR or LF, doubling the quotes; COPY would write an empty string as `""`,
-  so every empty text is NULL (written as nothing, like csv.writer's empty cell);
-- the same line ends: COPY ends rows with LF, turned into CRLF outside quoted fields (`_LineEnds`).
+  the systems of each text), in the order `answer_rows` yields them;
+- one COPY row per stored answer, holding the finished CSV lines it spreads into (one per
+  question, aspect, justification), each ending with CRLF: PostgreSQL formats a third as many
+  rows, needs no second sort to order the lines of one answer (they are concatenated in order),
+  and Python handles a third as many messages;
+- the same cells: what is looked up or coded (values from annotation/scales.py) is formatted in
+  Python by `csv_text`, as `csv.writer` writes it (QUOTE_MINIMAL: quoted when holding a comma, a
+  double quote, CR or LF, quotes doubled) after the formula prefix (cells.csv_cell); free text read
+  from the tables gets the same treatment in SQL (`_free_text`);
+- the bytes as they are: COPY's binary format carries the text without escaping, one row per
+  CopyData message (PostgreSQL's protocol), so reading is taking each message's payload.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from django.db import connection
 from psycopg import ClientCursor, errors, pq, sql
 
 from annotation import scales
-from annotation.models import Study
+from annotation.models import LayAnswer, Study
 from evaluation.exporters.cells import FORMULA_TRIGGERS, PREFIX, csv_cell
 from evaluation.exporters.csv import csv_chunks
 from evaluation.exporters.rows import (
@@ -48,7 +51,15 @@ from evaluation.exporters.rows import (
 )
 from evaluation.selectors import EXPERT_ASPECTS, LAY_QUESTIONS
 
-ROWS_PER_CHUNK = 2000
+ROWS_PER_CHUNK = 2000  # stored answers (COPY rows) per chunk: about 2,000–10,000 CSV rows
+
+# The columns one stored answer spreads over; the others are the same on all its rows.
+_SPREAD = ("question", "value", "value_number")
+# Looked up together, by participant.
+_PERSON = ("participant", "external_id", "role")
+
+_BINARY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
+_QUOTE_WHEN = (",", '"', "\r", "\n")
 
 
 def available() -> bool:
@@ -63,26 +74,43 @@ def available() -> bool:
 def csv_copy_chunks(
     *, study: Study, include_external_ids: bool = False, on_rows: Callable[[int], None] | None = None
 ) -> Iterator[bytes]:
-    """The CSV document in chunks of about `ROWS_PER_CHUNK` rows, header first; `on_rows(n)` is
-    called with the number of answer rows in each chunk."""
+    """The CSV document in chunks of about `ROWS_PER_CHUNK` stored answers, header first;
+    `on_rows(n)` is called with the number of CSV rows in each chunk."""
     columns = answer_columns(include_external_ids=include_external_ids)
     yield from csv_chunks((), columns)
     connection.ensure_connection()
-    statements = _statements(study, columns, include_external_ids)
-    line_ends = _LineEnds()
-    for statement in statements:
-        for data in _copy_out(f"COPY ({statement}) TO STDOUT (FORMAT csv)"):
-            yield line_ends.convert(data)
+    for statement in _statements(study, columns, include_external_ids):
+        for data in _copy_out(f"COPY ({statement}) TO STDOUT (FORMAT binary)"):
+            yield data
             if on_rows:
-                on_rows(line_ends.take_rows())
+                on_rows(csv_rows(data))
+
+
+def csv_text(value: Any) -> str:
+    """The text `csv.writer` (QUOTE_MINIMAL, as csv.csv_chunks uses it) writes for `value` in a row
+    of several cells, after the formula prefix: '' for None."""
+    text = str(csv_cell(value))
+    if any(char in text for char in _QUOTE_WHEN):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def csv_rows(data: bytes) -> int:
+    """The number of CSV rows in `data`, whole rows ending with CRLF: its LFs outside quoted fields
+    (the parts between double quotes that are outside alternate, a doubled quote counting twice)."""
+    if b'"' not in data:
+        return data.count(b"\n")
+    return sum(part.count(b"\n") for part in data.split(b'"')[::2])
 
 
 def _copy_out(statement: str) -> Iterator[bytes]:
-    """The output of `COPY … TO STDOUT` in chunks of `ROWS_PER_CHUNK` rows, read from libpq
-    through psycopg's documented low-level `Connection.pgconn`: psycopg's `Copy.read()` spends
-    several microseconds of Python on each row, more than PostgreSQL takes to write it, while
-    a blocking `PQgetCopyData` returns it at once. Closing the generator early cancels the COPY
-    (outside a transaction) and leaves the connection idle."""
+    """The text of the one column of a binary `COPY … TO STDOUT`, in chunks of `ROWS_PER_CHUNK`
+    rows, read from libpq through psycopg's documented low-level `Connection.pgconn`: psycopg's
+    `Copy.read()` spends several microseconds of Python on each row, while a blocking
+    `PQgetCopyData` returns it at once. Each message is one row (PostgreSQL's protocol): a field
+    count (int16, 1) and the field's length (int32) before its bytes; the file's header comes
+    before the first row, the trailer (int16 −1) is a message of its own. Closing the generator
+    early cancels the COPY (outside a transaction) and leaves the connection idle."""
     raw = connection.connection
     pgconn = raw.pgconn
     pgconn.send_query(statement.encode())
@@ -91,13 +119,18 @@ def _copy_out(statement: str) -> Iterator[bytes]:
     try:
         # Appending to a bytearray costs a third of keeping each row's buffer in a list to join.
         chunk, rows = bytearray(), 0
-        while (row := pgconn.get_copy_data(0))[0] > 0:
-            chunk += row[1]
-            rows += 1
-            if rows == ROWS_PER_CHUNK:
-                yield bytes(chunk)
-                chunk, rows = bytearray(), 0
-        if rows:
+        size, data = pgconn.get_copy_data(0)
+        if size > 0:
+            data = _after_header(bytes(data))
+        while size > 0:
+            if len(data) > 2:  # not the trailer
+                chunk += data[6:]
+                rows += 1
+                if rows == ROWS_PER_CHUNK:
+                    yield bytes(chunk)
+                    chunk, rows = bytearray(), 0
+            size, data = pgconn.get_copy_data(0)
+        if chunk:
             yield bytes(chunk)
         finished = True
     finally:
@@ -111,6 +144,14 @@ def _copy_out(statement: str) -> Iterator[bytes]:
                 _check(raw, result, expected=pq.ExecStatus.COMMAND_OK)
 
 
+def _after_header(message: bytes) -> bytes:
+    """The first message of a binary COPY without the file's header (signature, flags, extension)."""
+    if not message.startswith(_BINARY_SIGNATURE):
+        raise errors.InterfaceError("COPY did not start with the binary file header")
+    extension = int.from_bytes(message[15:19], "big")
+    return message[19 + extension :]
+
+
 def _check(raw, result, *, expected: pq.ExecStatus) -> None:
     if result is None or result.status != expected:
         while raw.pgconn.get_result() is not None:  # leave the connection idle
@@ -120,112 +161,119 @@ def _check(raw, result, *, expected: pq.ExecStatus) -> None:
         raise errors.error_from_result(result, encoding=raw.info.encoding)
 
 
-class _LineEnds:
-    """COPY ends each row with LF; the export ends rows with CRLF, as csv.writer does. An LF ends a
-    row exactly when it is outside a quoted field: after an even number of double quotes since the
-    start of the output (a doubled quote inside a field counts twice, so it keeps the parity)."""
-
-    def __init__(self) -> None:
-        self.quoted = False
-        self.rows = 0
-
-    def convert(self, data: bytes) -> bytes:
-        if not self.quoted and b'"' not in data:
-            self.rows += data.count(b"\n")
-            return data.replace(b"\n", b"\r\n")
-        parts = data.split(b'"')
-        outside = not self.quoted
-        for i, part in enumerate(parts):
-            if outside and b"\n" in part:
-                self.rows += part.count(b"\n")
-                parts[i] = part.replace(b"\n", b"\r\n")
-            outside = not outside
-        self.quoted = outside  # after the last part, the state flipped once too many
-        return b'"'.join(parts)
-
-    def take_rows(self) -> int:
-        rows, self.rows = self.rows, 0
-        return rows
-
-
 def _statements(study: Study, columns: Sequence[str], include_external_ids: bool) -> list[str]:
-    """One SELECT per answer table, in the order of `answer_rows`, with every value bound into the
-    text (COPY takes no parameters).
+    """One SELECT of one text column per answer table, in the order of `answer_rows`, with every
+    value bound into the text (COPY takes no parameters).
 
-    The lookups are JSON objects (id → value) looked up with `->>`: a binary search per row, so the
-    wrapped query needs no join and keeps the order it was sorted in (a join would let the planner
-    hash it and sort every row again). Rows of a participant or source that joined the study after
-    the lookups were read are left out, as if the export had been taken a moment earlier."""
+    The lookups are JSON objects (id → CSV text) looked up with `->>`: a binary search per row, so
+    the wrapped query needs no join and keeps the order it was sorted in (a join would let the
+    planner hash it and sort every row again). Rows of a participant or source that joined the
+    study after the lookups were read are left out, as if the export had been taken a moment
+    earlier."""
     raw = connection.connection
     lookups = answer_lookups(study=study)
     external = external_ids(study=study) if include_external_ids else {}
+    person = [name for name in columns if name in _PERSON]
     people = _jsonb(
         raw,
         {
-            pk: [_text(label), _text(role), _text(external.get(pk, ""))]
+            pk: ",".join(
+                csv_text({"participant": label, "role": role, "external_id": external.get(pk, "")}[name])
+                for name in person
+            )
             for pk, (label, role) in lookups.people.items()
         },
     )
-    sources = _jsonb(raw, {pk: _text(key) for pk, key in lookups.sources.items()})
-    systems = _jsonb(raw, {pk: _text(key) for pk, key in lookups.systems.items()})
-    texts = _jsonb(raw, {pk: _text(keys) for pk, keys in lookups.text_systems.items()})
-    head = {
-        "study": _literal(raw, study.slug),
-        "participant": f"{people} -> a.participant_id::text ->> 0",
-        "role": f"{people} -> a.participant_id::text ->> 1",
-        "external_id": f"{people} -> a.participant_id::text ->> 2",
+    sources = _jsonb(raw, {pk: csv_text(key) for pk, key in lookups.sources.items()})
+    systems = _jsonb(raw, {pk: csv_text(key) for pk, key in lookups.systems.items()})
+    texts = _jsonb(raw, {pk: csv_text(keys) for pk, keys in lookups.text_systems.items()})
+    common = {
+        "study": _literal(raw, csv_text(study.slug)),
+        "participant": f"{people} ->> a.participant_id::text",
     }
     source_key = f"{sources} ->> a.source_id::text"
     shared = {"time_spent_ms": "a.time_spent_ms", "created_at": "a.created_at", "updated_at": "a.updated_at"}
-    likert = {level.value: level.name for level in scales.LIKERT.levels}
+    # The participant's label, external id and role are one lookup, written where the label is.
+    line_columns = [name for name in columns if name not in _PERSON or name == "participant"]
 
-    def statement(query: AnswerQuery, names: Sequence[str], spread: str = "", **cells: str) -> str | None:
-        """SELECT the row's cells (AnswerRow's defaults where not given) from `query` as subquery `a`
-        with columns `names`, in `query`'s order; None when the query can match nothing. With
-        `spread`, each stored answer becomes one row per non-empty answer `q` of it, whose
-        question, value and number are `q`'s; the other cells are computed once per stored
-        answer, before it is spread."""
+    def cells_sql(cells: dict[str, str]) -> list[str]:
+        """SQL for the CSV text of each of `line_columns` (AnswerRow's defaults where not given)."""
+        return [
+            cells.get(name) or common.get(name) or _literal(raw, csv_text(AnswerRow._field_defaults[name]))
+            for name in line_columns
+        ]
+
+    def statement(
+        query: AnswerQuery,
+        names: Sequence[str],
+        spread: Sequence[tuple[str, str, str]] = (),
+        **cells: str,
+    ) -> str | None:
+        """SELECT the CSV text of each row of `query` (as subquery `a` with columns `names`), in
+        `query`'s order; None when the query can match nothing. Without `spread` a row is one CSV
+        row of the cells given; with it, a row is the CSV rows of its (question, condition, SQL of
+        the text `value,value_number`) whose condition holds, in that order, the other cells
+        computed once per row."""
         keys = [f"k{i}" for i in range(len(query.queryset.query.order_by))]
         try:
             inner, params = query.values_with_order().query.sql_with_params()
         except EmptyResultSet:  # e.g. a study without participants: `participant_id IN ()`
             return None
         inner = ClientCursor(raw).mogrify(inner, params)
-        cells = {
-            name: cells.get(name) or head.get(name) or _literal(raw, AnswerRow._field_defaults[name])
-            for name in columns
-        }
         order = ", ".join(f"a.{key}" for key in keys)
         source = f"({inner} OFFSET 0) AS a({', '.join([*names, *keys])})"
         if not spread:
-            return f"SELECT {', '.join(cells.values())} FROM {source} ORDER BY {order}"
-        spread_cells = {"question": "q.question", "value": _cell("q.answer"), "value_number": "q.number"}
-        once = [name for name in columns if name not in spread_cells]
-        computed = ", ".join(f"{cells[name]} AS c{i}" for i, name in enumerate(once))
-        select = ", ".join(spread_cells.get(name) or f"a.c{once.index(name)}" for name in columns)
+            line = _concat(raw, _joined(cells_sql(cells), ",") + ["'\r\n'"])
+            return f"SELECT {line} FROM {source} ORDER BY {order}"
+        parts = cells_sql({**cells, **dict.fromkeys(_SPREAD, "NULL")})
+        first = line_columns.index(_SPREAD[0])
+        head = _concat(raw, [*_joined(parts[:first], ","), "','"])
+        tail = _concat(raw, ["','", *_joined(parts[first + len(_SPREAD) :], ","), "'\r\n'"])
+        lines = [
+            f"CASE WHEN {condition} THEN concat(a.head, {_literal(raw, csv_text(question) + ',')}, "
+            f"{value}, a.tail) END"
+            for question, condition, value in spread
+        ]
         return (
-            f"SELECT {select} FROM (SELECT {computed}, a.* FROM {source} ORDER BY {order} OFFSET 0) AS a"
-            f" {spread} WHERE q.answer <> '' ORDER BY {order}, q.n"
+            f"SELECT concat({', '.join(lines)}) FROM (SELECT {head} AS head, {tail} AS tail, a.*"
+            f" FROM {source} ORDER BY {order} OFFSET 0) AS a ORDER BY {order}"
         )
 
+    def coded(expression: str, scale: scales.Scale, *, stored_as: str) -> str:
+        """SQL for the text `value,value_number` of an answer on `scale`, stored as the level's
+        `name` or `value`: the level's name and number; anything else as it is, with no number."""
+        whens = " ".join(
+            f"WHEN {_literal(raw, getattr(level, stored_as))}"
+            f" THEN {_literal(raw, csv_text(level.name) + ',' + str(level.value))}"
+            for level in scale.levels
+        )
+        other = free(expression) if stored_as == "name" else f"concat(',', {expression})"
+        return f"CASE {expression} {whens} ELSE {other} END"
+
+    def free(expression: str) -> str:
+        """SQL for the text `value,` of a free-text answer."""
+        return f"concat({_free_text(raw, expression)}, ',')"
+
+    phases = {phase.value: csv_text(phase.value) for phase in LayAnswer.Phase}
     statements = []
     questions = [f"q{i}" for i in range(len(LAY_QUESTIONS))]
     statements.append(
         statement(
             lay_answer_query(study=study, known=lookups),
             ["participant_id", "source_id", "text_id", "system_id", "phase", *questions, *shared],
-            _spread(
-                raw,
-                [
-                    (question, f"a.{column}", _case(raw, f"a.{column}", scales.LAY_SCALES[question].codes))
-                    for question, column in zip(LAY_QUESTIONS, questions, strict=True)
-                ],
-            ),
+            [
+                (
+                    question,
+                    f"a.{column} <> ''",
+                    coded(f"a.{column}", scales.LAY_SCALES[question], stored_as="name"),
+                )
+                for question, column in zip(LAY_QUESTIONS, questions, strict=True)
+            ],
             source=source_key,
             systems=f"{texts} ->> a.text_id::text",
             assigned_system=f"{systems} ->> a.system_id::text",
             text_id="a.text_id",
-            phase=_cell("a.phase"),
+            phase=_mapped(raw, "a.phase", phases),
             **shared,
         )
     )
@@ -235,13 +283,14 @@ def _statements(study: Study, columns: Sequence[str], include_external_ids: bool
                 preference_query(study=study, known=lookups, side=side),
                 ["participant_id", "source_id", "system_id", "text_id", *shared],
                 source=source_key,
+                # The same lookup twice: `systems` and `value` are the same text.
                 systems=f"{texts} ->> a.text_id::text",
                 assigned_system=f"{systems} ->> a.system_id::text",
                 text_id="a.text_id",
-                phase=_literal(raw, "preference"),
-                question=_literal(raw, f"{side}_preferred"),
+                phase=_literal(raw, csv_text("preference")),
+                question=_literal(raw, csv_text(f"{side}_preferred")),
                 value=f"{texts} ->> a.text_id::text",
-                value_number="1",
+                value_number="'1'",
                 **shared,
             )
         )
@@ -249,13 +298,13 @@ def _statements(study: Study, columns: Sequence[str], include_external_ids: bool
         statement(
             justification_query(study=study, known=lookups),
             ["participant_id", "source_id", "system_id", "most", "least", *shared],
-            _spread(
-                raw,
-                [("most_justification", "a.most", "NULL"), ("least_justification", "a.least", "NULL")],
-            ),
+            [
+                ("most_justification", "a.most <> ''", free("a.most")),
+                ("least_justification", "a.least <> ''", free("a.least")),
+            ],
             source=source_key,
             assigned_system=f"{systems} ->> a.system_id::text",
-            phase=_literal(raw, "preference"),
+            phase=_literal(raw, csv_text("preference")),
             **shared,
         )
     )
@@ -264,20 +313,21 @@ def _statements(study: Study, columns: Sequence[str], include_external_ids: bool
         statement(
             expert_rating_query(study=study, known=lookups),
             ["participant_id", "source_id", "text_id", *aspects, "comment", *shared],
-            _spread(
-                raw,
-                [
-                    *(
-                        (aspect, _case(raw, f"a.{column}", likert), f"a.{column}")
-                        for aspect, column in zip(EXPERT_ASPECTS, aspects, strict=True)
-                    ),
-                    ("comment", "a.comment", "NULL"),
-                ],
-            ),
+            [
+                *(
+                    (
+                        aspect,
+                        f"a.{column} IS NOT NULL",
+                        coded(f"a.{column}", scales.LIKERT, stored_as="value"),
+                    )
+                    for aspect, column in zip(EXPERT_ASPECTS, aspects, strict=True)
+                ),
+                ("comment", "a.comment <> ''", free("a.comment")),
+            ],
             source=source_key,
             systems=f"{texts} ->> a.text_id::text",
             text_id="a.text_id",
-            phase=_literal(raw, "expert"),
+            phase=_literal(raw, csv_text("expert")),
             **shared,
         )
     )
@@ -285,16 +335,17 @@ def _statements(study: Study, columns: Sequence[str], include_external_ids: bool
         statement(
             source_judgement_query(study=study, known=lookups),
             ["participant_id", "source_id", "severity", "simplicity", "comment", *shared],
-            _spread(
-                raw,
-                [
-                    ("severity", "a.severity", _case(raw, "a.severity", scales.SEVERITY.codes)),
-                    ("original_simplicity", _case(raw, "a.simplicity", likert), "a.simplicity"),
-                    ("comment", "a.comment", "NULL"),
-                ],
-            ),
+            [
+                ("severity", "a.severity <> ''", coded("a.severity", scales.SEVERITY, stored_as="name")),
+                (
+                    "original_simplicity",
+                    "a.simplicity IS NOT NULL",
+                    coded("a.simplicity", scales.LIKERT, stored_as="value"),
+                ),
+                ("comment", "a.comment <> ''", free("a.comment")),
+            ],
             source=source_key,
-            phase=_literal(raw, "original"),
+            phase=_literal(raw, csv_text("original")),
             **shared,
         )
     )
@@ -302,9 +353,9 @@ def _statements(study: Study, columns: Sequence[str], include_external_ids: bool
         statement(
             attention_check_query(study=study, known=lookups),
             ["participant_id", "position", "answer", "passed", "answered_at"],
-            phase=_literal(raw, "attention_check"),
-            question=_literal(raw, "attention_check_") + " || a.position",
-            value=_cell("a.answer"),
+            phase=_literal(raw, csv_text("attention_check")),
+            question=f"concat({_literal(raw, 'attention_check_')}, a.position)",
+            value=_free_text(raw, "a.answer"),
             value_number="a.passed::integer",
             created_at="a.answered_at",
             updated_at="a.answered_at",
@@ -313,51 +364,59 @@ def _statements(study: Study, columns: Sequence[str], include_external_ids: bool
     return [statement for statement in statements if statement]
 
 
-_JUSTIFICATIONS = (("most", "most_justification"), ("least", "least_justification"))
-
-
-def _text(value: Any) -> str | None:
-    """A text value as its CSV cell, NULL where the cell is empty."""
-    return None if value is None or value == "" else csv_cell(value)
-
-
 def _literal(raw, value: Any) -> str:
-    if isinstance(value, str):
-        value = _text(value)
     return sql.Literal(value).as_string(raw)
 
 
-def _cell(expression: str) -> str:
-    """SQL for the CSV cell of a text column: NULL when empty, formula-like text prefixed."""
-    triggers = ", ".join(sql.Literal(trigger).as_string(None) for trigger in FORMULA_TRIGGERS)
-    prefix = sql.Literal(PREFIX).as_string(None)
+def _joined(parts: Sequence[str], separator: str) -> list[str]:
+    """`parts` with the literal `separator` between them."""
+    joined = []
+    for i, part in enumerate(parts):
+        if i:
+            joined.append(f"'{separator}'")
+        joined.append(part)
+    return joined
+
+
+def _concat(raw, parts: Sequence[str]) -> str:
+    """SQL concatenating `parts` (NULL as empty), neighbouring string literals merged into one."""
+    merged: list[str] = []
+    for part in parts:
+        if merged and _is_plain_literal(part) and _is_plain_literal(merged[-1]):
+            merged[-1] = _literal(raw, merged[-1][1:-1].replace("''", "'") + part[1:-1].replace("''", "'"))
+        else:
+            merged.append(part)
+    return merged[0] if len(merged) == 1 and _is_plain_literal(merged[0]) else f"concat({', '.join(merged)})"
+
+
+def _is_plain_literal(part: str) -> bool:
+    return len(part) >= 2 and part[0] == part[-1] == "'" and "'" not in part[1:-1].replace("''", "")
+
+
+def _free_text(raw, expression: str) -> str:
+    """SQL for the CSV text of a text column, as `csv_text` writes it: formula-like text prefixed,
+    then quoted when it holds a comma, a double quote, CR or LF; NULL for an empty value."""
+    triggers = ", ".join(_literal(raw, trigger) for trigger in FORMULA_TRIGGERS)
+    prefixed = (
+        f"CASE WHEN left({expression}, 1) IN ({triggers})"
+        f" THEN {_literal(raw, PREFIX)} || {expression} ELSE {expression} END"
+    )
+    special = _literal(raw, "[" + "".join(_QUOTE_WHEN) + "]")
     return (
-        f"CASE WHEN left({expression}, 1) IN ({triggers}) THEN {prefix} || {expression}"
-        f" ELSE NULLIF({expression}, '') END"
+        f"CASE WHEN {expression} ~ {special} THEN '\"' || replace({prefixed}, '\"', '\"\"') || '\"'"
+        f" ELSE NULLIF({prefixed}, '') END"
     )
 
 
-def _case(raw, expression: str, mapping: dict[Any, Any]) -> str:
-    """SQL mapping the value of `expression` through `mapping` (NULL for anything else)."""
+def _mapped(raw, expression: str, texts: dict[str, str]) -> str:
+    """SQL for the CSV text of a text column whose usual values have their text in `texts`."""
     whens = " ".join(
-        f"WHEN {sql.Literal(key).as_string(raw)} THEN {sql.Literal(value).as_string(raw)}"
-        for key, value in mapping.items()
+        f"WHEN {_literal(raw, value)} THEN {_literal(raw, text)}" for value, text in texts.items()
     )
-    return f"CASE {expression} {whens} END"
+    return f"CASE {expression} {whens} ELSE {_free_text(raw, expression)} END"
 
 
-def _spread(raw, answers: Sequence[tuple[str, str, str]]) -> str:
-    """A LATERAL list `q` of (n, question, answer, number), one row per (question, answer SQL,
-    number SQL) whose answer is neither NULL nor empty, numbered in the order given (the order in
-    which `answer_rows` yields them)."""
-    rows = ", ".join(
-        f"({n}, {_literal(raw, question)}, ({answer})::text, {number})"
-        for n, (question, answer, number) in enumerate(answers)
-    )
-    return f"CROSS JOIN LATERAL (VALUES {rows}) AS q(n, question, answer, number)"
-
-
-def _jsonb(raw, mapping: dict[int, Any]) -> str:
+def _jsonb(raw, mapping: dict[int, str]) -> str:
     """A lookup by id as a jsonb literal (keys are the ids as text)."""
     text = json.dumps({str(key): value for key, value in mapping.items()}, ensure_ascii=False)
-    return sql.Literal(text).as_string(raw) + "::jsonb"
+    return _literal(raw, text) + "::jsonb"

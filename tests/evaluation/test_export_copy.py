@@ -8,6 +8,7 @@ import csv
 import io
 import random
 
+import psycopg
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
@@ -26,6 +27,7 @@ from annotation.models import (
 )
 from evaluation.exporters import csv_copy
 from evaluation.exporters.answers import AnswerExport
+from evaluation.exporters.cells import csv_cell
 from evaluation.exporters.csv import csv_chunks
 from evaluation.exporters.rows import answer_columns, answer_rows
 from tests.evaluation.test_selectors import build_answered_study
@@ -187,26 +189,50 @@ def test_the_python_path_where_the_database_cannot(study, tmp_path, monkeypatch)
     assert export.rows == len(list(csv.reader(io.StringIO(expected.decode("utf-8"), newline="")))) - 1
 
 
+def test_a_study_without_answers_is_the_header_alone(db):
+    study = build_answered_study(slug="quiet", n_sources=2, n_lay=0, n_radiologists=0)
+    written = b"".join(csv_copy.csv_copy_chunks(study=study))
+    assert written == _python_csv(study, False) == b",".join(c.encode() for c in answer_columns()) + b"\r\n"
+
+
+_AWKWARD_CHARACTERS = ",\"\r\n\t=+-@' aé中🚀"
+
+
 @pytest.mark.parametrize("seed", range(5))
-def test_line_ends_become_crlf_outside_quoted_fields_however_the_output_is_cut(seed):
-    """COPY's LF row ends become CRLF; LF and CR inside quoted fields stay as they are, wherever
-    the chunks are cut (inside a field, between two doubled quotes)."""
+def test_cells_formatted_in_python_are_those_csv_writer_writes(seed):
+    """`csv_text` against the csv module, on rows of random awkward text, numbers and None."""
+    rng = random.Random(seed)
+    for _ in range(200):
+        row = [
+            rng.choice(
+                [None, rng.randint(-5, 10**6), "".join(rng.choices(_AWKWARD_CHARACTERS, k=rng.randint(0, 6)))]
+            )
+            for _ in range(rng.randint(2, 5))
+        ]
+        expected = io.StringIO(newline="")
+        csv.writer(expected, lineterminator="\r\n").writerow([csv_cell(value) for value in row])
+        assert ",".join(csv_copy.csv_text(value) for value in row) + "\r\n" == expected.getvalue()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_rows_are_counted_by_their_line_ends_outside_quoted_fields(seed):
+    rng = random.Random(seed)
     rows = [
-        ["a", 'b "c"\nd', "", "e,f"],
-        ['"', "\r", "x\r\ny", "plain"],
-        ["", "", "", ""],
-        ['""\n""', "z", "\n", "end"],
+        ["".join(rng.choices(_AWKWARD_CHARACTERS, k=rng.randint(0, 8))) for _ in range(3)] for _ in range(50)
     ]
-    crlf = io.StringIO(newline="")
-    writer = csv.writer(crlf, lineterminator="\r\n")
-    lines = []
-    for row in rows:
-        start = crlf.tell()
-        writer.writerow(row)
-        lines.append(crlf.getvalue()[start:-2] + "\n")  # as COPY ends a row
-    data = "".join(lines).encode()
-    cuts = sorted(random.Random(seed).sample(range(1, len(data)), 6))
-    line_ends = csv_copy._LineEnds()
-    pieces = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
-    assert b"".join(line_ends.convert(piece) for piece in pieces) == crlf.getvalue().encode()
-    assert line_ends.take_rows() == len(rows)
+    text = io.StringIO(newline="")
+    csv.writer(text, lineterminator="\r\n").writerows(rows)
+    data = text.getvalue().encode()
+    assert (
+        csv_copy.csv_rows(data)
+        == len(rows)
+        == len(list(csv.reader(io.StringIO(text.getvalue(), newline=""))))
+    )
+
+
+def test_the_binary_header_is_read_with_its_extension():
+    header = b"PGCOPY\n\xff\r\n\x00" + (0).to_bytes(4, "big") + (3).to_bytes(4, "big") + b"ext"
+    row = (1).to_bytes(2, "big") + (2).to_bytes(4, "big") + b"ab"
+    assert csv_copy._after_header(header + row) == row
+    with pytest.raises(psycopg.errors.InterfaceError, match="binary file header"):
+        csv_copy._after_header(b"not a copy")
