@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.db.models import Count, QuerySet
 
 from annotation.models import (
@@ -67,13 +69,15 @@ def study_counts(*, study: Study) -> dict:
     }
 
 
-def systems_by_text(*, study: Study) -> dict[int, list[str]]:
-    """SimplificationText id → keys of every system that produced it (study order)."""
+def systems_by_text(*, study: Study, texts: Iterable[int] | None = None) -> dict[int, list[str]]:
+    """SimplificationText id → keys of every system that produced it (study order); only for the
+    ids in `texts` when given."""
     mapping: dict[int, list[str]] = {}
-    rows = (
-        Simplification.objects.filter(source__study=study)
-        .order_by("system__position", "system__key")
-        .values_list("shown_text_id", "system__key")
+    simplifications = Simplification.objects.filter(source__study=study)
+    if texts is not None:
+        simplifications = simplifications.filter(shown_text_id__in=texts)
+    rows = simplifications.order_by("system__position", "system__key").values_list(
+        "shown_text_id", "system__key"
     )
     for text_id, key in rows:
         mapping.setdefault(text_id, []).append(key)

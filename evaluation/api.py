@@ -4,7 +4,7 @@ the user may see through `access_study_for_user` (another researcher's study is 
 
 from __future__ import annotations
 
-from itertools import islice
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.db.models import Count
@@ -13,7 +13,7 @@ from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -26,9 +26,10 @@ from evaluation import serializers
 from evaluation.audit import audit_shipped, reported_files
 from evaluation.context import RETRY_AFTER_SECONDS, analysis_document
 from evaluation.exporters import FORMATS
+from evaluation.exporters.pages import AnswerPosition, answer_page, position_of
 from evaluation.exporters.response import export_response
-from evaluation.exporters.rows import answer_columns, answer_rows
-from evaluation.pagination import MAX_OFFSET, bounded_int
+from evaluation.exporters.rows import answer_columns
+from evaluation.pagination import bounded_int, cursor_payload, cursor_text
 from evaluation.progress import participants_progress
 from evaluation.selectors import analysis_snapshot_get, snapshot_analysis
 from evaluation.services import analysis_snapshot_refresh, analysis_snapshot_wait
@@ -111,33 +112,58 @@ class AnswerListView(APIView):
                 description=f"rows per page (1 to {MAX_ANSWERS_PAGE})",
             ),
             OpenApiParameter(
-                "offset",
-                {"type": "integer", "minimum": 0, "maximum": MAX_OFFSET, "default": 0},
-                description="rows to skip",
+                "cursor",
+                str,
+                description="where the page starts: taken from the `next` or `previous` link of a "
+                "page (opaque); without it, the first page",
             ),
         ],
         responses=serializers.AnswerPageSerializer,
     )
     def get(self, request: Request, slug: str) -> Response:
-        """Raw answers in the export's long format (pseudonymous), a page at a time."""
+        """Raw answers in the export's long format (pseudonymous) and order, a page at a time;
+        `next` and `previous` link the neighbouring pages (cursor pagination: any page costs
+        the same, and rows answered meanwhile never shift a page onto rows already seen)."""
         study = access_study_for_user(user=request.user, slug=slug)
         params = request.query_params
         limit = bounded_int(
             params.get("limit"), name="limit", default=100, minimum=1, maximum=MAX_ANSWERS_PAGE
         )
-        offset = bounded_int(params.get("offset"), name="offset", default=0, minimum=0, maximum=MAX_OFFSET)
+        if "offset" in params:
+            raise ValidationError(
+                {"offset": "answers are paged by cursor: follow the `next` link of the first page."}
+            )
+        start, before = None, False
+        if params.get("cursor"):
+            start, before = _answer_cursor(params["cursor"], study=study)
+        page = answer_page(study=study, limit=limit, start=start, before=before)
         columns = answer_columns()
-        page = list(islice(answer_rows(study=study), offset, offset + limit + 1))
-        more = len(page) > limit
-        results = [dict(zip(columns, row, strict=True)) for row in page[:limit]]
         base = request.build_absolute_uri(request.path)
+
+        def link(position: AnswerPosition | None, *, backward: bool) -> str | None:
+            if position is None:
+                return None
+            cursor = cursor_text([position.section, list(position.key), position.n, backward])
+            return f"{base}?{urlencode({'limit': limit, 'cursor': cursor})}"
+
         return Response(
             {
-                "next": f"{base}?limit={limit}&offset={offset + limit}" if more else None,
-                "previous": f"{base}?limit={limit}&offset={max(offset - limit, 0)}" if offset else None,
-                "results": results,
+                "next": link(page.next, backward=False),
+                "previous": link(page.previous, backward=True),
+                "results": [dict(zip(columns, row, strict=True)) for row in page.rows],
             }
         )
+
+
+def _answer_cursor(raw: str, *, study: Study) -> tuple[AnswerPosition, bool]:
+    payload = cursor_payload(raw)
+    try:
+        section, key, n, backward = payload
+        if not isinstance(backward, bool):
+            raise ValueError("no direction")
+        return position_of(study=study, section=section, key=key, n=n), backward
+    except (TypeError, ValueError):
+        raise ValidationError({"cursor": "is not a cursor of this list."}) from None
 
 
 class AnalysisView(APIView):

@@ -4,10 +4,14 @@ its range is a 400 naming the parameter, never a database error (PostgreSQL's LI
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.core import signing
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
 
 MAX_OFFSET = 2**31 - 1
+_CURSOR_SALT = "radlay.pagination.cursor"
 
 
 def bounded_int(raw: str | None, *, name: str, default: int, minimum: int, maximum: int) -> int:
@@ -54,3 +58,19 @@ class BoundedLimitOffsetPagination(LimitOffsetPagination):
         for parameter in parameters:
             parameter["schema"].update(bounds.get(parameter["name"], {}))
         return parameters
+
+
+def cursor_text(payload: Any) -> str:
+    """An opaque, signed `cursor` parameter holding `payload` (JSON): a client can only send back
+    what the API gave it."""
+    return signing.dumps(payload, salt=_CURSOR_SALT, compress=True)
+
+
+def cursor_payload(raw: str, *, name: str = "cursor") -> Any:
+    """What `cursor_text` put in the parameter `name`; a 400 naming it for anything else."""
+    try:
+        return signing.loads(raw, salt=_CURSOR_SALT)
+    except signing.BadSignature:
+        raise ValidationError(
+            {name: "is not a cursor this API gave (follow `next` or `previous`)."}
+        ) from None

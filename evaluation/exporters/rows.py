@@ -16,7 +16,7 @@ queries in SQL that writes the same bytes (evaluation/exporters/csv_copy.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -118,6 +118,25 @@ def answer_lookups(*, study: Study) -> AnswerLookups:
     )
 
 
+def answer_lookups_of(
+    *, study: Study, participants: Iterable[int], sources: Iterable[int], texts: Iterable[int]
+) -> AnswerLookups:
+    """`answer_lookups` for the given ids only (the study's few systems all)."""
+    return AnswerLookups(
+        people={
+            pk: (participant_label(pseudonym, pk), role)
+            for pk, pseudonym, role in Participant.objects.filter(
+                study=study, pk__in=participants
+            ).values_list("pk", "pseudonym", "role")
+        },
+        sources=dict(Source.objects.filter(study=study, pk__in=sources).values_list("pk", "key")),
+        systems=dict(System.objects.filter(study=study).values_list("pk", "key")),
+        text_systems={
+            text_id: ";".join(keys) for text_id, keys in systems_by_text(study=study, texts=texts).items()
+        },
+    )
+
+
 def external_ids(*, study: Study) -> dict[int, str]:
     """Participant id → the recruiter's external id (personal data: only when asked for)."""
     return dict(Participant.objects.filter(study=study).values_list("pk", "external_id"))
@@ -140,12 +159,21 @@ class AnswerQuery(NamedTuple):
         return self.queryset.values_list(*self.fields, *(F(key) for key in self.queryset.query.order_by))
 
 
-def lay_answer_query(*, study: Study, known: AnswerLookups) -> AnswerQuery:
+def _bounds(known: AnswerLookups | None, *, participant: str, source: str = "") -> dict[str, int]:
+    """Filters keeping a query to the participants and sources `known` holds; none without it."""
+    if known is None:
+        return {}
+    bounds = {f"{participant}__lte": known.last_participant}
+    if source:
+        bounds[f"{source}__lte"] = known.last_source
+    return bounds
+
+
+def lay_answer_query(*, study: Study, known: AnswerLookups | None) -> AnswerQuery:
     return AnswerQuery(
         LayAnswer.objects.filter(
             item__participant__study=study,
-            item__participant_id__lte=known.last_participant,
-            item__source_id__lte=known.last_source,
+            **_bounds(known, participant="item__participant_id", source="item__source_id"),
         ).order_by("item__participant_id", "item__position", "phase"),
         (
             "item__participant_id",
@@ -160,14 +188,17 @@ def lay_answer_query(*, study: Study, known: AnswerLookups) -> AnswerQuery:
     )
 
 
-def preference_query(*, study: Study, known: AnswerLookups, side: str) -> AnswerQuery:
+def preference_query(*, study: Study, known: AnswerLookups | None, side: str) -> AnswerQuery:
     """The texts chosen as `side` ("most" or "least") preferred, one row per chosen text."""
     through = getattr(LayPreference, side).through
     return AnswerQuery(
         through.objects.filter(
             laypreference__item__participant__study=study,
-            laypreference__item__participant_id__lte=known.last_participant,
-            laypreference__item__source_id__lte=known.last_source,
+            **_bounds(
+                known,
+                participant="laypreference__item__participant_id",
+                source="laypreference__item__source_id",
+            ),
         ).order_by(
             "laypreference__item__participant_id",
             "laypreference__item__position",
@@ -184,12 +215,11 @@ def preference_query(*, study: Study, known: AnswerLookups, side: str) -> Answer
     )
 
 
-def justification_query(*, study: Study, known: AnswerLookups) -> AnswerQuery:
+def justification_query(*, study: Study, known: AnswerLookups | None) -> AnswerQuery:
     return AnswerQuery(
         LayPreference.objects.filter(
             item__participant__study=study,
-            item__participant_id__lte=known.last_participant,
-            item__source_id__lte=known.last_source,
+            **_bounds(known, participant="item__participant_id", source="item__source_id"),
         )
         .exclude(most_justification="", least_justification="")
         .order_by("item__participant_id", "item__position"),
@@ -205,12 +235,11 @@ def justification_query(*, study: Study, known: AnswerLookups) -> AnswerQuery:
     )
 
 
-def expert_rating_query(*, study: Study, known: AnswerLookups) -> AnswerQuery:
+def expert_rating_query(*, study: Study, known: AnswerLookups | None) -> AnswerQuery:
     return AnswerQuery(
         ExpertRating.objects.filter(
             participant__study=study,
-            participant_id__lte=known.last_participant,
-            shown_text__source_id__lte=known.last_source,
+            **_bounds(known, participant="participant_id", source="shown_text__source_id"),
         ).order_by("participant_id", "shown_text__source__position", "shown_text_id"),
         (
             "participant_id",
@@ -224,12 +253,11 @@ def expert_rating_query(*, study: Study, known: AnswerLookups) -> AnswerQuery:
     )
 
 
-def source_judgement_query(*, study: Study, known: AnswerLookups) -> AnswerQuery:
+def source_judgement_query(*, study: Study, known: AnswerLookups | None) -> AnswerQuery:
     return AnswerQuery(
         ExpertSourceJudgement.objects.filter(
             participant__study=study,
-            participant_id__lte=known.last_participant,
-            source_id__lte=known.last_source,
+            **_bounds(known, participant="participant_id", source="source_id"),
         ).order_by("participant_id", "source__position"),
         (
             "participant_id",
@@ -243,10 +271,10 @@ def source_judgement_query(*, study: Study, known: AnswerLookups) -> AnswerQuery
     )
 
 
-def attention_check_query(*, study: Study, known: AnswerLookups) -> AnswerQuery:
+def attention_check_query(*, study: Study, known: AnswerLookups | None) -> AnswerQuery:
     return AnswerQuery(
         AttentionCheckResponse.objects.filter(
-            participant__study=study, participant_id__lte=known.last_participant
+            participant__study=study, **_bounds(known, participant="participant_id")
         ).order_by("participant_id", "check_item__position"),
         ("participant_id", "check_item__position", "answer", "passed", *_timestamps("answered_at")),
     )
@@ -268,28 +296,35 @@ def answer_rows(*, study: Study, include_external_ids: bool = False) -> Iterator
 
 def _rows(study: Study) -> Iterator[tuple[int, AnswerRow]]:
     """(participant id, row) for every answer."""
-    slug = study.slug
     known = answer_lookups(study=study)
+    for section in SECTIONS:
+        for values, _, row in section.spread(section.query(study, known).values(), known, study.slug):
+            yield values[0], row
+
+
+# Each section spreads the values of one stored answer (participant id first; any fields after
+# its own are ignored) into its rows, each with its index among the rows the stored answer can
+# have (question, aspect), which with the section's order and the stored answer's sort key places
+# it in the export.
+Spread = Iterator[tuple[tuple[Any, ...], int, AnswerRow]]
+
+
+def _lay_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slug: str) -> Spread:
     people, sources, systems, text_systems = known
-    codes = {question: scales.LAY_SCALES[question].codes for question in LAY_QUESTIONS}
-    likert = {level.value: level.name for level in scales.LIKERT.levels}
-    severity = scales.SEVERITY.codes
-
-    def head(participant_id: int) -> dict[str, str]:
-        label, role = people[participant_id]
-        return {"study": slug, "participant": label, "role": role}
-
-    for values in lay_answer_query(study=study, known=known).values():
+    codes = [scales.LAY_SCALES[question].codes for question in LAY_QUESTIONS]
+    last = 5 + len(LAY_QUESTIONS)
+    for values in stored:
         participant_id, source_id, text_id, system_id, phase = values[:5]
         label, role = people[participant_id]
         source, assigned = sources[source_id], systems.get(system_id, "")
         shown_by = text_systems.get(text_id, "")
-        time_spent, created, updated = values[5 + len(LAY_QUESTIONS) :]
+        time_spent, created, updated = values[last : last + 3]
         created, updated = _time(created), _time(updated)
-        for question, answer in zip(LAY_QUESTIONS, values[5 : 5 + len(LAY_QUESTIONS)], strict=True):
+        for n, answer in enumerate(values[5:last]):
             if answer:
                 yield (
-                    participant_id,
+                    values,
+                    n,
                     AnswerRow(
                         study=slug,
                         participant=label,
@@ -299,23 +334,29 @@ def _rows(study: Study) -> Iterator[tuple[int, AnswerRow]]:
                         assigned_system=assigned,
                         text_id=text_id,
                         phase=phase,
-                        question=question,
+                        question=LAY_QUESTIONS[n],
                         value=answer,
-                        value_number=codes[question][answer],
+                        value_number=codes[n][answer],
                         time_spent_ms=time_spent,
                         created_at=created,
                         updated_at=updated,
                     ),
                 )
 
-    for side in ("most", "least"):
-        for participant_id, source_id, system_id, text_id, time_spent, created, updated in preference_query(
-            study=study, known=known, side=side
-        ).values():
+
+def _preference_rows(side: str) -> Callable[[Iterable[tuple[Any, ...]], AnswerLookups, str], Spread]:
+    def rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slug: str) -> Spread:
+        people, sources, systems, text_systems = known
+        for values in stored:
+            participant_id, source_id, system_id, text_id, time_spent, created, updated = values[:7]
+            label, role = people[participant_id]
             yield (
-                participant_id,
+                values,
+                0,
                 AnswerRow(
-                    **head(participant_id),
+                    study=slug,
+                    participant=label,
+                    role=role,
                     source=sources[source_id],
                     systems=text_systems.get(text_id, ""),
                     assigned_system=systems.get(system_id, ""),
@@ -329,22 +370,24 @@ def _rows(study: Study) -> Iterator[tuple[int, AnswerRow]]:
                     updated_at=_time(updated),
                 ),
             )
-    for (
-        participant_id,
-        source_id,
-        system_id,
-        most,
-        least,
-        time_spent,
-        created,
-        updated,
-    ) in justification_query(study=study, known=known).values():
-        for question, text in (("most_justification", most), ("least_justification", least)):
+
+    return rows
+
+
+def _justification_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slug: str) -> Spread:
+    people, sources, systems, _ = known
+    for values in stored:
+        participant_id, source_id, system_id, most, least, time_spent, created, updated = values[:8]
+        label, role = people[participant_id]
+        for n, (question, text) in enumerate((("most_justification", most), ("least_justification", least))):
             if text:
                 yield (
-                    participant_id,
+                    values,
+                    n,
                     AnswerRow(
-                        **head(participant_id),
+                        study=slug,
+                        participant=label,
+                        role=role,
                         source=sources[source_id],
                         assigned_system=systems.get(system_id, ""),
                         phase="preference",
@@ -356,11 +399,19 @@ def _rows(study: Study) -> Iterator[tuple[int, AnswerRow]]:
                     ),
                 )
 
-    for values in expert_rating_query(study=study, known=known).values():
+
+def _expert_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slug: str) -> Spread:
+    people, sources, _, text_systems = known
+    likert = {level.value: level.name for level in scales.LIKERT.levels}
+    last = 3 + len(EXPERT_ASPECTS)
+    for values in stored:
         participant_id, source_id, text_id = values[:3]
-        comment, time_spent, created, updated = values[3 + len(EXPERT_ASPECTS) :]
+        comment, time_spent, created, updated = values[last : last + 4]
+        label, role = people[participant_id]
         common = {
-            **head(participant_id),
+            "study": slug,
+            "participant": label,
+            "role": role,
             "source": sources[source_id],
             "systems": text_systems.get(text_id, ""),
             "text_id": text_id,
@@ -369,27 +420,28 @@ def _rows(study: Study) -> Iterator[tuple[int, AnswerRow]]:
             "created_at": _time(created),
             "updated_at": _time(updated),
         }
-        for aspect, score in zip(EXPERT_ASPECTS, values[3 : 3 + len(EXPERT_ASPECTS)], strict=True):
+        for n, score in enumerate(values[3:last]):
             if score is not None:
                 yield (
-                    participant_id,
-                    AnswerRow(**common, question=aspect, value=likert[score], value_number=score),
+                    values,
+                    n,
+                    AnswerRow(**common, question=EXPERT_ASPECTS[n], value=likert[score], value_number=score),
                 )
         if comment:
-            yield participant_id, AnswerRow(**common, question="comment", value=comment)
+            yield values, len(EXPERT_ASPECTS), AnswerRow(**common, question="comment", value=comment)
 
-    for (
-        participant_id,
-        source_id,
-        level,
-        simplicity,
-        comment,
-        time_spent,
-        created,
-        updated,
-    ) in source_judgement_query(study=study, known=known).values():
+
+def _judgement_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slug: str) -> Spread:
+    people, sources, _, _ = known
+    likert = {level.value: level.name for level in scales.LIKERT.levels}
+    severity = scales.SEVERITY.codes
+    for values in stored:
+        participant_id, source_id, level, simplicity, comment, time_spent, created, updated = values[:8]
+        label, role = people[participant_id]
         common = {
-            **head(participant_id),
+            "study": slug,
+            "participant": label,
+            "role": role,
             "source": sources[source_id],
             "phase": "original",
             "time_spent_ms": time_spent,
@@ -398,12 +450,14 @@ def _rows(study: Study) -> Iterator[tuple[int, AnswerRow]]:
         }
         if level:
             yield (
-                participant_id,
+                values,
+                0,
                 AnswerRow(**common, question="severity", value=level, value_number=severity[level]),
             )
         if simplicity is not None:
             yield (
-                participant_id,
+                values,
+                1,
                 AnswerRow(
                     **common,
                     question="original_simplicity",
@@ -412,15 +466,21 @@ def _rows(study: Study) -> Iterator[tuple[int, AnswerRow]]:
                 ),
             )
         if comment:
-            yield participant_id, AnswerRow(**common, question="comment", value=comment)
+            yield values, 2, AnswerRow(**common, question="comment", value=comment)
 
-    for participant_id, position, answer, passed, answered in attention_check_query(
-        study=study, known=known
-    ).values():
+
+def _attention_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slug: str) -> Spread:
+    people = known.people
+    for values in stored:
+        participant_id, position, answer, passed, answered = values[:5]
+        label, role = people[participant_id]
         yield (
-            participant_id,
+            values,
+            0,
             AnswerRow(
-                **head(participant_id),
+                study=slug,
+                participant=label,
+                role=role,
                 phase="attention_check",
                 question=f"attention_check_{position}",
                 value=answer,
@@ -429,3 +489,35 @@ def _rows(study: Study) -> Iterator[tuple[int, AnswerRow]]:
                 updated_at=_time(answered),
             ),
         )
+
+
+class Section(NamedTuple):
+    """One answer table of the export: its query, how its stored answers become rows, and where
+    in a stored answer's values its source and text ids are (None: it has none)."""
+
+    query: Callable[[Study, AnswerLookups | None], AnswerQuery]
+    spread: Callable[[Iterable[tuple[Any, ...]], AnswerLookups, str], Spread]
+    source_at: int | None = None
+    text_at: int | None = None
+
+
+# In the export's order.
+SECTIONS = (
+    Section(lambda study, known: lay_answer_query(study=study, known=known), _lay_rows, 1, 2),
+    Section(
+        lambda study, known: preference_query(study=study, known=known, side="most"),
+        _preference_rows("most"),
+        1,
+        3,
+    ),
+    Section(
+        lambda study, known: preference_query(study=study, known=known, side="least"),
+        _preference_rows("least"),
+        1,
+        3,
+    ),
+    Section(lambda study, known: justification_query(study=study, known=known), _justification_rows, 1),
+    Section(lambda study, known: expert_rating_query(study=study, known=known), _expert_rows, 1, 2),
+    Section(lambda study, known: source_judgement_query(study=study, known=known), _judgement_rows, 1),
+    Section(lambda study, known: attention_check_query(study=study, known=known), _attention_rows),
+)

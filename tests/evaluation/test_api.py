@@ -97,13 +97,50 @@ def test_progress(api, study):
 def test_answers_are_paginated_in_long_format(api, study):
     first = api.get("/api/studies/mine/answers/?limit=10").json()
     assert len(first["results"]) == 10
-    assert first["previous"] is None and "offset=10" in first["next"]
-    second = api.get("/api/studies/mine/answers/?limit=10&offset=10").json()
-    assert second["results"][0] != first["results"][0]
+    assert first["previous"] is None and "cursor=" in first["next"]
+    second = api.get(first["next"]).json()
     everything = api.get("/api/studies/mine/answers/?limit=5000").json()
     assert everything["next"] is None
+    assert second["results"] == everything["results"][10:20]
+    assert api.get(second["previous"]).json()["results"] == first["results"]
     assert {"participant", "question", "value", "value_number"} <= set(everything["results"][0])
     assert api.get("/api/studies/mine/answers/?limit=x").status_code == 400
+
+
+@pytest.mark.parametrize(
+    "query, parameter",
+    [
+        ("offset=10", "offset"),
+        ("cursor=x", "cursor"),
+        ("cursor=" + "a" * 300 + ":b", "cursor"),
+    ],
+)
+def test_answers_refuse_offsets_and_foreign_cursors_naming_the_parameter(api, study, query, parameter):
+    response = api.get(f"/api/studies/mine/answers/?{query}")
+    assert response.status_code == 400
+    assert parameter in response.json()
+
+
+def test_answers_refuse_a_cursor_altered_by_the_client(api, study):
+    from urllib.parse import parse_qs, urlsplit
+
+    cursor = parse_qs(urlsplit(api.get("/api/studies/mine/answers/?limit=3").json()["next"]).query)["cursor"][
+        0
+    ]
+    tampered = cursor[:-1] + ("A" if cursor[-1] != "A" else "B")
+    response = api.get("/api/studies/mine/answers/", {"cursor": tampered})
+    assert response.status_code == 400 and "cursor" in response.json()
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [[99, [], 0, False], [0, [1], 0, False], [0, [1, 2, "x"], -1, False], [0, [], 0, "no"], "x", None],
+)
+def test_answers_refuse_signed_cursors_that_are_no_position(api, study, payload):
+    from evaluation.pagination import cursor_text
+
+    response = api.get("/api/studies/mine/answers/", {"cursor": cursor_text(payload)})
+    assert response.status_code == 400 and "cursor" in response.json()
 
 
 def test_analysis_has_the_documented_keys(api, study):
