@@ -21,6 +21,12 @@ process so that peak RSS belongs to it alone:
 Prints rows, time and peak RSS of each, whether all wrote the same bytes, and the ratios of each to
 the reference. The target is ≤ 10 s for 1.12 M rows with memory that does not grow with the study.
 `--skip-python` leaves out the python and reference runs (then the ratios are to the command).
+
+Then the answers API (GET /api/studies/<study>/answers/?limit=1000, cursor pagination): the
+first page and the page at row 1,000,000 (its cursor found by walking the export in pages of
+5,000, itself timed), best of three requests each, against what the page at row 1,000,000 cost
+with offsets (the rows before it built and skipped: `islice(answer_rows(…), 1_000_000, …)`).
+`--skip-pages` leaves this out.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import json
 import os
 import resource
 import subprocess
@@ -83,6 +90,9 @@ def child(which: str, out: Path) -> None:
 
         with out.open("wb") as handle:
             write(answer_rows(study=Study.objects.get(slug=SLUG)), answer_columns(), handle)
+    elif which == "pages":
+        pages(out)
+        return
     else:
         from evaluation.exporters.cells import csv_cell
 
@@ -93,6 +103,68 @@ def child(which: str, out: Path) -> None:
             writer.writerows([csv_cell(value) for value in row] for row in rows)
     seconds = time.perf_counter() - started
     print(seconds, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+
+
+DEEP = 1_000_000
+PAGE = 1000
+
+
+def pages(out: Path) -> None:
+    """Time API pages (see the module docstring); writes the figures to `out` as JSON."""
+    import json
+    from itertools import islice
+
+    from django.contrib.auth import get_user_model
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    from annotation.models import Study
+    from evaluation.exporters.pages import answer_page
+    from evaluation.exporters.rows import answer_rows
+    from evaluation.pagination import cursor_text
+
+    study = Study.objects.get(slug=SLUG)
+    started = time.perf_counter()
+    page, before, walked = answer_page(study=study, limit=5000), 0, 1
+    while page.next is not None and before + len(page.rows) <= DEEP:
+        before += len(page.rows)
+        page = answer_page(study=study, limit=5000, start=page.next)
+        walked += 1
+    walk = time.perf_counter() - started
+    # The page at row DEEP: from the position of the first row of the walked page, skip to it.
+    start = page.previous
+    skip = DEEP - before
+    while skip:
+        step = answer_page(study=study, limit=min(skip, 5000), start=start)
+        skip -= len(step.rows)
+        start = step.next
+    client = APIClient()
+    user = get_user_model().objects.get(username="bench-researcher")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+    url = f"/api/studies/{SLUG}/answers/"
+
+    def best(params: dict[str, str]) -> tuple[float, list]:
+        times, results = [], []
+        for _ in range(3):
+            began = time.perf_counter()
+            response = client.get(url, params)
+            results = response.json()["results"]
+            times.append(time.perf_counter() - began)
+        return min(times), results
+
+    first, _ = best({"limit": str(PAGE)})
+    cursor = cursor_text([start.section, list(start.key), start.n, False])
+    deep, deep_rows = best({"limit": str(PAGE), "cursor": cursor})
+    began = time.perf_counter()
+    offset_rows = list(islice(answer_rows(study=study), DEEP, DEEP + PAGE + 1))
+    offset = time.perf_counter() - began
+    same = [tuple(row.values()) for row in deep_rows] == [tuple(row) for row in offset_rows[:PAGE]]
+    out.write_text(
+        json.dumps(
+            {"first": first, "deep": deep, "offset": offset, "same": same, "walk": walk, "walked": walked}
+        )
+    )
+    print(0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 
 
 def measure(which: str, out: Path, env: dict[str, str]) -> tuple[float, int]:
@@ -115,8 +187,9 @@ def main() -> None:
     parser.add_argument("--laypeople", type=int, default=20)
     parser.add_argument("--radiologists", type=int, default=1)
     parser.add_argument("--skip-python", action="store_true", help="measure only the command and download")
+    parser.add_argument("--skip-pages", action="store_true", help="leave out the answers API pages")
     parser.add_argument(
-        "--child", choices=["command", "download", "python", "reference"], help=argparse.SUPPRESS
+        "--child", choices=["command", "download", "python", "reference", "pages"], help=argparse.SUPPRESS
     )
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -153,6 +226,10 @@ def main() -> None:
             rows = sum(1 for _ in csv.reader(io.TextIOWrapper(handle, encoding="utf-8", newline=""))) - 1
         reference = outputs[runs[-1]].read_bytes()
         same = all(outputs[w].read_bytes() == reference for w in runs)
+        paging = None
+        if not args.skip_pages:
+            measure("pages", Path(tmp) / "pages.json", env)
+            paging = json.loads((Path(tmp) / "pages.json").read_text())
     mib = 1024 * 1024
     print(f"{rows:,} answer rows; {', '.join(results)} wrote identical bytes: {same}")
     for which, (seconds, peak) in results.items():
@@ -163,6 +240,14 @@ def main() -> None:
     ref_s, ref_m = results[reference]
     for which, (seconds, peak) in list(results.items())[:-1]:
         print(f"ratio {which} / {reference}: time {seconds / ref_s:.2f}×, peak RSS {peak / ref_m:.2f}×")
+    if paging:
+        print(
+            f"answers API, {PAGE} rows a page: first page {paging['first'] * 1000:.0f} ms, page at row "
+            f"{DEEP:,} {paging['deep'] * 1000:.0f} ms (ratio {paging['deep'] / paging['first']:.2f}×); "
+            f"with offsets that page cost {paging['offset']:.1f} s (cursor / offset "
+            f"{paging['deep'] / paging['offset']:.4f}×); same rows: {paging['same']}; walking "
+            f"{paging['walked']} pages of 5,000 to it took {paging['walk']:.1f} s"
+        )
 
 
 if __name__ == "__main__":

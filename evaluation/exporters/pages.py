@@ -102,6 +102,8 @@ def _read(
                 found += [(position, row) for position, row in reversed(spread) if position < start]
             else:
                 found += [(position, row) for position, row in spread if position >= start]
+            if len(found) >= wanted:  # the batch holds more stored answers than rows are wanted
+                break
     return found[:wanted]
 
 
