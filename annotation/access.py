@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.http import Http404
 
 from annotation.models import AttentionCheck, ExpertItem, LayItem, Participant, Study
+from annotation.prepared_queries import Joined, PreparedQuery
 from annotation.selectors import studies_for_user
 
 
@@ -46,19 +47,25 @@ def _admit(participant: Participant, *, role: str | None, require_open: bool) ->
     return participant
 
 
+_EXPERT_PAGE = Joined(ExpertItem, "participant", "participant__study", "source")
+_expert_page_rows = PreparedQuery(
+    # No ORDER BY to build and sort for a primary-key lookup.
+    lambda item_id, token: ExpertItem.objects.filter(pk=item_id, participant__token=token).values_list(
+        *_EXPERT_PAGE.columns()
+    )
+)
+
+
 def access_expert_page(*, token: str, item_id: int, require_open: bool = True) -> ExpertItem:
     """A radiologist's own page with its participant (and study) and source, in one query: the
     survey's busiest request (every autosave) resolves its token and its page together. A page of
     somebody else's is a 404 once the token itself passed access_participant's checks."""
-    try:
-        # get(), not first(): no ORDER BY to build and sort for a primary-key lookup.
-        item = ExpertItem.objects.select_related("participant__study", "source").get(
-            pk=item_id, participant__token=token
-        )
-    except ExpertItem.DoesNotExist:
+    rows = _expert_page_rows.rows(item_id=int(item_id), token=str(token))
+    if not rows:
         # The token's own refusal (invalid link, other role, closed study) comes first.
         access_participant(token=token, role=Participant.Role.RADIOLOGIST, require_open=require_open)
-        raise Http404("This page is not part of your survey.") from None
+        raise Http404("This page is not part of your survey.")
+    item = _EXPERT_PAGE.instances(rows[0])
     _admit(item.participant, role=Participant.Role.RADIOLOGIST, require_open=require_open)
     return item
 

@@ -30,6 +30,7 @@ from annotation.models import (
     SimplificationText,
     Source,
 )
+from annotation.prepared_queries import PreparedQuery
 from annotation.survey_page import (  # noqa: F401  (re-exported: views and tests time pages here)
     MAX_INTERVAL_MS,
     elapsed_ms_clean,
@@ -149,19 +150,24 @@ _RATING_FIELDS = (*scales.EXPERT_ASPECTS, "comment", "time_spent_ms")
 _JUDGEMENT_FIELDS = ("severity", "simplicity", "comment", "time_spent_ms")
 
 
-def _page_rows(item: ExpertItem) -> tuple[list[tuple[str, SimplificationText]], dict[int, ExpertRating]]:
-    """The page's (label, text) in the stored order with this participant's rating of each, in one
-    query. An id whose text has since been deleted (the source's simplification was regenerated
-    before anyone rated it) is skipped, so labels stay stable."""
-    rows = (
-        SimplificationText.objects.filter(pk__in=item.text_order)
+_page_text_rows = PreparedQuery(
+    lambda text_ids, participant_id: (
+        SimplificationText.objects.filter(pk__in=text_ids)
         .annotate(
             mine=FilteredRelation(
-                "expert_ratings", condition=Q(expert_ratings__participant_id=item.participant_id)
+                "expert_ratings", condition=Q(expert_ratings__participant_id=participant_id)
             )
         )
         .values_list("pk", "text", "mine__pk", *(f"mine__{name}" for name in _RATING_FIELDS))
     )
+)
+
+
+def _page_rows(item: ExpertItem) -> tuple[list[tuple[str, SimplificationText]], dict[int, ExpertRating]]:
+    """The page's (label, text) in the stored order with this participant's rating of each, in one
+    query. An id whose text has since been deleted (the source's simplification was regenerated
+    before anyone rated it) is skipped, so labels stay stable."""
+    rows = _page_text_rows.rows(text_ids=tuple(item.text_order), participant_id=item.participant_id)
     by_id: dict[int, SimplificationText] = {}
     ratings: dict[int, ExpertRating] = {}
     for pk, text, rating_pk, *values in rows:
@@ -397,20 +403,25 @@ class _Locked:
     judgement: ExpertSourceJudgement | None
 
 
+_page_lock_rows = PreparedQuery(
+    lambda item_id, participant_id: (
+        ExpertItem.objects.select_for_update(of=("self",))
+        .filter(pk=item_id)
+        .annotate(
+            judged=FilteredRelation(
+                "source__expert_judgements",
+                condition=Q(source__expert_judgements__participant_id=participant_id),
+            )
+        )
+        .values_list("completed_at", "judged__pk", *(f"judged__{n}" for n in _JUDGEMENT_FIELDS))
+    )
+)
+
+
 def _page_lock(item: ExpertItem) -> _Locked:
     """Lock the page's row and read in the same query what a save needs besides its texts: the
     page's completion and this participant's judgement of the original."""
-    judged = FilteredRelation(
-        "source__expert_judgements",
-        condition=Q(source__expert_judgements__participant_id=item.participant_id),
-    )
-    row = (
-        ExpertItem.objects.select_for_update(of=("self",))
-        .filter(pk=item.pk)
-        .annotate(judged=judged)
-        .values_list("completed_at", "judged__pk", *(f"judged__{n}" for n in _JUDGEMENT_FIELDS))
-        .get()
-    )
+    (row,) = _page_lock_rows.rows(item_id=item.pk, participant_id=item.participant_id)
     completed_at, judgement_pk, *values = row
     judgement = None
     if judgement_pk is not None:

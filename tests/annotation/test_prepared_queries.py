@@ -1,0 +1,151 @@
+"""PreparedQuery runs the ORM's own SQL with new arguments: the same rows as the QuerySet it was
+built from, whatever the arguments, and a loud refusal for what cannot be a placeholder."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connection, transaction
+from django.db.models import FilteredRelation, Q
+from django.db.transaction import TransactionManagementError
+
+from annotation import services
+from annotation.models import ExpertItem, Participant, SimplificationText, Source
+from annotation.prepared_queries import Joined, PreparedQuery
+from tests.annotation.factories import build_study
+
+
+@pytest.fixture
+def pages(db):
+    study = build_study(slug="prepared", n_sources=4, systems=("a", "b", "c"))
+    participants = [
+        services.participant_create(study=study, role=Participant.Role.RADIOLOGIST) for _ in range(2)
+    ]
+    sources = list(Source.objects.filter(study=study).order_by("pk"))
+    for participant in participants:
+        services.expert_items_create(participant=participant, sources=sources, first_position=0)
+    return list(ExpertItem.objects.select_related("participant__study", "source").order_by("pk"))
+
+
+def texts_with_ratings(text_ids, participant_id):
+    return (
+        SimplificationText.objects.filter(pk__in=text_ids)
+        .annotate(
+            mine=FilteredRelation(
+                "expert_ratings", condition=Q(expert_ratings__participant_id=participant_id)
+            )
+        )
+        .values_list("pk", "text", "mine__pk", "mine__correctness")
+        .order_by("pk")
+    )
+
+
+def test_rows_equal_the_querysets_for_every_argument_and_shape(pages):
+    item = pages[0]
+    participant = item.participant
+    services.expert_rating_save(
+        participant=participant,
+        shown_text=SimplificationText.objects.get(pk=item.text_order[1]),
+        scores={"correctness": 2},
+    )
+    built = []
+
+    def build(**arguments):
+        built.append(arguments)
+        return texts_with_ratings(**arguments)
+
+    prepared = PreparedQuery(build)
+    other = pages[-1]
+    cases = [
+        (tuple(item.text_order), item.participant_id),
+        (tuple(item.text_order), other.participant_id),
+        (tuple(other.text_order), item.participant_id),
+        (tuple(item.text_order[:2]), item.participant_id),  # another length: another SQL
+        ((item.text_order[0],), other.participant_id),
+        ((), item.participant_id),
+    ]
+    for text_ids, participant_id in cases:
+        expected = list(texts_with_ratings(text_ids, participant_id))
+        assert prepared.rows(text_ids=text_ids, participant_id=participant_id) == expected
+    assert any(
+        row[3] == 2
+        for row in prepared.rows(text_ids=tuple(item.text_order), participant_id=item.participant_id)
+    )
+    # Compiled once per shape (tuple length), not once per call.
+    assert len(built) == 4
+
+
+def test_rows_are_converted_as_values_list_converts_them(pages):
+    prepared = PreparedQuery(
+        lambda item_id: ExpertItem.objects.filter(pk=item_id).values_list("text_order", "completed_at")
+    )
+    item = pages[1]
+    moment = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+    ExpertItem.objects.filter(pk=item.pk).update(completed_at=moment)
+    assert prepared.rows(item_id=item.pk) == [(item.text_order, moment)]
+    assert isinstance(prepared.rows(item_id=item.pk)[0][0], list)  # JSON decoded, not a string
+
+
+def test_one_query_per_call(pages, django_assert_num_queries):
+    prepared = PreparedQuery(lambda item_id: ExpertItem.objects.filter(pk=item_id).values_list("pk"))
+    prepared.rows(item_id=pages[0].pk)
+    with django_assert_num_queries(1):
+        assert prepared.rows(item_id=pages[2].pk) == [(pages[2].pk,)]
+
+
+def test_an_argument_the_orm_rewrites_cannot_be_a_placeholder(pages):
+    prepared = PreparedQuery(lambda word: Source.objects.filter(text__icontains=word).values_list("pk"))
+    with pytest.raises(ImproperlyConfigured, match="word"):
+        prepared.rows(word="liver")
+
+
+def test_only_ints_strings_and_their_tuples_are_placeholders(pages):
+    prepared = PreparedQuery(
+        lambda since: ExpertItem.objects.filter(completed_at__gte=since).values_list("pk")
+    )
+    with pytest.raises(ImproperlyConfigured, match="since"):
+        prepared.rows(since=dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
+
+
+@pytest.mark.skipif(not connection.features.has_select_for_update, reason="the database has no row locks")
+@pytest.mark.django_db(transaction=True)
+def test_a_locking_read_needs_a_transaction():
+    study = build_study(slug="locking", n_sources=1, systems=("a",))
+    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    (item,) = services.expert_items_create(
+        participant=participant, sources=list(study.sources.all()), first_position=0
+    )
+    prepared = PreparedQuery(
+        lambda item_id: ExpertItem.objects.select_for_update().filter(pk=item_id).values_list("pk")
+    )
+    with pytest.raises(TransactionManagementError):
+        prepared.rows(item_id=item.pk)
+    with transaction.atomic():
+        assert prepared.rows(item_id=item.pk) == [(item.pk,)]
+
+
+def test_joined_builds_the_instances_select_related_builds(pages, django_assert_num_queries):
+    joined = Joined(ExpertItem, "participant", "participant__study", "source")
+    prepared = PreparedQuery(
+        lambda item_id: ExpertItem.objects.filter(pk=item_id).values_list(*joined.columns())
+    )
+    for expected in pages[:2] + pages[-1:]:
+        (row,) = prepared.rows(item_id=expected.pk)
+        with django_assert_num_queries(0):
+            item = joined.instances(row)
+            assert (item.pk, item.position, item.text_order, item.source_id) == (
+                expected.pk,
+                expected.position,
+                expected.text_order,
+                expected.source_id,
+            )
+            assert (
+                item.participant == expected.participant
+                and item.participant.token == expected.participant.token
+            )
+            assert item.participant.study.slug == expected.participant.study.slug
+            assert item.participant.study.is_open == expected.participant.study.is_open
+            assert item.source.text == expected.source.text
+        assert not item._state.adding and item._state.db == "default"
