@@ -32,11 +32,18 @@ class WrongFlow(Exception):
     """A token of one role asked for the other role's pages."""
 
 
+_PARTICIPANT = Joined(Participant, "study")
+# Every survey request resolves its token here: SQL compiled once (prepared_queries.py).
+_participant_rows = PreparedQuery(
+    lambda token: Participant.objects.filter(token=token).values_list(*_PARTICIPANT.columns())
+)
+
+
 def access_participant(*, token: str, role: str | None = None, require_open: bool = True) -> Participant:
-    participant = Participant.objects.select_related("study").filter(token=token).first()
-    if participant is None:
+    rows = _participant_rows.rows(token=str(token))  # the token is unique: one row or none
+    if not rows:
         raise Http404("This survey link is not valid.")
-    return _admit(participant, role=role, require_open=require_open)
+    return _admit(_PARTICIPANT.instances(rows[0]), role=role, require_open=require_open)
 
 
 def _admit(participant: Participant, *, role: str | None, require_open: bool) -> Participant:
@@ -70,15 +77,26 @@ def access_expert_page(*, token: str, item_id: int, require_open: bool = True) -
     return item
 
 
+_LAY_ITEM = Joined(LayItem, "source", "shown_text")
+_lay_item_rows = {
+    locked: PreparedQuery(
+        lambda item_id, participant_id, locked=locked: (
+            (LayItem.objects.select_for_update(of=("self",)) if locked else LayItem.objects)
+            .filter(pk=item_id, participant_id=participant_id)
+            .values_list(*_LAY_ITEM.columns())
+        )
+    )
+    for locked in (False, True)
+}
+
+
 def access_lay_item(*, participant: Participant, item_id: int, for_update: bool = False) -> LayItem:
     """One of the participant's own lay items (with what its panels show); `for_update` takes its
     row lock (only its own row: call inside a transaction)."""
-    items = LayItem.objects.select_related("source", "shown_text")
-    if for_update:
-        items = items.select_for_update(of=("self",))
-    item = items.filter(pk=item_id, participant=participant).first()
-    if item is None:
+    rows = _lay_item_rows[for_update].rows(item_id=int(item_id), participant_id=participant.pk)
+    if not rows:
         raise Http404("This sentence is not part of your survey.")
+    item = _LAY_ITEM.instances(rows[0])
     item.participant = participant  # already loaded (with its study, by the survey views)
     return item
 

@@ -8,6 +8,7 @@ it never clears an answer that was given.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -35,6 +36,7 @@ from annotation.models import (
     normalize_text,
     text_hash,
 )
+from annotation.prepared_queries import PreparedQuery
 from annotation.survey_page import seeded_shuffle
 
 
@@ -640,12 +642,31 @@ def _check_choice_ids(name: str, ids: Iterable[int] | None, allowed: set[int]) -
     return sorted(set(clean))
 
 
+def _concrete_columns(model) -> list[str]:
+    return [field.attname for field in model._meta.concrete_fields]
+
+
+@functools.cache
+def _locked_row_query(model, columns: tuple[str, ...]) -> PreparedQuery:
+    # An answer's first and every later save lock its row: SQL compiled once per process.
+    return PreparedQuery(
+        lambda **values: (
+            model.objects.select_for_update()
+            .filter(**values)
+            .order_by("pk")
+            .values_list(*_concrete_columns(model))[:1]
+        )
+    )
+
+
 def _get_or_create_locked(model, defaults: Mapping[str, Any] | None = None, **lookup):
     """get_or_create that survives two concurrent first answers (double click, two tabs): the
     loser of the insert race re-reads the winner's row. Call inside a transaction."""
-    row = model.objects.select_for_update().filter(**lookup).first()
-    if row is not None:
-        return row, False
+    columns = {name: model._meta.get_field(name).attname for name in lookup}
+    values = {columns[name]: getattr(value, "pk", value) for name, value in lookup.items()}
+    rows = _locked_row_query(model, tuple(sorted(values))).rows(**values)
+    if rows:
+        return model.from_db("default", _concrete_columns(model), rows[0]), False
     try:
         with transaction.atomic():
             return model.objects.create(**lookup, **(defaults or {})), True
