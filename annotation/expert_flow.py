@@ -30,7 +30,7 @@ from annotation.models import (
     SimplificationText,
     Source,
 )
-from annotation.prepared_queries import PreparedQuery
+from annotation.prepared_queries import PreparedQuery, PreparedUpdate
 from annotation.survey_page import (  # noqa: F401  (re-exported: views and tests time pages here)
     MAX_INTERVAL_MS,
     elapsed_ms_clean,
@@ -512,14 +512,23 @@ def expert_page_save(
     return page
 
 
+# Every save of a page: SQL compiled once per process.
+_item_update = PreparedUpdate(
+    lambda item_id, added_ms, **completion: (
+        ExpertItem.objects.filter(pk=item_id),
+        {"time_spent_ms": F("time_spent_ms") + added_ms, **completion},
+    )
+)
+
+
 def _item_record(*, item: ExpertItem, complete: bool, time_spent_ms: int) -> None:
     """Add the page's time and keep its completion mark true to the answers, in one UPDATE."""
-    updates: dict[str, Any] = {"time_spent_ms": F("time_spent_ms") + max(0, int(time_spent_ms))}
+    completion: dict[str, Any] = {}
     if complete and item.completed_at is None:
-        item.completed_at = updates["completed_at"] = timezone.now()
+        item.completed_at = completion["completed_at"] = timezone.now()
     elif not complete and item.completed_at is not None:
-        item.completed_at = updates["completed_at"] = None
-    ExpertItem.objects.filter(pk=item.pk).update(**updates)
+        item.completed_at = completion["completed_at"] = None
+    _item_update.run(item_id=item.pk, added_ms=max(0, int(time_spent_ms)), **completion)
 
 
 def expert_item_mark_completion(*, item: ExpertItem, complete: bool) -> None:

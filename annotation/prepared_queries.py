@@ -16,6 +16,7 @@ query is first compiled, so a query that cannot be prepared fails loudly, not wi
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import itertools
 import weakref
@@ -25,22 +26,31 @@ from typing import Any
 
 from django.core.exceptions import EmptyResultSet, ImproperlyConfigured
 from django.db import connections
-from django.db.models import Model, QuerySet
+from django.db.models import Model
+from django.db.models.sql import UpdateQuery
 from django.db.transaction import TransactionManagementError
 
 # Unlikely values, distinct per placeholder: the compiled parameters are searched for them.
 _INT_BASE = -7_300_000_000_000
 _TEXT_MARK = "\x00radlay-placeholder-"
+_TIME_BASE = dt.datetime(1901, 2, 3, tzinfo=dt.UTC)
+
+_Slot = tuple[int, str, "int | None", "Callable[[Any], Any] | None"]  # position, argument, item, adapt
 
 
 @dataclass(frozen=True)
 class _Compiled:
     sql: str
     params: tuple[Any, ...]
-    slots: tuple[tuple[int, str, int | None], ...]  # (parameter index, argument, item of a tuple)
+    slots: tuple[_Slot, ...]
     compiler: Any
     converters: dict
     locks: bool
+
+
+def _is_literal(value: Any) -> bool:
+    # None and booleans change the SQL itself (IS NULL, a constant): part of the shape, not slots.
+    return value is None or isinstance(value, bool)
 
 
 def _placeholders(arguments: dict[str, Any]) -> tuple[dict[str, Any], dict[Any, tuple[str, int | None]]]:
@@ -50,17 +60,24 @@ def _placeholders(arguments: dict[str, Any]) -> tuple[dict[str, Any], dict[Any, 
 
     def one(name: str, value: Any, index: int | None) -> Any:
         number = next(counter)
-        if isinstance(value, bool) or not isinstance(value, int | str):
+        if isinstance(value, int):
+            placeholder: Any = _INT_BASE - number
+        elif isinstance(value, str):
+            placeholder = f"{_TEXT_MARK}{number}"
+        elif isinstance(value, dt.datetime) and value.tzinfo is not None:
+            placeholder = _TIME_BASE + dt.timedelta(microseconds=number)
+        else:
             raise ImproperlyConfigured(
-                f"PreparedQuery argument {name!r}: only ints, strings and tuples of them can be "
-                f"placeholders, not {type(value).__name__}."
+                f"PreparedQuery argument {name!r}: only ints, strings, aware datetimes and tuples of "
+                f"them can be placeholders (None and booleans are literals), not {type(value).__name__}."
             )
-        placeholder = _INT_BASE - number if isinstance(value, int) else f"{_TEXT_MARK}{number}"
         where[placeholder] = (name, index)
         return placeholder
 
     for name, value in arguments.items():
-        if isinstance(value, tuple | list):
+        if _is_literal(value):
+            values[name] = value
+        elif isinstance(value, tuple | list):
             values[name] = tuple(one(name, item, i) for i, item in enumerate(value))
         else:
             values[name] = one(name, value, None)
@@ -68,55 +85,71 @@ def _placeholders(arguments: dict[str, Any]) -> tuple[dict[str, Any], dict[Any, 
 
 
 def _shape(arguments: dict[str, Any]) -> tuple:
-    """What the SQL depends on: argument names, kinds and tuple lengths, not their values."""
+    """What the SQL depends on: argument names, kinds, tuple lengths and literals, not values."""
     return tuple(
-        (name, len(value)) if isinstance(value, tuple | list) else (name, type(value))
+        (name, value)
+        if _is_literal(value)
+        else (name, len(value))
+        if isinstance(value, tuple | list)
+        else (name, type(value))
         for name, value in sorted(arguments.items())
     )
 
 
-class PreparedQuery:
-    """`build(**arguments)` returns a values_list() QuerySet; `rows(**arguments)` runs its SQL,
-    compiled once per database connection and argument shape."""
+class _Prepared:
+    """SQL compiled once per database connection and argument shape, run with new arguments."""
 
-    def __init__(self, build: Callable[..., QuerySet]) -> None:
+    def __init__(self, build: Callable[..., Any]) -> None:
         self._build = build
         self._compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def _query(self, connection, using: str, values: dict[str, Any]) -> tuple[Any, Any]:
+        """(the sql.Query to compile, whether it takes row locks)."""
+        raise NotImplementedError
 
     def _compile(self, connection, using: str, arguments: dict[str, Any]) -> _Compiled | None:
         """The SQL for arguments of this shape; None where the ORM knows there are no rows
         without asking (e.g. `pk__in=()`)."""
         values, where = _placeholders(arguments)
-        queryset = self._build(**values)
-        compiler = queryset.query.get_compiler(using=using)
+        query, locks = self._query(connection, using, values)
+        compiler = query.get_compiler(using=using)
         try:
             sql, params = compiler.as_sql()
         except EmptyResultSet:
             return None
-        slots = []
+        # A datetime reaches the SQL as the backend adapts it (a string on SQLite): the same
+        # adaptation turns a real argument into its parameter.
+        adapt = connection.ops.adapt_datetimefield_value
+        adapted = {adapt(p): p for p in where if isinstance(p, dt.datetime)}
+        slots: list[_Slot] = []
         for position, param in enumerate(params):
-            if isinstance(param, int | str) and not isinstance(param, bool) and param in where:
-                name, index = where[param]
-                slots.append((position, name, index))
-        found = {(name, index) for _, name, index in slots}
-        lost = set(where.values()) - found
+            if isinstance(param, bool) or not isinstance(param, int | str | dt.datetime):
+                continue
+            if param in where:
+                slots.append((position, *where[param], None))
+            elif param in adapted:
+                slots.append((position, *where[adapted[param]], adapt))
+        lost = set(where.values()) - {(name, index) for _, name, index, _ in slots}
         missing = sorted(name if index is None else f"{name}[{index}]" for name, index in lost)
         if missing:
             raise ImproperlyConfigured(
                 f"PreparedQuery {self._build.__qualname__}: the ORM changed the parameter(s) "
                 f"{', '.join(missing)} on the way to SQL; they cannot be placeholders."
             )
-        fields = [column[0] for column in compiler.select[: compiler.col_count]]
+        select = getattr(compiler, "select", None) or []
+        fields = [column[0] for column in select[: getattr(compiler, "col_count", 0) or 0]]
         return _Compiled(
             sql=sql,
             params=tuple(params),
             slots=tuple(slots),
             compiler=compiler,
-            converters=compiler.get_converters(fields),
-            locks=bool(queryset.query.select_for_update and connection.features.has_select_for_update),
+            converters=compiler.get_converters(fields) if fields else {},
+            locks=locks,
         )
 
-    def rows(self, *, using: str = "default", **arguments: Any) -> list[tuple]:
+    def _execute(
+        self, using: str, arguments: dict[str, Any], run: Callable[[Any, str, list], Any], empty: Any
+    ):
         connection = connections[using]
         by_shape = self._compiled.setdefault(connection, {})
         shape = _shape(arguments)
@@ -124,19 +157,54 @@ class PreparedQuery:
             by_shape[shape] = self._compile(connection, using, arguments)
         compiled = by_shape[shape]
         if compiled is None:
-            return []
+            return empty
         if compiled.locks and connection.get_autocommit():
             raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")
         params = list(compiled.params)
-        for position, name, index in compiled.slots:
-            value = arguments[name]
-            params[position] = value if index is None else value[index]
+        for position, name, index, adapt in compiled.slots:
+            value = arguments[name] if index is None else arguments[name][index]
+            params[position] = value if adapt is None else adapt(value)
         with connection.cursor() as cursor:
+            return run(cursor, compiled, params)
+
+
+class PreparedQuery(_Prepared):
+    """`build(**arguments)` returns a values_list() QuerySet; `rows(**arguments)` runs its SQL."""
+
+    def _query(self, connection, using, values):
+        queryset = self._build(**values)
+        return queryset.query, bool(
+            queryset.query.select_for_update and connection.features.has_select_for_update
+        )
+
+    def rows(self, *, using: str = "default", **arguments: Any) -> list[tuple]:
+        def run(cursor, compiled: _Compiled, params: list) -> list[tuple]:
             cursor.execute(compiled.sql, params)
             rows = cursor.fetchall()
-        if compiled.converters:
-            rows = [tuple(row) for row in compiled.compiler.apply_converters(rows, compiled.converters)]
-        return rows
+            if compiled.converters:
+                rows = [tuple(row) for row in compiled.compiler.apply_converters(rows, compiled.converters)]
+            return rows
+
+        return self._execute(using, arguments, run, [])
+
+
+class PreparedUpdate(_Prepared):
+    """`build(**arguments)` returns (a QuerySet, the values its update() would set);
+    `run(**arguments)` runs that UPDATE and returns the number of rows it changed, as update()."""
+
+    def _query(self, connection, using, values):
+        queryset, changes = self._build(**values)
+        query = queryset.query.chain(UpdateQuery)
+        query.add_update_values(changes)
+        query.annotations = {}  # as QuerySet.update(): an UPDATE selects nothing
+        return query, False
+
+    def run(self, *, using: str = "default", **arguments: Any) -> int:
+        def run(cursor, compiled: _Compiled, params: list) -> int:
+            cursor.execute(compiled.sql, params)
+            return cursor.rowcount
+
+        return self._execute(using, arguments, run, 0)
 
 
 class Joined:

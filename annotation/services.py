@@ -36,7 +36,7 @@ from annotation.models import (
     normalize_text,
     text_hash,
 )
-from annotation.prepared_queries import PreparedQuery
+from annotation.prepared_queries import PreparedQuery, PreparedUpdate
 from annotation.survey_page import seeded_shuffle
 
 
@@ -343,6 +343,17 @@ def _require_role(participant: Participant, role: str) -> None:
 UNREAD = object()
 
 
+@functools.cache
+def _answer_update(model, names: tuple[str, ...]) -> PreparedUpdate:
+    # Most autosaves update one answer row: SQL compiled once per process.
+    return PreparedUpdate(
+        lambda row_id, added_ms, now, **fields: (
+            model.objects.filter(pk=row_id),
+            {**fields, "time_spent_ms": F("time_spent_ms") + added_ms, "updated_at": now},
+        )
+    )
+
+
 def _answer_write(model, lookup: dict[str, Any], current, fields: dict[str, Any], time_spent_ms: int):
     """Write `fields` of one answer row that the caller read as `current` under its lock: an
     UPDATE of just those fields (the time is added in the database), or an INSERT. Should a row
@@ -351,8 +362,8 @@ def _answer_write(model, lookup: dict[str, Any], current, fields: dict[str, Any]
     now = timezone.now()
     added = max(0, int(time_spent_ms))
     if current is not None:
-        updated = model.objects.filter(pk=current.pk).update(
-            **fields, time_spent_ms=F("time_spent_ms") + added, updated_at=now
+        updated = _answer_update(model, tuple(fields)).run(
+            row_id=current.pk, added_ms=added, now=now, **fields
         )
         if updated:
             for name, value in fields.items():
@@ -388,10 +399,12 @@ def _answer_save_locked(
         model, defaults={**(defaults or {}), **fields, "time_spent_ms": added}, **lookup
     )
     if not created:
+        now = timezone.now()
+        _answer_update(model, tuple(fields)).run(row_id=row.pk, added_ms=added, now=now, **fields)
         for name, value in fields.items():
             setattr(row, name, value)
         row.time_spent_ms += added
-        row.save(update_fields=[*fields, "time_spent_ms", "updated_at"])
+        row.updated_at = now
     return row
 
 

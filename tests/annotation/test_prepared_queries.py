@@ -4,17 +4,24 @@ built from, whatever the arguments, and a loud refusal for what cannot be a plac
 from __future__ import annotations
 
 import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, transaction
-from django.db.models import FilteredRelation, Q
+from django.db.models import F, FilteredRelation, Q
 from django.db.transaction import TransactionManagementError
 
 from annotation import services
 from annotation.models import ExpertItem, Participant, SimplificationText, Source
-from annotation.prepared_queries import Joined, PreparedQuery
+from annotation.prepared_queries import Joined, PreparedQuery, PreparedUpdate
 from tests.annotation.factories import build_study
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -101,12 +108,105 @@ def test_an_argument_the_orm_rewrites_cannot_be_a_placeholder(pages):
         prepared.rows(word="liver")
 
 
-def test_only_ints_strings_and_their_tuples_are_placeholders(pages):
+def test_only_ints_strings_aware_datetimes_and_their_tuples_are_placeholders(pages):
     prepared = PreparedQuery(
         lambda since: ExpertItem.objects.filter(completed_at__gte=since).values_list("pk")
     )
     with pytest.raises(ImproperlyConfigured, match="since"):
-        prepared.rows(since=dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
+        prepared.rows(since=dt.datetime(2026, 1, 1))  # naive
+    with pytest.raises(ImproperlyConfigured, match="since"):
+        prepared.rows(since=dt.date(2026, 1, 1))
+
+
+def test_datetimes_and_none_select_the_rows_the_queryset_selects(pages):
+    early, late = (dt.datetime(2026, 1, day, 12, 0, 0, 250_000, tzinfo=dt.UTC) for day in (2, 9))
+    ExpertItem.objects.filter(pk=pages[0].pk).update(completed_at=early)
+    ExpertItem.objects.filter(pk=pages[1].pk).update(completed_at=late)
+
+    def build(since, done):
+        items = ExpertItem.objects.order_by("pk")
+        if done is None:  # not done yet, or done since
+            return items.filter(Q(completed_at__isnull=True) | Q(completed_at__gte=since)).values_list("pk")
+        return items.filter(completed_at__gte=since).values_list("pk", "completed_at")
+
+    prepared = PreparedQuery(build)
+    for since, done in [
+        (early, True),
+        (late, True),
+        (late + dt.timedelta(microseconds=1), True),
+        (early, None),
+    ]:
+        assert prepared.rows(since=since, done=done) == list(build(since, done))
+    assert prepared.rows(since=early, done=True) == [(pages[0].pk, early), (pages[1].pk, late)]
+
+
+def test_a_prepared_update_changes_what_update_changes(pages):
+    def build(item_id, added, completed_at):
+        changes = {"time_spent_ms": F("time_spent_ms") + added, "completed_at": completed_at}
+        return ExpertItem.objects.filter(pk=item_id), changes
+
+    prepared = PreparedUpdate(build)
+    moment = dt.datetime(2026, 3, 4, 5, 6, 7, 891_011, tzinfo=dt.UTC)
+    assert prepared.run(item_id=pages[0].pk, added=1500, completed_at=moment) == 1
+    assert prepared.run(item_id=pages[0].pk, added=250, completed_at=moment) == 1
+    assert prepared.run(item_id=pages[1].pk, added=7, completed_at=None) == 1
+    assert prepared.run(item_id=-1, added=7, completed_at=None) == 0
+    assert ExpertItem.objects.filter(pk=pages[0].pk).values_list("time_spent_ms", "completed_at").get() == (
+        1750,
+        moment,
+    )
+    assert ExpertItem.objects.filter(pk=pages[1].pk).values_list("time_spent_ms", "completed_at").get() == (
+        7,
+        None,
+    )
+    untouched = [item.pk for item in pages[2:]]
+    assert set(ExpertItem.objects.filter(pk__in=untouched).values_list("time_spent_ms", flat=True)) == {0}
+
+
+SQLITE_SCRIPT = r"""
+import datetime as dt, json
+import django
+django.setup()
+from django.core.management import call_command
+from django.db.models import F
+call_command("migrate", verbosity=0)
+from annotation import services
+from annotation.models import ExpertItem, Participant, Source
+from annotation.prepared_queries import PreparedQuery, PreparedUpdate
+from tests.annotation.factories import build_study
+
+study = build_study(slug="lite", n_sources=3, systems=("a", "b"))
+rater = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+items = services.expert_items_create(participant=rater, sources=list(Source.objects.all()), first_position=0)
+update = PreparedUpdate(lambda item_id, at: (ExpertItem.objects.filter(pk=item_id), {"completed_at": at}))
+def done_since(since):
+    return ExpertItem.objects.filter(completed_at__gte=since).order_by("pk").values_list("pk", "completed_at")
+read = PreparedQuery(done_since)
+moment = dt.datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=dt.UTC)
+later = moment + dt.timedelta(days=1)
+changed = [update.run(item_id=items[0].pk, at=moment), update.run(item_id=items[1].pk, at=later)]
+since = moment + dt.timedelta(microseconds=1)
+got, orm = read.rows(since=since), list(done_since(since))
+stored = ExpertItem.objects.get(pk=items[0].pk).completed_at
+print(json.dumps({"changed": changed, "same": got == orm, "rows": len(got),
+                  "second": got[0][0] == items[1].pk, "stored": stored == moment}))
+"""
+
+
+def test_prepared_reads_and_updates_adapt_datetimes_on_sqlite(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "REDIS_URL"))}
+    env |= {
+        "DJANGO_SETTINGS_MODULE": "config.settings.local",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'radlay.sqlite3'}",
+        "DJANGO_DEBUG": "0",
+        "PYTHONPATH": str(ROOT),
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", SQLITE_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome == {"changed": [1, 1], "same": True, "rows": 1, "second": True, "stored": True}
 
 
 @pytest.mark.skipif(not connection.features.has_select_for_update, reason="the database has no row locks")
