@@ -59,35 +59,43 @@ def _wanted_count(participant: Participant, n_sources: int) -> int:
     return n_sources if not subset else min(subset, n_sources)
 
 
-def _source_order(participant: Participant, sources: list[Source]) -> list[Source]:
-    """The participant's page order: the study's sources shuffled by the participant's own seed, so
-    order effects (fatigue, anchoring) spread over sources when several radiologists rate."""
-    ordered = sorted(sources, key=lambda s: s.position)
+def _source_order(participant: Participant, sources: list[tuple[int, int]]) -> list[int]:
+    """The participant's page order of the study's (source id, position)s: shuffled by the
+    participant's own seed, so order effects (fatigue, anchoring) spread over sources when several
+    radiologists rate."""
+    ordered = [pk for pk, _ in sorted(sources, key=lambda source: source[1])]
     return seeded_shuffle(ordered, seed=participant.order_seed, purpose="expert-sources")
 
 
-def expert_items_ensure(*, participant: Participant) -> list[ExpertItem]:
+def expert_pages_prepare(*, participant: Participant) -> None:
     """Create the participant's pages on first visit (every source, or the first
-    `Study.expert_sources_per_participant` of their seeded order) and return them in page order.
-    Idempotent; sources added to the study later are appended while the participant is short of
-    their quota. A constant number of queries whatever the study's size."""
+    `Study.expert_sources_per_participant` of their seeded order). Idempotent; sources added to
+    the study later are appended while the participant is short of their quota. A constant number
+    of queries whatever the study's size, and no model instance per page: every invite link
+    opened asks this, and a first visit writes thousands of pages."""
     if not participant.is_radiologist:
         raise ValidationError("Only radiologists have rating pages.")
     with transaction.atomic():
         # Serialises two first visits (two tabs, a double click) so positions never collide.
         Participant.objects.select_for_update().filter(pk=participant.pk).first()
-        items = list(ExpertItem.objects.filter(participant=participant).order_by("position"))
-        sources = list(Source.objects.filter(study_id=participant.study_id).only("pk", "position"))
+        pages = list(ExpertItem.objects.filter(participant=participant).values_list("source_id", "position"))
+        sources = list(Source.objects.filter(study_id=participant.study_id).values_list("pk", "position"))
         wanted = _wanted_count(participant, len(sources))
-        if len(items) >= wanted:
-            return items
-        have = {item.source_id for item in items}
-        missing = [source for source in _source_order(participant, sources) if source.pk not in have]
-        position = max((item.position for item in items), default=0) + 1
-        items += services.expert_items_create(
-            participant=participant, sources=missing[: wanted - len(items)], first_position=position
+        if len(pages) >= wanted:
+            return
+        have = {source_id for source_id, _ in pages}
+        missing = [pk for pk in _source_order(participant, sources) if pk not in have]
+        services.expert_items_create(
+            participant=participant,
+            source_ids=missing[: wanted - len(pages)],
+            first_position=max((position for _, position in pages), default=0) + 1,
         )
-    return items
+
+
+def expert_items_ensure(*, participant: Participant) -> list[ExpertItem]:
+    """expert_pages_prepare, then the participant's pages in page order."""
+    expert_pages_prepare(participant=participant)
+    return list(ExpertItem.objects.filter(participant=participant).order_by("position"))
 
 
 # --- Reading a page ----------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from annotation import scales
+from annotation.importers.bulk_insert import rows_insert
 from annotation.models import (
     ConsentRefusal,
     ExpertItem,
@@ -500,31 +501,34 @@ def expert_item_create(
 
 
 def expert_items_create(
-    *, participant: Participant, sources: Sequence[Source], first_position: int
-) -> list[ExpertItem]:
-    """Pages for `sources` at consecutive positions from `first_position`, in two queries whatever
-    their number. Call inside a transaction holding the participant row lock (two first visits
-    would otherwise race for the same positions)."""
+    *, participant: Participant, source_ids: Sequence[int], first_position: int
+) -> list[int]:
+    """Pages for `source_ids` at consecutive positions from `first_position`, in a constant
+    number of queries whatever their number (a COPY on PostgreSQL); returns their ids in that
+    order. Call inside a transaction holding the participant row lock (two first visits would
+    otherwise race for the same positions)."""
     _require_role(participant, Participant.Role.RADIOLOGIST)
     texts: dict[int, list[int]] = {}
     rows = (
-        Simplification.objects.filter(source__in=[source.pk for source in sources])
+        Simplification.objects.filter(source__in=list(source_ids))
         .order_by()
         .values_list("source_id", "shown_text_id")
         .distinct()
     )
     for source_id, text_id in rows:
         texts.setdefault(source_id, []).append(text_id)
-    return ExpertItem.objects.bulk_create(
-        [
-            ExpertItem(
-                participant=participant,
-                source=source,
-                position=first_position + offset,
-                text_order=_expert_text_order(participant, source.pk, texts.get(source.pk, ())),
+    return rows_insert(
+        ExpertItem,
+        columns=("source_id", "position", "text_order"),
+        rows=[
+            (
+                source_id,
+                first_position + offset,
+                _expert_text_order(participant, source_id, texts.get(source_id, ())),
             )
-            for offset, source in enumerate(sources)
-        ]
+            for offset, source_id in enumerate(source_ids)
+        ],
+        fixed={"participant_id": participant.pk},
     )
 
 

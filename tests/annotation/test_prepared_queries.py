@@ -16,7 +16,7 @@ from django.db import connection, transaction
 from django.db.models import F, FilteredRelation, Q
 from django.db.transaction import TransactionManagementError
 
-from annotation import services
+from annotation import expert_flow, services
 from annotation.models import ExpertItem, Participant, SimplificationText, Source
 from annotation.prepared_queries import Joined, PreparedQuery, PreparedUpdate
 from tests.annotation.factories import build_study
@@ -30,9 +30,9 @@ def pages(db):
     participants = [
         services.participant_create(study=study, role=Participant.Role.RADIOLOGIST) for _ in range(2)
     ]
-    sources = list(Source.objects.filter(study=study).order_by("pk"))
+    sources = list(Source.objects.filter(study=study).order_by("pk").values_list("pk", flat=True))
     for participant in participants:
-        services.expert_items_create(participant=participant, sources=sources, first_position=0)
+        services.expert_items_create(participant=participant, source_ids=sources, first_position=0)
     return list(ExpertItem.objects.select_related("participant__study", "source").order_by("pk"))
 
 
@@ -170,14 +170,16 @@ django.setup()
 from django.core.management import call_command
 from django.db.models import F
 call_command("migrate", verbosity=0)
-from annotation import services
+from annotation import expert_flow, services
 from annotation.models import ExpertItem, Participant, Source
 from annotation.prepared_queries import PreparedQuery, PreparedUpdate
 from tests.annotation.factories import build_study
 
 study = build_study(slug="lite", n_sources=3, systems=("a", "b"))
 rater = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
-items = services.expert_items_create(participant=rater, sources=list(Source.objects.all()), first_position=0)
+ids = services.expert_items_create(
+    participant=rater, source_ids=list(Source.objects.values_list("pk", flat=True)), first_position=0)
+items = list(ExpertItem.objects.filter(pk__in=ids).order_by("pk"))
 update = PreparedUpdate(lambda item_id, at: (ExpertItem.objects.filter(pk=item_id), {"completed_at": at}))
 def done_since(since):
     return ExpertItem.objects.filter(completed_at__gte=since).order_by("pk").values_list("pk", "completed_at")
@@ -214,9 +216,7 @@ def test_prepared_reads_and_updates_adapt_datetimes_on_sqlite(tmp_path):
 def test_a_locking_read_needs_a_transaction():
     study = build_study(slug="locking", n_sources=1, systems=("a",))
     participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
-    (item,) = services.expert_items_create(
-        participant=participant, sources=list(study.sources.all()), first_position=0
-    )
+    (item,) = expert_flow.expert_items_ensure(participant=participant)
     prepared = PreparedQuery(
         lambda item_id: ExpertItem.objects.select_for_update().filter(pk=item_id).values_list("pk")
     )
