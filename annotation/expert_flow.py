@@ -290,21 +290,39 @@ def expert_progress(*, participant: Participant) -> Progress:
     return Progress(done=counts["done"], total=_wanted_total(participant, counts["total"]))
 
 
+# Asked by every page view and submit: SQL compiled once per process (prepared_queries.py).
+_PLACE_COLUMNS = ("total", "done", "number", "previous", "following")
+_place_rows = PreparedQuery(
+    lambda participant_id, position: (
+        ExpertItem.objects.filter(participant_id=participant_id)
+        .order_by()
+        .values("participant_id")
+        .annotate(
+            total=Count("pk"),
+            done=Count("pk", filter=Q(completed_at__isnull=False)),
+            number=Count("pk", filter=Q(position__lte=position)),
+            previous=Max("position", filter=Q(position__lt=position)),
+            following=Min("position", filter=Q(position__gt=position)),
+        )
+        .values_list(*_PLACE_COLUMNS)
+    )
+)
+_neighbour_rows = PreparedQuery(
+    lambda participant_id, positions: ExpertItem.objects.filter(
+        participant_id=participant_id, position__in=positions
+    ).values_list("position", "pk")
+)
+
+
 def expert_page_place(*, item: ExpertItem, neighbours: bool = True) -> PagePlace:
     """One aggregate over the participant's pages (plus one lookup for the neighbours' ids), however
     many pages there are and however far the participant got."""
-    pages = ExpertItem.objects.filter(participant_id=item.participant_id)
-    counts = pages.aggregate(
-        total=Count("pk"),
-        done=Count("pk", filter=Q(completed_at__isnull=False)),
-        number=Count("pk", filter=Q(position__lte=item.position)),
-        previous=Max("position", filter=Q(position__lt=item.position)),
-        following=Min("position", filter=Q(position__gt=item.position)),
-    )
+    rows = _place_rows.rows(participant_id=item.participant_id, position=item.position)
+    counts = dict(zip(_PLACE_COLUMNS, rows[0] if rows else (0, 0, 0, None, None), strict=True))
     ids: dict[int, int] = {}
-    wanted = [counts[key] for key in ("previous", "following") if counts[key] is not None]
+    wanted = tuple(counts[key] for key in ("previous", "following") if counts[key] is not None)
     if neighbours and wanted:
-        ids = dict(pages.filter(position__in=wanted).values_list("position", "pk"))
+        ids = dict(_neighbour_rows.rows(participant_id=item.participant_id, positions=wanted))
     return PagePlace(
         number=counts["number"],
         progress=Progress(done=counts["done"], total=counts["total"]),

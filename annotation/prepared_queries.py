@@ -30,8 +30,11 @@ from django.db.models import Model
 from django.db.models.sql import UpdateQuery
 from django.db.transaction import TransactionManagementError
 
-# Unlikely values, distinct per placeholder: the compiled parameters are searched for them.
-_INT_BASE = -7_300_000_000_000
+# Unlikely values, distinct per placeholder: the compiled parameters are searched for them. Ints
+# stay inside every integer field's range (also positive ones): Django rewrites a comparison with
+# a value out of the column's range (e.g. `position__lte=-1` on a PositiveIntegerField).
+_INT_BASE = 2_147_483_000
+_MAX_PLACEHOLDERS = 600  # _INT_BASE + 600 < 2**31
 _TEXT_MARK = "\x00radlay-placeholder-"
 _TIME_BASE = dt.datetime(1901, 2, 3, tzinfo=dt.UTC)
 
@@ -60,8 +63,10 @@ def _placeholders(arguments: dict[str, Any]) -> tuple[dict[str, Any], dict[Any, 
 
     def one(name: str, value: Any, index: int | None) -> Any:
         number = next(counter)
+        if number > _MAX_PLACEHOLDERS:
+            raise ImproperlyConfigured(f"PreparedQuery: more than {_MAX_PLACEHOLDERS} placeholders.")
         if isinstance(value, int):
-            placeholder: Any = _INT_BASE - number
+            placeholder: Any = _INT_BASE + number
         elif isinstance(value, str):
             placeholder = f"{_TEXT_MARK}{number}"
         elif isinstance(value, dt.datetime) and value.tzinfo is not None:

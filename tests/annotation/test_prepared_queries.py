@@ -118,6 +118,24 @@ def test_only_ints_strings_aware_datetimes_and_their_tuples_are_placeholders(pag
         prepared.rows(since=dt.date(2026, 1, 1))
 
 
+def test_a_comparison_with_a_positive_integer_column_is_prepared(pages):
+    # Django rewrites a comparison with a value outside the column's range: placeholders are in it.
+    prepared = PreparedQuery(
+        lambda participant_id, position: ExpertItem.objects.filter(
+            participant_id=participant_id, position__lte=position
+        ).values_list("pk")
+    )
+    item = pages[0]
+    for position in (0, 1, 2, 10):
+        expected = list(
+            ExpertItem.objects.filter(participant_id=item.participant_id, position__lte=position).values_list(
+                "pk"
+            )
+        )
+        assert prepared.rows(participant_id=item.participant_id, position=position) == expected
+    assert len(prepared.rows(participant_id=item.participant_id, position=1)) == 2
+
+
 def test_datetimes_and_none_select_the_rows_the_queryset_selects(pages):
     early, late = (dt.datetime(2026, 1, day, 12, 0, 0, 250_000, tzinfo=dt.UTC) for day in (2, 9))
     ExpertItem.objects.filter(pk=pages[0].pk).update(completed_at=early)
