@@ -1,17 +1,21 @@
-"""Fixed-shape reads that the ORM writes once per process and the survey runs many times.
+"""Fixed-shape queries that the ORM writes once per process and the survey runs many times.
 
 Django builds and compiles a QuerySet's SQL anew on every call. For the survey's busiest requests
-that is most of their CPU time: a radiologist's autosave spent ~60 % of its in-process time in
-`QuerySet.filter`/`values_list`/`SQLCompiler.as_sql` for three small reads whose SQL never changes
-(profile in the README's speed section). A PreparedQuery asks the ORM for the SQL once, with
-placeholder arguments, remembers where each placeholder landed among the parameters, and then
+that was most of their CPU time: a radiologist's autosave spent ~60 % of its in-process time in
+`QuerySet.filter`/`values_list`/`SQLCompiler.as_sql` for small reads and updates whose SQL never
+changes (profile in the README's benchmark section). A PreparedQuery (reads) or PreparedUpdate
+(`QuerySet.update()`) asks the ORM for the SQL once per database connection and argument shape,
+with placeholder arguments, remembers where each placeholder landed among the parameters, and then
 runs that SQL with the real arguments: the ORM still writes every query, only the repetition is
-skipped. Rows come back converted as `values_list()` converts them; `instances()` turns them into
-model instances with their related objects, as `select_related()` would.
+skipped. Rows come back converted as `values_list()` converts them; `Joined.instances()` turns
+them into model instances with their related objects, as `select_related()` would.
 
-Only what passes through the ORM unchanged can be a placeholder: ints and strings in exact lookups
-(`pk=`, `token=`, `participant_id=`) and tuples of ints in `__in`. Anything else is refused when the
-query is first compiled, so a query that cannot be prepared fails loudly, not with wrong rows.
+Only what passes through the ORM unchanged can be a placeholder: ints, strings and aware
+datetimes (adapted as the backend adapts them) in exact lookups, comparisons and update values,
+and tuples of them in `__in`. None and booleans are literals: they change the SQL (IS NULL), so
+they are part of the shape. Anything else, or a value the ORM rewrites on its way to SQL, is
+refused when the query is first compiled: a query that cannot be prepared fails loudly, never
+with wrong rows.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import itertools
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -107,6 +112,7 @@ class _Prepared:
     def __init__(self, build: Callable[..., Any]) -> None:
         self._build = build
         self._compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
 
     def _query(self, connection, using: str, values: dict[str, Any]) -> tuple[Any, Any]:
         """(the sql.Query to compile, whether it takes row locks)."""
@@ -155,8 +161,11 @@ class _Prepared:
     def _execute(
         self, using: str, arguments: dict[str, Any], run: Callable[[Any, str, list], Any], empty: Any
     ):
-        connection = connections[using]
-        by_shape = self._compiled.setdefault(connection, {})
+        connection = connections[using]  # one per thread: what it compiled is its own
+        by_shape = self._compiled.get(connection)
+        if by_shape is None:
+            with self._lock:  # a WeakKeyDictionary is not safe to grow from several threads
+                by_shape = self._compiled.setdefault(connection, {})
         shape = _shape(arguments)
         if shape not in by_shape:
             by_shape[shape] = self._compile(connection, using, arguments)
