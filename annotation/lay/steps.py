@@ -120,21 +120,47 @@ class LayProgress:
         return round(100 * self.done / self.total) if self.total else 0
 
 
+# Asked by every lay page: SQL compiled once per process (one row per group: the participant, the
+# study; none when the participant has no items or the study no checks).
+_THREE = Q(preference_order__1__isnull=False)  # panel 3 needs two texts to compare
+_ITEM_COUNTS = ("items", "three", "assisted", "preference", "done", "done_three")
+_item_count_rows = PreparedQuery(
+    lambda participant_id: (
+        LayItem.objects.filter(participant_id=participant_id)
+        .order_by()
+        .values("participant_id")
+        .annotate(
+            items=Count("pk"),
+            three=Count("pk", filter=_THREE),
+            assisted=Count("pk", filter=Q(stage=ASSISTED)),
+            preference=Count("pk", filter=Q(stage=PREFERENCE)),
+            done=Count("pk", filter=Q(stage=DONE)),
+            done_three=Count("pk", filter=Q(stage=DONE) & _THREE),
+        )
+        .values_list(*_ITEM_COUNTS)
+    )
+)
+_CHECK_COUNTS = ("n", "answered")
+_check_count_rows = PreparedQuery(
+    lambda study_id, participant_id: (
+        AttentionCheck.objects.filter(study_id=study_id)
+        .order_by()
+        .values("study_id")
+        .annotate(
+            n=Count("pk", distinct=True),
+            answered=Count("responses", filter=Q(responses__participant_id=participant_id), distinct=True),
+        )
+        .values_list(*_CHECK_COUNTS)
+    )
+)
+
+
 def lay_progress(*, participant: Participant, step: LayStep) -> LayProgress:
     """Panels and attention checks done / in all, counted in the database (two queries)."""
-    three = Q(preference_order__1__isnull=False)  # panel 3 needs two texts to compare
-    counts = LayItem.objects.filter(participant=participant).aggregate(
-        items=Count("pk"),
-        three=Count("pk", filter=three),
-        assisted=Count("pk", filter=Q(stage=ASSISTED)),
-        preference=Count("pk", filter=Q(stage=PREFERENCE)),
-        done=Count("pk", filter=Q(stage=DONE)),
-        done_three=Count("pk", filter=Q(stage=DONE) & three),
-    )
-    checks = AttentionCheck.objects.filter(study_id=participant.study_id).aggregate(
-        n=Count("pk", distinct=True),
-        answered=Count("responses", filter=Q(responses__participant=participant), distinct=True),
-    )
+    rows = _item_count_rows.rows(participant_id=participant.pk)
+    counts = dict(zip(_ITEM_COUNTS, rows[0] if rows else (0,) * len(_ITEM_COUNTS), strict=True))
+    rows = _check_count_rows.rows(study_id=participant.study_id, participant_id=participant.pk)
+    checks = dict(zip(_CHECK_COUNTS, rows[0] if rows else (0, 0), strict=True))
     total = checks["n"] + 2 * counts["items"] + counts["three"]
     done = (
         checks["answered"]
