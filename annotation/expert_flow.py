@@ -30,7 +30,7 @@ from annotation.models import (
     SimplificationText,
     Source,
 )
-from annotation.prepared_queries import PreparedQuery, PreparedUpdate
+from annotation.prepared_queries import PreparedAggregate, PreparedQuery, PreparedUpdate
 from annotation.survey_page import (  # noqa: F401  (re-exported: views and tests time pages here)
     MAX_INTERVAL_MS,
     elapsed_ms_clean,
@@ -291,20 +291,17 @@ def expert_progress(*, participant: Participant) -> Progress:
 
 
 # Asked by every page view and submit: SQL compiled once per process (prepared_queries.py).
-_PLACE_COLUMNS = ("total", "done", "number", "previous", "following")
-_place_rows = PreparedQuery(
+_place_counts = PreparedAggregate(
     lambda participant_id, position: (
-        ExpertItem.objects.filter(participant_id=participant_id)
-        .order_by()
-        .values("participant_id")
-        .annotate(
-            total=Count("pk"),
-            done=Count("pk", filter=Q(completed_at__isnull=False)),
-            number=Count("pk", filter=Q(position__lte=position)),
-            previous=Max("position", filter=Q(position__lt=position)),
-            following=Min("position", filter=Q(position__gt=position)),
-        )
-        .values_list(*_PLACE_COLUMNS)
+        ExpertItem.objects.filter(participant_id=participant_id),
+        "participant_id",
+        {
+            "total": Count("pk"),
+            "done": Count("pk", filter=Q(completed_at__isnull=False)),
+            "number": Count("pk", filter=Q(position__lte=position)),
+            "previous": Max("position", filter=Q(position__lt=position)),
+            "following": Min("position", filter=Q(position__gt=position)),
+        },
     )
 )
 _neighbour_rows = PreparedQuery(
@@ -317,8 +314,7 @@ _neighbour_rows = PreparedQuery(
 def expert_page_place(*, item: ExpertItem, neighbours: bool = True) -> PagePlace:
     """One aggregate over the participant's pages (plus one lookup for the neighbours' ids), however
     many pages there are and however far the participant got."""
-    rows = _place_rows.rows(participant_id=item.participant_id, position=item.position)
-    counts = dict(zip(_PLACE_COLUMNS, rows[0] if rows else (0, 0, 0, None, None), strict=True))
+    counts = _place_counts.values(participant_id=item.participant_id, position=item.position)
     ids: dict[int, int] = {}
     wanted = tuple(counts[key] for key in ("previous", "following") if counts[key] is not None)
     if neighbours and wanted:

@@ -202,6 +202,26 @@ class PreparedQuery(_Prepared):
         return self._execute(using, arguments, run, [])
 
 
+class PreparedAggregate(PreparedQuery):
+    """`build(**arguments)` returns (a QuerySet, a field all its rows share, {name: aggregate});
+    `values(**arguments)` returns {name: value} as `QuerySet.aggregate()` would. (An aggregate
+    query runs as soon as it is built; grouped by that one field it is a values_list() to prepare.)"""
+
+    def __init__(self, build: Callable[..., Any]) -> None:
+        self._empty: dict[str, Any] = {}
+
+        def grouped(**values: Any):
+            queryset, field, aggregates = build(**values)
+            self._empty = {name: aggregate.empty_result_set_value for name, aggregate in aggregates.items()}
+            return queryset.order_by().values(field).annotate(**aggregates).values_list(*aggregates)
+
+        super().__init__(grouped)
+
+    def values(self, *, using: str = "default", **arguments: Any) -> dict[str, Any]:
+        rows = self.rows(using=using, **arguments)
+        return dict(zip(self._empty, rows[0], strict=True)) if rows else dict(self._empty)
+
+
 class PreparedUpdate(_Prepared):
     """`build(**arguments)` returns (a QuerySet, the values its update() would set);
     `run(**arguments)` runs that UPDATE and returns the number of rows it changed, as update()."""

@@ -11,7 +11,7 @@ from django.db.models import Count, Q
 
 from annotation.lay.design import ASSISTED, DONE, PREFERENCE, lay_background_pending, panel_number
 from annotation.models import AttentionCheck, LayItem, Participant
-from annotation.prepared_queries import Joined, PreparedQuery
+from annotation.prepared_queries import Joined, PreparedAggregate, PreparedQuery
 
 # Step kinds, in the order a participant meets them.
 COMPLETED = "completed"  # finished: the completion code (shown even after the study closed)
@@ -120,47 +120,38 @@ class LayProgress:
         return round(100 * self.done / self.total) if self.total else 0
 
 
-# Asked by every lay page: SQL compiled once per process (one row per group: the participant, the
-# study; none when the participant has no items or the study no checks).
+# Asked by every lay page: SQL compiled once per process.
 _THREE = Q(preference_order__1__isnull=False)  # panel 3 needs two texts to compare
-_ITEM_COUNTS = ("items", "three", "assisted", "preference", "done", "done_three")
-_item_count_rows = PreparedQuery(
+_item_counts = PreparedAggregate(
     lambda participant_id: (
-        LayItem.objects.filter(participant_id=participant_id)
-        .order_by()
-        .values("participant_id")
-        .annotate(
-            items=Count("pk"),
-            three=Count("pk", filter=_THREE),
-            assisted=Count("pk", filter=Q(stage=ASSISTED)),
-            preference=Count("pk", filter=Q(stage=PREFERENCE)),
-            done=Count("pk", filter=Q(stage=DONE)),
-            done_three=Count("pk", filter=Q(stage=DONE) & _THREE),
-        )
-        .values_list(*_ITEM_COUNTS)
+        LayItem.objects.filter(participant_id=participant_id),
+        "participant_id",
+        {
+            "items": Count("pk"),
+            "three": Count("pk", filter=_THREE),
+            "assisted": Count("pk", filter=Q(stage=ASSISTED)),
+            "preference": Count("pk", filter=Q(stage=PREFERENCE)),
+            "done": Count("pk", filter=Q(stage=DONE)),
+            "done_three": Count("pk", filter=Q(stage=DONE) & _THREE),
+        },
     )
 )
-_CHECK_COUNTS = ("n", "answered")
-_check_count_rows = PreparedQuery(
+_check_counts = PreparedAggregate(
     lambda study_id, participant_id: (
-        AttentionCheck.objects.filter(study_id=study_id)
-        .order_by()
-        .values("study_id")
-        .annotate(
-            n=Count("pk", distinct=True),
-            answered=Count("responses", filter=Q(responses__participant_id=participant_id), distinct=True),
-        )
-        .values_list(*_CHECK_COUNTS)
+        AttentionCheck.objects.filter(study_id=study_id),
+        "study_id",
+        {
+            "n": Count("pk", distinct=True),
+            "answered": Count("responses", filter=Q(responses__participant_id=participant_id), distinct=True),
+        },
     )
 )
 
 
 def lay_progress(*, participant: Participant, step: LayStep) -> LayProgress:
     """Panels and attention checks done / in all, counted in the database (two queries)."""
-    rows = _item_count_rows.rows(participant_id=participant.pk)
-    counts = dict(zip(_ITEM_COUNTS, rows[0] if rows else (0,) * len(_ITEM_COUNTS), strict=True))
-    rows = _check_count_rows.rows(study_id=participant.study_id, participant_id=participant.pk)
-    checks = dict(zip(_CHECK_COUNTS, rows[0] if rows else (0, 0), strict=True))
+    counts = _item_counts.values(participant_id=participant.pk)
+    checks = _check_counts.values(study_id=participant.study_id, participant_id=participant.pk)
     total = checks["n"] + 2 * counts["items"] + counts["three"]
     done = (
         checks["answered"]

@@ -4,24 +4,18 @@ built from, whatever the arguments, and a loud refusal for what cannot be a plac
 from __future__ import annotations
 
 import datetime as dt
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, transaction
-from django.db.models import F, FilteredRelation, Q
+from django.db.models import Count, F, FilteredRelation, Max, Min, Q
 from django.db.transaction import TransactionManagementError
 
 from annotation import expert_flow, services
 from annotation.models import ExpertItem, Participant, SimplificationText, Source
-from annotation.prepared_queries import Joined, PreparedQuery, PreparedUpdate
+from annotation.prepared_queries import Joined, PreparedAggregate, PreparedQuery, PreparedUpdate
 from tests.annotation.factories import build_study
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.annotation.sqlite_run import run_on_sqlite
 
 
 @pytest.fixture
@@ -136,6 +130,31 @@ def test_a_comparison_with_a_positive_integer_column_is_prepared(pages):
     assert len(prepared.rows(participant_id=item.participant_id, position=1)) == 2
 
 
+def test_a_prepared_aggregate_equals_aggregate_also_over_no_rows(pages):
+    def aggregates(position):
+        return {
+            "total": Count("pk"),
+            "before": Count("pk", filter=Q(position__lt=position)),
+            "previous": Max("position", filter=Q(position__lt=position)),
+            "following": Min("position", filter=Q(position__gt=position)),
+        }
+
+    prepared = PreparedAggregate(
+        lambda participant_id, position: (
+            ExpertItem.objects.filter(participant_id=participant_id),
+            "participant_id",
+            aggregates(position),
+        )
+    )
+    participant_id = pages[0].participant_id
+    for position in (0, 1, 3, 9):
+        expected = ExpertItem.objects.filter(participant_id=participant_id).aggregate(**aggregates(position))
+        assert prepared.values(participant_id=participant_id, position=position) == expected
+    nobody = ExpertItem.objects.filter(participant_id=-5).aggregate(**aggregates(1))
+    assert nobody == {"total": 0, "before": 0, "previous": None, "following": None}
+    assert prepared.values(participant_id=-5, position=1) == nobody
+
+
 def test_datetimes_and_none_select_the_rows_the_queryset_selects(pages):
     early, late = (dt.datetime(2026, 1, day, 12, 0, 0, 250_000, tzinfo=dt.UTC) for day in (2, 9))
     ExpertItem.objects.filter(pk=pages[0].pk).update(completed_at=early)
@@ -214,18 +233,7 @@ print(json.dumps({"changed": changed, "same": got == orm, "rows": len(got),
 
 
 def test_prepared_reads_and_updates_adapt_datetimes_on_sqlite(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "REDIS_URL"))}
-    env |= {
-        "DJANGO_SETTINGS_MODULE": "config.settings.local",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'radlay.sqlite3'}",
-        "DJANGO_DEBUG": "0",
-        "PYTHONPATH": str(ROOT),
-    }
-    result = subprocess.run(
-        [sys.executable, "-c", SQLITE_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    outcome = run_on_sqlite(SQLITE_SCRIPT, tmp_path)
     assert outcome == {"changed": [1, 1], "same": True, "rows": 1, "second": True, "stored": True}
 
 
