@@ -39,8 +39,14 @@ _participant_rows = PreparedQuery(
 )
 
 
+def _token_possible(token: str) -> bool:
+    # What no stored token can be is not asked for (PostgreSQL refuses a NUL in any string).
+    return len(token) <= Participant._meta.get_field("token").max_length and "\x00" not in token
+
+
 def access_participant(*, token: str, role: str | None = None, require_open: bool = True) -> Participant:
-    rows = _participant_rows.rows(token=str(token))  # the token is unique: one row or none
+    token = str(token)
+    rows = _participant_rows.rows(token=token) if _token_possible(token) else []  # unique: one row or none
     if not rows:
         raise Http404("This survey link is not valid.")
     return _admit(_PARTICIPANT.instances(rows[0]), role=role, require_open=require_open)
@@ -67,7 +73,8 @@ def access_expert_page(*, token: str, item_id: int, require_open: bool = True) -
     """A radiologist's own page with its participant (and study) and source, in one query: the
     survey's busiest request (every autosave) resolves its token and its page together. A page of
     somebody else's is a 404 once the token itself passed access_participant's checks."""
-    rows = _expert_page_rows.rows(item_id=int(item_id), token=str(token))
+    token = str(token)
+    rows = _expert_page_rows.rows(item_id=int(item_id), token=token) if _token_possible(token) else []
     if not rows:
         # The token's own refusal (invalid link, other role, closed study) comes first.
         access_participant(token=token, role=Participant.Role.RADIOLOGIST, require_open=require_open)
