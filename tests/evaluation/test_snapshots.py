@@ -196,13 +196,16 @@ def test_api_fresh_waits_for_a_snapshot_computed_after_the_request(client_in, st
 # --- the check of the study's data, off the request path -----------------------------------------
 
 ANSWER_TABLES = ("annotation_layanswer", "annotation_laypreference", "annotation_expertrating")
+# Longer than any computation in the suite takes, however busy the machine: a snapshot that landed
+# leaves a count younger than this, so no check is due until a test ages it.
+CHECK_SECONDS = 600
 
 
 @pytest.fixture
 def checks(monkeypatch, settings):
-    """Readers count the study's data at most every 10 s, and send the count to a worker: the
-    checks sent are recorded, not run, until the test runs them."""
-    settings.RADLAY_ANALYSIS_CHECK_SECONDS = 10
+    """Readers count the study's data at most every CHECK_SECONDS, and send the count to a
+    worker: the checks sent are recorded, not run, until the test runs them."""
+    settings.RADLAY_ANALYSIS_CHECK_SECONDS = CHECK_SECONDS
     cache.clear()
     calls: list[int] = []
     monkeypatch.setattr(tasks, "analysis_coverage_check_send", lambda *, study_id: calls.append(study_id))
@@ -234,7 +237,7 @@ def test_a_reader_sends_the_check_of_the_data_instead_of_counting(client_in, stu
     # which finds the change and requests the recomputation.
     change_an_answer(study)
     counted = cache.get(f"radlay:analysis-coverage:{study.pk}")
-    cache.set(f"radlay:analysis-coverage:{study.pk}", {**counted, "at": counted["at"] - 11})
+    cache.set(f"radlay:analysis-coverage:{study.pk}", {**counted, "at": counted["at"] - CHECK_SECONDS - 1})
     client_in.get(url)
     assert checks == [study.pk, study.pk]
     services.analysis_coverage_check_run(study_id=study.pk)
@@ -300,3 +303,17 @@ def test_the_api_serves_the_stored_document_as_the_renderer_would(client_in, stu
     assert again == reference
     # The browsable API still renders it.
     assert client_in.get(reverse("api:analysis", args=["snap"]), HTTP_ACCEPT="text/html").status_code == 200
+
+
+def test_the_metrics_section_shows_the_first_rows_per_simplification(client_in, study, sent, monkeypatch):
+    from evaluation import context
+
+    monkeypatch.setattr(context, "PER_TEXT_SHOWN", 3)
+    services.analysis_snapshot_compute_here(study=study)
+    total = len(AnalysisSnapshot.objects.get(study=study).details["per_simplification"])
+    assert total > 3
+    html = client_in.get(reverse("evaluation:study-metrics", args=["snap"])).content.decode()
+    table = html.split("Per simplification", 1)[1]
+    assert f"({total})" in table and f"The first 3 of {total}" in table
+    assert table.split("<tbody>", 1)[1].split("</tbody>", 1)[0].count("<tr>") == 3
+    assert reverse("evaluation:study-metrics-csv", args=["snap"]) in table
