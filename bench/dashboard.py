@@ -2,17 +2,23 @@
 
     .venv/bin/python bench/dashboard.py                          # 1 000, 5 000 and 20 000 sources
     .venv/bin/python bench/dashboard.py --sizes 1000 --laypeople 8
+    DATABASE_URL=postgres://… .venv/bin/python bench/dashboard.py --use-database-url --sizes 20000
 
 For each size, builds the synthetic study of bench/analyze.py in a throwaway SQLite database
-(or the database of DATABASE_URL with --use-database-url), computes its analysis snapshot once
-(the task's work, timed and reported apart), then times through Django's test client, in this
-process (server time, no network):
+(or, with --use-database-url, in a scratch database on the server of DATABASE_URL, dropped after:
+bench/scratch.py), computes its analysis snapshot once (the task's work, timed and reported apart),
+then times through Django's test client, in this process (server time, no network):
 
-* cold: the first request after the snapshot landed (the freshness check runs its aggregate
-  queries), and a request after an answer changed (the page shows the old snapshot and sends the
-  recomputation, which this bench does not run);
-* warm: the median of the next requests (the freshness check is cached for
-  RADLAY_ANALYSIS_CHECK_SECONDS).
+* dashboard / API, first request after the snapshot landed (the snapshot left the count of the
+  data it covers: no check);
+* dashboard / API with nothing counted (the shared cache emptied, e.g. restarted): the request
+  sends the check of the data to a worker and shows the snapshot meanwhile;
+* warm: the median of the next requests;
+* after an answer changed and a check counted it: the page shows the old snapshot, "answers
+  changed since — recomputing".
+
+Checks and recomputations are sent to a worker this bench does not run; the check's own time
+(the aggregate queries over the answer tables, in the worker) is timed and reported apart.
 
 Reference, measured in the same run: the dashboard's login page (a template render and a session
 through the same middleware), so the ratio says what reading and rendering the snapshot costs on
@@ -27,17 +33,17 @@ import statistics
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from analyze import synthetic_study  # noqa: E402
+from scratch import bench_database  # noqa: E402
 
 
-def setup_django(database: Path | None) -> None:
-    if database is not None:
-        os.environ["DATABASE_URL"] = f"sqlite:///{database}"
+def setup_django() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.test")
     import django
 
@@ -79,8 +85,9 @@ def bench_size(n_sources: int, n_lay: int, repeats: int) -> dict:
     started = time.perf_counter()
     services.analysis_snapshot_compute_here(study=study)
     computed = time.perf_counter() - started
-    # Recomputations the pages ask for are sent to a worker this bench does not run.
+    # What the pages send goes to a worker this bench does not run.
     tasks.analysis_snapshot_send = lambda *, study_id: None
+    tasks.analysis_coverage_check_send = lambda *, study_id: None
 
     client = Client()
     client.force_login(user)
@@ -89,18 +96,24 @@ def bench_size(n_sources: int, n_lay: int, repeats: int) -> dict:
     login = reverse("evaluation:login")
     anonymous = Client()
     figures: dict[str, float] = {}
-    cache.clear()
-    figures["dashboard cold"] = timed_get(client, dashboard)
+    figures["dashboard, snapshot just landed"] = timed_get(client, dashboard)
     figures["dashboard warm"] = statistics.median(timed_get(client, dashboard) for _ in range(repeats))
-    cache.clear()
-    figures["API cold"] = timed_get(client, api)
+    figures["API, snapshot just landed"] = timed_get(client, api)
     figures["API warm"] = statistics.median(timed_get(client, api) for _ in range(repeats))
+    cache.clear()
+    figures["dashboard, nothing counted"] = timed_get(client, dashboard)
+    cache.clear()
+    figures["API, nothing counted"] = timed_get(client, api)
     answer = LayAnswer.objects.filter(item__participant__study=study).order_by("pk").first()
     LayAnswer.objects.filter(pk=answer.pk).update(understanding="Not at all", updated_at=timezone.now())
-    cache.clear()
+    started = time.perf_counter()
+    services.analysis_coverage_check_run(study_id=study.pk)
+    checked = time.perf_counter() - started
     figures["dashboard after a change"] = timed_get(client, dashboard)
+    if "answers changed since" not in client.get(dashboard).content.decode():
+        raise SystemExit("the dashboard does not show the change it was told of")
     figures["reference: login page"] = statistics.median(timed_get(anonymous, login) for _ in range(repeats))
-    return {"built": built, "computed": computed, "figures": figures}
+    return {"built": built, "computed": computed, "checked": checked, "figures": figures}
 
 
 def main() -> None:
@@ -116,8 +129,13 @@ def main() -> None:
         help="use DATABASE_URL (e.g. PostgreSQL), not a temporary SQLite",
     )
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        setup_django(None if args.use_database_url else Path(tmp) / "dashboard.sqlite3")
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+        if args.use_database_url:
+            where = stack.enter_context(bench_database("dashboard", Path(tmp)))
+        else:
+            os.environ["DATABASE_URL"] = f"sqlite:///{Path(tmp) / 'dashboard.sqlite3'}"
+            where = "a throwaway SQLite file"
+        setup_django()
         from django.conf import settings
 
         # The figures do not depend on how many resamples the snapshot was computed with.
@@ -132,14 +150,15 @@ def main() -> None:
             figures = result["figures"]
             reference = figures["reference: login page"]
             print(
-                f"{size} sources × {args.laypeople} laypeople (built in {result['built']:.0f} s; snapshot "
-                f"computed in {result['computed']:.1f} s, not in any request):"
+                f"{size} sources × {args.laypeople} laypeople in {where} (built in {result['built']:.0f} s; "
+                f"snapshot computed in {result['computed']:.1f} s and a check of the data in "
+                f"{1000 * result['checked']:.0f} ms, both in a worker, not in any request):"
             )
             for label, seconds in figures.items():
                 ratio = (
                     "" if label.startswith("reference") else f"  ({seconds / reference:.1f}× the reference)"
                 )
-                print(f"  {label:28} {1000 * seconds:8.1f} ms{ratio}")
+                print(f"  {label:34} {1000 * seconds:8.1f} ms{ratio}")
 
 
 if __name__ == "__main__":

@@ -55,6 +55,9 @@ def dashboard_context(*, study: Study, state: SnapshotState, reported: str | Non
 
 
 SECTION_TABLES = {"metrics": ("metrics",), "correlations": ("correlations", "correlation_heatmap")}
+# The dashboard's table of metrics per simplification shows this many rows (4 systems × 20 000
+# sources would be an 80 000-row page); all of them are in the metrics CSV download.
+PER_TEXT_SHOWN = 500
 
 
 def section_context(*, study: Study, section: str) -> dict[str, Any]:
@@ -65,7 +68,15 @@ def section_context(*, study: Study, section: str) -> dict[str, Any]:
     analysis = snapshot_analysis(snapshot) if snapshot is not None else None
     if analysis is None:
         return {"study": study, "tables": None, "analysis": None}
-    return {"study": study, "tables": report_tables(analysis, SECTION_TABLES[section]), "analysis": analysis}
+    tables = report_tables(analysis, SECTION_TABLES[section])
+    metrics = tables.get("metrics")
+    if metrics is not None and len(metrics["per_text"]) > PER_TEXT_SHOWN:
+        tables["metrics"] = {
+            **metrics,
+            "per_text": metrics["per_text"][:PER_TEXT_SHOWN],
+            "per_text_total": len(metrics["per_text"]),
+        }
+    return {"study": study, "tables": tables, "analysis": analysis}
 
 
 def analysis_document(*, study: Study) -> dict[str, Any] | None:

@@ -76,6 +76,10 @@ class AnalysisSnapshot(models.Model):
     result = models.JSONField(null=True, blank=True)
     details = models.JSONField(null=True, blank=True)
     figures = models.JSONField(default=dict, blank=True)
+    # The whole document (result with its details) as the JSON text the API serves: decoding and
+    # encoding again the megabytes of details of a large study would cost seconds per request.
+    # Empty where it could not be written as strict JSON (the API then renders `result` + `details`).
+    document = models.TextField(blank=True, default="")
 
     error = models.TextField(blank=True)
     error_at = models.DateTimeField(null=True, blank=True)

@@ -13,7 +13,9 @@ tuple of credited systems instead (column `systems`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from typing import Any
 
 import pandas as pd
 from django.conf import settings
@@ -308,7 +310,8 @@ def analysis_coverage(*, study: Study) -> dict:
 def analysis_snapshot_get(*, study: Study, details: bool = False) -> AnalysisSnapshot | None:
     """The study's snapshot row; without `details` the long per-item sections and the figures
     stay in the database (the dashboard's first paint needs neither)."""
-    queryset = AnalysisSnapshot.objects.filter(study=study)
+    # `document` (the same analysis as one JSON text) is read only where it is served.
+    queryset = AnalysisSnapshot.objects.filter(study=study).defer("document")
     if not details:
         queryset = queryset.defer("details", "figures")
     return queryset.first()
@@ -322,6 +325,29 @@ def snapshot_analysis(snapshot: AnalysisSnapshot, *, details: bool = True) -> di
     if not details:
         return snapshot.result
     return join_details(snapshot.result, snapshot.details or {})
+
+
+def snapshot_analysis_json(
+    snapshot: AnalysisSnapshot | None,
+    *,
+    extra: dict[str, Any] | None = None,
+    encoder: type[json.JSONEncoder] | None = None,
+) -> str | None:
+    """The analysis document of a snapshot, as `snapshot_analysis` gives it, plus the keys of
+    `extra` (encoded with `encoder`), as JSON text; None before the first computation. The stored
+    text is served as it is (megabytes at 20 000 sources): nothing long is decoded or encoded."""
+    if snapshot is None or snapshot.result is None:
+        return None
+    document = AnalysisSnapshot.objects.filter(pk=snapshot.pk).values_list("document", flat=True).first()
+    if not document or not document.endswith("}") or document == "{}":
+        analysis = snapshot_analysis(
+            AnalysisSnapshot.objects.defer("figures", "document").get(pk=snapshot.pk)
+        )
+        return json.dumps({**analysis, **(extra or {})}, cls=encoder, ensure_ascii=False, allow_nan=False)
+    if not extra:
+        return document
+    added = json.dumps(extra, cls=encoder, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return f"{document[:-1]},{added[1:]}"
 
 
 def analysis_options_from_settings(**overrides) -> AnalysisOptions:

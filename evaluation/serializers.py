@@ -131,8 +131,9 @@ class AnalysisSerializer(serializers.Serializer):
     )
     snapshot = serializers.DictField(
         help_text="when this analysis was computed (computed_at), how many answers it covers (n_answers, "
-        "last_answer_at), and whether a newer one is being computed (recomputing) because the data changed "
-        "(stale)"
+        "last_answer_at), whether a newer one is being computed (recomputing) because the data changed "
+        "(stale, answers_since: as of the last check of the data), and whether a newer check is on its way "
+        "(checking)"
     )
 
 

@@ -9,15 +9,22 @@ is queued or running per study, and a change during a computation is picked up b
 more run.
 
 How a change of answers reaches here: annotation knows nothing of evaluation (no signal, no
-import). Readers of the analysis (the dashboard, the API, the report) call
-`analysis_snapshot_refresh`, which compares `analysis_coverage` (a few aggregate queries) with
-what the snapshot covered, at most once per RADLAY_ANALYSIS_CHECK_SECONDS per study; a periodic
-task (`analysis_snapshots_refresh`, on the beat schedule) does the same for open studies so that
-snapshots are fresh before anyone looks. The survey's save path pays nothing for it.
+import). `analysis_coverage_check` compares `analysis_coverage` (one aggregate per answer table,
+so its time grows with the study: about a second at 20 000 sources × 20 laypeople) with what the
+snapshot covered, requests a recomputation when they differ, and keeps what it counted, with when,
+in the shared cache. Readers of the analysis (the dashboard, the API, the report) call
+`analysis_snapshot_refresh`, which reads that count and, when it is older than
+RADLAY_ANALYSIS_CHECK_SECONDS (or missing), sends a check to a worker (one at a time per study)
+instead of counting in the request; the page says it is checking and polls. A snapshot that lands
+leaves the count it was computed from, and a periodic task (`analysis_snapshots_refresh`, on the
+beat schedule) checks open studies so that snapshots are fresh before anyone looks. With
+RADLAY_ANALYSIS_CHECK_SECONDS = 0, and for a forced refresh, the check runs in the request. The
+survey's save path pays nothing for any of it.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass
@@ -54,6 +61,9 @@ class SnapshotState:
     recomputing: bool
     answers_since: int
     stale: bool
+    # A check of the study's data is on its way: `answers_since` and `stale` are those of the
+    # last check (none yet: 0 and False).
+    checking: bool = False
 
 
 def _stuck_before() -> timezone.datetime:
@@ -112,8 +122,12 @@ def analysis_snapshot_compute_here(*, study: Study) -> AnalysisSnapshot:
 
 def _snapshot_store(*, study: Study) -> bool:
     # Read before the frames: a change made while they are read makes the next check see a
-    # difference and recompute, never the other way round.
+    # difference and recompute, never the other way round. Kept as the latest count, so the first
+    # reader after the snapshot lands needs no check (unless the computation outlasted the check
+    # interval: then one is sent).
+    counted_at = time.time()
     coverage = analysis_coverage(study=study)
+    _coverage_remember(study_id=study.pk, coverage=coverage, counted_at=counted_at)
     started = time.perf_counter()
     try:
         analysis = study_analysis(study_frames(study=study), options=analysis_options_from_settings())
@@ -127,6 +141,11 @@ def _snapshot_store(*, study: Study) -> bool:
         )
         return False
     summary, details = split_details(analysis)
+    try:
+        # Strict JSON, as the API's renderer writes it; a document it would refuse is not kept.
+        document = json.dumps(analysis, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except ValueError:
+        document = ""
     last_answer_at = coverage["last_answer_at"]
     AnalysisSnapshot.objects.filter(study=study).update(
         computed_at=timezone.now(),
@@ -137,6 +156,7 @@ def _snapshot_store(*, study: Study) -> bool:
         result=summary,
         details=details,
         figures=figures,
+        document=document,
         error="",
         error_at=None,
         error_coverage=None,
@@ -144,29 +164,89 @@ def _snapshot_store(*, study: Study) -> bool:
     return True
 
 
-def analysis_snapshot_refresh(*, study: Study, force: bool = False) -> SnapshotState:
-    """What a reader of the analysis calls: request a recomputation when the study's data no
-    longer match the snapshot (checked at most once per RADLAY_ANALYSIS_CHECK_SECONDS per study,
-    through the shared cache) or when `force`, and return the state to show."""
+def _coverage_key(study_id: int) -> str:
+    return f"radlay:analysis-coverage:{study_id}"
+
+
+def _check_key(study_id: int) -> str:
+    return f"radlay:analysis-check:{study_id}"
+
+
+# How long a counted coverage stays in the cache: its age, not this, says whether to count again.
+COVERAGE_KEPT_SECONDS = 24 * 60 * 60
+
+
+def _coverage_remember(*, study_id: int, coverage: dict, counted_at: float) -> None:
+    cache.set(_coverage_key(study_id), {"coverage": coverage, "at": counted_at}, COVERAGE_KEPT_SECONDS)
+
+
+def analysis_coverage_check(*, study: Study, force: bool = False) -> dict:
+    """Count what the analysis of `study` would cover now, keep the count in the shared cache, and
+    request a recomputation when it no longer matches the snapshot (not again for data a
+    computation failed on) or when `force`. Returns the coverage. The work of the check a reader
+    sends (`analysis_coverage_check_send`) and of the beat task; a reader runs it itself only when
+    forced or with RADLAY_ANALYSIS_CHECK_SECONDS = 0."""
+    counted_at = time.time()
+    coverage = analysis_coverage(study=study)
+    _coverage_remember(study_id=study.pk, coverage=coverage, counted_at=counted_at)
     snapshot = analysis_snapshot_get(study=study)
-    check_seconds = settings.RADLAY_ANALYSIS_CHECK_SECONDS
-    key = f"radlay:analysis-coverage:{study.pk}"
-    coverage = cache.get(key) if check_seconds else None
-    if coverage is None or force:
-        coverage = analysis_coverage(study=study)
-        if check_seconds:
-            cache.set(key, coverage, timeout=check_seconds)
-        stale = snapshot is None or snapshot.result is None or snapshot.coverage != coverage
-        failed_on_these_data = snapshot is not None and snapshot.error_coverage == coverage
-        if force or (stale and not failed_on_these_data):
-            analysis_snapshot_request(study=study)
-            snapshot = analysis_snapshot_get(study=study)
     stale = snapshot is None or snapshot.result is None or snapshot.coverage != coverage
+    failed_on_these_data = snapshot is not None and snapshot.error_coverage == coverage
+    if force or (stale and not failed_on_these_data):
+        analysis_snapshot_request(study=study)
+    return coverage
+
+
+def analysis_coverage_check_run(*, study_id: int) -> None:
+    """The sent check's work (a task, or a thread in the embedded mode)."""
+    try:
+        study = Study.objects.filter(pk=study_id).first()
+        if study is not None:
+            analysis_coverage_check(study=study)
+    finally:
+        cache.delete(_check_key(study_id))
+
+
+def analysis_coverage_check_send(*, study: Study) -> None:
+    """Send a check of `study`'s data to a worker unless one is on its way (the cache's atomic
+    add is the claim; it expires, so a check lost with its worker is sent again later)."""
+    from evaluation.tasks import analysis_coverage_check_send as send
+
+    if cache.add(_check_key(study.pk), True, timeout=max(60, settings.RADLAY_ANALYSIS_CHECK_SECONDS)):
+        send(study_id=study.pk)
+
+
+def analysis_snapshot_refresh(*, study: Study, force: bool = False) -> SnapshotState:
+    """What a reader of the analysis calls: the state to show, from the snapshot and the last
+    count of the study's data. A count older than RADLAY_ANALYSIS_CHECK_SECONDS (or none) sends
+    a check to a worker and shows the last one meanwhile; `force` (or a check interval of 0)
+    checks here and requests a recomputation whatever the data."""
+    check_seconds = settings.RADLAY_ANALYSIS_CHECK_SECONDS
+    checking = False
+    if force or not check_seconds:
+        coverage = analysis_coverage_check(study=study, force=force)
+    else:
+        counted = cache.get(_coverage_key(study.pk))
+        coverage = counted["coverage"] if counted else None
+        if counted is None or time.time() - counted["at"] >= check_seconds:
+            analysis_coverage_check_send(study=study)
+            # Sent to a worker, or run here when the tasks run where they are sent.
+            counted = cache.get(_coverage_key(study.pk))
+            coverage = counted["coverage"] if counted else coverage
+            checking = cache.get(_check_key(study.pk)) is not None
+    snapshot = analysis_snapshot_get(study=study)
+    stale = (
+        snapshot is None
+        or snapshot.result is None
+        or (coverage is not None and snapshot.coverage != coverage)
+    )
+    answers_since = coverage["n_answers"] - (snapshot.n_answers if snapshot else 0) if coverage else 0
     return SnapshotState(
         snapshot=snapshot,
         recomputing=snapshot is not None and snapshot.status != Status.IDLE,
-        answers_since=max(0, coverage["n_answers"] - (snapshot.n_answers if snapshot else 0)),
+        answers_since=max(0, answers_since),
         stale=stale,
+        checking=checking,
     )
 
 
@@ -176,7 +256,11 @@ def analysis_snapshot_wait(
     """Wait (polling the row) until the snapshot was computed after `after`; None on timeout."""
     deadline = time.monotonic() + timeout
     while True:
-        snapshot = AnalysisSnapshot.objects.filter(study=study, computed_at__gt=after).first()
+        snapshot = (
+            AnalysisSnapshot.objects.filter(study=study, computed_at__gt=after)
+            .defer("details", "figures", "document")
+            .first()
+        )
         if snapshot is not None or time.monotonic() >= deadline:
             return snapshot
         time.sleep(poll)
@@ -188,7 +272,9 @@ def analysis_snapshots_refresh() -> int:
     sent = 0
     for study in Study.objects.filter(status=Study.Status.OPEN):
         snapshot = analysis_snapshot_get(study=study)
+        counted_at = time.time()
         coverage = analysis_coverage(study=study)
+        _coverage_remember(study_id=study.pk, coverage=coverage, counted_at=counted_at)
         if snapshot is None or coverage not in (snapshot.coverage, snapshot.error_coverage):
             sent += analysis_snapshot_request(study=study)
     return sent

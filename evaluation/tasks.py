@@ -26,6 +26,28 @@ def analysis_snapshots_refresh_task() -> None:
     services.analysis_snapshots_refresh()
 
 
+@shared_task(name="evaluation.tasks.analysis_coverage_check", ignore_result=True)
+def analysis_coverage_check_task(study_id: int) -> None:
+    services.analysis_coverage_check_run(study_id=study_id)
+
+
+def _check_in_thread(study_id: int) -> None:
+    try:
+        services.analysis_coverage_check_run(study_id=study_id)
+    finally:
+        close_old_connections()
+
+
+def analysis_coverage_check_send(*, study_id: int) -> None:
+    """Send the check of `study_id`'s data (services.analysis_coverage_check) to a worker: a
+    background thread in the embedded mode, as analysis_snapshot_send does."""
+    task = analysis_coverage_check_task
+    if task.app.conf.task_always_eager and settings.RADLAY_ANALYSIS_IN_THREAD:
+        threading.Thread(target=_check_in_thread, args=(study_id,), daemon=True).start()
+        return
+    task.delay(study_id)
+
+
 def _compute_in_thread(study_id: int) -> None:
     try:
         services.analysis_snapshot_compute(study_id=study_id)

@@ -3,7 +3,8 @@
 On PostgreSQL the rows go through `COPY … FROM STDIN` on the connection's own transaction, with
 primary keys drawn from the table's sequence beforehand: Django's `bulk_create` spends most of a
 large import compiling SQL and adapting parameters one value at a time, COPY streams them. Elsewhere
-(SQLite) it is `bulk_create` in batches. Either way, every column the caller does not give is filled
+(SQLite) it is the multi-row `INSERT … RETURNING` that `bulk_create` sends, built from the rows as
+given instead of from a model instance per row. Either way, every column the caller does not give is filled
 as the ORM fills it for a new instance (field defaults, `auto_now`/`auto_now_add`).
 """
 
@@ -47,14 +48,17 @@ def rows_insert(
         return []
     if copy_available():
         return _copy(model, columns, rows, fixed or {})
+    if connection.features.can_return_rows_from_bulk_insert:
+        return _insert_returning(model, columns, rows, fixed or {})
     objects = [model(**dict(fixed or {}), **dict(zip(columns, row, strict=True))) for row in rows]
     model.objects.bulk_create(objects, batch_size=BATCH)
     return [obj.pk for obj in objects]
 
 
-def _copy(
+def _prepared(
     model: type[models.Model], columns: Sequence[str], rows: Sequence[Sequence[Any]], fixed: Mapping[str, Any]
-) -> list[int]:
+) -> tuple[list[models.Field], list[models.Field], tuple, Sequence[Sequence[Any]]]:
+    """(given fields, the other fields, their values, rows with values as the database takes them)."""
     meta = model._meta
     pk = meta.pk
     given = [meta.get_field(name) for name in columns]
@@ -74,6 +78,39 @@ def _copy(
             )
             for row in rows
         ]
+    return given, rest, constants, rows
+
+
+def _insert_returning(
+    model: type[models.Model], columns: Sequence[str], rows: Sequence[Sequence[Any]], fixed: Mapping[str, Any]
+) -> list[int]:
+    # The statement bulk_create sends (multi-row INSERT … RETURNING, as many rows as the backend
+    # takes parameters), built without a model instance per row: most of bulk_create's time goes
+    # to building and preparing those instances one value at a time.
+    meta = model._meta
+    given, rest, constants, rows = _prepared(model, columns, rows, fixed)
+    fields = [*given, *rest]
+    batch = max(1, min(BATCH, connection.ops.bulk_batch_size(fields, rows)))
+    quote = connection.ops.quote_name
+    head = f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) VALUES "
+    one_row = f"({', '.join(['%s'] * len(fields))})"
+    tail = f" RETURNING {quote(meta.pk.column)}"
+    ids: list[int] = []
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), batch):
+            chunk = rows[start : start + batch]
+            params = [value for row in chunk for value in (*row, *constants)]
+            cursor.execute(head + ", ".join([one_row] * len(chunk)) + tail, params)
+            ids.extend(row[0] for row in cursor.fetchall())
+    return ids
+
+
+def _copy(
+    model: type[models.Model], columns: Sequence[str], rows: Sequence[Sequence[Any]], fixed: Mapping[str, Any]
+) -> list[int]:
+    meta = model._meta
+    pk = meta.pk
+    given, rest, constants, rows = _prepared(model, columns, rows, fixed)
     statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
         sql.Identifier(meta.db_table),
         sql.SQL(", ").join(sql.Identifier(f.column) for f in (pk, *given, *rest)),

@@ -3,16 +3,22 @@ computing anything in the request."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
+from rest_framework.renderers import JSONRenderer
 
 from annotation.models import ExpertRating, ExpertSourceJudgement, LayAnswer, LayPreference
 from evaluation import services, tasks
 from evaluation.models import AnalysisSnapshot
+from evaluation.selectors import snapshot_analysis
 from tests.evaluation.test_selectors import build_answered_study
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_analysis")]
@@ -185,3 +191,129 @@ def test_api_fresh_waits_for_a_snapshot_computed_after_the_request(client_in, st
     fresh = client_in.get(reverse("api:analysis", args=["snap"]), {"fresh": "1"}).json()
     assert fresh["snapshot"]["computed_at"] > latest["snapshot"]["computed_at"]
     assert fresh["lay"] == latest["lay"] and fresh["snapshot"]["stale"] is False
+
+
+# --- the check of the study's data, off the request path -----------------------------------------
+
+ANSWER_TABLES = ("annotation_layanswer", "annotation_laypreference", "annotation_expertrating")
+# Longer than any computation in the suite takes, however busy the machine: a snapshot that landed
+# leaves a count younger than this, so no check is due until a test ages it.
+CHECK_SECONDS = 600
+
+
+@pytest.fixture
+def checks(monkeypatch, settings):
+    """Readers count the study's data at most every CHECK_SECONDS, and send the count to a
+    worker: the checks sent are recorded, not run, until the test runs them."""
+    settings.RADLAY_ANALYSIS_CHECK_SECONDS = CHECK_SECONDS
+    cache.clear()
+    calls: list[int] = []
+    monkeypatch.setattr(tasks, "analysis_coverage_check_send", lambda *, study_id: calls.append(study_id))
+    yield calls
+    cache.clear()
+
+
+def counted_tables(captured) -> set[str]:
+    return {table for query in captured for table in ANSWER_TABLES if table in query["sql"]}
+
+
+def test_a_reader_sends_the_check_of_the_data_instead_of_counting(client_in, study, sent, checks):
+    services.analysis_snapshot_compute_here(study=study)
+    cache.clear()  # nothing counted yet (e.g. the cache was restarted)
+    url = reverse("evaluation:study-detail", args=["snap"])
+    with CaptureQueriesContext(connection) as captured:
+        html = client_in.get(url).content.decode()
+    assert counted_tables(captured) == set()
+    assert checks == [study.pk] and "checking for new answers" in html and 'hx-trigger="every 5s"' in html
+    # One check on its way per study: the next reader does not send another.
+    client_in.get(url)
+    assert checks == [study.pk]
+    # The worker counts: nothing changed, so the page is fresh, and nothing is recomputed.
+    services.analysis_coverage_check_run(study_id=study.pk)
+    html = client_in.get(url).content.decode()
+    assert "checking" not in html and "recomputing" not in html and 'hx-trigger="every' not in html
+    assert sent == []
+    # An answer changes; once the count is older than the interval, a reader sends a new check,
+    # which finds the change and requests the recomputation.
+    change_an_answer(study)
+    counted = cache.get(f"radlay:analysis-coverage:{study.pk}")
+    cache.set(f"radlay:analysis-coverage:{study.pk}", {**counted, "at": counted["at"] - CHECK_SECONDS - 1})
+    client_in.get(url)
+    assert checks == [study.pk, study.pk]
+    services.analysis_coverage_check_run(study_id=study.pk)
+    assert sent == [study.pk]
+    html = client_in.get(url).content.decode()
+    assert "answers changed since" in html and "recomputing" in html
+
+
+def test_a_landed_snapshot_needs_no_check_and_new_answers_show_once_counted(client_in, study, sent, checks):
+    answer = LayAnswer.objects.filter(item__participant__study=study, phase="assisted").first()
+    item, understanding = answer.item, answer.understanding
+    answer.delete()
+    services.analysis_snapshot_compute_here(study=study)
+    url = reverse("evaluation:study-detail", args=["snap"])
+    with CaptureQueriesContext(connection) as captured:
+        html = client_in.get(url).content.decode()
+    # The snapshot left the count it was computed from: no count, no check.
+    assert counted_tables(captured) == set() and checks == [] and "checking" not in html
+    LayAnswer.objects.create(item=item, phase="assisted", understanding=understanding)
+    # Until a check counts it, the page shows the snapshot as fresh; the check finds the answer.
+    assert "answer since" not in client_in.get(url).content.decode()
+    services.analysis_coverage_check_run(study_id=study.pk)
+    assert sent == [study.pk]
+    html = client_in.get(url).content.decode()
+    assert "1 answer since" in html and "recomputing" in html
+
+
+@pytest.mark.parametrize("n_sources", [2, 6])
+def test_the_dashboard_get_costs_the_same_few_queries_at_any_size(
+    client, n_sources, sent, checks, django_assert_num_queries
+):
+    """Session, user, study, snapshot row, its figures, the researcher check: whatever the
+    study's size and answers, once a snapshot landed."""
+    study = build_answered_study(slug=f"size{n_sources}", n_sources=n_sources)
+    user = get_user_model().objects.create_user(f"ada{n_sources}", password="pw")
+    study.researchers.add(user)
+    client.force_login(user)
+    services.analysis_snapshot_compute_here(study=study)
+    url = reverse("evaluation:study-detail", args=[study.slug])
+    with django_assert_num_queries(6):
+        assert client.get(url).status_code == 200
+    assert checks == []
+
+
+def test_the_api_serves_the_stored_document_as_the_renderer_would(client_in, study, sent):
+    """The fast path (the stored JSON text) and DRF's rendering of the decoded snapshot give the
+    same document."""
+    services.analysis_snapshot_compute_here(study=study)
+    snapshot = AnalysisSnapshot.objects.get(study=study)
+    assert snapshot.document and snapshot.details["per_simplification"]
+    response = client_in.get(reverse("api:analysis", args=["snap"]))
+    assert response.status_code == 200 and response["Content-Type"] == "application/json"
+    served = json.loads(response.content)
+    about = served.pop("snapshot")
+    reference = json.loads(JSONRenderer().render(snapshot_analysis(snapshot)))
+    assert served == reference
+    assert about["computed_at"] == snapshot.computed_at.isoformat().replace("+00:00", "Z")
+    assert about["stale"] is False and about["checking"] is False
+    # Without the stored text (a snapshot from before it was kept) the document is the same.
+    AnalysisSnapshot.objects.filter(pk=snapshot.pk).update(document="")
+    again = client_in.get(reverse("api:analysis", args=["snap"])).json()
+    again.pop("snapshot")
+    assert again == reference
+    # The browsable API still renders it.
+    assert client_in.get(reverse("api:analysis", args=["snap"]), HTTP_ACCEPT="text/html").status_code == 200
+
+
+def test_the_metrics_section_shows_the_first_rows_per_simplification(client_in, study, sent, monkeypatch):
+    from evaluation import context
+
+    monkeypatch.setattr(context, "PER_TEXT_SHOWN", 3)
+    services.analysis_snapshot_compute_here(study=study)
+    total = len(AnalysisSnapshot.objects.get(study=study).details["per_simplification"])
+    assert total > 3
+    html = client_in.get(reverse("evaluation:study-metrics", args=["snap"])).content.decode()
+    table = html.split("Per simplification", 1)[1]
+    assert f"({total})" in table and f"The first 3 of {total}" in table
+    assert table.split("<tbody>", 1)[1].split("</tbody>", 1)[0].count("<tr>") == 3
+    assert reverse("evaluation:study-metrics-csv", args=["snap"]) in table
