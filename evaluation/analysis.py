@@ -22,7 +22,12 @@ import pandas as pd
 
 from annotation import scales
 from evaluation.metrics import registry as metric_registry
-from evaluation.stats.agreement import cohen_kappa_pairwise, icc, krippendorff_alpha, krippendorff_alpha_sets
+from evaluation.stats.agreement import (
+    cohen_kappa_pairwise,
+    icc,
+    krippendorff_alpha,
+    krippendorff_alpha_set_cells,
+)
 from evaluation.stats.comparisons import paired_system_comparisons
 from evaluation.stats.correlation import BOOTSTRAP_MAX_PAIRS, correlate_columns
 from evaluation.stats.crossed import CrossedInterval, crossed_group_intervals, crossed_mean_ci
@@ -117,9 +122,31 @@ def system_keys(frames: StudyFrames) -> list[str]:
 
 
 def credit_systems(frame: pd.DataFrame, column: str = "systems") -> pd.DataFrame:
-    """One row per (row, credited system): the answer on a shared text counts for each system."""
-    exploded = frame.assign(system=frame[column].map(list)).explode("system", ignore_index=True)
-    return exploded.dropna(subset=["system"])
+    """One row per (row, credited system): the answer on a shared text counts for each system.
+
+    The rows, their order, their index and the object column `system` are those of
+    ``frame.assign(system=frame[column].map(list)).explode("system", ignore_index=True)`` without
+    the rows of empty collections; built from the few distinct collections of the column (rows
+    share one tuple per text), not row by row."""
+    codes, distinct = pd.factorize(frame[column].to_numpy(dtype=object), use_na_sentinel=False)
+    sizes = np.fromiter(map(len, distinct), dtype=np.int64, count=len(distinct))
+    flat = np.empty(int(sizes.sum()), dtype=object)
+    flat[:] = [system for systems in distinct for system in systems]
+    lengths = sizes[codes]
+    rows = np.repeat(np.arange(len(frame)), lengths)
+    within = np.arange(rows.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    system = flat[np.repeat((np.cumsum(sizes) - sizes)[codes], lengths) + within]
+    # explode numbers its rows 0.. counting one row for each empty collection.
+    index = (np.cumsum(np.maximum(lengths, 1)) - np.maximum(lengths, 1))[rows] + within
+    credited = frame.iloc[rows].set_axis(pd.RangeIndex(0, 0) if not rows.size else index, axis=0)
+    return credited.assign(system=pd.Series(system, index=credited.index, dtype=object))
+
+
+def _positions(values: pd.Series, keys: Sequence[Any]) -> np.ndarray:
+    """The position of each value in `keys` as float64, NaN for a value not in it (what
+    ``values.map({key: i})`` gives, by a hash lookup instead of a Python call per row)."""
+    found = pd.Index(list(keys), dtype=object).get_indexer(values.to_numpy(dtype=object))
+    return np.where(found >= 0, found, np.nan)
 
 
 def _phase(frames: StudyFrames, phase: str) -> pd.DataFrame:
@@ -351,12 +378,7 @@ def vote_counts(frames: StudyFrames, side: str) -> pd.DataFrame:
     prefs = frames.lay_preferences
     counts = pd.DataFrame(0, index=pd.Index(sources, name="source"), columns=systems, dtype=np.int64)
     if len(prefs):
-        votes = (
-            prefs[["source", side]]
-            .assign(system=prefs[side].map(list))
-            .explode("system")
-            .dropna(subset=["system"])
-        )
+        votes = credit_systems(prefs[["source", side]], side)
         tally = votes.groupby(["source", "system"]).size().unstack("system", fill_value=0)
         counts = counts.add(tally.reindex(index=sources, columns=systems, fill_value=0), fill_value=0).astype(
             np.int64
@@ -444,15 +466,28 @@ def distributions(
 # --- agreement ------------------------------------------------------------------------------------
 
 
-def _set_annotations(frames: StudyFrames, side: str) -> dict[str, dict[str, frozenset]]:
-    data: dict[str, dict[str, frozenset]] = {}
-    for participant, source, chosen in frames.lay_preferences[["participant", "source", side]].itertuples(
-        index=False
-    ):
-        # An empty selection is a skipped question, not an answer "none of them".
-        if chosen:
-            data.setdefault(participant, {})[source] = frozenset(chosen)
-    return data
+def _set_annotations(frames: StudyFrames, side: str) -> tuple[np.ndarray, np.ndarray]:
+    """(units, sets) of the preference answers on `side`, coder by coder in order of first
+    appearance, as ``{participant: {source: set}}`` lists them: one answer per (participant,
+    source), the last one given. An empty selection is a skipped question, not an answer "none
+    of them", so it is left out."""
+    prefs = frames.lay_preferences
+    chosen = prefs[side].to_numpy(dtype=object)
+    codes, distinct = pd.factorize(chosen, use_na_sentinel=False)
+    answered = np.fromiter(map(len, distinct), dtype=np.int64, count=len(distinct))[codes] > 0
+    participants = prefs["participant"].to_numpy(dtype=object)[answered]
+    sources = prefs["source"].to_numpy(dtype=object)[answered]
+    chosen = chosen[answered]
+    coder, _ = pd.factorize(participants, use_na_sentinel=False)
+    cell, _ = pd.factorize(pd.MultiIndex.from_arrays([coder, sources]), use_na_sentinel=False)
+    last = np.full(int(cell.max()) + 1 if cell.size else 0, -1, dtype=np.int64)
+    np.maximum.at(last, cell, np.arange(cell.size))
+    first = ~pd.Series(cell).duplicated().to_numpy()
+    # Each cell where it first appears, with the value of its last answer; coders in the order
+    # they first appear.
+    rows = last[cell[first]]
+    rows = rows[np.argsort(coder[first], kind="stable")]
+    return sources[rows], chosen[rows]
 
 
 def _reliability(frame: pd.DataFrame, unit: str, coder: str, value: str) -> np.ndarray:
@@ -466,8 +501,10 @@ def agreement(frames: StudyFrames) -> dict[str, Any]:
     severity guesses: alpha (ordinal)."""
     result: dict[str, Any] = {"preference_alpha_masi": {}}
     for side in ("most", "least"):
-        data = _set_annotations(frames, side)
-        result["preference_alpha_masi"][side] = _float(krippendorff_alpha_sets(data)) if data else None
+        units, sets = _set_annotations(frames, side)
+        result["preference_alpha_masi"][side] = (
+            _float(krippendorff_alpha_set_cells(units, sets)) if sets.size else None
+        )
     result["preference_alpha_masi"]["n_coders"] = (
         int(frames.lay_preferences["participant"].nunique()) if len(frames.lay_preferences) else 0
     )
@@ -664,7 +701,7 @@ def system_intervals(
     differences: dict[str, list[dict[str, Any]]] = {}
     empty = _interval_record(crossed_mean_ci([], [], []))
     for name, frame in measures.items():
-        codes = frame["system"].map(order).to_numpy(np.float64)
+        codes = _positions(frame["system"], list(order))
         group_means, group_differences = crossed_group_intervals(
             frame["value"].to_numpy(np.float64),
             frame["participant"].to_numpy(),
@@ -695,8 +732,9 @@ def system_intervals(
 
 
 def _ordered(frame: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
-    order = {system: i for i, system in enumerate(system_keys(frames))}
-    return frame.assign(_order=frame["system"].map(order)).sort_values(["_order", "source"], kind="stable")
+    return frame.assign(_order=_positions(frame["system"], system_keys(frames))).sort_values(
+        ["_order", "source"], kind="stable"
+    )
 
 
 def comparisons(frames: StudyFrames) -> dict[str, list[dict[str, Any]]]:

@@ -168,15 +168,21 @@ def set_annotation_triples(data: SetAnnotations) -> Iterator[tuple[Hashable, Has
 def _encode_sets(data: SetAnnotations) -> tuple[np.ndarray, np.ndarray, list[frozenset]]:
     """Integer codes (unit, value) for non-missing annotations, plus the distinct set values."""
     _, units, labels = _annotation_cells(data, with_coders=False)
-    label_array = _object_array(labels)
+    return _encode_cells(_object_array(units), _object_array(labels))
+
+
+def _encode_cells(
+    units: np.ndarray, label_array: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, list[frozenset]]:
+    """``_encode_sets`` of aligned object arrays of units and labels."""
     try:
         # Hashes each frozenset once in C; None/NaN become the -1 sentinel (missing).
         value_codes, distinct = pd.factorize(label_array)
     except TypeError:  # unhashable input such as plain sets: normalise, then factorise
-        label_array = _object_array([_as_label(label) for label in labels])
+        label_array = _object_array([_as_label(label) for label in label_array])
         value_codes, distinct = pd.factorize(label_array)
     distinct_values = [_as_label(value) for value in distinct]
-    unit_codes, _ = pd.factorize(_object_array(units), use_na_sentinel=False)
+    unit_codes, _ = pd.factorize(units, use_na_sentinel=False)
     present = value_codes >= 0
     return unit_codes[present], value_codes[present], distinct_values
 
@@ -248,6 +254,21 @@ def krippendorff_alpha_sets(data: SetAnnotations, *, method: Literal["fast", "nl
     if method != "fast":
         raise ValueError(f"unknown method {method!r}; use 'fast' or 'nltk'")
     unit_codes, value_codes, distinct = _encode_sets(data)
+    if not distinct:
+        return math.nan
+    return _alpha_from_codes(unit_codes, value_codes, masi_distance_matrix(distinct))
+
+
+def krippendorff_alpha_set_cells(units: Sequence[Hashable], labels: Sequence[SetLabel]) -> float:
+    """``krippendorff_alpha_sets`` (fast) of annotations given as two aligned sequences, one
+    entry per (coder, unit) annotation: its unit and its set (None/NaN = missing). The coders
+    themselves do not enter alpha. Equal to ``krippendorff_alpha_sets({coder: {unit: set}})`` of
+    the same annotations listed coder by coder, without building the nested mappings (a large
+    study has hundreds of thousands of annotations)."""
+    units, labels = _object_array(list(units)), _object_array(list(labels))
+    if units.size != labels.size:
+        raise ValueError("units and labels must be aligned")
+    unit_codes, value_codes, distinct = _encode_cells(units, labels)
     if not distinct:
         return math.nan
     return _alpha_from_codes(unit_codes, value_codes, masi_distance_matrix(distinct))
