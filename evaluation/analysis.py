@@ -12,7 +12,11 @@ that several systems produced counts for each of them (frames carry the tuple `s
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import json
 import math
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -139,7 +143,7 @@ def credit_systems(frame: pd.DataFrame, column: str = "systems") -> pd.DataFrame
     # explode numbers its rows 0.. counting one row for each empty collection.
     index = (np.cumsum(np.maximum(lengths, 1)) - np.maximum(lengths, 1))[rows] + within
     credited = frame.iloc[rows].set_axis(pd.RangeIndex(0, 0) if not rows.size else index, axis=0)
-    return credited.assign(system=pd.Series(system, index=credited.index, dtype=object))
+    return credited.assign(system=pd.Series(system, index=credited.index))
 
 
 def _positions(values: pd.Series, keys: Sequence[Any]) -> np.ndarray:
@@ -180,10 +184,63 @@ def _severity_errors(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 # --- Table 1 ----------------------------------------------------------------------------------
 
 
+# The metric tables of the last analysed studies, by the texts and options they were computed
+# from: a study's texts rarely change between two analyses (new answers do), and its metrics are
+# most of a recomputation. A few entries of tens of MB each at 20 000 sources.
+_METRIC_TABLES: OrderedDict[bytes, tuple[Any, dict[str, Any]]] = OrderedDict()
+_METRIC_TABLES_KEPT = 4
+_PLAIN_OPTION = (str, int, float, bool, type(None))
+
+
+def _metric_tables_key(frames: StudyFrames, options: AnalysisOptions) -> bytes | None:
+    """A digest of everything metric_tables reads, or None when an option is not plain data
+    (an object such as a custom glossary has no content digest, so it is never cached)."""
+    metric_options = dict(options.metric_options)
+    if not all(isinstance(value, _PLAIN_OPTION) for value in metric_options.values()):
+        return None
+    digest = hashlib.blake2b(digest_size=32)
+
+    def add(*parts: Any) -> None:
+        digest.update(json.dumps(parts, sort_keys=True, default=str).encode())
+        digest.update(b"\0")
+
+    add(options.metric_families, sorted(metric_options.items()))
+    simplifications, sources, systems = frames.simplifications, frames.sources, frames.systems
+    add(systems["system"].tolist(), systems["is_reference"].astype(bool).tolist())
+    for column in ("source", "system", "text"):
+        add(simplifications[column].tolist())
+    add(simplifications["text_id"].astype(np.int64).tolist())
+    for column in ("source", "text", "metadata"):
+        add(sources[column].tolist())
+    return digest.digest()
+
+
 def metric_tables(frames: StudyFrames, options: AnalysisOptions) -> dict[str, Any]:
     """Every registered metric family over the study's simplifications (and, for the families
     that judge a text on its own, over the originals). Per-text values are averaged per system
-    over the study's simplifications (a shared text counts once for each of its systems)."""
+    over the study's simplifications (a shared text counts once for each of its systems).
+
+    The tables of the same texts, families, options and embedder are computed once per process
+    (the last few kept); callers get copies of the frames."""
+    key = _metric_tables_key(frames, options)
+    cached = _METRIC_TABLES.get(key) if key is not None else None
+    if cached is not None and cached[0] is options.embedder:
+        _METRIC_TABLES.move_to_end(key)
+        tables = cached[1]
+    else:
+        tables = _metric_tables_computed(frames, options)
+        if key is not None:
+            _METRIC_TABLES[key] = (options.embedder, tables)
+            while len(_METRIC_TABLES) > _METRIC_TABLES_KEPT:
+                _METRIC_TABLES.popitem(last=False)
+    return {
+        **copy.deepcopy({k: v for k, v in tables.items() if k not in ("per_text", "per_original")}),
+        "per_text": tables["per_text"].copy(),
+        "per_original": tables["per_original"].copy(),
+    }
+
+
+def _metric_tables_computed(frames: StudyFrames, options: AnalysisOptions) -> dict[str, Any]:
     simplifications = frames.simplifications.merge(
         frames.sources[["source", "text", "metadata"]].rename(columns={"text": "source_text"}), on="source"
     )

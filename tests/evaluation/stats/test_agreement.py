@@ -14,6 +14,7 @@ from evaluation.stats.agreement import (
     cohen_kappa_pairwise,
     icc,
     krippendorff_alpha,
+    krippendorff_alpha_set_cells,
     krippendorff_alpha_sets,
     masi_distance,
     masi_distance_matrix,
@@ -138,6 +139,25 @@ def test_fast_masi_alpha_equals_nltk_and_independent_implementations(seed):
     assert fast == pytest.approx(krippendorff_alpha_sets(data, method="nltk"), abs=1e-9)
     assert fast == pytest.approx(textbook_alpha(triples_of(data), masi_distance), abs=1e-9)
     assert fast == pytest.approx(kripp_package_alpha(data), abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_masi_alpha_of_aligned_cells_equals_nltk(seed):
+    data = random_annotations(seed)
+    units = [unit for per_unit in data.values() for unit in per_unit]
+    labels = [label for per_unit in data.values() for label in per_unit.values()]
+    expected = krippendorff_alpha_sets(data, method="nltk")
+    assert krippendorff_alpha_set_cells(units, labels) == pytest.approx(expected, abs=1e-9)
+
+
+def test_masi_alpha_of_aligned_cells_hand_worked_example_with_a_missing_cell():
+    # test_masi_alpha_hand_worked_example's data, plus a missing answer (None) that counts for nothing.
+    units = ["u1", "u2", "u3", "u4", "u1", "u2", "u3", "u4"]
+    labels = [{"a"}, {"a", "b"}, {"b"}, {"c"}, {"a"}, {"a"}, {"c"}, None]
+    assert krippendorff_alpha_set_cells(units, labels) == pytest.approx(7 / 32, abs=1e-12)
+    with pytest.raises(ValueError, match="aligned"):
+        krippendorff_alpha_set_cells(units, labels[:-1])
+    assert math.isnan(krippendorff_alpha_set_cells([], []))
 
 
 def test_sparse_count_table_gives_the_same_alpha(monkeypatch):
