@@ -27,7 +27,7 @@ import pandas as pd
 from annotation import scales
 from evaluation.metrics import registry as metric_registry
 from evaluation.stats.agreement import (
-    cohen_kappa_pairwise,
+    cohen_kappa_pairwise_grid,
     icc,
     krippendorff_alpha,
     krippendorff_alpha_set_cells,
@@ -346,9 +346,17 @@ def metrics_summary(metrics: Mapping[str, Any], frames: StudyFrames) -> dict[str
         per_system[system] = {name: _mean(rows[name]) for name in names}
         per_system[system].update(metrics["corpus"].get(system, {}))
     per_original = metrics["per_original"]
-    records = []
-    for row in per_text.to_dict("records"):
-        records.append({k: (_float(v) if k in names else v) for k, v in row.items()})
+    # Column by column (the rows of a 20 000-source study are 80 000 dicts): metric values as
+    # _float gives them (None where not finite), the other columns as to_dict("records").
+    metric_names = set(names)
+    values = [
+        [None if not math.isfinite(v) else v for v in per_text[k].to_numpy(np.float64).tolist()]
+        if k in metric_names
+        else per_text[k].tolist()
+        for k in per_text.columns
+    ]
+    keys = list(per_text.columns)
+    records = [dict(zip(keys, row, strict=True)) for row in zip(*values, strict=True)]
     return {
         "families": metrics["families"],
         "text_metrics": names,
@@ -464,13 +472,18 @@ def preference_wins(
         wins[side] = {system: int(winners[system].sum()) for system in counts.columns}
         details[side] = {
             "votes": {system: int(counts[system].sum()) for system in counts.columns},
-            "winners": {
-                source: [systems[j] for j in np.flatnonzero(row)]
-                for source, row in zip(counts.index, winners.to_numpy(), strict=True)
-            },
+            "winners": _winners(counts.index, winners.to_numpy(), systems),
             "sources_with_votes": int((top > 0).sum()),
         }
     return wins, details
+
+
+def _winners(sources: Sequence[str], winners: np.ndarray, systems: Sequence[str]) -> dict[str, list[str]]:
+    """{source: the systems of its row of the sources × systems boolean `winners`}, by the few
+    distinct rows rather than row by row."""
+    patterns, pattern_of = np.unique(winners, axis=0, return_inverse=True)
+    named = [[systems[j] for j in np.flatnonzero(row)] for row in patterns]
+    return {source: list(named[k]) for source, k in zip(sources, pattern_of.ravel().tolist(), strict=True)}
 
 
 def _level_counts(values: pd.Series, scale: scales.Scale) -> dict[str, int]:
@@ -536,8 +549,9 @@ def _set_annotations(frames: StudyFrames, side: str) -> tuple[np.ndarray, np.nda
     sources = prefs["source"].to_numpy(dtype=object)[answered]
     chosen = chosen[answered]
     coder, _ = pd.factorize(participants, use_na_sentinel=False)
-    cell, _ = pd.factorize(pd.MultiIndex.from_arrays([coder, sources]), use_na_sentinel=False)
-    last = np.full(int(cell.max()) + 1 if cell.size else 0, -1, dtype=np.int64)
+    source, _ = pd.factorize(sources, use_na_sentinel=False)
+    cell, _ = pd.factorize(coder.astype(np.int64) * (int(source.max(initial=0)) + 1) + source)
+    last = np.full(int(cell.max(initial=-1)) + 1, -1, dtype=np.int64)
     np.maximum.at(last, cell, np.arange(cell.size))
     first = ~pd.Series(cell).duplicated().to_numpy()
     # Each cell where it first appears, with the value of its last answer; coders in the order
@@ -547,9 +561,17 @@ def _set_annotations(frames: StudyFrames, side: str) -> tuple[np.ndarray, np.nda
     return sources[rows], chosen[rows]
 
 
-def _reliability(frame: pd.DataFrame, unit: str, coder: str, value: str) -> np.ndarray:
-    grid = frame.dropna(subset=[value]).pivot_table(index=coder, columns=unit, values=value, aggfunc="first")
-    return grid.to_numpy(dtype=np.float64)
+def _reliability(frame: pd.DataFrame, unit: str, coder: str, value: str) -> tuple[np.ndarray, np.ndarray]:
+    """(coders × units grid of `value`, NaN where missing; the coders): what
+    ``frame.dropna(subset=[value]).pivot_table(index=coder, columns=unit, values=value,
+    aggfunc="first")`` holds, coders and units sorted, from integer codes."""
+    rows = frame[frame[value].notna()]
+    coder_codes, coders = pd.factorize(rows[coder].to_numpy(), sort=True)
+    unit_codes, units = pd.factorize(rows[unit].to_numpy(), sort=True)
+    grid = np.full((len(coders), len(units)), np.nan)
+    first = ~pd.Series(coder_codes.astype(np.int64) * len(units) + unit_codes).duplicated().to_numpy()
+    grid[coder_codes[first], unit_codes[first]] = rows[value].to_numpy(np.float64)[first]
+    return grid, np.asarray(coders)
 
 
 def agreement(frames: StudyFrames) -> dict[str, Any]:
@@ -574,15 +596,8 @@ def agreement(frames: StudyFrames) -> dict[str, Any]:
     if len(raters) >= 2:
         scale = scale_values(scales.LIKERT)
         for aspect in EXPERT_ASPECTS:
-            grid = _reliability(ratings, "text_id", "participant", aspect)
-            kappa = cohen_kappa_pairwise(
-                {
-                    rater: dict(zip(rows["text_id"], rows[aspect], strict=True))
-                    for rater, rows in ratings.dropna(subset=[aspect]).groupby("participant")
-                },
-                weights="quadratic",
-                labels=scale,
-            )
+            grid, grid_raters = _reliability(ratings, "text_id", "participant", aspect)
+            kappa = cohen_kappa_pairwise_grid(grid, grid_raters.tolist(), weights="quadratic", labels=scale)
             try:
                 icc_result = icc(
                     ratings.dropna(subset=[aspect]), unit="text_id", rater="participant", score=aspect
@@ -606,7 +621,7 @@ def agreement(frames: StudyFrames) -> dict[str, Any]:
             }
         judgements = frames.expert_judgements
         if judgements["participant"].nunique() >= 2:
-            grid = _reliability(judgements, "source", "participant", "severity_value")
+            grid, _ = _reliability(judgements, "source", "participant", "severity_value")
             expert["severity_alpha_ordinal"] = _float(
                 krippendorff_alpha(grid, "ordinal", value_domain=scale_values(scales.SEVERITY))
             )
@@ -618,7 +633,7 @@ def agreement(frames: StudyFrames) -> dict[str, Any]:
     lay: dict[str, Any] = {"n_raters": int(original["participant"].nunique())}
     for question in ("severity_guess", "understanding", "confidence"):
         domain = scale_values(scales.LAY_SCALES[question])
-        grid = _reliability(original, "source", "participant", question)
+        grid, _ = _reliability(original, "source", "participant", question)
         value = krippendorff_alpha(grid, "ordinal", value_domain=domain) if grid.size else math.nan
         lay[f"{question}_alpha_ordinal"] = _float(value)
     result["lay"] = lay

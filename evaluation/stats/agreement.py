@@ -352,6 +352,34 @@ def cohen_kappa_pairwise(
     return PairwiseKappa(pairs=pairs, mean=float(np.mean(defined)) if defined else None)
 
 
+def cohen_kappa_pairwise_grid(
+    grid: np.ndarray,
+    raters: Sequence[Hashable],
+    weights: Literal["linear", "quadratic"] | None = "quadratic",
+    *,
+    labels: Sequence[Any] | None = None,
+) -> PairwiseKappa:
+    """``cohen_kappa_pairwise`` of a raters × units array (NaN = not rated; row i is
+    ``raters[i]``): the same pairs, in the same order, on the units both rated, without a mapping
+    per rater (kappa depends on the pairs of values, not on their order)."""
+    grid = np.asarray(grid, dtype=np.float64)
+    if grid.ndim != 2 or grid.shape[0] != len(raters):
+        raise ValueError("grid must be 2-D with one row per rater")
+    rated = ~np.isnan(grid)
+    pairs: list[dict[str, Any]] = []
+    for i, j in itertools.combinations(range(len(raters)), 2):
+        shared = rated[i] & rated[j]
+        n = int(shared.sum())
+        kappa: float | None = None
+        if n >= 2:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                value = cohen_kappa_score(grid[i, shared], grid[j, shared], labels=labels, weights=weights)
+            kappa = None if math.isnan(value) else float(value)
+        pairs.append({"rater_a": raters[i], "rater_b": raters[j], "n": n, "kappa": kappa})
+    defined = [p["kappa"] for p in pairs if p["kappa"] is not None]
+    return PairwiseKappa(pairs=pairs, mean=float(np.mean(defined)) if defined else None)
+
+
 # ---------------------------------------------------------------------------------------------
 # Intraclass correlation
 # ---------------------------------------------------------------------------------------------

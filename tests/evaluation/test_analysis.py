@@ -409,6 +409,43 @@ def test_two_radiologists_agreement_matches_krippendorff_and_sklearn():
     assert expert["correctness"]["icc"]["icc3_1"] == pytest.approx((bms - ems) / (bms + (k - 1) * ems))
 
 
+def test_reliability_grid_is_the_pivot_table_of_first_values():
+    frame = pd.DataFrame(
+        {
+            "participant": ["L2", "L1", "L2", "L1", "L3", "L1"],
+            "source": ["s2", "s1", "s1", "s3", "s3", "s1"],
+            "value": [3.0, 1.0, np.nan, 4.0, 2.0, 5.0],
+        }
+    )
+    grid, coders = A._reliability(frame, "source", "participant", "value")
+    expected = frame.dropna(subset=["value"]).pivot_table(
+        index="participant", columns="source", values="value", aggfunc="first"
+    )
+    np.testing.assert_array_equal(grid, expected.to_numpy())
+    assert list(coders) == ["L1", "L2", "L3"]
+
+
+def test_per_simplification_records_are_the_rows_with_none_for_undefined_values():
+    frames = make_frames()
+    metrics = A.metric_tables(frames, FAST)
+    records = A.metrics_summary(metrics, frames)["per_simplification"]
+    per_text = metrics["per_text"]
+    assert len(records) == len(per_text) == 6
+    assert records[0] == {
+        "source": "s1",
+        "text_id": 10,
+        "system": "a",
+        "fkgl": textstat.flesch_kincaid_grade(TEXTS[("s1", "a")][1]),
+        **{
+            name: None if np.isnan(per_text.loc[0, name]) else float(per_text.loc[0, name])
+            for name in metrics["text_metrics"]
+            if name != "fkgl"
+        },
+    }
+    assert records[0]["smog"] is None  # under three sentences
+    assert type(records[0]["text_id"]) is int and type(records[0]["fkgl"]) is float
+
+
 def test_one_radiologist_has_no_inter_rater_agreement():
     assert "correctness" not in A.agreement(make_frames())["expert"]
 

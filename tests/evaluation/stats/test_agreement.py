@@ -12,6 +12,7 @@ from sklearn.metrics import cohen_kappa_score
 from evaluation.stats import agreement
 from evaluation.stats.agreement import (
     cohen_kappa_pairwise,
+    cohen_kappa_pairwise_grid,
     icc,
     krippendorff_alpha,
     krippendorff_alpha_set_cells,
@@ -276,6 +277,43 @@ def test_pairwise_kappa_uses_shared_units_and_matches_sklearn():
     assert by_pair["r1", "r4"] == {"rater_a": "r1", "rater_b": "r4", "n": 0, "kappa": None}
     assert len(result.pairs) == 6
     assert result.mean == pytest.approx(np.mean([expected_r1_r2, expected_r1_r3, expected_r2_r3]))
+
+
+def test_pairwise_kappa_of_a_grid_uses_shared_units_and_matches_sklearn():
+    # The ratings of the test above as a raters × units grid (s1 … s8), NaN = not rated.
+    nan = np.nan
+    grid = [
+        [1, 2, 3, 5, 4, 2, nan, nan],
+        [2, 2, 4, 5, nan, nan, 1, nan],
+        [nan, 1, 3, 4, 4, 3, 2, nan],
+        [nan, nan, nan, nan, nan, nan, nan, 3],
+    ]
+    result = cohen_kappa_pairwise_grid(grid, ["r1", "r2", "r3", "r4"], labels=[1, 2, 3, 4, 5])
+    by_pair = {(p["rater_a"], p["rater_b"]): p for p in result.pairs}
+    expected_r1_r2 = cohen_kappa_score(
+        [1, 2, 3, 5], [2, 2, 4, 5], labels=[1, 2, 3, 4, 5], weights="quadratic"
+    )
+    expected_r2_r3 = cohen_kappa_score(
+        [2, 4, 5, 1], [1, 3, 4, 2], labels=[1, 2, 3, 4, 5], weights="quadratic"
+    )
+    assert [pair for pair in by_pair] == [
+        ("r1", "r2"),
+        ("r1", "r3"),
+        ("r1", "r4"),
+        ("r2", "r3"),
+        ("r2", "r4"),
+        ("r3", "r4"),
+    ]
+    assert by_pair["r1", "r2"] == {
+        "rater_a": "r1",
+        "rater_b": "r2",
+        "n": 4,
+        "kappa": pytest.approx(expected_r1_r2),
+    }
+    assert by_pair["r2", "r3"]["kappa"] == pytest.approx(expected_r2_r3)
+    assert by_pair["r1", "r4"] == {"rater_a": "r1", "rater_b": "r4", "n": 0, "kappa": None}
+    with pytest.raises(ValueError, match="one row per rater"):
+        cohen_kappa_pairwise_grid(grid, ["r1", "r2"])
 
 
 # --- ICC ----------------------------------------------------------------------------------------
