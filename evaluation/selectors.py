@@ -72,15 +72,22 @@ def _frame(rows: Iterable, columns: list[str]) -> pd.DataFrame:
 def _fetched_numbers(queryset, columns: list[str]) -> dict[str, np.ndarray]:
     """The rows of a `values_list` queryset of numbers (NULL = NaN), read with the database
     cursor in chunks straight into one float64 array per column: no per-row conversion by the
-    ORM and no Python object per value. Integer ids are exact in float64 (below 2**53)."""
+    ORM and no Python object per value. Integer ids are exact in float64 (below 2**53). Each
+    chunk is split into its columns at once, so no second copy of the whole table is held."""
     sql, params = queryset.query.sql_with_params()
-    chunks = []
+    parts: list[list[np.ndarray]] = [[] for _ in columns]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         while rows := cursor.fetchmany(FETCH_CHUNK):
-            chunks.append(np.array(rows, dtype=np.float64).reshape(len(rows), len(columns)).T)
-    table = np.concatenate(chunks, axis=1) if chunks else np.empty((len(columns), 0))
-    return {name: np.ascontiguousarray(table[i]) for i, name in enumerate(columns)}
+            chunk = np.array(rows, dtype=np.float64).reshape(len(rows), len(columns))
+            for part, column in zip(parts, chunk.T, strict=True):
+                part.append(column.copy())
+            del rows, chunk
+    arrays = {}
+    for name, part in zip(columns, parts, strict=True):
+        arrays[name] = np.concatenate(part) if part else np.empty(0)
+        part.clear()
+    return arrays
 
 
 def _ids(values: np.ndarray) -> np.ndarray:
@@ -218,7 +225,8 @@ def expert_judgements_frame(*, study: Study) -> pd.DataFrame:
     return frame
 
 
-PHASES = tuple(LayAnswer.Phase.values)
+# In the order of their names, so that sorting by the code sorts as the database sorts names.
+PHASES = tuple(sorted(LayAnswer.Phase.values))
 
 
 def lay_answers_frame(*, study: Study, lookups: _Lookups | None = None) -> pd.DataFrame:
@@ -237,11 +245,12 @@ def lay_answers_frame(*, study: Study, lookups: _Lookups | None = None) -> pd.Da
     )
     rows = (
         LayAnswer.objects.filter(item__participant__study=study)
-        .order_by("item__participant_id", "item__position", "phase")
+        .order_by()
         .values_list(
             "pk",
             "item_id",
             "item__participant_id",
+            "item__position",
             "item__source_id",
             phase,
             "item__assigned_system_id",
@@ -256,6 +265,7 @@ def lay_answers_frame(*, study: Study, lookups: _Lookups | None = None) -> pd.Da
             "answer_id",
             "item_id",
             "participant_id",
+            "position",
             "source_id",
             "phase",
             "assigned_system_id",
@@ -264,6 +274,10 @@ def lay_answers_frame(*, study: Study, lookups: _Lookups | None = None) -> pd.Da
             "time_spent_ms",
         ],
     )
+    # Participant by participant, their items in order, panel by panel: sorted here rather than
+    # by the database, which would sort the whole joined table.
+    order = np.lexsort((columns["phase"], columns.pop("position"), columns["participant_id"]))
+    columns = {name: values[order] for name, values in columns.items()}
     phases = np.array([*PHASES, None], dtype=object)
     phase_codes = np.where(np.isnan(columns["phase"]), len(PHASES), columns["phase"]).astype(np.int64)
     # An item without an assigned system (NULL) has no key: NaN like the ORM's None.
@@ -293,10 +307,12 @@ def lay_preferences_frame(*, study: Study, lookups: _Lookups | None = None) -> p
     lookups = lookups or _lookups(study)
     prefs = (
         LayPreference.objects.filter(item__participant__study=study)
-        .order_by("item__participant_id", "item__position")
-        .values_list("pk", "item_id", "item__participant_id", "item__source_id")
+        .order_by()
+        .values_list("pk", "item_id", "item__participant_id", "item__position", "item__source_id")
     )
-    columns = _fetched_numbers(prefs, ["preference_id", "item_id", "participant_id", "source_id"])
+    columns = _fetched_numbers(prefs, ["preference_id", "item_id", "participant_id", "position", "source_id"])
+    order = np.lexsort((columns.pop("position"), columns["participant_id"]))
+    columns = {name: values[order] for name, values in columns.items()}
     preference_ids = _ids(columns["preference_id"])
     frame = pd.DataFrame(
         {
