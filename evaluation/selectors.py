@@ -36,7 +36,6 @@ from annotation.models import (
     Study,
     System,
 )
-from annotation.selectors import systems_by_text
 from evaluation.analysis import AnalysisOptions, StudyFrames, join_details
 from evaluation.models import AnalysisSnapshot
 
@@ -132,7 +131,20 @@ def _lookups(study: Study) -> _Lookups:
         sources[pk] = key
         severities[pk] = codes.get(severity, math.nan)
     systems = dict(System.objects.filter(study=study).values_list("pk", "key"))
-    text_systems = {text_id: tuple(keys) for text_id, keys in systems_by_text(study=study).items()}
+    # annotation.selectors.systems_by_text, read as numbers (one row per simplification, 80 000
+    # at 20 000 sources): each text's systems in study order, one tuple per text.
+    produced = _fetched_numbers(
+        Simplification.objects.filter(source__study=study)
+        .order_by("system__position", "system__key")
+        .values_list("shown_text_id", "system_id"),
+        ["text_id", "system_id"],
+    )
+    grouped: dict[int, list[str]] = {}
+    for text_id, system_id in zip(
+        _ids(produced["text_id"]).tolist(), _ids(produced["system_id"]).tolist(), strict=True
+    ):
+        grouped.setdefault(text_id, []).append(systems[system_id])
+    text_systems = {text_id: tuple(keys) for text_id, keys in grouped.items()}
     return _Lookups(participants, sources, severities, systems, text_systems)
 
 
