@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.http import Http404
 
 from annotation.models import AttentionCheck, ExpertItem, LayItem, Participant, Study
+from annotation.prepared_queries import Joined, PreparedQuery
 from annotation.selectors import studies_for_user
 
 
@@ -31,11 +32,24 @@ class WrongFlow(Exception):
     """A token of one role asked for the other role's pages."""
 
 
+_PARTICIPANT = Joined(Participant, "study")
+# Every survey request resolves its token here: SQL compiled once (prepared_queries.py).
+_participant_rows = PreparedQuery(
+    lambda token: Participant.objects.filter(token=token).values_list(*_PARTICIPANT.columns())
+)
+
+
+def _token_possible(token: str) -> bool:
+    # What no stored token can be is not asked for (PostgreSQL refuses a NUL in any string).
+    return len(token) <= Participant._meta.get_field("token").max_length and "\x00" not in token
+
+
 def access_participant(*, token: str, role: str | None = None, require_open: bool = True) -> Participant:
-    participant = Participant.objects.select_related("study").filter(token=token).first()
-    if participant is None:
+    token = str(token)
+    rows = _participant_rows.rows(token=token) if _token_possible(token) else []  # unique: one row or none
+    if not rows:
         raise Http404("This survey link is not valid.")
-    return _admit(participant, role=role, require_open=require_open)
+    return _admit(_PARTICIPANT.instances(rows[0]), role=role, require_open=require_open)
 
 
 def _admit(participant: Participant, *, role: str | None, require_open: bool) -> Participant:
@@ -46,32 +60,50 @@ def _admit(participant: Participant, *, role: str | None, require_open: bool) ->
     return participant
 
 
+_EXPERT_PAGE = Joined(ExpertItem, "participant", "participant__study", "source")
+_expert_page_rows = PreparedQuery(
+    # No ORDER BY to build and sort for a primary-key lookup.
+    lambda item_id, token: ExpertItem.objects.filter(pk=item_id, participant__token=token).values_list(
+        *_EXPERT_PAGE.columns()
+    )
+)
+
+
 def access_expert_page(*, token: str, item_id: int, require_open: bool = True) -> ExpertItem:
     """A radiologist's own page with its participant (and study) and source, in one query: the
     survey's busiest request (every autosave) resolves its token and its page together. A page of
     somebody else's is a 404 once the token itself passed access_participant's checks."""
-    try:
-        # get(), not first(): no ORDER BY to build and sort for a primary-key lookup.
-        item = ExpertItem.objects.select_related("participant__study", "source").get(
-            pk=item_id, participant__token=token
-        )
-    except ExpertItem.DoesNotExist:
+    token = str(token)
+    rows = _expert_page_rows.rows(item_id=int(item_id), token=token) if _token_possible(token) else []
+    if not rows:
         # The token's own refusal (invalid link, other role, closed study) comes first.
         access_participant(token=token, role=Participant.Role.RADIOLOGIST, require_open=require_open)
-        raise Http404("This page is not part of your survey.") from None
+        raise Http404("This page is not part of your survey.")
+    item = _EXPERT_PAGE.instances(rows[0])
     _admit(item.participant, role=Participant.Role.RADIOLOGIST, require_open=require_open)
     return item
+
+
+_LAY_ITEM = Joined(LayItem, "source", "shown_text")
+_lay_item_rows = {
+    locked: PreparedQuery(
+        lambda item_id, participant_id, locked=locked: (
+            (LayItem.objects.select_for_update(of=("self",)) if locked else LayItem.objects)
+            .filter(pk=item_id, participant_id=participant_id)
+            .values_list(*_LAY_ITEM.columns())
+        )
+    )
+    for locked in (False, True)
+}
 
 
 def access_lay_item(*, participant: Participant, item_id: int, for_update: bool = False) -> LayItem:
     """One of the participant's own lay items (with what its panels show); `for_update` takes its
     row lock (only its own row: call inside a transaction)."""
-    items = LayItem.objects.select_related("source", "shown_text")
-    if for_update:
-        items = items.select_for_update(of=("self",))
-    item = items.filter(pk=item_id, participant=participant).first()
-    if item is None:
+    rows = _lay_item_rows[for_update].rows(item_id=int(item_id), participant_id=participant.pk)
+    if not rows:
         raise Http404("This sentence is not part of your survey.")
+    item = _LAY_ITEM.instances(rows[0])
     item.participant = participant  # already loaded (with its study, by the survey views)
     return item
 

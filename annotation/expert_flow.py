@@ -30,6 +30,7 @@ from annotation.models import (
     SimplificationText,
     Source,
 )
+from annotation.prepared_queries import PreparedAggregate, PreparedQuery, PreparedUpdate
 from annotation.survey_page import (  # noqa: F401  (re-exported: views and tests time pages here)
     MAX_INTERVAL_MS,
     elapsed_ms_clean,
@@ -58,35 +59,43 @@ def _wanted_count(participant: Participant, n_sources: int) -> int:
     return n_sources if not subset else min(subset, n_sources)
 
 
-def _source_order(participant: Participant, sources: list[Source]) -> list[Source]:
-    """The participant's page order: the study's sources shuffled by the participant's own seed, so
-    order effects (fatigue, anchoring) spread over sources when several radiologists rate."""
-    ordered = sorted(sources, key=lambda s: s.position)
+def _source_order(participant: Participant, sources: list[tuple[int, int]]) -> list[int]:
+    """The participant's page order of the study's (source id, position)s: shuffled by the
+    participant's own seed, so order effects (fatigue, anchoring) spread over sources when several
+    radiologists rate."""
+    ordered = [pk for pk, _ in sorted(sources, key=lambda source: source[1])]
     return seeded_shuffle(ordered, seed=participant.order_seed, purpose="expert-sources")
 
 
-def expert_items_ensure(*, participant: Participant) -> list[ExpertItem]:
+def expert_pages_prepare(*, participant: Participant) -> None:
     """Create the participant's pages on first visit (every source, or the first
-    `Study.expert_sources_per_participant` of their seeded order) and return them in page order.
-    Idempotent; sources added to the study later are appended while the participant is short of
-    their quota. A constant number of queries whatever the study's size."""
+    `Study.expert_sources_per_participant` of their seeded order). Idempotent; sources added to
+    the study later are appended while the participant is short of their quota. A constant number
+    of queries whatever the study's size, and no model instance per page: every invite link
+    opened asks this, and a first visit writes thousands of pages."""
     if not participant.is_radiologist:
         raise ValidationError("Only radiologists have rating pages.")
     with transaction.atomic():
         # Serialises two first visits (two tabs, a double click) so positions never collide.
         Participant.objects.select_for_update().filter(pk=participant.pk).first()
-        items = list(ExpertItem.objects.filter(participant=participant).order_by("position"))
-        sources = list(Source.objects.filter(study_id=participant.study_id).only("pk", "position"))
+        pages = list(ExpertItem.objects.filter(participant=participant).values_list("source_id", "position"))
+        sources = list(Source.objects.filter(study_id=participant.study_id).values_list("pk", "position"))
         wanted = _wanted_count(participant, len(sources))
-        if len(items) >= wanted:
-            return items
-        have = {item.source_id for item in items}
-        missing = [source for source in _source_order(participant, sources) if source.pk not in have]
-        position = max((item.position for item in items), default=0) + 1
-        items += services.expert_items_create(
-            participant=participant, sources=missing[: wanted - len(items)], first_position=position
+        if len(pages) >= wanted:
+            return
+        have = {source_id for source_id, _ in pages}
+        missing = [pk for pk in _source_order(participant, sources) if pk not in have]
+        services.expert_items_create(
+            participant=participant,
+            source_ids=missing[: wanted - len(pages)],
+            first_position=max((position for _, position in pages), default=0) + 1,
         )
-    return items
+
+
+def expert_items_ensure(*, participant: Participant) -> list[ExpertItem]:
+    """expert_pages_prepare, then the participant's pages in page order."""
+    expert_pages_prepare(participant=participant)
+    return list(ExpertItem.objects.filter(participant=participant).order_by("position"))
 
 
 # --- Reading a page ----------------------------------------------------------------------------------
@@ -149,19 +158,24 @@ _RATING_FIELDS = (*scales.EXPERT_ASPECTS, "comment", "time_spent_ms")
 _JUDGEMENT_FIELDS = ("severity", "simplicity", "comment", "time_spent_ms")
 
 
-def _page_rows(item: ExpertItem) -> tuple[list[tuple[str, SimplificationText]], dict[int, ExpertRating]]:
-    """The page's (label, text) in the stored order with this participant's rating of each, in one
-    query. An id whose text has since been deleted (the source's simplification was regenerated
-    before anyone rated it) is skipped, so labels stay stable."""
-    rows = (
-        SimplificationText.objects.filter(pk__in=item.text_order)
+_page_text_rows = PreparedQuery(
+    lambda text_ids, participant_id: (
+        SimplificationText.objects.filter(pk__in=text_ids)
         .annotate(
             mine=FilteredRelation(
-                "expert_ratings", condition=Q(expert_ratings__participant_id=item.participant_id)
+                "expert_ratings", condition=Q(expert_ratings__participant_id=participant_id)
             )
         )
         .values_list("pk", "text", "mine__pk", *(f"mine__{name}" for name in _RATING_FIELDS))
     )
+)
+
+
+def _page_rows(item: ExpertItem) -> tuple[list[tuple[str, SimplificationText]], dict[int, ExpertRating]]:
+    """The page's (label, text) in the stored order with this participant's rating of each, in one
+    query. An id whose text has since been deleted (the source's simplification was regenerated
+    before anyone rated it) is skipped, so labels stay stable."""
+    rows = _page_text_rows.rows(text_ids=tuple(item.text_order), participant_id=item.participant_id)
     by_id: dict[int, SimplificationText] = {}
     ratings: dict[int, ExpertRating] = {}
     for pk, text, rating_pk, *values in rows:
@@ -276,21 +290,35 @@ def expert_progress(*, participant: Participant) -> Progress:
     return Progress(done=counts["done"], total=_wanted_total(participant, counts["total"]))
 
 
+# Asked by every page view and submit: SQL compiled once per process (prepared_queries.py).
+_place_counts = PreparedAggregate(
+    lambda participant_id, position: (
+        ExpertItem.objects.filter(participant_id=participant_id),
+        "participant_id",
+        {
+            "total": Count("pk"),
+            "done": Count("pk", filter=Q(completed_at__isnull=False)),
+            "number": Count("pk", filter=Q(position__lte=position)),
+            "previous": Max("position", filter=Q(position__lt=position)),
+            "following": Min("position", filter=Q(position__gt=position)),
+        },
+    )
+)
+_neighbour_rows = PreparedQuery(
+    lambda participant_id, positions: ExpertItem.objects.filter(
+        participant_id=participant_id, position__in=positions
+    ).values_list("position", "pk")
+)
+
+
 def expert_page_place(*, item: ExpertItem, neighbours: bool = True) -> PagePlace:
     """One aggregate over the participant's pages (plus one lookup for the neighbours' ids), however
     many pages there are and however far the participant got."""
-    pages = ExpertItem.objects.filter(participant_id=item.participant_id)
-    counts = pages.aggregate(
-        total=Count("pk"),
-        done=Count("pk", filter=Q(completed_at__isnull=False)),
-        number=Count("pk", filter=Q(position__lte=item.position)),
-        previous=Max("position", filter=Q(position__lt=item.position)),
-        following=Min("position", filter=Q(position__gt=item.position)),
-    )
+    counts = _place_counts.values(participant_id=item.participant_id, position=item.position)
     ids: dict[int, int] = {}
-    wanted = [counts[key] for key in ("previous", "following") if counts[key] is not None]
+    wanted = tuple(counts[key] for key in ("previous", "following") if counts[key] is not None)
     if neighbours and wanted:
-        ids = dict(pages.filter(position__in=wanted).values_list("position", "pk"))
+        ids = dict(_neighbour_rows.rows(participant_id=item.participant_id, positions=wanted))
     return PagePlace(
         number=counts["number"],
         progress=Progress(done=counts["done"], total=counts["total"]),
@@ -397,20 +425,25 @@ class _Locked:
     judgement: ExpertSourceJudgement | None
 
 
+_page_lock_rows = PreparedQuery(
+    lambda item_id, participant_id: (
+        ExpertItem.objects.select_for_update(of=("self",))
+        .filter(pk=item_id)
+        .annotate(
+            judged=FilteredRelation(
+                "source__expert_judgements",
+                condition=Q(source__expert_judgements__participant_id=participant_id),
+            )
+        )
+        .values_list("completed_at", "judged__pk", *(f"judged__{n}" for n in _JUDGEMENT_FIELDS))
+    )
+)
+
+
 def _page_lock(item: ExpertItem) -> _Locked:
     """Lock the page's row and read in the same query what a save needs besides its texts: the
     page's completion and this participant's judgement of the original."""
-    judged = FilteredRelation(
-        "source__expert_judgements",
-        condition=Q(source__expert_judgements__participant_id=item.participant_id),
-    )
-    row = (
-        ExpertItem.objects.select_for_update(of=("self",))
-        .filter(pk=item.pk)
-        .annotate(judged=judged)
-        .values_list("completed_at", "judged__pk", *(f"judged__{n}" for n in _JUDGEMENT_FIELDS))
-        .get()
-    )
+    (row,) = _page_lock_rows.rows(item_id=item.pk, participant_id=item.participant_id)
     completed_at, judgement_pk, *values = row
     judgement = None
     if judgement_pk is not None:
@@ -501,14 +534,23 @@ def expert_page_save(
     return page
 
 
+# Every save of a page: SQL compiled once per process.
+_item_update = PreparedUpdate(
+    lambda item_id, added_ms, **completion: (
+        ExpertItem.objects.filter(pk=item_id),
+        {"time_spent_ms": F("time_spent_ms") + added_ms, **completion},
+    )
+)
+
+
 def _item_record(*, item: ExpertItem, complete: bool, time_spent_ms: int) -> None:
     """Add the page's time and keep its completion mark true to the answers, in one UPDATE."""
-    updates: dict[str, Any] = {"time_spent_ms": F("time_spent_ms") + max(0, int(time_spent_ms))}
+    completion: dict[str, Any] = {}
     if complete and item.completed_at is None:
-        item.completed_at = updates["completed_at"] = timezone.now()
+        item.completed_at = completion["completed_at"] = timezone.now()
     elif not complete and item.completed_at is not None:
-        item.completed_at = updates["completed_at"] = None
-    ExpertItem.objects.filter(pk=item.pk).update(**updates)
+        item.completed_at = completion["completed_at"] = None
+    _item_update.run(item_id=item.pk, added_ms=max(0, int(time_spent_ms)), **completion)
 
 
 def expert_item_mark_completion(*, item: ExpertItem, complete: bool) -> None:

@@ -8,6 +8,7 @@ it never clears an answer that was given.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -18,6 +19,7 @@ from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from annotation import scales
+from annotation.importers.bulk_insert import rows_insert
 from annotation.models import (
     ConsentRefusal,
     ExpertItem,
@@ -35,6 +37,7 @@ from annotation.models import (
     normalize_text,
     text_hash,
 )
+from annotation.prepared_queries import PreparedQuery, PreparedUpdate
 from annotation.survey_page import seeded_shuffle
 
 
@@ -341,6 +344,17 @@ def _require_role(participant: Participant, role: str) -> None:
 UNREAD = object()
 
 
+@functools.cache
+def _answer_update(model, names: tuple[str, ...]) -> PreparedUpdate:
+    # Most autosaves update one answer row: SQL compiled once per process.
+    return PreparedUpdate(
+        lambda row_id, added_ms, now, **fields: (
+            model.objects.filter(pk=row_id),
+            {**fields, "time_spent_ms": F("time_spent_ms") + added_ms, "updated_at": now},
+        )
+    )
+
+
 def _answer_write(model, lookup: dict[str, Any], current, fields: dict[str, Any], time_spent_ms: int):
     """Write `fields` of one answer row that the caller read as `current` under its lock: an
     UPDATE of just those fields (the time is added in the database), or an INSERT. Should a row
@@ -349,8 +363,8 @@ def _answer_write(model, lookup: dict[str, Any], current, fields: dict[str, Any]
     now = timezone.now()
     added = max(0, int(time_spent_ms))
     if current is not None:
-        updated = model.objects.filter(pk=current.pk).update(
-            **fields, time_spent_ms=F("time_spent_ms") + added, updated_at=now
+        updated = _answer_update(model, tuple(fields)).run(
+            row_id=current.pk, added_ms=added, now=now, **fields
         )
         if updated:
             for name, value in fields.items():
@@ -386,10 +400,12 @@ def _answer_save_locked(
         model, defaults={**(defaults or {}), **fields, "time_spent_ms": added}, **lookup
     )
     if not created:
+        now = timezone.now()
+        _answer_update(model, tuple(fields)).run(row_id=row.pk, added_ms=added, now=now, **fields)
         for name, value in fields.items():
             setattr(row, name, value)
         row.time_spent_ms += added
-        row.save(update_fields=[*fields, "time_spent_ms", "updated_at"])
+        row.updated_at = now
     return row
 
 
@@ -485,31 +501,34 @@ def expert_item_create(
 
 
 def expert_items_create(
-    *, participant: Participant, sources: Sequence[Source], first_position: int
-) -> list[ExpertItem]:
-    """Pages for `sources` at consecutive positions from `first_position`, in two queries whatever
-    their number. Call inside a transaction holding the participant row lock (two first visits
-    would otherwise race for the same positions)."""
+    *, participant: Participant, source_ids: Sequence[int], first_position: int
+) -> list[int]:
+    """Pages for `source_ids` at consecutive positions from `first_position`, in a constant
+    number of queries whatever their number (a COPY on PostgreSQL); returns their ids in that
+    order. Call inside a transaction holding the participant row lock (two first visits would
+    otherwise race for the same positions)."""
     _require_role(participant, Participant.Role.RADIOLOGIST)
     texts: dict[int, list[int]] = {}
     rows = (
-        Simplification.objects.filter(source__in=[source.pk for source in sources])
+        Simplification.objects.filter(source__in=list(source_ids))
         .order_by()
         .values_list("source_id", "shown_text_id")
         .distinct()
     )
     for source_id, text_id in rows:
         texts.setdefault(source_id, []).append(text_id)
-    return ExpertItem.objects.bulk_create(
-        [
-            ExpertItem(
-                participant=participant,
-                source=source,
-                position=first_position + offset,
-                text_order=_expert_text_order(participant, source.pk, texts.get(source.pk, ())),
+    return rows_insert(
+        ExpertItem,
+        columns=("source_id", "position", "text_order"),
+        rows=[
+            (
+                source_id,
+                first_position + offset,
+                _expert_text_order(participant, source_id, texts.get(source_id, ())),
             )
-            for offset, source in enumerate(sources)
-        ]
+            for offset, source_id in enumerate(source_ids)
+        ],
+        fixed={"participant_id": participant.pk},
     )
 
 
@@ -640,12 +659,31 @@ def _check_choice_ids(name: str, ids: Iterable[int] | None, allowed: set[int]) -
     return sorted(set(clean))
 
 
+def _concrete_columns(model) -> list[str]:
+    return [field.attname for field in model._meta.concrete_fields]
+
+
+@functools.cache
+def _locked_row_query(model, columns: tuple[str, ...]) -> PreparedQuery:
+    # An answer's first and every later save lock its row: SQL compiled once per process.
+    return PreparedQuery(
+        lambda **values: (
+            model.objects.select_for_update()
+            .filter(**values)
+            .order_by("pk")
+            .values_list(*_concrete_columns(model))[:1]
+        )
+    )
+
+
 def _get_or_create_locked(model, defaults: Mapping[str, Any] | None = None, **lookup):
     """get_or_create that survives two concurrent first answers (double click, two tabs): the
     loser of the insert race re-reads the winner's row. Call inside a transaction."""
-    row = model.objects.select_for_update().filter(**lookup).first()
-    if row is not None:
-        return row, False
+    columns = {name: model._meta.get_field(name).attname for name in lookup}
+    values = {columns[name]: getattr(value, "pk", value) for name, value in lookup.items()}
+    rows = _locked_row_query(model, tuple(sorted(values))).rows(**values)
+    if rows:
+        return model.from_db("default", _concrete_columns(model), rows[0]), False
     try:
         with transaction.atomic():
             return model.objects.create(**lookup, **(defaults or {})), True

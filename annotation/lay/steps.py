@@ -11,6 +11,7 @@ from django.db.models import Count, Q
 
 from annotation.lay.design import ASSISTED, DONE, PREFERENCE, lay_background_pending, panel_number
 from annotation.models import AttentionCheck, LayItem, Participant
+from annotation.prepared_queries import Joined, PreparedAggregate, PreparedQuery
 
 # Step kinds, in the order a participant meets them.
 COMPLETED = "completed"  # finished: the completion code (shown even after the study closed)
@@ -59,6 +60,27 @@ def lay_standing(*, participant: Participant) -> LayStep | None:
     return None
 
 
+# Asked by every lay request (the saves under the item's lock): SQL compiled once per process.
+_CURRENT_ITEM = Joined(LayItem, "source", "shown_text")
+_current_item_rows = PreparedQuery(
+    lambda participant_id: (
+        LayItem.objects.filter(participant_id=participant_id)
+        .exclude(stage=DONE)
+        .order_by("position")
+        .values_list(*_CURRENT_ITEM.columns())[:1]
+    )
+)
+_CHECK_COLUMNS = [field.attname for field in AttentionCheck._meta.concrete_fields]
+_next_check_rows = PreparedQuery(
+    lambda study_id, participant_id: (
+        AttentionCheck.objects.filter(study_id=study_id)
+        .exclude(responses__participant_id=participant_id)
+        .order_by("position")
+        .values_list(*_CHECK_COLUMNS)[:1]
+    )
+)
+
+
 def lay_next_step(*, participant: Participant) -> LayStep:
     """Where the participant goes next: the finished page, a refusal (study closed, returned,
     declined), consent, background, instructions, the attention check due before their first
@@ -67,13 +89,10 @@ def lay_next_step(*, participant: Participant) -> LayStep:
     if standing is not None:
         return standing
     items = LayItem.objects.filter(participant=participant)
-    item = items.exclude(stage=DONE).select_related("source", "shown_text").order_by("position").first()
-    check = (
-        AttentionCheck.objects.filter(study_id=participant.study_id)
-        .exclude(responses__participant=participant)
-        .order_by("position")
-        .first()
-    )
+    rows = _current_item_rows.rows(participant_id=participant.pk)
+    item = _CURRENT_ITEM.instances(rows[0]) if rows else None
+    rows = _next_check_rows.rows(study_id=participant.study_id, participant_id=participant.pk)
+    check = AttentionCheck.from_db("default", _CHECK_COLUMNS, rows[0]) if rows else None
     if item is None:
         if not items.exists():
             return LayStep(BACKGROUND if lay_background_pending(participant=participant) else INSTRUCTIONS)
@@ -101,21 +120,38 @@ class LayProgress:
         return round(100 * self.done / self.total) if self.total else 0
 
 
+# Asked by every lay page: SQL compiled once per process.
+_THREE = Q(preference_order__1__isnull=False)  # panel 3 needs two texts to compare
+_item_counts = PreparedAggregate(
+    lambda participant_id: (
+        LayItem.objects.filter(participant_id=participant_id),
+        "participant_id",
+        {
+            "items": Count("pk"),
+            "three": Count("pk", filter=_THREE),
+            "assisted": Count("pk", filter=Q(stage=ASSISTED)),
+            "preference": Count("pk", filter=Q(stage=PREFERENCE)),
+            "done": Count("pk", filter=Q(stage=DONE)),
+            "done_three": Count("pk", filter=Q(stage=DONE) & _THREE),
+        },
+    )
+)
+_check_counts = PreparedAggregate(
+    lambda study_id, participant_id: (
+        AttentionCheck.objects.filter(study_id=study_id),
+        "study_id",
+        {
+            "n": Count("pk", distinct=True),
+            "answered": Count("responses", filter=Q(responses__participant_id=participant_id), distinct=True),
+        },
+    )
+)
+
+
 def lay_progress(*, participant: Participant, step: LayStep) -> LayProgress:
     """Panels and attention checks done / in all, counted in the database (two queries)."""
-    three = Q(preference_order__1__isnull=False)  # panel 3 needs two texts to compare
-    counts = LayItem.objects.filter(participant=participant).aggregate(
-        items=Count("pk"),
-        three=Count("pk", filter=three),
-        assisted=Count("pk", filter=Q(stage=ASSISTED)),
-        preference=Count("pk", filter=Q(stage=PREFERENCE)),
-        done=Count("pk", filter=Q(stage=DONE)),
-        done_three=Count("pk", filter=Q(stage=DONE) & three),
-    )
-    checks = AttentionCheck.objects.filter(study_id=participant.study_id).aggregate(
-        n=Count("pk", distinct=True),
-        answered=Count("responses", filter=Q(responses__participant=participant), distinct=True),
-    )
+    counts = _item_counts.values(participant_id=participant.pk)
+    checks = _check_counts.values(study_id=participant.study_id, participant_id=participant.pk)
     total = checks["n"] + 2 * counts["items"] + counts["three"]
     done = (
         checks["answered"]

@@ -66,7 +66,7 @@ def _redirect_resume(participant: Participant, *, why: str = "") -> HttpResponse
 def expert_start(request: HttpRequest, participant: Participant) -> HttpResponse:
     """The invite link lands here: instructions until the first page was opened, then the first
     incomplete page (resume), or the end page when all are done."""
-    expert_flow.expert_items_ensure(participant=participant)
+    expert_flow.expert_pages_prepare(participant=participant)
     if participant.started_at is None:
         return redirect("annotation:expert-instructions", token=participant.token)
     return _redirect_resume(participant, why=WHY_RESUME)
@@ -81,7 +81,7 @@ def expert_instructions(request: HttpRequest, participant: Participant) -> HttpR
         if study.expert_consent_text.strip():
             services.participant_consent(participant=participant, accepted=True)
         services.participant_touch(participant=participant)
-        expert_flow.expert_items_ensure(participant=participant)
+        expert_flow.expert_pages_prepare(participant=participant)
         return _redirect_resume(participant, why=WHY_RESUME)
     context = {
         "participant": participant,
@@ -245,7 +245,7 @@ def expert_index(request: HttpRequest, participant: Participant) -> HttpResponse
 @never_cache
 @radiologist_flow
 def expert_done(request: HttpRequest, participant: Participant) -> HttpResponse:
-    expert_flow.expert_items_ensure(participant=participant)
+    expert_flow.expert_pages_prepare(participant=participant)
     if expert_flow.expert_resume_item(participant=participant) is not None:
         return _redirect_resume(participant, why=WHY_FINISH)
     services.participant_complete(participant=participant)

@@ -4,13 +4,7 @@ the test suite itself runs on PostgreSQL."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.annotation.sqlite_run import run_on_sqlite
 
 SCRIPT = r"""
 import json, sys, threading
@@ -63,18 +57,7 @@ print(json.dumps({"journal": journal, "mode": settings.DATABASES["default"]["OPT
 
 
 def test_concurrent_autosaves_on_sqlite_all_land(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "REDIS_URL"))}
-    env |= {
-        "DJANGO_SETTINGS_MODULE": "config.settings.local",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'radlay.sqlite3'}",
-        "DJANGO_DEBUG": "0",
-        "PYTHONPATH": str(ROOT),
-    }
-    result = subprocess.run(
-        [sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    outcome = run_on_sqlite(SCRIPT, tmp_path)
     assert outcome["journal"] == "wal" and outcome["mode"] == "IMMEDIATE"
     assert outcome["errors"] == [] and outcome["statuses"] == [200]
     assert outcome["requests"] == 4 * 3 * (15 + 1)

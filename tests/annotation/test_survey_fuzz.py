@@ -136,3 +136,18 @@ def test_radiologist_page_never_fails_whatever_is_posted(expert_setup, data, htm
         for aspect in scales.EXPERT_ASPECTS:
             assert getattr(rating, aspect) in (None, 1, 2, 3, 4, 5)
         assert "\x00" not in (rating.comment or "")
+
+
+@FUZZ
+@given(token=st.one_of(st.text(min_size=1, max_size=80), st.sampled_from(["\x00", "a\x00b", "x" * 65])))
+def test_any_token_in_a_survey_link_is_a_clear_refusal_never_an_error(expert_setup, token):
+    client, participant, items = expert_setup
+    token = token.replace("/", "_")  # a path segment
+    for name, kwargs in [
+        ("annotation:entry", {"token": token}),
+        ("annotation:expert-page", {"token": token, "item_id": items[0].pk}),
+        ("annotation:lay-start", {"token": token}),
+    ]:
+        url = reverse(name, kwargs=kwargs)
+        for response in (client.get(url), client.post(url, {"A-correctness": "3"}, HTTP_HX_REQUEST="true")):
+            assert response.status_code in (403, 404, 405), (url, response.status_code)

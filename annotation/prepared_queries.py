@@ -1,0 +1,276 @@
+"""Fixed-shape queries that the ORM writes once per process and the survey runs many times.
+
+Django builds and compiles a QuerySet's SQL anew on every call. For the survey's busiest requests
+that was most of their CPU time: a radiologist's autosave spent ~60 % of its in-process time in
+`QuerySet.filter`/`values_list`/`SQLCompiler.as_sql` for small reads and updates whose SQL never
+changes (profile in the README's benchmark section). A PreparedQuery (reads) or PreparedUpdate
+(`QuerySet.update()`) asks the ORM for the SQL once per database connection and argument shape,
+with placeholder arguments, remembers where each placeholder landed among the parameters, and then
+runs that SQL with the real arguments: the ORM still writes every query, only the repetition is
+skipped. Rows come back converted as `values_list()` converts them; `Joined.instances()` turns
+them into model instances with their related objects, as `select_related()` would.
+
+Only what passes through the ORM unchanged can be a placeholder: ints, strings and aware
+datetimes (adapted as the backend adapts them) in exact lookups, comparisons and update values,
+and tuples of them in `__in`. None and booleans are literals: they change the SQL (IS NULL), so
+they are part of the shape. Anything else, or a value the ORM rewrites on its way to SQL, is
+refused when the query is first compiled: a query that cannot be prepared fails loudly, never
+with wrong rows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import itertools
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.exceptions import EmptyResultSet, ImproperlyConfigured
+from django.db import connections
+from django.db.models import Model
+from django.db.models.sql import UpdateQuery
+from django.db.transaction import TransactionManagementError
+
+# Unlikely values, distinct per placeholder: the compiled parameters are searched for them. Ints
+# stay inside every integer field's range (also positive ones): Django rewrites a comparison with
+# a value out of the column's range (e.g. `position__lte=-1` on a PositiveIntegerField).
+_INT_BASE = 2_147_483_000
+_MAX_PLACEHOLDERS = 600  # _INT_BASE + 600 < 2**31
+_TEXT_MARK = "\x00radlay-placeholder-"
+_TIME_BASE = dt.datetime(1901, 2, 3, tzinfo=dt.UTC)
+
+_Slot = tuple[int, str, "int | None", "Callable[[Any], Any] | None"]  # position, argument, item, adapt
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    sql: str
+    params: tuple[Any, ...]
+    slots: tuple[_Slot, ...]
+    compiler: Any
+    converters: dict
+    locks: bool
+
+
+def _is_literal(value: Any) -> bool:
+    # None and booleans change the SQL itself (IS NULL, a constant): part of the shape, not slots.
+    return value is None or isinstance(value, bool)
+
+
+def _placeholders(arguments: dict[str, Any]) -> tuple[dict[str, Any], dict[Any, tuple[str, int | None]]]:
+    counter = itertools.count(1)
+    values: dict[str, Any] = {}
+    where: dict[Any, tuple[str, int | None]] = {}
+
+    def one(name: str, value: Any, index: int | None) -> Any:
+        number = next(counter)
+        if number > _MAX_PLACEHOLDERS:
+            raise ImproperlyConfigured(f"PreparedQuery: more than {_MAX_PLACEHOLDERS} placeholders.")
+        if isinstance(value, int):
+            placeholder: Any = _INT_BASE + number
+        elif isinstance(value, str):
+            placeholder = f"{_TEXT_MARK}{number}"
+        elif isinstance(value, dt.datetime) and value.tzinfo is not None:
+            placeholder = _TIME_BASE + dt.timedelta(microseconds=number)
+        else:
+            raise ImproperlyConfigured(
+                f"PreparedQuery argument {name!r}: only ints, strings, aware datetimes and tuples of "
+                f"them can be placeholders (None and booleans are literals), not {type(value).__name__}."
+            )
+        where[placeholder] = (name, index)
+        return placeholder
+
+    for name, value in arguments.items():
+        if _is_literal(value):
+            values[name] = value
+        elif isinstance(value, tuple | list):
+            values[name] = tuple(one(name, item, i) for i, item in enumerate(value))
+        else:
+            values[name] = one(name, value, None)
+    return values, where
+
+
+def _shape(arguments: dict[str, Any]) -> tuple:
+    """What the SQL depends on: argument names, kinds, tuple lengths and literals, not values."""
+    return tuple(
+        (name, value)
+        if _is_literal(value)
+        else (name, len(value))
+        if isinstance(value, tuple | list)
+        else (name, type(value))
+        for name, value in sorted(arguments.items())
+    )
+
+
+class _Prepared:
+    """SQL compiled once per database connection and argument shape, run with new arguments."""
+
+    def __init__(self, build: Callable[..., Any]) -> None:
+        self._build = build
+        self._compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def _query(self, connection, using: str, values: dict[str, Any]) -> tuple[Any, Any]:
+        """(the sql.Query to compile, whether it takes row locks)."""
+        raise NotImplementedError
+
+    def _compile(self, connection, using: str, arguments: dict[str, Any]) -> _Compiled | None:
+        """The SQL for arguments of this shape; None where the ORM knows there are no rows
+        without asking (e.g. `pk__in=()`)."""
+        values, where = _placeholders(arguments)
+        query, locks = self._query(connection, using, values)
+        compiler = query.get_compiler(using=using)
+        try:
+            sql, params = compiler.as_sql()
+        except EmptyResultSet:
+            return None
+        # A datetime reaches the SQL as the backend adapts it (a string on SQLite): the same
+        # adaptation turns a real argument into its parameter.
+        adapt = connection.ops.adapt_datetimefield_value
+        adapted = {adapt(p): p for p in where if isinstance(p, dt.datetime)}
+        slots: list[_Slot] = []
+        for position, param in enumerate(params):
+            if isinstance(param, bool) or not isinstance(param, int | str | dt.datetime):
+                continue
+            if param in where:
+                slots.append((position, *where[param], None))
+            elif param in adapted:
+                slots.append((position, *where[adapted[param]], adapt))
+        lost = set(where.values()) - {(name, index) for _, name, index, _ in slots}
+        missing = sorted(name if index is None else f"{name}[{index}]" for name, index in lost)
+        if missing:
+            raise ImproperlyConfigured(
+                f"PreparedQuery {self._build.__qualname__}: the ORM changed the parameter(s) "
+                f"{', '.join(missing)} on the way to SQL; they cannot be placeholders."
+            )
+        select = getattr(compiler, "select", None) or []
+        fields = [column[0] for column in select[: getattr(compiler, "col_count", 0) or 0]]
+        return _Compiled(
+            sql=sql,
+            params=tuple(params),
+            slots=tuple(slots),
+            compiler=compiler,
+            converters=compiler.get_converters(fields) if fields else {},
+            locks=locks,
+        )
+
+    def _execute(
+        self, using: str, arguments: dict[str, Any], run: Callable[[Any, str, list], Any], empty: Any
+    ):
+        connection = connections[using]  # one per thread: what it compiled is its own
+        by_shape = self._compiled.get(connection)
+        if by_shape is None:
+            with self._lock:  # a WeakKeyDictionary is not safe to grow from several threads
+                by_shape = self._compiled.setdefault(connection, {})
+        shape = _shape(arguments)
+        if shape not in by_shape:
+            by_shape[shape] = self._compile(connection, using, arguments)
+        compiled = by_shape[shape]
+        if compiled is None:
+            return empty
+        if compiled.locks and connection.get_autocommit():
+            raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")
+        params = list(compiled.params)
+        for position, name, index, adapt in compiled.slots:
+            value = arguments[name] if index is None else arguments[name][index]
+            params[position] = value if adapt is None else adapt(value)
+        with connection.cursor() as cursor:
+            return run(cursor, compiled, params)
+
+
+class PreparedQuery(_Prepared):
+    """`build(**arguments)` returns a values_list() QuerySet; `rows(**arguments)` runs its SQL."""
+
+    def _query(self, connection, using, values):
+        queryset = self._build(**values)
+        return queryset.query, bool(
+            queryset.query.select_for_update and connection.features.has_select_for_update
+        )
+
+    def rows(self, *, using: str = "default", **arguments: Any) -> list[tuple]:
+        def run(cursor, compiled: _Compiled, params: list) -> list[tuple]:
+            cursor.execute(compiled.sql, params)
+            rows = cursor.fetchall()
+            if compiled.converters:
+                rows = [tuple(row) for row in compiled.compiler.apply_converters(rows, compiled.converters)]
+            return rows
+
+        return self._execute(using, arguments, run, [])
+
+
+class PreparedAggregate(PreparedQuery):
+    """`build(**arguments)` returns (a QuerySet, a field all its rows share, {name: aggregate});
+    `values(**arguments)` returns {name: value} as `QuerySet.aggregate()` would. (An aggregate
+    query runs as soon as it is built; grouped by that one field it is a values_list() to prepare.)"""
+
+    def __init__(self, build: Callable[..., Any]) -> None:
+        self._empty: dict[str, Any] = {}
+
+        def grouped(**values: Any):
+            queryset, field, aggregates = build(**values)
+            self._empty = {name: aggregate.empty_result_set_value for name, aggregate in aggregates.items()}
+            return queryset.order_by().values(field).annotate(**aggregates).values_list(*aggregates)
+
+        super().__init__(grouped)
+
+    def values(self, *, using: str = "default", **arguments: Any) -> dict[str, Any]:
+        rows = self.rows(using=using, **arguments)
+        return dict(zip(self._empty, rows[0], strict=True)) if rows else dict(self._empty)
+
+
+class PreparedUpdate(_Prepared):
+    """`build(**arguments)` returns (a QuerySet, the values its update() would set);
+    `run(**arguments)` runs that UPDATE and returns the number of rows it changed, as update()."""
+
+    def _query(self, connection, using, values):
+        queryset, changes = self._build(**values)
+        query = queryset.query.chain(UpdateQuery)
+        query.add_update_values(changes)
+        query.annotations = {}  # as QuerySet.update(): an UPDATE selects nothing
+        return query, False
+
+    def run(self, *, using: str = "default", **arguments: Any) -> int:
+        def run(cursor, compiled: _Compiled, params: list) -> int:
+            cursor.execute(compiled.sql, params)
+            return cursor.rowcount
+
+        return self._execute(using, arguments, run, 0)
+
+
+class Joined:
+    """The columns of a model and of related models along non-null foreign keys (paths as in
+    select_related), for a values_list() that reads them all, and the instances built back from
+    one of its rows."""
+
+    def __init__(self, model: type[Model], *paths: str) -> None:
+        self.model, self.paths = model, paths
+
+    @functools.cached_property
+    def _layout(self) -> list[tuple[str, type[Model], list[str]]]:
+        # Built on first use: related models are resolved once the app registry is ready.
+        layout = [("", self.model, [f.attname for f in self.model._meta.concrete_fields])]
+        for path in self.paths:
+            model = self.model
+            for step in path.split("__"):
+                model = model._meta.get_field(step).related_model
+            layout.append((path, model, [f.attname for f in model._meta.concrete_fields]))
+        return layout
+
+    def columns(self) -> list[str]:
+        return [f"{path}__{name}" if path else name for path, _, names in self._layout for name in names]
+
+    def instances(self, row: Sequence[Any], *, using: str = "default") -> Model:
+        built: dict[str, Model] = {}
+        start = 0
+        for path, model, names in self._layout:
+            built[path] = model.from_db(using, names, row[start : start + len(names)])
+            start += len(names)
+        for path, instance in built.items():
+            if path:
+                parent, _, step = path.rpartition("__")
+                setattr(built[parent], step, instance)
+        return built[""]
