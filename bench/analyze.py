@@ -259,9 +259,11 @@ def synthetic_study(*, n_sources: int, n_lay: int, n_radiologists: int, seed: in
 
 
 def timed(label: str, function, timings: dict):
-    started = time.perf_counter()
+    """Run `function`, recording (wall seconds, CPU seconds of this process) under `label`: on a
+    machine shared with other jobs the wall time grows with their load, the CPU time much less."""
+    started, cpu = time.perf_counter(), time.process_time()
     result = function()
-    timings[label] = time.perf_counter() - started
+    timings[label] = (time.perf_counter() - started, time.process_time() - cpu)
     return result
 
 
@@ -279,13 +281,13 @@ def analysis_options(args):
     )
 
 
-def stage_timings(study, options) -> tuple[dict[str, float], object]:
+def stage_timings(study, options) -> tuple[dict[str, tuple[float, float]], object]:
     """The analysis of `study`, stage by stage (the functions study_analysis calls, in its order):
-    {stage: seconds} and the frames."""
+    {stage: (wall seconds, CPU seconds)} and the frames."""
     from evaluation import analysis as A
     from evaluation.selectors import study_frames
 
-    timings: dict[str, float] = {}
+    timings: dict[str, tuple[float, float]] = {}
     frames = timed("selectors: database → frames", lambda: study_frames(study=study), timings)
     metrics = timed("automatic metrics of every text", lambda: A.metric_tables(frames, options), timings)
     columns = timed("lay columns", lambda: A.lay_columns(frames), timings)
@@ -330,10 +332,11 @@ def frames_and_analysis(study, options) -> tuple[float, float]:
     return time.perf_counter() - started, time.process_time() - cpu
 
 
-def print_stages(timings: dict[str, float]) -> None:
-    for label, seconds in timings.items():
-        print(f"  {label:38} {seconds:8.2f} s")
-    print(f"  {'sum of the stages':38} {sum(timings.values()):8.2f} s")
+def print_stages(timings: dict[str, tuple[float, float]]) -> None:
+    for label, (seconds, cpu) in timings.items():
+        print(f"  {label:38} {seconds:8.2f} s  (CPU {cpu:6.2f} s)")
+    wall, cpu = (sum(values) for values in zip(*timings.values(), strict=True))
+    print(f"  {'sum of the stages':38} {wall:8.2f} s  (CPU {cpu:6.2f} s)")
 
 
 def profile(study, options, top: int) -> None:

@@ -12,7 +12,11 @@ that several systems produced counts for each of them (frames carry the tuple `s
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import json
 import math
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +26,12 @@ import pandas as pd
 
 from annotation import scales
 from evaluation.metrics import registry as metric_registry
-from evaluation.stats.agreement import cohen_kappa_pairwise, icc, krippendorff_alpha, krippendorff_alpha_sets
+from evaluation.stats.agreement import (
+    cohen_kappa_pairwise_grid,
+    icc,
+    krippendorff_alpha,
+    krippendorff_alpha_set_cells,
+)
 from evaluation.stats.comparisons import paired_system_comparisons
 from evaluation.stats.correlation import BOOTSTRAP_MAX_PAIRS, correlate_columns
 from evaluation.stats.crossed import CrossedInterval, crossed_group_intervals, crossed_mean_ci
@@ -117,9 +126,31 @@ def system_keys(frames: StudyFrames) -> list[str]:
 
 
 def credit_systems(frame: pd.DataFrame, column: str = "systems") -> pd.DataFrame:
-    """One row per (row, credited system): the answer on a shared text counts for each system."""
-    exploded = frame.assign(system=frame[column].map(list)).explode("system", ignore_index=True)
-    return exploded.dropna(subset=["system"])
+    """One row per (row, credited system): the answer on a shared text counts for each system.
+
+    The rows, their order, their index and the object column `system` are those of
+    ``frame.assign(system=frame[column].map(list)).explode("system", ignore_index=True)`` without
+    the rows of empty collections; built from the few distinct collections of the column (rows
+    share one tuple per text), not row by row."""
+    codes, distinct = pd.factorize(frame[column].to_numpy(dtype=object), use_na_sentinel=False)
+    sizes = np.fromiter(map(len, distinct), dtype=np.int64, count=len(distinct))
+    flat = np.empty(int(sizes.sum()), dtype=object)
+    flat[:] = [system for systems in distinct for system in systems]
+    lengths = sizes[codes]
+    rows = np.repeat(np.arange(len(frame)), lengths)
+    within = np.arange(rows.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    system = flat[np.repeat((np.cumsum(sizes) - sizes)[codes], lengths) + within]
+    # explode numbers its rows 0.. counting one row for each empty collection.
+    index = (np.cumsum(np.maximum(lengths, 1)) - np.maximum(lengths, 1))[rows] + within
+    credited = frame.iloc[rows].set_axis(pd.RangeIndex(0, 0) if not rows.size else index, axis=0)
+    return credited.assign(system=pd.Series(system, index=credited.index))
+
+
+def _positions(values: pd.Series, keys: Sequence[Any]) -> np.ndarray:
+    """The position of each value in `keys` as float64, NaN for a value not in it (what
+    ``values.map({key: i})`` gives, by a hash lookup instead of a Python call per row)."""
+    found = pd.Index(list(keys), dtype=object).get_indexer(values.to_numpy(dtype=object))
+    return np.where(found >= 0, found, np.nan)
 
 
 def _phase(frames: StudyFrames, phase: str) -> pd.DataFrame:
@@ -153,10 +184,63 @@ def _severity_errors(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 # --- Table 1 ----------------------------------------------------------------------------------
 
 
+# The metric tables of the last analysed studies, by the texts and options they were computed
+# from: a study's texts rarely change between two analyses (new answers do), and its metrics are
+# most of a recomputation. A few entries of tens of MB each at 20 000 sources.
+_METRIC_TABLES: OrderedDict[bytes, tuple[Any, dict[str, Any]]] = OrderedDict()
+_METRIC_TABLES_KEPT = 4
+_PLAIN_OPTION = (str, int, float, bool, type(None))
+
+
+def _metric_tables_key(frames: StudyFrames, options: AnalysisOptions) -> bytes | None:
+    """A digest of everything metric_tables reads, or None when an option is not plain data
+    (an object such as a custom glossary has no content digest, so it is never cached)."""
+    metric_options = dict(options.metric_options)
+    if not all(isinstance(value, _PLAIN_OPTION) for value in metric_options.values()):
+        return None
+    digest = hashlib.blake2b(digest_size=32)
+
+    def add(*parts: Any) -> None:
+        digest.update(json.dumps(parts, sort_keys=True, default=str).encode())
+        digest.update(b"\0")
+
+    add(options.metric_families, sorted(metric_options.items()))
+    simplifications, sources, systems = frames.simplifications, frames.sources, frames.systems
+    add(systems["system"].tolist(), systems["is_reference"].astype(bool).tolist())
+    for column in ("source", "system", "text"):
+        add(simplifications[column].tolist())
+    add(simplifications["text_id"].astype(np.int64).tolist())
+    for column in ("source", "text", "metadata"):
+        add(sources[column].tolist())
+    return digest.digest()
+
+
 def metric_tables(frames: StudyFrames, options: AnalysisOptions) -> dict[str, Any]:
     """Every registered metric family over the study's simplifications (and, for the families
     that judge a text on its own, over the originals). Per-text values are averaged per system
-    over the study's simplifications (a shared text counts once for each of its systems)."""
+    over the study's simplifications (a shared text counts once for each of its systems).
+
+    The tables of the same texts, families, options and embedder are computed once per process
+    (the last few kept); callers get copies of the frames."""
+    key = _metric_tables_key(frames, options)
+    cached = _METRIC_TABLES.get(key) if key is not None else None
+    if cached is not None and cached[0] is options.embedder:
+        _METRIC_TABLES.move_to_end(key)
+        tables = cached[1]
+    else:
+        tables = _metric_tables_computed(frames, options)
+        if key is not None:
+            _METRIC_TABLES[key] = (options.embedder, tables)
+            while len(_METRIC_TABLES) > _METRIC_TABLES_KEPT:
+                _METRIC_TABLES.popitem(last=False)
+    return {
+        **copy.deepcopy({k: v for k, v in tables.items() if k not in ("per_text", "per_original")}),
+        "per_text": tables["per_text"].copy(),
+        "per_original": tables["per_original"].copy(),
+    }
+
+
+def _metric_tables_computed(frames: StudyFrames, options: AnalysisOptions) -> dict[str, Any]:
     simplifications = frames.simplifications.merge(
         frames.sources[["source", "text", "metadata"]].rename(columns={"text": "source_text"}), on="source"
     )
@@ -262,9 +346,17 @@ def metrics_summary(metrics: Mapping[str, Any], frames: StudyFrames) -> dict[str
         per_system[system] = {name: _mean(rows[name]) for name in names}
         per_system[system].update(metrics["corpus"].get(system, {}))
     per_original = metrics["per_original"]
-    records = []
-    for row in per_text.to_dict("records"):
-        records.append({k: (_float(v) if k in names else v) for k, v in row.items()})
+    # Column by column (the rows of a 20 000-source study are 80 000 dicts): metric values as
+    # _float gives them (None where not finite), the other columns as to_dict("records").
+    metric_names = set(names)
+    values = [
+        [None if not math.isfinite(v) else v for v in per_text[k].to_numpy(np.float64).tolist()]
+        if k in metric_names
+        else per_text[k].tolist()
+        for k in per_text.columns
+    ]
+    keys = list(per_text.columns)
+    records = [dict(zip(keys, row, strict=True)) for row in zip(*values, strict=True)]
     return {
         "families": metrics["families"],
         "text_metrics": names,
@@ -351,12 +443,7 @@ def vote_counts(frames: StudyFrames, side: str) -> pd.DataFrame:
     prefs = frames.lay_preferences
     counts = pd.DataFrame(0, index=pd.Index(sources, name="source"), columns=systems, dtype=np.int64)
     if len(prefs):
-        votes = (
-            prefs[["source", side]]
-            .assign(system=prefs[side].map(list))
-            .explode("system")
-            .dropna(subset=["system"])
-        )
+        votes = credit_systems(prefs[["source", side]], side)
         tally = votes.groupby(["source", "system"]).size().unstack("system", fill_value=0)
         counts = counts.add(tally.reindex(index=sources, columns=systems, fill_value=0), fill_value=0).astype(
             np.int64
@@ -385,13 +472,18 @@ def preference_wins(
         wins[side] = {system: int(winners[system].sum()) for system in counts.columns}
         details[side] = {
             "votes": {system: int(counts[system].sum()) for system in counts.columns},
-            "winners": {
-                source: [systems[j] for j in np.flatnonzero(row)]
-                for source, row in zip(counts.index, winners.to_numpy(), strict=True)
-            },
+            "winners": _winners(counts.index, winners.to_numpy(), systems),
             "sources_with_votes": int((top > 0).sum()),
         }
     return wins, details
+
+
+def _winners(sources: Sequence[str], winners: np.ndarray, systems: Sequence[str]) -> dict[str, list[str]]:
+    """{source: the systems of its row of the sources × systems boolean `winners`}, by the few
+    distinct rows rather than row by row."""
+    patterns, pattern_of = np.unique(winners, axis=0, return_inverse=True)
+    named = [[systems[j] for j in np.flatnonzero(row)] for row in patterns]
+    return {source: list(named[k]) for source, k in zip(sources, pattern_of.ravel().tolist(), strict=True)}
 
 
 def _level_counts(values: pd.Series, scale: scales.Scale) -> dict[str, int]:
@@ -444,20 +536,42 @@ def distributions(
 # --- agreement ------------------------------------------------------------------------------------
 
 
-def _set_annotations(frames: StudyFrames, side: str) -> dict[str, dict[str, frozenset]]:
-    data: dict[str, dict[str, frozenset]] = {}
-    for participant, source, chosen in frames.lay_preferences[["participant", "source", side]].itertuples(
-        index=False
-    ):
-        # An empty selection is a skipped question, not an answer "none of them".
-        if chosen:
-            data.setdefault(participant, {})[source] = frozenset(chosen)
-    return data
+def _set_annotations(frames: StudyFrames, side: str) -> tuple[np.ndarray, np.ndarray]:
+    """(units, sets) of the preference answers on `side`, coder by coder in order of first
+    appearance, as ``{participant: {source: set}}`` lists them: one answer per (participant,
+    source), the last one given. An empty selection is a skipped question, not an answer "none
+    of them", so it is left out."""
+    prefs = frames.lay_preferences
+    chosen = prefs[side].to_numpy(dtype=object)
+    codes, distinct = pd.factorize(chosen, use_na_sentinel=False)
+    answered = np.fromiter(map(len, distinct), dtype=np.int64, count=len(distinct))[codes] > 0
+    participants = prefs["participant"].to_numpy(dtype=object)[answered]
+    sources = prefs["source"].to_numpy(dtype=object)[answered]
+    chosen = chosen[answered]
+    coder, _ = pd.factorize(participants, use_na_sentinel=False)
+    source, _ = pd.factorize(sources, use_na_sentinel=False)
+    cell, _ = pd.factorize(coder.astype(np.int64) * (int(source.max(initial=0)) + 1) + source)
+    last = np.full(int(cell.max(initial=-1)) + 1, -1, dtype=np.int64)
+    np.maximum.at(last, cell, np.arange(cell.size))
+    first = ~pd.Series(cell).duplicated().to_numpy()
+    # Each cell where it first appears, with the value of its last answer; coders in the order
+    # they first appear.
+    rows = last[cell[first]]
+    rows = rows[np.argsort(coder[first], kind="stable")]
+    return sources[rows], chosen[rows]
 
 
-def _reliability(frame: pd.DataFrame, unit: str, coder: str, value: str) -> np.ndarray:
-    grid = frame.dropna(subset=[value]).pivot_table(index=coder, columns=unit, values=value, aggfunc="first")
-    return grid.to_numpy(dtype=np.float64)
+def _reliability(frame: pd.DataFrame, unit: str, coder: str, value: str) -> tuple[np.ndarray, np.ndarray]:
+    """(coders × units grid of `value`, NaN where missing; the coders): what
+    ``frame.dropna(subset=[value]).pivot_table(index=coder, columns=unit, values=value,
+    aggfunc="first")`` holds, coders and units sorted, from integer codes."""
+    rows = frame[frame[value].notna()]
+    coder_codes, coders = pd.factorize(rows[coder].to_numpy(), sort=True)
+    unit_codes, units = pd.factorize(rows[unit].to_numpy(), sort=True)
+    grid = np.full((len(coders), len(units)), np.nan)
+    first = ~pd.Series(coder_codes.astype(np.int64) * len(units) + unit_codes).duplicated().to_numpy()
+    grid[coder_codes[first], unit_codes[first]] = rows[value].to_numpy(np.float64)[first]
+    return grid, np.asarray(coders)
 
 
 def agreement(frames: StudyFrames) -> dict[str, Any]:
@@ -466,8 +580,10 @@ def agreement(frames: StudyFrames) -> dict[str, Any]:
     severity guesses: alpha (ordinal)."""
     result: dict[str, Any] = {"preference_alpha_masi": {}}
     for side in ("most", "least"):
-        data = _set_annotations(frames, side)
-        result["preference_alpha_masi"][side] = _float(krippendorff_alpha_sets(data)) if data else None
+        units, sets = _set_annotations(frames, side)
+        result["preference_alpha_masi"][side] = (
+            _float(krippendorff_alpha_set_cells(units, sets)) if sets.size else None
+        )
     result["preference_alpha_masi"]["n_coders"] = (
         int(frames.lay_preferences["participant"].nunique()) if len(frames.lay_preferences) else 0
     )
@@ -480,15 +596,8 @@ def agreement(frames: StudyFrames) -> dict[str, Any]:
     if len(raters) >= 2:
         scale = scale_values(scales.LIKERT)
         for aspect in EXPERT_ASPECTS:
-            grid = _reliability(ratings, "text_id", "participant", aspect)
-            kappa = cohen_kappa_pairwise(
-                {
-                    rater: dict(zip(rows["text_id"], rows[aspect], strict=True))
-                    for rater, rows in ratings.dropna(subset=[aspect]).groupby("participant")
-                },
-                weights="quadratic",
-                labels=scale,
-            )
+            grid, grid_raters = _reliability(ratings, "text_id", "participant", aspect)
+            kappa = cohen_kappa_pairwise_grid(grid, grid_raters.tolist(), weights="quadratic", labels=scale)
             try:
                 icc_result = icc(
                     ratings.dropna(subset=[aspect]), unit="text_id", rater="participant", score=aspect
@@ -512,7 +621,7 @@ def agreement(frames: StudyFrames) -> dict[str, Any]:
             }
         judgements = frames.expert_judgements
         if judgements["participant"].nunique() >= 2:
-            grid = _reliability(judgements, "source", "participant", "severity_value")
+            grid, _ = _reliability(judgements, "source", "participant", "severity_value")
             expert["severity_alpha_ordinal"] = _float(
                 krippendorff_alpha(grid, "ordinal", value_domain=scale_values(scales.SEVERITY))
             )
@@ -524,7 +633,7 @@ def agreement(frames: StudyFrames) -> dict[str, Any]:
     lay: dict[str, Any] = {"n_raters": int(original["participant"].nunique())}
     for question in ("severity_guess", "understanding", "confidence"):
         domain = scale_values(scales.LAY_SCALES[question])
-        grid = _reliability(original, "source", "participant", question)
+        grid, _ = _reliability(original, "source", "participant", question)
         value = krippendorff_alpha(grid, "ordinal", value_domain=domain) if grid.size else math.nan
         lay[f"{question}_alpha_ordinal"] = _float(value)
     result["lay"] = lay
@@ -664,7 +773,7 @@ def system_intervals(
     differences: dict[str, list[dict[str, Any]]] = {}
     empty = _interval_record(crossed_mean_ci([], [], []))
     for name, frame in measures.items():
-        codes = frame["system"].map(order).to_numpy(np.float64)
+        codes = _positions(frame["system"], list(order))
         group_means, group_differences = crossed_group_intervals(
             frame["value"].to_numpy(np.float64),
             frame["participant"].to_numpy(),
@@ -695,8 +804,9 @@ def system_intervals(
 
 
 def _ordered(frame: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
-    order = {system: i for i, system in enumerate(system_keys(frames))}
-    return frame.assign(_order=frame["system"].map(order)).sort_values(["_order", "source"], kind="stable")
+    return frame.assign(_order=_positions(frame["system"], system_keys(frames))).sort_values(
+        ["_order", "source"], kind="stable"
+    )
 
 
 def comparisons(frames: StudyFrames) -> dict[str, list[dict[str, Any]]]:

@@ -14,13 +14,16 @@ tuple of credited systems instead (column `systems`).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, Max
+from django.db.models import Case, Count, FloatField, Max, Value, When
 
 from annotation import scales
 from annotation.models import (
@@ -28,18 +31,18 @@ from annotation.models import (
     ExpertSourceJudgement,
     LayAnswer,
     LayPreference,
+    Participant,
     Simplification,
     Source,
     Study,
     System,
 )
-from annotation.selectors import systems_by_text
 from evaluation.analysis import AnalysisOptions, StudyFrames, join_details
 from evaluation.models import AnalysisSnapshot
 
 LAY_QUESTIONS = scales.LAY_QUESTIONS
 EXPERT_ASPECTS = tuple(scales.EXPERT_ASPECTS)
-CHUNK = 5000
+FETCH_CHUNK = 50_000
 
 
 def _codes(scale: scales.Scale) -> dict[str, float]:
@@ -52,26 +55,52 @@ def _to_numbers(values: pd.Series, scale: scales.Scale) -> pd.Series:
     return values.map(_codes(scale)).astype("float64")
 
 
+def _level_number(field: str, scale: scales.Scale) -> Case:
+    """The stored level name of `field` as its number on `scale`, in SQL (NULL when not answered):
+    the rows then come from the database as numbers, not one string object per answer."""
+    return Case(
+        *(When(**{field: level.name}, then=Value(float(level.value))) for level in scale.levels),
+        default=Value(None),
+        output_field=FloatField(),
+    )
+
+
 def _frame(rows: Iterable, columns: list[str]) -> pd.DataFrame:
     return pd.DataFrame.from_records(list(rows), columns=columns)
 
 
-FETCH_CHUNK = 50_000
-
-
-def _fetched_frame(queryset, columns: list[str]) -> pd.DataFrame:
-    """The rows of a `values_list` queryset as a frame, read with the database cursor in chunks:
-    no per-row conversion by the ORM (8× faster on a million answers) and no list of every row.
-    Only for columns that need no conversion from the database (numbers, text, NULL)."""
+def _fetched_numbers(queryset, columns: list[str]) -> dict[str, np.ndarray]:
+    """The rows of a `values_list` queryset of numbers (NULL = NaN), read with the database
+    cursor in chunks straight into one float64 array per column: no per-row conversion by the
+    ORM and no Python object per value. Integer ids are exact in float64 (below 2**53). Each
+    chunk is split into its columns at once, so no second copy of the whole table is held."""
     sql, params = queryset.query.sql_with_params()
-    chunks = []
+    parts: list[list[np.ndarray]] = [[] for _ in columns]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         while rows := cursor.fetchmany(FETCH_CHUNK):
-            chunks.append(pd.DataFrame.from_records(rows, columns=columns))
-    if not chunks:
-        return pd.DataFrame(columns=columns)
-    return pd.concat(chunks, ignore_index=True) if len(chunks) > 1 else chunks[0]
+            chunk = np.array(rows, dtype=np.float64).reshape(len(rows), len(columns))
+            for part, column in zip(parts, chunk.T, strict=True):
+                part.append(column.copy())
+            del rows, chunk
+    arrays = {}
+    for name, part in zip(columns, parts, strict=True):
+        arrays[name] = np.concatenate(part) if part else np.empty(0)
+        part.clear()
+    return arrays
+
+
+def _ids(values: np.ndarray) -> np.ndarray:
+    return values.astype(np.int64)
+
+
+def _labels(ids: np.ndarray, mapping: Mapping[int, Any], default: Any = None) -> np.ndarray:
+    """`mapping[id]` for every id, as an object array sharing the mapping's values (one lookup
+    per distinct id, not per row); `default` for an id the mapping lacks."""
+    distinct, inverse = np.unique(ids, return_inverse=True)
+    values = np.empty(distinct.size, dtype=object)
+    values[:] = [mapping.get(key, default) for key in distinct.tolist()]
+    return values[inverse.ravel()]
 
 
 def participant_label(pseudonym: str, pk: int) -> str:
@@ -79,13 +108,45 @@ def participant_label(pseudonym: str, pk: int) -> str:
     return pseudonym or f"P{pk}"
 
 
-def _insert_participant(frame: pd.DataFrame, position: int) -> None:
-    # Replaces the columns participant_id and pseudonym by one column "participant" at `position`.
-    labels = [
-        participant_label(p, i)
-        for p, i in zip(frame.pop("pseudonym"), frame.pop("participant_id"), strict=True)
-    ]
-    frame.insert(position, "participant", labels)
+@dataclass(frozen=True)
+class _Lookups:
+    """The small tables every answer frame names its ids with, read once per study_frames."""
+
+    participants: dict[int, str]  # participant pk -> label
+    sources: dict[int, str]  # source pk -> key
+    severities: dict[int, float]  # source pk -> reference severity 1-5 (NaN: none)
+    systems: dict[int, str]  # system pk -> key
+    text_systems: dict[int, tuple[str, ...]]  # SimplificationText pk -> systems that produced it
+
+
+def _lookups(study: Study) -> _Lookups:
+    participants = {
+        pk: participant_label(pseudonym, pk)
+        for pk, pseudonym in Participant.objects.filter(study=study).values_list("pk", "pseudonym")
+    }
+    sources, severities = {}, {}
+    codes = _codes(scales.SEVERITY)
+    for pk, key, severity in Source.objects.filter(study=study).values_list(
+        "pk", "key", "reference_severity"
+    ):
+        sources[pk] = key
+        severities[pk] = codes.get(severity, math.nan)
+    systems = dict(System.objects.filter(study=study).values_list("pk", "key"))
+    # annotation.selectors.systems_by_text, read as numbers (one row per simplification, 80 000
+    # at 20 000 sources): each text's systems in study order, one tuple per text.
+    produced = _fetched_numbers(
+        Simplification.objects.filter(source__study=study)
+        .order_by("system__position", "system__key")
+        .values_list("shown_text_id", "system_id"),
+        ["text_id", "system_id"],
+    )
+    grouped: dict[int, list[str]] = {}
+    for text_id, system_id in zip(
+        _ids(produced["text_id"]).tolist(), _ids(produced["system_id"]).tolist(), strict=True
+    ):
+        grouped.setdefault(text_id, []).append(systems[system_id])
+    text_systems = {text_id: tuple(keys) for text_id, keys in grouped.items()}
+    return _Lookups(participants, sources, severities, systems, text_systems)
 
 
 def systems_frame(*, study: Study) -> pd.DataFrame:
@@ -124,37 +185,39 @@ def simplifications_frame(*, study: Study) -> pd.DataFrame:
     return _frame(rows, ["simplification_id", "source", "system", "text_id", "text", "flagged"])
 
 
-def _text_systems(study: Study) -> dict[int, tuple[str, ...]]:
-    return {text_id: tuple(keys) for text_id, keys in systems_by_text(study=study).items()}
-
-
-def expert_ratings_frame(*, study: Study) -> pd.DataFrame:
+def expert_ratings_frame(*, study: Study, lookups: _Lookups | None = None) -> pd.DataFrame:
     """Radiologists' ratings credited per system: one row per (rating, system that produced the
     rated text), with the five aspects as numbers 1–5 (NaN = not rated)."""
+    lookups = lookups or _lookups(study)
     rows = (
         ExpertRating.objects.filter(participant__study=study)
         .order_by("pk")
         .values_list(
-            "pk",
-            "participant_id",
-            "participant__pseudonym",
-            "shown_text_id",
-            "shown_text__source__key",
-            *EXPERT_ASPECTS,
-            "time_spent_ms",
+            "pk", "participant_id", "shown_text_id", "shown_text__source_id", *EXPERT_ASPECTS, "time_spent_ms"
         )
     )
-    frame = _fetched_frame(
-        rows,
-        ["rating_id", "participant_id", "pseudonym", "text_id", "source", *EXPERT_ASPECTS, "time_spent_ms"],
+    columns = _fetched_numbers(
+        rows, ["rating_id", "participant_id", "text_id", "source_id", *EXPERT_ASPECTS, "time_spent_ms"]
     )
-    _insert_participant(frame, 1)
-    text_systems = _text_systems(study)
-    frame["system"] = frame["text_id"].map(lambda t: list(text_systems.get(t, ())))
-    frame = frame.explode("system", ignore_index=True).dropna(subset=["system"])
-    for aspect in EXPERT_ASPECTS:
-        frame[aspect] = frame[aspect].astype("float64")
-    return frame.reset_index(drop=True)
+    text_ids = _ids(columns["text_id"])
+    # One row per (rating, credited system), in rating order then system order; a rating of a
+    # text no system produced has no row.
+    credited = _labels(text_ids, lookups.text_systems, ())
+    counts = np.fromiter(map(len, credited), dtype=np.int64, count=credited.size)
+    rows_of = np.repeat(np.arange(text_ids.size), counts)
+    system = np.empty(rows_of.size, dtype=object)
+    system[:] = [key for systems in credited for key in systems]
+    return pd.DataFrame(
+        {
+            "rating_id": _ids(columns["rating_id"])[rows_of],
+            "participant": _labels(_ids(columns["participant_id"]), lookups.participants)[rows_of],
+            "text_id": text_ids[rows_of],
+            "source": _labels(_ids(columns["source_id"]), lookups.sources)[rows_of],
+            **{aspect: columns[aspect][rows_of] for aspect in EXPERT_ASPECTS},
+            "time_spent_ms": _ids(columns["time_spent_ms"])[rows_of],
+            "system": system,
+        }
+    )
 
 
 def expert_judgements_frame(*, study: Study) -> pd.DataFrame:
@@ -165,13 +228,21 @@ def expert_judgements_frame(*, study: Study) -> pd.DataFrame:
         .values_list("participant_id", "participant__pseudonym", "source__key", "severity", "simplicity")
     )
     frame = _frame(rows, ["participant_id", "pseudonym", "source", "severity", "simplicity"])
-    _insert_participant(frame, 0)
+    labels = [
+        participant_label(p, i)
+        for p, i in zip(frame.pop("pseudonym"), frame.pop("participant_id"), strict=True)
+    ]
+    frame.insert(0, "participant", labels)
     frame["severity_value"] = _to_numbers(frame["severity"], scales.SEVERITY)
     frame["simplicity"] = frame["simplicity"].astype("float64")
     return frame
 
 
-def lay_answers_frame(*, study: Study) -> pd.DataFrame:
+# In the order of their names, so that sorting by the code sorts as the database sorts names.
+PHASES = tuple(sorted(LayAnswer.Phase.values))
+
+
+def lay_answers_frame(*, study: Study, lookups: _Lookups | None = None) -> pd.DataFrame:
     """Every lay answer (both panels), one row per answer, answers as numbers.
 
     Columns: answer_id, item_id, participant, source, phase ("original" = panel 1, "assisted" =
@@ -179,92 +250,140 @@ def lay_answers_frame(*, study: Study) -> pd.DataFrame:
     (tuple of every system that produced that text: the answer counts for each), the five
     questions as numbers, reference_severity (1–5 of the source) and time_spent_ms.
     """
+    lookups = lookups or _lookups(study)
+    phase = Case(
+        *(When(phase=name, then=Value(float(i))) for i, name in enumerate(PHASES)),
+        default=Value(None),
+        output_field=FloatField(),
+    )
     rows = (
         LayAnswer.objects.filter(item__participant__study=study)
-        .order_by("item__participant_id", "item__position", "phase")
+        .order_by()
         .values_list(
             "pk",
             "item_id",
             "item__participant_id",
-            "item__participant__pseudonym",
-            "item__source__key",
-            "phase",
-            "item__assigned_system__key",
+            "item__position",
+            "item__source_id",
+            phase,
+            "item__assigned_system_id",
             "item__shown_text_id",
-            *LAY_QUESTIONS,
-            "item__source__reference_severity",
+            *(_level_number(question, scales.LAY_SCALES[question]) for question in LAY_QUESTIONS),
             "time_spent_ms",
         )
     )
-    frame = _fetched_frame(
+    columns = _fetched_numbers(
         rows,
         [
             "answer_id",
             "item_id",
             "participant_id",
-            "pseudonym",
-            "source",
+            "position",
+            "source_id",
             "phase",
-            "assigned_system",
+            "assigned_system_id",
             "text_id",
             *LAY_QUESTIONS,
-            "reference_severity",
             "time_spent_ms",
         ],
     )
-    _insert_participant(frame, 2)
-    text_systems = _text_systems(study)
-    frame.insert(
-        frame.columns.get_loc("text_id") + 1,
-        "systems",
-        frame["text_id"].map(lambda t: text_systems.get(t, ())),
+    # Participant by participant, their items in order, panel by panel: sorted here rather than
+    # by the database, which would sort the whole joined table.
+    order = np.lexsort((columns["phase"], columns.pop("position"), columns["participant_id"]))
+    columns = {name: values[order] for name, values in columns.items()}
+    phases = np.array([*PHASES, None], dtype=object)
+    phase_codes = np.where(np.isnan(columns["phase"]), len(PHASES), columns["phase"]).astype(np.int64)
+    # An item without an assigned system (NULL) has no key: NaN like the ORM's None.
+    assigned = np.nan_to_num(columns["assigned_system_id"], nan=-1).astype(np.int64)
+    source_ids = _ids(columns["source_id"])
+    text_ids = _ids(columns["text_id"])
+    return pd.DataFrame(
+        {
+            "answer_id": _ids(columns["answer_id"]),
+            "item_id": _ids(columns["item_id"]),
+            "participant": _labels(_ids(columns["participant_id"]), lookups.participants),
+            "source": _labels(source_ids, lookups.sources),
+            "phase": phases[phase_codes],
+            "assigned_system": _labels(assigned, lookups.systems),
+            "text_id": text_ids,
+            "systems": _labels(text_ids, lookups.text_systems, ()),
+            **{question: columns[question] for question in LAY_QUESTIONS},
+            "reference_severity": _labels(source_ids, lookups.severities).astype(np.float64),
+            "time_spent_ms": _ids(columns["time_spent_ms"]),
+        }
     )
-    for question in LAY_QUESTIONS:
-        frame[question] = _to_numbers(frame[question], scales.LAY_SCALES[question])
-    frame["reference_severity"] = _to_numbers(frame["reference_severity"], scales.SEVERITY)
-    return frame
 
 
-def lay_preferences_frame(*, study: Study) -> pd.DataFrame:
+def lay_preferences_frame(*, study: Study, lookups: _Lookups | None = None) -> pd.DataFrame:
     """Panel 3, one row per answered item: most / least as frozensets of system keys (every
     system that produced a chosen text) and of SimplificationText ids."""
+    lookups = lookups or _lookups(study)
     prefs = (
         LayPreference.objects.filter(item__participant__study=study)
-        .order_by("item__participant_id", "item__position")
-        .values_list(
-            "pk", "item_id", "item__participant_id", "item__participant__pseudonym", "item__source__key"
-        )
+        .order_by()
+        .values_list("pk", "item_id", "item__participant_id", "item__position", "item__source_id")
     )
-    frame = _fetched_frame(prefs, ["preference_id", "item_id", "participant_id", "pseudonym", "source"])
-    _insert_participant(frame, 2)
-    text_systems = _text_systems(study)
+    columns = _fetched_numbers(prefs, ["preference_id", "item_id", "participant_id", "position", "source_id"])
+    order = np.lexsort((columns.pop("position"), columns["participant_id"]))
+    columns = {name: values[order] for name, values in columns.items()}
+    preference_ids = _ids(columns["preference_id"])
+    frame = pd.DataFrame(
+        {
+            "preference_id": preference_ids,
+            "item_id": _ids(columns["item_id"]),
+            "participant": _labels(_ids(columns["participant_id"]), lookups.participants),
+            "source": _labels(_ids(columns["source_id"]), lookups.sources),
+        }
+    )
+    # Equal sets are one object: a text chosen by many participants has one frozenset, and the
+    # sets of systems are a handful.
+    system_sets: dict[frozenset, frozenset] = {}
     for side in ("most", "least"):
         through = getattr(LayPreference, side).through
-        chosen: dict[int, set[int]] = {}
-        for preference_id, text_id in (
-            through.objects.filter(laypreference__item__participant__study=study)
-            .values_list("laypreference_id", "simplificationtext_id")
-            .iterator(chunk_size=CHUNK)
-        ):
-            chosen.setdefault(preference_id, set()).add(text_id)
-        texts = [frozenset(chosen.get(pk, ())) for pk in frame["preference_id"]]
+        chosen = _fetched_numbers(
+            through.objects.filter(laypreference__item__participant__study=study).values_list(
+                "laypreference_id", "simplificationtext_id"
+            ),
+            ["preference_id", "text_id"],
+        )
+        rows = pd.Index(preference_ids).get_indexer(_ids(chosen["preference_id"]))
+        text_ids = _ids(chosen["text_id"])
+        counts = np.bincount(rows, minlength=preference_ids.size)
+        texts = np.full(preference_ids.size, frozenset(), dtype=object)
+        # Most answers choose one text: one frozenset per distinct text, shared by its rows.
+        single = counts[rows] == 1
+        singles, which = np.unique(text_ids[single], return_inverse=True)
+        single_sets = np.empty(singles.size, dtype=object)
+        single_sets[:] = [frozenset((text_id,)) for text_id in singles.tolist()]
+        texts[rows[single]] = single_sets[which.ravel()]
+        several: dict[int, list[int]] = {}
+        for row, text_id in zip(rows[~single].tolist(), text_ids[~single].tolist(), strict=True):
+            several.setdefault(row, []).append(text_id)
+        for row, ids in several.items():
+            texts[row] = frozenset(ids)
+        codes, distinct = pd.factorize(texts)
+        systems = np.empty(len(distinct), dtype=object)
+        for i, text_set in enumerate(distinct):
+            found = frozenset(key for text_id in text_set for key in lookups.text_systems.get(text_id, ()))
+            systems[i] = system_sets.setdefault(found, found)
         frame[f"{side}_texts"] = texts
-        frame[side] = [frozenset(s for t in ids for s in text_systems.get(t, ())) for ids in texts]
+        frame[side] = systems[codes] if len(codes) else np.empty(0, dtype=object)
     return frame
 
 
 def study_frames(*, study: Study) -> StudyFrames:
     """Everything the analysis reads, in one bundle."""
+    lookups = _lookups(study)
     return StudyFrames(
         study=study.slug,
         title=study.title,
         systems=systems_frame(study=study),
         sources=sources_frame(study=study),
         simplifications=simplifications_frame(study=study),
-        expert_ratings=expert_ratings_frame(study=study),
+        expert_ratings=expert_ratings_frame(study=study, lookups=lookups),
         expert_judgements=expert_judgements_frame(study=study),
-        lay_answers=lay_answers_frame(study=study),
-        lay_preferences=lay_preferences_frame(study=study),
+        lay_answers=lay_answers_frame(study=study, lookups=lookups),
+        lay_preferences=lay_preferences_frame(study=study, lookups=lookups),
     )
 
 

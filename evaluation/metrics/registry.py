@@ -249,7 +249,11 @@ def compute_all(
         unavailable.update(reasons)
 
         if family.compute_texts is not None:
-            rows: list[dict[str, MetricValue]] = [dict.fromkeys(family.text_metrics) for _ in records]
+            # Every record gets each of the family's metrics, None unless computed; the values go
+            # straight into `texts` (no second list of a dict per record: 80 000 texts at 20 000
+            # sources).
+            for text in texts:
+                text.update(dict.fromkeys(family.text_metrics))
             if not blocker:
                 indices = [
                     i
@@ -265,11 +269,11 @@ def compute_all(
                     raise ValueError(
                         f"{family.name} returned {len(computed)} rows for {len(indices)} records"
                     )
+                kept = [name for name in family.text_metrics if name not in reasons]
                 for i, row in zip(indices, computed, strict=True):
-                    rows[i] = _checked_row(family, row)
-            for i, row in enumerate(rows):
-                for name in family.text_metrics:
-                    texts[i][name] = None if name in reasons else row[name]
+                    checked = _checked_row(family, row)
+                    texts[i].update((name, checked[name]) for name in kept)
+                del computed
 
         if family.compute_corpus is not None:
             for system, system_records in _systems_in_order(records).items():

@@ -168,15 +168,21 @@ def set_annotation_triples(data: SetAnnotations) -> Iterator[tuple[Hashable, Has
 def _encode_sets(data: SetAnnotations) -> tuple[np.ndarray, np.ndarray, list[frozenset]]:
     """Integer codes (unit, value) for non-missing annotations, plus the distinct set values."""
     _, units, labels = _annotation_cells(data, with_coders=False)
-    label_array = _object_array(labels)
+    return _encode_cells(_object_array(units), _object_array(labels))
+
+
+def _encode_cells(
+    units: np.ndarray, label_array: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, list[frozenset]]:
+    """``_encode_sets`` of aligned object arrays of units and labels."""
     try:
         # Hashes each frozenset once in C; None/NaN become the -1 sentinel (missing).
         value_codes, distinct = pd.factorize(label_array)
     except TypeError:  # unhashable input such as plain sets: normalise, then factorise
-        label_array = _object_array([_as_label(label) for label in labels])
+        label_array = _object_array([_as_label(label) for label in label_array])
         value_codes, distinct = pd.factorize(label_array)
     distinct_values = [_as_label(value) for value in distinct]
-    unit_codes, _ = pd.factorize(_object_array(units), use_na_sentinel=False)
+    unit_codes, _ = pd.factorize(units, use_na_sentinel=False)
     present = value_codes >= 0
     return unit_codes[present], value_codes[present], distinct_values
 
@@ -248,6 +254,21 @@ def krippendorff_alpha_sets(data: SetAnnotations, *, method: Literal["fast", "nl
     if method != "fast":
         raise ValueError(f"unknown method {method!r}; use 'fast' or 'nltk'")
     unit_codes, value_codes, distinct = _encode_sets(data)
+    if not distinct:
+        return math.nan
+    return _alpha_from_codes(unit_codes, value_codes, masi_distance_matrix(distinct))
+
+
+def krippendorff_alpha_set_cells(units: Sequence[Hashable], labels: Sequence[SetLabel]) -> float:
+    """``krippendorff_alpha_sets`` (fast) of annotations given as two aligned sequences, one
+    entry per (coder, unit) annotation: its unit and its set (None/NaN = missing). The coders
+    themselves do not enter alpha. Equal to ``krippendorff_alpha_sets({coder: {unit: set}})`` of
+    the same annotations listed coder by coder, without building the nested mappings (a large
+    study has hundreds of thousands of annotations)."""
+    units, labels = _object_array(list(units)), _object_array(list(labels))
+    if units.size != labels.size:
+        raise ValueError("units and labels must be aligned")
+    unit_codes, value_codes, distinct = _encode_cells(units, labels)
     if not distinct:
         return math.nan
     return _alpha_from_codes(unit_codes, value_codes, masi_distance_matrix(distinct))
@@ -327,6 +348,34 @@ def cohen_kappa_pairwise(
                 )
             kappa = None if math.isnan(value) else float(value)
         pairs.append({"rater_a": rater_a, "rater_b": rater_b, "n": len(shared), "kappa": kappa})
+    defined = [p["kappa"] for p in pairs if p["kappa"] is not None]
+    return PairwiseKappa(pairs=pairs, mean=float(np.mean(defined)) if defined else None)
+
+
+def cohen_kappa_pairwise_grid(
+    grid: np.ndarray,
+    raters: Sequence[Hashable],
+    weights: Literal["linear", "quadratic"] | None = "quadratic",
+    *,
+    labels: Sequence[Any] | None = None,
+) -> PairwiseKappa:
+    """``cohen_kappa_pairwise`` of a raters × units array (NaN = not rated; row i is
+    ``raters[i]``): the same pairs, in the same order, on the units both rated, without a mapping
+    per rater (kappa depends on the pairs of values, not on their order)."""
+    grid = np.asarray(grid, dtype=np.float64)
+    if grid.ndim != 2 or grid.shape[0] != len(raters):
+        raise ValueError("grid must be 2-D with one row per rater")
+    rated = ~np.isnan(grid)
+    pairs: list[dict[str, Any]] = []
+    for i, j in itertools.combinations(range(len(raters)), 2):
+        shared = rated[i] & rated[j]
+        n = int(shared.sum())
+        kappa: float | None = None
+        if n >= 2:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                value = cohen_kappa_score(grid[i, shared], grid[j, shared], labels=labels, weights=weights)
+            kappa = None if math.isnan(value) else float(value)
+        pairs.append({"rater_a": raters[i], "rater_b": raters[j], "n": n, "kappa": kappa})
     defined = [p["kappa"] for p in pairs if p["kappa"] is not None]
     return PairwiseKappa(pairs=pairs, mean=float(np.mean(defined)) if defined else None)
 

@@ -313,6 +313,74 @@ def test_preference_alpha_matches_nltk_on_the_credited_system_sets():
     assert result["n_coders"] == 3
 
 
+def test_preference_alpha_skips_empty_selections_and_keeps_the_last_answer_per_cell():
+    # Rows out of participant order, an empty (skipped) selection and a repeated (participant,
+    # source) answer whose last value counts: the nested {participant: {source: set}} rule.
+    frames = make_frames(
+        preferences=[
+            ("L2", "s1", {11, 10}, {10}),
+            ("L1", "s1", {10}, {11}),
+            ("L3", "s1", set(), {10}),
+            ("L2", "s2", {20}, {21}),
+            ("L1", "s2", {22}, {20}),
+            ("L3", "s2", {21, 22}, {20}),
+            ("L2", "s2", {22}, {21}),
+        ]
+    )
+    most = [
+        ("L2", "s1", frozenset("abc")),
+        ("L2", "s2", frozenset("c")),
+        ("L1", "s1", frozenset("ab")),
+        ("L1", "s2", frozenset("c")),
+        ("L3", "s2", frozenset("bc")),
+    ]
+    expected = AnnotationTask(data=most, distance=masi_distance).alpha()
+    assert A.agreement(frames)["preference_alpha_masi"]["most"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_credit_systems_equals_pandas_explode():
+    frame = pd.DataFrame(
+        {
+            "value": [1.0, 2.0, 3.0, 4.0, 5.0],
+            "systems": [("a", "b"), (), ("c",), ("a", "b"), ("b",)],
+        },
+        index=[10, 11, 12, 13, 14],
+    )
+    expected = (
+        frame.assign(system=frame["systems"].map(list))
+        .explode("system", ignore_index=True)
+        .dropna(subset=["system"])
+    )
+    credited = A.credit_systems(frame)
+    pd.testing.assert_frame_equal(credited, expected)
+    assert list(credited["system"]) == ["a", "b", "c", "a", "b", "b"]
+    assert list(credited.index) == [0, 1, 3, 4, 5, 6]
+    empty = frame.iloc[:0]
+    expected = empty.assign(system=empty["systems"].map(list)).explode("system", ignore_index=True)
+    pd.testing.assert_frame_equal(A.credit_systems(empty), expected.dropna(subset=["system"]))
+
+
+def test_metric_tables_are_reused_for_the_same_texts_and_recomputed_when_one_changes(monkeypatch):
+    frames = make_frames()
+    first = A.metric_tables(frames, FAST)
+    calls = []
+    computed = A._metric_tables_computed
+    monkeypatch.setattr(A, "_metric_tables_computed", lambda *a: calls.append(1) or computed(*a))
+    again = A.metric_tables(frames, FAST)
+    assert calls == []
+    pd.testing.assert_frame_equal(again["per_text"], first["per_text"])
+    again["per_text"].loc[0, "fkgl"] = -1.0  # a caller's copy: the cached table stays as it was
+    assert A.metric_tables(frames, FAST)["per_text"].loc[0, "fkgl"] == first["per_text"].loc[0, "fkgl"]
+    assert calls == []
+
+    simplifications = frames.simplifications.copy()
+    simplifications.loc[5, "text"] = "Both of your kidneys are small. They have a few harmless cysts."
+    changed = A.StudyFrames(**{**frames.__dict__, "simplifications": simplifications})
+    fkgl = A.metric_tables(changed, FAST)["per_text"]["fkgl"]
+    assert calls == [1]
+    assert fkgl.iloc[5] == pytest.approx(textstat.flesch_kincaid_grade(simplifications.loc[5, "text"]))
+
+
 def test_two_radiologists_agreement_matches_krippendorff_and_sklearn():
     frames = make_frames(radiologists=2)
     expert = A.agreement(frames)["expert"]
@@ -339,6 +407,43 @@ def test_two_radiologists_agreement_matches_krippendorff_and_sklearn():
     ss_err = ((x - grand) ** 2).sum() - ss_rows - ss_cols
     bms, ems = ss_rows / (n - 1), ss_err / ((n - 1) * (k - 1))
     assert expert["correctness"]["icc"]["icc3_1"] == pytest.approx((bms - ems) / (bms + (k - 1) * ems))
+
+
+def test_reliability_grid_is_the_pivot_table_of_first_values():
+    frame = pd.DataFrame(
+        {
+            "participant": ["L2", "L1", "L2", "L1", "L3", "L1"],
+            "source": ["s2", "s1", "s1", "s3", "s3", "s1"],
+            "value": [3.0, 1.0, np.nan, 4.0, 2.0, 5.0],
+        }
+    )
+    grid, coders = A._reliability(frame, "source", "participant", "value")
+    expected = frame.dropna(subset=["value"]).pivot_table(
+        index="participant", columns="source", values="value", aggfunc="first"
+    )
+    np.testing.assert_array_equal(grid, expected.to_numpy())
+    assert list(coders) == ["L1", "L2", "L3"]
+
+
+def test_per_simplification_records_are_the_rows_with_none_for_undefined_values():
+    frames = make_frames()
+    metrics = A.metric_tables(frames, FAST)
+    records = A.metrics_summary(metrics, frames)["per_simplification"]
+    per_text = metrics["per_text"]
+    assert len(records) == len(per_text) == 6
+    assert records[0] == {
+        "source": "s1",
+        "text_id": 10,
+        "system": "a",
+        "fkgl": textstat.flesch_kincaid_grade(TEXTS[("s1", "a")][1]),
+        **{
+            name: None if np.isnan(per_text.loc[0, name]) else float(per_text.loc[0, name])
+            for name in metrics["text_metrics"]
+            if name != "fkgl"
+        },
+    }
+    assert records[0]["smog"] is None  # under three sentences
+    assert type(records[0]["text_id"]) is int and type(records[0]["fkgl"]) is float
 
 
 def test_one_radiologist_has_no_inter_rater_agreement():

@@ -12,8 +12,10 @@ from sklearn.metrics import cohen_kappa_score
 from evaluation.stats import agreement
 from evaluation.stats.agreement import (
     cohen_kappa_pairwise,
+    cohen_kappa_pairwise_grid,
     icc,
     krippendorff_alpha,
+    krippendorff_alpha_set_cells,
     krippendorff_alpha_sets,
     masi_distance,
     masi_distance_matrix,
@@ -140,6 +142,25 @@ def test_fast_masi_alpha_equals_nltk_and_independent_implementations(seed):
     assert fast == pytest.approx(kripp_package_alpha(data), abs=1e-9)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_masi_alpha_of_aligned_cells_equals_nltk(seed):
+    data = random_annotations(seed)
+    units = [unit for per_unit in data.values() for unit in per_unit]
+    labels = [label for per_unit in data.values() for label in per_unit.values()]
+    expected = krippendorff_alpha_sets(data, method="nltk")
+    assert krippendorff_alpha_set_cells(units, labels) == pytest.approx(expected, abs=1e-9)
+
+
+def test_masi_alpha_of_aligned_cells_hand_worked_example_with_a_missing_cell():
+    # test_masi_alpha_hand_worked_example's data, plus a missing answer (None) that counts for nothing.
+    units = ["u1", "u2", "u3", "u4", "u1", "u2", "u3", "u4"]
+    labels = [{"a"}, {"a", "b"}, {"b"}, {"c"}, {"a"}, {"a"}, {"c"}, None]
+    assert krippendorff_alpha_set_cells(units, labels) == pytest.approx(7 / 32, abs=1e-12)
+    with pytest.raises(ValueError, match="aligned"):
+        krippendorff_alpha_set_cells(units, labels[:-1])
+    assert math.isnan(krippendorff_alpha_set_cells([], []))
+
+
 def test_sparse_count_table_gives_the_same_alpha(monkeypatch):
     # Large label alphabets switch the units×values counts to a sparse matrix.
     data = random_annotations(4)
@@ -256,6 +277,43 @@ def test_pairwise_kappa_uses_shared_units_and_matches_sklearn():
     assert by_pair["r1", "r4"] == {"rater_a": "r1", "rater_b": "r4", "n": 0, "kappa": None}
     assert len(result.pairs) == 6
     assert result.mean == pytest.approx(np.mean([expected_r1_r2, expected_r1_r3, expected_r2_r3]))
+
+
+def test_pairwise_kappa_of_a_grid_uses_shared_units_and_matches_sklearn():
+    # The ratings of the test above as a raters × units grid (s1 … s8), NaN = not rated.
+    nan = np.nan
+    grid = [
+        [1, 2, 3, 5, 4, 2, nan, nan],
+        [2, 2, 4, 5, nan, nan, 1, nan],
+        [nan, 1, 3, 4, 4, 3, 2, nan],
+        [nan, nan, nan, nan, nan, nan, nan, 3],
+    ]
+    result = cohen_kappa_pairwise_grid(grid, ["r1", "r2", "r3", "r4"], labels=[1, 2, 3, 4, 5])
+    by_pair = {(p["rater_a"], p["rater_b"]): p for p in result.pairs}
+    expected_r1_r2 = cohen_kappa_score(
+        [1, 2, 3, 5], [2, 2, 4, 5], labels=[1, 2, 3, 4, 5], weights="quadratic"
+    )
+    expected_r2_r3 = cohen_kappa_score(
+        [2, 4, 5, 1], [1, 3, 4, 2], labels=[1, 2, 3, 4, 5], weights="quadratic"
+    )
+    assert [pair for pair in by_pair] == [
+        ("r1", "r2"),
+        ("r1", "r3"),
+        ("r1", "r4"),
+        ("r2", "r3"),
+        ("r2", "r4"),
+        ("r3", "r4"),
+    ]
+    assert by_pair["r1", "r2"] == {
+        "rater_a": "r1",
+        "rater_b": "r2",
+        "n": 4,
+        "kappa": pytest.approx(expected_r1_r2),
+    }
+    assert by_pair["r2", "r3"]["kappa"] == pytest.approx(expected_r2_r3)
+    assert by_pair["r1", "r4"] == {"rater_a": "r1", "rater_b": "r4", "n": 0, "kappa": None}
+    with pytest.raises(ValueError, match="one row per rater"):
+        cohen_kappa_pairwise_grid(grid, ["r1", "r2"])
 
 
 # --- ICC ----------------------------------------------------------------------------------------

@@ -277,3 +277,23 @@ def test_correlate_columns_rejects_misaligned_columns():
         correlate_columns({"a": [1.0, 2.0, 3.0]}, {"b": [1.0, 2.0]})
     with pytest.raises(ValueError):
         correlate_columns({"a": [1.0, 2.0, 3.0]}, {"b": [1.0, 2.0, 3.0]}, method_names=("distance",))
+
+
+def test_pearson_of_many_pairs_equals_scipy_pearsonr_along_an_axis():
+    from evaluation.stats.correlation import _pearson_pairs
+
+    rng = np.random.default_rng(1)
+    n = 500
+    xs = {f"m{i}": rng.normal(size=n) * 10**i + (rng.integers(0, 5, n) if i % 2 else 0) for i in range(4)}
+    xs["constant"] = np.full(n, 3.0)
+    ys = {f"h{j}": rng.integers(1, 6, n).astype(float) + 0.3 * xs["m0"] * (j == 1) for j in range(3)}
+    pairs = [(m, h) for m in xs for h in ys]
+    r, p = _pearson_pairs(xs, ys, pairs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.ConstantInputWarning)
+        expected = stats.pearsonr(
+            np.stack([xs[m] for m, _ in pairs]), np.stack([ys[h] for _, h in pairs]), axis=1
+        )
+    np.testing.assert_array_equal(r, expected.statistic)
+    np.testing.assert_array_equal(p, expected.pvalue)
+    assert np.isnan(r[pairs.index(("constant", "h0"))])
