@@ -31,37 +31,28 @@ def analysis_coverage_check_task(study_id: int) -> None:
     services.analysis_coverage_check_run(study_id=study_id)
 
 
-def _check_in_thread(study_id: int) -> None:
+def _run_closing_connections(run, study_id: int) -> None:
     try:
-        services.analysis_coverage_check_run(study_id=study_id)
+        run(study_id=study_id)
     finally:
         close_old_connections()
+
+
+def _send(task, run, study_id: int) -> None:
+    """`task.delay(study_id)`; in the embedded mode (tasks run in-process, no broker) `run` on a
+    background thread of this process when RADLAY_ANALYSIS_IN_THREAD is set, so the page that
+    asked is not held up (the test settings turn that off: the task runs where it is sent)."""
+    if task.app.conf.task_always_eager and settings.RADLAY_ANALYSIS_IN_THREAD:
+        threading.Thread(target=_run_closing_connections, args=(run, study_id), daemon=True).start()
+        return
+    task.delay(study_id)
 
 
 def analysis_coverage_check_send(*, study_id: int) -> None:
-    """Send the check of `study_id`'s data (services.analysis_coverage_check) to a worker: a
-    background thread in the embedded mode, as analysis_snapshot_send does."""
-    task = analysis_coverage_check_task
-    if task.app.conf.task_always_eager and settings.RADLAY_ANALYSIS_IN_THREAD:
-        threading.Thread(target=_check_in_thread, args=(study_id,), daemon=True).start()
-        return
-    task.delay(study_id)
-
-
-def _compute_in_thread(study_id: int) -> None:
-    try:
-        services.analysis_snapshot_compute(study_id=study_id)
-    finally:
-        close_old_connections()
+    """Send the check of `study_id`'s data (services.analysis_coverage_check) to a worker."""
+    _send(analysis_coverage_check_task, services.analysis_coverage_check_run, study_id)
 
 
 def analysis_snapshot_send(*, study_id: int) -> None:
-    """Send the computation of `study_id`'s snapshot to a worker. In the embedded mode (tasks run
-    in-process, no broker) it runs on a background thread of this process when
-    RADLAY_ANALYSIS_IN_THREAD is set, so the page that asked is not held up; the test settings
-    turn that off and the task runs where it is sent."""
-    task = analysis_snapshot_compute_task
-    if task.app.conf.task_always_eager and settings.RADLAY_ANALYSIS_IN_THREAD:
-        threading.Thread(target=_compute_in_thread, args=(study_id,), daemon=True).start()
-        return
-    task.delay(study_id)
+    """Send the computation of `study_id`'s snapshot to a worker."""
+    _send(analysis_snapshot_compute_task, services.analysis_snapshot_compute, study_id)
