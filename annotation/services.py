@@ -37,7 +37,7 @@ from annotation.models import (
     normalize_text,
     text_hash,
 )
-from annotation.prepared_queries import PreparedQuery, PreparedUpdate
+from annotation.prepared_queries import Joined, PreparedQuery, PreparedUpdate
 from annotation.survey_page import seeded_shuffle
 
 
@@ -659,8 +659,9 @@ def _check_choice_ids(name: str, ids: Iterable[int] | None, allowed: set[int]) -
     return sorted(set(clean))
 
 
-def _concrete_columns(model) -> list[str]:
-    return [field.attname for field in model._meta.concrete_fields]
+@functools.cache
+def _whole_row(model) -> Joined:
+    return Joined(model)
 
 
 @functools.cache
@@ -671,7 +672,7 @@ def _locked_row_query(model, columns: tuple[str, ...]) -> PreparedQuery:
             model.objects.select_for_update()
             .filter(**values)
             .order_by("pk")
-            .values_list(*_concrete_columns(model))[:1]
+            .values_list(*_whole_row(model).columns())[:1]
         )
     )
 
@@ -683,7 +684,7 @@ def _get_or_create_locked(model, defaults: Mapping[str, Any] | None = None, **lo
     values = {columns[name]: getattr(value, "pk", value) for name, value in lookup.items()}
     rows = _locked_row_query(model, tuple(sorted(values))).rows(**values)
     if rows:
-        return model.from_db("default", _concrete_columns(model), rows[0]), False
+        return _whole_row(model).instances(rows[0]), False
     try:
         with transaction.atomic():
             return model.objects.create(**lookup, **(defaults or {})), True

@@ -70,13 +70,13 @@ _current_item_rows = PreparedQuery(
         .values_list(*_CURRENT_ITEM.columns())[:1]
     )
 )
-_CHECK_COLUMNS = [field.attname for field in AttentionCheck._meta.concrete_fields]
+_CHECK = Joined(AttentionCheck)
 _next_check_rows = PreparedQuery(
     lambda study_id, participant_id: (
         AttentionCheck.objects.filter(study_id=study_id)
         .exclude(responses__participant_id=participant_id)
         .order_by("position")
-        .values_list(*_CHECK_COLUMNS)[:1]
+        .values_list(*_CHECK.columns())[:1]
     )
 )
 
@@ -92,7 +92,7 @@ def lay_next_step(*, participant: Participant) -> LayStep:
     rows = _current_item_rows.rows(participant_id=participant.pk)
     item = _CURRENT_ITEM.instances(rows[0]) if rows else None
     rows = _next_check_rows.rows(study_id=participant.study_id, participant_id=participant.pk)
-    check = AttentionCheck.from_db("default", _CHECK_COLUMNS, rows[0]) if rows else None
+    check = _CHECK.instances(rows[0]) if rows else None
     if item is None:
         if not items.exists():
             return LayStep(BACKGROUND if lay_background_pending(participant=participant) else INSTRUCTIONS)
