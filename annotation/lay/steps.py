@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, Q
+from django.db.models import Count, Q, Subquery
 
 from annotation.lay.design import ASSISTED, DONE, PREFERENCE, lay_background_pending, panel_number
 from annotation.models import AttentionCheck, LayItem, Participant
@@ -62,13 +62,18 @@ def lay_standing(*, participant: Participant) -> LayStep | None:
 
 # Asked by every lay request (the saves under the item's lock): SQL compiled once per process.
 _CURRENT_ITEM = Joined(LayItem, "source", "shown_text")
+# The first unfinished item is found on its own (the partial index lay_item_unfinished) and only
+# then joined: joined first, the database may join all of a participant's unfinished items and sort
+# them when its statistics do not know the participant yet.
 _current_item_rows = PreparedQuery(
-    lambda participant_id: (
-        LayItem.objects.filter(participant_id=participant_id)
-        .exclude(stage=DONE)
-        .order_by("position")
-        .values_list(*_CURRENT_ITEM.columns())[:1]
-    )
+    lambda participant_id: LayItem.objects.filter(
+        pk=Subquery(
+            LayItem.objects.filter(participant_id=participant_id)
+            .exclude(stage=DONE)
+            .order_by("position")
+            .values("pk")[:1]
+        )
+    ).values_list(*_CURRENT_ITEM.columns())
 )
 _CHECK = Joined(AttentionCheck)
 _next_check_rows = PreparedQuery(

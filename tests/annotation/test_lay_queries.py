@@ -26,14 +26,14 @@ PANEL2 = {**PANEL1, "helpfulness": "I understand much better"}
 # request's transaction). A request that starts costing more fails here.
 MAX_QUERIES = {
     "get original": 6,
-    "autosave original": 12,
-    "submit original": 12,
+    "autosave original": 10,
+    "submit original": 11,  # with where the participant goes next (no round trip via the start page)
     "get assisted": 10,
-    "autosave assisted": 12,
-    "submit assisted": 12,
+    "autosave assisted": 10,
+    "submit assisted": 11,
     "get preference": 7,
     "autosave preference": 15,
-    "submit preference": 18,
+    "submit preference": 16,
 }
 
 
