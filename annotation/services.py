@@ -633,7 +633,8 @@ def lay_preference_save(
         )
         if value is not None
     }
-    with transaction.atomic():
+    # No savepoint: the choices are checked above, so what can fail inside is the database.
+    with transaction.atomic(savepoint=False):
         preference = _answer_save_locked(
             LayPreference,
             {"item": item},

@@ -41,8 +41,8 @@ MAX_QUERIES = {
     "autosave assisted": 9,
     "submit assisted": 9,
     "get preference": 6,
-    "autosave preference": 14,
-    "submit preference": 14,
+    "autosave preference": 12,
+    "submit preference": 12,
 }
 
 
