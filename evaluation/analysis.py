@@ -215,20 +215,24 @@ def _metric_tables_key(frames: StudyFrames, options: AnalysisOptions) -> bytes |
     return digest.digest()
 
 
-def metric_tables(frames: StudyFrames, options: AnalysisOptions) -> dict[str, Any]:
+def metric_tables(
+    frames: StudyFrames, options: AnalysisOptions, store: metric_registry.TextMetricStore | None = None
+) -> dict[str, Any]:
     """Every registered metric family over the study's simplifications (and, for the families
     that judge a text on its own, over the originals). Per-text values are averaged per system
     over the study's simplifications (a shared text counts once for each of its systems).
 
-    The tables of the same texts, families, options and embedder are computed once per process
-    (the last few kept); callers get copies of the frames."""
+    Per-text values are read from `store` where it has them and given to it where it does not
+    (registry.compute_all). The tables of the same texts, families, options and embedder are
+    also kept in this process (the last few): a second analysis in a worker reads nothing;
+    callers get copies of the frames."""
     key = _metric_tables_key(frames, options)
     cached = _METRIC_TABLES.get(key) if key is not None else None
     if cached is not None and cached[0] is options.embedder:
         _METRIC_TABLES.move_to_end(key)
         tables = cached[1]
     else:
-        tables = _metric_tables_computed(frames, options)
+        tables = _metric_tables_computed(frames, options, store)
         if key is not None:
             _METRIC_TABLES[key] = (options.embedder, tables)
             while len(_METRIC_TABLES) > _METRIC_TABLES_KEPT:
@@ -240,7 +244,9 @@ def metric_tables(frames: StudyFrames, options: AnalysisOptions) -> dict[str, An
     }
 
 
-def _metric_tables_computed(frames: StudyFrames, options: AnalysisOptions) -> dict[str, Any]:
+def _metric_tables_computed(
+    frames: StudyFrames, options: AnalysisOptions, store: metric_registry.TextMetricStore | None
+) -> dict[str, Any]:
     simplifications = frames.simplifications.merge(
         frames.sources[["source", "text", "metadata"]].rename(columns={"text": "source_text"}), on="source"
     )
@@ -256,14 +262,16 @@ def _metric_tables_computed(frames: StudyFrames, options: AnalysisOptions) -> di
             reference_text=None if row.system in reference_systems else references.get(row.source),
             source_metadata=row.metadata or {},
             system=row.system,
+            source=row.source,
         )
         for row in simplifications.itertuples()
     ]
     available = metric_registry.families()
     chosen = list(options.metric_families) if options.metric_families is not None else list(available)
     report = metric_registry.compute_all(
-        records, families=chosen, embedder=options.embedder, options=dict(options.metric_options)
+        records, families=chosen, embedder=options.embedder, options=dict(options.metric_options), store=store
     )
+    del records
     text_metric_names = [name for family in chosen for name in available[family].text_metrics]
     per_text = pd.DataFrame(report.texts, columns=text_metric_names, dtype="float64")
     per_text.insert(0, "system", simplifications["system"].to_numpy())
@@ -279,7 +287,9 @@ def _metric_tables_computed(frames: StudyFrames, options: AnalysisOptions) -> di
         and available[f].compute_texts is not None
     ]
     original_records = [
-        metric_registry.MetricRecord(source_text=row.text, candidate_text=row.text, system=ORIGINAL)
+        metric_registry.MetricRecord(
+            source_text=row.text, candidate_text=row.text, system=ORIGINAL, source=row.source
+        )
         for row in frames.sources.itertuples()
     ]
     original_report = (
@@ -288,6 +298,8 @@ def _metric_tables_computed(frames: StudyFrames, options: AnalysisOptions) -> di
             families=standalone,
             embedder=options.embedder,
             options=dict(options.metric_options),
+            store=store,
+            kind="original",
         )
         if standalone and original_records
         else None
@@ -935,11 +947,17 @@ def correlations(
 # --- the whole analysis ---------------------------------------------------------------------------
 
 
-def study_analysis(frames: StudyFrames, *, options: AnalysisOptions | None = None) -> dict[str, Any]:
+def study_analysis(
+    frames: StudyFrames,
+    *,
+    options: AnalysisOptions | None = None,
+    store: metric_registry.TextMetricStore | None = None,
+) -> dict[str, Any]:
     """Everything `manage.py analyze` writes: JSON-ready, means as plain floats (not rounded),
-    accuracies and shares as fractions, None where a figure is undefined."""
+    accuracies and shares as fractions, None where a figure is undefined. `store` keeps the
+    automatic per-text metrics between analyses (metric_tables)."""
     options = options or AnalysisOptions()
-    metrics = metric_tables(frames, options)
+    metrics = metric_tables(frames, options, store)
     columns = lay_columns(frames)
     by_system = system_intervals(measure_frames(frames, columns), system_keys(frames), options)
     votes = preference_votes(frames)

@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 from django.conf import settings
 from django.db import connection
-from django.db.models import Case, Count, FloatField, Max, Value, When
+from django.db.models import Case, Count, FloatField, Max, TextField, Value, When
+from django.db.models.functions import Cast
 
 from annotation import scales
 from annotation.models import (
@@ -38,7 +39,7 @@ from annotation.models import (
     System,
 )
 from evaluation.analysis import AnalysisOptions, StudyFrames, join_details
-from evaluation.models import AnalysisSnapshot
+from evaluation.models import AnalysisSnapshot, TextMetrics
 
 LAY_QUESTIONS = scales.LAY_QUESTIONS
 EXPERT_ASPECTS = tuple(scales.EXPERT_ASPECTS)
@@ -385,6 +386,36 @@ def study_frames(*, study: Study) -> StudyFrames:
         lay_answers=lay_answers_frame(study=study, lookups=lookups),
         lay_preferences=lay_preferences_frame(study=study, lookups=lookups),
     )
+
+
+# --- stored per-text metrics -----------------------------------------------------------------------
+
+
+def _score(value: Any) -> float | None:
+    # TextMetrics.scores writes an infinite value as "inf" / "-inf" (JSON has no infinity).
+    return float(value) if isinstance(value, str) else value
+
+
+def text_metrics_stored(*, study: Study, kind: str, configuration: str) -> dict[str, dict[str, float | None]]:
+    """{inputs digest: {metric: value}} of the study's stored per-text values of `kind` under
+    `configuration` (see TextMetrics). The JSON of every row is decoded in one call, not row by
+    row: 180 000 rows at 20 000 sources."""
+    rows = (
+        TextMetrics.objects.filter(source__study=study, kind=kind, configuration=configuration)
+        .order_by()
+        .values_list("inputs", Cast("scores", TextField()))
+    )
+    digests, texts = [], []
+    for digest, text in rows.iterator(chunk_size=FETCH_CHUNK):
+        digests.append(digest)
+        texts.append(text)
+    scores = json.loads(f"[{','.join(texts)}]")
+    del texts
+    stored = dict(zip(digests, scores, strict=True))
+    for values in scores:
+        if any(isinstance(value, str) for value in values.values()):
+            values.update((name, _score(value)) for name, value in values.items())
+    return stored
 
 
 # --- analysis snapshots ----------------------------------------------------------------------------

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Collection, Hashable, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -228,7 +228,9 @@ def clinical_association_displacement(
 # ---------------------------------------------------------------------------- family
 
 
-def _corpus(records: Sequence[MetricRecord], context: MetricContext) -> dict[str, MetricValue]:
+def _corpus(
+    records: Sequence[MetricRecord], context: MetricContext, texts: Sequence[Mapping[str, MetricValue]]
+) -> dict[str, MetricValue]:
     key = context.option("erasure_group_key", "sex")
     labelled = [record for record in records if record.source_metadata.get(key) is not None]
     if not labelled:

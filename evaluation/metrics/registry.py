@@ -4,17 +4,30 @@ A family module builds a :class:`MetricFamily` and calls :func:`register` at imp
 time; :data:`FAMILY_MODULES` lists those modules, so adding a metric family is one new
 module plus one line here. :func:`compute_all` runs the chosen families over a batch
 of :class:`MetricRecord` and returns per-text values (aligned with the records) and
-per-system corpus values, with the reason for every metric it could not compute.
+per-system corpus values, with the reason for every metric it could not compute. Given a
+:class:`TextMetricStore`, it computes a family's per-text values only for records whose values the
+store lacks, chunk by chunk, and hands each chunk to the store as soon as it is computed.
+
+Stored values are found again by two digests. :func:`text_configuration` names what a family's
+per-text values depend on besides the texts (its name, ``version`` — bumped when its computation or
+the data and libraries it uses change —, its metric names, the options it declares in
+``text_options``, the embedder, which of its metrics are unavailable); :func:`record_digest` names
+the texts (source, candidate, reference). A stored value is used only where both are equal to the
+current ones: an edited text, a new version or other options compute afresh.
 
 Pure computation: no Django. A selector turns simplifications into records.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import importlib.metadata
+import json
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -27,11 +40,15 @@ __all__ = [
     "MetricReport",
     "MetricUnavailable",
     "MetricValue",
+    "TextMetricStore",
     "compute_all",
     "families",
+    "family_version",
     "get_family",
     "metric_definitions",
+    "record_digest",
     "register",
+    "text_configuration",
 ]
 
 MetricValue = float | None
@@ -64,6 +81,8 @@ class MetricRecord:
     reference_text: str | None = None
     source_metadata: Mapping[str, Any] = field(default_factory=dict)
     system: str = ""
+    # The source's key in its study: where a TextMetricStore files the record's values.
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -79,7 +98,10 @@ class MetricContext:
 
 
 TextMetricsFunction = Callable[[Sequence[MetricRecord], MetricContext], list[dict[str, MetricValue]]]
-CorpusMetricsFunction = Callable[[Sequence[MetricRecord], MetricContext], dict[str, MetricValue]]
+# (records of one system, context, the records' per-text values) -> the system's values.
+CorpusMetricsFunction = Callable[
+    [Sequence[MetricRecord], MetricContext, Sequence[Mapping[str, MetricValue]]], dict[str, MetricValue]
+]
 
 
 def _nothing_unavailable(context: MetricContext) -> dict[str, str]:
@@ -95,7 +117,12 @@ class MetricFamily:
     """A family of metrics computed together.
 
     ``compute_texts`` returns one dict per record (metric name -> value, None where
-    undefined). ``compute_corpus`` returns one dict for all records of one system.
+    undefined), each computed from that record's source, candidate and reference texts and the
+    options named in ``text_options`` alone (so that it can be stored and found again by them).
+    ``compute_corpus`` returns one dict for all records of one system; it also receives the
+    records' per-text values (so it need not compute them again). ``version`` changes whenever the
+    per-text values would (new code, data or library): stored values of another version are not
+    used.
     ``unavailable`` names metrics this environment or context cannot compute, with the
     reason (e.g. METEOR without WordNet data); those values are always None.
     ``needs_reference`` families only see records that have a reference text.
@@ -106,6 +133,8 @@ class MetricFamily:
 
     name: str
     description: str
+    version: str = "1"
+    text_options: tuple[str, ...] = ()
     text_metrics: tuple[str, ...] = ()
     compute_texts: TextMetricsFunction | None = None
     corpus_metrics: tuple[str, ...] = ()
@@ -203,11 +232,151 @@ def _family_blockers(family: MetricFamily, context: MetricContext) -> str | None
     return None
 
 
-def _systems_in_order(records: Sequence[MetricRecord]) -> dict[str, list[MetricRecord]]:
-    grouped: dict[str, list[MetricRecord]] = {}
-    for record in records:
-        grouped.setdefault(record.system, []).append(record)
+def _systems_in_order(records: Sequence[MetricRecord]) -> dict[str, list[int]]:
+    """{system: the indices of its records}, systems in order of first appearance."""
+    grouped: dict[str, list[int]] = {}
+    for i, record in enumerate(records):
+        grouped.setdefault(record.system, []).append(i)
     return grouped
+
+
+class TextMetricStore(Protocol):
+    """Per-text values kept between analyses, filed by kind (what compute_all was given: the
+    "simplification"s of a study, or its "original"s), family, configuration and record digest
+    (evaluation.services.TextMetricsStore keeps a study's in the database)."""
+
+    def load(self, kind: str, family: str, configuration: str) -> Mapping[str, Mapping[str, MetricValue]]:
+        """{record digest: values} of everything of that kind stored under this configuration."""
+        ...
+
+    def save(
+        self,
+        kind: str,
+        family: str,
+        configuration: str,
+        rows: Sequence[tuple[MetricRecord, str, Mapping[str, MetricValue]]],
+    ) -> None:
+        """Keep (record, its digest, its values) rows: all of them or, on an error, none."""
+        ...
+
+    def discard(self, kind: str, family: str, configuration: str, digests: Collection[str]) -> None:
+        """Forget values of records of that kind no longer analysed (an edited or deleted text)."""
+        ...
+
+
+# Per-text values computed and handed to the store at a time: the memory of one chunk is all a
+# computation of a large study holds beyond its results.
+TEXT_CHUNK = 4000
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def family_version(code: str, *, libraries: Iterable[str] = (), data: Iterable[Path] = ()) -> str:
+    """A family's ``version``: its own code version (bump it when the computation changes), the
+    installed versions of the `libraries` (distribution names) it computes with, and a digest of
+    the `data` files it reads (a glossary, a word list), so that new data or a new library is a
+    new version without anyone remembering to bump it."""
+    parts = [code]
+    parts += [f"{name} {importlib.metadata.version(name)}" for name in libraries]
+    files = sorted(Path(path) for path in data)
+    if files:
+        digest = hashlib.blake2b(digest_size=8)
+        for path in files:
+            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        parts.append(f"data {digest.hexdigest()}")
+    return "; ".join(parts)
+
+
+def _digest(parts: Sequence[Any]) -> str:
+    return hashlib.blake2b(json.dumps(parts, ensure_ascii=False).encode(), digest_size=16).hexdigest()
+
+
+def record_digest(record: MetricRecord) -> str:
+    """The digest of what a record's per-text values are computed from: its source, candidate
+    and reference texts (exactly, case and spacing included)."""
+    return _digest([record.source_text, record.candidate_text, record.reference_text])
+
+
+def text_configuration(family: MetricFamily, context: MetricContext) -> str | None:
+    """The digest of what `family`'s per-text values depend on besides the texts, or None when
+    that cannot be named (an option that is not plain data, such as a glossary object, or an
+    embedder without a ``model_id``): such values are computed and never stored."""
+    options = {name: context.option(name) for name in family.text_options}
+    if not all(isinstance(value, _PLAIN) for value in options.values()):
+        return None
+    embedder = ""
+    if family.needs_embeddings:
+        embedder = getattr(context.embedder, "model_id", None)
+        if not isinstance(embedder, str) or not embedder:
+            return None
+    return _digest(
+        [
+            family.name,
+            family.version,
+            list(family.text_metrics),
+            sorted(options.items()),
+            embedder,
+            sorted(family.unavailable(context)),
+        ]
+    )
+
+
+def _texts_of_family(
+    family: MetricFamily,
+    records: Sequence[MetricRecord],
+    indices: Sequence[int],
+    context: MetricContext,
+    store: TextMetricStore | None,
+    kind: str,
+) -> tuple[dict[int, dict[str, MetricValue]], str | None]:
+    """{record index: the family's values} for `indices`, from the store where it has them, and
+    the reason the family could not compute (MetricUnavailable), if any. Computed values are
+    handed to the store chunk by chunk; a record digest shared by several records (a text several
+    systems produced) is computed once."""
+    configuration = text_configuration(family, context) if store is not None else None
+    if configuration is None:
+        try:
+            computed = family.compute_texts([records[i] for i in indices], context) if indices else []
+        except MetricUnavailable as exc:
+            return {}, str(exc)
+        if len(computed) != len(indices):
+            raise ValueError(f"{family.name} returned {len(computed)} rows for {len(indices)} records")
+        return {i: _checked_row(family, row) for i, row in zip(indices, computed, strict=True)}, None
+
+    assert store is not None
+    stored = store.load(kind, family.name, configuration)
+    digests = [record_digest(records[i]) for i in indices]
+    values: dict[int, dict[str, MetricValue]] = {}
+    first_of: dict[str, int] = {}
+    for i, digest in zip(indices, digests, strict=True):
+        found = stored.get(digest)
+        if found is not None:
+            values[i] = {name: found.get(name) for name in family.text_metrics}
+        else:
+            first_of.setdefault(digest, i)
+    stale = set(stored).difference(digests)
+    del stored
+    missing = list(first_of.items())
+    for start in range(0, len(missing), TEXT_CHUNK):
+        chunk = missing[start : start + TEXT_CHUNK]
+        try:
+            computed = family.compute_texts([records[i] for _, i in chunk], context)
+        except MetricUnavailable as exc:
+            return values, str(exc)
+        if len(computed) != len(chunk):
+            raise ValueError(f"{family.name} returned {len(computed)} rows for {len(chunk)} records")
+        rows = [
+            (records[i], digest, _checked_row(family, row))
+            for (digest, i), row in zip(chunk, computed, strict=True)
+        ]
+        store.save(kind, family.name, configuration, rows)
+        for _, digest, row in rows:
+            values[first_of[digest]] = row
+    for i, digest in zip(indices, digests, strict=True):
+        if i not in values:
+            values[i] = values[first_of[digest]]
+    if stale:
+        store.discard(kind, family.name, configuration, stale)
+    return values, None
 
 
 def compute_all(
@@ -217,13 +386,18 @@ def compute_all(
     embedder: Embedder | None = None,
     reference_available: bool | None = None,
     options: Mapping[str, Any] | None = None,
+    store: TextMetricStore | None = None,
+    kind: str = "simplification",
 ) -> MetricReport:
     """Compute the chosen families (all by default) for ``records``.
 
     ``reference_available`` defaults to "some record has a reference text"; passing
     False skips reference-based families. ``options`` are family settings
     (``semantic_theta``, ``semantic_pool``, ``find_terms``, ``erasure_group_key``, ...;
-    each family module documents its own).
+    each family module documents its own). With a ``store``, per-text values it holds are
+    read from it and those it lacks are computed and given to it (see the module docstring),
+    filed under ``kind``: the records of one call are all the texts of that kind the store
+    keeps, and it forgets the others.
     """
     records = list(records)
     if reference_available is None:
@@ -260,27 +434,23 @@ def compute_all(
                     for i, record in enumerate(records)
                     if not family.needs_reference or record.reference_text
                 ]
-                try:
-                    computed = family.compute_texts([records[i] for i in indices], context) if indices else []
-                except MetricUnavailable as exc:
-                    unavailable.update(dict.fromkeys(family.text_metrics, str(exc)))
-                    computed = [{} for _ in indices]
-                if len(computed) != len(indices):
-                    raise ValueError(
-                        f"{family.name} returned {len(computed)} rows for {len(indices)} records"
-                    )
+                computed, failure = _texts_of_family(family, records, indices, context, store, kind)
+                if failure is not None:
+                    unavailable.update(dict.fromkeys(family.text_metrics, failure))
+                    computed = {}
                 kept = [name for name in family.text_metrics if name not in reasons]
-                for i, row in zip(indices, computed, strict=True):
-                    checked = _checked_row(family, row)
-                    texts[i].update((name, checked[name]) for name in kept)
+                for i, row in computed.items():
+                    texts[i].update((name, row[name]) for name in kept)
                 del computed
 
         if family.compute_corpus is not None:
-            for system, system_records in _systems_in_order(records).items():
+            for system, system_indices in _systems_in_order(records).items():
                 values: dict[str, MetricValue] = dict.fromkeys(family.corpus_metrics)
                 if not blocker:
                     try:
-                        result = family.compute_corpus(system_records, context)
+                        result = family.compute_corpus(
+                            [records[i] for i in system_indices], context, [texts[i] for i in system_indices]
+                        )
                     except MetricUnavailable as exc:
                         unavailable.update(dict.fromkeys(family.corpus_metrics, str(exc)))
                         result = {}
