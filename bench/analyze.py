@@ -13,7 +13,7 @@ correlated, AnalysisOptions' resamples), no embedder (no model in a bench); each
 Targets: the 40-source release ≤ 2 s warm, 20 000 sources × 20 laypeople ≤ 30 s and < 1 GB RSS.
 
 Runs, each timed (wall and CPU) with its peak RSS: cold (first analysis in the process, no
-automatic metrics stored: the study's TextMetrics rows are deleted first, unless `--keep-stored`;
+automatic metrics stored: the study's TextMetrics and SystemMetrics rows are deleted first, unless `--keep-stored`;
 they are computed and stored in chunks), fresh process (a new Python process analyses the same
 study with the metrics stored and nothing in memory: what a worker does after a restart), warm
 (the first process again), then the warm run stage by stage.
@@ -358,9 +358,10 @@ def fresh_process(args, database: Path) -> dict:
 
 
 def stored_metrics_clear(study) -> int:
-    from evaluation.models import TextMetrics
+    from evaluation.models import SystemMetrics, TextMetrics
 
-    return TextMetrics.objects.filter(source__study=study).delete()[0]
+    deleted = TextMetrics.objects.filter(source__study=study).delete()[0]
+    return deleted + SystemMetrics.objects.filter(system__study=study).delete()[0]
 
 
 def print_stages(timings: dict[str, tuple[float, float]]) -> None:

@@ -1,5 +1,5 @@
 """Stored results of evaluation: power plans, the latest analysis snapshot of each study and the
-automatic metrics of its texts."""
+automatic metrics of its texts and systems."""
 
 from __future__ import annotations
 
@@ -138,3 +138,31 @@ class TextMetrics(models.Model):
 
     def __str__(self) -> str:
         return f"{self.family} of a text of source {self.source_id}"
+
+
+class SystemMetrics(models.Model):
+    """One metric family's corpus values for one system of a study (type-token ratio, self-BLEU,
+    corpus SARI, ...), computed from all of the system's texts and kept beside TextMetrics.
+
+    The same rule: the row is used only while its `configuration` (registry.corpus_configuration)
+    and its `inputs` (the system's texts in order, their sources' metadata and the configuration
+    of the per-text values: registry.corpus_inputs) equal the current ones; a computation with
+    other inputs replaces it.
+    """
+
+    system = models.ForeignKey("annotation.System", on_delete=models.CASCADE, related_name="+")
+    family = models.CharField(max_length=40)
+    configuration = models.CharField(max_length=32)
+    inputs = models.CharField(max_length=32)
+    scores = models.JSONField()  # as TextMetrics.scores
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "system metrics"
+        verbose_name_plural = "system metrics"
+        constraints = [
+            models.UniqueConstraint(fields=["system", "configuration"], name="system_metrics_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.family} of system {self.system_id}"

@@ -39,7 +39,7 @@ from annotation.models import (
     System,
 )
 from evaluation.analysis import AnalysisOptions, StudyFrames, join_details
-from evaluation.models import AnalysisSnapshot, TextMetrics
+from evaluation.models import AnalysisSnapshot, SystemMetrics, TextMetrics
 
 LAY_QUESTIONS = scales.LAY_QUESTIONS
 EXPERT_ASPECTS = tuple(scales.EXPERT_ASPECTS)
@@ -416,6 +416,19 @@ def text_metrics_stored(*, study: Study, kind: str, configuration: str) -> dict[
         if any(isinstance(value, str) for value in values.values()):
             values.update((name, _score(value)) for name, value in values.items())
     return stored
+
+
+def system_metrics_stored(
+    *, study: Study, configuration: str
+) -> dict[str, tuple[str, dict[str, float | None]]]:
+    """{system key: (inputs digest, {metric: value})} of the study's stored corpus values under
+    `configuration` (see SystemMetrics)."""
+    rows = SystemMetrics.objects.filter(system__study=study, configuration=configuration).values_list(
+        "system__key", "inputs", "scores"
+    )
+    return {
+        key: (inputs, {name: _score(value) for name, value in scores.items()}) for key, inputs, scores in rows
+    }
 
 
 # --- analysis snapshots ----------------------------------------------------------------------------

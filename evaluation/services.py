@@ -40,16 +40,17 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from annotation.models import Source, Study
+from annotation.models import Source, Study, System
 from evaluation.analysis import AnalysisOptions, split_details, study_analysis
 from evaluation.metrics.registry import MetricRecord, MetricValue
-from evaluation.models import AnalysisSnapshot, TextMetrics
+from evaluation.models import AnalysisSnapshot, SystemMetrics, TextMetrics
 from evaluation.plots import all_svgs
 from evaluation.selectors import (
     analysis_coverage,
     analysis_options_from_settings,
     analysis_snapshot_get,
     study_frames,
+    system_metrics_stored,
     text_metrics_stored,
 )
 
@@ -86,8 +87,8 @@ def _storable(values: Mapping[str, MetricValue]) -> dict[str, Any]:
 
 
 class TextMetricsStore:
-    """The database behind evaluation.metrics.registry's TextMetricStore for one study's texts
-    (see TextMetrics for when a stored row is used)."""
+    """The database behind evaluation.metrics.registry's TextMetricStore for one study's texts and
+    systems (see TextMetrics and SystemMetrics for when a stored row is used)."""
 
     def __init__(self, study: Study) -> None:
         self.study = study
@@ -130,6 +131,21 @@ class TextMetricsStore:
                     configuration=configuration,
                     inputs__in=digests[start : start + _TEXT_METRICS_BATCH],
                 ).delete()
+
+    def load_corpus(self, family: str, configuration: str) -> dict[str, tuple[str, dict[str, MetricValue]]]:
+        return system_metrics_stored(study=self.study, configuration=configuration)
+
+    def save_corpus(
+        self, family: str, configuration: str, system: str, inputs: str, values: Mapping[str, MetricValue]
+    ) -> None:
+        system_row = System.objects.filter(study=self.study, key=system).first()
+        if system_row is None:
+            return
+        SystemMetrics.objects.update_or_create(
+            system=system_row,
+            configuration=configuration,
+            defaults={"family": family, "inputs": inputs, "scores": _storable(values)},
+        )
 
 
 def study_analysis_compute(*, study: Study, options: AnalysisOptions | None = None) -> dict:

@@ -283,6 +283,14 @@ def _settings(context: MetricContext) -> dict[str, object]:
 FAMILY = register(
     MetricFamily(
         name="erasure",
+        corpus_options=(
+            "erasure_group_key",
+            "erasure_reference",
+            "erasure_groups",
+            "erasure_alpha",
+            "erasure_p",
+            "erasure_rule",
+        ),
         description="Seed 004 CAD category counts and WAE per system, for the binary source attribute "
         "erasure_group_key (default 'sex'; erasure_groups=(a, b) orders it), predictions against "
         "erasure_reference ('reference' texts when every record has one, else 'source'); a word is "

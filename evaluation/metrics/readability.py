@@ -83,6 +83,7 @@ def _corpus(
 FAMILY = register(
     MetricFamily(
         name="readability",
+        corpus_options=("readability_grade",),
         version=family_version("1", libraries=("textstat", "pyphen")),
         description="Readability formulas of the simplification (textstat 0.7.3); option readability_grade "
         "(default 8) for the share of texts at or below that FKGL grade.",

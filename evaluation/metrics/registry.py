@@ -46,6 +46,8 @@ __all__ = [
     "family_version",
     "get_family",
     "metric_definitions",
+    "corpus_configuration",
+    "corpus_inputs",
     "record_digest",
     "register",
     "text_configuration",
@@ -119,8 +121,9 @@ class MetricFamily:
     ``compute_texts`` returns one dict per record (metric name -> value, None where
     undefined), each computed from that record's source, candidate and reference texts and the
     options named in ``text_options`` alone (so that it can be stored and found again by them).
-    ``compute_corpus`` returns one dict for all records of one system; it also receives the
-    records' per-text values (so it need not compute them again). ``version`` changes whenever the
+    ``compute_corpus`` returns one dict for all records of one system from the records (texts
+    and source metadata), their per-text values (so it need not compute them again) and the
+    options named in ``corpus_options``. ``version`` changes whenever the
     per-text values would (new code, data or library): stored values of another version are not
     used.
     ``unavailable`` names metrics this environment or context cannot compute, with the
@@ -135,6 +138,7 @@ class MetricFamily:
     description: str
     version: str = "1"
     text_options: tuple[str, ...] = ()
+    corpus_options: tuple[str, ...] = ()
     text_metrics: tuple[str, ...] = ()
     compute_texts: TextMetricsFunction | None = None
     corpus_metrics: tuple[str, ...] = ()
@@ -241,9 +245,11 @@ def _systems_in_order(records: Sequence[MetricRecord]) -> dict[str, list[int]]:
 
 
 class TextMetricStore(Protocol):
-    """Per-text values kept between analyses, filed by kind (what compute_all was given: the
-    "simplification"s of a study, or its "original"s), family, configuration and record digest
-    (evaluation.services.TextMetricsStore keeps a study's in the database)."""
+    """Metric values kept between analyses (evaluation.services.TextMetricsStore keeps a study's in
+    the database): per-text values filed by kind (what compute_all was given: the
+    "simplification"s of a study, or its "original"s), family, configuration and record digest;
+    each system's corpus values filed by family and configuration, with the digest of the inputs
+    they were computed from."""
 
     def load(self, kind: str, family: str, configuration: str) -> Mapping[str, Mapping[str, MetricValue]]:
         """{record digest: values} of everything of that kind stored under this configuration."""
@@ -263,11 +269,29 @@ class TextMetricStore(Protocol):
         """Forget values of records of that kind no longer analysed (an edited or deleted text)."""
         ...
 
+    def load_corpus(
+        self, family: str, configuration: str
+    ) -> Mapping[str, tuple[str, Mapping[str, MetricValue]]]:
+        """{system: (its inputs digest, its values)} stored under this family and configuration."""
+        ...
+
+    def save_corpus(
+        self, family: str, configuration: str, system: str, inputs: str, values: Mapping[str, MetricValue]
+    ) -> None:
+        """Keep a system's corpus values (replacing what it kept for that system and configuration)."""
+        ...
+
 
 # Per-text values computed and handed to the store at a time: the memory of one chunk is all a
 # computation of a large study holds beyond its results.
 TEXT_CHUNK = 4000
 _PLAIN = (str, int, float, bool, type(None))
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(_plain(item) for item in value)
+    return isinstance(value, _PLAIN)
 
 
 def family_version(code: str, *, libraries: Iterable[str] = (), data: Iterable[Path] = ()) -> str:
@@ -293,31 +317,72 @@ def _digest(parts: Sequence[Any]) -> str:
 def record_digest(record: MetricRecord) -> str:
     """The digest of what a record's per-text values are computed from: its source, candidate
     and reference texts (exactly, case and spacing included)."""
-    return _digest([record.source_text, record.candidate_text, record.reference_text])
+    # Three length-prefixed fields (a missing reference is not an empty one): no two different
+    # records give the same bytes.
+    fields = (record.source_text, record.candidate_text, record.reference_text)
+    encoded = "".join("-\n" if text is None else f"{len(text)}\n{text}" for text in fields)
+    return hashlib.blake2b(encoded.encode(), digest_size=16).hexdigest()
+
+
+def _configuration(
+    family: MetricFamily,
+    context: MetricContext,
+    level: str,
+    names: Sequence[str],
+    option_names: Sequence[str],
+) -> str | None:
+    options = {name: context.option(name) for name in option_names}
+    if not all(_plain(value) for value in options.values()):
+        return None
+    embedder = ""
+    # Per text only the families that need embeddings read the embedder; a corpus metric may use
+    # one whenever it is given (semantic diversity).
+    if context.embedder is not None and (family.needs_embeddings or level == "corpus"):
+        embedder = getattr(context.embedder, "model_id", None)
+        if not isinstance(embedder, str) or not embedder:
+            return None
+    return _digest(
+        [
+            level,
+            family.name,
+            family.version,
+            list(names),
+            sorted(options.items()),
+            embedder,
+            sorted(family.unavailable(context)),
+        ]
+    )
 
 
 def text_configuration(family: MetricFamily, context: MetricContext) -> str | None:
     """The digest of what `family`'s per-text values depend on besides the texts, or None when
     that cannot be named (an option that is not plain data, such as a glossary object, or an
     embedder without a ``model_id``): such values are computed and never stored."""
-    options = {name: context.option(name) for name in family.text_options}
-    if not all(isinstance(value, _PLAIN) for value in options.values()):
-        return None
-    embedder = ""
-    if family.needs_embeddings:
-        embedder = getattr(context.embedder, "model_id", None)
-        if not isinstance(embedder, str) or not embedder:
-            return None
-    return _digest(
-        [
-            family.name,
-            family.version,
-            list(family.text_metrics),
-            sorted(options.items()),
-            embedder,
-            sorted(family.unavailable(context)),
-        ]
-    )
+    return _configuration(family, context, "text", family.text_metrics, family.text_options)
+
+
+def corpus_configuration(family: MetricFamily, context: MetricContext) -> str | None:
+    """As text_configuration, for `family`'s corpus values (its ``corpus_options``)."""
+    return _configuration(family, context, "corpus", family.corpus_metrics, family.corpus_options)
+
+
+def corpus_inputs(
+    records: Sequence[MetricRecord], digests: Sequence[str], text_configuration: str | None
+) -> str:
+    """The digest of what one system's corpus values are computed from: its records in order
+    (their digests and their sources' metadata) and the configuration of the per-text values
+    the corpus function receives."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(f"{text_configuration}\n".encode())
+    metadata: dict[int, bytes] = {}
+    for record, record_digest_ in zip(records, digests, strict=True):
+        # A source's records share one metadata mapping: encoded once.
+        encoded = metadata.get(id(record.source_metadata))
+        if encoded is None:
+            encoded = json.dumps(record.source_metadata, sort_keys=True, default=str).encode()
+            metadata[id(record.source_metadata)] = encoded
+        digest.update(record_digest_.encode() + b"\n" + encoded + b"\n")
+    return digest.hexdigest()
 
 
 def _texts_of_family(
@@ -327,6 +392,7 @@ def _texts_of_family(
     context: MetricContext,
     store: TextMetricStore | None,
     kind: str,
+    all_digests: Sequence[str],
 ) -> tuple[dict[int, dict[str, MetricValue]], str | None]:
     """{record index: the family's values} for `indices`, from the store where it has them, and
     the reason the family could not compute (MetricUnavailable), if any. Computed values are
@@ -344,7 +410,7 @@ def _texts_of_family(
 
     assert store is not None
     stored = store.load(kind, family.name, configuration)
-    digests = [record_digest(records[i]) for i in indices]
+    digests = [all_digests[i] for i in indices]
     values: dict[int, dict[str, MetricValue]] = {}
     first_of: dict[str, int] = {}
     for i, digest in zip(indices, digests, strict=True):
@@ -407,7 +473,9 @@ def compute_all(
     chosen = [get_family(name) for name in families] if families is not None else list(registry.values())
 
     texts: list[dict[str, MetricValue]] = [{} for _ in records]
-    systems: dict[str, dict[str, MetricValue]] = {key: {} for key in _systems_in_order(records)}
+    by_system = _systems_in_order(records)
+    systems: dict[str, dict[str, MetricValue]] = {key: {} for key in by_system}
+    digests = [record_digest(record) for record in records] if store is not None else []
     unavailable: dict[str, str] = {}
     settings: dict[str, dict[str, Any]] = {}
 
@@ -434,7 +502,7 @@ def compute_all(
                     for i, record in enumerate(records)
                     if not family.needs_reference or record.reference_text
                 ]
-                computed, failure = _texts_of_family(family, records, indices, context, store, kind)
+                computed, failure = _texts_of_family(family, records, indices, context, store, kind, digests)
                 if failure is not None:
                     unavailable.update(dict.fromkeys(family.text_metrics, failure))
                     computed = {}
@@ -444,20 +512,42 @@ def compute_all(
                 del computed
 
         if family.compute_corpus is not None:
-            for system, system_indices in _systems_in_order(records).items():
+            # Stored per system for the simplifications (the originals' corpus values are not
+            # kept: a "system" that is no System of the study).
+            configuration = None
+            if store is not None and kind == "simplification" and not blocker:
+                configuration = corpus_configuration(family, context)
+            stored_corpus = store.load_corpus(family.name, configuration) if configuration else {}
+            for system, system_indices in by_system.items():
                 values: dict[str, MetricValue] = dict.fromkeys(family.corpus_metrics)
                 if not blocker:
-                    try:
-                        result = family.compute_corpus(
-                            [records[i] for i in system_indices], context, [texts[i] for i in system_indices]
+                    system_records = [records[i] for i in system_indices]
+                    inputs = None
+                    if configuration:
+                        inputs = corpus_inputs(
+                            system_records,
+                            [digests[i] for i in system_indices],
+                            text_configuration(family, context) if family.compute_texts else None,
                         )
-                    except MetricUnavailable as exc:
-                        unavailable.update(dict.fromkeys(family.corpus_metrics, str(exc)))
-                        result = {}
-                    unknown = set(result) - set(family.corpus_metrics)
-                    if unknown:
-                        raise ValueError(f"{family.name} returned undeclared metrics {sorted(unknown)}")
-                    values = {name: _as_value(result.get(name)) for name in family.corpus_metrics}
+                    found = stored_corpus.get(system)
+                    if found is not None and found[0] == inputs:
+                        values = {name: found[1].get(name) for name in family.corpus_metrics}
+                    else:
+                        try:
+                            result = family.compute_corpus(
+                                system_records, context, [texts[i] for i in system_indices]
+                            )
+                        except MetricUnavailable as exc:
+                            unavailable.update(dict.fromkeys(family.corpus_metrics, str(exc)))
+                            result = {}
+                            inputs = None  # not stored: the reason is reported again next time
+                        unknown = set(result) - set(family.corpus_metrics)
+                        if unknown:
+                            raise ValueError(f"{family.name} returned undeclared metrics {sorted(unknown)}")
+                        values = {name: _as_value(result.get(name)) for name in family.corpus_metrics}
+                        if inputs is not None:
+                            assert store is not None and configuration is not None
+                            store.save_corpus(family.name, configuration, system, inputs, values)
                 for name in family.corpus_metrics:
                     systems[system][name] = None if name in reasons else values[name]
 

@@ -350,6 +350,7 @@ def _settings(context: MetricContext) -> dict[str, object]:
 FAMILY = register(
     MetricFamily(
         name="semantic",
+        corpus_options=("semantic_theta",),
         version="1",
         text_options=("semantic_theta", "semantic_pool"),
         description="Seed 000 semantic match proportion (sentence cosine >= semantic_theta; default per "
