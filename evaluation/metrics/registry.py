@@ -514,9 +514,13 @@ def compute_all(
         if family.compute_corpus is not None:
             # Stored per system for the simplifications (the originals' corpus values are not
             # kept: a "system" that is no System of the study).
-            configuration = None
+            configuration = texts_configuration = None
             if store is not None and kind == "simplification" and not blocker:
                 configuration = corpus_configuration(family, context)
+                if family.compute_texts is not None:
+                    # The corpus function reads the per-text values: unnamed, nothing is stored.
+                    texts_configuration = text_configuration(family, context)
+                    configuration = configuration if texts_configuration else None
             stored_corpus = store.load_corpus(family.name, configuration) if configuration else {}
             for system, system_indices in by_system.items():
                 values: dict[str, MetricValue] = dict.fromkeys(family.corpus_metrics)
@@ -525,9 +529,7 @@ def compute_all(
                     inputs = None
                     if configuration:
                         inputs = corpus_inputs(
-                            system_records,
-                            [digests[i] for i in system_indices],
-                            text_configuration(family, context) if family.compute_texts else None,
+                            system_records, [digests[i] for i in system_indices], texts_configuration
                         )
                     found = stored_corpus.get(system)
                     if found is not None and found[0] == inputs:
