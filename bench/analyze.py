@@ -13,10 +13,10 @@ correlated, AnalysisOptions' resamples), no embedder (no model in a bench); each
 Targets: the 40-source release ≤ 2 s warm, 20 000 sources × 20 laypeople ≤ 30 s and < 1 GB RSS.
 
 Runs, each timed (wall and CPU) with its peak RSS: cold (first analysis in the process, no
-automatic metrics stored: the study's TextMetrics and SystemMetrics rows are deleted first, unless `--keep-stored`;
-they are computed and stored in chunks), fresh process (a new Python process analyses the same
-study with the metrics stored and nothing in memory: what a worker does after a restart), warm
-(the first process again), then the warm run stage by stage.
+automatic metrics stored: the study's TextMetrics and SystemMetrics rows are deleted first, unless
+`--keep-stored`; they are computed and stored in chunks), fresh process (a new Python process
+analyses the same study with the metrics stored and nothing in memory: what a worker does after a
+restart), warm (the first process again), then the warm run stage by stage.
 
 `--database FILE` keeps the built study in FILE (and reuses it when FILE exists);
 `--release [DIR]` analyses the authors' 2024 release instead (cold, warm, stage by stage);
