@@ -295,16 +295,24 @@ def _metric_tables_computed(
     if reference_systems:
         for row in simplifications[simplifications["system"].isin(reference_systems)].itertuples():
             references.setdefault(row.source, row.text)
+    no_metadata: dict[str, Any] = {}  # one shared (never changed) mapping for the sources without
     records = [
         metric_registry.MetricRecord(
-            source_text=row.source_text,
-            candidate_text=row.text,
-            reference_text=None if row.system in reference_systems else references.get(row.source),
-            source_metadata=row.metadata or {},
-            system=row.system,
-            source=row.source,
+            source_text=source_text,
+            candidate_text=text,
+            reference_text=None if system in reference_systems else references.get(source),
+            source_metadata=metadata or no_metadata,
+            system=system,
+            source=source,
         )
-        for row in simplifications.itertuples()
+        for source_text, text, system, source, metadata in zip(
+            simplifications["source_text"].tolist(),
+            simplifications["text"].tolist(),
+            simplifications["system"].tolist(),
+            simplifications["source"].tolist(),
+            simplifications["metadata"].tolist(),
+            strict=True,
+        )
     ]
     available = metric_registry.families()
     chosen = list(options.metric_families) if options.metric_families is not None else list(available)
@@ -998,6 +1006,12 @@ def study_analysis(
     by_system = system_intervals(measure_frames(frames, columns), system_keys(frames), options)
     votes = preference_votes(frames)
     wins, preference_details = preference_wins(frames, votes)
+    # What reads the lay columns first, so that they (a copy of the panel-2 answers per system:
+    # 100 MB at 20 000 sources × 20 laypeople) are gone before the comparisons and correlations.
+    lay = lay_table(frames, columns)
+    lay_distributions = distributions(frames, columns, votes)
+    intervals = confidence_intervals(frames, metrics, options, columns, by_system)
+    del columns
     analysis = {
         "study": frames.study,
         "title": frames.title,
@@ -1029,17 +1043,17 @@ def study_analysis(
         "readability": readability_table(metrics, frames),
         "expert": expert_table(frames),
         "expert_original": expert_original_table(frames),
-        "lay": lay_table(frames, columns),
+        "lay": lay,
         "confidence_vs_accuracy": confidence_vs_accuracy(frames),
         "preferences": wins,
         "preference_details": preference_details,
         "agreement": agreement(frames),
         "severity_distribution": severity_distribution(frames),
         "severity_unrated": int(frames.sources["reference_severity"].isna().sum()),
-        "distributions": distributions(frames, columns, votes),
+        "distributions": lay_distributions,
         "metrics": metrics_summary(metrics, frames),
         "correlations": correlations(frames, metrics, options, votes) if options.correlations else [],
-        "confidence_intervals": confidence_intervals(frames, metrics, options, columns, by_system),
+        "confidence_intervals": intervals,
         "system_means": by_system["means"],
         "comparisons": comparisons(frames),
         "options": {

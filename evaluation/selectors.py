@@ -468,12 +468,14 @@ def text_metrics_stored(*, study: Study, kind: str, configuration: str) -> dict[
     for digest, text in rows.iterator(chunk_size=FETCH_CHUNK):
         digests.append(digest)
         texts.append(text)
-    scores = json.loads(f"[{','.join(texts)}]")
+    joined = f"[{','.join(texts)}]"
     del texts
+    scores = json.loads(joined)
     stored = dict(zip(digests, scores, strict=True))
-    for values in scores:
-        if any(isinstance(value, str) for value in values.values()):
-            values.update((name, _score(value)) for name, value in values.items())
+    if '"inf"' in joined or '"-inf"' in joined:
+        for values in scores:
+            if any(isinstance(value, str) for value in values.values()):
+                values.update((name, _score(value)) for name, value in values.items())
     return stored
 
 

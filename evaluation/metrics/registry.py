@@ -20,6 +20,7 @@ Pure computation: no Django. A selector turns simplifications into records.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import importlib.metadata
@@ -85,6 +86,17 @@ class MetricRecord:
     system: str = ""
     # The source's key in its study: where a TextMetricStore files the record's values.
     source: str = ""
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """The digest of what the record's per-text values are computed from: its source,
+        candidate and reference texts (exactly, case and spacing included). Computed once per
+        record (an analysis asks for it once per family)."""
+        # Three length-prefixed fields (a missing reference is not an empty one): no two different
+        # records give the same bytes.
+        fields = (self.source_text, self.candidate_text, self.reference_text)
+        encoded = "".join("-\n" if text is None else f"{len(text)}\n{text}" for text in fields)
+        return hashlib.blake2b(encoded.encode(), digest_size=16).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -315,13 +327,8 @@ def _digest(parts: Sequence[Any]) -> str:
 
 
 def record_digest(record: MetricRecord) -> str:
-    """The digest of what a record's per-text values are computed from: its source, candidate
-    and reference texts (exactly, case and spacing included)."""
-    # Three length-prefixed fields (a missing reference is not an empty one): no two different
-    # records give the same bytes.
-    fields = (record.source_text, record.candidate_text, record.reference_text)
-    encoded = "".join("-\n" if text is None else f"{len(text)}\n{text}" for text in fields)
-    return hashlib.blake2b(encoded.encode(), digest_size=16).hexdigest()
+    """The digest of what a record's per-text values are computed from (MetricRecord.digest)."""
+    return record.digest
 
 
 def _configuration(
@@ -379,7 +386,11 @@ def corpus_inputs(
         # A source's records share one metadata mapping: encoded once.
         encoded = metadata.get(id(record.source_metadata))
         if encoded is None:
-            encoded = json.dumps(record.source_metadata, sort_keys=True, default=str).encode()
+            encoded = (
+                json.dumps(record.source_metadata, sort_keys=True, default=str).encode()
+                if record.source_metadata
+                else b"{}"
+            )
             metadata[id(record.source_metadata)] = encoded
         digest.update(record_digest_.encode() + b"\n" + encoded + b"\n")
     return digest.hexdigest()
@@ -411,12 +422,15 @@ def _texts_of_family(
     assert store is not None
     stored = store.load(kind, family.name, configuration)
     digests = [all_digests[i] for i in indices]
+    names = family.text_metrics
     values: dict[int, dict[str, MetricValue]] = {}
     first_of: dict[str, int] = {}
     for i, digest in zip(indices, digests, strict=True):
         found = stored.get(digest)
         if found is not None:
-            values[i] = {name: found.get(name) for name in family.text_metrics}
+            # The store's own dict when it holds exactly the family's metrics (it always does for
+            # what compute_all stored): shared, never changed.
+            values[i] = found if len(found) == len(names) else {name: found.get(name) for name in names}
         else:
             first_of.setdefault(digest, i)
     stale = set(stored).difference(digests)
