@@ -62,7 +62,7 @@ def _admit(participant: Participant, *, role: str | None, require_open: bool) ->
 
 _EXPERT_PAGE = Joined(ExpertItem, "participant", "participant__study", "source")
 _expert_page_rows = PreparedQuery(
-    # No ORDER BY to build and sort for a primary-key lookup.
+    # A primary-key lookup: no ORDER BY (PreparedQuery leaves the default ordering out).
     lambda item_id, token: ExpertItem.objects.filter(pk=item_id, participant__token=token).values_list(
         *_EXPERT_PAGE.columns()
     )

@@ -76,10 +76,14 @@ def expert_pages_prepare(*, participant: Participant) -> None:
     if not participant.is_radiologist:
         raise ValidationError("Only radiologists have rating pages.")
     with transaction.atomic():
-        # Serialises two first visits (two tabs, a double click) so positions never collide.
-        Participant.objects.select_for_update().filter(pk=participant.pk).first()
+        # Serialises two first visits (two tabs, a double click) so positions never collide. The
+        # participant's row only: through its default ordering the study's row would be locked too,
+        # and every first visit of the study would wait for the one before.
+        Participant.objects.select_for_update(of=("self",)).filter(pk=participant.pk).order_by().exists()
         pages = list(ExpertItem.objects.filter(participant=participant).values_list("source_id", "position"))
-        sources = list(Source.objects.filter(study_id=participant.study_id).values_list("pk", "position"))
+        sources = list(
+            Source.objects.filter(study_id=participant.study_id).order_by().values_list("pk", "position")
+        )
         wanted = _wanted_count(participant, len(sources))
         if len(pages) >= wanted:
             return

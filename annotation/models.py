@@ -390,6 +390,13 @@ class LayItem(models.Model):
             models.UniqueConstraint(fields=["participant", "source"], name="lay_item_unique_source"),
             models.UniqueConstraint(fields=["participant", "position"], name="lay_item_unique_position"),
         ]
+        indexes = [
+            # Every lay request asks for the participant's first unfinished item (lay_next_step):
+            # without this the database reads and sorts all of the participant's unfinished items.
+            models.Index(
+                fields=["participant", "position"], condition=~Q(stage="done"), name="lay_item_unfinished"
+            ),
+        ]
 
 
 class LayAnswer(models.Model):

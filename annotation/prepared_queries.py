@@ -15,7 +15,8 @@ datetimes (adapted as the backend adapts them) in exact lookups, comparisons and
 and tuples of them in `__in`. None and booleans are literals: they change the SQL (IS NULL), so
 they are part of the shape. Anything else, or a value the ORM rewrites on its way to SQL, is
 refused when the query is first compiled: a query that cannot be prepared fails loudly, never
-with wrong rows.
+with wrong rows. A read is sorted only as its `order_by()` asks: the models' default ordering is
+left out (rows read by key need none, and it joins the tables it sorts by).
 """
 
 from __future__ import annotations
@@ -187,6 +188,10 @@ class PreparedQuery(_Prepared):
 
     def _query(self, connection, using, values):
         queryset = self._build(**values)
+        if not queryset.query.order_by and not queryset.query.is_sliced:
+            # Only the order a query asks for: a model's default ordering joins and sorts by
+            # related tables (a participant's by its study's creation), for rows read by key.
+            queryset = queryset.order_by()
         return queryset.query, bool(
             queryset.query.select_for_update and connection.features.has_select_for_update
         )

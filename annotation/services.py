@@ -586,14 +586,18 @@ def lay_answer_save(
         if name == "helpfulness" and phase != LayAnswer.Phase.ASSISTED:
             raise ValidationError({name: "Helpfulness (Q4) is asked only with the simplification (panel 2)."})
         clean[name] = _check_level(name, value, scales.LAY_SCALES[name])
-    with transaction.atomic():
+    # No savepoint, as for the radiologist's answers: the values are checked before, and a refusal
+    # is raised after the block, so that a caller's transaction survives it.
+    with transaction.atomic(savepoint=False):
         locked_item = item if item_locked else LayItem.objects.select_for_update().get(pk=item.pk)
         if phase == LayAnswer.Phase.ORIGINAL and locked_item.original_locked_at is not None and clean:
             existing = LayAnswer.objects.filter(item=item, phase=phase).first()
             changed = existing is None or any(getattr(existing, k) != v for k, v in clean.items())
-            if changed:
-                raise AnswerLocked()
-        return _answer_save_locked(LayAnswer, {"item": item, "phase": phase}, clean, time_spent_ms)
+        else:
+            changed = False
+        if not changed:
+            return _answer_save_locked(LayAnswer, {"item": item, "phase": phase}, clean, time_spent_ms)
+    raise AnswerLocked()
 
 
 def lay_item_lock_original(*, item: LayItem) -> LayItem:

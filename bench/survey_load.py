@@ -219,10 +219,12 @@ class Recorder:
     acknowledged: dict[tuple[int, int, str], str] = field(default_factory=dict)
     window_set: asyncio.Event = field(default_factory=asyncio.Event)
     sentences: int = 0
+    requests: int = 0  # HTTP requests, redirects followed included
 
-    def record(self, kind: str, began: float, ok: bool) -> None:
+    def record(self, kind: str, began: float, ok: bool, hops: int = 1) -> None:
         now = time.monotonic()
         if self.start <= now <= self.end:
+            self.requests += hops
             self.latencies[kind].append((now - began) * 1000)
             if not ok:
                 self.errors += 1
@@ -427,13 +429,16 @@ async def layperson(
         rec.record("submit", began, response.status == 302)
         if response.status != 302:
             return
-        if not LAY_PANEL.search(location) or int(LAY_PANEL.search(location)[1]) != item:
-            if rec.start <= time.monotonic() <= rec.end:
-                rec.sentences += 1
+        submitted = time.monotonic()
         began = time.monotonic()
         async with session.get(urljoin(url, location)) as response:
             html, url = await response.text(), str(response.url)
-        rec.record("page", began, response.status == 200)
+            hops = 1 + len(response.history)
+        rec.record("page", began, response.status == 200, hops)
+        # The sentence is finished when the page after its submit is not one of its panels.
+        following = LAY_PANEL.search(url)
+        if (following is None or int(following[1]) != item) and rec.start <= submitted <= rec.end:
+            rec.sentences += 1
 
 
 async def floor_client(session, base: str, n: int, rec: Recorder, arrived, rng: random.Random) -> None:
@@ -622,6 +627,7 @@ def main() -> None:
     print()
     print(
         f"{'flow':>11} {'C':>4} {'think':>5} {'answers/s':>9} {'floor/s':>8} {'ratio':>5} {'sent./s':>7} "
+        f"{'req/sent.':>9} "
         f"{'save p50':>8} {'save p95':>8} {'page p50':>8} {'page p95':>8} {'submit p95':>10} {'errors':>6} "
         f"{'lost':>4} {'wrong':>5}"
     )
@@ -633,6 +639,7 @@ def main() -> None:
         print(
             f"{flow_name:>11} {c:>4} {think:>5g} {rate:>9.1f} {floor:>8.1f} {ratio:>5.2f} "
             f"{rec.sentences / args.duration:>7.2f} "
+            f"{rec.requests / rec.sentences if rec.sentences else float('nan'):>9.1f} "
             f"{percentile(save, 50):>8.0f} {percentile(save, 95):>8.0f} "
             f"{percentile(page, 50):>8.0f} {percentile(page, 95):>8.0f} {percentile(submit, 95):>10.0f} "
             f"{rec.errors:>6} {check['lost']:>4} {check['wrong']:>5}"
@@ -640,7 +647,8 @@ def main() -> None:
     print(
         "latencies in ms; 'page' = a page GET (redirects followed); 'submit' = the page form POST (302); "
         "floor = bare-Django one-row upserts/s at the same C without think time; sent./s = lay sentences "
-        "(all panels submitted) per second"
+        "(all panels submitted) per second; req/sent. = HTTP requests (redirects included) per sentence: "
+        "floor/s divided by it is what the bare view would allow"
     )
 
 

@@ -228,14 +228,14 @@ def lay_panel_save(
     data: Mapping[str, Any],
     time_spent_ms: int = 0,
     submit: bool = False,
-) -> PanelState | None:
+) -> None:
     """Save a panel's answers from form data (autosave sends the whole form on every change; a
-    plain POST too). With `submit`, a complete panel moves the item on and its state is returned;
-    an incomplete one raises ValidationError listing what is missing (after committing what was
-    given). Raises PanelClosed for a panel that is not the participant's current one, unless the
-    request would change nothing (a retried or double-clicked submit is answered as the first one
-    was). The item's row lock orders concurrent saves of one item, and where the participant is
-    is read after taking it."""
+    plain POST too). With `submit`, a complete panel moves the item on; an incomplete one raises
+    ValidationError listing what is missing (after committing what was given), known from the rows
+    just written. Raises PanelClosed for a panel that is not the participant's current one, unless
+    the request would change nothing (a retried or double-clicked submit is answered as the first
+    one was). The item's row lock orders concurrent saves of one item, and where the participant
+    is is read after taking it."""
     if panel not in PANELS:
         raise PanelClosed("This part does not exist for this sentence.")
     with transaction.atomic():
@@ -247,7 +247,7 @@ def lay_panel_save(
             if current is not None and PANELS.index(panel) > PANELS.index(current):
                 raise PanelClosed("Please answer the questions of the current part first.")
             if _unchanged(item, panel, data):
-                return lay_panel_state(item=item, panel=panel)
+                return
             if panel == ORIGINAL and item.original_locked_at is not None:
                 raise PanelClosed(LOCKED_MESSAGE)
             raise PanelClosed(
@@ -262,29 +262,31 @@ def lay_panel_save(
                 raise PanelClosed("This sentence has no simplification to show; please continue.")
         try:
             if panel in (ORIGINAL, ASSISTED):
-                services.lay_answer_save(
+                study = item.participant.study
+                row = services.lay_answer_save(
                     item=item,
                     phase=panel,
-                    answers=_parse_answers(item.participant.study, panel, data),
+                    answers=_parse_answers(study, panel, data),
                     time_spent_ms=time_spent_ms,
                     item_locked=True,
                 )
+                answered = _answer_dict(row)
+                missing = [q for q in lay_panel_questions(study=study, panel=panel) if q not in answered]
             else:
-                _preference_save(item, data, time_spent_ms)
+                missing = _preference_save(item, data, time_spent_ms)
         except services.AnswerLocked:
             raise PanelClosed(LOCKED_MESSAGE) from None
         if not submit:
-            return None  # an autosave shows nothing but "Saved"
-        state = lay_panel_state(item=item, panel=panel)
-        if not state.missing:
+            return  # an autosave shows nothing but "Saved"
+        if not missing:
             _advance(item, panel)
-    if state.missing:
+    if missing:
         # Raised once the answers given are committed: a plain POST with a gap keeps what it had.
-        raise ValidationError({name: "Please answer this question." for name in state.missing})
-    return state
+        raise ValidationError({name: "Please answer this question." for name in missing})
 
 
-def _preference_save(item: LayItem, data: Mapping[str, Any], time_spent_ms: int) -> None:
+def _preference_save(item: LayItem, data: Mapping[str, Any], time_spent_ms: int) -> list[str]:
+    """Save panel 3 from form data; returns the questions still unanswered after this save."""
     fields = set(_getlist(data, "fields"))
     chosen: dict[str, list[int] | None] = {}
     for name in ("most", "least"):
@@ -311,6 +313,7 @@ def _preference_save(item: LayItem, data: Mapping[str, Any], time_spent_ms: int)
     services.lay_preference_save(
         item=item, most=chosen["most"], least=chosen["least"], time_spent_ms=time_spent_ms, **justifications
     )
+    return [name for name, ids in (("most", most), ("least", least)) if not ids]
 
 
 def _advance(item: LayItem, panel: str) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, Q
+from django.db.models import Count, Q, Subquery
 
 from annotation.lay.design import ASSISTED, DONE, PREFERENCE, lay_background_pending, panel_number
 from annotation.models import AttentionCheck, LayItem, Participant
@@ -62,22 +62,42 @@ def lay_standing(*, participant: Participant) -> LayStep | None:
 
 # Asked by every lay request (the saves under the item's lock): SQL compiled once per process.
 _CURRENT_ITEM = Joined(LayItem, "source", "shown_text")
-_current_item_rows = PreparedQuery(
-    lambda participant_id: (
-        LayItem.objects.filter(participant_id=participant_id)
-        .exclude(stage=DONE)
+
+
+# The first unfinished item is found on its own (the partial index lay_item_unfinished) and only
+# then joined: joined first, the database may join all of a participant's unfinished items and sort
+# them when its statistics do not know the participant yet.
+# The position of the next unanswered attention check comes with it: the check itself is read only
+# when it is due.
+def _unanswered_checks(study_id, participant_id):
+    return (
+        AttentionCheck.objects.filter(study_id=study_id)
+        .exclude(responses__participant_id=participant_id)
         .order_by("position")
-        .values_list(*_CURRENT_ITEM.columns())[:1]
+    )
+
+
+_current_item_rows = PreparedQuery(
+    lambda participant_id, study_id: (
+        LayItem.objects.filter(
+            pk=Subquery(
+                LayItem.objects.filter(participant_id=participant_id)
+                .exclude(stage=DONE)
+                .order_by("position")
+                .values("pk")[:1]
+            )
+        )
+        .annotate(
+            check_position=Subquery(_unanswered_checks(study_id, participant_id).values("position")[:1])
+        )
+        .values_list(*_CURRENT_ITEM.columns(), "check_position")
     )
 )
 _CHECK = Joined(AttentionCheck)
 _next_check_rows = PreparedQuery(
-    lambda study_id, participant_id: (
-        AttentionCheck.objects.filter(study_id=study_id)
-        .exclude(responses__participant_id=participant_id)
-        .order_by("position")
-        .values_list(*_CHECK.columns())[:1]
-    )
+    lambda study_id, participant_id: _unanswered_checks(study_id, participant_id).values_list(
+        *_CHECK.columns()
+    )[:1]
 )
 
 
@@ -89,21 +109,28 @@ def lay_next_step(*, participant: Participant) -> LayStep:
     if standing is not None:
         return standing
     items = LayItem.objects.filter(participant=participant)
-    rows = _current_item_rows.rows(participant_id=participant.pk)
-    item = _CURRENT_ITEM.instances(rows[0]) if rows else None
-    rows = _next_check_rows.rows(study_id=participant.study_id, participant_id=participant.pk)
-    check = _CHECK.instances(rows[0]) if rows else None
-    if item is None:
+    rows = _current_item_rows.rows(participant_id=participant.pk, study_id=participant.study_id)
+    if not rows:
         if not items.exists():
             return LayStep(BACKGROUND if lay_background_pending(participant=participant) else INSTRUCTIONS)
+        check = _next_check(participant)
         return LayStep(CHECK, check=check) if check is not None else LayStep(COMPLETE)
+    *columns, check_position = rows[0]
+    item = _CURRENT_ITEM.instances(columns)
     # A check at position p is due once p items are behind; an item's index never exceeds its
     # position, so only then is the (rarely needed) count of earlier items asked for.
     item.participant = participant  # already loaded, with its study: what the panel reads
-    if check is not None and check.position <= item.position:
-        if check.position <= items.filter(position__lt=item.position).count():
-            return LayStep(CHECK, check=check)
+    if check_position is not None and check_position <= item.position:
+        if check_position <= items.filter(position__lt=item.position).count():
+            check = _next_check(participant)
+            if check is not None:
+                return LayStep(CHECK, check=check)
     return LayStep(ITEM, item=item, panel=item.stage)
+
+
+def _next_check(participant: Participant) -> AttentionCheck | None:
+    rows = _next_check_rows.rows(study_id=participant.study_id, participant_id=participant.pk)
+    return _CHECK.instances(rows[0]) if rows else None
 
 
 @dataclass(frozen=True)

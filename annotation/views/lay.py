@@ -89,6 +89,16 @@ def _to_start(participant: Participant, *, htmx: bool = False) -> HttpResponse:
     return HttpResponseClientRedirect(url) if htmx else redirect(url)
 
 
+def _to_next(request: HttpRequest, participant: Participant) -> HttpResponse:
+    """After a panel or check is answered: straight to the participant's next page, as the start page
+    would send them, without that round trip (whoever may not go on goes to the start page)."""
+    step = lay_next_step(participant=participant)
+    if step.kind not in (steps.ITEM, steps.CHECK, steps.COMPLETE):
+        return _to_start(participant, htmx=bool(request.htmx))
+    url = _step_url(participant, step)
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
 def _refusal(request: HttpRequest, participant: Participant, step: LayStep) -> HttpResponse | None:
     """The answer to a participant who may not answer any more (study closed, returned, declined);
     None for everyone else."""
@@ -336,7 +346,7 @@ def lay_panel(request: HttpRequest, participant: Participant, item_id: int, pane
         return _render_panel(request, participant, item, panel, errors=errors, status=400)
     if autosave:
         return render(request, TEMPLATES + "_saved.html")
-    return _to_start(participant, htmx=bool(request.htmx))
+    return _to_next(request, participant)
 
 
 # --- Attention checks, completion ----------------------------------------------------------------
@@ -362,7 +372,7 @@ def lay_check(request: HttpRequest, participant: Participant, check_id: int) -> 
             entry.attention_check_answer(
                 participant=participant, check=check, answer=request.POST.get("answer", "")
             )
-            return _to_start(participant)
+            return _to_next(request, participant)
         except ValidationError as exc:
             errors = messages_of(exc)
     context = _base_context(

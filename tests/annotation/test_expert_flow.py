@@ -3,12 +3,22 @@ resume, timing; and the default texts of annotation/protocol_texts.py."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
+from django.db import connection, transaction
 
 from annotation import expert_flow, protocol_texts, scales, services
-from annotation.models import ExpertItem, ExpertRating, ExpertSourceJudgement, Participant, SimplificationText
+from annotation.models import (
+    ExpertItem,
+    ExpertRating,
+    ExpertSourceJudgement,
+    Participant,
+    SimplificationText,
+    Study,
+)
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db
@@ -84,6 +94,39 @@ def test_every_source_gets_one_page_in_a_seeded_order_and_a_second_visit_adds_no
     other_order = [i.source_id for i in expert_flow.expert_items_ensure(participant=other)]
     assert sorted(other_order) == sorted(order)
     assert other_order != order  # seeds 11 and 12 give different permutations of 6 sources
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_first_visit_locks_its_participant_not_the_study():
+    """Radiologists opening their links together must not queue behind one another: a first visit
+    locks the participant's row alone. (Locked through the participant's default ordering, it took
+    the study's row too, and 20 first visits at once waited 224 ms each on PostgreSQL.)"""
+    if connection.vendor != "postgresql":
+        pytest.skip("needs row locks held by another connection")
+    study = build_study(n_sources=3)
+    participant = radiologist(study, seed=1)
+    held, release = threading.Event(), threading.Event()
+
+    def hold_study_row():
+        with transaction.atomic():
+            Study.objects.select_for_update().get(pk=study.pk)
+            held.set()
+            release.wait(10)
+        connection.close()
+
+    holder = threading.Thread(target=hold_study_row)
+    holder.start()
+    try:
+        assert held.wait(10)
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '2s'")
+        expert_flow.expert_pages_prepare(participant=participant)
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
+        release.set()
+        holder.join()
+    assert ExpertItem.objects.filter(participant=participant).count() == 3
 
 
 def test_configured_subset_is_deterministic_per_participant():

@@ -5,6 +5,7 @@ the researcher's balance page."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -198,10 +199,20 @@ def test_autosave_plain_post_lock_and_no_way_back(client):
     # Plain POST with a missing answer: 400 page that says what is missing; nothing advances.
     response = client.post(url1, {"understanding": "Completely", "confidence": "Not at all", "continue": "1"})
     assert response.status_code == 400 and "Please answer this question." in response.content.decode()
+    # The answers given stay checked, and the first unanswered question's first option has the focus.
+    page = response.content.decode()
+    assert re.findall(r'<input type="radio" name="(\w+)" value="([^"]+)" checked>', page) == [
+        ("understanding", "Completely"),
+        ("confidence", "Not at all"),
+    ]
+    assert re.findall(r"<input [^>]*autofocus>", page) == [
+        '<input type="radio" name="severity_guess" value="Critical" autofocus>'
+    ]
     item.refresh_from_db()
     assert item.stage == "original"
     response = client.post(url1, {**PANEL1, "continue": "1"})
-    assert response.status_code == 302 and response["Location"] == _url("lay-start", participant)
+    # Straight to the next panel, without a round trip through the start page.
+    assert response.status_code == 302 and response["Location"] == _panel_url(participant, item, "assisted")
     # Panel 2 shows the simplification and locks panel 1 (shown read-only).
     response = _follow_to(client, _url("lay-start", participant))
     page = response.content.decode()
@@ -358,7 +369,9 @@ def test_double_clicked_submit_is_answered_like_the_first(client):
     url = _panel_url(participant, first, "original")
     for _ in range(2):
         response = client.post(url, {**PANEL1, "continue": "1"})
-        assert response.status_code == 302 and response["Location"] == _url("lay-start", participant)
+        assert response.status_code == 302 and response["Location"] == _panel_url(
+            participant, first, "assisted"
+        )
     client.get(_panel_url(participant, first, "assisted"))
     url = _panel_url(participant, first, "assisted")
     for _ in range(2):
@@ -369,7 +382,9 @@ def test_double_clicked_submit_is_answered_like_the_first(client):
     data = {"fields": ["most", "least"], "most": [a], "least": [b], "continue": "1"}
     # The last panel before an attention check: the second click finds the check due, not a 409.
     for _ in range(2):
-        assert client.post(url, data).status_code == 302
+        response = client.post(url, data)
+        assert response.status_code == 302
+        assert response["Location"] == _url("lay-check", participant, check_id=check.pk)
     assert _follow_to(client, _url("lay-start", participant)).redirect_chain[-1][0] == _url(
         "lay-check", participant, check_id=check.pk
     )

@@ -10,6 +10,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, transaction
 from django.db.models import Count, F, FilteredRelation, Max, Min, Q
 from django.db.transaction import TransactionManagementError
+from django.test.utils import CaptureQueriesContext
 
 from annotation import expert_flow, services
 from annotation.models import ExpertItem, Participant, SimplificationText, Source
@@ -94,6 +95,24 @@ def test_one_query_per_call(pages, django_assert_num_queries):
     prepared.rows(item_id=pages[0].pk)
     with django_assert_num_queries(1):
         assert prepared.rows(item_id=pages[2].pk) == [(pages[2].pk,)]
+
+
+def test_a_read_is_sorted_only_as_it_asks(pages):
+    """A model's default ordering is left out: ExpertItem's sorts by its participant's, which sorts
+    by the study's, so a lookup by key would join both tables only to sort one row."""
+    by_key = PreparedQuery(lambda item_id: ExpertItem.objects.filter(pk=item_id).values_list("pk"))
+    ordered = PreparedQuery(
+        lambda participant_id: (
+            ExpertItem.objects.filter(participant_id=participant_id).order_by("-position").values_list("pk")
+        )
+    )
+    participant = pages[0].participant
+    with CaptureQueriesContext(connection) as seen:
+        assert by_key.rows(item_id=pages[1].pk) == [(pages[1].pk,)]
+        rows = ordered.rows(participant_id=participant.pk)
+    assert "ORDER BY" not in seen[0]["sql"] and "JOIN" not in seen[0]["sql"]
+    expected = ExpertItem.objects.filter(participant=participant).order_by("-position").values_list("pk")
+    assert rows == list(expected) and len(rows) == 4
 
 
 def test_an_argument_the_orm_rewrites_cannot_be_a_placeholder(pages):
