@@ -215,20 +215,24 @@ def _metric_tables_key(frames: StudyFrames, options: AnalysisOptions) -> bytes |
     return digest.digest()
 
 
-def metric_tables(frames: StudyFrames, options: AnalysisOptions) -> dict[str, Any]:
+def metric_tables(
+    frames: StudyFrames, options: AnalysisOptions, store: metric_registry.TextMetricStore | None = None
+) -> dict[str, Any]:
     """Every registered metric family over the study's simplifications (and, for the families
     that judge a text on its own, over the originals). Per-text values are averaged per system
     over the study's simplifications (a shared text counts once for each of its systems).
 
-    The tables of the same texts, families, options and embedder are computed once per process
-    (the last few kept); callers get copies of the frames."""
+    Per-text values are read from `store` where it has them and given to it where it does not
+    (registry.compute_all). The tables of the same texts, families, options and embedder are
+    also kept in this process (the last few): a second analysis in a worker reads nothing;
+    callers get copies of the frames."""
     key = _metric_tables_key(frames, options)
     cached = _METRIC_TABLES.get(key) if key is not None else None
     if cached is not None and cached[0] is options.embedder:
         _METRIC_TABLES.move_to_end(key)
         tables = cached[1]
     else:
-        tables = _metric_tables_computed(frames, options)
+        tables = _metric_tables_computed(frames, options, store)
         if key is not None:
             _METRIC_TABLES[key] = (options.embedder, tables)
             while len(_METRIC_TABLES) > _METRIC_TABLES_KEPT:
@@ -240,7 +244,49 @@ def metric_tables(frames: StudyFrames, options: AnalysisOptions) -> dict[str, An
     }
 
 
-def _metric_tables_computed(frames: StudyFrames, options: AnalysisOptions) -> dict[str, Any]:
+@dataclass
+class _Columns:
+    """compute_all's report with the per-text values as one float64 column per metric."""
+
+    texts: dict[str, np.ndarray]
+    systems: dict[str, dict[str, Any]]
+    unavailable: dict[str, str]
+
+
+def _family_by_family(
+    records: Sequence[metric_registry.MetricRecord],
+    chosen: Sequence[str],
+    options: AnalysisOptions,
+    store: metric_registry.TextMetricStore | None,
+    kind: str,
+) -> _Columns:
+    """registry.compute_all of the `chosen` families, one family at a time, each family's values
+    turned into columns at once: a dict per record holds one family's metrics, not all of them
+    (80 000 dicts at 20 000 sources)."""
+    texts: dict[str, np.ndarray] = {}
+    systems: dict[str, dict[str, Any]] = {}
+    unavailable: dict[str, str] = {}
+    for name in chosen:
+        report = metric_registry.compute_all(
+            records,
+            families=[name],
+            embedder=options.embedder,
+            options=dict(options.metric_options),
+            store=store,
+            kind=kind,
+        )
+        for metric in metric_registry.get_family(name).text_metrics:
+            texts[metric] = np.array([row[metric] for row in report.texts], dtype=np.float64)
+        for system, values in report.systems.items():
+            systems.setdefault(system, {}).update(values)
+        unavailable.update(report.unavailable)
+        del report
+    return _Columns(texts=texts, systems=systems, unavailable=unavailable)
+
+
+def _metric_tables_computed(
+    frames: StudyFrames, options: AnalysisOptions, store: metric_registry.TextMetricStore | None
+) -> dict[str, Any]:
     simplifications = frames.simplifications.merge(
         frames.sources[["source", "text", "metadata"]].rename(columns={"text": "source_text"}), on="source"
     )
@@ -249,23 +295,33 @@ def _metric_tables_computed(frames: StudyFrames, options: AnalysisOptions) -> di
     if reference_systems:
         for row in simplifications[simplifications["system"].isin(reference_systems)].itertuples():
             references.setdefault(row.source, row.text)
+    no_metadata: dict[str, Any] = {}  # one shared (never changed) mapping for the sources without
     records = [
         metric_registry.MetricRecord(
-            source_text=row.source_text,
-            candidate_text=row.text,
-            reference_text=None if row.system in reference_systems else references.get(row.source),
-            source_metadata=row.metadata or {},
-            system=row.system,
+            source_text=source_text,
+            candidate_text=text,
+            reference_text=None if system in reference_systems else references.get(source),
+            source_metadata=metadata or no_metadata,
+            system=system,
+            source=source,
         )
-        for row in simplifications.itertuples()
+        for source_text, text, system, source, metadata in zip(
+            simplifications["source_text"].tolist(),
+            simplifications["text"].tolist(),
+            simplifications["system"].tolist(),
+            simplifications["source"].tolist(),
+            simplifications["metadata"].tolist(),
+            strict=True,
+        )
     ]
     available = metric_registry.families()
     chosen = list(options.metric_families) if options.metric_families is not None else list(available)
-    report = metric_registry.compute_all(
-        records, families=chosen, embedder=options.embedder, options=dict(options.metric_options)
-    )
     text_metric_names = [name for family in chosen for name in available[family].text_metrics]
-    per_text = pd.DataFrame(report.texts, columns=text_metric_names, dtype="float64")
+    report = _family_by_family(records, chosen, options, store, "simplification")
+    del records
+    per_text = pd.DataFrame(
+        report.texts, columns=text_metric_names, index=pd.RangeIndex(len(simplifications))
+    )
     per_text.insert(0, "system", simplifications["system"].to_numpy())
     per_text.insert(0, "text_id", simplifications["text_id"].to_numpy())
     per_text.insert(0, "source", simplifications["source"].to_numpy())
@@ -279,22 +335,22 @@ def _metric_tables_computed(frames: StudyFrames, options: AnalysisOptions) -> di
         and available[f].compute_texts is not None
     ]
     original_records = [
-        metric_registry.MetricRecord(source_text=row.text, candidate_text=row.text, system=ORIGINAL)
+        metric_registry.MetricRecord(
+            source_text=row.text, candidate_text=row.text, system=ORIGINAL, source=row.source
+        )
         for row in frames.sources.itertuples()
     ]
+    standalone_names = [name for family in standalone for name in available[family].text_metrics]
     original_report = (
-        metric_registry.compute_all(
-            original_records,
-            families=standalone,
-            embedder=options.embedder,
-            options=dict(options.metric_options),
-        )
+        _family_by_family(original_records, standalone, options, store, "original")
         if standalone and original_records
         else None
     )
-    standalone_names = [name for family in standalone for name in available[family].text_metrics]
     per_original = pd.DataFrame(
-        original_report.texts if original_report else [], columns=standalone_names, dtype="float64"
+        original_report.texts if original_report else {name: [] for name in standalone_names},
+        columns=standalone_names,
+        index=pd.RangeIndex(len(original_records) if original_report else 0),
+        dtype="float64",
     )
     per_original.insert(0, "source", frames.sources["source"].to_numpy()[: len(per_original)])
 
@@ -935,15 +991,27 @@ def correlations(
 # --- the whole analysis ---------------------------------------------------------------------------
 
 
-def study_analysis(frames: StudyFrames, *, options: AnalysisOptions | None = None) -> dict[str, Any]:
+def study_analysis(
+    frames: StudyFrames,
+    *,
+    options: AnalysisOptions | None = None,
+    store: metric_registry.TextMetricStore | None = None,
+) -> dict[str, Any]:
     """Everything `manage.py analyze` writes: JSON-ready, means as plain floats (not rounded),
-    accuracies and shares as fractions, None where a figure is undefined."""
+    accuracies and shares as fractions, None where a figure is undefined. `store` keeps the
+    automatic per-text metrics between analyses (metric_tables)."""
     options = options or AnalysisOptions()
-    metrics = metric_tables(frames, options)
+    metrics = metric_tables(frames, options, store)
     columns = lay_columns(frames)
     by_system = system_intervals(measure_frames(frames, columns), system_keys(frames), options)
     votes = preference_votes(frames)
     wins, preference_details = preference_wins(frames, votes)
+    # What reads the lay columns first, so that they (a copy of the panel-2 answers per system:
+    # 100 MB at 20 000 sources × 20 laypeople) are gone before the comparisons and correlations.
+    lay = lay_table(frames, columns)
+    lay_distributions = distributions(frames, columns, votes)
+    intervals = confidence_intervals(frames, metrics, options, columns, by_system)
+    del columns
     analysis = {
         "study": frames.study,
         "title": frames.title,
@@ -975,17 +1043,17 @@ def study_analysis(frames: StudyFrames, *, options: AnalysisOptions | None = Non
         "readability": readability_table(metrics, frames),
         "expert": expert_table(frames),
         "expert_original": expert_original_table(frames),
-        "lay": lay_table(frames, columns),
+        "lay": lay,
         "confidence_vs_accuracy": confidence_vs_accuracy(frames),
         "preferences": wins,
         "preference_details": preference_details,
         "agreement": agreement(frames),
         "severity_distribution": severity_distribution(frames),
         "severity_unrated": int(frames.sources["reference_severity"].isna().sum()),
-        "distributions": distributions(frames, columns, votes),
+        "distributions": lay_distributions,
         "metrics": metrics_summary(metrics, frames),
         "correlations": correlations(frames, metrics, options, votes) if options.correlations else [],
-        "confidence_intervals": confidence_intervals(frames, metrics, options, columns, by_system),
+        "confidence_intervals": intervals,
         "system_means": by_system["means"],
         "comparisons": comparisons(frames),
         "options": {

@@ -1,4 +1,5 @@
-"""Stored results of evaluation: power plans and the latest analysis snapshot of each study."""
+"""Stored results of evaluation: power plans, the latest analysis snapshot of each study and the
+automatic metrics of its texts and systems."""
 
 from __future__ import annotations
 
@@ -95,3 +96,73 @@ class AnalysisSnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"analysis of {self.study_id} ({self.status}, {self.computed_at})"
+
+
+class TextMetrics(models.Model):
+    """One metric family's automatic per-text values for one text of a study (a simplification's
+    text, or an original), computed once by the analysis (never in a web request) and read by
+    every later one: evaluation.metrics.registry.compute_all with services.TextMetricsStore.
+
+    The invalidation rule: a row is used only while its `configuration` (the family, its version —
+    code, libraries and data —, metric names, options and embedder: registry.text_configuration)
+    and its `inputs` (the source, candidate and reference texts: registry.record_digest) equal the
+    current ones. An edited text or reference, a new version or other options therefore compute
+    afresh; the rows of texts the study no longer analyses are deleted by the next analysis that
+    stores that configuration's values for that kind of text; deleting a source deletes its rows.
+    """
+
+    class Kind(models.TextChoices):
+        SIMPLIFICATION = "simplification", "a simplification's text"
+        ORIGINAL = "original", "the source's own text"
+
+    source = models.ForeignKey("annotation.Source", on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    family = models.CharField(max_length=40)
+    configuration = models.CharField(max_length=32)
+    inputs = models.CharField(max_length=32)
+    # {metric: value}; None where undefined, "inf"/"-inf" for an infinite value (not JSON).
+    scores = models.JSONField()
+    computed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "text metrics"
+        verbose_name_plural = "text metrics"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["source", "kind", "configuration", "inputs"], name="text_metrics_unique"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(kind__in=["simplification", "original"]), name="text_metrics_kind"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.family} of a text of source {self.source_id}"
+
+
+class SystemMetrics(models.Model):
+    """One metric family's corpus values for one system of a study (type-token ratio, self-BLEU,
+    corpus SARI, ...), computed from all of the system's texts and kept beside TextMetrics.
+
+    The same rule: the row is used only while its `configuration` (registry.corpus_configuration)
+    and its `inputs` (the system's texts in order, their sources' metadata and the configuration
+    of the per-text values: registry.corpus_inputs) equal the current ones; a computation with
+    other inputs replaces it.
+    """
+
+    system = models.ForeignKey("annotation.System", on_delete=models.CASCADE, related_name="+")
+    family = models.CharField(max_length=40)
+    configuration = models.CharField(max_length=32)
+    inputs = models.CharField(max_length=32)
+    scores = models.JSONField()  # as TextMetrics.scores
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "system metrics"
+        verbose_name_plural = "system metrics"
+        constraints = [
+            models.UniqueConstraint(fields=["system", "configuration"], name="system_metrics_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.family} of system {self.system_id}"

@@ -13,6 +13,7 @@ tuple of credited systems instead (column `systems`).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -23,13 +24,25 @@ import numpy as np
 import pandas as pd
 from django.conf import settings
 from django.db import connection
-from django.db.models import Case, Count, FloatField, Max, Value, When
+from django.db.models import (
+    Case,
+    Count,
+    ExpressionWrapper,
+    FloatField,
+    IntegerField,
+    Max,
+    TextField,
+    Value,
+    When,
+)
+from django.db.models.functions import Cast
 
 from annotation import scales
 from annotation.models import (
     ExpertRating,
     ExpertSourceJudgement,
     LayAnswer,
+    LayItem,
     LayPreference,
     Participant,
     Simplification,
@@ -38,7 +51,7 @@ from annotation.models import (
     System,
 )
 from evaluation.analysis import AnalysisOptions, StudyFrames, join_details
-from evaluation.models import AnalysisSnapshot
+from evaluation.models import AnalysisSnapshot, SystemMetrics, TextMetrics
 
 LAY_QUESTIONS = scales.LAY_QUESTIONS
 EXPERT_ASPECTS = tuple(scales.EXPERT_ASPECTS)
@@ -69,6 +82,16 @@ def _frame(rows: Iterable, columns: list[str]) -> pd.DataFrame:
     return pd.DataFrame.from_records(list(rows), columns=columns)
 
 
+def _numbers(rows: list[tuple], width: int) -> np.ndarray:
+    """`rows` as a (len(rows), width) float64 array, NULL = NaN. A flat iteration over the values
+    (twice as fast as np.array's walk over the tuples) unless a NULL is among them."""
+    try:
+        flat = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.float64, count=len(rows) * width)
+    except TypeError:
+        return np.array(rows, dtype=np.float64).reshape(len(rows), width)
+    return flat.reshape(len(rows), width)
+
+
 def _fetched_numbers(queryset, columns: list[str]) -> dict[str, np.ndarray]:
     """The rows of a `values_list` queryset of numbers (NULL = NaN), read with the database
     cursor in chunks straight into one float64 array per column: no per-row conversion by the
@@ -79,7 +102,7 @@ def _fetched_numbers(queryset, columns: list[str]) -> dict[str, np.ndarray]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         while rows := cursor.fetchmany(FETCH_CHUNK):
-            chunk = np.array(rows, dtype=np.float64).reshape(len(rows), len(columns))
+            chunk = _numbers(rows, len(columns))
             for part, column in zip(parts, chunk.T, strict=True):
                 part.append(column.copy())
             del rows, chunk
@@ -241,8 +264,69 @@ def expert_judgements_frame(*, study: Study) -> pd.DataFrame:
 # In the order of their names, so that sorting by the code sorts as the database sorts names.
 PHASES = tuple(sorted(LayAnswer.Phase.values))
 
+# A lay answer's phase and five questions travel as one integer, a base-8 digit each (the position
+# of the level in its scale + 1, or of the phase in PHASES + 1; 0 = not answered): the rows of
+# 20 000 sources × 20 laypeople come from the database as 4 numbers instead of 9.
+_DIGIT_BASE = 8
 
-def lay_answers_frame(*, study: Study, lookups: _Lookups | None = None) -> pd.DataFrame:
+
+def _level_digit(field: str, names: Iterable[str]) -> Case:
+    return Case(
+        *(When(**{field: name}, then=Value(i + 1)) for i, name in enumerate(names)),
+        default=Value(0),
+        output_field=IntegerField(),
+    )
+
+
+def _packed_answer() -> ExpressionWrapper:
+    digits = [
+        _level_digit("phase", PHASES),
+        *(
+            _level_digit(question, [level.name for level in scales.LAY_SCALES[question].levels])
+            for question in LAY_QUESTIONS
+        ),
+    ]
+    packed = digits[0]
+    for k, digit in enumerate(digits[1:], start=1):
+        packed = packed + digit * Value(_DIGIT_BASE**k)
+    return ExpressionWrapper(packed, output_field=IntegerField())
+
+
+def _unpacked_answers(packed: np.ndarray) -> dict[str, np.ndarray]:
+    """The phase (its position in PHASES, NaN when unknown) and the questions (their numbers,
+    NaN when not answered) of `_packed_answer` codes."""
+    codes = packed.astype(np.int64)
+    phase = (codes % _DIGIT_BASE).astype(np.float64) - 1
+    columns = {"phase": np.where(phase < 0, np.nan, phase)}
+    for k, question in enumerate(LAY_QUESTIONS, start=1):
+        numbers = np.array([np.nan, *(float(level.value) for level in scales.LAY_SCALES[question].levels)])
+        columns[question] = numbers[(codes // _DIGIT_BASE**k) % _DIGIT_BASE]
+    return columns
+
+
+def _lay_items(study: Study) -> dict[str, np.ndarray]:
+    """The study's lay items as columns of numbers, sorted by item id (NULL = NaN): what the lay
+    answers and preferences share, read once."""
+    columns = _fetched_numbers(
+        LayItem.objects.filter(participant__study=study)
+        .order_by()
+        .values_list("pk", "participant_id", "position", "source_id", "assigned_system_id", "shown_text_id"),
+        ["item_id", "participant_id", "position", "source_id", "assigned_system_id", "text_id"],
+    )
+    order = np.argsort(columns["item_id"], kind="stable")
+    return {name: values[order] for name, values in columns.items()}
+
+
+def _of_items(
+    items: Mapping[str, np.ndarray], item_ids: np.ndarray, names: Iterable[str]
+) -> dict[str, np.ndarray]:
+    rows = np.searchsorted(items["item_id"], item_ids)
+    return {name: items[name][rows] for name in names}
+
+
+def lay_answers_frame(
+    *, study: Study, lookups: _Lookups | None = None, items: Mapping[str, np.ndarray] | None = None
+) -> pd.DataFrame:
     """Every lay answer (both panels), one row per answer, answers as numbers.
 
     Columns: answer_id, item_id, participant, source, phase ("original" = panel 1, "assisted" =
@@ -251,42 +335,26 @@ def lay_answers_frame(*, study: Study, lookups: _Lookups | None = None) -> pd.Da
     questions as numbers, reference_severity (1–5 of the source) and time_spent_ms.
     """
     lookups = lookups or _lookups(study)
-    phase = Case(
-        *(When(phase=name, then=Value(float(i))) for i, name in enumerate(PHASES)),
-        default=Value(None),
-        output_field=FloatField(),
-    )
+    items = items if items is not None else _lay_items(study)
     rows = (
         LayAnswer.objects.filter(item__participant__study=study)
         .order_by()
-        .values_list(
-            "pk",
-            "item_id",
-            "item__participant_id",
-            "item__position",
-            "item__source_id",
-            phase,
-            "item__assigned_system_id",
-            "item__shown_text_id",
-            *(_level_number(question, scales.LAY_SCALES[question]) for question in LAY_QUESTIONS),
-            "time_spent_ms",
-        )
+        .values_list("pk", "item_id", _packed_answer(), "time_spent_ms")
     )
-    columns = _fetched_numbers(
-        rows,
-        [
-            "answer_id",
-            "item_id",
-            "participant_id",
-            "position",
-            "source_id",
-            "phase",
-            "assigned_system_id",
-            "text_id",
-            *LAY_QUESTIONS,
-            "time_spent_ms",
-        ],
+    answers = _fetched_numbers(rows, ["answer_id", "item_id", "packed", "time_spent_ms"])
+    item_columns = _of_items(
+        items,
+        answers["item_id"],
+        ["participant_id", "position", "source_id", "assigned_system_id", "text_id"],
     )
+    columns = {
+        "answer_id": answers["answer_id"],
+        "item_id": answers["item_id"],
+        **item_columns,
+        **_unpacked_answers(answers.pop("packed")),
+        "time_spent_ms": answers["time_spent_ms"],
+    }
+    del answers, item_columns
     # Participant by participant, their items in order, panel by panel: sorted here rather than
     # by the database, which would sort the whole joined table.
     order = np.lexsort((columns["phase"], columns.pop("position"), columns["participant_id"]))
@@ -314,16 +382,18 @@ def lay_answers_frame(*, study: Study, lookups: _Lookups | None = None) -> pd.Da
     )
 
 
-def lay_preferences_frame(*, study: Study, lookups: _Lookups | None = None) -> pd.DataFrame:
+def lay_preferences_frame(
+    *, study: Study, lookups: _Lookups | None = None, items: Mapping[str, np.ndarray] | None = None
+) -> pd.DataFrame:
     """Panel 3, one row per answered item: most / least as frozensets of system keys (every
     system that produced a chosen text) and of SimplificationText ids."""
     lookups = lookups or _lookups(study)
+    items = items if items is not None else _lay_items(study)
     prefs = (
-        LayPreference.objects.filter(item__participant__study=study)
-        .order_by()
-        .values_list("pk", "item_id", "item__participant_id", "item__position", "item__source_id")
+        LayPreference.objects.filter(item__participant__study=study).order_by().values_list("pk", "item_id")
     )
-    columns = _fetched_numbers(prefs, ["preference_id", "item_id", "participant_id", "position", "source_id"])
+    columns = _fetched_numbers(prefs, ["preference_id", "item_id"])
+    columns.update(_of_items(items, columns["item_id"], ["participant_id", "position", "source_id"]))
     order = np.lexsort((columns.pop("position"), columns["participant_id"]))
     columns = {name: values[order] for name, values in columns.items()}
     preference_ids = _ids(columns["preference_id"])
@@ -340,14 +410,20 @@ def lay_preferences_frame(*, study: Study, lookups: _Lookups | None = None) -> p
     system_sets: dict[frozenset, frozenset] = {}
     for side in ("most", "least"):
         through = getattr(LayPreference, side).through
+        # The chosen texts of the preferences' id range, those of the study's preferences kept
+        # here: one range scan of the table's index instead of a join through the items and the
+        # participants for every row (another study's rows in the range are dropped).
         chosen = _fetched_numbers(
-            through.objects.filter(laypreference__item__participant__study=study).values_list(
-                "laypreference_id", "simplificationtext_id"
-            ),
+            through.objects.filter(
+                laypreference__gte=int(preference_ids.min(initial=0)),
+                laypreference__lte=int(preference_ids.max(initial=-1)),
+            ).values_list("laypreference_id", "simplificationtext_id"),
             ["preference_id", "text_id"],
         )
         rows = pd.Index(preference_ids).get_indexer(_ids(chosen["preference_id"]))
-        text_ids = _ids(chosen["text_id"])
+        ours = rows >= 0
+        rows = rows[ours]
+        text_ids = _ids(chosen["text_id"])[ours]
         counts = np.bincount(rows, minlength=preference_ids.size)
         texts = np.full(preference_ids.size, frozenset(), dtype=object)
         # Most answers choose one text: one frozenset per distinct text, shared by its rows.
@@ -374,6 +450,7 @@ def lay_preferences_frame(*, study: Study, lookups: _Lookups | None = None) -> p
 def study_frames(*, study: Study) -> StudyFrames:
     """Everything the analysis reads, in one bundle."""
     lookups = _lookups(study)
+    items = _lay_items(study)
     return StudyFrames(
         study=study.slug,
         title=study.title,
@@ -382,9 +459,54 @@ def study_frames(*, study: Study) -> StudyFrames:
         simplifications=simplifications_frame(study=study),
         expert_ratings=expert_ratings_frame(study=study, lookups=lookups),
         expert_judgements=expert_judgements_frame(study=study),
-        lay_answers=lay_answers_frame(study=study, lookups=lookups),
-        lay_preferences=lay_preferences_frame(study=study, lookups=lookups),
+        lay_answers=lay_answers_frame(study=study, lookups=lookups, items=items),
+        lay_preferences=lay_preferences_frame(study=study, lookups=lookups, items=items),
     )
+
+
+# --- stored per-text metrics -----------------------------------------------------------------------
+
+
+def _score(value: Any) -> float | None:
+    # TextMetrics.scores writes an infinite value as "inf" / "-inf" (JSON has no infinity).
+    return float(value) if isinstance(value, str) else value
+
+
+def text_metrics_stored(*, study: Study, kind: str, configuration: str) -> dict[str, dict[str, float | None]]:
+    """{inputs digest: {metric: value}} of the study's stored per-text values of `kind` under
+    `configuration` (see TextMetrics). The JSON of every row is decoded in one call, not row by
+    row: 180 000 rows at 20 000 sources."""
+    rows = (
+        TextMetrics.objects.filter(source__study=study, kind=kind, configuration=configuration)
+        .order_by()
+        .values_list("inputs", Cast("scores", TextField()))
+    )
+    digests, texts = [], []
+    for digest, text in rows.iterator(chunk_size=FETCH_CHUNK):
+        digests.append(digest)
+        texts.append(text)
+    joined = f"[{','.join(texts)}]"
+    del texts
+    scores = json.loads(joined)
+    stored = dict(zip(digests, scores, strict=True))
+    if '"inf"' in joined or '"-inf"' in joined:
+        for values in scores:
+            if any(isinstance(value, str) for value in values.values()):
+                values.update((name, _score(value)) for name, value in values.items())
+    return stored
+
+
+def system_metrics_stored(
+    *, study: Study, configuration: str
+) -> dict[str, tuple[str, dict[str, float | None]]]:
+    """{system key: (inputs digest, {metric: value})} of the study's stored corpus values under
+    `configuration` (see SystemMetrics)."""
+    rows = SystemMetrics.objects.filter(system__study=study, configuration=configuration).values_list(
+        "system__key", "inputs", "scores"
+    )
+    return {
+        key: (inputs, {name: _score(value) for name, value in scores.items()}) for key, inputs, scores in rows
+    }
 
 
 # --- analysis snapshots ----------------------------------------------------------------------------

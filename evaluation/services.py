@@ -24,27 +24,35 @@ survey's save path pays nothing for any of it.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
+import math
 import time
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from annotation.models import Study
-from evaluation.analysis import split_details, study_analysis
-from evaluation.models import AnalysisSnapshot
+from annotation.models import Source, Study, System
+from evaluation.analysis import AnalysisOptions, split_details, study_analysis
+from evaluation.metrics.registry import MetricRecord, MetricValue
+from evaluation.models import AnalysisSnapshot, SystemMetrics, TextMetrics
 from evaluation.plots import all_svgs
 from evaluation.selectors import (
     analysis_coverage,
     analysis_options_from_settings,
     analysis_snapshot_get,
     study_frames,
+    system_metrics_stored,
+    text_metrics_stored,
 )
 
 logger = logging.getLogger(__name__)
@@ -64,6 +72,106 @@ class SnapshotState:
     # A check of the study's data is on its way: `answers_since` and `stale` are those of the
     # last check (none yet: 0 and False).
     checking: bool = False
+
+
+# --- stored per-text metrics -----------------------------------------------------------------------
+
+# Rows per INSERT / DELETE statement (SQLite's default limit is 32 766 parameters).
+_TEXT_METRICS_BATCH = 2000
+
+
+def _storable(values: Mapping[str, MetricValue]) -> dict[str, Any]:
+    return {
+        name: value if value is None or math.isfinite(value) else ("inf" if value > 0 else "-inf")
+        for name, value in values.items()
+    }
+
+
+class TextMetricsStore:
+    """The database behind evaluation.metrics.registry's TextMetricStore for one study's texts and
+    systems (see TextMetrics and SystemMetrics for when a stored row is used)."""
+
+    def __init__(self, study: Study) -> None:
+        self.study = study
+        self._source_ids: dict[str, int] | None = None
+
+    def load(self, kind: str, family: str, configuration: str) -> dict[str, dict[str, MetricValue]]:
+        return text_metrics_stored(study=self.study, kind=kind, configuration=configuration)
+
+    def save(
+        self,
+        kind: str,
+        family: str,
+        configuration: str,
+        rows: Sequence[tuple[MetricRecord, str, Mapping[str, MetricValue]]],
+    ) -> None:
+        """All of `rows` in one transaction; a row another analysis stored meanwhile is kept."""
+        if self._source_ids is None:
+            self._source_ids = dict(Source.objects.filter(study=self.study).values_list("key", "pk"))
+        objects = [
+            TextMetrics(
+                source_id=self._source_ids[record.source],
+                kind=kind,
+                family=family,
+                configuration=configuration,
+                inputs=digest,
+                scores=_storable(values),
+            )
+            for record, digest, values in rows
+        ]
+        with transaction.atomic():
+            TextMetrics.objects.bulk_create(objects, batch_size=_TEXT_METRICS_BATCH, ignore_conflicts=True)
+
+    def discard(self, kind: str, family: str, configuration: str, digests: Collection[str]) -> None:
+        digests = list(digests)
+        with transaction.atomic():
+            for start in range(0, len(digests), _TEXT_METRICS_BATCH):
+                TextMetrics.objects.filter(
+                    source__study=self.study,
+                    kind=kind,
+                    configuration=configuration,
+                    inputs__in=digests[start : start + _TEXT_METRICS_BATCH],
+                ).delete()
+
+    def load_corpus(self, family: str, configuration: str) -> dict[str, tuple[str, dict[str, MetricValue]]]:
+        return system_metrics_stored(study=self.study, configuration=configuration)
+
+    def save_corpus(
+        self, family: str, configuration: str, system: str, inputs: str, values: Mapping[str, MetricValue]
+    ) -> None:
+        system_row = System.objects.filter(study=self.study, key=system).first()
+        if system_row is None:
+            return
+        SystemMetrics.objects.update_or_create(
+            system=system_row,
+            configuration=configuration,
+            defaults={"family": family, "inputs": inputs, "scores": _storable(values)},
+        )
+
+
+def _freed_memory_returned() -> None:
+    """Hand the C heap's free pages back to the system (glibc's malloc_trim; nothing elsewhere).
+    Reading a large study's frames frees a few hundred MB of row buffers in pieces that glibc
+    keeps in its heap, so the process would carry them into the metrics' peak (Dask's workers
+    trim for the same reason)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    libc.malloc_trim(0)
+
+
+def study_analysis_compute(*, study: Study, options: AnalysisOptions | None = None) -> dict:
+    """The analysis of `study`'s data now, its automatic per-text metrics read from the database
+    where stored and stored where not (TextMetricsStore). For workers and commands, never a web
+    request."""
+    options = options or analysis_options_from_settings()
+    frames = study_frames(study=study)
+    _freed_memory_returned()
+    return study_analysis(frames, options=options, store=TextMetricsStore(study))
+
+
+# --- analysis snapshots ----------------------------------------------------------------------------
 
 
 def _stuck_before() -> timezone.datetime:
@@ -130,7 +238,7 @@ def _snapshot_store(*, study: Study) -> bool:
     _coverage_remember(study_id=study.pk, coverage=coverage, counted_at=counted_at)
     started = time.perf_counter()
     try:
-        analysis = study_analysis(study_frames(study=study), options=analysis_options_from_settings())
+        analysis = study_analysis_compute(study=study)
         figures = all_svgs(analysis)
     except Exception as exc:
         logger.exception("analysis of study %s failed", study.slug)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import chain
 
 import numpy as np
@@ -227,7 +227,9 @@ def semantic_diversity(texts: Sequence[str], *, embedder: Embedder) -> float | N
     return float(1 - similarity[upper].mean())
 
 
-def _corpus(records: Sequence[MetricRecord], context: MetricContext) -> dict[str, MetricValue]:
+def _corpus(
+    records: Sequence[MetricRecord], context: MetricContext, texts: Sequence[Mapping[str, MetricValue]]
+) -> dict[str, MetricValue]:
     texts = [record.candidate_text for record in records]
     return {
         "template_diversity": template_diversity(texts),

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Collection, Hashable, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -228,7 +228,9 @@ def clinical_association_displacement(
 # ---------------------------------------------------------------------------- family
 
 
-def _corpus(records: Sequence[MetricRecord], context: MetricContext) -> dict[str, MetricValue]:
+def _corpus(
+    records: Sequence[MetricRecord], context: MetricContext, texts: Sequence[Mapping[str, MetricValue]]
+) -> dict[str, MetricValue]:
     key = context.option("erasure_group_key", "sex")
     labelled = [record for record in records if record.source_metadata.get(key) is not None]
     if not labelled:
@@ -281,6 +283,14 @@ def _settings(context: MetricContext) -> dict[str, object]:
 FAMILY = register(
     MetricFamily(
         name="erasure",
+        corpus_options=(
+            "erasure_group_key",
+            "erasure_reference",
+            "erasure_groups",
+            "erasure_alpha",
+            "erasure_p",
+            "erasure_rule",
+        ),
         description="Seed 004 CAD category counts and WAE per system, for the binary source attribute "
         "erasure_group_key (default 'sex'; erasure_groups=(a, b) orders it), predictions against "
         "erasure_reference ('reference' texts when every record has one, else 'source'); a word is "

@@ -19,21 +19,23 @@
 
 from __future__ import annotations
 
-import functools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from nltk.tokenize import TreebankWordTokenizer
 
+import lexicon
 from evaluation.metrics.reference import corpus_bleu, sentence_bleu
 from evaluation.metrics.registry import (
     MetricContext,
     MetricFamily,
     MetricRecord,
     MetricValue,
+    family_version,
     register,
 )
 from evaluation.metrics.sentences import split_sentences
@@ -53,6 +55,13 @@ __all__ = [
     "hit_ratio",
     "system_ascore",
 ]
+
+# The glossary, common-word and synonym lists HIT and CWR read: part of the family's version.
+LEXICON_DATA = tuple(
+    path
+    for path in (Path(lexicon.__file__).resolve().parent / "data").iterdir()
+    if path.suffix in (".tsv", ".txt")
+)
 
 ASCORE_ALPHA = 2.0
 ASCORE_BETA = 1.5
@@ -179,31 +188,12 @@ def system_ascore(
 # ---------------------------------------------------------------------------- family
 
 
-# Sized like readability's cache: every simplification of a 20 000-source study with four
-# systems, so a recomputation after new answers finds them all.
-@functools.lru_cache(maxsize=2**17)
-def _hit_cached(source: str, candidate: str) -> HitResult:
-    return hit_details(source, candidate)
-
-
-# As readability's scores: a study's texts do not change between analyses.
-@functools.lru_cache(maxsize=2**17)
-def _cwr_cached(text: str) -> float | None:
-    return common_word_ratio(text)
-
-
-def _details(record: MetricRecord, glossary: Glossary | None) -> HitResult:
-    if glossary is None:
-        return _hit_cached(record.source_text, record.candidate_text)
-    return hit_details(record.source_text, record.candidate_text, glossary=glossary)
-
-
 def _texts(records: Sequence[MetricRecord], context: MetricContext) -> list[dict[str, MetricValue]]:
     glossary = context.option("glossary")
     rows = []
     for record in records:
-        details = _details(record, glossary)
-        cwr = _cwr_cached(record.candidate_text)
+        details = hit_details(record.source_text, record.candidate_text, glossary=glossary)
+        cwr = common_word_ratio(record.candidate_text)
         score = None
         if record.reference_text and details.hit is not None and cwr is not None:
             bleu = sentence_bleu(record.candidate_text, [record.reference_text]) / 100
@@ -214,12 +204,14 @@ def _texts(records: Sequence[MetricRecord], context: MetricContext) -> list[dict
     return rows
 
 
-def _corpus(records: Sequence[MetricRecord], context: MetricContext) -> dict[str, MetricValue]:
-    glossary = context.option("glossary")
+def _corpus(
+    records: Sequence[MetricRecord], context: MetricContext, texts: Sequence[Mapping[str, MetricValue]]
+) -> dict[str, MetricValue]:
     # BLEU needs the reference, so all three come from the texts that have one.
-    with_reference = [record for record in records if record.reference_text]
-    hits = [_details(record, glossary).hit for record in with_reference]
-    cwrs = [_cwr_cached(record.candidate_text) for record in with_reference]
+    with_reference = [i for i, record in enumerate(records) if record.reference_text]
+    hits = [texts[i]["hit"] for i in with_reference]
+    cwrs = [texts[i]["cwr"] for i in with_reference]
+    with_reference = [records[i] for i in with_reference]
     score = system_ascore(
         [record.candidate_text for record in with_reference],
         [record.reference_text or "" for record in with_reference],
@@ -248,6 +240,8 @@ DEFINITIONS = {
 FAMILY = register(
     MetricFamily(
         name="jargon",
+        version=family_version("1", libraries=("nltk", "sacrebleu"), data=LEXICON_DATA),
+        text_options=("glossary",),
         description="Seed 001: HIT (jargon terms translated into lay words; option glossary, default "
         "radlay's lexicon), omission rate, CWR (NLTK Treebank tokens) and AScore (alpha=2, beta=1.5; "
         "per system on corpus BLEU, mean HIT and CWR; per item as ascore_item; needs a reference).",

@@ -6,11 +6,17 @@ runs offline; later versions download cmudict at first use.
 
 from __future__ import annotations
 
-import functools
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from evaluation.metrics.registry import MetricContext, MetricFamily, MetricRecord, MetricValue, register
+from evaluation.metrics.registry import (
+    MetricContext,
+    MetricFamily,
+    MetricRecord,
+    MetricValue,
+    family_version,
+    register,
+)
 
 with warnings.catch_warnings():
     # textstat 0.7.3 imports pkg_resources, which warns about its own deprecation.
@@ -42,10 +48,6 @@ def readability_scores(text: str) -> dict[str, MetricValue]:
     return dict(zip(READABILITY_FORMULAS, _scores(text), strict=True))
 
 
-# A study's texts do not change between analyses, and textstat's formulas are most of the
-# analysis's time: the scores of the last 2**17 texts are kept, the simplifications and originals
-# of a 20 000-source study with four systems (about 50 MB).
-@functools.lru_cache(maxsize=2**17)
 def _scores(text: str) -> tuple[MetricValue, ...]:
     if not text or not any(ch.isalnum() for ch in text):
         return (None,) * len(READABILITY_FORMULAS)
@@ -70,15 +72,19 @@ def _texts(records: Sequence[MetricRecord], context: MetricContext) -> list[dict
     return [readability_scores(record.candidate_text) for record in records]
 
 
-def _corpus(records: Sequence[MetricRecord], context: MetricContext) -> dict[str, MetricValue]:
+def _corpus(
+    records: Sequence[MetricRecord], context: MetricContext, texts: Sequence[Mapping[str, MetricValue]]
+) -> dict[str, MetricValue]:
     grade = context.option("readability_grade", 8)
-    fkgl = [readability_scores(record.candidate_text)["fkgl"] for record in records]
+    fkgl = [text["fkgl"] for text in texts]
     return {"fkgl_share_at_or_below_grade": share_at_or_below_grade(fkgl, grade)}
 
 
 FAMILY = register(
     MetricFamily(
         name="readability",
+        corpus_options=("readability_grade",),
+        version=family_version("1", libraries=("textstat", "pyphen")),
         description="Readability formulas of the simplification (textstat 0.7.3); option readability_grade "
         "(default 8) for the share of texts at or below that FKGL grade.",
         text_metrics=tuple(READABILITY_FORMULAS),

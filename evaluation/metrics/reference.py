@@ -14,14 +14,21 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import sacrebleu
 from rouge_score import rouge_scorer
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
-from evaluation.metrics.registry import MetricContext, MetricFamily, MetricRecord, MetricValue, register
+from evaluation.metrics.registry import (
+    MetricContext,
+    MetricFamily,
+    MetricRecord,
+    MetricValue,
+    family_version,
+    register,
+)
 
 __all__ = [
     "SariScore",
@@ -286,7 +293,9 @@ def _texts(records: Sequence[MetricRecord], context: MetricContext) -> list[dict
     return rows
 
 
-def _corpus(records: Sequence[MetricRecord], context: MetricContext) -> dict[str, MetricValue]:
+def _corpus(
+    records: Sequence[MetricRecord], context: MetricContext, texts: Sequence[Mapping[str, MetricValue]]
+) -> dict[str, MetricValue]:
     with_reference = [record for record in records if record.reference_text]
     if not with_reference:
         return {}
@@ -311,6 +320,7 @@ def _unavailable(context: MetricContext) -> dict[str, str]:
 FAMILY = register(
     MetricFamily(
         name="reference",
+        version=family_version("1", libraries=("sacrebleu", "rouge-score", "nltk")),
         description="BLEU (sacrebleu), ROUGE-1/2/L F (rouge-score), sentence SARI (Xu et al. 2016) and "
         "METEOR (NLTK) against the reference simplification; corpus BLEU and corpus SARI (EASSE) per system.",
         text_metrics=("bleu", "rouge1", "rouge2", "rouge_l", "sentence_sari", "meteor"),

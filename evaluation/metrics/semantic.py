@@ -25,7 +25,7 @@ embedded in one call, and each pair costs one matrix product.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -336,7 +336,9 @@ def _unavailable(context: MetricContext) -> dict[str, str]:
     return {"semantic_match": reason, "semantic_match_reference_recall": reason}
 
 
-def _corpus(records: Sequence[MetricRecord], context: MetricContext) -> dict[str, MetricValue]:
+def _corpus(
+    records: Sequence[MetricRecord], context: MetricContext, texts: Sequence[Mapping[str, MetricValue]]
+) -> dict[str, MetricValue]:
     return {"semantic_theta": theta_for(context.embedder, context.option("semantic_theta"))[0]}
 
 
@@ -348,6 +350,9 @@ def _settings(context: MetricContext) -> dict[str, object]:
 FAMILY = register(
     MetricFamily(
         name="semantic",
+        corpus_options=("semantic_theta",),
+        version="1",
+        text_options=("semantic_theta", "semantic_pool"),
         description="Seed 000 semantic match proportion (sentence cosine >= semantic_theta; default per "
         "embedder: 0.85 for all-MiniLM-L6-v2, calibrated on data/semantic_calibration.tsv, else seed 000's "
         "0.8; optional semantic_pool: SentencePool for Algorithm 2's replacement step) against the "

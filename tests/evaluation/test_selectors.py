@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from annotation import services
-from annotation.models import LayItem, Participant, SimplificationText, Study
+from annotation.models import LayItem, LayPreference, Participant, SimplificationText, Study
 from evaluation import selectors
 from tests.annotation.factories import build_study
 
@@ -153,6 +153,37 @@ def test_preferences_frame_maps_chosen_texts_to_system_sets():
             assert row.most == frozenset({"cot_bs", "cot_sc"})
         else:
             assert len(row.most) == 1
+
+
+@pytest.mark.django_db
+def test_preferences_frame_keeps_its_study_when_another_studys_preferences_lie_between_its_own():
+    first = build_answered_study(slug="first", n_lay=1)
+    second = build_answered_study(slug="second", n_lay=2)
+    # A later layperson of the first study: its preference ids come after the second study's.
+    person = services.participant_create(study=first, role=Participant.Role.LAYPERSON)
+    source = first.sources.get(position=1)
+    system = first.systems.get(key="cot_sc")
+    item = services.lay_item_create(
+        participant=person,
+        source=source,
+        position=0,
+        shown_text=source.simplifications.get(system=system).shown_text,
+        assigned_system=system,
+    )
+    texts = item.preference_order
+    services.lay_preference_save(item=item, most=texts[:2], least=[texts[-1]])
+    for study in (first, second):
+        frame = selectors.lay_preferences_frame(study=study)
+        stored = LayPreference.objects.filter(item__participant__study=study).prefetch_related(
+            "most", "least"
+        )
+        expected = {
+            pref.pk: ({text.pk for text in pref.most.all()}, {text.pk for text in pref.least.all()})
+            for pref in stored
+        }
+        assert len(frame) == len(expected) == (5 if study == first else 8)
+        for row in frame.itertuples():
+            assert (set(row.most_texts), set(row.least_texts)) == expected[row.preference_id]
 
 
 @pytest.mark.django_db

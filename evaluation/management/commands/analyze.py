@@ -12,9 +12,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
-from evaluation.analysis import AnalysisOptions, study_analysis
+from evaluation.analysis import AnalysisOptions
 from evaluation.exporters.metrics_table import metrics_csv
-from evaluation.selectors import study_frames
+from evaluation.services import study_analysis_compute
 
 
 class Command(BaseCommand):
@@ -74,7 +74,7 @@ class Command(BaseCommand):
             metric_families=families,
             correlations=not options["no_correlations"],
         )
-        analysis = study_analysis(study_frames(study=study), options=analysis_options)
+        analysis = study_analysis_compute(study=study, options=analysis_options)
         if options["metrics_csv"]:
             Path(options["metrics_csv"]).write_text(metrics_csv(analysis), encoding="utf-8")
         text = json.dumps(analysis, indent=2, ensure_ascii=False, default=str, allow_nan=False)

@@ -9,9 +9,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
-from evaluation.analysis import AnalysisOptions, study_analysis
+from evaluation.analysis import AnalysisOptions
 from evaluation.audit import ReportedFileError, audit, audit_text, load_reported, reported_files
-from evaluation.selectors import study_frames
+from evaluation.services import study_analysis_compute
 
 
 class Command(BaseCommand):
@@ -54,7 +54,7 @@ class Command(BaseCommand):
                 )
         else:
             # Reported figures are means and counts: the correlations are not needed here.
-            analysis = study_analysis(study_frames(study=study), options=AnalysisOptions(correlations=False))
+            analysis = study_analysis_compute(study=study, options=AnalysisOptions(correlations=False))
         result = audit(analysis, reported)
         result["study"] = study.slug
         result["reported_file"] = path.name

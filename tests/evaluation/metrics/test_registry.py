@@ -88,7 +88,7 @@ def test_a_new_family_is_one_registration(monkeypatch):
             for record in records
         ]
 
-    def unavailable(records, context):
+    def unavailable(records, context, texts):
         raise MetricUnavailable("no data for corpus_length here")
 
     register(
