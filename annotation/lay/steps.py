@@ -64,11 +64,6 @@ def lay_standing(*, participant: Participant) -> LayStep | None:
 _CURRENT_ITEM = Joined(LayItem, "source", "shown_text")
 
 
-# The first unfinished item is found on its own (the partial index lay_item_unfinished) and only
-# then joined: joined first, the database may join all of a participant's unfinished items and sort
-# them when its statistics do not know the participant yet.
-# The position of the next unanswered attention check comes with it: the check itself is read only
-# when it is due.
 def _unanswered_checks(study_id, participant_id):
     return (
         AttentionCheck.objects.filter(study_id=study_id)
@@ -77,6 +72,10 @@ def _unanswered_checks(study_id, participant_id):
     )
 
 
+# The first unfinished item is found on its own (the partial index lay_item_unfinished) and only
+# then joined: joined first, the database may join all of a participant's unfinished items and sort
+# them when its statistics do not know the participant yet. The position of the next unanswered
+# attention check comes with it: the check itself is read only when it is due.
 _current_item_rows = PreparedQuery(
     lambda participant_id, study_id: (
         LayItem.objects.filter(

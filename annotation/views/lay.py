@@ -84,19 +84,21 @@ def _step_url(participant: Participant, step: LayStep) -> str:
     return reverse(_STEP_PAGES.get(step.kind, "annotation:lay-start"), kwargs={"token": token})
 
 
-def _to_start(participant: Participant, *, htmx: bool = False) -> HttpResponse:
-    url = reverse("annotation:lay-start", kwargs={"token": participant.token})
+def _go(url: str, *, htmx: bool) -> HttpResponse:
     return HttpResponseClientRedirect(url) if htmx else redirect(url)
+
+
+def _to_start(participant: Participant, *, htmx: bool = False) -> HttpResponse:
+    return _go(reverse("annotation:lay-start", kwargs={"token": participant.token}), htmx=htmx)
 
 
 def _to_next(request: HttpRequest, participant: Participant) -> HttpResponse:
     """After a panel or check is answered: straight to the participant's next page, as the start page
     would send them, without that round trip (whoever may not go on goes to the start page)."""
     step = lay_next_step(participant=participant)
-    if step.kind not in (steps.ITEM, steps.CHECK, steps.COMPLETE):
+    if not step.in_survey:
         return _to_start(participant, htmx=bool(request.htmx))
-    url = _step_url(participant, step)
-    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    return _go(_step_url(participant, step), htmx=bool(request.htmx))
 
 
 def _refusal(request: HttpRequest, participant: Participant, step: LayStep) -> HttpResponse | None:
