@@ -220,6 +220,7 @@ class Recorder:
     window_set: asyncio.Event = field(default_factory=asyncio.Event)
     sentences: int = 0
     requests: int = 0  # HTTP requests, redirects followed included
+    arrival: float = 0.0  # seconds until every participant was on their first page (first visits)
 
     def record(self, kind: str, began: float, ok: bool, hops: int = 1) -> None:
         now = time.monotonic()
@@ -484,10 +485,12 @@ async def run_phase(
                 tasks.append(floor_client(session, base, n, rec, arrived, rng))
             else:
                 tasks.append((flow or radiologist)(session, base, participants[n], think, rec, arrived, rng))
+        began = time.monotonic()
         running = asyncio.gather(*tasks, return_exceptions=True)
         for _ in range(concurrency):
             await arrived.get()
         now = time.monotonic()
+        rec.arrival = now - began
         rec.start, rec.end = now + warmup, now + warmup + duration
         rec.window_set.set()
         results = await running
@@ -600,7 +603,8 @@ def main() -> None:
                             f"  {flow_name} C={c} think={think:g}s: "
                             f"{rec.answers / args.duration:.1f} answers/s, "
                             f"{rec.sentences / args.duration:.2f} lay sentences/s, "
-                            f"{check['lost']} lost, {check['wrong']} wrong of {check['checked']}",
+                            f"{check['lost']} lost, {check['wrong']} wrong of {check['checked']}; "
+                            f"all {c} arrived (first visits) in {rec.arrival:.1f} s",
                             flush=True,
                         )
         finally:

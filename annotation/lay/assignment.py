@@ -24,9 +24,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation import latin_square
-from annotation.lay.design import DONE, lay_design, lay_live_rows, lay_withheld_text_ids
+from annotation.lay.design import DONE, LayDesign, lay_design, lay_live_rows, lay_withheld_text_ids
 from annotation.lay.errors import LayFlowError, StudyNotReady
-from annotation.models import LayItem, LayPreference, Participant, SimplificationText, Source, Study, System
+from annotation.models import LayItem, LayPreference, Participant, Study
 from annotation.survey_page import seeded_shuffle
 
 
@@ -37,32 +37,51 @@ def _preference_order(
     return seeded_shuffle(ids, seed=participant.order_seed, purpose=f"pref:{source_id}")
 
 
+def _row_handout(
+    *, participant: Participant, design: LayDesign, unavailable: set[tuple[int, int]], now: datetime | None
+) -> int:
+    """The participant's Latin-square row: theirs if they hold one, else the next free row, chosen
+    and recorded under the study's row lock. Only this short transaction is serialised, so
+    newcomers arriving together (a recruitment launch) wait for each other's handout, not for each
+    other's items."""
+    held = Participant.objects.filter(pk=participant.pk).values_list("latin_square_row", flat=True).get()
+    if held is not None:
+        return held
+    with transaction.atomic():
+        study = Study.objects.select_for_update().get(pk=participant.study_id)
+        locked = Participant.objects.select_for_update().get(pk=participant.pk)
+        if locked.latin_square_row is not None:  # a second tab took it meanwhile
+            return locked.latin_square_row
+        row = latin_square.next_row(design.square, lay_live_rows(study=study, now=now))
+        if all(j is None for j in design.square.assignment(row, unavailable=unavailable).values()):
+            raise StudyNotReady("No sentence of this study can be shown at the moment.")
+        locked.latin_square_row = row
+        locked.save(update_fields=["latin_square_row"])
+    return row
+
+
 def lay_survey_start(*, participant: Participant, now: datetime | None = None) -> list[LayItem]:
     """Hand the participant a Latin-square row and create their items (idempotent: a second call,
-    e.g. a double click, returns the existing items). Holds the study row lock while choosing the
-    row so two newcomers never take the same free row."""
+    e.g. a double click, returns the existing items). The row is handed out first, in its own
+    transaction under the study's row lock (so two newcomers never take the same free row); the
+    items are then inserted in one statement under the participant's row lock. A participant
+    holding a row without items (the second step failed) gets them at the next call."""
     if participant.role != Participant.Role.LAYPERSON:
         raise ValidationError("Only lay participants take the lay survey.")
     if participant.consented_at is None:
         raise LayFlowError("Please give your consent before starting the survey.")
+    study = participant.study
+    design = lay_design(study=study)
+    withheld = lay_withheld_text_ids(study=study)
+    unavailable = design.unavailable(withheld)
+    row = _row_handout(participant=participant, design=design, unavailable=unavailable, now=now)
     with transaction.atomic():
-        study = Study.objects.select_for_update().get(pk=participant.study_id)
         locked = Participant.objects.select_for_update().get(pk=participant.pk)
         existing = list(LayItem.objects.filter(participant=locked).order_by("position"))
         if existing:
             return existing
-        design = lay_design(study=study)
-        withheld = lay_withheld_text_ids(study=study)
-        row = locked.latin_square_row
-        if row is None:
-            row = latin_square.next_row(design.square, lay_live_rows(study=study, now=now))
-        assignment = design.square.assignment(row, unavailable=design.unavailable(withheld))
+        assignment = design.square.assignment(row, unavailable=unavailable)
         display = seeded_shuffle(design.square.sources(row), seed=locked.order_seed, purpose="lay-order")
-        sources = Source.objects.in_bulk([design.source_ids[i] for i in display])
-        systems = System.objects.in_bulk([design.system_ids[j] for j in assignment.values() if j is not None])
-        texts = SimplificationText.objects.in_bulk(
-            [design.text_of[(i, j)] for i, j in assignment.items() if j is not None]
-        )
         items = []
         for i in display:
             j = assignment[i]
@@ -72,21 +91,19 @@ def lay_survey_start(*, participant: Participant, now: datetime | None = None) -
             items.append(
                 LayItem(
                     participant=locked,
-                    source=sources[source_id],
+                    source_id=source_id,
                     position=len(items),
-                    shown_text=texts[design.text_of[(i, j)]],
-                    assigned_system=systems[design.system_ids[j]],
+                    shown_text_id=design.text_of[(i, j)],
+                    assigned_system_id=design.system_ids[j],
                     preference_order=_preference_order(
                         locked, source_id, design.texts_of_source[source_id], withheld
                     ),
                 )
             )
-        # One insert for the whole survey (thousands of items when a study shows every source).
-        items = LayItem.objects.bulk_create(items, batch_size=1000)
         if not items:
             raise StudyNotReady("No sentence of this study can be shown at the moment.")
-        locked.latin_square_row = row
-        locked.save(update_fields=["latin_square_row"])
+        # One insert for the whole survey (thousands of items when a study shows every source).
+        items = LayItem.objects.bulk_create(items, batch_size=1000)
     participant.latin_square_row = row
     return items
 

@@ -4,15 +4,17 @@ recruitment-link participants and completion."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation import services, survey_page
 from annotation.lay import assignment, design, entry, panels, steps
-from annotation.lay.errors import LayFlowError, PanelClosed
+from annotation.lay.errors import LayFlowError, PanelClosed, StudyNotReady
 from annotation.models import (
     AttentionCheck,
     AttentionCheckResponse,
@@ -23,6 +25,7 @@ from annotation.models import (
     Simplification,
     SimplificationText,
     Source,
+    Study,
     System,
 )
 from evaluation import progress
@@ -285,6 +288,61 @@ def test_source_with_every_text_withheld_ends_after_panel_1():
     # And a newcomer is not shown that source at all.
     newcomer = _started(study)
     assert [i.source.position for i in _items(newcomer)] == [1 - item.source.position]
+
+
+def test_a_study_with_every_text_withheld_hands_out_no_row():
+    study = build_study(n_sources=1, systems=("a", "b"))
+    study.safety_gate_enabled = True
+    study.save()
+    source = Source.objects.get(study=study)
+    for key in ("a", "b"):
+        _rate(study, source, key, hallucination=1)
+    participant = _lay(study)
+    with pytest.raises(StudyNotReady):
+        assignment.lay_survey_start(participant=participant)
+    participant.refresh_from_db()
+    assert participant.latin_square_row is None  # the row stays free for when texts are released
+    assert not LayItem.objects.filter(participant=participant).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_items_are_made_outside_the_study_lock_and_a_held_row_resumes():
+    """Newcomers arriving together queue for the row handout alone (a few queries under the study's
+    row lock), not for each other's item inserts (thousands of rows in a study that shows every
+    source). A participant whose items were not made after the handout gets them, for their row,
+    without touching the study's lock."""
+    if connection.vendor != "postgresql":
+        pytest.skip("needs row locks held by another connection")
+    study = build_study(n_sources=4)
+    participant = _lay(study)
+    Participant.objects.filter(pk=participant.pk).update(latin_square_row=2)
+    held, release = threading.Event(), threading.Event()
+
+    def hold_study_row():
+        with transaction.atomic():
+            Study.objects.select_for_update().get(pk=study.pk)
+            held.set()
+            release.wait(10)
+        connection.close()
+
+    holder = threading.Thread(target=hold_study_row)
+    holder.start()
+    try:
+        assert held.wait(10)
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '2s'")
+        items = assignment.lay_survey_start(participant=participant)
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
+        release.set()
+        holder.join()
+    systems = _system_index(study)
+    assert len(items) == 4
+    for item in LayItem.objects.filter(participant=participant).select_related("source"):
+        assert systems[item.assigned_system_id] == (2 + item.source.position) % 4
+    participant.refresh_from_db()
+    assert participant.latin_square_row == 2
 
 
 # --- Panels, stages, the lock ------------------------------------------------------------------------
