@@ -49,6 +49,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -200,11 +203,24 @@ def gunicorn(app: str, env: dict[str, str], workers: int) -> tuple[subprocess.Po
     while time.monotonic() < deadline:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return process, base
+                break
         except OSError:
             time.sleep(0.2)
-    process.kill()
-    raise SystemExit(f"gunicorn {app} did not start")
+    else:
+        process.kill()
+        raise SystemExit(f"gunicorn {app} did not start")
+    # The port is open before the workers have loaded the app: wait until they answer, so that a
+    # phase's first visits are not timed with a worker's start-up.
+    with ThreadPoolExecutor(2 * workers) as pool:
+        list(pool.map(lambda _: _answered(base + "/"), range(2 * workers)))
+    return process, base
+
+
+def _answered(url: str) -> None:
+    try:
+        urllib.request.urlopen(url, timeout=120).close()
+    except urllib.error.HTTPError:
+        pass  # any HTTP answer means the worker is up
 
 
 @dataclass
@@ -372,8 +388,8 @@ async def layperson(
     rng: random.Random,
 ) -> None:
     """One layperson: consent, background, instructions (warm-up), then panel after panel: one
-    autosave per question (the whole form, as the page's htmx form sends it), the panel submit, the
-    next page. A sentence counts when its last panel is submitted."""
+    autosave per question (that answer alone, as static/radlay/survey.js sends it), the panel
+    submit (the whole form), the next page. A sentence counts when its last panel is submitted."""
     pk, token = participant
     try:
         async with session.get(f"{base}/l/{token}/") as response:
@@ -401,6 +417,7 @@ async def layperson(
         form = form_of(html)
         action = urljoin(url, form.action or url)
         csrf = dict(form.hidden).get("csrfmiddlewaretoken", "")
+        stamp = dict(form.hidden).get("rendered_at", "")
         chosen: list[tuple[str, str]] = []
         groups = [*form.radios.items(), *form.checkboxes.items()]
         for index, (name, values) in enumerate(groups):
@@ -413,7 +430,11 @@ async def layperson(
             chosen.append((name, pick))
             began = time.monotonic()
             headers = {"HX-Request": "true", "X-CSRFToken": csrf, "Referer": url}
-            data = [*form.hidden, *chosen, ("autosave", "1"), ("elapsed_ms", "1500")]
+            # What static/radlay/survey.js sends: the changed answer alone (a checkbox group with
+            # its name under `fields`), the page's fixed parameters and the ms since the last save.
+            data = [("autosave", "1"), ("rendered_at", stamp), chosen[-1]]
+            data += [("fields", name)] if name in form.checkboxes else []
+            data += [("elapsed_ms", "1500")]
             async with session.post(action, data=data, headers=headers) as response:
                 await response.read()
                 ok = response.status == 200
