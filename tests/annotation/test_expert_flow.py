@@ -3,12 +3,10 @@ resume, timing; and the default texts of annotation/protocol_texts.py."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import connection
 
 from annotation import expert_flow, protocol_texts, scales, services
 from annotation.models import (
@@ -17,9 +15,9 @@ from annotation.models import (
     ExpertSourceJudgement,
     Participant,
     SimplificationText,
-    Study,
 )
 from tests.annotation.factories import build_study
+from tests.annotation.row_locks import study_row_held
 
 pytestmark = pytest.mark.django_db
 
@@ -105,27 +103,8 @@ def test_a_first_visit_locks_its_participant_not_the_study():
         pytest.skip("needs row locks held by another connection")
     study = build_study(n_sources=3)
     participant = radiologist(study, seed=1)
-    held, release = threading.Event(), threading.Event()
-
-    def hold_study_row():
-        with transaction.atomic():
-            Study.objects.select_for_update().get(pk=study.pk)
-            held.set()
-            release.wait(10)
-        connection.close()
-
-    holder = threading.Thread(target=hold_study_row)
-    holder.start()
-    try:
-        assert held.wait(10)
-        with connection.cursor() as cursor:
-            cursor.execute("SET lock_timeout = '2s'")
+    with study_row_held(study):
         expert_flow.expert_pages_prepare(participant=participant)
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("RESET lock_timeout")
-        release.set()
-        holder.join()
     assert ExpertItem.objects.filter(participant=participant).count() == 3
 
 

@@ -4,12 +4,11 @@ recruitment-link participants and completion."""
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import pytest
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from annotation import services, survey_page
@@ -25,11 +24,11 @@ from annotation.models import (
     Simplification,
     SimplificationText,
     Source,
-    Study,
     System,
 )
 from evaluation import progress
 from tests.annotation.factories import build_study
+from tests.annotation.row_locks import study_row_held
 
 pytestmark = pytest.mark.django_db
 LAY = Participant.Role.LAYPERSON
@@ -316,27 +315,8 @@ def test_items_are_made_outside_the_study_lock_and_a_held_row_resumes():
     study = build_study(n_sources=4)
     participant = _lay(study)
     Participant.objects.filter(pk=participant.pk).update(latin_square_row=2)
-    held, release = threading.Event(), threading.Event()
-
-    def hold_study_row():
-        with transaction.atomic():
-            Study.objects.select_for_update().get(pk=study.pk)
-            held.set()
-            release.wait(10)
-        connection.close()
-
-    holder = threading.Thread(target=hold_study_row)
-    holder.start()
-    try:
-        assert held.wait(10)
-        with connection.cursor() as cursor:
-            cursor.execute("SET lock_timeout = '2s'")
+    with study_row_held(study):
         items = assignment.lay_survey_start(participant=participant)
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("RESET lock_timeout")
-        release.set()
-        holder.join()
     systems = _system_index(study)
     assert len(items) == 4
     for item in LayItem.objects.filter(participant=participant).select_related("source"):
