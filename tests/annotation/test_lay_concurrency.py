@@ -1,6 +1,7 @@
 """Joining at the same moment (PostgreSQL, real transactions, one connection per thread): every
 one of 50 simultaneous consents through the recruitment link is enrolled with its own pseudonym,
-and simultaneous first requests with one PID make one participant."""
+simultaneous first requests with one PID make one participant, newcomers starting together share
+the Latin-square rows out evenly, and a double click on Begin makes one set of items."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
-from annotation.models import Participant
+from annotation import services
+from annotation.lay import assignment
+from annotation.models import LayItem, Participant
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -62,3 +65,35 @@ def test_simultaneous_first_requests_with_one_pid_make_one_participant():
     )
     assert statuses == [302] * 10
     assert Participant.objects.filter(study=study).count() == 1
+
+
+def _consented(study, n: int) -> list[Participant]:
+    return [
+        services.participant_consent(
+            participant=services.participant_create(study=study, role=Participant.Role.LAYPERSON),
+            accepted=True,
+        )
+        for _ in range(n)
+    ]
+
+
+def test_simultaneous_starts_share_the_rows_out_evenly():
+    """Eight newcomers press Begin at once on a four-system study: the handout (under the study's
+    row lock) gives each row to two of them, and each gets their own items for their row."""
+    study = build_study(slug="launch", n_sources=4)
+    participants = _consented(study, 8)
+    results = _simultaneously(8, lambda i: assignment.lay_survey_start(participant=participants[i]))
+    assert all(isinstance(r, list) and len(r) == 4 for r in results), results
+    rows = sorted(Participant.objects.filter(study=study).values_list("latin_square_row", flat=True))
+    assert rows == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert LayItem.objects.filter(participant__study=study).count() == 8 * 4
+
+
+def test_a_double_click_on_begin_makes_one_set_of_items():
+    study = build_study(slug="double", n_sources=4)
+    (participant,) = _consented(study, 1)
+    results = _simultaneously(
+        4, lambda i: [item.pk for item in assignment.lay_survey_start(participant=participant)]
+    )
+    assert all(r == results[0] for r in results), results
+    assert LayItem.objects.filter(participant=participant).count() == 4
