@@ -77,9 +77,9 @@ def expert_pages_prepare(*, participant: Participant) -> None:
         raise ValidationError("Only radiologists have rating pages.")
     with transaction.atomic():
         # Serialises two first visits (two tabs, a double click) so positions never collide. The
-        # participant's row only: through its default ordering the study's row would be locked too,
-        # and every first visit of the study would wait for the one before.
-        Participant.objects.select_for_update(of=("self",)).filter(pk=participant.pk).order_by().exists()
+        # participant's row only (`of`): read through its default ordering, which joins the study,
+        # the study's row was locked too and every first visit of the study waited for the one before.
+        Participant.objects.select_for_update(of=("self",)).filter(pk=participant.pk).exists()
         pages = list(ExpertItem.objects.filter(participant=participant).values_list("source_id", "position"))
         sources = list(
             Source.objects.filter(study_id=participant.study_id).order_by().values_list("pk", "position")

@@ -451,8 +451,7 @@ async def layperson(
         rec.record("submit", began, response.status == 302)
         if response.status != 302:
             return
-        submitted = time.monotonic()
-        began = time.monotonic()
+        began = submitted = time.monotonic()
         async with session.get(urljoin(url, location)) as response:
             html, url = await response.text(), str(response.url)
             hops = 1 + len(response.history)

@@ -295,7 +295,7 @@ def _metric_tables_computed(
     if reference_systems:
         for row in simplifications[simplifications["system"].isin(reference_systems)].itertuples():
             references.setdefault(row.source, row.text)
-    no_metadata: dict[str, Any] = {}  # one shared (never changed) mapping for the sources without
+    no_metadata: dict[str, Any] = {}  # shared (never changed) by the sources without metadata
     records = [
         metric_registry.MetricRecord(
             source_text=source_text,

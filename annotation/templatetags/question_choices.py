@@ -38,9 +38,7 @@ def question_choices(question, first_error) -> SafeString:
                 _AUTOFOCUS if number == 1 and focus else "",
                 number,
                 option.label,
-                format_html('<span class="level-def">{}</span>', option.definition)
-                if option.definition
-                else "",
+                format_html(_DEFINITION, option.definition) if option.definition else "",
             )
             for number, option in enumerate(question.options, 1)
         ),
