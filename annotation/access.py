@@ -85,22 +85,17 @@ def access_expert_page(*, token: str, item_id: int, require_open: bool = True) -
 
 
 _LAY_ITEM = Joined(LayItem, "source", "shown_text")
-_lay_item_rows = {
-    locked: PreparedQuery(
-        lambda item_id, participant_id, locked=locked: (
-            (LayItem.objects.select_for_update(of=("self",)) if locked else LayItem.objects)
-            .filter(pk=item_id, participant_id=participant_id)
-            .values_list(*_LAY_ITEM.columns())
-        )
-    )
-    for locked in (False, True)
-}
+_lay_item_rows = PreparedQuery(
+    lambda item_id, participant_id: LayItem.objects.filter(
+        pk=item_id, participant_id=participant_id
+    ).values_list(*_LAY_ITEM.columns())
+)
 
 
-def access_lay_item(*, participant: Participant, item_id: int, for_update: bool = False) -> LayItem:
-    """One of the participant's own lay items (with what its panels show); `for_update` takes its
-    row lock (only its own row: call inside a transaction)."""
-    rows = _lay_item_rows[for_update].rows(item_id=int(item_id), participant_id=participant.pk)
+def access_lay_item(*, participant: Participant, item_id: int) -> LayItem:
+    """One of the participant's own lay items, with what its panels show. (A save reads its item
+    under the row lock with where the participant is: annotation/lay/steps.py.)"""
+    rows = _lay_item_rows.rows(item_id=int(item_id), participant_id=participant.pk)
     if not rows:
         raise Http404("This sentence is not part of your survey.")
     item = _LAY_ITEM.instances(rows[0])

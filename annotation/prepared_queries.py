@@ -27,7 +27,7 @@ import itertools
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.core.exceptions import EmptyResultSet, ImproperlyConfigured
@@ -183,6 +183,14 @@ class _Prepared:
             return run(cursor, compiled, params)
 
 
+def _fetch_converted(cursor, compiled: _Compiled, params: list) -> list[tuple]:
+    cursor.execute(compiled.sql, params)
+    rows = cursor.fetchall()
+    if compiled.converters:
+        rows = [tuple(row) for row in compiled.compiler.apply_converters(rows, compiled.converters)]
+    return rows
+
+
 class PreparedQuery(_Prepared):
     """`build(**arguments)` returns a values_list() QuerySet; `rows(**arguments)` runs its SQL."""
 
@@ -197,14 +205,7 @@ class PreparedQuery(_Prepared):
         )
 
     def rows(self, *, using: str = "default", **arguments: Any) -> list[tuple]:
-        def run(cursor, compiled: _Compiled, params: list) -> list[tuple]:
-            cursor.execute(compiled.sql, params)
-            rows = cursor.fetchall()
-            if compiled.converters:
-                rows = [tuple(row) for row in compiled.compiler.apply_converters(rows, compiled.converters)]
-            return rows
-
-        return self._execute(using, arguments, run, [])
+        return self._execute(using, arguments, _fetch_converted, [])
 
 
 class PreparedAggregate(PreparedQuery):
@@ -244,6 +245,39 @@ class PreparedUpdate(_Prepared):
             return cursor.rowcount
 
         return self._execute(using, arguments, run, 0)
+
+
+class PreparedUpdateReturning(PreparedUpdate):
+    """A PreparedUpdate whose `rows(**arguments)` returns the updated rows, whole (the columns of
+    `Joined(model)`, converted as values_list() converts them): one statement where a locked read
+    and an UPDATE were two. UPDATE … RETURNING: PostgreSQL, and SQLite from 3.35."""
+
+    def __init__(self, build: Callable[..., Any], model: type[Model]) -> None:
+        super().__init__(build)
+        self.model = model
+
+    def _compile(self, connection, using: str, arguments: dict[str, Any]) -> _Compiled | None:
+        compiled = super()._compile(connection, using, arguments)
+        if compiled is None:
+            return None
+        if not connection.features.can_return_columns_from_insert:
+            raise ImproperlyConfigured(f"{connection.display_name} cannot return rows from an UPDATE.")
+        # The converters of the same columns read by a values_list(), in the same order.
+        reader = self.model.objects.order_by().values_list(*Joined(self.model).columns()).query
+        compiler = reader.get_compiler(using=using)
+        compiler.as_sql()
+        fields = [column[0] for column in compiler.select[: compiler.col_count]]
+        quote = connection.ops.quote_name
+        columns = ", ".join(quote(f.column) for f in self.model._meta.concrete_fields)
+        return replace(
+            compiled,
+            sql=f"{compiled.sql} RETURNING {columns}",
+            compiler=compiler,
+            converters=compiler.get_converters(fields),
+        )
+
+    def rows(self, *, using: str = "default", **arguments: Any) -> list[tuple]:
+        return self._execute(using, arguments, _fetch_converted, [])
 
 
 class Joined:

@@ -37,7 +37,7 @@ from annotation.models import (
     normalize_text,
     text_hash,
 )
-from annotation.prepared_queries import Joined, PreparedQuery, PreparedUpdate
+from annotation.prepared_queries import Joined, PreparedUpdate, PreparedUpdateReturning
 from annotation.survey_page import seeded_shuffle
 
 
@@ -393,20 +393,28 @@ def _answer_save_locked(
     model, lookup: Mapping[str, Any], fields: Mapping[str, Any], time_spent_ms: int, defaults=None
 ):
     """The answer row of `lookup` with `fields` written and `time_spent_ms` added, inside the
-    caller's transaction: a first save inserts the row with its values (and `defaults`), a later
-    one locks it and updates only those fields."""
-    added = max(0, int(time_spent_ms))
-    row, created = _get_or_create_locked(
-        model, defaults={**(defaults or {}), **fields, "time_spent_ms": added}, **lookup
-    )
-    if not created:
-        now = timezone.now()
-        _answer_update(model, tuple(fields)).run(row_id=row.pk, added_ms=added, now=now, **fields)
-        for name, value in fields.items():
-            setattr(row, name, value)
-        row.time_spent_ms += added
-        row.updated_at = now
-    return row
+    caller's transaction: a later save is one UPDATE that locks the row and returns it; a first
+    save inserts the row with its values (and `defaults`). Of two concurrent first saves (double
+    click, two tabs), the loser of the insert race updates the winner's row."""
+    where = {model._meta.get_field(name).attname: getattr(v, "pk", v) for name, v in lookup.items()}
+    update = _answer_update_where(model, tuple(sorted(where)), tuple(fields))
+    arguments = {
+        **{f"where_{name}": value for name, value in where.items()},
+        **fields,
+        "added_ms": max(0, int(time_spent_ms)),
+        "now": timezone.now(),
+    }
+    rows = update.rows(**arguments)
+    if not rows:
+        try:
+            with transaction.atomic():
+                row = {**lookup, **(defaults or {}), **fields, "time_spent_ms": arguments["added_ms"]}
+                return model.objects.create(**row)
+        except IntegrityError:
+            rows = update.rows(**arguments)  # the winner's row, committed by now
+            if not rows:
+                raise
+    return _whole_row(model).instances(rows[0])
 
 
 def expert_rating_save(
@@ -670,28 +678,16 @@ def _whole_row(model) -> Joined:
 
 
 @functools.cache
-def _locked_row_query(model, columns: tuple[str, ...]) -> PreparedQuery:
-    # An answer's first and every later save lock its row: SQL compiled once per process.
-    return PreparedQuery(
-        lambda **values: (
-            model.objects.select_for_update()
-            .filter(**values)
-            .order_by("pk")
-            .values_list(*_whole_row(model).columns())[:1]
-        )
+def _answer_update_where(model, keys: tuple[str, ...], names: tuple[str, ...]) -> PreparedUpdateReturning:
+    # An answer's later saves, found by their key (`where_<column>`): SQL compiled once per process.
+    return PreparedUpdateReturning(
+        lambda added_ms, now, **arguments: (
+            model.objects.filter(**{key: arguments[f"where_{key}"] for key in keys}),
+            {
+                **{name: arguments[name] for name in names},
+                "time_spent_ms": F("time_spent_ms") + added_ms,
+                "updated_at": now,
+            },
+        ),
+        model,
     )
-
-
-def _get_or_create_locked(model, defaults: Mapping[str, Any] | None = None, **lookup):
-    """get_or_create that survives two concurrent first answers (double click, two tabs): the
-    loser of the insert race re-reads the winner's row. Call inside a transaction."""
-    columns = {name: model._meta.get_field(name).attname for name in lookup}
-    values = {columns[name]: getattr(value, "pk", value) for name, value in lookup.items()}
-    rows = _locked_row_query(model, tuple(sorted(values))).rows(**values)
-    if rows:
-        return _whole_row(model).instances(rows[0]), False
-    try:
-        with transaction.atomic():
-            return model.objects.create(**lookup, **(defaults or {})), True
-    except IntegrityError:
-        return model.objects.select_for_update().get(**lookup), False

@@ -22,7 +22,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation import scales, services
-from annotation.access import access_lay_item
 from annotation.lay.assignment import lay_item_apply_safety_gate
 from annotation.lay.design import (
     ASSISTED,
@@ -34,7 +33,7 @@ from annotation.lay.design import (
     panel_number,
 )
 from annotation.lay.errors import PanelClosed
-from annotation.lay.steps import lay_next_step
+from annotation.lay.steps import lay_item_for_save, lay_standing
 from annotation.models import LayAnswer, LayItem, LayPreference, Participant, SimplificationText, Study
 from annotation.survey_page import free_text_clean, page_elapsed_ms, render_stamp, text_label
 
@@ -239,7 +238,7 @@ def lay_panel_save(
     if panel not in PANELS:
         raise PanelClosed("This part does not exist for this sentence.")
     with transaction.atomic():
-        item = access_lay_item(participant=participant, item_id=item_id, for_update=True)
+        item, current_item = lay_item_for_save(participant=participant, item_id=item_id)
         if panel not in lay_item_panels(item=item):
             raise PanelClosed("This part does not exist for this sentence.")
         current = None if item.stage == DONE else item.stage
@@ -253,7 +252,7 @@ def lay_panel_save(
             raise PanelClosed(
                 "You have already moved on from this part; its answers can no longer be changed."
             )
-        if not lay_next_step(participant=participant).is_panel(item_id=item.pk, panel=panel):
+        if lay_standing(participant=participant) is not None or not current_item:
             # A later sentence (or one behind an attention check) answered ahead of time.
             raise PanelClosed("Please answer the current question first.")
         if panel == ASSISTED and item.original_locked_at is None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Q, Subquery
 
+from annotation.access import access_lay_item
 from annotation.lay.design import ASSISTED, DONE, PREFERENCE, lay_background_pending, panel_number
 from annotation.models import AttentionCheck, LayItem, Participant
 from annotation.prepared_queries import Joined, PreparedAggregate, PreparedQuery
@@ -76,20 +77,34 @@ def _unanswered_checks(study_id, participant_id):
 # then joined: joined first, the database may join all of a participant's unfinished items and sort
 # them when its statistics do not know the participant yet. The position of the next unanswered
 # attention check comes with it: the check itself is read only when it is due.
+def _first_unfinished(participant_id):
+    return LayItem.objects.filter(participant_id=participant_id).exclude(stage=DONE).order_by("position")
+
+
+def _next_check_position(study_id, participant_id):
+    return Subquery(_unanswered_checks(study_id, participant_id).values("position")[:1])
+
+
 _current_item_rows = PreparedQuery(
     lambda participant_id, study_id: (
-        LayItem.objects.filter(
-            pk=Subquery(
-                LayItem.objects.filter(participant_id=participant_id)
-                .exclude(stage=DONE)
-                .order_by("position")
-                .values("pk")[:1]
-            )
-        )
-        .annotate(
-            check_position=Subquery(_unanswered_checks(study_id, participant_id).values("position")[:1])
-        )
+        LayItem.objects.filter(pk=Subquery(_first_unfinished(participant_id).values("pk")[:1]))
+        .annotate(check_position=_next_check_position(study_id, participant_id))
         .values_list(*_CURRENT_ITEM.columns(), "check_position")
+    )
+)
+# A save's item under its row lock, with what says whether it is where the participant is: the
+# first unfinished item and the next check's position, as lay_next_step reads them. (Read in the
+# locking statement's snapshot: only the locked row can have changed while it waited, and that row
+# is read as committed, so a save compares the item's fresh stage first.)
+_locked_item_rows = PreparedQuery(
+    lambda item_id, participant_id, study_id: (
+        LayItem.objects.select_for_update(of=("self",))
+        .filter(pk=item_id, participant_id=participant_id)
+        .annotate(
+            first_unfinished=Subquery(_first_unfinished(participant_id).values("pk")[:1]),
+            check_position=_next_check_position(study_id, participant_id),
+        )
+        .values_list(*_CURRENT_ITEM.columns(), "first_unfinished", "check_position")
     )
 )
 _CHECK = Joined(AttentionCheck)
@@ -107,24 +122,46 @@ def lay_next_step(*, participant: Participant) -> LayStep:
     standing = lay_standing(participant=participant)
     if standing is not None:
         return standing
-    items = LayItem.objects.filter(participant=participant)
     rows = _current_item_rows.rows(participant_id=participant.pk, study_id=participant.study_id)
     if not rows:
-        if not items.exists():
+        if not LayItem.objects.filter(participant=participant).exists():
             return LayStep(BACKGROUND if lay_background_pending(participant=participant) else INSTRUCTIONS)
         check = _next_check(participant)
         return LayStep(CHECK, check=check) if check is not None else LayStep(COMPLETE)
     *columns, check_position = rows[0]
     item = _CURRENT_ITEM.instances(columns)
-    # A check at position p is due once p items are behind; an item's index never exceeds its
-    # position, so only then is the (rarely needed) count of earlier items asked for.
     item.participant = participant  # already loaded, with its study: what the panel reads
-    if check_position is not None and check_position <= item.position:
-        if check_position <= items.filter(position__lt=item.position).count():
-            check = _next_check(participant)
-            if check is not None:
-                return LayStep(CHECK, check=check)
-    return LayStep(ITEM, item=item, panel=item.stage)
+    check = _check_due(participant, item, check_position)
+    return LayStep(CHECK, check=check) if check is not None else LayStep(ITEM, item=item, panel=item.stage)
+
+
+def _check_due(participant: Participant, item: LayItem, check_position: int | None) -> AttentionCheck | None:
+    """The attention check due before the participant's first unfinished `item`, given the position
+    of their next unanswered check. A check at position p is due once p items are behind; an item's
+    index never exceeds its position, so only then is the (rarely needed) count of earlier items
+    asked for."""
+    if check_position is None or check_position > item.position:
+        return None
+    if check_position > LayItem.objects.filter(participant=participant, position__lt=item.position).count():
+        return None
+    return _next_check(participant)
+
+
+def lay_item_for_save(*, participant: Participant, item_id: int) -> tuple[LayItem, bool]:
+    """The participant's item `item_id` under its row lock (call inside a transaction), and whether
+    it is the item lay_next_step would show now (first unfinished, no attention check due), from one
+    query. Whether the participant may answer at all (lay_standing) is the caller's to ask; someone
+    else's item is a 404."""
+    rows = _locked_item_rows.rows(
+        item_id=int(item_id), participant_id=participant.pk, study_id=participant.study_id
+    )
+    if not rows:
+        access_lay_item(participant=participant, item_id=item_id)  # raises the 404 of a foreign item
+    *columns, first_unfinished, check_position = rows[0]
+    item = _CURRENT_ITEM.instances(columns)
+    item.participant = participant
+    current = first_unfinished == item.pk and _check_due(participant, item, check_position) is None
+    return item, current
 
 
 def _next_check(participant: Participant) -> AttentionCheck | None:

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from django.core.exceptions import ValidationError
 from django.db import connection
+from django.http import Http404
 from django.utils import timezone
 
 from annotation import services, survey_page
@@ -375,6 +376,35 @@ def test_later_panels_cannot_be_answered_early_and_left_panels_not_changed():
     with pytest.raises(PanelClosed):
         _save(item, "assisted", data={**PANEL2, "helpfulness": "It did not help"})
     assert LayAnswer.objects.get(item=item, phase="assisted").helpfulness == "I understand much better"
+
+
+def test_a_save_out_of_turn_is_refused_and_writes_nothing():
+    # The save reads where the participant is in its locking query (steps.lay_item_for_save).
+    study = build_study(n_sources=2)
+    first = AttentionCheck.objects.create(
+        study=study, position=0, prompt="Choose Blue.", options=["Red", "Blue"], expected_answer="Blue"
+    )
+    middle = AttentionCheck.objects.create(
+        study=study, position=1, prompt="Choose Red.", options=["Red", "Blue"], expected_answer="Red"
+    )
+    participant = _started(study)
+    items = _items(participant)
+    for item in items:  # a check is due before the first item
+        with pytest.raises(PanelClosed, match="current question first"):
+            _save(item, "original", data=PANEL1)
+    entry.attention_check_answer(participant=participant, check=first, answer="Blue")
+    with pytest.raises(PanelClosed, match="current question first"):  # the second item, early
+        _save(items[1], "original", data=PANEL1)
+    _finish_item(items[0])
+    with pytest.raises(PanelClosed, match="current question first"):  # the middle check is due
+        _save(items[1], "original", data=PANEL1)
+    assert not LayAnswer.objects.filter(item=items[1]).exists()
+    entry.attention_check_answer(participant=participant, check=middle, answer="Red")
+    _save(items[1], "original", data=PANEL1)
+    assert LayAnswer.objects.get(item=items[1], phase="original").understanding == PANEL1["understanding"]
+    other = _items(_started(study))[0]
+    with pytest.raises(Http404):  # somebody else's item
+        panels.lay_panel_save(participant=participant, item_id=other.pk, panel="original", data=PANEL1)
 
 
 def test_bad_values_and_questions_not_asked_are_refused():

@@ -35,14 +35,14 @@ PANEL2 = {**PANEL1, "helpfulness": "I understand much better"}
 # request's transaction). A request that starts costing more fails here.
 MAX_QUERIES = {
     "get original": 5,
-    "autosave original": 9,
-    "submit original": 9,  # with where the participant goes next (no round trip via the start page)
+    "autosave original": 8,
+    "submit original": 7,  # with where the participant goes next (no round trip via the start page)
     "get assisted": 9,
-    "autosave assisted": 9,
-    "submit assisted": 9,
+    "autosave assisted": 8,
+    "submit assisted": 7,
     "get preference": 6,
-    "autosave preference": 12,
-    "submit preference": 12,
+    "autosave preference": 11,
+    "submit preference": 10,
 }
 
 
