@@ -85,20 +85,20 @@ def access_expert_page(*, token: str, item_id: int, require_open: bool = True) -
 
 
 _LAY_ITEM = Joined(LayItem, "source", "shown_text")
+# By key alone, and whose it is checked after: with both in the WHERE clause the planner may pick
+# the participant's index and filter all their items for the key (it did, for a newcomer).
 _lay_item_rows = PreparedQuery(
-    lambda item_id, participant_id: LayItem.objects.filter(
-        pk=item_id, participant_id=participant_id
-    ).values_list(*_LAY_ITEM.columns())
+    lambda item_id: LayItem.objects.filter(pk=item_id).values_list(*_LAY_ITEM.columns())
 )
 
 
 def access_lay_item(*, participant: Participant, item_id: int) -> LayItem:
     """One of the participant's own lay items, with what its panels show. (A save reads its item
     under the row lock with where the participant is: annotation/lay/steps.py.)"""
-    rows = _lay_item_rows.rows(item_id=int(item_id), participant_id=participant.pk)
-    if not rows:
+    rows = _lay_item_rows.rows(item_id=int(item_id))
+    item = _LAY_ITEM.instances(rows[0]) if rows else None
+    if item is None or item.participant_id != participant.pk:
         raise Http404("This sentence is not part of your survey.")
-    item = _LAY_ITEM.instances(rows[0])
     item.participant = participant  # already loaded (with its study, by the survey views)
     return item
 

@@ -99,7 +99,7 @@ _current_item_rows = PreparedQuery(
 _locked_item_rows = PreparedQuery(
     lambda item_id, participant_id, study_id: (
         LayItem.objects.select_for_update(of=("self",))
-        .filter(pk=item_id, participant_id=participant_id)
+        .filter(pk=item_id)  # by key alone (whose it is is checked after): see access_lay_item
         .annotate(
             first_unfinished=Subquery(_first_unfinished(participant_id).values("pk")[:1]),
             check_position=_next_check_position(study_id, participant_id),
@@ -155,10 +155,10 @@ def lay_item_for_save(*, participant: Participant, item_id: int) -> tuple[LayIte
     rows = _locked_item_rows.rows(
         item_id=int(item_id), participant_id=participant.pk, study_id=participant.study_id
     )
-    if not rows:
+    item = _CURRENT_ITEM.instances(rows[0][:-2]) if rows else None
+    if item is None or item.participant_id != participant.pk:
         access_lay_item(participant=participant, item_id=item_id)  # raises the 404 of a foreign item
-    *columns, first_unfinished, check_position = rows[0]
-    item = _CURRENT_ITEM.instances(columns)
+    first_unfinished, check_position = rows[0][-2:]
     item.participant = participant
     current = first_unfinished == item.pk and _check_due(participant, item, check_position) is None
     return item, current
