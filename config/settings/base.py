@@ -91,6 +91,18 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=30000;",
         **DATABASES["default"].get("OPTIONS", {}),
     }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.bool(
+    "DJANGO_DB_PREPARED_STATEMENTS", default=True
+):
+    # Server-side parameters and prepared statements: PostgreSQL plans a statement once per
+    # connection instead of on every execution. Planning was most of the database's CPU time on
+    # the survey's small queries (README, Benchmarks). A pooler in transaction mode (PgBouncer's
+    # default) cannot keep prepared statements: set DJANGO_DB_PREPARED_STATEMENTS=0 behind one.
+    DATABASES["default"]["OPTIONS"] = {
+        "server_side_binding": True,
+        "prepare_threshold": 5,  # psycopg prepares a statement at its 5th execution on a connection
+        **DATABASES["default"].get("OPTIONS", {}),
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
