@@ -24,7 +24,14 @@ if not settings.configured:
         ROOT_URLCONF=__name__,
         MIDDLEWARE=[],
         INSTALLED_APPS=[],
-        DATABASES={"default": {**environ.Env.db_url_config(os.environ["DATABASE_URL"]), "CONN_MAX_AGE": 60}},
+        DATABASES={
+            "default": {
+                **environ.Env.db_url_config(os.environ["DATABASE_URL"]),
+                "CONN_MAX_AGE": 60,
+                # The database options radlay runs with (config/settings/base.py): prepared statements.
+                "OPTIONS": {"server_side_binding": True, "prepare_threshold": 5},
+            }
+        },
     )
     django.setup()
 
