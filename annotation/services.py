@@ -608,6 +608,26 @@ def lay_answer_save(
     raise AnswerLocked()
 
 
+# The lock rule for a request that holds no lock on the item (showing panel 2, gate off): one
+# conditional UPDATE, which changes nothing if panel 1 is locked already or the item moved on.
+_lock_original_shown = PreparedUpdate(
+    lambda item_id, now: (
+        LayItem.objects.filter(pk=item_id, stage=LayItem.Stage.ASSISTED, original_locked_at__isnull=True),
+        {"original_locked_at": now},
+    )
+)
+
+
+def lay_item_lock_original_shown(*, item: LayItem) -> bool:
+    """Lock panel 1 of an item in panel 2 whose panel 1 is not locked yet, without its row lock;
+    whether it did (False: another request locked it, or the item moved on: read it again)."""
+    now = timezone.now()
+    if not _lock_original_shown.run(item_id=item.pk, now=now):
+        return False
+    item.original_locked_at = now
+    return True
+
+
 def lay_item_lock_original(*, item: LayItem) -> LayItem:
     """Lock panel 1: from now on `lay_answer_save` refuses to change its answers. The lay flow
     calls this when the simplification is first shown (annotation/lay/panels.py); importers call

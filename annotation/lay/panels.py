@@ -35,6 +35,7 @@ from annotation.lay.design import (
 from annotation.lay.errors import PanelClosed
 from annotation.lay.steps import lay_item_for_save, lay_standing
 from annotation.models import LayAnswer, LayItem, LayPreference, Participant, SimplificationText, Study
+from annotation.prepared_queries import Joined, PreparedQuery
 from annotation.survey_page import free_text_clean, page_elapsed_ms, render_stamp, text_label
 
 MAX_TEXT_ANSWER = 2000
@@ -85,11 +86,18 @@ def _answer_dict(answer: LayAnswer | None) -> dict[str, str]:
     return {name: getattr(answer, name) for name in scales.LAY_QUESTIONS if getattr(answer, name)}
 
 
+_ANSWER = Joined(LayAnswer)
+# Read by every page of panels 1 and 2: SQL compiled once per process.
+_item_answer_rows = PreparedQuery(
+    lambda item_id: LayAnswer.objects.filter(item_id=item_id).values_list(*_ANSWER.columns())
+)
+
+
 def lay_panel_state(*, item: LayItem, panel: str) -> PanelState:
     study = item.participant.study
     state = PanelState(item=item, panel=panel)
     if panel in (ORIGINAL, ASSISTED):
-        answers = {a.phase: a for a in LayAnswer.objects.filter(item=item)}
+        answers = {a.phase: a for a in map(_ANSWER.instances, _item_answer_rows.rows(item_id=item.pk))}
         state.original_answers = _answer_dict(answers.get(ORIGINAL))
         state.answers = _answer_dict(answers.get(panel))
         state.missing = [q for q in lay_panel_questions(study=study, panel=panel) if q not in state.answers]
@@ -122,12 +130,16 @@ def _open(item: LayItem, panel: str) -> LayItem:
 def lay_panel_open(*, item: LayItem, panel: str) -> LayItem:
     """Prepare a panel for showing: apply the safety gate (panels 2 and 3), and lock panel 1 when
     panel 2 is first shown. Panel 1, and a panel 2 already locked while the gate is off, cost no
-    query."""
+    query; panel 2 first shown while the gate is off, one UPDATE."""
     gate = item.participant.study.safety_gate_enabled
     if panel == ORIGINAL or (panel == ASSISTED and item.original_locked_at is not None and not gate):
         return item
     if panel == PREFERENCE and not gate:
         return item
+    if panel == ASSISTED and not gate and item.stage == ASSISTED:
+        # Panel 2 first shown, nothing to re-check: panel 1 is locked by one UPDATE.
+        if services.lay_item_lock_original_shown(item=item):
+            return item
     with transaction.atomic():
         locked = (
             LayItem.objects.select_for_update(of=("self",))

@@ -365,6 +365,23 @@ def test_panel_1_is_locked_once_panel_2_is_shown():
     assert LayAnswer.objects.get(item=item, phase="original").understanding == "Some parts of it"
 
 
+def test_panel_2_shown_twice_at_once_locks_panel_1_once():
+    # Two pages of panel 2 read the item before either locked panel 1 (two tabs): the first
+    # locks it with one UPDATE, the second finds nothing to update and reads the item again.
+    study = build_study(n_sources=1)
+    item = _items(_started(study))[0]
+    _save(item, "original", data=PANEL1, submit=True)
+    first, second = LayItem.objects.get(pk=item.pk), LayItem.objects.get(pk=item.pk)
+    for stale in (first, second):
+        stale.participant = item.participant
+    opened = panels.lay_panel_open(item=first, panel="assisted")
+    locked_at = LayItem.objects.get(pk=item.pk).original_locked_at
+    assert opened.original_locked_at == locked_at is not None
+    again = panels.lay_panel_open(item=second, panel="assisted")
+    assert again.original_locked_at == locked_at and again.stage == "assisted"
+    assert LayItem.objects.get(pk=item.pk).original_locked_at == locked_at
+
+
 def test_later_panels_cannot_be_answered_early_and_left_panels_not_changed():
     study = build_study(n_sources=1)
     item = _items(_started(study))[0]

@@ -37,7 +37,7 @@ MAX_QUERIES = {
     "get original": 5,
     "autosave original": 8,
     "submit original": 7,  # with where the participant goes next (no round trip via the start page)
-    "get assisted": 9,
+    "get assisted": 6,
     "autosave assisted": 8,
     "submit assisted": 7,
     "get preference": 6,
