@@ -98,6 +98,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.boo
     # connection instead of on every execution. Planning was most of the database's CPU time on
     # the survey's small queries (README, Benchmarks). A pooler in transaction mode (PgBouncer's
     # default) cannot keep prepared statements: set DJANGO_DB_PREPARED_STATEMENTS=0 behind one.
+    # The backend binds a statement with more parameters than PostgreSQL takes on the client.
+    DATABASES["default"]["ENGINE"] = "config.postgresql"
     DATABASES["default"]["OPTIONS"] = {
         "server_side_binding": True,
         "prepare_threshold": 5,  # psycopg prepares a statement at its 5th execution on a connection
