@@ -293,7 +293,7 @@ def stage_timings(study, options) -> tuple[dict[str, tuple[float, float]], objec
     """The analysis of `study`, stage by stage (the functions study_analysis calls, in its order):
     {stage: (wall seconds, CPU seconds)} and the frames."""
     from evaluation import analysis as A
-    from evaluation.selectors import study_frames
+    from evaluation.analysis_inputs import study_frames
     from evaluation.services import TextMetricsStore
 
     timings: dict[str, tuple[float, float]] = {}

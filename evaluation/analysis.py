@@ -1,9 +1,10 @@
 """The protocol's analysis (seed 003 Tables 1–3, Figures 3–4, agreement) and radlay's additions
 (bootstrap intervals, paired comparisons, metric–human correlations), from pandas frames.
 
-Pure computation: no Django. `evaluation/selectors.py::study_frames` builds a `StudyFrames` from
-the database; a notebook can build one from anything else. `study_analysis` returns one JSON-ready
-dict, the same one `manage.py analyze`, the API, the dashboard and the report show.
+Pure computation: no Django. `evaluation/analysis_inputs.py::study_frames` builds a `StudyFrames`
+from the database; a notebook can build one from anything else. `study_analysis` returns one
+JSON-ready dict, the same one `manage.py analyze`, the API, the dashboard and the report show
+(evaluation/analysis_document.py reads it back without this module's libraries).
 
 Codings (annotation/scales.py): severity Critical = 1 … Healthy = 5; Q1 understanding 1–4; Q2
 confidence 1–3; Q4 helpfulness −1..2; radiologist aspects 1–5. Shared texts: an answer on a text
@@ -25,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from annotation import scales
+from evaluation.analysis_document import ORIGINAL
 from evaluation.metrics import registry as metric_registry
 from evaluation.stats.agreement import (
     cohen_kappa_pairwise_grid,
@@ -38,7 +40,6 @@ from evaluation.stats.crossed import CrossedInterval, crossed_group_intervals, c
 from evaluation.stats.intervals import bootstrap_mean_ci
 from evaluation.stats.severity import mse_and_accuracy, severity_errors
 
-ORIGINAL = "original"
 EXPERT_ASPECTS: tuple[str, ...] = tuple(scales.EXPERT_ASPECTS)
 LAY_MEASURES: tuple[str, ...] = (
     "understanding",
@@ -62,7 +63,7 @@ READABILITY_FAMILY = "readability"
 
 @dataclass(frozen=True)
 class StudyFrames:
-    """The study's data as frames (column contracts in evaluation/selectors.py)."""
+    """The study's data as frames (column contracts in evaluation/analysis_inputs.py)."""
 
     study: str
     systems: pd.DataFrame
@@ -106,14 +107,6 @@ def _mean(values: pd.Series | np.ndarray) -> float | None:
     array = np.asarray(values, dtype=np.float64)
     array = array[~np.isnan(array)]
     return float(array.mean()) if array.size else None
-
-
-def system_label(analysis: Mapping[str, Any], key: str) -> str:
-    """How a column of the analysis is shown: "Original", or the system's label (its key when it
-    has none)."""
-    if key == ORIGINAL:
-        return "Original"
-    return analysis.get("system_details", {}).get(key, {}).get("label") or key
 
 
 def scale_values(scale: scales.Scale) -> list[int]:
@@ -1071,39 +1064,5 @@ def study_analysis(
             "helpfulness": {level.name: level.value for level in scales.HELPFULNESS.levels},
             "expert_aspects": "1 = strongly disagree … 5 = strongly agree",
         },
-    }
-    return analysis
-
-
-# --- storage ----------------------------------------------------------------------------------------
-
-
-def split_details(analysis: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(summary, details): the analysis without its sections that grow with the number of
-    simplifications (the correlations, the metrics per simplification, the winners per source),
-    and those sections. `join_details(*split_details(a)) == a`."""
-    summary = dict(analysis)
-    details: dict[str, Any] = {"correlations": summary.pop("correlations", [])}
-    metrics = dict(summary.get("metrics", {}))
-    details["per_simplification"] = metrics.pop("per_simplification", [])
-    summary["metrics"] = metrics
-    preference_details = {side: dict(value) for side, value in summary.get("preference_details", {}).items()}
-    details["winners"] = {side: value.pop("winners", {}) for side, value in preference_details.items()}
-    summary["preference_details"] = preference_details
-    return summary, details
-
-
-def join_details(summary: Mapping[str, Any], details: Mapping[str, Any]) -> dict[str, Any]:
-    """The whole analysis document from `split_details`' two parts."""
-    analysis = dict(summary)
-    analysis["correlations"] = details.get("correlations", [])
-    analysis["metrics"] = {
-        **summary.get("metrics", {}),
-        "per_simplification": details.get("per_simplification", []),
-    }
-    winners = details.get("winners", {})
-    analysis["preference_details"] = {
-        side: {**value, "winners": winners.get(side, {})}
-        for side, value in summary.get("preference_details", {}).items()
     }
     return analysis

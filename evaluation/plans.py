@@ -1,110 +1,20 @@
-"""Sample-size plans from a pilot study: the database side of evaluation/planning/ (reads the
-pilot's answers, stores a PowerPlan, runs it). The simulation itself is pure computation."""
+"""Sample-size plans from a pilot study: the database side of evaluation/planning/ (stores a
+PowerPlan, runs it, lists a study's plans). The pilot's fit and the simulation are computed by
+evaluation/pilot.py, which `plan_run` imports where it runs, so the planning page and its API
+load no numpy, scipy or matplotlib."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 from django.db import transaction
 from django.db.models import F, QuerySet
 from django.http import Http404
 from django.utils import timezone
 
-from annotation.models import Participant, Study
+from annotation.models import Study
 from evaluation.models import PowerPlan
-from evaluation.planning.outcomes import Outcome, get_outcome, outcome_frame
-from evaluation.planning.plot import power_curve_svg
-from evaluation.planning.power import PowerSettings, design_axis, power_grid
-from evaluation.planning.variance import VarianceComponents, estimate_components
-from evaluation.progress import ABANDONED, COMPLETED, RETURNED, participants_progress
-from evaluation.selectors import expert_ratings_frame, lay_answers_frame
-
-
-def pilot_dropout_rate(*, study: Study, now=None) -> float | None:
-    """Share of the pilot's laypeople who dropped out (status abandoned or returned, as the
-    dashboard counts them: evaluation/progress.py) among those who finished one way or the other;
-    None when nobody has finished yet."""
-    statuses = [
-        record["status"]
-        for record in participants_progress(study=study, now=now)
-        if record["role"] == Participant.Role.LAYPERSON
-    ]
-    dropped = sum(status in (ABANDONED, RETURNED) for status in statuses)
-    finished = dropped + statuses.count(COMPLETED)
-    return dropped / finished if finished else None
-
-
-def pilot_frame(*, study: Study, outcome: Outcome):
-    if outcome.design == "expert":
-        return outcome_frame(
-            lay_answers=None, expert_ratings=expert_ratings_frame(study=study), outcome=outcome
-        )
-    return outcome_frame(lay_answers=lay_answers_frame(study=study), expert_ratings=None, outcome=outcome)
-
-
-def pilot_components(*, study: Study, outcome: Outcome, seed: int = 0) -> tuple[VarianceComponents, float]:
-    """The pilot's variance components for `outcome` and its mean answer."""
-    frame = pilot_frame(study=study, outcome=outcome)
-    if frame.empty:
-        raise ValueError(f"The study has no answers for {outcome.label} yet: it cannot serve as a pilot.")
-    return estimate_components(frame, seed=seed), float(frame["value"].mean())
-
-
-def plan_settings(
-    *, study: Study, parameters: Mapping[str, Any], components: VarianceComponents, pilot_mean: float
-) -> PowerSettings:
-    """The simulation's settings: what the request gives, the pilot's values for the rest."""
-    outcome = get_outcome(parameters["outcome"])
-    dropout = parameters.get("dropout")
-    if dropout is None:
-        dropout = (pilot_dropout_rate(study=study) or 0.0) if outcome.design == "lay" else 0.0
-    return PowerSettings(
-        outcome=outcome,
-        participant_var=components.participant,
-        source_var=components.source,
-        residual_var=components.residual,
-        baseline=parameters.get("baseline") if parameters.get("baseline") is not None else pilot_mean,
-        effect=parameters["effect"],
-        n_systems=parameters.get("systems") or max(study.systems.count(), 2),
-        alpha=parameters["alpha"],
-        target=parameters["power"],
-        per_participant=parameters.get("per_participant") or study.lay_sources_per_participant,
-        dropout=min(float(dropout), 0.9),
-        n_simulations=parameters["simulations"],
-        seed=parameters["seed"],
-        mixed_model=parameters["mixed_simulations"] > 0,
-    )
-
-
-def plan_compute(*, study: Study, parameters: Mapping[str, Any]) -> dict[str, Any]:
-    """Fit the pilot and simulate the grid of designs the request asks for (pure work + reads)."""
-    started = time.perf_counter()
-    outcome = get_outcome(parameters["outcome"])
-    components, pilot_mean = pilot_components(study=study, outcome=outcome, seed=parameters["seed"])
-    settings = plan_settings(study=study, parameters=parameters, components=components, pilot_mean=pilot_mean)
-    k = settings.n_systems
-    step = k if outcome.design == "lay" else 1  # lay designs in whole Latin-square cycles
-    points = parameters["points"]
-    participants = design_axis(parameters["max_participants"], step=step, minimum=2, points=points)
-    sources = design_axis(parameters["max_sources"], step=step, minimum=2, points=points)
-    grid = power_grid(settings, participants, sources, mixed_simulations=parameters["mixed_simulations"])
-    grid_json = _json_ready(grid.as_dict())
-    return {
-        "pilot": {
-            "study": study.slug,
-            "components": components.as_dict(),
-            "mean": pilot_mean,
-            "dropout": pilot_dropout_rate(study=study),
-            "systems": study.systems.count(),
-            "per_participant": study.lay_sources_per_participant,
-        },
-        "grid": grid_json,
-        "figure_svg": power_curve_svg(grid_json),
-        "seconds": round(time.perf_counter() - started, 2),
-    }
 
 
 def plan_create(
@@ -132,6 +42,9 @@ def plan_run(*, plan_id: int) -> PowerPlan | None:
     if not claimed or plan is None:
         return plan
     try:
+        # numpy, scipy and matplotlib load here, in the task or command that runs the plan.
+        from evaluation.pilot import plan_compute
+
         result = plan_compute(study=plan.study, parameters=plan.parameters)
     except Exception as error:  # noqa: BLE001 - every failure ends the plan with its reason
         PowerPlan.objects.filter(pk=plan_id).update(
@@ -141,22 +54,10 @@ def plan_run(*, plan_id: int) -> PowerPlan | None:
         )
     else:
         PowerPlan.objects.filter(pk=plan_id).update(
-            status=PowerPlan.Status.DONE, result=_json_ready(result), finished_at=timezone.now()
+            status=PowerPlan.Status.DONE, result=result, finished_at=timezone.now()
         )
     plan.refresh_from_db()
     return plan
-
-
-def _json_ready(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _json_ready(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_ready(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    return value
 
 
 def plans_for_study(*, study: Study) -> QuerySet[PowerPlan]:

@@ -20,7 +20,7 @@ matplotlib.use("Agg")  # never a GUI backend on a server
 from matplotlib.figure import Figure  # noqa: E402
 
 from annotation import scales  # noqa: E402
-from evaluation.analysis import system_label  # noqa: E402
+from evaluation.analysis_document import system_label  # noqa: E402
 
 # Deterministic output (same analysis → same bytes) and real text instead of glyph paths.
 _RC = {"svg.hashsalt": "radlay", "svg.fonttype": "none", "font.size": 9, "font.family": "sans-serif"}

@@ -30,9 +30,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from django.db.models import Count, Q
 from django.utils import timezone
 
@@ -60,6 +59,9 @@ from annotation.models import (
     System,
 )
 from evaluation.selectors import participant_label
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 COMPLETED, RETURNED, DECLINED = "completed", "returned", "declined"
 ABANDONED, IN_PROGRESS, CONSENTED, INVITED = "abandoned", "in progress", "consented", "invited"
@@ -189,6 +191,8 @@ class LatinSquareBalance:
 
     def frame(self) -> pd.DataFrame:
         """One row per (source key, system key) with the counts of the module docstring."""
+        import pandas as pd  # only for analyses in a notebook or a test: the pages never load it
+
         columns = ["assigned", "answered", "pending", "shared", "credited"]
         return pd.DataFrame(
             [

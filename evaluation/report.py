@@ -17,7 +17,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from annotation import scales
-from evaluation.analysis import ORIGINAL, system_label
+from evaluation.analysis_document import ORIGINAL, system_label
 
 READABILITY_LABELS = {
     "fkgl": "FKGL ↓",

@@ -20,6 +20,10 @@ leaves the count it was computed from, and a periodic task (`analysis_snapshots_
 beat schedule) checks open studies so that snapshots are fresh before anyone looks. With
 RADLAY_ANALYSIS_CHECK_SECONDS = 0, and for a forced refresh, the check runs in the request. The
 survey's save path pays nothing for any of it.
+
+The pages import this module for the snapshot bookkeeping; the analysis and its figures (pandas,
+scipy, matplotlib) are imported where they are computed, in `study_analysis_compute` and
+`_snapshot_store`, so a web worker never loads them.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.cache import cache
@@ -42,18 +46,18 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from annotation.models import Source, Study, System
-from evaluation.analysis import AnalysisOptions, split_details, study_analysis
-from evaluation.metrics.registry import MetricRecord, MetricValue
+from evaluation.analysis_document import split_details
 from evaluation.models import AnalysisSnapshot, SystemMetrics, TextMetrics
-from evaluation.plots import all_svgs
 from evaluation.selectors import (
     analysis_coverage,
-    analysis_options_from_settings,
     analysis_snapshot_get,
-    study_frames,
     system_metrics_stored,
     text_metrics_stored,
 )
+
+if TYPE_CHECKING:
+    from evaluation.analysis import AnalysisOptions
+    from evaluation.metrics.registry import MetricRecord, MetricValue
 
 logger = logging.getLogger(__name__)
 
@@ -165,6 +169,10 @@ def study_analysis_compute(*, study: Study, options: AnalysisOptions | None = No
     """The analysis of `study`'s data now, its automatic per-text metrics read from the database
     where stored and stored where not (TextMetricsStore). For workers and commands, never a web
     request."""
+    # pandas, scipy, scikit-learn and the metrics load here, in the task or command that computes.
+    from evaluation.analysis import study_analysis
+    from evaluation.analysis_inputs import analysis_options_from_settings, study_frames
+
     options = options or analysis_options_from_settings()
     frames = study_frames(study=study)
     _freed_memory_returned()
@@ -238,6 +246,8 @@ def _snapshot_store(*, study: Study) -> bool:
     _coverage_remember(study_id=study.pk, coverage=coverage, counted_at=counted_at)
     started = time.perf_counter()
     try:
+        from evaluation.plots import all_svgs  # matplotlib: loaded by the worker that draws, never a page
+
         analysis = study_analysis_compute(study=study)
         figures = all_svgs(analysis)
     except Exception as exc:

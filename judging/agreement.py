@@ -1,6 +1,6 @@
 """How far a judge agrees with the humans of a study. Pure computation: pandas in, plain dicts out.
 
-Inputs (``AgreementInputs``, built from the database by judging.selectors.agreement_inputs):
+Inputs (``AgreementInputs``, built from the database by judging.agreement_inputs):
 
 * ``human`` — the radiologists' ratings, long: rater, unit, source, field, value. A unit is a
   simplification (source × system) for the five rubric aspects — a text two systems share was rated
@@ -44,12 +44,8 @@ from scipy import stats
 from evaluation.stats.agreement import cohen_kappa_pairwise, icc, krippendorff_alpha
 from evaluation.stats.intervals import percentile_interval
 from evaluation.stats.severity import mse_and_accuracy
+from judging.agreement_terms import FIELDS, RUBRIC_FIELDS, SCALE, STATISTICS
 
-RUBRIC_FIELDS = ("correctness", "completeness", "hallucination", "structure", "simplicity")
-SOURCE_FIELDS = ("severity", "original_simplicity")
-FIELDS = (*RUBRIC_FIELDS, *SOURCE_FIELDS)
-SCALE = (1, 5)  # every compared field is on 1–5 (severity: Critical = 1 … Healthy = 5)
-STATISTICS = ("alpha_ordinal", "alpha_interval", "kappa_quadratic", "icc", "spearman", "kendall")
 HALF_POINT_CODES = list(range(2 * SCALE[0], 2 * SCALE[1] + 1))  # 1, 1.5, …, 5 as 2, 3, …, 10
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from annotation.models import Study
 from judging import selectors
-from judging.agreement import STATISTICS
+from judging.agreement_terms import STATISTICS
 from judging.models import JudgeRun
 
 STATISTIC_LABELS = {

@@ -36,7 +36,6 @@ from generation.backends.registry import GPU_BACKENDS, get_backend
 from generation.services import jobs as generation_jobs
 from generation.services import scheduler
 from generation.services.backend_config import cached_backend
-from judging import agreement, selectors
 from judging.heuristic import HEURISTIC_MODEL, GlossaryHeuristicJudge
 from judging.instrument import (
     INSTRUMENT_TASKS,
@@ -368,9 +367,13 @@ def _item_fail(
 
 def judge_run_agreement_compute(*, run: JudgeRun, n_resamples: int | None = None) -> dict[str, Any]:
     """Compute and store the run's agreement with the study's humans (judging.agreement)."""
+    # pandas, scipy and scikit-learn load here, in the task or command that computes, not in a web worker.
+    from judging.agreement import judge_agreement
+    from judging.agreement_inputs import agreement_inputs
+
     n_resamples = int(n_resamples or _setting("RADLAY_JUDGE_BOOTSTRAP_RESAMPLES", 500))
-    data = selectors.agreement_inputs(run=run)
-    result = agreement.judge_agreement(data, n_resamples=n_resamples)
+    data = agreement_inputs(run=run)
+    result = judge_agreement(data, n_resamples=n_resamples)
     result["n_resamples"] = n_resamples
     JudgeRun.objects.filter(pk=run.pk).update(agreement=result, agreement_computed_at=timezone.now())
     run.refresh_from_db(fields=["agreement", "agreement_computed_at"])

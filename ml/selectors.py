@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from django.db.models import Count, Q
 
 from annotation import scales
 from annotation.models import Participant, SimplificationText, Study
 from ml.corpora import SimplificationPair
-from ml.models import EmbeddingCacheEntry, ModelArtifact, TrainingJob
+from ml.models import ModelArtifact, TrainingJob
 
 FILTER_KINDS = ("all", "expert_min", "lay_preferred")
 
@@ -121,14 +120,3 @@ def training_job_progress(*, job_id: int) -> dict[str, Any]:
         "error": job.error[-2000:],
         "output_artifact_id": job.output_artifact_id,
     }
-
-
-def embedding_cache_get_many(*, keys: Sequence[str]) -> dict[str, np.ndarray]:
-    found: dict[str, np.ndarray] = {}
-    # Chunked: SQLite caps the number of query parameters.
-    for start in range(0, len(keys), 500):
-        for key, vector in EmbeddingCacheEntry.objects.filter(key__in=keys[start : start + 500]).values_list(
-            "key", "vector"
-        ):
-            found[key] = np.frombuffer(bytes(vector), dtype="<f4").copy()
-    return found

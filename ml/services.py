@@ -1,5 +1,5 @@
-"""Writes for the ml app: register model artifacts, create and run training jobs, fill the
-embedding cache.
+"""Writes for the ml app: register model artifacts, create and run training jobs, and hand out the
+embedder backed by the database cache (ml/embedding_cache.py).
 
 `training_job_run` is long (minutes to hours on a GPU) and holds no transaction while training:
 progress rows are written as it goes, and only the final registration is atomic.
@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -24,7 +23,7 @@ from django.utils import timezone
 
 from annotation.models import Study
 from ml import selectors
-from ml.models import EmbeddingCacheEntry, ModelArtifact, TrainingJob
+from ml.models import ModelArtifact, TrainingJob
 from ml.selectors import PairFilter
 
 logger = logging.getLogger(__name__)
@@ -334,38 +333,10 @@ def training_job_run(*, job: TrainingJob, task_id: str = "", device: str | None 
     return job
 
 
-class EmbeddingCacheStore:
-    """The database behind ml.embeddings' cache: ``Embedder(store=EmbeddingCacheStore())``."""
-
-    def get_many(self, keys):
-        return selectors.embedding_cache_get_many(keys=list(keys))
-
-    def put_many(self, vectors, *, model_id: str) -> None:
-        embedding_cache_put_many(vectors=vectors, model_id=model_id)
-
-
-def embedding_cache_put_many(*, vectors: Mapping[str, np.ndarray], model_id: str) -> int:
-    """Store vectors by cache key; keys already stored are left alone (another worker may have
-    written the same text's vector first: it is the same vector)."""
-    rows = [
-        EmbeddingCacheEntry(
-            key=key,
-            model_id=model_id,
-            dimension=int(np.asarray(v).size),
-            vector=np.asarray(v, dtype="<f4").tobytes(),
-        )
-        for key, v in vectors.items()
-    ]
-    created = EmbeddingCacheEntry.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
-    return len(created)
-
-
 def embedder_get(*, model: str | Path | None = None):
     """The process-wide Embedder backed by the database cache (what the metrics code should use
     inside Django)."""
+    from ml.embedding_cache import database_store
     from ml.embeddings import get_embedder
 
-    return get_embedder(model, store=_database_store)
-
-
-_database_store = EmbeddingCacheStore()
+    return get_embedder(model, store=database_store)

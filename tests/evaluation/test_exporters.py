@@ -21,7 +21,7 @@ from evaluation.exporters import FORMATS
 from evaluation.exporters.csv import csv_chunks
 from evaluation.exporters.json import json_chunks
 from evaluation.exporters.rows import answer_columns, answer_rows
-from tests.evaluation.test_selectors import build_answered_study
+from tests.evaluation.test_analysis_inputs import build_answered_study
 
 
 def expected_answer_count(study) -> int:

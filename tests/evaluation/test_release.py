@@ -16,7 +16,7 @@ from django.db import transaction
 
 from annotation.models import Study
 from evaluation.analysis import AnalysisOptions, study_analysis
-from evaluation.selectors import study_frames
+from evaluation.analysis_inputs import study_frames
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -19,7 +19,7 @@ from annotation.models import ExpertRating, ExpertSourceJudgement, LayAnswer, La
 from evaluation import services, tasks
 from evaluation.models import AnalysisSnapshot
 from evaluation.selectors import snapshot_analysis
-from tests.evaluation.test_selectors import build_answered_study
+from tests.evaluation.test_analysis_inputs import build_answered_study
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_analysis")]
 
@@ -95,7 +95,7 @@ def test_a_failed_computation_is_kept_and_not_retried_on_the_same_data(study, se
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(services, "study_analysis", broken)
+    monkeypatch.setattr("evaluation.analysis.study_analysis", broken)
     services.analysis_snapshot_request(study=study)
     assert services.analysis_snapshot_compute(study_id=study.pk) is False
     snapshot = AnalysisSnapshot.objects.get(study=study)
@@ -157,7 +157,7 @@ def test_the_dashboard_neither_computes_nor_loads_a_model(client_in, study, sent
     def forbidden(*args, **kwargs):
         raise AssertionError("the web request computed the analysis or loaded a model")
 
-    monkeypatch.setattr(services, "study_analysis", forbidden)
+    monkeypatch.setattr("evaluation.analysis.study_analysis", forbidden)
     monkeypatch.setattr("ml.services.embedder_get", forbidden)
     change_an_answer(study)
     for name in ("study-detail", "study-metrics", "study-correlations", "study-analysis", "study-report"):

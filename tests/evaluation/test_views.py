@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from tests.annotation.factories import build_study
-from tests.evaluation.test_selectors import build_answered_study
+from tests.evaluation.test_analysis_inputs import build_answered_study
 
 pytestmark = pytest.mark.usefixtures("fast_analysis")
 

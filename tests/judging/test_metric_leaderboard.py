@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from evaluation.stats.correlation import correlate
-from judging.agreement import RUBRIC_FIELDS
+from judging.agreement_terms import RUBRIC_FIELDS
 from judging.selectors import leaderboard, metric_rows
 from tests.annotation.factories import build_study
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from django.core.exceptions import ValidationError
 
-from ml import services
+from ml import embedding_cache, services
 from ml.embeddings import Embedder, cache_key
 from ml.inference import clear_model_cache, generate, load_model
 from ml.models import EmbeddingCacheEntry, ModelArtifact, TrainingJob
@@ -133,7 +133,7 @@ def test_model_artifact_register_needs_a_model_directory(tmp_path):
 
 
 def test_embedding_cache_in_the_database(monkeypatch):
-    store = services.EmbeddingCacheStore()
+    store = embedding_cache.EmbeddingCacheStore()
     first = Embedder(model_id="db-test", store=store)
     vectors = first(["a small effusion", "normal heart"])
     assert EmbeddingCacheEntry.objects.count() == 2
@@ -146,5 +146,5 @@ def test_embedding_cache_in_the_database(monkeypatch):
     monkeypatch.setattr(second.model, "encode", lambda *a, **k: pytest.fail("model called"))
     np.testing.assert_array_equal(second(["normal heart", "a small effusion"]), vectors[::-1])
     # Writing the same keys again is a no-op, not an integrity error.
-    services.embedding_cache_put_many(vectors={row.key: vectors[1]}, model_id="db-test")
+    embedding_cache.embedding_cache_put_many(vectors={row.key: vectors[1]}, model_id="db-test")
     assert EmbeddingCacheEntry.objects.count() == 2

@@ -20,7 +20,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from annotation.models import Study
 from generation.management.launch_options import add_launch_options, command_error, launch_arguments
 from judging import selectors, services
-from judging.agreement import STATISTICS
+from judging.agreement_terms import STATISTICS
 from judging.instrument import INSTRUMENT_TASKS
 from judging.models import JudgeRun
 from judging.prompts.registry import DEFAULT_VERSION

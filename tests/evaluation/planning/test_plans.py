@@ -16,7 +16,7 @@ from evaluation.forms import PlanForm
 from evaluation.models import PowerPlan
 from evaluation.report import study_report_html
 from tests.annotation.factories import build_study
-from tests.evaluation.test_selectors import build_answered_study
+from tests.evaluation.test_analysis_inputs import build_answered_study
 
 pytestmark = pytest.mark.usefixtures("fast_analysis")
 
@@ -199,7 +199,7 @@ def test_pilot_dropout_rate_counts_abandoned_and_returned_laypeople(pilot):
     from django.utils import timezone
 
     from annotation.models import Participant
-    from evaluation.plans import pilot_dropout_rate
+    from evaluation.pilot import pilot_dropout_rate
 
     assert pilot_dropout_rate(study=pilot) == 0.0  # all 8 laypeople completed
     lay = list(Participant.objects.filter(study=pilot, role=Participant.Role.LAYPERSON).order_by("pk"))

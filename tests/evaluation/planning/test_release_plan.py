@@ -10,9 +10,9 @@ import pytest
 from django.core.management import call_command
 
 from annotation.models import Study
+from evaluation.pilot import pilot_components, pilot_frame
 from evaluation.planning.outcomes import get_outcome
 from evaluation.planning.power import PowerSettings, latent_mean, simulate_answers
-from evaluation.plans import pilot_components, pilot_frame
 
 pytestmark = [pytest.mark.release, pytest.mark.django_db]
 

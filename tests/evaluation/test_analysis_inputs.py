@@ -1,4 +1,4 @@
-"""evaluation/selectors.py: the database as frames (crediting shared texts), and the cached analysis.
+"""evaluation/analysis_inputs.py: the database as frames (crediting shared texts).
 `build_answered_study` is reused by the view, API, export and report tests."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 from annotation import services
 from annotation.models import LayItem, LayPreference, Participant, SimplificationText, Study
-from evaluation import selectors
+from evaluation import analysis_inputs
 from tests.annotation.factories import build_study
 
 UNDERSTANDING = ["Not at all", "Some parts of it", "Most of it", "Completely"]
@@ -113,7 +113,7 @@ def build_answered_study(
 @pytest.mark.django_db
 def test_expert_frame_credits_a_shared_text_to_both_systems():
     study = build_answered_study()
-    frame = selectors.expert_ratings_frame(study=study)
+    frame = analysis_inputs.expert_ratings_frame(study=study)
     # 4 sources × 4 systems = 16 (rating, system) rows from 15 ratings (one shared text).
     assert len(frame) == 16
     assert frame["rating_id"].nunique() == 15
@@ -125,7 +125,7 @@ def test_expert_frame_credits_a_shared_text_to_both_systems():
 @pytest.mark.django_db
 def test_lay_frame_has_numbers_and_the_credited_systems():
     study = build_answered_study()
-    frame = selectors.lay_answers_frame(study=study)
+    frame = analysis_inputs.lay_answers_frame(study=study)
     assert len(frame) == 4 * 4 * 2
     row = frame[
         (frame["participant"] == "L003") & (frame["source"] == "s01") & (frame["phase"] == "assisted")
@@ -144,7 +144,7 @@ def test_lay_frame_has_numbers_and_the_credited_systems():
 @pytest.mark.django_db
 def test_preferences_frame_maps_chosen_texts_to_system_sets():
     study = build_answered_study()
-    frame = selectors.lay_preferences_frame(study=study)
+    frame = analysis_inputs.lay_preferences_frame(study=study)
     assert len(frame) == 16
     shared_id = SimplificationText.objects.get(source__key="s01", simplifications__system__key="cot_bs").pk
     for row in frame.itertuples():
@@ -173,7 +173,7 @@ def test_preferences_frame_keeps_its_study_when_another_studys_preferences_lie_b
     texts = item.preference_order
     services.lay_preference_save(item=item, most=texts[:2], least=[texts[-1]])
     for study in (first, second):
-        frame = selectors.lay_preferences_frame(study=study)
+        frame = analysis_inputs.lay_preferences_frame(study=study)
         stored = LayPreference.objects.filter(item__participant__study=study).prefetch_related(
             "most", "least"
         )
@@ -189,7 +189,7 @@ def test_preferences_frame_keeps_its_study_when_another_studys_preferences_lie_b
 @pytest.mark.django_db
 def test_frames_of_an_empty_study_analyse_without_errors(settings):
     study = build_study(slug="empty", n_sources=2)
-    frames = selectors.study_frames(study=study)
+    frames = analysis_inputs.study_frames(study=study)
     assert isinstance(frames.lay_answers, pd.DataFrame) and frames.lay_answers.empty
     from evaluation.analysis import AnalysisOptions, study_analysis
 

@@ -1,0 +1,461 @@
+"""What the Django-free analysis (evaluation/analysis.py) reads: the database as pandas frames
+(`study_frames`) and its options from the settings. Only the worker or command that computes an
+analysis imports this module (through evaluation.services.study_analysis_compute); the pages read
+stored snapshots (evaluation/selectors.py) and never load pandas.
+
+Answers are stored by level name; here they become the numbers of annotation/scales.py (one
+documented coding: Critical = 1 … Healthy = 5, Q1 1–4, Q2 1–3, Q4 −1..2). A missing answer is NaN.
+
+Crediting shared texts: when several systems produced the same text for a source, participants
+saw and answered that text once (one `SimplificationText`). Every frame here that is "per system"
+credits such an answer to each of those systems; frames that keep one row per answer carry the
+tuple of credited systems instead (column `systems`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from django.conf import settings
+from django.db import connection
+from django.db.models import Case, ExpressionWrapper, FloatField, IntegerField, Value, When
+
+from annotation import scales
+from annotation.models import (
+    ExpertRating,
+    ExpertSourceJudgement,
+    LayAnswer,
+    LayItem,
+    LayPreference,
+    Participant,
+    Simplification,
+    Source,
+    Study,
+    System,
+)
+from evaluation.analysis import AnalysisOptions, StudyFrames
+from evaluation.selectors import EXPERT_ASPECTS, FETCH_CHUNK, LAY_QUESTIONS, participant_label
+
+
+def _codes(scale: scales.Scale) -> dict[str, float]:
+    return {level.name: float(level.value) for level in scale.levels}
+
+
+def _to_numbers(values: pd.Series, scale: scales.Scale) -> pd.Series:
+    # "" (not answered) and unknown names become NaN; the database constraints already
+    # guarantee stored names are levels of the scale.
+    return values.map(_codes(scale)).astype("float64")
+
+
+def _level_number(field: str, scale: scales.Scale) -> Case:
+    """The stored level name of `field` as its number on `scale`, in SQL (NULL when not answered):
+    the rows then come from the database as numbers, not one string object per answer."""
+    return Case(
+        *(When(**{field: level.name}, then=Value(float(level.value))) for level in scale.levels),
+        default=Value(None),
+        output_field=FloatField(),
+    )
+
+
+def _frame(rows: Iterable, columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame.from_records(list(rows), columns=columns)
+
+
+def _numbers(rows: list[tuple], width: int) -> np.ndarray:
+    """`rows` as a (len(rows), width) float64 array, NULL = NaN. A flat iteration over the values
+    (twice as fast as np.array's walk over the tuples) unless a NULL is among them."""
+    try:
+        flat = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.float64, count=len(rows) * width)
+    except TypeError:
+        return np.array(rows, dtype=np.float64).reshape(len(rows), width)
+    return flat.reshape(len(rows), width)
+
+
+def _fetched_numbers(queryset, columns: list[str]) -> dict[str, np.ndarray]:
+    """The rows of a `values_list` queryset of numbers (NULL = NaN), read with the database
+    cursor in chunks straight into one float64 array per column: no per-row conversion by the
+    ORM and no Python object per value. Integer ids are exact in float64 (below 2**53). Each
+    chunk is split into its columns at once, so no second copy of the whole table is held."""
+    sql, params = queryset.query.sql_with_params()
+    parts: list[list[np.ndarray]] = [[] for _ in columns]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        while rows := cursor.fetchmany(FETCH_CHUNK):
+            chunk = _numbers(rows, len(columns))
+            for part, column in zip(parts, chunk.T, strict=True):
+                part.append(column.copy())
+            del rows, chunk
+    arrays = {}
+    for name, part in zip(columns, parts, strict=True):
+        arrays[name] = np.concatenate(part) if part else np.empty(0)
+        part.clear()
+    return arrays
+
+
+def _ids(values: np.ndarray) -> np.ndarray:
+    return values.astype(np.int64)
+
+
+def _labels(ids: np.ndarray, mapping: Mapping[int, Any], default: Any = None) -> np.ndarray:
+    """`mapping[id]` for every id, as an object array sharing the mapping's values (one lookup
+    per distinct id, not per row); `default` for an id the mapping lacks."""
+    distinct, inverse = np.unique(ids, return_inverse=True)
+    values = np.empty(distinct.size, dtype=object)
+    values[:] = [mapping.get(key, default) for key in distinct.tolist()]
+    return values[inverse.ravel()]
+
+
+@dataclass(frozen=True)
+class _Lookups:
+    """The small tables every answer frame names its ids with, read once per study_frames."""
+
+    participants: dict[int, str]  # participant pk -> label
+    sources: dict[int, str]  # source pk -> key
+    severities: dict[int, float]  # source pk -> reference severity 1-5 (NaN: none)
+    systems: dict[int, str]  # system pk -> key
+    text_systems: dict[int, tuple[str, ...]]  # SimplificationText pk -> systems that produced it
+
+
+def _lookups(study: Study) -> _Lookups:
+    participants = {
+        pk: participant_label(pseudonym, pk)
+        for pk, pseudonym in Participant.objects.filter(study=study).values_list("pk", "pseudonym")
+    }
+    sources, severities = {}, {}
+    codes = _codes(scales.SEVERITY)
+    for pk, key, severity in Source.objects.filter(study=study).values_list(
+        "pk", "key", "reference_severity"
+    ):
+        sources[pk] = key
+        severities[pk] = codes.get(severity, math.nan)
+    systems = dict(System.objects.filter(study=study).values_list("pk", "key"))
+    # annotation.selectors.systems_by_text, read as numbers (one row per simplification, 80 000
+    # at 20 000 sources): each text's systems in study order, one tuple per text.
+    produced = _fetched_numbers(
+        Simplification.objects.filter(source__study=study)
+        .order_by("system__position", "system__key")
+        .values_list("shown_text_id", "system_id"),
+        ["text_id", "system_id"],
+    )
+    grouped: dict[int, list[str]] = {}
+    for text_id, system_id in zip(
+        _ids(produced["text_id"]).tolist(), _ids(produced["system_id"]).tolist(), strict=True
+    ):
+        grouped.setdefault(text_id, []).append(systems[system_id])
+    text_systems = {text_id: tuple(keys) for text_id, keys in grouped.items()}
+    return _Lookups(participants, sources, severities, systems, text_systems)
+
+
+def systems_frame(*, study: Study) -> pd.DataFrame:
+    """One row per system in study order: system (key), label, position, is_reference."""
+    rows = (
+        System.objects.filter(study=study)
+        .order_by("position", "key")
+        .values_list("key", "label", "position", "is_reference")
+    )
+    frame = _frame(rows, ["system", "label", "position", "is_reference"])
+    frame["label"] = [label or key for key, label in zip(frame["system"], frame["label"], strict=True)]
+    return frame
+
+
+def sources_frame(*, study: Study) -> pd.DataFrame:
+    """One row per source in study order: source (key), position, text, reference_severity (level
+    name or None) and reference_severity_value (1–5, NaN when the source has none)."""
+    rows = (
+        Source.objects.filter(study=study)
+        .order_by("position")
+        .values_list("key", "position", "text", "reference_severity", "metadata")
+    )
+    frame = _frame(rows, ["source", "position", "text", "reference_severity", "metadata"])
+    frame["reference_severity_value"] = _to_numbers(frame["reference_severity"], scales.SEVERITY)
+    frame["reference_severity"] = frame["reference_severity"].where(frame["reference_severity"] != "", None)
+    return frame
+
+
+def simplifications_frame(*, study: Study) -> pd.DataFrame:
+    """Texts per system: one row per (source, system) simplification with its shown text."""
+    rows = (
+        Simplification.objects.filter(source__study=study)
+        .order_by("source__position", "system__position", "system__key")
+        .values_list("pk", "source__key", "system__key", "shown_text_id", "shown_text__text", "flagged")
+    )
+    return _frame(rows, ["simplification_id", "source", "system", "text_id", "text", "flagged"])
+
+
+def expert_ratings_frame(*, study: Study, lookups: _Lookups | None = None) -> pd.DataFrame:
+    """Radiologists' ratings credited per system: one row per (rating, system that produced the
+    rated text), with the five aspects as numbers 1–5 (NaN = not rated)."""
+    lookups = lookups or _lookups(study)
+    rows = (
+        ExpertRating.objects.filter(participant__study=study)
+        .order_by("pk")
+        .values_list(
+            "pk", "participant_id", "shown_text_id", "shown_text__source_id", *EXPERT_ASPECTS, "time_spent_ms"
+        )
+    )
+    columns = _fetched_numbers(
+        rows, ["rating_id", "participant_id", "text_id", "source_id", *EXPERT_ASPECTS, "time_spent_ms"]
+    )
+    text_ids = _ids(columns["text_id"])
+    # One row per (rating, credited system), in rating order then system order; a rating of a
+    # text no system produced has no row.
+    credited = _labels(text_ids, lookups.text_systems, ())
+    counts = np.fromiter(map(len, credited), dtype=np.int64, count=credited.size)
+    rows_of = np.repeat(np.arange(text_ids.size), counts)
+    system = np.empty(rows_of.size, dtype=object)
+    system[:] = [key for systems in credited for key in systems]
+    return pd.DataFrame(
+        {
+            "rating_id": _ids(columns["rating_id"])[rows_of],
+            "participant": _labels(_ids(columns["participant_id"]), lookups.participants)[rows_of],
+            "text_id": text_ids[rows_of],
+            "source": _labels(_ids(columns["source_id"]), lookups.sources)[rows_of],
+            **{aspect: columns[aspect][rows_of] for aspect in EXPERT_ASPECTS},
+            "time_spent_ms": _ids(columns["time_spent_ms"])[rows_of],
+            "system": system,
+        }
+    )
+
+
+def expert_judgements_frame(*, study: Study) -> pd.DataFrame:
+    """Radiologists' judgements of each original: severity (name and 1–5) and its simplicity."""
+    rows = (
+        ExpertSourceJudgement.objects.filter(participant__study=study)
+        .order_by("pk")
+        .values_list("participant_id", "participant__pseudonym", "source__key", "severity", "simplicity")
+    )
+    frame = _frame(rows, ["participant_id", "pseudonym", "source", "severity", "simplicity"])
+    labels = [
+        participant_label(p, i)
+        for p, i in zip(frame.pop("pseudonym"), frame.pop("participant_id"), strict=True)
+    ]
+    frame.insert(0, "participant", labels)
+    frame["severity_value"] = _to_numbers(frame["severity"], scales.SEVERITY)
+    frame["simplicity"] = frame["simplicity"].astype("float64")
+    return frame
+
+
+# In the order of their names, so that sorting by the code sorts as the database sorts names.
+PHASES = tuple(sorted(LayAnswer.Phase.values))
+
+# A lay answer's phase and five questions travel as one integer, a base-8 digit each (the position
+# of the level in its scale + 1, or of the phase in PHASES + 1; 0 = not answered): the rows of
+# 20 000 sources × 20 laypeople come from the database as 4 numbers instead of 9.
+_DIGIT_BASE = 8
+
+
+def _level_digit(field: str, names: Iterable[str]) -> Case:
+    return Case(
+        *(When(**{field: name}, then=Value(i + 1)) for i, name in enumerate(names)),
+        default=Value(0),
+        output_field=IntegerField(),
+    )
+
+
+def _packed_answer() -> ExpressionWrapper:
+    digits = [
+        _level_digit("phase", PHASES),
+        *(
+            _level_digit(question, [level.name for level in scales.LAY_SCALES[question].levels])
+            for question in LAY_QUESTIONS
+        ),
+    ]
+    packed = digits[0]
+    for k, digit in enumerate(digits[1:], start=1):
+        packed = packed + digit * Value(_DIGIT_BASE**k)
+    return ExpressionWrapper(packed, output_field=IntegerField())
+
+
+def _unpacked_answers(packed: np.ndarray) -> dict[str, np.ndarray]:
+    """The phase (its position in PHASES, NaN when unknown) and the questions (their numbers,
+    NaN when not answered) of `_packed_answer` codes."""
+    codes = packed.astype(np.int64)
+    phase = (codes % _DIGIT_BASE).astype(np.float64) - 1
+    columns = {"phase": np.where(phase < 0, np.nan, phase)}
+    for k, question in enumerate(LAY_QUESTIONS, start=1):
+        numbers = np.array([np.nan, *(float(level.value) for level in scales.LAY_SCALES[question].levels)])
+        columns[question] = numbers[(codes // _DIGIT_BASE**k) % _DIGIT_BASE]
+    return columns
+
+
+def _lay_items(study: Study) -> dict[str, np.ndarray]:
+    """The study's lay items as columns of numbers, sorted by item id (NULL = NaN): what the lay
+    answers and preferences share, read once."""
+    columns = _fetched_numbers(
+        LayItem.objects.filter(participant__study=study)
+        .order_by()
+        .values_list("pk", "participant_id", "position", "source_id", "assigned_system_id", "shown_text_id"),
+        ["item_id", "participant_id", "position", "source_id", "assigned_system_id", "text_id"],
+    )
+    order = np.argsort(columns["item_id"], kind="stable")
+    return {name: values[order] for name, values in columns.items()}
+
+
+def _of_items(
+    items: Mapping[str, np.ndarray], item_ids: np.ndarray, names: Iterable[str]
+) -> dict[str, np.ndarray]:
+    rows = np.searchsorted(items["item_id"], item_ids)
+    return {name: items[name][rows] for name in names}
+
+
+def lay_answers_frame(
+    *, study: Study, lookups: _Lookups | None = None, items: Mapping[str, np.ndarray] | None = None
+) -> pd.DataFrame:
+    """Every lay answer (both panels), one row per answer, answers as numbers.
+
+    Columns: answer_id, item_id, participant, source, phase ("original" = panel 1, "assisted" =
+    panel 2), assigned_system (the Latin square's), text_id (the text panel 2 showed), systems
+    (tuple of every system that produced that text: the answer counts for each), the five
+    questions as numbers, reference_severity (1–5 of the source) and time_spent_ms.
+    """
+    lookups = lookups or _lookups(study)
+    items = items if items is not None else _lay_items(study)
+    rows = (
+        LayAnswer.objects.filter(item__participant__study=study)
+        .order_by()
+        .values_list("pk", "item_id", _packed_answer(), "time_spent_ms")
+    )
+    answers = _fetched_numbers(rows, ["answer_id", "item_id", "packed", "time_spent_ms"])
+    item_columns = _of_items(
+        items,
+        answers["item_id"],
+        ["participant_id", "position", "source_id", "assigned_system_id", "text_id"],
+    )
+    columns = {
+        "answer_id": answers["answer_id"],
+        "item_id": answers["item_id"],
+        **item_columns,
+        **_unpacked_answers(answers.pop("packed")),
+        "time_spent_ms": answers["time_spent_ms"],
+    }
+    del answers, item_columns
+    # Participant by participant, their items in order, panel by panel: sorted here rather than
+    # by the database, which would sort the whole joined table.
+    order = np.lexsort((columns["phase"], columns.pop("position"), columns["participant_id"]))
+    columns = {name: values[order] for name, values in columns.items()}
+    phases = np.array([*PHASES, None], dtype=object)
+    phase_codes = np.where(np.isnan(columns["phase"]), len(PHASES), columns["phase"]).astype(np.int64)
+    # An item without an assigned system (NULL) has no key: NaN like the ORM's None.
+    assigned = np.nan_to_num(columns["assigned_system_id"], nan=-1).astype(np.int64)
+    source_ids = _ids(columns["source_id"])
+    text_ids = _ids(columns["text_id"])
+    return pd.DataFrame(
+        {
+            "answer_id": _ids(columns["answer_id"]),
+            "item_id": _ids(columns["item_id"]),
+            "participant": _labels(_ids(columns["participant_id"]), lookups.participants),
+            "source": _labels(source_ids, lookups.sources),
+            "phase": phases[phase_codes],
+            "assigned_system": _labels(assigned, lookups.systems),
+            "text_id": text_ids,
+            "systems": _labels(text_ids, lookups.text_systems, ()),
+            **{question: columns[question] for question in LAY_QUESTIONS},
+            "reference_severity": _labels(source_ids, lookups.severities).astype(np.float64),
+            "time_spent_ms": _ids(columns["time_spent_ms"]),
+        }
+    )
+
+
+def lay_preferences_frame(
+    *, study: Study, lookups: _Lookups | None = None, items: Mapping[str, np.ndarray] | None = None
+) -> pd.DataFrame:
+    """Panel 3, one row per answered item: most / least as frozensets of system keys (every
+    system that produced a chosen text) and of SimplificationText ids."""
+    lookups = lookups or _lookups(study)
+    items = items if items is not None else _lay_items(study)
+    prefs = (
+        LayPreference.objects.filter(item__participant__study=study).order_by().values_list("pk", "item_id")
+    )
+    columns = _fetched_numbers(prefs, ["preference_id", "item_id"])
+    columns.update(_of_items(items, columns["item_id"], ["participant_id", "position", "source_id"]))
+    order = np.lexsort((columns.pop("position"), columns["participant_id"]))
+    columns = {name: values[order] for name, values in columns.items()}
+    preference_ids = _ids(columns["preference_id"])
+    frame = pd.DataFrame(
+        {
+            "preference_id": preference_ids,
+            "item_id": _ids(columns["item_id"]),
+            "participant": _labels(_ids(columns["participant_id"]), lookups.participants),
+            "source": _labels(_ids(columns["source_id"]), lookups.sources),
+        }
+    )
+    # Equal sets are one object: a text chosen by many participants has one frozenset, and the
+    # sets of systems are a handful.
+    system_sets: dict[frozenset, frozenset] = {}
+    for side in ("most", "least"):
+        through = getattr(LayPreference, side).through
+        # The chosen texts of the preferences' id range, those of the study's preferences kept
+        # here: one range scan of the table's index instead of a join through the items and the
+        # participants for every row (another study's rows in the range are dropped).
+        chosen = _fetched_numbers(
+            through.objects.filter(
+                laypreference__gte=int(preference_ids.min(initial=0)),
+                laypreference__lte=int(preference_ids.max(initial=-1)),
+            ).values_list("laypreference_id", "simplificationtext_id"),
+            ["preference_id", "text_id"],
+        )
+        rows = pd.Index(preference_ids).get_indexer(_ids(chosen["preference_id"]))
+        ours = rows >= 0
+        rows = rows[ours]
+        text_ids = _ids(chosen["text_id"])[ours]
+        counts = np.bincount(rows, minlength=preference_ids.size)
+        texts = np.full(preference_ids.size, frozenset(), dtype=object)
+        # Most answers choose one text: one frozenset per distinct text, shared by its rows.
+        single = counts[rows] == 1
+        singles, which = np.unique(text_ids[single], return_inverse=True)
+        single_sets = np.empty(singles.size, dtype=object)
+        single_sets[:] = [frozenset((text_id,)) for text_id in singles.tolist()]
+        texts[rows[single]] = single_sets[which.ravel()]
+        several: dict[int, list[int]] = {}
+        for row, text_id in zip(rows[~single].tolist(), text_ids[~single].tolist(), strict=True):
+            several.setdefault(row, []).append(text_id)
+        for row, ids in several.items():
+            texts[row] = frozenset(ids)
+        codes, distinct = pd.factorize(texts)
+        systems = np.empty(len(distinct), dtype=object)
+        for i, text_set in enumerate(distinct):
+            found = frozenset(key for text_id in text_set for key in lookups.text_systems.get(text_id, ()))
+            systems[i] = system_sets.setdefault(found, found)
+        frame[f"{side}_texts"] = texts
+        frame[side] = systems[codes] if len(codes) else np.empty(0, dtype=object)
+    return frame
+
+
+def study_frames(*, study: Study) -> StudyFrames:
+    """Everything the analysis reads, in one bundle."""
+    lookups = _lookups(study)
+    items = _lay_items(study)
+    return StudyFrames(
+        study=study.slug,
+        title=study.title,
+        systems=systems_frame(study=study),
+        sources=sources_frame(study=study),
+        simplifications=simplifications_frame(study=study),
+        expert_ratings=expert_ratings_frame(study=study, lookups=lookups),
+        expert_judgements=expert_judgements_frame(study=study),
+        lay_answers=lay_answers_frame(study=study, lookups=lookups, items=items),
+        lay_preferences=lay_preferences_frame(study=study, lookups=lookups, items=items),
+    )
+
+
+def analysis_options_from_settings(**overrides) -> AnalysisOptions:
+    """The options the dashboard, API and report use: AnalysisOptions' defaults, overridden by
+    the optional setting RADLAY_ANALYSIS_OPTIONS (a dict of AnalysisOptions fields, plus
+    "embeddings": True or a model directory), then by `overrides`."""
+    values = {**getattr(settings, "RADLAY_ANALYSIS_OPTIONS", {}), **overrides}
+    # {"embeddings": True} (or a model directory) gives the semantic metrics their embedder.
+    embeddings = values.pop("embeddings", None)
+    if embeddings:
+        from ml.services import embedder_get
+
+        values["embedder"] = embedder_get(model=None if embeddings is True else embeddings)
+    for key in ("metric_families", "correlation_metrics"):
+        if values.get(key) is not None:
+            values[key] = tuple(values[key])
+    return AnalysisOptions(**values)
