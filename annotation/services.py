@@ -350,9 +350,14 @@ def _answer_update(model, names: tuple[str, ...]) -> PreparedUpdate:
     return PreparedUpdate(
         lambda row_id, added_ms, now, **fields: (
             model.objects.filter(pk=row_id),
-            {**fields, "time_spent_ms": F("time_spent_ms") + added_ms, "updated_at": now},
+            _answer_changes(fields, added_ms, now),
         )
     )
+
+
+def _answer_changes(fields: Mapping[str, Any], added_ms, now) -> dict[str, Any]:
+    # What every later save of an answer sets: its fields, the time added in the database, when.
+    return {**fields, "time_spent_ms": F("time_spent_ms") + added_ms, "updated_at": now}
 
 
 def _answer_write(model, lookup: dict[str, Any], current, fields: dict[str, Any], time_spent_ms: int):
@@ -703,11 +708,7 @@ def _answer_update_where(model, keys: tuple[str, ...], names: tuple[str, ...]) -
     return PreparedUpdateReturning(
         lambda added_ms, now, **arguments: (
             model.objects.filter(**{key: arguments[f"where_{key}"] for key in keys}),
-            {
-                **{name: arguments[name] for name in names},
-                "time_spent_ms": F("time_spent_ms") + added_ms,
-                "updated_at": now,
-            },
+            _answer_changes({name: arguments[name] for name in names}, added_ms, now),
         ),
         model,
     )
