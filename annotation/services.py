@@ -11,11 +11,12 @@ from __future__ import annotations
 import functools
 import random
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F, QuerySet
+from django.db.models import F, QuerySet, Value
 from django.utils import timezone
 
 from annotation import scales
@@ -37,8 +38,8 @@ from annotation.models import (
     normalize_text,
     text_hash,
 )
-from annotation.prepared_queries import Joined, PreparedUpdate, PreparedUpdateReturning
-from annotation.survey_page import seeded_shuffle
+from annotation.prepared_queries import Joined, PreparedQuery, PreparedUpdate, PreparedUpdateReturning
+from annotation.survey_page import seeded_shuffle, text_label
 
 
 class AnswerLocked(ValidationError):
@@ -645,6 +646,38 @@ def lay_item_lock_original(*, item: LayItem) -> LayItem:
     return item
 
 
+@dataclass(frozen=True)
+class SavedPreference:
+    """A panel-3 save: the row and the texts most and least liked after it."""
+
+    row: LayPreference
+    most: frozenset[int]
+    least: frozenset[int]
+
+
+# A preference's choices, both relations in one statement ("most"/"least", text id): SQL compiled once.
+_CHOICE_RELATIONS = (("most", LayPreference.most.through), ("least", LayPreference.least.through))
+_choice_rows = PreparedQuery(
+    lambda preference_id: functools.reduce(
+        lambda left, right: left.union(right, all=True),
+        (
+            through.objects.filter(laypreference_id=preference_id)
+            .annotate(relation=Value(name))
+            .values_list("relation", "simplificationtext_id")
+            for name, through in _CHOICE_RELATIONS
+        ),
+    )
+)
+
+
+def lay_preference_choices(*, preference_id: int) -> dict[str, set[int]]:
+    """The ids of the texts most and least liked in a preference, from one query."""
+    chosen: dict[str, set[int]] = {name: set() for name, _ in _CHOICE_RELATIONS}
+    for name, text_id in _choice_rows.rows(preference_id=preference_id):
+        chosen[name].add(text_id)
+    return chosen
+
+
 def lay_preference_save(
     *,
     item: LayItem,
@@ -653,11 +686,16 @@ def lay_preference_save(
     most_justification: str | None = None,
     least_justification: str | None = None,
     time_spent_ms: int = 0,
-) -> LayPreference:
-    """Save panel 3. `most`/`least` are SimplificationText ids among the item's shown texts."""
+    exclusive: bool = False,
+) -> SavedPreference:
+    """Save panel 3. `most`/`least` are SimplificationText ids among the item's shown texts; None
+    keeps a question's stored choice. With `exclusive` (the survey page's rule) a text cannot be
+    both most and least liked: ValidationError on `least`, and nothing saved. (Imported answers
+    may hold such a pair: two systems' identical texts are one text.) The choices are written as
+    differences to the stored ones: a save that changes one question costs one statement for it."""
     allowed = set(item.preference_order)
-    most_ids = _check_choice_ids("most", most, allowed)
-    least_ids = _check_choice_ids("least", least, allowed)
+    ids = {"most": _check_choice_ids("most", most, allowed)}
+    ids["least"] = _check_choice_ids("least", least, allowed)
     given = {
         name: value.strip()
         for name, value in (
@@ -666,8 +704,9 @@ def lay_preference_save(
         )
         if value is not None
     }
-    # No savepoint: the choices are checked above, so what can fail inside is the database.
+    # Without a savepoint: a refusal below rolls back the caller's transaction, so nothing is saved.
     with transaction.atomic(savepoint=False):
+        # The UPDATE locks the preference row: concurrent saves of one item read and write in turn.
         preference = _answer_save_locked(
             LayPreference,
             {"item": item},
@@ -675,11 +714,24 @@ def lay_preference_save(
             time_spent_ms,
             defaults={"order_shown": item.preference_order},
         )
-        if most_ids is not None:
-            preference.most.set(most_ids)
-        if least_ids is not None:
-            preference.least.set(least_ids)
-    return preference
+        stored = lay_preference_choices(preference_id=preference.pk)
+        wanted = {name: set(chosen) if chosen is not None else stored[name] for name, chosen in ids.items()}
+        if exclusive and (both := wanted["most"] & wanted["least"]):
+            labels = {t: text_label(n) for n, t in enumerate(item.preference_order)}
+            named = ", ".join(sorted(labels.get(t, str(t)) for t in both))
+            raise ValidationError(
+                {"least": f"Simplification {named} cannot be among both the most and the least liked."}
+            )
+        for name, through in _CHOICE_RELATIONS:
+            if removed := stored[name] - wanted[name]:
+                mine = through.objects.filter(laypreference_id=preference.pk)
+                mine.filter(simplificationtext_id__in=removed).delete()
+            if added := wanted[name] - stored[name]:
+                through.objects.bulk_create(
+                    [through(laypreference_id=preference.pk, simplificationtext_id=t) for t in sorted(added)],
+                    ignore_conflicts=True,
+                )
+    return SavedPreference(preference, frozenset(wanted["most"]), frozenset(wanted["least"]))
 
 
 def _check_choice_ids(name: str, ids: Iterable[int] | None, allowed: set[int]) -> list[int] | None:

@@ -104,10 +104,10 @@ def lay_panel_state(*, item: LayItem, panel: str) -> PanelState:
         return state
     texts = SimplificationText.objects.in_bulk(item.preference_order)
     state.texts = [(text_label(n), texts[t]) for n, t in enumerate(item.preference_order) if t in texts]
-    preference = LayPreference.objects.filter(item=item).prefetch_related("most", "least").first()
+    preference = LayPreference.objects.filter(item=item).first()
     if preference is not None:
-        state.most = {t.pk for t in preference.most.all()}
-        state.least = {t.pk for t in preference.least.all()}
+        chosen = services.lay_preference_choices(preference_id=preference.pk)
+        state.most, state.least = chosen["most"], chosen["least"]
         state.most_justification = preference.most_justification
         state.least_justification = preference.least_justification
     state.missing = [name for name, chosen in (("most", state.most), ("least", state.least)) if not chosen]
@@ -297,34 +297,23 @@ def lay_panel_save(
 
 
 def _preference_save(item: LayItem, data: Mapping[str, Any], time_spent_ms: int) -> list[str]:
-    """Save panel 3 from form data; returns the questions still unanswered after this save."""
+    """Save panel 3 from form data; returns the questions still unanswered after this save. A
+    question not sent keeps its stored choice (the page always sends both; an autosave, the one
+    that changed)."""
     fields = set(_getlist(data, "fields"))
     chosen: dict[str, list[int] | None] = {}
     for name in ("most", "least"):
         values = _getlist(data, name)
         chosen[name] = _parse_ids(name, values) if (name in fields or values) else None
-    justifications = _justifications(data)
-    # What the preference will be after this save: a question not sent keeps its stored choice
-    # (the page always sends both, so the stored ones are read only for partial requests).
-    stored: dict[str, set[int]] = {"most": set(), "least": set()}
-    if None in chosen.values():
-        current = LayPreference.objects.filter(item=item).prefetch_related("most", "least").first()
-        if current is not None:
-            stored = {
-                "most": {t.pk for t in current.most.all()},
-                "least": {t.pk for t in current.least.all()},
-            }
-    most, least = (set(chosen[n]) if chosen[n] is not None else stored[n] for n in ("most", "least"))
-    if most & least:
-        labels = {t: text_label(n) for n, t in enumerate(item.preference_order)}
-        both = ", ".join(labels.get(t, str(t)) for t in sorted(most & least, key=lambda t: labels.get(t, "")))
-        raise ValidationError(
-            {"least": f"Simplification {both} cannot be among both the most and the least liked."}
-        )
-    services.lay_preference_save(
-        item=item, most=chosen["most"], least=chosen["least"], time_spent_ms=time_spent_ms, **justifications
+    saved = services.lay_preference_save(
+        item=item,
+        most=chosen["most"],
+        least=chosen["least"],
+        time_spent_ms=time_spent_ms,
+        exclusive=True,
+        **_justifications(data),
     )
-    return [name for name, ids in (("most", most), ("least", least)) if not ids]
+    return [name for name, ids in (("most", saved.most), ("least", saved.least)) if not ids]
 
 
 def _advance(item: LayItem, panel: str) -> None:

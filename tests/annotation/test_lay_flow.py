@@ -485,6 +485,29 @@ def test_preference_panel_sets_and_overlap():
     assert item.stage == "done"
 
 
+def test_a_preference_autosave_of_one_question_keeps_the_other_and_refuses_an_overlap():
+    """survey.js sends the question that changed alone: the other keeps its stored choice, a text
+    liked most cannot become least liked that way either, and a refused save changes nothing."""
+    study = build_study(n_sources=1)
+    item = _items(_started(study))[0]
+    _save(item, "original", data=PANEL1, submit=True)
+    panels.lay_panel_open(item=LayItem.objects.get(pk=item.pk), panel="assisted")
+    _save(item, "assisted", data=PANEL2, submit=True)
+    item.refresh_from_db()
+    a, b, c, _ = item.preference_order
+    _save(item, "preference", data={"fields": "most", "most": [a, b]}, time_spent_ms=100)
+    _save(item, "preference", data={"fields": "most", "most": [a, c]}, time_spent_ms=100)
+    with pytest.raises(ValidationError) as both:
+        _save(item, "preference", data={"fields": "least", "least": [c]}, time_spent_ms=100)
+    assert "Simplification C cannot be among both" in str(both.value)
+    preference = LayPreference.objects.get(item=item)
+    assert set(preference.most.values_list("pk", flat=True)) == {a, c}
+    assert not preference.least.exists() and preference.time_spent_ms == 200
+    _save(item, "preference", data={"fields": "least", "least": [b]}, submit=True)
+    assert set(preference.most.values_list("pk", flat=True)) == {a, c}
+    assert set(preference.least.values_list("pk", flat=True)) == {b}
+
+
 def test_single_distinct_text_skips_panel_3():
     study = build_study(n_sources=1, systems=("a", "b"), shared=((0, "a", "b"),))
     item = _items(_started(study))[0]
