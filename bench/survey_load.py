@@ -537,16 +537,6 @@ async def run_phase(
     return rec
 
 
-def run_loop(coro):
-    """Run the driver on uvloop when it is installed (requirements-dev.txt): its event loop costs
-    the client less CPU, which it would otherwise take from the server it measures."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(coro)
-    return uvloop.run(coro)
-
-
 def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -613,7 +603,7 @@ def main() -> None:
                 offset = 0
                 for think in thinks:
                     for c in concurrencies:
-                        rec = run_loop(
+                        rec = asyncio.run(
                             run_phase(
                                 base,
                                 people[offset : offset + c],
@@ -665,7 +655,7 @@ def main() -> None:
         server, base = gunicorn("bench.survey_floor:application", floor_env, args.workers)
         try:
             for c in concurrencies:
-                rec = run_loop(run_phase(base, [], c, 0, args.warmup, args.duration, floor=True))
+                rec = asyncio.run(run_phase(base, [], c, 0, args.warmup, args.duration, floor=True))
                 floors[c] = rec.answers / args.duration
         finally:
             server.send_signal(signal.SIGTERM)
