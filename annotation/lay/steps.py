@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, Q, Subquery
+from django.db.models import Count, Q, Subquery, Value
 
 from annotation.access import access_lay_item
 from annotation.lay.design import ASSISTED, DONE, PREFERENCE, lay_background_pending, panel_number
 from annotation.models import AttentionCheck, LayItem, Participant
-from annotation.prepared_queries import Joined, PreparedAggregate, PreparedQuery
+from annotation.prepared_queries import Joined, PreparedQuery
 
 # Step kinds, in the order a participant meets them.
 COMPLETED = "completed"  # finished: the completion code (shown even after the study closed)
@@ -183,38 +183,65 @@ class LayProgress:
         return round(100 * self.done / self.total) if self.total else 0
 
 
-# Asked by every lay page: SQL compiled once per process.
+# Asked by every lay page, in one statement: the participant's items by stage (a row "items") and
+# the study's attention checks with those answered (a row "checks"); a query with nothing to count
+# has no row. SQL compiled once per process.
 _THREE = Q(preference_order__1__isnull=False)  # panel 3 needs two texts to compare
-_item_counts = PreparedAggregate(
-    lambda participant_id: (
+_ITEM_COUNTS = {
+    "items": Count("pk"),
+    "three": Count("pk", filter=_THREE),
+    "assisted": Count("pk", filter=Q(stage=ASSISTED)),
+    "preference": Count("pk", filter=Q(stage=PREFERENCE)),
+    "done": Count("pk", filter=Q(stage=DONE)),
+    "done_three": Count("pk", filter=Q(stage=DONE) & _THREE),
+}
+_CHECK_COUNTS = ("n", "answered")
+
+
+def _counted(queryset, field: str, kind: str, counts: list):
+    # Both rows have as many columns as the item counts: the check counts are padded with zeros.
+    padded = {
+        f"c{n}": count for n, count in enumerate(counts + [Value(0)] * (len(_ITEM_COUNTS) - len(counts)))
+    }
+    return queryset.order_by().values(field).annotate(kind=Value(kind), **padded).values_list("kind", *padded)
+
+
+_progress_rows = PreparedQuery(
+    lambda participant_id, study_id: _counted(
         LayItem.objects.filter(participant_id=participant_id),
         "participant_id",
-        {
-            "items": Count("pk"),
-            "three": Count("pk", filter=_THREE),
-            "assisted": Count("pk", filter=Q(stage=ASSISTED)),
-            "preference": Count("pk", filter=Q(stage=PREFERENCE)),
-            "done": Count("pk", filter=Q(stage=DONE)),
-            "done_three": Count("pk", filter=Q(stage=DONE) & _THREE),
-        },
+        "items",
+        [*_ITEM_COUNTS.values()],
+    ).union(
+        _counted(
+            AttentionCheck.objects.filter(study_id=study_id),
+            "study_id",
+            "checks",
+            [  # _CHECK_COUNTS
+                Count("pk", distinct=True),
+                Count("responses", filter=Q(responses__participant_id=participant_id), distinct=True),
+            ],
+        ),
+        all=True,
     )
 )
-_check_counts = PreparedAggregate(
-    lambda study_id, participant_id: (
-        AttentionCheck.objects.filter(study_id=study_id),
-        "study_id",
-        {
-            "n": Count("pk", distinct=True),
-            "answered": Count("responses", filter=Q(responses__participant_id=participant_id), distinct=True),
-        },
-    )
-)
+
+
+def _progress_counts(participant: Participant) -> tuple[dict[str, int], dict[str, int]]:
+    """(the participant's item counts, the study's check counts), each 0 where there is nothing."""
+    items = dict.fromkeys(_ITEM_COUNTS, 0)
+    checks = dict.fromkeys(_CHECK_COUNTS, 0)
+    for kind, *values in _progress_rows.rows(participant_id=participant.pk, study_id=participant.study_id):
+        if kind == "items":
+            items = dict(zip(_ITEM_COUNTS, values, strict=True))
+        else:
+            checks = dict(zip(_CHECK_COUNTS, values[: len(_CHECK_COUNTS)], strict=True))
+    return items, checks
 
 
 def lay_progress(*, participant: Participant, step: LayStep) -> LayProgress:
-    """Panels and attention checks done / in all, counted in the database (two queries)."""
-    counts = _item_counts.values(participant_id=participant.pk)
-    checks = _check_counts.values(study_id=participant.study_id, participant_id=participant.pk)
+    """Panels and attention checks done / in all, counted in the database (one query)."""
+    counts, checks = _progress_counts(participant)
     total = checks["n"] + 2 * counts["items"] + counts["three"]
     done = (
         checks["answered"]

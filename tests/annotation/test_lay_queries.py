@@ -34,13 +34,13 @@ PANEL2 = {**PANEL1, "helpfulness": "I understand much better"}
 # Bounds per request, as measured (savepoints count: each answer service is atomic inside the
 # request's transaction). A request that starts costing more fails here.
 MAX_QUERIES = {
-    "get original": 5,
+    "get original": 4,
     "autosave original": 8,
     "submit original": 7,  # with where the participant goes next (no round trip via the start page)
-    "get assisted": 6,
+    "get assisted": 5,
     "autosave assisted": 8,
     "submit assisted": 7,
-    "get preference": 6,
+    "get preference": 5,
     "autosave preference": 10,  # the first: the row is inserted (savepoint), one choice added
     "autosave preference, one question": 7,  # as survey.js sends it: both choices read in one query
     "submit preference": 8,
