@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, Q, Subquery, Value
+from django.db.models import CharField, Count, Func, Q, Subquery, Value
 
 from annotation.access import access_lay_item
 from annotation.lay.design import ASSISTED, DONE, PREFERENCE, lay_background_pending, panel_number
@@ -77,8 +77,19 @@ def _unanswered_checks(study_id, participant_id):
 # then joined: joined first, the database may join all of a participant's unfinished items and sort
 # them when its statistics do not know the participant yet. The position of the next unanswered
 # attention check comes with it: the check itself is read only when it is due.
+# "Not done" is compared with the literal 'done', not a parameter: the index's condition is that
+# literal comparison, and only then can a prepared statement's generic plan (the one PostgreSQL
+# keeps after five runs) prove that the index covers the query. With a parameter it walked the
+# participant's whole index and skipped the done items: ~2 ms per request 1,500 sentences in.
+_DONE_LITERAL = Func(template=f"'{DONE}'", output_field=CharField())
+
+
 def _first_unfinished(participant_id):
-    return LayItem.objects.filter(participant_id=participant_id).exclude(stage=DONE).order_by("position")
+    return (
+        LayItem.objects.filter(participant_id=participant_id)
+        .exclude(stage=_DONE_LITERAL)
+        .order_by("position")
+    )
 
 
 def _next_check_position(study_id, participant_id):
