@@ -237,6 +237,7 @@ class Recorder:
     sentences: int = 0
     requests: int = 0  # HTTP requests, redirects followed included
     arrival: float = 0.0  # seconds until every participant was on their first page (first visits)
+    cpu: dict[str, float] | None = None  # CPU seconds in the measured window, by process kind
 
     def record(self, kind: str, began: float, ok: bool, hops: int = 1) -> None:
         now = time.monotonic()
@@ -247,6 +248,61 @@ class Recorder:
                 self.errors += 1
             elif kind == "save":
                 self.answers += 1
+
+
+# CPU time of the measured window, by who spent it. Throughput on a shared or virtual machine
+# moves with its neighbours; the CPU a request costs moves much less, so a change is judged by it.
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _processes() -> dict[int, tuple[int, str, float]]:
+    """{pid: (parent pid, command, CPU seconds)} of the processes /proc shows (Linux; {} elsewhere)."""
+    found = {}
+    for entry in os.scandir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as stat:
+                head, _, rest = stat.read().rpartition(")")
+        except OSError:
+            continue  # gone meanwhile
+        fields = rest.split()
+        command = head.partition("(")[2]
+        found[int(entry.name)] = (int(fields[1]), command, (int(fields[11]) + int(fields[12])) / CLOCK_TICKS)
+    return found
+
+
+def cpu_sample(server_pid: int) -> dict[str, dict[int, float]]:
+    """CPU seconds so far of the server (gunicorn's master and its workers), the database (local
+    PostgreSQL processes: every one of them, this run's load is most of what they do) and this
+    driver, per process."""
+    sample: dict[str, dict[int, float]] = {"server": {}, "database": {}, "driver": {}}
+    for pid, (parent, command, seconds) in _processes().items():
+        if pid == server_pid or parent == server_pid:
+            sample["server"][pid] = seconds
+        elif command == "postgres":
+            sample["database"][pid] = seconds
+    sample["driver"][os.getpid()] = time.process_time()
+    return sample
+
+
+def cpu_spent(before: dict[str, dict[int, float]], after: dict[str, dict[int, float]]) -> dict[str, float]:
+    # A process that started in between counts from zero; one that ended in between is not seen.
+    return {
+        kind: sum(seconds - before[kind].get(pid, 0.0) for pid, seconds in after[kind].items())
+        for kind in after
+    }
+
+
+async def measure_cpu(rec: Recorder, server_pid: int | None) -> None:
+    """Sample at the start and at the end of the measured window."""
+    if server_pid is None or not os.path.isdir("/proc"):
+        return
+    await rec.window_set.wait()
+    await asyncio.sleep(max(0.0, rec.start - time.monotonic()))
+    before = cpu_sample(server_pid)
+    await asyncio.sleep(max(0.0, rec.end - time.monotonic()))
+    rec.cpu = cpu_spent(before, cpu_sample(server_pid))
 
 
 def answer_value(name: str, rng: random.Random) -> str:
@@ -496,6 +552,7 @@ async def run_phase(
     duration: float,
     floor: bool = False,
     flow=None,
+    server_pid: int | None = None,
 ) -> Recorder:
     import aiohttp
 
@@ -518,6 +575,7 @@ async def run_phase(
                 tasks.append(floor_client(session, base, n, rec, arrived, rng))
             else:
                 tasks.append((flow or radiologist)(session, base, participants[n], think, rec, arrived, rng))
+        tasks.append(measure_cpu(rec, server_pid))
         began = time.monotonic()
         running = asyncio.gather(*tasks, return_exceptions=True)
         for _ in range(concurrency):
@@ -612,6 +670,7 @@ def main() -> None:
                                 args.think_warmup if think else args.warmup,
                                 args.duration,
                                 flow=driver,
+                                server_pid=server.pid,
                             )
                         )
                         offset += c
@@ -645,6 +704,7 @@ def main() -> None:
             server.wait(timeout=60)
 
         floors = {}
+        floor_cpu: dict[int, Recorder] = {}
         floor_env = {**env, "DJANGO_SETTINGS_MODULE": ""}
         subprocess.run(
             [sys.executable, "-c", "import bench.survey_floor as f; f.table_create()"],
@@ -655,8 +715,11 @@ def main() -> None:
         server, base = gunicorn("bench.survey_floor:application", floor_env, args.workers)
         try:
             for c in concurrencies:
-                rec = asyncio.run(run_phase(base, [], c, 0, args.warmup, args.duration, floor=True))
+                rec = asyncio.run(
+                    run_phase(base, [], c, 0, args.warmup, args.duration, floor=True, server_pid=server.pid)
+                )
                 floors[c] = rec.answers / args.duration
+                floor_cpu[c] = rec
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(timeout=60)
@@ -686,6 +749,35 @@ def main() -> None:
         "floor = bare-Django one-row upserts/s at the same C without think time; sent./s = lay sentences "
         "(all panels submitted) per second; req/sent. = HTTP requests (redirects included) per sentence: "
         "floor/s divided by it is what the bare view would allow"
+    )
+    cpu_table(rows, floor_cpu, args.duration)
+
+
+def cpu_table(rows, floor_cpu: dict[int, Recorder], duration: float) -> None:
+    """What the measured windows cost in CPU: per HTTP request by process kind, and per lay
+    sentence; on N cores, N × 1000 / (ms per sentence) sentences/s is the most the machine allows."""
+    measured = [(flow, c, think, rec) for flow, c, think, rec, _ in rows]
+    measured += [("floor", c, 0.0, rec) for c, rec in floor_cpu.items()]
+    measured = [(flow, c, think, rec) for flow, c, think, rec in measured if rec.cpu and rec.requests]
+    if not measured:
+        return  # no /proc (not Linux)
+    print()
+    print(
+        f"{'CPU':>11} {'C':>4} {'think':>5} {'server/req':>10} {'db/req':>7} {'driver/req':>10} "
+        f"{'all/req':>8} {'all/sent.':>9} {'cores busy':>10}"
+    )
+    for flow, c, think, rec in measured:
+        per = {kind: 1000 * seconds / rec.requests for kind, seconds in rec.cpu.items()}
+        total = sum(rec.cpu.values())
+        sentence = f"{1000 * total / rec.sentences:>9.1f}" if rec.sentences else f"{'':>9}"
+        print(
+            f"{flow:>11} {c:>4} {think:>5g} {per['server']:>10.2f} {per['database']:>7.2f} "
+            f"{per['driver']:>10.2f} {sum(per.values()):>8.2f} {sentence} {total / duration:>10.2f}"
+        )
+    print(
+        "CPU ms from /proc over the measured window: server = gunicorn's master and workers, db = the "
+        "local PostgreSQL's processes, driver = this load driver (on the same machine, it takes CPU "
+        "from the server); all/sent. = all three per lay sentence"
     )
 
 
