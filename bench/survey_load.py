@@ -29,7 +29,10 @@ What it does, in this order:
 5. runs the same closed loop against a bare Django view that upserts one row into the same database
    (bench/survey_floor.py, same gunicorn settings) at the same concurrencies, without think time;
 6. prints one table: acknowledged answers per second, latency percentiles of saves, page loads and
-   submits, errors, lost answers, and radlay's answers/s as a fraction of the floor's upserts/s.
+   submits, errors, lost answers, and radlay's answers/s as a fraction of the floor's upserts/s;
+   and a second one (Linux): the CPU each measured window cost, from /proc, per HTTP request and per
+   lay sentence, split into the server (gunicorn), the database (the local PostgreSQL's processes)
+   and this driver.
 
 The figures depend on the machine and on what else runs on it; print `nproc` and the load average
 with them.
