@@ -64,12 +64,17 @@ def _items(participant) -> list[LayItem]:
     return list(LayItem.objects.filter(participant=participant).order_by("position"))
 
 
-def _finish_item(item: LayItem) -> None:
+def _to_panel_3(item: LayItem) -> None:
+    """Answer and submit panels 1 and 2 of `item` (refreshed: it is then in panel 3, or done)."""
     _save(item, "original", data=PANEL1, submit=True)
     item.refresh_from_db()
     panels.lay_panel_open(item=item, panel="assisted")
     _save(item, "assisted", data=PANEL2, submit=True)
     item.refresh_from_db()
+
+
+def _finish_item(item: LayItem) -> None:
+    _to_panel_3(item)
     if item.stage == "preference":
         first, last = item.preference_order[0], item.preference_order[-1]
         _save(
@@ -452,10 +457,7 @@ def test_urgency_question_when_the_study_asks_it():
 def test_preference_panel_sets_and_overlap():
     study = build_study(n_sources=1)
     item = _items(_started(study))[0]
-    _save(item, "original", data=PANEL1, submit=True)
-    panels.lay_panel_open(item=LayItem.objects.get(pk=item.pk), panel="assisted")
-    _save(item, "assisted", data=PANEL2, submit=True)
-    item.refresh_from_db()
+    _to_panel_3(item)
     a, b, c, d = item.preference_order
     _save(item, "preference", data={"fields": ["most", "least"], "most": [a, b]})
     with pytest.raises(ValidationError) as both:
@@ -490,10 +492,7 @@ def test_a_preference_autosave_of_one_question_keeps_the_other_and_refuses_an_ov
     liked most cannot become least liked that way either, and a refused save changes nothing."""
     study = build_study(n_sources=1)
     item = _items(_started(study))[0]
-    _save(item, "original", data=PANEL1, submit=True)
-    panels.lay_panel_open(item=LayItem.objects.get(pk=item.pk), panel="assisted")
-    _save(item, "assisted", data=PANEL2, submit=True)
-    item.refresh_from_db()
+    _to_panel_3(item)
     a, b, c, _ = item.preference_order
     _save(item, "preference", data={"fields": "most", "most": [a, b]}, time_spent_ms=100)
     _save(item, "preference", data={"fields": "most", "most": [a, c]}, time_spent_ms=100)
