@@ -398,8 +398,8 @@ async def radiologist(
 
 
 # The driver shares the machine with the server it measures, so it reads pages cheaply: a scan of
-# the tags a form is made of (radlay's pages are Django output, every attribute value quoted), about
-# ten times faster than html.parser, which cost the lay flow ~5 ms of client CPU per sentence.
+# the tags a form is made of (radlay's pages are Django output, every attribute value quoted), ~15×
+# cheaper than html.parser (measured on a lay panel: 0.12 vs 1.77 ms), which cost ~5 ms a sentence.
 TAG = re.compile(r"<(/?)(form|input|textarea|button)\b([^>]*)>", re.IGNORECASE)
 ATTRIBUTE = re.compile(r"""([^\s=/>]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+)))?""")
 
