@@ -470,8 +470,9 @@ async def layperson(
     rng: random.Random,
 ) -> None:
     """One layperson: consent, background, instructions (warm-up), then panel after panel: one
-    autosave per question (that answer alone, as static/radlay/survey.js sends it), the panel
-    submit (the whole form), the next page. A sentence counts when its last panel is submitted."""
+    autosave per question (that answer alone, as static/radlay/survey.js sends it) and the panel
+    submit (the whole form), which answers with the next panel as it does in the browser. A
+    sentence counts when its last panel is submitted."""
     pk, token = participant
     try:
         async with session.get(f"{base}/l/{token}/") as response:
@@ -525,21 +526,29 @@ async def layperson(
             rec.record("save", began, ok)
             if ok:
                 rec.acknowledged[(pk, item, f"{panel}:{name}")] = chosen[-1][1]
+        # The submit as survey.js sends it (`navigate`): the whole form, and the next panel comes
+        # back in the response with its address in X-Radlay-Page; any other next page (an attention
+        # check, the end) is a 204 naming it, which the page then loads. (A server without this
+        # answers with a redirect, which is followed: the same run measures an older radlay.)
         began = time.monotonic()
         data = [*form.hidden, *chosen, ("continue", "1"), ("elapsed_ms", "500")]
-        async with session.post(
-            action, data=data, headers={"Referer": url}, allow_redirects=False
-        ) as response:
-            await response.read()
-            location = response.headers.get("Location", "")
-        rec.record("submit", began, response.status == 302)
-        if response.status != 302:
+        headers = {"X-Radlay-Navigate": "1", "X-CSRFToken": csrf, "Referer": url}
+        async with session.post(action, data=data, headers=headers, allow_redirects=False) as response:
+            text = await response.text()
+            page = response.headers.get("X-Radlay-Page")
+            location = response.headers.get("X-Radlay-Location") or response.headers.get("Location")
+        in_place = response.status == 200 and page is not None
+        rec.record("submit", began, in_place or response.status in (204, 302))
+        if in_place:
+            html, url = text, urljoin(url, page)
+        elif response.status in (204, 302) and location:
+            began = time.monotonic()
+            async with session.get(urljoin(url, location)) as response:
+                html, url = await response.text(), str(response.url)
+                hops = 1 + len(response.history)
+            rec.record("page", began, response.status == 200, hops)
+        else:
             return
-        began = time.monotonic()
-        async with session.get(urljoin(url, location)) as response:
-            html, url = await response.text(), str(response.url)
-            hops = 1 + len(response.history)
-        rec.record("page", began, response.status == 200, hops)
         # The sentence is finished when the page after its submit is not one of its panels.
         following = LAY_PANEL.search(url)
         if following is None or int(following[1]) != item:
@@ -761,7 +770,8 @@ def main() -> None:
             f"{rec.errors:>6} {check['lost']:>4} {check['wrong']:>5}"
         )
     print(
-        "latencies in ms; 'page' = a page GET (redirects followed); 'submit' = the page form POST (302); "
+        "latencies in ms; 'page' = a page GET (redirects followed); 'submit' = the page form POST (a 302; "
+        "a lay panel's answers with the next panel itself); "
         "floor = bare-Django one-row upserts/s at the same C without think time; sent./s = lay sentences "
         "(all panels answered) per second, as answers/s ÷ answers per sentence; req/sent. = HTTP "
         "requests (redirects included) per sentence: "

@@ -92,13 +92,39 @@ def _to_start(participant: Participant, *, htmx: bool = False) -> HttpResponse:
     return _go(reverse("annotation:lay-start", kwargs={"token": participant.token}), htmx=htmx)
 
 
+# A panel submitted by static/radlay/survey.js (`navigate`) asks for the next page in the response
+# itself: one request instead of a submit, its redirect and the next page's GET. A rendered panel
+# answers with its address in PAGE_HEADER (the script swaps the page in and puts that address in
+# the browser's history); any other next page is a 204 whose LOCATION_HEADER the script loads.
+NAVIGATE_HEADER = "X-Radlay-Navigate"
+PAGE_HEADER = "X-Radlay-Page"
+LOCATION_HEADER = "X-Radlay-Location"
+
+
+def _navigating(request: HttpRequest) -> bool:
+    return request.headers.get(NAVIGATE_HEADER) == "1"
+
+
 def _to_next(request: HttpRequest, participant: Participant) -> HttpResponse:
     """After a panel or check is answered: straight to the participant's next page, as the start page
-    would send them, without that round trip (whoever may not go on goes to the start page)."""
+    would send them, without that round trip (whoever may not go on goes to the start page). A
+    navigating submit gets the next panel itself."""
     step = lay_next_step(participant=participant)
-    if not step.in_survey:
+    url = _step_url(participant, step) if step.in_survey else None
+    if _navigating(request):
+        if step.kind == steps.ITEM:
+            item = panels.lay_panel_open(item=step.item, panel=step.panel)
+            if item.stage == step.panel:
+                return _render_panel(request, participant, item, step.panel)
+            url = None  # the safety gate ended this source: the start page knows what follows
+        response = HttpResponse(status=204)
+        response[LOCATION_HEADER] = url or reverse(
+            "annotation:lay-start", kwargs={"token": participant.token}
+        )
+        return response
+    if url is None:
         return _to_start(participant, htmx=bool(request.htmx))
-    return _go(_step_url(participant, step), htmx=bool(request.htmx))
+    return _go(url, htmx=bool(request.htmx))
 
 
 def _refusal(request: HttpRequest, participant: Participant, step: LayStep) -> HttpResponse | None:
@@ -296,9 +322,15 @@ def _render_panel(
         justification_question=scales.JUSTIFICATION_QUESTION,
         progress=lay_progress(participant=participant, step=step),
         stamp=panels.panel_stamp(item=item, panel=panel),
+        panel_url=reverse(
+            "annotation:lay-panel", kwargs={"token": participant.token, "item_id": item.pk, "panel": panel}
+        ),
         general_errors=errors.get("", []) + errors.get("__all__", []),
     )
-    return render(request, TEMPLATES + "panel.html", context, status=status)
+    response = render(request, TEMPLATES + "panel.html", context, status=status)
+    if _navigating(request):
+        response[PAGE_HEADER] = context["panel_url"]
+    return response
 
 
 @require_http_methods(["GET", "POST"])

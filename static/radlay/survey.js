@@ -21,11 +21,20 @@
        listField      a parameter name: each request also sends, under it, the name of every
                       list answer (checkbox group) it carries, so that a group with nothing
                       checked still reaches the server as "none" rather than as "not sent".
+       navigate(html, url)
+                   given, the form's submit is sent by fetch with the header X-Radlay-Navigate: 1
+                   and the server answers with the next page itself (one request instead of the
+                   submit, its redirect and a GET): a response with an X-Radlay-Page header is
+                   handed to navigate(its HTML, that address) to be shown in place of this page,
+                   after this saver has been disposed of; a 204 with X-Radlay-Location loads that
+                   address; anything else (an error page, no connection) submits the form the
+                   plain way, which the server answers as it always does.
 
    saver.queue({name: value})  send these answers (coalesced with whatever else is waiting)
    saver.unsent()              how many answers the server has not acknowledged yet
    saver.settled(ms)           a Promise that resolves once nothing waits or is in flight (or after ms)
    saver.takeElapsed()         ms since the last save, for the elapsed_ms field of a plain submit
+   saver.dispose()             stop watching the window (the page is being replaced in place)
    A 2xx response with an HX-Redirect header sends the browser there, as htmx would.
    RadlaySurvey.swapOob(html)  put the response's hx-swap-oob elements in place (by id); returns
                                the rest of the HTML
@@ -255,16 +264,50 @@
         navigator.sendBeacon(url, params);
       }
     }
-    window.addEventListener("pagehide", flushOnHide);
-    document.addEventListener("visibilitychange", function () {
-      if (document.visibilityState === "hidden" && !busy) flushOnHide();
-    });
-    window.addEventListener("online", function () { retryMs = 0; send(); });
-
     let submitting = false;
-    window.addEventListener("beforeunload", function (e) {
-      if (!submitting && unsent()) { e.preventDefault(); e.returnValue = ""; }
-    });
+    // The window's events, removed again by dispose() when the page is replaced in place.
+    const windowEvents = [
+      [window, "pagehide", flushOnHide],
+      [document, "visibilitychange", function () {
+        if (document.visibilityState === "hidden" && !busy) flushOnHide();
+      }],
+      [window, "online", function () { retryMs = 0; send(); }],
+      [window, "beforeunload", function (e) {
+        if (!submitting && unsent()) { e.preventDefault(); e.returnValue = ""; }
+      }],
+      // Back through the browser's page cache: the page may be submitted again.
+      [window, "pageshow", function () { submitting = false; }],
+    ];
+    windowEvents.forEach(function (e) { e[0].addEventListener(e[1], e[2]); });
+    function dispose() {
+      windowEvents.forEach(function (e) { e[0].removeEventListener(e[1], e[2]); });
+      clearTimeout(retryTimer);
+    }
+
+    // The submit by fetch (options.navigate): the form's fields and its submit button, URL-encoded
+    // as a browser sends them; whatever the answer is not a page to show, the plain submit follows.
+    function plainSubmit() {
+      HTMLFormElement.prototype.submit.call(form);
+    }
+    function navigateSubmit(submitter) {
+      const params = new URLSearchParams();
+      new FormData(form).forEach(function (value, name) { params.append(name, value); });
+      if (submitter && submitter.name) params.append(submitter.name, submitter.value);
+      fetch(url, {
+        method: "POST",
+        body: params,
+        headers: { "X-Radlay-Navigate": "1", "X-CSRFToken": csrfToken(form) },
+        credentials: "same-origin",
+      }).then(function (response) {
+        const page = response.headers.get("X-Radlay-Page");
+        const location = response.headers.get("X-Radlay-Location");
+        if (page) {
+          return response.text().then(function (html) { dispose(); options.navigate(html, page); });
+        }
+        if (response.status === 204 && location) { dispose(); window.location.assign(location); return; }
+        plainSubmit();
+      }).catch(plainSubmit);
+    }
     form.addEventListener("submit", function (e) {
       if (submitting) { e.preventDefault(); return; }  // a double click submits once
       if (unsent() && !form.radlaySettled) {
@@ -283,9 +326,11 @@
       // The form carries every answer: nothing is left to keep for this page.
       waiting.clear();
       try { localStorage.removeItem(storageKey); } catch (err) { /* nothing stored */ }
+      if (options.navigate && window.fetch) {
+        e.preventDefault();
+        navigateSubmit(e.submitter);
+      }
     });
-    // Back through the browser's page cache: the page may be submitted again.
-    window.addEventListener("pageshow", function () { submitting = false; });
 
     // Answers that a previous visit could not send come back into the form and go out again.
     try {
@@ -294,7 +339,7 @@
       if (Object.keys(kept).length) queue(kept);
     } catch (e) { /* unreadable storage: nothing to restore */ }
 
-    return { queue: queue, unsent: unsent, settled: settled, takeElapsed: takeElapsed };
+    return { queue: queue, unsent: unsent, settled: settled, takeElapsed: takeElapsed, dispose: dispose };
   }
 
   window.RadlaySurvey = { autosave: autosave, swapOob: swapOob };

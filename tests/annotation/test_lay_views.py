@@ -287,6 +287,101 @@ def test_preference_panel_and_completion(client):
     assert participant.completion_code in client.get(_url("lay-done", participant)).content.decode()
 
 
+NAVIGATE = {"HTTP_X_RADLAY_NAVIGATE": "1"}
+
+
+def test_a_navigating_submit_answers_with_the_next_panel_itself(client):
+    """survey.js's submit (header X-Radlay-Navigate) gets the next panel in its response, with the
+    panel's address in X-Radlay-Page, and the same effects as the submit + redirect + GET it stands
+    for: panel 1 is locked once panel 2 is served. Gaps answer with the same panel and its errors;
+    a next page that is not a panel (an attention check, the end) is a 204 naming it."""
+    study = build_study(n_sources=2)
+    AttentionCheck.objects.create(
+        study=study,
+        position=1,
+        prompt="Please choose Mild.",
+        options=["Critical", "Mild"],
+        expected_answer="Mild",
+    )
+    participant = _consented(study)
+    first, second = _begin(client, participant)
+    url1 = _panel_url(participant, first, "original")
+    client.get(url1)
+
+    response = client.post(url1, {"understanding": PANEL1["understanding"], "continue": "1"}, **NAVIGATE)
+    assert response.status_code == 400 and response["X-Radlay-Page"] == url1
+    assert response.content.decode().count("Please answer this question.") == 2
+    first.refresh_from_db()
+    assert first.stage == "original"
+
+    response = client.post(url1, {**PANEL1, "continue": "1"}, **NAVIGATE)
+    url2 = _panel_url(participant, first, "assisted")
+    assert response.status_code == 200 and response["X-Radlay-Page"] == url2
+    page = response.content.decode()
+    assert first.source.text in page and f'action="{url2}"' in page
+    first.refresh_from_db()
+    assert first.stage == "assisted" and first.original_locked_at is not None
+    assert (
+        client.post(url1, {**PANEL1, "understanding": "Completely", "autosave": "1"}, **HX).status_code == 409
+    )
+
+    response = client.post(url2, {**PANEL2, "continue": "1"}, **NAVIGATE)
+    url3 = _panel_url(participant, first, "preference")
+    assert response.status_code == 200 and response["X-Radlay-Page"] == url3
+    a, b = LayItem.objects.get(pk=first.pk).preference_order[:2]
+    response = client.post(url3, {"fields": ["most", "least"], "most": [a], "least": [b]}, **NAVIGATE)
+    check = AttentionCheck.objects.get()
+    assert response.status_code == 204 and response.content == b""
+    assert response["X-Radlay-Location"] == _url("lay-check", participant, check_id=check.pk)
+    assert LayPreference.objects.get(item=first).most.get().pk == a
+
+    # A plain submit (no script) is still a redirect, and the end of the survey is a 204 too.
+    client.post(_url("lay-check", participant, check_id=check.pk), {"answer": "Mild"})
+    response = client.post(_panel_url(participant, second, "original"), {**PANEL1, "continue": "1"})
+    assert response.status_code == 302 and response["Location"] == _panel_url(participant, second, "assisted")
+    client.get(response["Location"])
+    response = client.post(
+        _panel_url(participant, second, "assisted"), {**PANEL2, "continue": "1"}, **NAVIGATE
+    )
+    a, b = LayItem.objects.get(pk=second.pk).preference_order[:2]
+    url = _panel_url(participant, second, "preference")
+    response = client.post(url, {"fields": ["most", "least"], "most": [a], "least": [b]}, **NAVIGATE)
+    assert response.status_code == 204 and response["X-Radlay-Location"] == _url("lay-done", participant)
+
+
+def test_a_navigating_submit_whose_next_panel_the_safety_gate_ends_goes_to_the_start_page(client):
+    from tests.annotation.test_lay_flow import _rate
+
+    study = build_study(n_sources=2, systems=("a", "b"))
+    study.safety_gate_enabled = True
+    study.save()
+    participant = _consented(study)
+    first, second = _begin(client, participant)
+    for key in ("a", "b"):  # every text of the first source withheld after the survey began
+        _rate(study, first.source, key, hallucination=1)
+    response = client.post(
+        _panel_url(participant, first, "original"), {**PANEL1, "continue": "1"}, **NAVIGATE
+    )
+    assert response.status_code == 204 and response["X-Radlay-Location"] == _url("lay-start", participant)
+    assert LayItem.objects.get(pk=first.pk).stage == "done"
+    followed = _follow_to(client, response["X-Radlay-Location"])
+    assert followed.redirect_chain[-1][0] == _panel_url(participant, second, "original")
+
+
+def test_a_navigating_submit_out_of_turn_is_refused_like_a_plain_one(client):
+    """A navigating submit of a panel the participant has left is the same 409 (no page header:
+    survey.js then submits the plain way and the browser shows the message)."""
+    study = build_study(n_sources=1)
+    participant = _consented(study)
+    item = _begin(client, participant)[0]
+    url1 = _panel_url(participant, item, "original")
+    client.get(url1)
+    assert client.post(url1, {**PANEL1, "continue": "1"}, **NAVIGATE).status_code == 200
+    response = client.post(url1, {**PANEL1, "understanding": "Completely", "continue": "1"}, **NAVIGATE)
+    assert response.status_code == 409 and "X-Radlay-Page" not in response
+    assert LayAnswer.objects.get(item=item, phase="original").understanding == PANEL1["understanding"]
+
+
 def test_bad_values_are_400_and_save_nothing(client):
     study = build_study(n_sources=1)
     participant = _consented(study)

@@ -83,8 +83,17 @@ def _answer_panel(page, fields, offset: int, given: dict, shots: dict | None = N
 
 
 def _continue(page) -> None:
-    with page.expect_navigation():
-        page.locator(".submitbar button[type=submit]").tap()
+    """Press the page's submit button and wait for what follows: the next panel (or the same one
+    with what is missing) put in place of this one by the submit's own response, or a page load
+    (an attention check, the end)."""
+    before = page.url
+    page.evaluate("window.radlayStayed = true; document.querySelector('main').dataset.left = 'yes'")
+    page.locator(".submitbar button[type=submit]").tap()
+    page.wait_for_selector("main:not([data-left])", state="attached")
+    page.wait_for_load_state()
+    if "/sentence/" in before and "/sentence/" in page.url:
+        # One request: the same document shows the next panel (no page load, no GET).
+        assert page.evaluate("window.radlayStayed === true"), f"{page.url} was loaded as a page"
 
 
 def _take_survey(
@@ -124,8 +133,9 @@ def _take_survey(
                 "Given a radiology sentence, please answer the following questions."
             )
             expect(page.locator(".simp")).to_have_count(0)  # the simplification is not shown yet
-            if keyboard_first and item.position == 0:
-                # Number keys answer the focused question, and the focus moves on by itself.
+            if keyboard_first and item.position in (0, 1):
+                # Number keys answer the focused question, and the focus moves on by itself (on a
+                # page loaded as such, and on a panel put in place of the last one).
                 page.locator("#q-understanding input").first.focus()
                 for field, key in zip(ORIGINAL_FIELDS, ("3", "2", "4"), strict=True):
                     with page.expect_response(lambda r: r.request.method == "POST"):
@@ -140,14 +150,20 @@ def _take_survey(
             expect(page.locator(".simp")).to_have_text(item.shown_text.text)
             expect(page.locator("details.locked")).to_contain_text("locked")
             if try_back and item.position == 0:
-                # The browser's Back button cannot reopen panel 1 for changes.
+                # The browser's Back button cannot reopen panel 1: the panel came in place of it,
+                # so going back loads panel 1's address, which sends the participant on to here.
                 page.go_back()
-                if page.url.endswith("/original/"):  # restored from the browser's cache
-                    page.locator('#q-understanding label:has(input[value="Completely"])').tap()
-                    expect(page.locator("#save-status")).to_contain_text("locked")
-                    page.goto(url)
-                assert page.url == url
+                page.wait_for_url(url)
                 expect(page.locator(".simp")).to_be_visible()
+                # An answer to panel 1 sent now (a stale tab) is refused: panel 1 is locked.
+                refused = page.evaluate(
+                    """async (target) => (await fetch(target, {method: "POST",
+                        headers: {"HX-Request": "true", "X-CSRFToken":
+                            document.querySelector("input[name=csrfmiddlewaretoken]").value},
+                        body: new URLSearchParams({understanding: "Completely", autosave: "1"})})).status""",
+                    url.replace("/assisted/", "/original/"),
+                )
+                assert refused == 409
             fields = ASSISTED_FIELDS
             if reload_at == item.position:
                 _answer_panel(page, fields[:2], offset + 1, given["assisted"])
