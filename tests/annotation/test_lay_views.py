@@ -62,6 +62,16 @@ def _begin(client, participant):
     return list(LayItem.objects.filter(participant=participant).order_by("position"))
 
 
+def _mild_check(study, *, position: int) -> AttentionCheck:
+    return AttentionCheck.objects.create(
+        study=study,
+        position=position,
+        prompt="Please choose Mild.",
+        options=["Critical", "Mild"],
+        expected_answer="Mild",
+    )
+
+
 def _follow_to(client, url):
     response = client.get(url, follow=True)
     assert response.status_code == 200
@@ -296,13 +306,7 @@ def test_a_navigating_submit_answers_with_the_next_panel_itself(client):
     for: panel 1 is locked once panel 2 is served. Gaps answer with the same panel and its errors;
     a next page that is not a panel (an attention check, the end) is a 204 naming it."""
     study = build_study(n_sources=2)
-    AttentionCheck.objects.create(
-        study=study,
-        position=1,
-        prompt="Please choose Mild.",
-        options=["Critical", "Mild"],
-        expected_answer="Mild",
-    )
+    _mild_check(study, position=1)
     participant = _consented(study)
     first, second = _begin(client, participant)
     url1 = _panel_url(participant, first, "original")
@@ -550,13 +554,7 @@ def test_nul_bytes_and_overlong_text_are_a_clear_400(client):
 
 def test_attention_check_pages(client):
     study = build_study(n_sources=1)
-    check = AttentionCheck.objects.create(
-        study=study,
-        position=0,
-        prompt="Please choose Mild.",
-        options=["Critical", "Mild"],
-        expected_answer="Mild",
-    )
+    check = _mild_check(study, position=0)
     participant = _consented(study)
     item = _begin(client, participant)[0]
     response = _follow_to(client, _url("lay-start", participant))
