@@ -113,9 +113,8 @@ def _to_next(request: HttpRequest, participant: Participant) -> HttpResponse:
     url = _step_url(participant, step) if step.in_survey else None
     if _navigating(request):
         if step.kind == steps.ITEM:
-            item = panels.lay_panel_open(item=step.item, panel=step.panel)
-            if item.stage == step.panel:
-                return _render_panel(request, participant, item, step.panel)
+            if (shown := _shown_panel(request, participant, step)) is not None:
+                return shown
             url = None  # the safety gate ended this source: the start page knows what follows
         response = HttpResponse(status=204)
         response[LOCATION_HEADER] = url or reverse(
@@ -333,6 +332,15 @@ def _render_panel(
     return response
 
 
+def _shown_panel(request: HttpRequest, participant: Participant, step: LayStep) -> HttpResponse | None:
+    """The participant's current panel, opened (panels.lay_panel_open) and rendered; None when
+    opening it ended the source (the safety gate withheld every text)."""
+    item = panels.lay_panel_open(item=step.item, panel=step.panel)
+    if item.stage != step.panel:
+        return None
+    return _render_panel(request, participant, item, step.panel)
+
+
 @require_http_methods(["GET", "POST"])
 @never_cache
 @lay_participant()
@@ -354,10 +362,7 @@ def lay_panel(request: HttpRequest, participant: Participant, item_id: int, pane
         if not step.is_panel(item_id=item_id, panel=panel):
             access_lay_item(participant=participant, item_id=item_id)  # someone else's item is a 404
             return redirect(_step_url(participant, step))
-        item = panels.lay_panel_open(item=step.item, panel=panel)
-        if item.stage != panel:  # the safety gate ended this source
-            return _to_start(participant)
-        return _render_panel(request, participant, item, panel)
+        return _shown_panel(request, participant, step) or _to_start(participant)
     autosave = bool(request.htmx) and request.POST.get("autosave") == "1"
     try:
         panels.lay_panel_save(

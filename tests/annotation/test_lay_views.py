@@ -359,10 +359,13 @@ def test_a_navigating_submit_whose_next_panel_the_safety_gate_ends_goes_to_the_s
     study = build_study(n_sources=2, systems=("a", "b"))
     study.safety_gate_enabled = True
     study.save()
-    participant = _consented(study)
+    participant, other = _consented(study), _consented(study)
     first, second = _begin(client, participant)
-    for key in ("a", "b"):  # every text of the first source withheld after the survey began
-        _rate(study, first.source, key, hallucination=1)
+    item = LayItem.objects.get(pk=_begin(client, other)[0].pk)
+    # Every text of each one's first source withheld after the survey began (panel 1 is not gated).
+    for source in {first.source, item.source}:
+        for key in ("a", "b"):
+            _rate(study, source, key, hallucination=1)
     response = client.post(
         _panel_url(participant, first, "original"), {**PANEL1, "continue": "1"}, **NAVIGATE
     )
@@ -370,6 +373,11 @@ def test_a_navigating_submit_whose_next_panel_the_safety_gate_ends_goes_to_the_s
     assert LayItem.objects.get(pk=first.pk).stage == "done"
     followed = _follow_to(client, response["X-Radlay-Location"])
     assert followed.redirect_chain[-1][0] == _panel_url(participant, second, "original")
+    # The plain way: the submit's redirect to panel 2, whose GET ends the source the same way.
+    response = client.post(_panel_url(other, item, "original"), {**PANEL1, "continue": "1"})
+    assert response["Location"] == _panel_url(other, item, "assisted")
+    assert client.get(response["Location"])["Location"] == _url("lay-start", other)
+    assert LayItem.objects.get(pk=item.pk).stage == "done"
 
 
 def test_a_navigating_submit_out_of_turn_is_refused_like_a_plain_one(client):
