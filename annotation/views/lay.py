@@ -45,7 +45,7 @@ def _error(
 ) -> HttpResponse:
     # An htmx autosave swaps the answer into the panel's save status, so it gets a fragment.
     if not request.htmx:
-        resume = reverse("annotation:lay-start", kwargs={"token": participant.token}) if participant else None
+        resume = _start_url(participant) if participant else None
         return survey_error_page(request, message, status, resume_url=resume)
     return render(request, "annotation/_error_fragment.html", {"message": message}, status=status)
 
@@ -88,8 +88,12 @@ def _go(url: str, *, htmx: bool) -> HttpResponse:
     return HttpResponseClientRedirect(url) if htmx else redirect(url)
 
 
+def _start_url(participant: Participant) -> str:
+    return reverse("annotation:lay-start", kwargs={"token": participant.token})
+
+
 def _to_start(participant: Participant, *, htmx: bool = False) -> HttpResponse:
-    return _go(reverse("annotation:lay-start", kwargs={"token": participant.token}), htmx=htmx)
+    return _go(_start_url(participant), htmx=htmx)
 
 
 # A panel submitted by static/radlay/survey.js (`navigate`) asks for the next page in the response
@@ -117,9 +121,7 @@ def _to_next(request: HttpRequest, participant: Participant) -> HttpResponse:
                 return shown
             url = None  # the safety gate ended this source: the start page knows what follows
         response = HttpResponse(status=204)
-        response[LOCATION_HEADER] = url or reverse(
-            "annotation:lay-start", kwargs={"token": participant.token}
-        )
+        response[LOCATION_HEADER] = url or _start_url(participant)
         return response
     if url is None:
         return _to_start(participant, htmx=bool(request.htmx))
