@@ -80,6 +80,9 @@ def environment(database_url: str, static_root: str) -> dict[str, str]:
         "DJANGO_SSL_REDIRECT": "0",
         "DJANGO_STATIC_ROOT": static_root,
         "DJANGO_LOG_LEVEL": "WARNING",
+        # Every simulated participant comes from 127.0.0.1, where a real study's come from their own
+        # networks: the per-IP limit on consents (60/h) would turn the later laypeople away.
+        "RADLAY_CONSENT_RATE_PER_IP": "",
         "PYTHONPATH": str(ROOT),
     }
 
@@ -240,6 +243,7 @@ class Recorder:
     sentence_sizes: list[int] = field(default_factory=list)  # answers per finished lay sentence
     requests: int = 0  # HTTP requests, redirects followed included
     arrival: float = 0.0  # seconds until every participant was on their first page (first visits)
+    turned_away: int = 0  # participants whose first visit ended on an error (they take no part)
     cpu: dict[str, float] | None = None  # CPU seconds in the measured window, by process kind
 
     @property
@@ -479,7 +483,8 @@ async def layperson(
             html, url = await response.text(), str(response.url)
         while not LAY_PANEL.search(url):
             form = form_of(html)
-            if form.action is None or "/done/" in url:
+            if response.status >= 400 or form.action is None:
+                rec.turned_away += "/done/" not in url
                 return
             data = [*form.hidden]
             data += [(name, values[0]) for name, values in form.radios.items()]
@@ -611,7 +616,7 @@ async def run_phase(
         rec.window_set.set()
         results = await running
         failures = [r for r in results if isinstance(r, BaseException)]
-        rec.errors += len(failures)
+        rec.errors += len(failures) + rec.turned_away
         for failure in failures[:2]:
             print(f"    a participant stopped: {failure!r}"[:300], flush=True)
     finally:
@@ -721,7 +726,8 @@ def main() -> None:
                             f"{rec.answers / args.duration:.1f} answers/s, "
                             f"{rec.sentences / args.duration:.2f} lay sentences/s, "
                             f"{check['lost']} lost, {check['wrong']} wrong of {check['checked']}; "
-                            f"all {c} arrived (first visits) in {rec.arrival:.1f} s",
+                            f"all {c} arrived (first visits) in {rec.arrival:.1f} s"
+                            + (f", {rec.turned_away} TURNED AWAY at entry" if rec.turned_away else ""),
                             flush=True,
                         )
         finally:
