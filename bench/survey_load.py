@@ -229,6 +229,9 @@ def _answered(url: str) -> None:
         pass  # any HTTP answer means the worker is up
 
 
+FLOORS = ("bare", "stack")  # bench/survey_floor.py's two floors, RADLAY_FLOOR_STACK=0 and 1
+
+
 @dataclass
 class Recorder:
     """Latencies and acknowledged answers of requests that end inside the measured window."""
@@ -561,13 +564,25 @@ async def layperson(
             given = 0
 
 
-async def floor_client(session, base: str, n: int, rec: Recorder, arrived, rng: random.Random) -> None:
-    arrived.put_nowait(n)
+async def floor_client(
+    session, base: str, n: int, rec: Recorder, arrived, rng: random.Random, stack: bool = False
+) -> None:
+    """One client of a floor (bench/survey_floor.py): one-row upserts in a closed loop; behind the
+    stack floor's CSRF check, with the token its GET /token/ hands out."""
+    headers = {}
+    try:
+        if stack:
+            async with session.get(f"{base}/token/") as response:
+                headers = {"X-CSRFToken": await response.text()}
+    finally:
+        arrived.put_nowait(n)
     await rec.window_set.wait()
     while time.monotonic() < rec.end:
         began = time.monotonic()
         async with session.post(
-            f"{base}/answer/", data={"p": n, "f": f"f{rng.randint(0, 16)}", "v": rng.randint(1, 5)}
+            f"{base}/answer/",
+            data={"p": n, "f": f"f{rng.randint(0, 16)}", "v": rng.randint(1, 5)},
+            headers=headers,
         ) as response:
             await response.read()
         rec.record("save", began, response.status == 200)
@@ -580,7 +595,7 @@ async def run_phase(
     think: float,
     warmup: float,
     duration: float,
-    floor: bool = False,
+    floor: str = "",
     flow=None,
     server_pid: int | None = None,
 ) -> Recorder:
@@ -602,7 +617,7 @@ async def run_phase(
         for n, session in enumerate(sessions):
             rng = random.Random(n)
             if floor:
-                tasks.append(floor_client(session, base, n, rec, arrived, rng))
+                tasks.append(floor_client(session, base, n, rec, arrived, rng, stack=floor == "stack"))
             else:
                 tasks.append((flow or radiologist)(session, base, participants[n], think, rec, arrived, rng))
         tasks.append(measure_cpu(rec, server_pid))
@@ -734,8 +749,9 @@ def main() -> None:
             server.send_signal(signal.SIGTERM)
             server.wait(timeout=60)
 
-        floors = {}
-        floor_cpu: dict[int, Recorder] = {}
+        # The floors (bench/survey_floor.py): bare, then the same view with radlay's settings and
+        # middleware ("stack"), each at every C without think time.
+        floors: dict[str, dict[int, Recorder]] = {FLOORS[0]: {}, FLOORS[1]: {}}
         floor_env = {**env, "DJANGO_SETTINGS_MODULE": ""}
         subprocess.run(
             [sys.executable, "-c", "import bench.survey_floor as f; f.table_create()"],
@@ -743,32 +759,38 @@ def main() -> None:
             env=floor_env,
             check=True,
         )
-        server, base = gunicorn("bench.survey_floor:application", floor_env, args.workers)
-        try:
-            for c in concurrencies:
-                rec = asyncio.run(
-                    run_phase(base, [], c, 0, args.warmup, args.duration, floor=True, server_pid=server.pid)
-                )
-                floors[c] = rec.answers / args.duration
-                floor_cpu[c] = rec
-        finally:
-            server.send_signal(signal.SIGTERM)
-            server.wait(timeout=60)
+        for kind in FLOORS:
+            kind_env = {**floor_env, "RADLAY_FLOOR_STACK": "1" if kind == "stack" else "0"}
+            server, base = gunicorn("bench.survey_floor:application", kind_env, args.workers)
+            try:
+                for c in concurrencies:
+                    phase = run_phase(
+                        base, [], c, 0, args.warmup, args.duration, floor=kind, server_pid=server.pid
+                    )
+                    floors[kind][c] = asyncio.run(phase)
+                    if floors[kind][c].errors:
+                        print(f"  {kind} floor C={c}: {floors[kind][c].errors} errors", flush=True)
+            finally:
+                server.send_signal(signal.SIGTERM)
+                server.wait(timeout=60)
 
+    rates = {kind: {c: r.answers / args.duration for c, r in by_c.items()} for kind, by_c in floors.items()}
     print()
     print(
-        f"{'flow':>11} {'C':>4} {'think':>5} {'answers/s':>9} {'floor/s':>8} {'ratio':>5} {'sent./s':>7} "
-        f"{'req/sent.':>9} "
+        f"{'flow':>11} {'C':>4} {'think':>5} {'answers/s':>9} {'floor/s':>8} {'ratio':>5} {'stack/s':>7} "
+        f"{'ratio':>5} {'sent./s':>7} {'req/sent.':>9} "
         f"{'save p50':>8} {'save p95':>8} {'page p50':>8} {'page p95':>8} {'submit p95':>10} {'errors':>6} "
         f"{'lost':>4} {'wrong':>5}"
     )
     for flow_name, c, think, rec, check in rows:
         rate = rec.answers / args.duration
-        floor = floors.get(c, float("nan"))
+        floor, stack = (rates[kind].get(c, float("nan")) for kind in FLOORS)
         ratio = rate / floor if floor else float("nan")
+        stack_ratio = rate / stack if stack else float("nan")
         save, page, submit = rec.latencies["save"], rec.latencies["page"], rec.latencies["submit"]
         print(
             f"{flow_name:>11} {c:>4} {think:>5g} {rate:>9.1f} {floor:>8.1f} {ratio:>5.2f} "
+            f"{stack:>7.1f} {stack_ratio:>5.2f} "
             f"{rec.sentences / args.duration:>7.2f} "
             f"{rec.requests / rec.sentences if rec.sentences else float('nan'):>9.1f} "
             f"{percentile(save, 50):>8.0f} {percentile(save, 95):>8.0f} "
@@ -778,19 +800,21 @@ def main() -> None:
     print(
         "latencies in ms; 'page' = a page GET (redirects followed); 'submit' = the page form POST (a 302; "
         "a lay panel's answers with the next panel itself); "
-        "floor = bare-Django one-row upserts/s at the same C without think time; sent./s = lay sentences "
+        "floor = bare-Django one-row upserts/s at the same C without think time; stack = the same view "
+        "with radlay's settings and middleware (CSRF, sessions, security headers, CSP, htmx, axes); "
+        "ratio = answers/s ÷ that floor's upserts/s; sent./s = lay sentences "
         "(all panels answered) per second, as answers/s ÷ answers per sentence; req/sent. = HTTP "
         "requests (redirects included) per sentence: "
         "floor/s divided by it is what the bare view would allow"
     )
-    cpu_table(rows, floor_cpu, args.duration)
+    cpu_table(rows, floors, args.duration)
 
 
-def cpu_table(rows, floor_cpu: dict[int, Recorder], duration: float) -> None:
+def cpu_table(rows, floors: dict[str, dict[int, Recorder]], duration: float) -> None:
     """What the measured windows cost in CPU: per HTTP request by process kind, and per lay
     sentence; on N cores, N × 1000 / (ms per sentence) sentences/s is the most the machine allows."""
     measured = [(flow, c, think, rec) for flow, c, think, rec, _ in rows]
-    measured += [("floor", c, 0.0, rec) for c, rec in floor_cpu.items()]
+    measured += [(f"{kind} floor", c, 0.0, rec) for kind, by_c in floors.items() for c, rec in by_c.items()]
     measured = [(flow, c, think, rec) for flow, c, think, rec in measured if rec.cpu and rec.requests]
     if not measured:
         return  # no /proc (not Linux)
