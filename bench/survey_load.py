@@ -487,7 +487,8 @@ async def layperson(
         while not LAY_PANEL.search(url):
             form = form_of(html)
             if response.status >= 400 or form.action is None:
-                rec.turned_away += "/done/" not in url
+                if "/done/" not in url:  # a finished participant is not turned away
+                    rec.turned_away += 1
                 return
             data = [*form.hidden]
             data += [(name, values[0]) for name, values in form.radios.items()]
@@ -751,7 +752,7 @@ def main() -> None:
 
         # The floors (bench/survey_floor.py): bare, then the same view with radlay's settings and
         # middleware ("stack"), each at every C without think time.
-        floors: dict[str, dict[int, Recorder]] = {FLOORS[0]: {}, FLOORS[1]: {}}
+        floors: dict[str, dict[int, Recorder]] = {kind: {} for kind in FLOORS}
         floor_env = {**env, "DJANGO_SETTINGS_MODULE": ""}
         subprocess.run(
             [sys.executable, "-c", "import bench.survey_floor as f; f.table_create()"],
