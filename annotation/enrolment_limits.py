@@ -4,7 +4,11 @@ default cache, which production points at Redis so that every worker shares them
 the participants of a study who are enrolled and still working. Each is a setting from the
 environment (README "Configuration"); a rate of "" switches that limit off.
 
-Only POSTs count: opening the link or the consent page costs nothing and creates nothing."""
+The join and consent rates count POSTs only: opening the link or the consent page costs nothing
+and creates nothing. Refused attempts to resume a participant are counted per address on any
+method, since a GET with a known participant ID is what an attacker would probe with.
+
+The counters fail open when the cache is unreachable (config.request_limits)."""
 
 from __future__ import annotations
 
@@ -17,9 +21,11 @@ from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
+from django_ratelimit import ALL
 from django_ratelimit.core import get_usage
 
 from annotation.models import Participant, Study
+from config.request_limits import CACHE_ERRORS, limit_unavailable
 
 TOO_MANY = "Too many requests from your network. Please wait a few minutes and try again."
 STUDY_BUSY = "Many people are joining this study right now. Please try again in a few minutes."
@@ -29,11 +35,18 @@ STUDY_FULL = (
 )
 
 
-def _limited(request: HttpRequest, *, group: str, key: str | Callable, rate: str) -> int | None:
-    """Seconds until the window ends when this request is over `rate`, else None (counted)."""
+def _limited(
+    request: HttpRequest, *, group: str, key: str | Callable, rate: str, increment: bool = True
+) -> int | None:
+    """Seconds until the window ends when this request is over `rate`, else None (counted unless
+    `increment` is False). With the cache unreachable the limit lets the request through."""
     if not rate or not getattr(settings, "RATELIMIT_ENABLE", True):
         return None
-    usage = get_usage(request, group=group, key=key, rate=rate, method="POST", increment=True)
+    try:
+        usage = get_usage(request, group=group, key=key, rate=rate, method=ALL, increment=increment)
+    except CACHE_ERRORS as error:
+        limit_unavailable(group, error)
+        return None
     if usage is None or not usage["should_limit"]:
         return None
     return max(1, int(usage["time_left"]))
@@ -106,3 +119,17 @@ def consent_limits(view: Callable) -> Callable:
         return view(request, *args, **kwargs)
 
     return wrapped
+
+
+def resume_blocked(request: HttpRequest) -> HttpResponse | None:
+    """A 429 when this address has had too many resumptions refused (see `resume_refusal_count`),
+    else None; checked before a resumption is tried, so an address that probes participant IDs
+    is stopped even when it then guesses right."""
+    wait = _limited(
+        request, group="resume-refused", key="ip", rate=settings.RADLAY_RESUME_REFUSALS_PER_IP, increment=False
+    )
+    return _refuse(TOO_MANY, 429, wait) if wait else None
+
+
+def resume_refusal_count(request: HttpRequest) -> None:
+    _limited(request, group="resume-refused", key="ip", rate=settings.RADLAY_RESUME_REFUSALS_PER_IP)

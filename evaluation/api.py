@@ -13,6 +13,7 @@ from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
+from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.renderers import JSONRenderer
@@ -36,6 +37,24 @@ from evaluation.selectors import analysis_snapshot_get, snapshot_analysis, snaps
 from evaluation.services import analysis_snapshot_refresh, analysis_snapshot_wait
 
 MAX_ANSWERS_PAGE = 5000
+LOCKED_OUT = "Too many failed logins for this account from your address; try again later."
+
+
+class TokenView(ObtainAuthToken):
+    """DRF's token view with the API's throttles (DRF's opts out of them), and a locked-out
+    account answered 429 like the login pages: django-axes refuses the login inside the
+    serializer, which DRF would report as a plain 400 "unable to log in"."""
+
+    def get_throttles(self) -> list:
+        return [throttle() for throttle in APIView.throttle_classes]
+
+    def post(self, request: Request, *args, **kwargs) -> Response:
+        try:
+            return super().post(request, *args, **kwargs)
+        except ValidationError:
+            if getattr(request, "axes_locked_out", False):
+                return Response({"detail": LOCKED_OUT}, status=status.HTTP_429_TOO_MANY_REQUESTS)
+            raise
 
 
 class StudyListView(generics.ListAPIView):

@@ -1,18 +1,12 @@
 from django.urls import path
-from rest_framework.authtoken.views import ObtainAuthToken
-from rest_framework.settings import api_settings
 
 from evaluation import api, plan_api
 
 app_name = "api"
 urlpatterns = [
-    # DRF's token view opts out of throttling; radlay's API throttles apply to it like to the rest
-    # (wrong passwords are also locked out per username and IP, see AXES_* settings).
-    path(
-        "token/",
-        ObtainAuthToken.as_view(throttle_classes=api_settings.DEFAULT_THROTTLE_CLASSES),
-        name="token",
-    ),
+    # Throttled like the rest of the API; wrong passwords are also locked out per username and
+    # address (AXES_* settings).
+    path("token/", api.TokenView.as_view(), name="token"),
     path("studies/", api.StudyListView.as_view(), name="study-list"),
     path("studies/<slug:slug>/", api.StudyDetailView.as_view(), name="study-detail"),
     path("studies/<slug:slug>/sources/", api.SourceListView.as_view(), name="source-list"),

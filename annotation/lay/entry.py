@@ -8,6 +8,7 @@ Prolific); a `{code}` placeholder in it is replaced by the participant's own com
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
@@ -48,6 +49,24 @@ def lay_join_existing(*, study: Study, recruitment: Mapping[str, str]) -> Partic
     if not pid:
         return None
     return Participant.objects.select_related("study").filter(study=study, external_id=pid).first()
+
+
+def lay_resume_allowed(
+    *, participant: Participant, recruitment: Mapping[str, str], started_in_this_browser: bool
+) -> bool:
+    """May the holder of this recruitment link take over `participant` (whose PROLIFIC_PID it
+    names)? A participant ID is not a secret (it shows in URLs, screenshots and the recruiter's
+    records), so it alone never resumes. The browser that started does (its join cookie), and so
+    does Prolific's SESSION_ID of the same submission: Prolific appends the same PROLIFIC_PID,
+    STUDY_ID and SESSION_ID each time the participant opens the study from their account."""
+    if started_in_this_browser:
+        return True
+    stored = participant.recruitment or {}
+    session = stored.get("SESSION_ID", "")
+    return bool(session) and all(
+        hmac.compare_digest(recruitment.get(name, "").encode(), stored.get(name, "").encode())
+        for name in ("SESSION_ID", "STUDY_ID")
+    )
 
 
 def lay_participant_join(*, study: Study, recruitment: Mapping[str, str]) -> Participant:

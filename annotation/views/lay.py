@@ -11,8 +11,11 @@ participant has left is a 409 and changes nothing."""
 
 from __future__ import annotations
 
+import hashlib
+import logging
 from collections.abc import Callable
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -23,7 +26,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from annotation import protocol_texts, scales, services
 from annotation.access import access_attention_check, access_lay_item, access_study_for_join
-from annotation.enrolment_limits import consent_limits, join_limits
+from annotation.enrolment_limits import consent_limits, join_limits, resume_blocked, resume_refusal_count
 from annotation.lay import assignment, entry, panels, steps
 from annotation.lay.design import ASSISTED, PANELS, lay_background_questions, panel_number
 from annotation.lay.errors import LayFlowError
@@ -32,7 +35,16 @@ from annotation.models import LayItem, Participant, Study
 from annotation.views.entry import messages_of, study_unavailable, survey_participant
 from annotation.views.errors import survey_error_page
 
+logger = logging.getLogger(__name__)
+
 TEMPLATES = "annotation/lay/"
+JOIN_COOKIE_SALT = "radlay.lay-join"
+JOIN_COOKIE_AGE = 90 * 24 * 3600  # a study's fieldwork rarely outlasts three months
+RESUME_REFUSED = (
+    "This participant ID has already started this study in another browser, so it cannot be "
+    "continued from here. Please open the study again from your Prolific account (or the link you "
+    "started with), in the browser you started in, or contact the researcher."
+)
 LAY = Participant.Role.LAYPERSON
 SEVERITY_MARKER = "Severity levels:"
 RETURNED_MESSAGE = (
@@ -189,13 +201,44 @@ def lay_consent(request: HttpRequest, participant: Participant) -> HttpResponse:
     return render(request, TEMPLATES + "consent.html", context)
 
 
+def _join_cookie(participant: Participant) -> tuple[str, str]:
+    """The join cookie's name and path: one per study, sent back only to its recruitment link."""
+    slug = participant.study.slug
+    return f"radlay_join_{slug}", reverse("annotation:lay-join", kwargs={"slug": slug})
+
+
+def _started_in_this_browser(request: HttpRequest, participant: Participant) -> bool:
+    name, _ = _join_cookie(participant)
+    value = request.get_signed_cookie(name, default=None, salt=JOIN_COOKIE_SALT, max_age=JOIN_COOKIE_AGE)
+    return value == str(participant.pk)
+
+
+def _remember_browser(response: HttpResponse, participant: Participant) -> HttpResponse:
+    """Mark this browser as the one that joined as `participant`, so that the same link resumes
+    here and nowhere else without Prolific's SESSION_ID. A signed cookie of its own rather than the
+    session: no session row is written for every participant who joins."""
+    name, path = _join_cookie(participant)
+    response.set_signed_cookie(
+        name,
+        str(participant.pk),
+        salt=JOIN_COOKIE_SALT,
+        max_age=JOIN_COOKIE_AGE,
+        path=path,
+        secure=settings.SESSION_COOKIE_SECURE,
+        httponly=True,
+        samesite="Lax",
+    )
+    return response
+
+
 @require_http_methods(["GET", "POST"])
 @never_cache
 @join_limits
 def lay_join(request: HttpRequest, slug: str) -> HttpResponse:
     """The open recruitment link of a study (Prolific style: ?PROLIFIC_PID=…&STUDY_ID=…&SESSION_ID=…).
-    The participant is created only once they consent; the same PID always resumes the same
-    participant. Declining records a ConsentRefusal and nothing else."""
+    The participant is created only once they consent; a PID the study knows resumes that
+    participant only from the browser that started or with the same SESSION_ID (never a second
+    participant for the PID). Declining records a ConsentRefusal and nothing else."""
     try:
         study = access_study_for_join(slug=slug)
     except Http404 as exc:
@@ -209,12 +252,28 @@ def lay_join(request: HttpRequest, slug: str) -> HttpResponse:
             request, " ".join(messages_of(exc)) + " Please use the link exactly as you were given it.", 400
         )
     existing = entry.lay_join_existing(study=study, recruitment=recruitment)
+    if existing is not None:
+        if (blocked := resume_blocked(request)) is not None:
+            return blocked
+        if not entry.lay_resume_allowed(
+            participant=existing,
+            recruitment=recruitment,
+            started_in_this_browser=_started_in_this_browser(request, existing),
+        ):
+            resume_refusal_count(request)
+            logger.warning(
+                "Resumption refused on study %s for participant ID sha256:%s: not the browser that "
+                "started, and no matching SESSION_ID",
+                study.slug,
+                hashlib.sha256(existing.external_id.encode()).hexdigest()[:12],
+            )
+            return _error(request, RESUME_REFUSED, 403)
     if existing is not None and existing.role != LAY:
         return _error(
             request, "This link is for laypeople; your participant ID belongs to another role.", 403
         )
     if existing is not None and (request.method == "GET" or existing.consented_at is not None):
-        return redirect("annotation:lay-start", token=existing.token)
+        return _remember_browser(redirect("annotation:lay-start", token=existing.token), existing)
     if request.method == "POST":
         if (choice := _consent_choice(request)) is None:
             return _error(request, CHOICE_MESSAGE, 400)
@@ -228,7 +287,7 @@ def lay_join(request: HttpRequest, slug: str) -> HttpResponse:
             participant = entry.lay_participant_join(study=study, recruitment=recruitment)
         except LayFlowError as exc:
             return _error(request, " ".join(messages_of(exc)), 403)
-        return redirect("annotation:lay-start", token=participant.token)
+        return _remember_browser(redirect("annotation:lay-start", token=participant.token), participant)
     context = {
         "study": study,
         "texts": protocol_texts,

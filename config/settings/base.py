@@ -130,15 +130,26 @@ AXES_COOLOFF_TIME = env.float("RADLAY_LOGIN_LOCKOUT_HOURS", default=1.0)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
-# The header that holds the client's address behind a reverse proxy (e.g. HTTP_X_REAL_IP); empty:
-# REMOTE_ADDR. Used by the rate limits below.
-RATELIMIT_IP_META_KEY = env.str("RADLAY_CLIENT_IP_HEADER", default="") or None
+# The client address every limit (login lockout, join/consent rates, API throttles) is keyed on,
+# one rule in config.request_limits.client_ip: REMOTE_ADDR, or behind reverse proxies the request
+# header that holds it (a request.META key, e.g. HTTP_X_FORWARDED_FOR or HTTP_X_REAL_IP), read
+# RADLAY_NUM_PROXIES entries from the right so that what a client writes into it is ignored.
+RADLAY_CLIENT_IP_HEADER = env.str("RADLAY_CLIENT_IP_HEADER", default="")
+RADLAY_NUM_PROXIES = env.int("RADLAY_NUM_PROXIES", default=1)
+RATELIMIT_IP_META_KEY = "config.request_limits.client_ip"
+AXES_CLIENT_IP_CALLABLE = "config.request_limits.client_ip"
 RATELIMIT_ENABLE = env.bool("RADLAY_RATE_LIMITS", default=True)
+# A limit whose counter cannot be read (the cache is down) lets the request through.
+RATELIMIT_FAIL_OPEN = True
 # POSTs to the open recruitment link /join/<study>/ (agree or decline), per client IP and per study,
 # and to a participant's consent page per IP ("" = no limit); django-ratelimit's "N/s|m|h|d".
 RADLAY_JOIN_RATE_PER_IP = env.str("RADLAY_JOIN_RATE_PER_IP", default="20/h")
 RADLAY_JOIN_RATE_PER_STUDY = env.str("RADLAY_JOIN_RATE_PER_STUDY", default="600/h")
 RADLAY_CONSENT_RATE_PER_IP = env.str("RADLAY_CONSENT_RATE_PER_IP", default="60/h")
+# Refused attempts to resume a participant from the recruitment link (a known PROLIFIC_PID from a
+# browser that did not start it, without the SESSION_ID it started with) per client address; over
+# it every resumption from that address is answered 429 for the rest of the window.
+RADLAY_RESUME_REFUSALS_PER_IP = env.str("RADLAY_RESUME_REFUSALS_PER_IP", default="10/h")
 # Laypeople of one study enrolled and still working; newcomers wait while it is reached (0 = no cap).
 RADLAY_MAX_OPEN_ENROLMENTS = env.int("RADLAY_MAX_OPEN_ENROLMENTS", default=500)
 
@@ -167,8 +178,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "evaluation.pagination.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_THROTTLE_CLASSES": [
-        "rest_framework.throttling.AnonRateThrottle",
-        "rest_framework.throttling.UserRateThrottle",
+        "config.request_limits.AnonThrottle",
+        "config.request_limits.UserThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {
         "anon": env.str("RADLAY_API_RATE_ANON", default="30/min"),
