@@ -39,7 +39,7 @@ def _limited(
     request: HttpRequest, *, group: str, key: str | Callable, rate: str, increment: bool = True
 ) -> int | None:
     """Seconds until the window ends when this request is over `rate`, else None (counted unless
-    `increment` is False). With the cache unreachable the limit lets the request through."""
+    `increment` is False: then whether the rate is used up). With the cache unreachable the limit lets the request through."""
     if not rate or not getattr(settings, "RATELIMIT_ENABLE", True):
         return None
     try:
@@ -47,7 +47,8 @@ def _limited(
     except CACHE_ERRORS as error:
         limit_unavailable(group, error)
         return None
-    if usage is None or not usage["should_limit"]:
+    # A look without counting asks whether the next counted request would be over the rate.
+    if usage is None or not (usage["should_limit"] if increment else usage["count"] >= usage["limit"]):
         return None
     return max(1, int(usage["time_left"]))
 

@@ -5,10 +5,13 @@ the researcher's balance page."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 
 import pytest
+from django.core.cache import cache
+from django.test import Client
 from django.urls import reverse
 
 from annotation import services
@@ -144,12 +147,88 @@ def test_join_link_creates_participant_on_consent_and_same_pid_resumes(client):
         "SESSION_ID": "s1",
     }
     _begin(client, participant)
-    # Same PID again, even from another browser and a new session: the same participant.
-    other = client.__class__()
-    response = other.get(url.replace("SESSION_ID=s1", "SESSION_ID=s2"))
+    # Same PID again from the same browser, even with a new SESSION_ID: the same participant.
+    response = client.get(url.replace("SESSION_ID=s1", "SESSION_ID=s2"))
     assert response.status_code == 302 and response["Location"] == _url("lay-start", participant)
+    # From another browser, Prolific's link of the same submission (same SESSION_ID) resumes.
+    other = client.__class__()
     assert other.post(url, {"choice": "accept"})["Location"] == _url("lay-start", participant)
     assert Participant.objects.count() == 1
+
+
+RESUME_PID = "5f1a2b3c4d5e6f7a8b9c0d1e"
+
+
+@pytest.fixture
+def resumable(client):
+    """A participant who joined from `client` through Prolific's link and finished the survey."""
+    study = build_study(slug="lay-resume", n_sources=1)
+    url = reverse("annotation:lay-join", kwargs={"slug": study.slug})
+    first = f"{url}?PROLIFIC_PID={RESUME_PID}&STUDY_ID=st1&SESSION_ID=se1"
+    assert client.post(first, {"choice": "accept"}).status_code == 302
+    participant = Participant.objects.get(external_id=RESUME_PID)
+    Participant.objects.filter(pk=participant.pk).update(completed_at="2026-01-01T00:00:00Z")
+    participant.refresh_from_db()
+    return participant, url
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["", "&STUDY_ID=st1", "&STUDY_ID=st1&SESSION_ID=se2", "&STUDY_ID=other&SESSION_ID=se1", "&SESSION_ID=se1x"],
+)
+def test_a_known_pid_alone_does_not_resume_from_another_browser(resumable, query, caplog):
+    participant, url = resumable
+    stranger = Client()
+    probe = f"{url}?PROLIFIC_PID={RESUME_PID}{query}"
+    for response in (stranger.get(probe), stranger.post(probe, {"choice": "accept"})):
+        page = response.content.decode()
+        assert response.status_code == 403 and "another browser" in page and "contact the researcher" in page
+        assert participant.token not in page and participant.completion_code not in page
+        assert "Location" not in response
+    assert stranger.post(probe, {"choice": "decline"}).status_code == 403
+    participant.refresh_from_db()
+    assert participant.declined_at is None and Participant.objects.count() == 1
+    refusals = [r.getMessage() for r in caplog.records if "Resumption refused" in r.getMessage()]
+    assert len(refusals) == 3 and RESUME_PID not in " ".join(refusals)
+    assert hashlib.sha256(RESUME_PID.encode()).hexdigest()[:12] in refusals[0]
+
+
+def test_a_forged_join_cookie_does_not_resume(resumable):
+    participant, url = resumable
+    stranger = Client()
+    stranger.cookies["radlay_join_lay-resume"] = str(participant.pk)  # unsigned
+    assert stranger.get(f"{url}?PROLIFIC_PID={RESUME_PID}").status_code == 403
+
+
+def test_the_starting_browser_and_the_matching_session_resume(resumable, client):
+    participant, url = resumable
+    done = _url("lay-done", participant)
+    # The browser that started, with or without Prolific's parameters.
+    response = client.get(f"{url}?PROLIFIC_PID={RESUME_PID}", follow=True)
+    assert response.redirect_chain[-1][0] == done and participant.completion_code in response.content.decode()
+    # Another browser with the SESSION_ID (and STUDY_ID) of the submission, e.g. Prolific reopened
+    # on another device; from then on that browser resumes by its own cookie.
+    other = Client()
+    response = other.get(f"{url}?PROLIFIC_PID={RESUME_PID}&STUDY_ID=st1&SESSION_ID=se1")
+    assert response.status_code == 302 and response["Location"] == _url("lay-start", participant)
+    assert other.get(f"{url}?PROLIFIC_PID={RESUME_PID}").status_code == 302
+
+
+def test_resumption_probes_are_throttled(resumable, settings):
+    participant, url = resumable
+    cache.clear()
+    settings.RATELIMIT_ENABLE = True
+    settings.RADLAY_RESUME_REFUSALS_PER_IP = "3/h"
+    prober = Client(REMOTE_ADDR="10.7.0.1")
+    statuses = [prober.get(f"{url}?PROLIFIC_PID={RESUME_PID}&SESSION_ID=guess{i}").status_code for i in range(5)]
+    assert statuses == [403, 403, 403, 429, 429]
+    # Once over the limit, that address cannot resume even with the right SESSION_ID...
+    right = f"{url}?PROLIFIC_PID={RESUME_PID}&STUDY_ID=st1&SESSION_ID=se1"
+    assert prober.get(right).status_code == 429
+    # ...other addresses can, and a PID the study does not know still gets the consent page.
+    assert Client(REMOTE_ADDR="10.7.0.2").get(right).status_code == 302
+    assert prober.get(f"{url}?PROLIFIC_PID=someone-new").status_code == 200
+    cache.clear()
 
 
 def test_join_decline_records_a_refusal_only(client):
