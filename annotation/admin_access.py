@@ -8,6 +8,7 @@ many-to-many form fields which choices to offer, so a dropdown never lists anoth
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.auth import get_user_model
 from django.db.models import Model, Q, QuerySet
 
 from annotation.selectors import studies_for_user
@@ -62,17 +63,42 @@ def is_scoped(model: type[Model]) -> bool:
     return model._meta.label in STUDY_PATHS
 
 
+def accounts_for_user(user) -> QuerySet:
+    """The accounts `user` may pick as a study's researcher or a participant's login (all of them
+    for superusers): themselves, the researchers and radiologist logins of their own studies, and
+    accounts not yet in any study (a colleague or radiologist an administrator has just created).
+    Superusers and the people of other studies are not listed. Everyone already linked to one of
+    the user's studies is in it, so saving a form never drops a link the user could not see."""
+    accounts = get_user_model()._default_manager.all()
+    if user.is_superuser:
+        return accounts
+    studies = studies_for_user(user=user).values("pk")
+    unassigned = Q(studies__isnull=True, participations__isnull=True, is_superuser=False)
+    return accounts.filter(
+        Q(pk=user.pk) | Q(studies__in=studies) | Q(participations__study__in=studies) | unassigned
+    ).distinct()
+
+
+def _choices_for_user(model: type[Model], user) -> QuerySet | None:
+    if model is get_user_model():
+        return accounts_for_user(user)
+    if is_scoped(model):
+        return scope_to_user(model._default_manager.all(), user)
+    return None
+
+
 class ScopedRelatedFields:
-    """Foreign-key and many-to-many form fields offer only rows of the user's studies."""
+    """Foreign-key and many-to-many form fields offer only rows of the user's studies, and only
+    the accounts of `accounts_for_user`."""
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
-        if is_scoped(db_field.related_model) and "queryset" not in kwargs:
-            kwargs["queryset"] = scope_to_user(db_field.related_model._default_manager.all(), request.user)
+        if "queryset" not in kwargs and (choices := _choices_for_user(db_field.related_model, request.user)) is not None:
+            kwargs["queryset"] = choices
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def formfield_for_manytomany(self, db_field, request, **kwargs):
-        if is_scoped(db_field.related_model) and "queryset" not in kwargs:
-            kwargs["queryset"] = scope_to_user(db_field.related_model._default_manager.all(), request.user)
+        if "queryset" not in kwargs and (choices := _choices_for_user(db_field.related_model, request.user)) is not None:
+            kwargs["queryset"] = choices
         return super().formfield_for_manytomany(db_field, request, **kwargs)
 
 

@@ -245,3 +245,39 @@ def test_a_researcher_who_creates_a_study_can_see_it(client, staff_researcher):
     )
     assert response.status_code == 302, response.content.decode()[:2000]
     assert Study.objects.get(slug="new-one").researchers.filter(pk=staff_researcher.pk).exists()
+
+
+def _account_choices(response, field: str) -> set[str]:
+    return {str(user) for user in response.context["adminform"].form.fields[field].queryset}
+
+
+def test_account_dropdowns_list_only_the_researchers_people(client, two_studies, staff_researcher):
+    mine, theirs, filled_mine, filled_theirs = two_studies
+    accounts = get_user_model().objects
+    accounts.create_superuser("root", "root@example.org", "pw")
+    colleague = accounts.create_user("colleague", password="pw", is_staff=True)
+    mine.researchers.add(colleague)
+    other_researcher = accounts.create_user("other-lab", password="pw", is_staff=True)
+    theirs.researchers.add(other_researcher)
+    my_radiologist = accounts.create_user("my-radiologist", password="pw")
+    Participant.objects.filter(pk=filled_mine["radiologist"].pk).update(user=my_radiologist)
+    their_radiologist = accounts.create_user("their-radiologist", password="pw")
+    Participant.objects.filter(pk=filled_theirs["radiologist"].pk).update(user=their_radiologist)
+    accounts.create_user("new-radiologist", password="pw")
+    expected = {"alice", "colleague", "my-radiologist", "new-radiologist"}
+    client.force_login(staff_researcher)
+    study_page = client.get(reverse("admin:annotation_study_change", args=[mine.pk]))
+    assert _account_choices(study_page, "researchers") == expected
+    participant_page = client.get(reverse("admin:annotation_participant_change", args=[filled_mine["radiologist"].pk]))
+    assert _account_choices(participant_page, "user") == expected
+    html = study_page.content.decode() + participant_page.content.decode()
+    assert "root" not in html and "other-lab" not in html and "their-radiologist" not in html
+    # A superuser who is a co-researcher stays listed, so saving the study keeps them.
+    root = accounts.get(username="root")
+    mine.researchers.add(root)
+    study_page = client.get(reverse("admin:annotation_study_change", args=[mine.pk]))
+    assert _account_choices(study_page, "researchers") == expected | {"root"}
+    # A superuser picks from every account.
+    client.force_login(root)
+    study_page = client.get(reverse("admin:annotation_study_change", args=[mine.pk]))
+    assert _account_choices(study_page, "researchers") == set(accounts.values_list("username", flat=True))
