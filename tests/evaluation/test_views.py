@@ -187,3 +187,22 @@ def test_the_audit_is_shown_by_default_only_for_a_fitting_study(client_in, resea
         "table1.fkgl.original"
         not in client_in.get(reverse("evaluation:study-detail", args=["odd"])).content.decode()
     )
+
+
+def test_researcher_pages_exports_and_the_api_are_never_stored(client_in, study, researcher):
+    from rest_framework.authtoken.models import Token
+
+    token = Token.objects.create(user=researcher).key
+    responses = {
+        "dashboard": client_in.get(reverse("evaluation:study-detail", args=["mine"])),
+        "export": client_in.get(reverse("evaluation:study-export", args=["mine", "csv"])),
+        "api": client_in.get("/api/studies/mine/", HTTP_AUTHORIZATION=f"Token {token}"),
+        "api export": client_in.get("/api/studies/mine/exports/csv/", HTTP_AUTHORIZATION=f"Token {token}"),
+        "admin": client_in.get("/admin/", follow=True),
+        "API docs": client_in.get("/api/docs/"),
+    }
+    for name, response in responses.items():
+        assert response.status_code == 200, name
+        assert "no-store" in response["Cache-Control"], name
+    # A view with its own Cache-Control keeps it (the survey's never_cache).
+    assert "must-revalidate" in client_in.get("/join/mine/")["Cache-Control"]
