@@ -188,6 +188,18 @@ REST_FRAMEWORK = {
         "user": env.str("RADLAY_API_RATE_USER", default="600/min"),
     },
 }
+
+
+def api_renderers(browsable: bool) -> list[str]:
+    """DRF's renderers: JSON, and the browsable HTML API when `browsable`. DRF's HTML templates
+    use inline styles, which the Content-Security-Policy refuses, so production serves JSON only
+    unless RADLAY_BROWSABLE_API=true (then run the CSP as report-only); /api/docs/ is CSP-clean."""
+    return ["rest_framework.renderers.JSONRenderer"] + (
+        ["rest_framework.renderers.BrowsableAPIRenderer"] if browsable else []
+    )
+
+
+REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"] = api_renderers(env.bool("RADLAY_BROWSABLE_API", default=True))
 SPECTACULAR_SETTINGS = {
     "TITLE": "radlay API",
     "DESCRIPTION": "Two-pronged human evaluation of radiology report simplification.",

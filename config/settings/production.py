@@ -3,7 +3,7 @@
 from django.core.exceptions import ImproperlyConfigured
 
 from .base import *  # noqa: F401,F403
-from .base import REDIS_URL, SPECTACULAR_SETTINGS, csp_policy, env
+from .base import REDIS_URL, REST_FRAMEWORK, SPECTACULAR_SETTINGS, api_renderers, csp_policy, env
 
 RADLAY_PRODUCTION = True  # `manage.py demo` refuses to run with these settings
 SECRET_KEY = env.str("DJANGO_SECRET_KEY")  # no default: refuses to start without one
@@ -39,3 +39,8 @@ if not env.bool("RADLAY_PUBLIC_API_SCHEMA", default=False):
 CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY_REPORT_ONLY = csp_policy(
     env.str("DJANGO_CSP", default="enforce")
 )
+# The browsable HTML API breaks the CSP (inline styles): JSON only unless asked for.
+REST_FRAMEWORK = {
+    **REST_FRAMEWORK,
+    "DEFAULT_RENDERER_CLASSES": api_renderers(env.bool("RADLAY_BROWSABLE_API", default=False)),
+}
