@@ -117,3 +117,50 @@ def test_the_configured_handler_redacts_django_request_warnings(client, db):
     logged = stream.getvalue()
     assert "/l/[token]/consent/" in logged
     assert TOKEN not in logged
+
+
+def test_recruiter_ids_are_redacted_from_logged_queries():
+    line = f"GET /join/st/?PROLIFIC_PID=5f1a2b3c&STUDY_ID=abc&SESSION_ID=s-1&x=1 HTTP/1.1 /l/{TOKEN}/"
+    assert redact(line) == (
+        "GET /join/st/?PROLIFIC_PID=[redacted]&STUDY_ID=[redacted]&SESSION_ID=[redacted]&x=1 HTTP/1.1 /l/[token]/"
+    )
+    assert redact("session_id=abc&PROLIFIC_PID=p") == "session_id=[redacted]&PROLIFIC_PID=[redacted]"
+    encoded = "next=%2Fjoin%2Fst%2F%3FPROLIFIC_PID%3D5f1a2b3c"
+    assert "5f1a2b3c" not in redact(encoded)
+
+
+def test_gunicorn_access_log_is_redacted(tmp_path):
+    """The logger class the compose file runs gunicorn with: a combined-format access log with the
+    redirect's Location added records no token and no recruiter ID."""
+    from datetime import timedelta
+    from types import SimpleNamespace
+
+    from gunicorn.config import Config
+
+    from config.gunicorn_logging import RedactingLogger
+
+    log = tmp_path / "access.log"
+    cfg = Config()
+    cfg.set("accesslog", str(log))
+    cfg.set("access_log_format", '%(h)s "%(r)s" %(s)s "%(f)s" %(U)s %(q)s {%({location}o)s}')
+    logger = RedactingLogger(cfg)
+    query = "PROLIFIC_PID=5f1a2b3c4d5e6f7a8b9c0d1e&STUDY_ID=st9&SESSION_ID=se9"
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "RAW_URI": f"/join/recruit/?{query}",
+        "PATH_INFO": "/join/recruit/",
+        "QUERY_STRING": query,
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "10.0.0.1",
+        "HTTP_REFERER": f"https://radlay.example.org/s/{TOKEN}/",
+    }
+    response = SimpleNamespace(status="302 Found", sent=0, headers=[("Location", f"/l/{TOKEN}/")])
+    request = SimpleNamespace(headers=[("REFERER", environ["HTTP_REFERER"])])
+    logger.access(response, request, environ, timedelta(seconds=0.01))
+    for handler in logger.access_log.handlers:
+        handler.flush()
+    written = log.read_text()
+    assert "/join/recruit/" in written and "/l/[token]/" in written and "/s/[token]/" in written
+    for secret in (TOKEN, "5f1a2b3c4d5e6f7a8b9c0d1e", "st9", "se9"):
+        assert secret not in written
+    assert "--logger-class config.gunicorn_logging.RedactingLogger" in (ROOT / "docker" / "compose.yml").read_text()
