@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
 from typing import Any
 
 from django.core.exceptions import EmptyResultSet
@@ -80,10 +81,13 @@ def csv_copy_chunks(
     yield from csv_chunks((), columns)
     connection.ensure_connection()
     for statement in _statements(study, columns, include_external_ids):
-        for data in _copy_out(f"COPY ({statement}) TO STDOUT (FORMAT binary)"):
-            yield data
-            if on_rows:
-                on_rows(csv_rows(data))
+        # Closed with this generator, not whenever the garbage collector gets to it: the
+        # connection must be idle before the next query.
+        with closing(_copy_out(f"COPY ({statement}) TO STDOUT (FORMAT binary)")) as copy:
+            for data in copy:
+                yield data
+                if on_rows:
+                    on_rows(csv_rows(data))
 
 
 def csv_text(value: Any) -> str:
@@ -116,6 +120,9 @@ def _copy_out(statement: str) -> Iterator[bytes]:
     pgconn.send_query(statement.encode())
     _check(raw, pgconn.get_result(), expected=pq.ExecStatus.COPY_OUT)
     finished = False
+    # Whether the COPY still has data to read: a generator closed after the COPY's end (at the last
+    # chunk's yield) must not cancel or read it again ("no COPY in progress").
+    copying = True
     try:
         # Appending to a bytearray costs a third of keeping each row's buffer in a list to join.
         chunk, rows = bytearray(), 0
@@ -130,11 +137,12 @@ def _copy_out(statement: str) -> Iterator[bytes]:
                     yield bytes(chunk)
                     chunk, rows = bytearray(), 0
             size, data = pgconn.get_copy_data(0)
+        copying = False
         if chunk:
             yield bytes(chunk)
         finished = True
     finally:
-        if not finished:
+        if copying:
             if not connection.in_atomic_block:
                 raw.cancel_safe()
             while pgconn.get_copy_data(0)[0] > 0:

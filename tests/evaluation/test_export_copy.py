@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import logging
 import random
 
 import psycopg
@@ -236,3 +237,30 @@ def test_the_binary_header_is_read_with_its_extension():
     assert csv_copy._after_header(header + row) == row
     with pytest.raises(psycopg.errors.InterfaceError, match="binary file header"):
         csv_copy._after_header(b"not a copy")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_download_stopped_at_any_chunk_closes_cleanly(monkeypatch, caplog, client):
+    """A client may stop reading anywhere, including just after the last chunk of a COPY (its data
+    all read, the COPY over): closing must neither raise nor log ("no COPY in progress"), and the
+    connection stays idle and usable."""
+    from psycopg import pq
+
+    study = build_answered_study(slug="stopped", n_sources=2, n_lay=2)
+    researcher = get_user_model().objects.create_user("stopper", password="pw")
+    study.researchers.add(researcher)
+    client.force_login(researcher)
+    monkeypatch.setattr(csv_copy, "ROWS_PER_CHUNK", 4)
+    total = len(list(AnswerExport(study=study, file_format="csv")))
+    assert total > 3
+    caplog.set_level(logging.WARNING)
+    for stop in range(1, total + 1):
+        response = client.get(f"/dashboard/{study.slug}/export.csv")
+        chunks = iter(response.streaming_content)
+        for _ in range(stop):
+            next(chunks)
+        response.close()  # what the server does when the client goes away
+        assert connection.connection.pgconn.transaction_status == pq.TransactionStatus.IDLE, stop
+        assert Participant.objects.filter(study=study).count() == 3, stop
+    problems = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert not problems, [r.getMessage() for r in problems]
