@@ -92,12 +92,18 @@ class ScopedRelatedFields:
     the accounts of `accounts_for_user`."""
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
-        if "queryset" not in kwargs and (choices := _choices_for_user(db_field.related_model, request.user)) is not None:
+        if (
+            "queryset" not in kwargs
+            and (choices := _choices_for_user(db_field.related_model, request.user)) is not None
+        ):
             kwargs["queryset"] = choices
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def formfield_for_manytomany(self, db_field, request, **kwargs):
-        if "queryset" not in kwargs and (choices := _choices_for_user(db_field.related_model, request.user)) is not None:
+        if (
+            "queryset" not in kwargs
+            and (choices := _choices_for_user(db_field.related_model, request.user)) is not None
+        ):
             kwargs["queryset"] = choices
         return super().formfield_for_manytomany(db_field, request, **kwargs)
 

@@ -39,7 +39,8 @@ def _limited(
     request: HttpRequest, *, group: str, key: str | Callable, rate: str, increment: bool = True
 ) -> int | None:
     """Seconds until the window ends when this request is over `rate`, else None (counted unless
-    `increment` is False: then whether the rate is used up). With the cache unreachable the limit lets the request through."""
+    `increment` is False: then whether the rate is used up). With the cache unreachable the
+    limit lets the request through."""
     if not rate or not getattr(settings, "RATELIMIT_ENABLE", True):
         return None
     try:
@@ -127,7 +128,11 @@ def resume_blocked(request: HttpRequest) -> HttpResponse | None:
     else None; checked before a resumption is tried, so an address that probes participant IDs
     is stopped even when it then guesses right."""
     wait = _limited(
-        request, group="resume-refused", key="ip", rate=settings.RADLAY_RESUME_REFUSALS_PER_IP, increment=False
+        request,
+        group="resume-refused",
+        key="ip",
+        rate=settings.RADLAY_RESUME_REFUSALS_PER_IP,
+        increment=False,
     )
     return _refuse(TOO_MANY, 429, wait) if wait else None
 

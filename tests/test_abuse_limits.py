@@ -65,7 +65,9 @@ def test_login_below_the_limit_still_works(client, lockout):
 
 def test_api_token_locks_out(lockout):
     api = APIClient()
-    statuses = [api.post("/api/token/", {"username": "ada", "password": "wrong"}).status_code for _ in range(3)]
+    statuses = [
+        api.post("/api/token/", {"username": "ada", "password": "wrong"}).status_code for _ in range(3)
+    ]
     assert statuses == [400, 400, 429]  # as the login pages: refused, then locked at the limit
     response = api.post("/api/token/", {"username": "ada", "password": "right-pw-123"})
     assert response.status_code == 429
@@ -152,7 +154,10 @@ PROXIES = {
     "direct": ("", lambda i: {"HTTP_X_FORWARDED_FOR": f"203.0.113.{i}"}),
     "one proxy": (
         "HTTP_X_FORWARDED_FOR",
-        lambda i: {"HTTP_X_FORWARDED_FOR": f"203.0.113.{i}, 192.0.2.{i}, 198.51.100.7", "REMOTE_ADDR": "10.0.0.1"},
+        lambda i: {
+            "HTTP_X_FORWARDED_FOR": f"203.0.113.{i}, 192.0.2.{i}, 198.51.100.7",
+            "REMOTE_ADDR": "10.0.0.1",
+        },
     ),
 }
 
@@ -178,7 +183,9 @@ def test_client_address_rule(rf, settings):
     assert client_ip(rf.get("/", REMOTE_ADDR="10.0.0.2")) == "10.0.0.2"
     assert client_ip(rf.get("/", HTTP_X_FORWARDED_FOR="x, <b>", REMOTE_ADDR="10.0.0.3")) == "10.0.0.3"
     settings.RADLAY_CLIENT_IP_HEADER = "HTTP_X_REAL_IP"
-    assert client_ip(rf.get("/", HTTP_X_REAL_IP="2001:db8::1", HTTP_X_FORWARDED_FOR="1.1.1.1")) == "2001:db8::1"
+    assert (
+        client_ip(rf.get("/", HTTP_X_REAL_IP="2001:db8::1", HTTP_X_FORWARDED_FOR="1.1.1.1")) == "2001:db8::1"
+    )
 
 
 def test_rotating_forwarded_for_escapes_no_api_throttle(spoofed, monkeypatch):
@@ -187,7 +194,10 @@ def test_rotating_forwarded_for_escapes_no_api_throttle(spoofed, monkeypatch):
     anonymous = APIClient()
     assert [anonymous.get("/api/schema/", **spoofed(i)).status_code for i in range(3)] == [200, 200, 429]
     token = APIClient()
-    statuses = [token.post("/api/token/", {"username": "x", "password": "y"}, **spoofed(i)).status_code for i in range(3)]
+    statuses = [
+        token.post("/api/token/", {"username": "x", "password": "y"}, **spoofed(i)).status_code
+        for i in range(3)
+    ]
     assert statuses[2] == 429
     user = get_user_model().objects.create_user("ada", password="pw")
     api = APIClient()
@@ -213,21 +223,30 @@ def test_rotating_forwarded_for_escapes_no_join_or_consent_limit(spoofed, client
 
 
 @pytest.mark.parametrize(("url", "user_field", "password_field"), LOGINS)
-def test_rotating_forwarded_for_escapes_no_login_lockout(spoofed, client, lockout, url, user_field, password_field):
+def test_rotating_forwarded_for_escapes_no_login_lockout(
+    spoofed, client, lockout, url, user_field, password_field
+):
     statuses = [
-        client.post(url, {user_field: "ada", password_field: "wrong"}, **spoofed(i)).status_code for i in range(3)
+        client.post(url, {user_field: "ada", password_field: "wrong"}, **spoofed(i)).status_code
+        for i in range(3)
     ]
     assert statuses == [200, 200, 429]
-    assert client.post(url, {user_field: "ada", password_field: "right-pw-123"}, **spoofed(7)).status_code == 429
+    assert (
+        client.post(url, {user_field: "ada", password_field: "right-pw-123"}, **spoofed(7)).status_code == 429
+    )
 
 
 def test_rotating_forwarded_for_escapes_no_token_lockout(spoofed, lockout):
     api = APIClient()
     statuses = [
-        api.post("/api/token/", {"username": "ada", "password": "wrong"}, **spoofed(i)).status_code for i in range(3)
+        api.post("/api/token/", {"username": "ada", "password": "wrong"}, **spoofed(i)).status_code
+        for i in range(3)
     ]
     assert statuses == [400, 400, 429]
-    assert api.post("/api/token/", {"username": "ada", "password": "right-pw-123"}, **spoofed(9)).status_code == 429
+    assert (
+        api.post("/api/token/", {"username": "ada", "password": "right-pw-123"}, **spoofed(9)).status_code
+        == 429
+    )
 
 
 # --- A cache outage: the limits fail open, with a log line, never a 500 ----------------------------
@@ -252,7 +271,9 @@ def cache_down(settings):
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 
-def test_limits_fail_open_when_the_cache_is_down(cache_down, client, open_study, settings, monkeypatch, caplog):
+def test_limits_fail_open_when_the_cache_is_down(
+    cache_down, client, open_study, settings, monkeypatch, caplog
+):
     settings.RATELIMIT_ENABLE = True
     settings.AXES_ENABLED = True
     monkeypatch.setattr(APIView, "throttle_classes", [AnonThrottle, UserThrottle])

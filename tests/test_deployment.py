@@ -122,7 +122,8 @@ def test_the_configured_handler_redacts_django_request_warnings(client, db):
 def test_recruiter_ids_are_redacted_from_logged_queries():
     line = f"GET /join/st/?PROLIFIC_PID=5f1a2b3c&STUDY_ID=abc&SESSION_ID=s-1&x=1 HTTP/1.1 /l/{TOKEN}/"
     assert redact(line) == (
-        "GET /join/st/?PROLIFIC_PID=[redacted]&STUDY_ID=[redacted]&SESSION_ID=[redacted]&x=1 HTTP/1.1 /l/[token]/"
+        "GET /join/st/?PROLIFIC_PID=[redacted]&STUDY_ID=[redacted]&SESSION_ID=[redacted]&x=1"
+        " HTTP/1.1 /l/[token]/"
     )
     assert redact("session_id=abc&PROLIFIC_PID=p") == "session_id=[redacted]&PROLIFIC_PID=[redacted]"
     encoded = "next=%2Fjoin%2Fst%2F%3FPROLIFIC_PID%3D5f1a2b3c"
@@ -163,4 +164,7 @@ def test_gunicorn_access_log_is_redacted(tmp_path):
     assert "/join/recruit/" in written and "/l/[token]/" in written and "/s/[token]/" in written
     for secret in (TOKEN, "5f1a2b3c4d5e6f7a8b9c0d1e", "st9", "se9"):
         assert secret not in written
-    assert "--logger-class config.gunicorn_logging.RedactingLogger" in (ROOT / "docker" / "compose.yml").read_text()
+    assert (
+        "--logger-class config.gunicorn_logging.RedactingLogger"
+        in (ROOT / "docker" / "compose.yml").read_text()
+    )

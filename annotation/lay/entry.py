@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 from urllib.parse import quote
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from annotation import services
 from annotation.lay.design import lay_background_questions
@@ -26,6 +28,7 @@ from annotation.survey_page import free_text_clean
 RECRUITMENT_PARAMS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
 MAX_BACKGROUND_ANSWER = 500
 MAX_CHECK_ANSWER = 200
+JOIN_RACE_SECONDS = 10
 
 
 # --- Recruitment link, consent -------------------------------------------------------------------------
@@ -52,14 +55,24 @@ def lay_join_existing(*, study: Study, recruitment: Mapping[str, str]) -> Partic
 
 
 def lay_resume_allowed(
-    *, participant: Participant, recruitment: Mapping[str, str], started_in_this_browser: bool
+    *,
+    participant: Participant,
+    recruitment: Mapping[str, str],
+    started_in_this_browser: bool,
+    agreeing: bool = False,
 ) -> bool:
     """May the holder of this recruitment link take over `participant` (whose PROLIFIC_PID it
     names)? A participant ID is not a secret (it shows in URLs, screenshots and the recruiter's
     records), so it alone never resumes. The browser that started does (its join cookie), and so
     does Prolific's SESSION_ID of the same submission: Prolific appends the same PROLIFIC_PID,
-    STUDY_ID and SESSION_ID each time the participant opens the study from their account."""
+    STUDY_ID and SESSION_ID each time the participant opens the study from their account.
+
+    One exception keeps a double-click working on a link without SESSION_ID: an "I agree"
+    (`agreeing`) within JOIN_RACE_SECONDS of the participant's creation is the same person's second
+    submission, sent before the first one's answer (and its cookie) arrived."""
     if started_in_this_browser:
+        return True
+    if agreeing and participant.created_at >= timezone.now() - timedelta(seconds=JOIN_RACE_SECONDS):
         return True
     stored = participant.recruitment or {}
     session = stored.get("SESSION_ID", "")

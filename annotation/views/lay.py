@@ -259,6 +259,7 @@ def lay_join(request: HttpRequest, slug: str) -> HttpResponse:
             participant=existing,
             recruitment=recruitment,
             started_in_this_browser=_started_in_this_browser(request, existing),
+            agreeing=request.method == "POST" and request.POST.get("choice") == "accept",
         ):
             resume_refusal_count(request)
             logger.warning(

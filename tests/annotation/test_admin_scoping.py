@@ -268,7 +268,9 @@ def test_account_dropdowns_list_only_the_researchers_people(client, two_studies,
     client.force_login(staff_researcher)
     study_page = client.get(reverse("admin:annotation_study_change", args=[mine.pk]))
     assert _account_choices(study_page, "researchers") == expected
-    participant_page = client.get(reverse("admin:annotation_participant_change", args=[filled_mine["radiologist"].pk]))
+    participant_page = client.get(
+        reverse("admin:annotation_participant_change", args=[filled_mine["radiologist"].pk])
+    )
     assert _account_choices(participant_page, "user") == expected
     html = study_page.content.decode() + participant_page.content.decode()
     assert "root" not in html and "other-lab" not in html and "their-radiologist" not in html

@@ -167,14 +167,22 @@ def resumable(client):
     first = f"{url}?PROLIFIC_PID={RESUME_PID}&STUDY_ID=st1&SESSION_ID=se1"
     assert client.post(first, {"choice": "accept"}).status_code == 302
     participant = Participant.objects.get(external_id=RESUME_PID)
-    Participant.objects.filter(pk=participant.pk).update(completed_at="2026-01-01T00:00:00Z")
+    Participant.objects.filter(pk=participant.pk).update(
+        created_at="2026-01-01T00:00:00Z", completed_at="2026-01-01T01:00:00Z"
+    )
     participant.refresh_from_db()
     return participant, url
 
 
 @pytest.mark.parametrize(
     "query",
-    ["", "&STUDY_ID=st1", "&STUDY_ID=st1&SESSION_ID=se2", "&STUDY_ID=other&SESSION_ID=se1", "&SESSION_ID=se1x"],
+    [
+        "",
+        "&STUDY_ID=st1",
+        "&STUDY_ID=st1&SESSION_ID=se2",
+        "&STUDY_ID=other&SESSION_ID=se1",
+        "&SESSION_ID=se1x",
+    ],
 )
 def test_a_known_pid_alone_does_not_resume_from_another_browser(resumable, query, caplog):
     participant, url = resumable
@@ -191,6 +199,20 @@ def test_a_known_pid_alone_does_not_resume_from_another_browser(resumable, query
     refusals = [r.getMessage() for r in caplog.records if "Resumption refused" in r.getMessage()]
     assert len(refusals) == 3 and RESUME_PID not in " ".join(refusals)
     assert hashlib.sha256(RESUME_PID.encode()).hexdigest()[:12] in refusals[0]
+
+
+def test_a_double_click_on_i_agree_without_session_id_is_one_participant(client):
+    """The second "I agree" of a double-click arrives before the first one's cookie: within seconds
+    of the participant's creation it resumes them; a GET (a probe) never does."""
+    study = build_study(slug="lay-double", n_sources=1)
+    url = reverse("annotation:lay-join", kwargs={"slug": study.slug}) + "?PROLIFIC_PID=double1"
+    first = client.post(url, {"choice": "accept"})
+    second = Client().post(url, {"choice": "accept"})  # no cookie yet
+    assert first.status_code == second.status_code == 302 and first["Location"] == second["Location"]
+    assert Client().get(url).status_code == 403
+    Participant.objects.filter(external_id="double1").update(created_at="2026-01-01T00:00:00Z")
+    assert Client().post(url, {"choice": "accept"}).status_code == 403
+    assert Participant.objects.filter(study=study).count() == 1
 
 
 def test_a_forged_join_cookie_does_not_resume(resumable):
@@ -220,7 +242,9 @@ def test_resumption_probes_are_throttled(resumable, settings):
     settings.RATELIMIT_ENABLE = True
     settings.RADLAY_RESUME_REFUSALS_PER_IP = "3/h"
     prober = Client(REMOTE_ADDR="10.7.0.1")
-    statuses = [prober.get(f"{url}?PROLIFIC_PID={RESUME_PID}&SESSION_ID=guess{i}").status_code for i in range(5)]
+    statuses = [
+        prober.get(f"{url}?PROLIFIC_PID={RESUME_PID}&SESSION_ID=guess{i}").status_code for i in range(5)
+    ]
     assert statuses == [403, 403, 403, 429, 429]
     # Once over the limit, that address cannot resume even with the right SESSION_ID...
     right = f"{url}?PROLIFIC_PID={RESUME_PID}&STUDY_ID=st1&SESSION_ID=se1"

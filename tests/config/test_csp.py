@@ -59,7 +59,8 @@ def test_pages_carry_the_policy(client):
 
 BROWSER_GET_API = (
     "import json, django; django.setup(); from django.test import Client; "
-    "r = Client().get('/api/studies/', HTTP_ACCEPT='text/html,application/xhtml+xml,*/*;q=0.8', HTTP_HOST='radlay.example.org', secure=True); "
+    "r = Client().get('/api/studies/', HTTP_ACCEPT='text/html,application/xhtml+xml,*/*;q=0.8', "
+    "HTTP_HOST='radlay.example.org', secure=True); "
     "print(json.dumps([r.status_code, r['Content-Type'], r.get('Content-Security-Policy', ''), "
     "r.content.decode()[:200]]))"
 )
@@ -74,7 +75,9 @@ PRINT_RENDERERS = (
 def production_api_for_a_browser(code: str = BROWSER_GET_API, **env: str) -> list:
     environment = {**os.environ, **PRODUCTION_ENV, **env}
     environment.pop("DJANGO_CSP", None)
-    done = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=False
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -87,7 +90,10 @@ def test_production_serves_the_api_as_json_not_the_browsable_html():
     assert "style-src 'self'" in policy and json.loads(body)["detail"]
     # An operator can switch it back on (and should then run the CSP as report-only).
     renderers = production_api_for_a_browser(PRINT_RENDERERS, RADLAY_BROWSABLE_API="true")
-    assert renderers == ["rest_framework.renderers.JSONRenderer", "rest_framework.renderers.BrowsableAPIRenderer"]
+    assert renderers == [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ]
 
 
 def test_the_browsable_api_is_on_outside_production(client):
