@@ -23,15 +23,20 @@ PRINT_POLICY = (
 )
 
 
-def production_policy(**env: str) -> list:
+def in_production(code: str, **env: str) -> list:
+    """What `code` prints (JSON, on its last line) under production settings and `env`."""
     environment = {**os.environ, **PRODUCTION_ENV, **env}
     if "DJANGO_CSP" not in env:
         environment.pop("DJANGO_CSP", None)
     done = subprocess.run(
-        [sys.executable, "-c", PRINT_POLICY], env=environment, capture_output=True, text=True, check=False
+        [sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def production_policy(**env: str) -> list:
+    return in_production(PRINT_POLICY, **env)
 
 
 def test_production_enforces_a_policy_without_unsafe_inline():
@@ -72,24 +77,14 @@ PRINT_RENDERERS = (
 )
 
 
-def production_api_for_a_browser(code: str = BROWSER_GET_API, **env: str) -> list:
-    environment = {**os.environ, **PRODUCTION_ENV, **env}
-    environment.pop("DJANGO_CSP", None)
-    done = subprocess.run(
-        [sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def test_production_serves_the_api_as_json_not_the_browsable_html():
     """DRF's browsable API uses inline styles the enforced CSP refuses; production answers a
     browser with JSON (here the 401/403 of an anonymous request), under the policy."""
-    status, content_type, policy, body = production_api_for_a_browser()
+    status, content_type, policy, body = in_production(BROWSER_GET_API)
     assert status in (401, 403) and content_type == "application/json"
     assert "style-src 'self'" in policy and json.loads(body)["detail"]
     # An operator can switch it back on (and should then run the CSP as report-only).
-    renderers = production_api_for_a_browser(PRINT_RENDERERS, RADLAY_BROWSABLE_API="true")
+    renderers = in_production(PRINT_RENDERERS, RADLAY_BROWSABLE_API="true")
     assert renderers == [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
