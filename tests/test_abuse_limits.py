@@ -262,7 +262,6 @@ def cache_down(settings):
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": f"redis://127.0.0.1:{port}/0",
-            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
         }
     }
     with pytest.raises(CACHE_ERRORS):
