@@ -125,10 +125,13 @@ def _render_page(
 ) -> HttpResponse:
     page = expert_flow.expert_page_get(item=item)
     why = request.GET.get("why", "") if not page.complete else ""
+    # Rows are flagged after a submit attempt ("finish", ?missing=1) or when the rater left some
+    # (back on a page begun earlier), never on a page the rater has not started.
+    flagged = why == WHY_FINISH or (why == WHY_RESUME and page.started)
     context = _page_context(participant, item, page) | {
         "stamp": expert_flow.page_stamp(item=item),
         "errors": sorted((errors or {}).items()),
-        "show_missing": show_missing or why in (WHY_FINISH, WHY_RESUME),
+        "show_missing": show_missing or flagged,
         "why": why,
         "comment_max_length": services.COMMENT_MAX_LENGTH,
     }
