@@ -38,6 +38,9 @@ SEVERITY_MARKER = "Severity levels:"
 RETURNED_MESSAGE = (
     "This survey session was returned or withdrawn, so it cannot be continued. Thank you for your interest."
 )
+SCREENED_MESSAGE = (
+    "This survey has ended for you, so answers are no longer accepted. Thank you for your time."
+)
 
 
 def _error(
@@ -137,6 +140,10 @@ def _refusal(request: HttpRequest, participant: Participant, step: LayStep) -> H
         return study_unavailable(request, participant.study)
     if step.kind == steps.RETURNED:
         return _error(request, RETURNED_MESSAGE, 403, participant=participant)
+    if step.kind == steps.SCREENED:
+        if request.htmx:
+            return _error(request, SCREENED_MESSAGE, 403)
+        return render(request, TEMPLATES + "screened.html", _base_context(participant))
     if step.kind == steps.DECLINED:
         return render(request, TEMPLATES + "declined.html", _base_context(participant))
     return None
