@@ -73,6 +73,13 @@ def _to_panel_3(item: LayItem) -> None:
     item.refresh_from_db()
 
 
+def _panel_3_item() -> LayItem:
+    """The item of a one-sentence study's layperson, at panel 3."""
+    item = _items(_started(build_study(n_sources=1)))[0]
+    _to_panel_3(item)
+    return item
+
+
 def _finish_item(item: LayItem) -> None:
     _to_panel_3(item)
     if item.stage == "preference":
@@ -455,9 +462,7 @@ def test_urgency_question_when_the_study_asks_it():
 
 
 def test_preference_panel_sets_and_overlap():
-    study = build_study(n_sources=1)
-    item = _items(_started(study))[0]
-    _to_panel_3(item)
+    item = _panel_3_item()
     a, b, c, d = item.preference_order
     _save(item, "preference", data={"fields": ["most", "least"], "most": [a, b]})
     with pytest.raises(ValidationError) as both:
@@ -490,9 +495,7 @@ def test_preference_panel_sets_and_overlap():
 def test_a_preference_autosave_of_one_question_keeps_the_other_and_refuses_an_overlap():
     """An autosave of one question leaves the other's stored choice; a text liked most cannot
     become least liked that way either: that tick is refused (and named), the rest is stored."""
-    study = build_study(n_sources=1)
-    item = _items(_started(study))[0]
-    _to_panel_3(item)
+    item = _panel_3_item()
     a, b, c, _ = item.preference_order
     _save(item, "preference", data={"fields": "most", "most": [a, b]}, time_spent_ms=100)
     _save(item, "preference", data={"fields": "most", "most": [a, c]}, time_spent_ms=100)
@@ -521,9 +524,7 @@ def test_an_overlapping_tick_never_costs_the_valid_answers_beside_it():
     least (refused: B stays most), then C least (saved, B least still refused), then the submit:
     Q5 = {B}, Q6 = {C}; the submit with the refused tick does not move on and names it, the next
     one does."""
-    study = build_study(n_sources=1)
-    item = _items(_started(study))[0]
-    _to_panel_3(item)
+    item = _panel_3_item()
     a, b, c, _ = item.preference_order
     both = {"fields": ["most", "least"]}
     _save(item, "preference", data={**both, "most": [b]})
@@ -546,9 +547,7 @@ def test_an_overlapping_tick_never_costs_the_valid_answers_beside_it():
 
 
 def test_the_stored_tick_wins_whichever_question_came_first_and_a_fresh_pair_is_refused_in_both():
-    study = build_study(n_sources=1)
-    item = _items(_started(study))[0]
-    _to_panel_3(item)
+    item = _panel_3_item()
     a, b, c, d = item.preference_order
     both = {"fields": ["most", "least"]}
     _save(item, "preference", data={**both, "least": [a]})

@@ -15,41 +15,35 @@ from django.urls import reverse
 
 from annotation import protocol_texts, services
 from annotation.lay import design
-from annotation.models import AttentionCheck, LayAnswer, LayItem, LayPreference, Participant
+from annotation.models import AttentionCheck, LayAnswer, LayItem, Participant
 from annotation.selectors import analysed_participants
 from evaluation import analysis_inputs, progress
 from tests.annotation.factories import build_study
 from tests.annotation.test_expert_views import full_answers, page_url, radiologist, started
+from tests.annotation.test_lay_flow import _choices
 from tests.annotation.test_lay_views import HX, PANEL1, PANEL2, _begin, _consented, _panel_url, _url
 
 pytestmark = pytest.mark.django_db
 
 
-def _to_panel_3(client, participant, item) -> None:
+def _at_panel_3(client) -> tuple[Participant, LayItem, str]:
+    """A layperson of a one-sentence study at panel 3, and its address."""
+    participant = _consented(build_study(n_sources=1))
+    item = _begin(client, participant)[0]
     for panel, answers in (("original", PANEL1), ("assisted", PANEL2)):
         assert (
             client.post(_panel_url(participant, item, panel), {**answers, "continue": "1"}).status_code == 302
         )
-
-
-def _choices(item) -> tuple[set, set]:
-    preference = LayPreference.objects.get(item=item)
-    return set(preference.most.values_list("pk", flat=True)), set(
-        preference.least.values_list("pk", flat=True)
-    )
+    item.refresh_from_db()
+    return participant, item, _panel_url(participant, item, "preference")
 
 
 # --- Panel 3: an overlapping tick ----------------------------------------------------------------------
 
 
 def test_an_overlapping_autosave_is_refused_by_name_and_the_valid_part_is_stored(client):
-    study = build_study(n_sources=1)
-    participant = _consented(study)
-    item = _begin(client, participant)[0]
-    _to_panel_3(client, participant, item)
-    item.refresh_from_db()
+    participant, item, url = _at_panel_3(client)
     _, b, c, _ = item.preference_order
-    url = _panel_url(participant, item, "preference")
     both = {"fields": ["most", "least"], "autosave": "1"}
     assert client.post(url, {**both, "most": [b]}, **HX).status_code == 200
     response = client.post(url, {**both, "most": [b], "least": [b, c]}, **HX)
@@ -62,13 +56,8 @@ def test_an_overlapping_autosave_is_refused_by_name_and_the_valid_part_is_stored
 
 
 def test_a_submit_with_an_overlapping_tick_shows_the_refused_box_marked_and_keeps_the_rest(client):
-    study = build_study(n_sources=1)
-    participant = _consented(study)
-    item = _begin(client, participant)[0]
-    _to_panel_3(client, participant, item)
-    item.refresh_from_db()
+    participant, item, url = _at_panel_3(client)
     _, b, c, _ = item.preference_order
-    url = _panel_url(participant, item, "preference")
     data = {"fields": ["most", "least"], "most": [b], "least": [b, c], "continue": "1"}
     client.post(url, {"fields": ["most", "least"], "most": [b], "autosave": "1"}, **HX)
     response = client.post(url, data)
@@ -106,11 +95,8 @@ def test_resume_on_a_page_not_begun_flags_no_row_but_on_a_page_begun_it_does(cli
     client.post(page_url(participant, items[1]), {"A-correctness": "3"}, **HX)
     html = client.get(client.get(start).url).content.decode()
     missing = html.count("Please answer")
-    assert (
-        missing > 0
-        and f'<span class="missing-count">{missing}</span> unanswered row<span class="missing-plural">s</span>'
-        in html
-    )
+    counted = f'<span class="missing-count">{missing}</span> unanswered row<span class="missing-plural">s'
+    assert missing > 0 and counted in html
     # A plain submit of a page with gaps flags them too (the rater tried to go on).
     html = client.get(page_url(participant, items[2]) + "?missing=1").content.decode()
     assert html.count("Please answer") > 0 and "data-missing-box" in html

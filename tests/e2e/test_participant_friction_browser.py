@@ -10,9 +10,10 @@ import re
 
 from annotation import expert_flow, services
 from annotation.lay import assignment, panels
-from annotation.models import LayAnswer, LayItem, LayPreference, Participant
+from annotation.models import LayAnswer, LayItem, Participant
 from tests.annotation.factories import build_study
 from tests.annotation.test_expert_views import full_answers
+from tests.annotation.test_lay_flow import _choices
 from tests.e2e.polling import wait_for
 
 PANEL1 = {"understanding": "Most of it", "confidence": "Not at all", "severity_guess": "Mild"}
@@ -46,13 +47,6 @@ def _saved_after(page, action, status: int = 200) -> None:
     with page.expect_response(lambda r: r.request.method == "POST" and "/sentence/" in r.url) as answer:
         action()
     assert answer.value.status == status
-
-
-def _choices(item) -> tuple[set, set]:
-    preference = LayPreference.objects.get(item=item)
-    return set(preference.most.values_list("pk", flat=True)), set(
-        preference.least.values_list("pk", flat=True)
-    )
 
 
 def test_b_most_b_least_c_least_submit_keeps_b_most_and_c_least(page):
