@@ -99,13 +99,19 @@ class StudyAdmin(StudyScopedAdmin):
     fieldsets = (
         (None, {"fields": ("slug", "title", "description", "status", "unit", "researchers")}),
         (
-            "Texts shown to participants (empty = the protocol's defaults)",
+            # The default instructions are the protocol's; the default consent texts are radlay's
+            # own (annotation/protocol_texts.py): the heading says which.
+            "Texts shown to participants (empty = the defaults: the protocol's instructions, "
+            "radlay's own consent texts)",
             {
                 "fields": (
                     "expert_instructions",
                     "expert_consent_text",
                     "lay_instructions",
                     "lay_consent_text",
+                    "expected_duration_minutes",
+                    "ethics_approval",
+                    "consent_contact",
                 )
             },
         ),
@@ -121,6 +127,9 @@ class StudyAdmin(StudyScopedAdmin):
                     "safety_gate_enabled",
                     "safety_gate_threshold",
                     "completion_redirect_url",
+                    "decline_redirect_url",
+                    "screen_out_after_failed_checks",
+                    "screened_out_redirect_url",
                 )
             },
         ),

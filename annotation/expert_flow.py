@@ -154,6 +154,11 @@ class ExpertPage:
         return not self.missing
 
     @property
+    def started(self) -> bool:
+        """Whether any rating of the page is answered (the comments do not count)."""
+        return len(self.missing) < sum(len(text.aspects) for text in self.texts) + 2
+
+    @property
     def original_comment_field(self) -> str:
         return f"{ORIGINAL}-{COMMENT}"
 

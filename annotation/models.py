@@ -89,6 +89,38 @@ class Study(models.Model):
         help_text="Withhold a text any radiologist rated at or below this on Hallucination or Correctness.",
     )
     completion_redirect_url = models.URLField(blank=True, max_length=500)
+    # Shown on the consent pages of both roles (docs/guide/participants.md).
+    consent_contact = models.TextField(
+        blank=True, help_text="Who participants can contact about the study (shown with the consent text)."
+    )
+    ethics_approval = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="The ethics approval: board and reference number (shown with the consent text).",
+    )
+    expected_duration_minutes = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="About how long taking part takes, in minutes (shown with the consent text).",
+    )
+    decline_redirect_url = models.URLField(
+        blank=True,
+        max_length=500,
+        help_text="Where a layperson who declines is sent back (e.g. Prolific's completion URL with a "
+        "no-consent code); empty = they are told to return the study on the recruitment platform.",
+    )
+    screen_out_after_failed_checks = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="End the survey for a layperson who failed this many attention checks (Prolific's "
+        "rule: 2); they are screened out and left out of the analysis. Empty = never.",
+    )
+    screened_out_redirect_url = models.URLField(
+        blank=True,
+        max_length=500,
+        help_text="Where a screened-out layperson is sent (e.g. Prolific's completion URL with a "
+        "screen-out code); empty = the end page alone.",
+    )
     expert_sources_per_participant = models.PositiveIntegerField(
         null=True, blank=True, help_text="Sources each radiologist rates; empty = all."
     )
@@ -103,6 +135,11 @@ class Study(models.Model):
             models.CheckConstraint(
                 condition=Q(safety_gate_threshold__gte=1) & Q(safety_gate_threshold__lte=5),
                 name="study_safety_threshold_1_5",
+            ),
+            models.CheckConstraint(
+                condition=Q(screen_out_after_failed_checks__isnull=True)
+                | Q(screen_out_after_failed_checks__gte=1),
+                name="study_screen_out_at_least_1",
             ),
         ]
 
@@ -251,6 +288,11 @@ class Participant(models.Model):
         null=True, blank=True, help_text="Returned/withdrawn: row may be reused."
     )
     last_activity_at = models.DateTimeField(null=True, blank=True)
+    screened_out_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Ended by failed attention checks (Study.screen_out_after_failed_checks): not analysed.",
+    )
     completion_code = models.CharField(max_length=16, default=new_completion_code)
     created_at = models.DateTimeField(auto_now_add=True)
 

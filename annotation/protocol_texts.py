@@ -1,6 +1,7 @@
-"""The protocol's default participant-facing texts, shipped with every new study and shown when a
-study leaves its own text empty (Study.expert_instructions, Study.lay_instructions,
-Study.lay_consent_text).
+"""The default participant-facing texts, shipped with every new study and shown when a study leaves
+its own text empty (Study.expert_instructions, Study.lay_instructions, Study.lay_consent_text,
+Study.expert_consent_text). The instructions are the protocol's; the two consent texts are
+radlay's own (the paper publishes no consent wording): each is marked where it is defined.
 
 Source of the wording: Yang, Cherian & Vucetic, "Two-Pronged Human Evaluation of ChatGPT
 Self-Correction in Radiology Report Simplification", Findings of ACL 2024 (seed 003): the radiologist
@@ -101,6 +102,26 @@ def _expert_instructions_text() -> str:
 
 EXPERT_INSTRUCTIONS_DEFAULT = _expert_instructions_text()
 
+# radlay's own wording, not the protocol's (the paper publishes no consent text), shown to a
+# radiologist before the first page when the study has no consent text of its own.
+EXPERT_CONSENT_DEFAULT = """\
+You are invited to take part in a research study on making radiology reports easier for patients \
+to understand.
+
+What you will do: for each original radiology sentence you will rate several simplified versions, \
+shown under the labels A, B, C… in a random order, on five aspects (1-5), and say how severe the \
+described condition is and whether laypeople can understand the original sentence. Comments are \
+optional.
+
+Your answers: they are stored under a random code, not your name, and are reported as group \
+results or under that code.
+
+Taking part is voluntary. You may stop at any time without giving a reason. If you have questions \
+about the study, please contact the research team that invited you.
+
+By choosing "I agree — begin" you confirm that you have read this information and agree to take \
+part."""
+
 # --- Layperson (Figure 1) --------------------------------------------------------------------------
 
 LAY_PANEL_INTROS = {
@@ -111,6 +132,8 @@ LAY_PANEL_INTROS = {
     "preference": "Given all simplifications, please answer the following questions.",
 }
 
+# radlay's own wording, not the protocol's (the paper publishes no consent text). The study's
+# duration, ethics approval and contact are shown under it from Study's fields when set.
 LAY_CONSENT_DEFAULT = """\
 You are invited to take part in a research study on making radiology reports easier for patients \
 to understand.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from annotation.models import (
     ExpertRating,
@@ -19,6 +19,13 @@ from annotation.models import (
     Study,
     System,
 )
+
+
+def analysed_participants(*, path: str = "") -> Q:
+    """The one rule for whose answers the analysis uses: every participant but those screened out by
+    failed attention checks (Study.screen_out_after_failed_checks). `path` leads from the queried
+    model to its participant ("item__participant__" from a LayAnswer); the exports keep everyone."""
+    return Q(**{f"{path}screened_out_at__isnull": True})
 
 
 def studies_for_user(*, user) -> QuerySet[Study]:

@@ -8,6 +8,7 @@ it never clears an answer that was given.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import random
 from collections.abc import Iterable, Mapping, Sequence
@@ -39,7 +40,7 @@ from annotation.models import (
     text_hash,
 )
 from annotation.prepared_queries import Joined, PreparedQuery, PreparedUpdate, PreparedUpdateReturning
-from annotation.survey_page import seeded_shuffle, text_label
+from annotation.survey_page import seeded_shuffle
 
 
 class AnswerLocked(ValidationError):
@@ -653,6 +654,9 @@ class SavedPreference:
     row: LayPreference
     most: frozenset[int]
     least: frozenset[int]
+    # With `exclusive`: the ticks refused because the text was in the other question too
+    # ("most"/"least" -> text ids); everything else of the save is stored.
+    refused: Mapping[str, frozenset[int]] = dataclasses.field(default_factory=dict)
 
 
 # A preference's choices, both relations in one statement ("most"/"least", text id): SQL compiled once.
@@ -690,9 +694,13 @@ def lay_preference_save(
 ) -> SavedPreference:
     """Save panel 3. `most`/`least` are SimplificationText ids among the item's shown texts; None
     keeps a question's stored choice. With `exclusive` (the survey page's rule) a text cannot be
-    both most and least liked: ValidationError on `least`, and nothing saved. (Imported answers
-    may hold such a pair: two systems' identical texts are one text.) The choices are written as
-    differences to the stored ones: a save that changes one question costs one statement for it."""
+    both most and least liked: the tick that is already stored stays, the new tick of the same
+    text in the other question is refused (both, when neither was stored: the two came in one
+    request and nothing says which was meant), and every other part of the save is stored — the
+    refused ticks are returned in `refused`, never raised, so a conflict never costs a valid
+    answer. (Imported answers may hold such a pair: two systems' identical texts are one text.)
+    The choices are written as differences to the stored ones: a save that changes one question
+    costs one statement for it."""
     allowed = set(item.preference_order)
     ids = {"most": _check_choice_ids("most", most, allowed)}
     ids["least"] = _check_choice_ids("least", least, allowed)
@@ -704,7 +712,6 @@ def lay_preference_save(
         )
         if value is not None
     }
-    # Without a savepoint: a refusal below rolls back the caller's transaction, so nothing is saved.
     with transaction.atomic(savepoint=False):
         # The UPDATE locks the preference row: concurrent saves of one item read and write in turn.
         preference = _answer_save_locked(
@@ -716,12 +723,9 @@ def lay_preference_save(
         )
         stored = lay_preference_choices(preference_id=preference.pk)
         wanted = {name: set(chosen) if chosen is not None else stored[name] for name, chosen in ids.items()}
-        if exclusive and (both := wanted["most"] & wanted["least"]):
-            labels = {t: text_label(n) for n, t in enumerate(item.preference_order)}
-            named = ", ".join(sorted(labels.get(t, str(t)) for t in both))
-            raise ValidationError(
-                {"least": f"Simplification {named} cannot be among both the most and the least liked."}
-            )
+        refused = preference_overlap_refused(stored=stored, wanted=wanted) if exclusive else {}
+        for name, texts in refused.items():
+            wanted[name] -= texts
         for name, through in _CHOICE_RELATIONS:
             if removed := stored[name] - wanted[name]:
                 mine = through.objects.filter(laypreference_id=preference.pk)
@@ -731,7 +735,30 @@ def lay_preference_save(
                     [through(laypreference_id=preference.pk, simplificationtext_id=t) for t in sorted(added)],
                     ignore_conflicts=True,
                 )
-    return SavedPreference(preference, frozenset(wanted["most"]), frozenset(wanted["least"]))
+    return SavedPreference(
+        preference,
+        frozenset(wanted["most"]),
+        frozenset(wanted["least"]),
+        {name: frozenset(texts) for name, texts in refused.items() if texts},
+    )
+
+
+def preference_overlap_refused(
+    *, stored: Mapping[str, set[int]], wanted: Mapping[str, set[int]]
+) -> dict[str, set[int]]:
+    """The ticks of panel 3 refused by the rule that a text is not both most and least liked: for
+    a text wanted in both questions, the question where it is already stored keeps it and the
+    other tick is refused; a text stored in neither is refused in both."""
+    refused: dict[str, set[int]] = {"most": set(), "least": set()}
+    for text in wanted["most"] & wanted["least"]:
+        if text in stored["most"]:
+            refused["least"].add(text)
+        elif text in stored["least"]:
+            refused["most"].add(text)
+        else:
+            refused["most"].add(text)
+            refused["least"].add(text)
+    return refused
 
 
 def _check_choice_ids(name: str, ids: Iterable[int] | None, allowed: set[int]) -> list[int] | None:

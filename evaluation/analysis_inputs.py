@@ -39,6 +39,7 @@ from annotation.models import (
     Study,
     System,
 )
+from annotation.selectors import analysed_participants
 from evaluation.analysis import AnalysisOptions, StudyFrames
 from evaluation.selectors import EXPERT_ASPECTS, FETCH_CHUNK, LAY_QUESTIONS, participant_label
 
@@ -288,7 +289,7 @@ def _lay_items(study: Study) -> dict[str, np.ndarray]:
     """The study's lay items as columns of numbers, sorted by item id (NULL = NaN): what the lay
     answers and preferences share, read once."""
     columns = _fetched_numbers(
-        LayItem.objects.filter(participant__study=study)
+        LayItem.objects.filter(analysed_participants(path="participant__"), participant__study=study)
         .order_by()
         .values_list("pk", "participant_id", "position", "source_id", "assigned_system_id", "shown_text_id"),
         ["item_id", "participant_id", "position", "source_id", "assigned_system_id", "text_id"],
@@ -317,7 +318,9 @@ def lay_answers_frame(
     lookups = lookups or _lookups(study)
     items = items if items is not None else _lay_items(study)
     rows = (
-        LayAnswer.objects.filter(item__participant__study=study)
+        LayAnswer.objects.filter(
+            analysed_participants(path="item__participant__"), item__participant__study=study
+        )
         .order_by()
         .values_list("pk", "item_id", _packed_answer(), "time_spent_ms")
     )
@@ -370,7 +373,11 @@ def lay_preferences_frame(
     lookups = lookups or _lookups(study)
     items = items if items is not None else _lay_items(study)
     prefs = (
-        LayPreference.objects.filter(item__participant__study=study).order_by().values_list("pk", "item_id")
+        LayPreference.objects.filter(
+            analysed_participants(path="item__participant__"), item__participant__study=study
+        )
+        .order_by()
+        .values_list("pk", "item_id")
     )
     columns = _fetched_numbers(prefs, ["preference_id", "item_id"])
     columns.update(_of_items(items, columns["item_id"], ["participant_id", "position", "source_id"]))

@@ -7,6 +7,8 @@ Participant status, one vocabulary for both roles (first that applies):
 
 - completed  finished the survey (`completed_at`);
 - returned   returned or withdrawn on the recruiter (`returned_at`), not completed;
+- screened out  a layperson whose survey was ended by failed attention checks
+             (`screened_out_at`, Study.screen_out_after_failed_checks); not analysed;
 - declined   declined consent;
 - abandoned  a layperson who started the survey and was idle for the study's
              `abandon_after_minutes` (their Latin-square row is handed out again);
@@ -63,9 +65,9 @@ from evaluation.selectors import participant_label
 if TYPE_CHECKING:
     import pandas as pd
 
-COMPLETED, RETURNED, DECLINED = "completed", "returned", "declined"
+COMPLETED, RETURNED, DECLINED, SCREENED_OUT = "completed", "returned", "declined", "screened out"
 ABANDONED, IN_PROGRESS, CONSENTED, INVITED = "abandoned", "in progress", "consented", "invited"
-STATUSES = (INVITED, CONSENTED, IN_PROGRESS, ABANDONED, COMPLETED, DECLINED, RETURNED)
+STATUSES = (INVITED, CONSENTED, IN_PROGRESS, ABANDONED, COMPLETED, DECLINED, RETURNED, SCREENED_OUT)
 
 
 def participant_status(*, participant: Participant, started: bool, now: datetime | None = None) -> str:
@@ -75,6 +77,8 @@ def participant_status(*, participant: Participant, started: bool, now: datetime
         return COMPLETED
     if participant.returned_at is not None:
         return RETURNED
+    if participant.screened_out_at is not None:
+        return SCREENED_OUT
     if participant.declined_at is not None:
         return DECLINED
     if started:

@@ -7,7 +7,8 @@ hold a live Latin-square row.
   `Study.safety_gate_threshold` on Hallucination or Correctness is withheld (annotation/lay/
   assignment.py applies it when items are made and again before a panel first shows a text).
 - Live rows: a participant's row counts for the handout while they are completed or active. A
-  participant is *abandoned* when not completed and either returned (`returned_at`) or idle for
+  participant is *abandoned* when not completed and either returned (`returned_at`), screened out
+  by failed attention checks (`screened_out_at`: their answers are not analysed) or idle for
   `Study.abandon_after_minutes`; their row is then free for the next newcomer.
 - Panel 3 needs at least two distinct texts; an item with fewer ends after panel 2.
 """
@@ -206,19 +207,22 @@ def _idle_cutoff(study: Study, now: datetime | None) -> datetime:
 
 
 def participant_is_abandoned(*, participant: Participant, now: datetime | None = None) -> bool:
-    """Not completed, and returned or idle for `Study.abandon_after_minutes`."""
+    """Not completed, and returned, screened out or idle for `Study.abandon_after_minutes`."""
     if participant.completed_at is not None:
         return False
-    if participant.returned_at is not None:
+    if participant.returned_at is not None or participant.screened_out_at is not None:
         return True
     last = participant.last_activity_at or participant.started_at or participant.created_at
     return last is not None and last < _idle_cutoff(participant.study, now)
 
 
 def lay_live_rows(*, study: Study, now: datetime | None = None) -> list[int]:
-    """Latin-square rows of the live lay participants (completed, or active and not returned)."""
+    """Latin-square rows of the live lay participants (completed, or active and neither returned
+    nor screened out)."""
     live = Q(completed_at__isnull=False) | (
-        Q(returned_at__isnull=True) & Q(last_seen__gte=_idle_cutoff(study, now))
+        Q(returned_at__isnull=True)
+        & Q(screened_out_at__isnull=True)
+        & Q(last_seen__gte=_idle_cutoff(study, now))
     )
     return list(
         Participant.objects.filter(

@@ -152,7 +152,28 @@ def attention_check_answer(
         response = AttentionCheckResponse.objects.get(participant=participant, check_item=check)
         response.answer, response.passed = answer, passed
         response.save()
+    if not passed:
+        participant_screen_out_check(participant=participant)
     return response
+
+
+def participant_screen_out_check(*, participant: Participant) -> bool:
+    """Screen the participant out when the study says so (`Study.screen_out_after_failed_checks`,
+    off by default; Prolific's rule is two failed checks) and they have failed that many: their
+    survey ends (lay_standing: SCREENED) and their answers are left out of the analysis
+    (annotation.selectors.analysed_participants). Returns whether they are screened out."""
+    limit = participant.study.screen_out_after_failed_checks
+    if participant.screened_out_at is not None:
+        return True
+    if not limit:
+        return False
+    failed = AttentionCheckResponse.objects.filter(participant=participant, passed=False).count()
+    if failed < limit:
+        return False
+    now = timezone.now()
+    Participant.objects.filter(pk=participant.pk, screened_out_at__isnull=True).update(screened_out_at=now)
+    participant.screened_out_at = now
+    return True
 
 
 # --- Completion ------------------------------------------------------------------------------------------

@@ -16,3 +16,13 @@ class PanelClosed(LayFlowError):
 
 class StudyNotReady(LayFlowError):
     """The study has nothing a layperson could be shown (no source with a simplification)."""
+
+
+class PreferenceConflict(ValidationError):
+    """Panel 3 ticks refused because the text is in the other question too (everything else of the
+    save is stored). `conflicts` maps "most"/"least" to {text id: its label} of the refused ticks,
+    so the page can mark those boxes. Not a LayFlowError: the participant may go on answering."""
+
+    def __init__(self, messages: dict[str, list[str]], *, conflicts: dict[str, dict[int, str]]) -> None:
+        super().__init__(messages)
+        self.conflicts = conflicts

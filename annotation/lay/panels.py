@@ -8,7 +8,9 @@ saving it, and moving on — and the panel-1 lock, whose whole rule lives here:
 
 More generally a panel the participant has left accepts no changes (a repeated identical save, e.g.
 a double-clicked submit, is a harmless no-op), so there is no way back; a panel ahead of the
-participant's current step is refused. A text cannot be both most and least liked.
+participant's current step is refused. A text cannot be both most and least liked: the tick stored
+first stays, the conflicting new tick is refused and reported (PreferenceConflict, naming the box),
+and every other answer of the same save is stored.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from annotation.lay.design import (
     lay_item_panels,
     panel_number,
 )
-from annotation.lay.errors import PanelClosed
+from annotation.lay.errors import PanelClosed, PreferenceConflict
 from annotation.lay.steps import lay_item_for_save, lay_standing
 from annotation.models import LayAnswer, LayItem, LayPreference, Participant, SimplificationText, Study
 from annotation.prepared_queries import Joined, PreparedQuery
@@ -272,6 +274,7 @@ def lay_panel_save(
             if item.stage != ASSISTED:
                 raise PanelClosed("This sentence has no simplification to show; please continue.")
         try:
+            refused: Mapping[str, frozenset[int]] = {}
             if panel in (ORIGINAL, ASSISTED):
                 study = item.participant.study
                 row = services.lay_answer_save(
@@ -284,22 +287,46 @@ def lay_panel_save(
                 answered = _answer_dict(row)
                 missing = [q for q in lay_panel_questions(study=study, panel=panel) if q not in answered]
             else:
-                missing = _preference_save(item, data, time_spent_ms)
+                missing, refused = _preference_save(item, data, time_spent_ms)
         except services.AnswerLocked:
             raise PanelClosed(LOCKED_MESSAGE) from None
         if not submit:
-            return  # an autosave shows nothing but "Saved"
-        if not missing:
+            missing = []  # an autosave shows nothing but "Saved" (or the refused ticks)
+        elif not missing and not refused:
             _advance(item, panel)
+    # Raised once the answers given are committed: a plain POST with a gap keeps what it had, and a
+    # refused tick never costs the answers saved beside it.
+    if refused:
+        raise _conflict(item, refused, missing)
     if missing:
-        # Raised once the answers given are committed: a plain POST with a gap keeps what it had.
         raise ValidationError({name: "Please answer this question." for name in missing})
 
 
-def _preference_save(item: LayItem, data: Mapping[str, Any], time_spent_ms: int) -> list[str]:
-    """Save panel 3 from form data; returns the questions still unanswered after this save. A
-    question not sent keeps its stored choice (the page always sends both; an autosave, the one
-    that changed)."""
+_QUESTION_OF = {"most": "Q5 (most liked)", "least": "Q6 (least liked)"}
+
+
+def _conflict(item: LayItem, refused: Mapping[str, frozenset[int]], missing: list[str]) -> PreferenceConflict:
+    labels = {t: text_label(n) for n, t in enumerate(item.preference_order)}
+    conflicts = {name: {t: labels.get(t, str(t)) for t in sorted(texts)} for name, texts in refused.items()}
+    messages: dict[str, list[str]] = {name: ["Please answer this question."] for name in missing}
+    for name, texts in conflicts.items():
+        other = "least" if name == "most" else "most"
+        for label in texts.values():
+            kept = label not in conflicts.get(other, {}).values()
+            messages.setdefault(name, []).append(
+                f"Simplification {label} cannot be among both the most and the least liked: your tick "
+                f"for {label} in {_QUESTION_OF[name]} was not saved"
+                + (f" ({label} stays in {_QUESTION_OF[other]})." if kept else "; please choose one.")
+            )
+    return PreferenceConflict(messages, conflicts=conflicts)
+
+
+def _preference_save(
+    item: LayItem, data: Mapping[str, Any], time_spent_ms: int
+) -> tuple[list[str], Mapping[str, frozenset[int]]]:
+    """Save panel 3 from form data; returns the questions still unanswered after this save and the
+    ticks refused as overlapping. A question not sent keeps its stored choice (the page always
+    sends both)."""
     fields = set(_getlist(data, "fields"))
     chosen: dict[str, list[int] | None] = {}
     for name in ("most", "least"):
@@ -313,7 +340,7 @@ def _preference_save(item: LayItem, data: Mapping[str, Any], time_spent_ms: int)
         exclusive=True,
         **_justifications(data),
     )
-    return [name for name, ids in (("most", saved.most), ("least", saved.least)) if not ids]
+    return [name for name, ids in (("most", saved.most), ("least", saved.least)) if not ids], saved.refused
 
 
 def _advance(item: LayItem, panel: str) -> None:
@@ -334,6 +361,7 @@ class Option:
     label: str
     definition: str = ""
     checked: bool = False
+    conflict: bool = False  # panel 3: this tick was refused (the text is in the other question)
 
 
 @dataclass
@@ -348,8 +376,14 @@ class Question:
     justification_value: str = ""
 
 
-def panel_questions(state: PanelState, errors: Mapping[str, list[str]]) -> list[Question]:
-    """The questions of the panel as the page shows them, with the answers so far and any errors."""
+def panel_questions(
+    state: PanelState,
+    errors: Mapping[str, list[str]],
+    conflicts: Mapping[str, Mapping[int, str]] | None = None,
+) -> list[Question]:
+    """The questions of the panel as the page shows them, with the answers so far, any errors and
+    the panel-3 ticks refused as overlapping (`conflicts`, as PreferenceConflict has them)."""
+    conflicts = conflicts or {}
     study = state.item.participant.study
     if state.panel in (ORIGINAL, ASSISTED):
         questions = []
@@ -374,7 +408,8 @@ def panel_questions(state: PanelState, errors: Mapping[str, list[str]]) -> list[
         ("most", scales.PREFERENCE_MOST_QUESTION, state.most),
         ("least", scales.PREFERENCE_LEAST_QUESTION, state.least),
     ):
-        options = [Option(str(t.pk), label, "", t.pk in chosen) for label, t in state.texts]
+        refused = conflicts.get(name, {})
+        options = [Option(str(t.pk), label, "", t.pk in chosen, t.pk in refused) for label, t in state.texts]
         questions.append(
             Question(
                 name,

@@ -18,6 +18,7 @@ from annotation.prepared_queries import Joined, PreparedQuery
 COMPLETED = "completed"  # finished: the completion code (shown even after the study closed)
 CLOSED = "closed"  # the study is not open
 RETURNED = "returned"  # returned or withdrawn (e.g. on Prolific): may not continue
+SCREENED = "screened"  # ended by failed attention checks (Study.screen_out_after_failed_checks)
 DECLINED = "declined"
 CONSENT = "consent"
 BACKGROUND = "background"
@@ -45,15 +46,17 @@ class LayStep:
 
 
 def lay_standing(*, participant: Participant) -> LayStep | None:
-    """The step of a participant who is not answering (finished, study closed, returned, declined,
-    not consented yet), from the participant row alone; None for one in the survey. Where such a
-    participant goes needs no query; `lay_next_step` starts here."""
+    """The step of a participant who is not answering (finished, study closed, returned, screened
+    out, declined, not consented yet), from the participant row alone; None for one in the survey.
+    Where such a participant goes needs no query; `lay_next_step` starts here."""
     if participant.completed_at is not None:
         return LayStep(COMPLETED)
     if not participant.study.is_open:
         return LayStep(CLOSED)
     if participant.returned_at is not None:
         return LayStep(RETURNED)
+    if participant.screened_out_at is not None:
+        return LayStep(SCREENED)
     if participant.declined_at is not None:
         return LayStep(DECLINED)
     if participant.consented_at is None:

@@ -16,18 +16,21 @@ register = template.Library()
 
 _CHECKED = mark_safe(" checked")
 _AUTOFOCUS = mark_safe(" autofocus")
+# A panel-3 tick refused because its text is in the other question (lay.js marks it the same way).
+_CONFLICT = ' class="conflict" aria-invalid="true" aria-describedby="q-{}-error"'
 _DEFINITION = '<span class="level-def">{}</span>'
 
 
 @register.simple_tag
 def question_choices(question, first_error) -> SafeString:
     """One `<label><input>` per option of `question` (annotation.lay.panels.Question): the chosen
-    ones checked, the first one focused when this question holds the page's first error."""
+    ones checked, the first one focused when this question holds the page's first error, a refused
+    overlapping tick marked invalid."""
     kind = "checkbox" if question.multiple else "radio"
     focus = question.name == first_error
     return format_html_join(
         "",
-        '\n    <label><input type="{}" name="{}" value="{}"{}{}><span class="opt"><span class="opt-name">'
+        '\n    <label><input type="{}" name="{}" value="{}"{}{}{}><span class="opt"><span class="opt-name">'
         '<span class="key js-only">{}</span>{}</span>{}</span></label>',
         (
             (
@@ -36,6 +39,7 @@ def question_choices(question, first_error) -> SafeString:
                 option.value,
                 _CHECKED if option.checked else "",
                 _AUTOFOCUS if number == 1 and focus else "",
+                format_html(_CONFLICT, question.name) if option.conflict else "",
                 number,
                 option.label,
                 format_html(_DEFINITION, option.definition) if option.definition else "",

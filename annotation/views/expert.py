@@ -77,8 +77,10 @@ def expert_start(request: HttpRequest, participant: Participant) -> HttpResponse
 @radiologist_flow
 def expert_instructions(request: HttpRequest, participant: Participant) -> HttpResponse:
     study = participant.study
+    # Every radiologist sees a consent text: the study's own, or radlay's default.
+    consent_text = study.expert_consent_text.strip() or protocol_texts.EXPERT_CONSENT_DEFAULT
     if request.method == "POST":
-        if study.expert_consent_text.strip():
+        if participant.consented_at is None:
             services.participant_consent(participant=participant, accepted=True)
         services.participant_touch(participant=participant)
         expert_flow.expert_pages_prepare(participant=participant)
@@ -87,7 +89,7 @@ def expert_instructions(request: HttpRequest, participant: Participant) -> HttpR
         "participant": participant,
         "study": study,
         "custom_instructions": study.expert_instructions.strip(),
-        "consent_text": study.expert_consent_text.strip(),
+        "consent_text": consent_text,
         "texts": protocol_texts,
         "severity_levels": scales.SEVERITY.levels,
         "progress": expert_flow.expert_progress(participant=participant),
@@ -125,10 +127,13 @@ def _render_page(
 ) -> HttpResponse:
     page = expert_flow.expert_page_get(item=item)
     why = request.GET.get("why", "") if not page.complete else ""
+    # Rows are flagged after a submit attempt ("finish", ?missing=1) or when the rater left some
+    # (back on a page begun earlier), never on a page the rater has not started.
+    flagged = why == WHY_FINISH or (why == WHY_RESUME and page.started)
     context = _page_context(participant, item, page) | {
         "stamp": expert_flow.page_stamp(item=item),
         "errors": sorted((errors or {}).items()),
-        "show_missing": show_missing or why in (WHY_FINISH, WHY_RESUME),
+        "show_missing": show_missing or flagged,
         "why": why,
         "comment_max_length": services.COMMENT_MAX_LENGTH,
     }

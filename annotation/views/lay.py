@@ -29,7 +29,7 @@ from annotation.access import access_attention_check, access_lay_item, access_st
 from annotation.enrolment_limits import consent_limits, join_limits, resume_blocked, resume_refusal_count
 from annotation.lay import assignment, entry, panels, steps
 from annotation.lay.design import ASSISTED, PANELS, lay_background_questions, panel_number
-from annotation.lay.errors import LayFlowError
+from annotation.lay.errors import LayFlowError, PreferenceConflict
 from annotation.lay.steps import LayStep, lay_next_step, lay_progress, lay_standing
 from annotation.models import LayItem, Participant, Study
 from annotation.views.entry import messages_of, study_unavailable, survey_participant
@@ -49,6 +49,9 @@ LAY = Participant.Role.LAYPERSON
 SEVERITY_MARKER = "Severity levels:"
 RETURNED_MESSAGE = (
     "This survey session was returned or withdrawn, so it cannot be continued. Thank you for your interest."
+)
+SCREENED_MESSAGE = (
+    "This survey has ended for you, so answers are no longer accepted. Thank you for your time."
 )
 
 
@@ -149,6 +152,10 @@ def _refusal(request: HttpRequest, participant: Participant, step: LayStep) -> H
         return study_unavailable(request, participant.study)
     if step.kind == steps.RETURNED:
         return _error(request, RETURNED_MESSAGE, 403, participant=participant)
+    if step.kind == steps.SCREENED:
+        if request.htmx:
+            return _error(request, SCREENED_MESSAGE, 403)
+        return render(request, TEMPLATES + "screened.html", _base_context(participant))
     if step.kind == steps.DECLINED:
         return render(request, TEMPLATES + "declined.html", _base_context(participant))
     return None
@@ -364,12 +371,13 @@ def _render_panel(
     panel: str,
     *,
     errors: dict[str, list[str]] | None = None,
+    conflicts: dict[str, dict[int, str]] | None = None,
     status: int = 200,
 ) -> HttpResponse:
     state = panels.lay_panel_state(item=item, panel=panel)
     step = LayStep(steps.ITEM, item=item, panel=panel)
     errors = errors or {}
-    questions = panels.panel_questions(state, errors)
+    questions = panels.panel_questions(state, errors, conflicts)
     context = _base_context(
         participant,
         item=item,
@@ -438,13 +446,17 @@ def lay_panel(request: HttpRequest, participant: Participant, item_id: int, pane
     except LayFlowError as exc:
         return _error(request, " ".join(messages_of(exc)), 409, participant=participant)
     except ValidationError as exc:
+        # A refused overlapping tick (panel 3) names its box; the rest of that save is stored.
+        conflicts = exc.conflicts if isinstance(exc, PreferenceConflict) else {}
         if autosave:
-            return render(
-                request, "annotation/_error_fragment.html", {"messages": messages_of(exc)}, status=400
-            )
+            context = {"messages": messages_of(exc), "conflicts": conflicts}
+            template = TEMPLATES + "_conflict.html" if conflicts else "annotation/_error_fragment.html"
+            return render(request, template, context, status=400)
         errors = exc.message_dict if hasattr(exc, "error_dict") else {"": exc.messages}
         item = access_lay_item(participant=participant, item_id=item_id)
-        return _render_panel(request, participant, item, panel, errors=errors, status=400)
+        return _render_panel(
+            request, participant, item, panel, errors=errors, conflicts=conflicts, status=400
+        )
     if autosave:
         return render(request, TEMPLATES + "_saved.html")
     return _to_next(request, participant)

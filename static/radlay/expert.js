@@ -59,6 +59,20 @@
       });
     },
   });
+  // What the page says about its unanswered rows follows the answers: the counts go down as rows
+  // are answered, and the messages go once none is left (the footer then says "✓ Page complete").
+  function refreshMissing() {
+    const open = rows.filter(function (r) { return !answered(r); }).length;
+    document.querySelectorAll("[data-missing-box]").forEach(function (box) {
+      if (!open) { box.remove(); return; }
+      box.querySelectorAll(".missing-count").forEach(function (c) { c.textContent = String(open); });
+      box.querySelectorAll(".missing-plural").forEach(function (c) { c.textContent = open === 1 ? "" : "s"; });
+    });
+    if (notice && notice.textContent) say(open ? unansweredMessage(open) : "");
+  }
+  form.addEventListener("change", function (e) {
+    if (e.target.type === "radio") refreshMissing();
+  });
 
   // --- Keyboard --------------------------------------------------------------------------------
   // One Tab stop per row: the row itself (1-5 answer it). Its radios and its definition button
@@ -68,7 +82,14 @@
     row.querySelectorAll("input[type=radio], summary").forEach(function (el) { el.tabIndex = -1; });
   });
   const notice = document.getElementById("page-notice");
+  // The notice is pinned in view (expert.css) and announced (a live region), while the focus stays
+  // on the highlighted row so that the keys go on answering.
   function say(text) { if (notice) notice.textContent = text; }
+  function unansweredMessage(open) {
+    return "This sentence still has " + open + " unanswered row" + (open === 1 ? "" : "s") +
+      ": the first one is highlighted. Answer " + (open === 1 ? "it" : "them") +
+      " to go on, or use “Skip for now”.";
+  }
   let current = null;
   function answered(row) { return !!row.querySelector("input[type=radio]:checked"); }
   function pageComplete() { return rows.every(answered); }
@@ -122,9 +143,7 @@
     } else {
       const open = rows.filter(function (r) { return !answered(r); });
       const first = open[0];
-      say("This sentence still has " + open.length + " unanswered row" + (open.length === 1 ? "" : "s") +
-          ": the first one is highlighted. Answer " + (open.length === 1 ? "it" : "them") +
-          " to go on, or use “Skip for now”.");
+      say(unansweredMessage(open.length));
       setCurrent(first, true);
       if (first) first.classList.add("nudge");
       setTimeout(function () { if (first) first.classList.remove("nudge"); }, 900);
@@ -152,9 +171,10 @@
     }
     if (e.key === "?") { toggleHelp(); e.preventDefault(); return; }
     const inRow = t.closest(".rate-row");
-    const onPage = inRow || t === document.body;
+    // The page's own messages take the focus to be read; keys there act as on the page.
+    const onPage = inRow || t === document.body || !!t.closest("[data-missing-box]");
     if (/^[1-9]$/.test(e.key)) {
-      const row = inRow || (t === document.body ? current : null);
+      const row = inRow || (onPage ? current : null);
       if (row && answer(row, e.key)) { e.preventDefault(); advance(row); }
       return;
     }
@@ -180,8 +200,17 @@
     if (handled) e.preventDefault();
   });
 
-  // Start where the work is: the first unanswered row (or nothing, on a finished page).
+  // Start where the work is: the first unanswered row (or nothing, on a finished page). A page that
+  // says why the rater was sent to it ("Welcome back", "Not finished yet") starts on that message,
+  // in view and read out, with the row highlighted for the keys.
   const first = rows.find(function (r) { return !answered(r); });
-  if (first) setCurrent(first, true, "nearest");
+  const why = document.getElementById("why-here");
+  if (why && first) {
+    setCurrent(first, false);
+    why.focus({ preventScroll: true });
+    why.scrollIntoView({ block: "center" });
+  } else if (first) {
+    setCurrent(first, true, "nearest");
+  }
   form.dataset.ready = "1";  // for browser tests: keyboard handling is in place
 })();

@@ -19,23 +19,52 @@
   };
 
   // --- Keyboard answering: 1-9 choose the n-th option of the question that has the focus (or of
-  // the first unanswered one); after a single-choice answer the focus moves to the next question.
+  // the first unanswered one, or on a fully answered panel of the one answered last); after a
+  // single-choice answer, by key or by mouse, the focus moves to the next unanswered question, and
+  // once none is left to the button that goes on, so Enter continues.
+  let lastAnswered = null;
+  let pointed = null;  // the question a mouse button went down in (see the "change" listener below)
+  function continueButton() {
+    return document.querySelector("#lay-form button[type=submit][name=continue]");
+  }
   function currentQuestion() {
-    const questions = allQuestions();
+    const questions = allQuestions().filter(function (q) { return choiceInputs(q).length; });
     const active = document.activeElement;
     const holder = active && active.closest ? active.closest("fieldset.question") : null;
     if (holder) return holder;
-    return questions.find(function (q) { return choiceInputs(q).length && !answered(q); }) || null;
+    const open = questions.find(function (q) { return !answered(q); });
+    if (open) return open;
+    if (lastAnswered && document.contains(lastAnswered)) return lastAnswered;
+    return questions[questions.length - 1] || null;
   }
-  function focusQuestion(fieldset) {
+  function focusQuestion(fieldset, preventScroll) {
     const inputs = choiceInputs(fieldset);
     const target = inputs.find(function (i) { return i.checked; }) || inputs[0];
-    if (target) target.focus({ preventScroll: false });
+    if (target) target.focus({ preventScroll: !!preventScroll });
+  }
+  // After `fieldset` was answered: the next unanswered question (after it, else before it), else
+  // the continue button.
+  function moveOn(fieldset, preventScroll) {
+    const questions = allQuestions().filter(function (q) { return choiceInputs(q).length; });
+    const at = questions.indexOf(fieldset);
+    const open = questions.slice(at + 1).concat(questions.slice(0, at)).find(function (q) { return !answered(q); });
+    if (open) { focusQuestion(open, preventScroll); return; }
+    const button = continueButton();
+    if (button) button.focus({ preventScroll: !!preventScroll });
   }
   document.addEventListener("keydown", function (e) {
-    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    pointed = null;
+    if (e.ctrlKey || e.metaKey || e.altKey || e.isComposing) return;
     const tag = (e.target.tagName || "").toLowerCase();
     if (tag === "textarea" || (tag === "input" && e.target.type === "text")) return;
+    if (e.key === "Enter") {
+      // Enter goes on, wherever the focus is on the panel (a button or a link does its own thing).
+      const form = document.getElementById("lay-form");
+      if (!form || tag === "button" || tag === "a" || tag === "summary") return;
+      e.preventDefault();
+      form.requestSubmit(continueButton());
+      return;
+    }
     if (!/^[1-9]$/.test(e.key)) return;
     const fieldset = currentQuestion();
     if (!fieldset) return;
@@ -44,13 +73,22 @@
     if (!input) return;
     e.preventDefault();
     input.click();  // fires "change", which autosaves
-    if (input.type === "radio") {
-      const questions = allQuestions();
-      const next = questions[questions.indexOf(fieldset) + 1];
-      if (next && choiceInputs(next).length) focusQuestion(next);
-      else input.focus();
-    } else {
-      input.focus();
+    if (input.type === "radio") moveOn(fieldset, false);
+    else input.focus();
+  });
+  // A question answered with the mouse hands the keyboard on as a key answer does: otherwise the
+  // next digit would change the answer just clicked instead of answering the next question.
+  document.addEventListener("pointerdown", function (e) {
+    pointed = e.pointerType !== "touch" && e.target.closest ? e.target.closest("fieldset.question") : null;
+  });
+  document.addEventListener("change", function (e) {
+    const holder = e.target.closest ? e.target.closest("fieldset.question") : null;
+    if (!holder || (e.target.type !== "radio" && e.target.type !== "checkbox")) return;
+    lastAnswered = holder;
+    if (e.target.type === "radio" && pointed === holder) {
+      pointed = null;
+      // After the click's own default actions (a label click focuses its input).
+      setTimeout(function () { moveOn(holder, true); }, 0);
     }
   });
   // An answered question loses its "Please answer this question." at once, not at the next submit.
@@ -100,6 +138,24 @@
     sending: '<span class="muted">Saving…</span>',
     pending: '<span class="error" role="alert">Not saved yet (connection problem); retrying…</span>',
   };
+  // Panel 3: a tick refused because its text is in the other question too (the server names it in
+  // the response) is unticked again and marked, so the boxes show what is stored.
+  function markConflicts(form, status) {
+    form.querySelectorAll("input.conflict").forEach(function (input) {
+      input.classList.remove("conflict");
+      input.removeAttribute("aria-invalid");
+      input.removeAttribute("aria-describedby");
+    });
+    status.querySelectorAll("[data-conflict]").forEach(function (marker) {
+      const input = form.querySelector(
+        'input[name="' + marker.dataset.conflict + '"][value="' + marker.dataset.value + '"]');
+      if (!input) return;
+      input.checked = false;
+      input.classList.add("conflict");
+      input.setAttribute("aria-invalid", "true");
+      input.setAttribute("aria-describedby", "save-status");
+    });
+  }
   function watchForm() {
     const form = document.getElementById("lay-form");
     if (!form || typeof RadlaySurvey === "undefined") return;
@@ -108,6 +164,8 @@
       params: { autosave: "1", rendered_at: stamp ? stamp.value : "" },
       // Unticking the last box of a group must clear it on the server, not leave it as it was.
       listField: "fields",
+      // "Not both most and least liked" is judged on both questions of panel 3 together.
+      linked: ["most", "least"],
       // A refused answer (400 bad value, 409 locked panel, 403 closed study) shows its message.
       onState: function (names, state, body) {
         const status = document.getElementById("save-status");
@@ -115,6 +173,7 @@
         if (state === "saved") status.innerHTML = RadlaySurvey.swapOob(body);
         else if (state === "refused") status.innerHTML = body;
         else status.innerHTML = STATES[state];
+        if (state === "saved" || state === "refused") markConflicts(form, status);
       },
       navigate: show,
     });

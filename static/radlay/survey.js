@@ -18,6 +18,9 @@
        storageKey     where unsent answers wait in localStorage ("radlay:unsent:" + form path).
        params         {name: value} sent with every autosave request besides the answers (for
                       instance a marker that tells an autosave from a plain submit).
+       linked         names of checkbox groups that are sent together: a change to one sends the
+                      checked values of all of them (a rule spanning the groups, such as panel 3's
+                      "not both most and least liked", is then judged on the whole answer).
        listField      a parameter name: each request also sends, under it, the name of every
                       list answer (checkbox group) it carries, so that a group with nothing
                       checked still reaches the server as "none" rather than as "not sent".
@@ -55,14 +58,17 @@
     return input ? input.value : "";
   }
 
-  function defaultWatch(event, form, delay, later) {
+  function defaultWatch(event, form, delay, later, linked) {
     const elt = event.target;
     if (!elt || !elt.name || elt.type === "hidden" || elt.type === "submit") return null;
     const out = {};
     if (elt.type === "checkbox") {
-      out[elt.name] = Array.prototype.slice
-        .call(form.querySelectorAll('input[type=checkbox][name="' + elt.name + '"]:checked'))
-        .map(function (c) { return c.value; });
+      const names = linked && linked.indexOf(elt.name) >= 0 ? linked : [elt.name];
+      names.forEach(function (name) {
+        out[name] = Array.prototype.slice
+          .call(form.querySelectorAll('input[type=checkbox][name="' + name + '"]:checked'))
+          .map(function (c) { return c.value; });
+      });
       return event.type === "change" ? out : null;
     }
     if (elt.type === "radio") {
@@ -214,7 +220,7 @@
     function onEvent(event) {
       const values = options.watch
         ? options.watch(event, later)
-        : defaultWatch(event, form, delay, later);
+        : defaultWatch(event, form, delay, later, options.linked);
       if (values && Object.keys(values).length) queue(values);
     }
     form.addEventListener("change", onEvent);

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from annotation import services, survey_page
 from annotation.lay import assignment, design, entry, panels, steps
-from annotation.lay.errors import LayFlowError, PanelClosed, StudyNotReady
+from annotation.lay.errors import LayFlowError, PanelClosed, PreferenceConflict, StudyNotReady
 from annotation.models import (
     AttentionCheck,
     AttentionCheckResponse,
@@ -71,6 +71,13 @@ def _to_panel_3(item: LayItem) -> None:
     panels.lay_panel_open(item=item, panel="assisted")
     _save(item, "assisted", data=PANEL2, submit=True)
     item.refresh_from_db()
+
+
+def _panel_3_item() -> LayItem:
+    """The item of a one-sentence study's layperson, at panel 3."""
+    item = _items(_started(build_study(n_sources=1)))[0]
+    _to_panel_3(item)
+    return item
 
 
 def _finish_item(item: LayItem) -> None:
@@ -455,9 +462,7 @@ def test_urgency_question_when_the_study_asks_it():
 
 
 def test_preference_panel_sets_and_overlap():
-    study = build_study(n_sources=1)
-    item = _items(_started(study))[0]
-    _to_panel_3(item)
+    item = _panel_3_item()
     a, b, c, d = item.preference_order
     _save(item, "preference", data={"fields": ["most", "least"], "most": [a, b]})
     with pytest.raises(ValidationError) as both:
@@ -488,23 +493,91 @@ def test_preference_panel_sets_and_overlap():
 
 
 def test_a_preference_autosave_of_one_question_keeps_the_other_and_refuses_an_overlap():
-    """survey.js sends the question that changed alone: the other keeps its stored choice, a text
-    liked most cannot become least liked that way either, and a refused save changes nothing."""
-    study = build_study(n_sources=1)
-    item = _items(_started(study))[0]
-    _to_panel_3(item)
+    """An autosave of one question leaves the other's stored choice; a text liked most cannot
+    become least liked that way either: that tick is refused (and named), the rest is stored."""
+    item = _panel_3_item()
     a, b, c, _ = item.preference_order
     _save(item, "preference", data={"fields": "most", "most": [a, b]}, time_spent_ms=100)
     _save(item, "preference", data={"fields": "most", "most": [a, c]}, time_spent_ms=100)
-    with pytest.raises(ValidationError) as both:
+    with pytest.raises(PreferenceConflict) as both:
         _save(item, "preference", data={"fields": "least", "least": [c]}, time_spent_ms=100)
     assert "Simplification C cannot be among both" in str(both.value)
+    assert both.value.conflicts == {"least": {c: "C"}}
     preference = LayPreference.objects.get(item=item)
     assert set(preference.most.values_list("pk", flat=True)) == {a, c}
-    assert not preference.least.exists() and preference.time_spent_ms == 200
+    # The refused tick cost nothing else: the save's time is kept.
+    assert not preference.least.exists() and preference.time_spent_ms == 300
     _save(item, "preference", data={"fields": "least", "least": [b]}, submit=True)
     assert set(preference.most.values_list("pk", flat=True)) == {a, c}
     assert set(preference.least.values_list("pk", flat=True)) == {b}
+
+
+def _choices(item) -> tuple[set, set]:
+    preference = LayPreference.objects.get(item=item)
+    return set(preference.most.values_list("pk", flat=True)), set(
+        preference.least.values_list("pk", flat=True)
+    )
+
+
+def test_an_overlapping_tick_never_costs_the_valid_answers_beside_it():
+    """Issue 34 item 2, as the page sends it (both questions on every change): B most, then B
+    least (refused: B stays most), then C least (saved, B least still refused), then the submit:
+    Q5 = {B}, Q6 = {C}; the submit with the refused tick does not move on and names it, the next
+    one does."""
+    item = _panel_3_item()
+    a, b, c, _ = item.preference_order
+    both = {"fields": ["most", "least"]}
+    _save(item, "preference", data={**both, "most": [b]})
+    with pytest.raises(PreferenceConflict) as refused:
+        _save(item, "preference", data={**both, "most": [b], "least": [b]})
+    assert refused.value.conflicts == {"least": {b: "B"}}
+    assert "your tick for B in Q6 (least liked) was not saved (B stays in Q5" in str(refused.value)
+    assert _choices(item) == ({b}, set())
+    with pytest.raises(PreferenceConflict):
+        _save(item, "preference", data={**both, "most": [b], "least": [b, c]})
+    assert _choices(item) == ({b}, {c})  # C as least is saved beside the refused B
+    with pytest.raises(PreferenceConflict) as on_submit:
+        _save(item, "preference", submit=True, data={**both, "most": [b], "least": [b, c]})
+    assert set(on_submit.value.message_dict) == {"least"}  # nothing is reported missing
+    item.refresh_from_db()
+    assert item.stage == "preference" and _choices(item) == ({b}, {c})
+    _save(item, "preference", submit=True, data={**both, "most": [b], "least": [c]})
+    item.refresh_from_db()
+    assert item.stage == "done" and _choices(item) == ({b}, {c})
+
+
+def test_the_stored_tick_wins_whichever_question_came_first_and_a_fresh_pair_is_refused_in_both():
+    item = _panel_3_item()
+    a, b, c, d = item.preference_order
+    both = {"fields": ["most", "least"]}
+    _save(item, "preference", data={**both, "least": [a]})
+    with pytest.raises(PreferenceConflict) as least_first:
+        _save(item, "preference", data={**both, "most": [a, b], "least": [a]})
+    assert least_first.value.conflicts == {"most": {a: "A"}}
+    assert _choices(item) == ({b}, {a})
+    # Ticked in both at once (one plain POST): nothing says which was meant, so neither is stored.
+    with pytest.raises(PreferenceConflict) as fresh:
+        _save(item, "preference", data={**both, "most": [b, d], "least": [a, d]})
+    assert fresh.value.conflicts == {"most": {d: "D"}, "least": {d: "D"}}
+    assert "please choose one" in str(fresh.value)
+    assert _choices(item) == ({b}, {a})
+    # Unticking B as most makes B as least valid: the same page state is then stored whole.
+    _save(item, "preference", data={**both, "most": [], "least": [a, b]})
+    assert _choices(item) == (set(), {a, b})
+
+
+def test_preference_overlap_rule_keeps_the_stored_tick():
+    from annotation.services import preference_overlap_refused
+
+    assert preference_overlap_refused(
+        stored={"most": {1}, "least": {2}}, wanted={"most": {1, 2, 3}, "least": {1, 2, 3, 4}}
+    ) == {"most": {2, 3}, "least": {1, 3}}
+    assert preference_overlap_refused(
+        stored={"most": set(), "least": set()}, wanted={"most": {1}, "least": {2}}
+    ) == {
+        "most": set(),
+        "least": set(),
+    }
 
 
 def test_single_distinct_text_skips_panel_3():

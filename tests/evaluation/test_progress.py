@@ -89,6 +89,7 @@ def test_one_status_vocabulary_for_every_stage_of_a_layperson():
         "completed": 0,
         "declined": 1,
         "returned": 1,
+        "screened out": 0,
     }
     rows = progress.latin_square_balance(study=study).rows
     assert sorted(
