@@ -8,6 +8,6 @@ lock:  ## refresh requirements.lock and requirements-dev.lock (hashes) from requ
 	bash .ci/lock.sh
 
 docs:  ## build the documentation site into site/ (warnings are errors, as in CI)
-	.venv/bin/mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir site
 
 .PHONY: demo test lock docs
