@@ -4,4 +4,10 @@ demo:  ## set up and run the app on the embedded default (SQLite, in-process tas
 test:  ## set up and run the whole test suite on a throwaway PostgreSQL + Redis
 	bash .ci/test.sh $(ARGS)
 
-.PHONY: demo test
+lock:  ## refresh requirements.lock and requirements-dev.lock (hashes) from requirements*.txt
+	bash .ci/lock.sh
+
+docs:  ## build the documentation site into site/ (warnings are errors, as in CI)
+	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir site
+
+.PHONY: demo test lock docs

@@ -29,6 +29,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Static checks first: each fails the run before any test starts.
+echo "==> ruff check, ruff format --check"
+.venv/bin/ruff check --no-cache .
+.venv/bin/ruff format --check --no-cache .
+echo "==> mypy (.ci/mypy-baseline.txt may only shrink)"
+.venv/bin/python .ci/mypy_baseline.py
+echo "==> mkdocs build --strict (the documentation site, warnings are errors)"
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$work/site"
+
 echo "==> PostgreSQL on 127.0.0.1:$pg_port, Redis on 127.0.0.1:$redis_port"
 runuser -u postgres -- "$pg_bin/initdb" -D "$work/pg" -U postgres -A trust -E UTF8 >/dev/null
 runuser -u postgres -- "$pg_bin/pg_ctl" -D "$work/pg" -l "$work/pg.log" -w \

@@ -180,8 +180,9 @@ def parse_refinement(answer: str) -> str:
             continue
         if isinstance(value, dict):
             for key in _ANSWER_KEYS:
-                if isinstance(value.get(key), str) and value[key].strip():
-                    return value[key].strip()
+                found = value.get(key)
+                if isinstance(found, str) and found.strip():
+                    return found.strip()
     raise RefinementFormatError("no JSON object with a simplification in the refiner's answer")
 
 

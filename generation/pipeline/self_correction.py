@@ -538,7 +538,8 @@ def run_self_correction(
         try:
             calls = loop.send(answers)
         except StopIteration as done:
-            return done.value
+            result: SelfCorrectionResult = done.value
+            return result
 
 
 def run_self_correction_batch(

@@ -44,6 +44,7 @@ import re
 import zipfile
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
@@ -75,7 +76,7 @@ class LookupTables:
         else:
             self._dir = location
 
-    def load(self, table: str) -> dict:
+    def load(self, table: str) -> dict[str, Any]:
         name = f"en_{table}.json.gz"
         if self._zip is not None:
             raw = self._zip.read(f"spacy_lookups_data/data/{name}")
@@ -83,7 +84,8 @@ class LookupTables:
             assert self._dir is not None
             raw = (self._dir / name).read_bytes()
         with gzip.open(io.BytesIO(raw)) as handle:
-            return json.load(handle)
+            table_data: dict[str, Any] = json.load(handle)
+        return table_data
 
 
 class WordNetMorphology:
@@ -160,9 +162,9 @@ def build(tables: LookupTables) -> tuple[list[str], dict[str, list[str]]]:
     for token in vocabulary:
         if token in common_set:
             continue
-        lemmas = sorted(token_lemmas[token] & common_set)
-        if lemmas:
-            forms[token] = lemmas
+        form_lemmas = sorted(token_lemmas[token] & common_set)
+        if form_lemmas:
+            forms[token] = form_lemmas
     return common, forms
 
 
