@@ -8,7 +8,7 @@ is redacted whatever its format (every atom is redacted, headers included)."""
 
 from __future__ import annotations
 
-from gunicorn.glogging import Logger
+from gunicorn.glogging import Logger  # type: ignore[import-untyped]
 
 from config.log_filters import redact
 

@@ -23,7 +23,7 @@ import logging
 from django.conf import settings
 from django.http import HttpRequest
 from redis.exceptions import RedisError
-from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
+from rest_framework.throttling import AnonRateThrottle, SimpleRateThrottle, UserRateThrottle
 
 logger = logging.getLogger("radlay.limits")
 
@@ -52,7 +52,7 @@ def limit_unavailable(what: str, error: Exception) -> None:
     logger.warning("Rate limit %s not applied, the cache is unreachable: %s", what, error)
 
 
-class _ClientAddressThrottle:
+class _ClientAddressThrottle(SimpleRateThrottle):
     """DRF's throttles keyed on `client_ip` (DRF's own reads X-Forwarded-For with no proxy count),
     and let through when the cache is down."""
 

@@ -59,7 +59,7 @@ def _error(
     request: HttpRequest, message: str, status: int, *, participant: Participant | None = None
 ) -> HttpResponse:
     # An htmx autosave swaps the answer into the panel's save status, so it gets a fragment.
-    if not request.htmx:
+    if not request.htmx:  # type: ignore[attr-defined]
         resume = _start_url(participant) if participant else None
         return survey_error_page(request, message, status, resume_url=resume)
     return render(request, "annotation/_error_fragment.html", {"message": message}, status=status)

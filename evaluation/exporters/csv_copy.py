@@ -25,7 +25,7 @@ holding every kind of answer:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import closing
 from typing import Any
 
@@ -107,7 +107,7 @@ def csv_rows(data: bytes) -> int:
     return sum(part.count(b"\n") for part in data.split(b'"')[::2])
 
 
-def _copy_out(statement: str) -> Iterator[bytes]:
+def _copy_out(statement: str) -> Generator[bytes, None, None]:
     """The text of the one column of a binary `COPY … TO STDOUT`, in chunks of `ROWS_PER_CHUNK`
     rows, read from libpq through psycopg's documented low-level `Connection.pgconn`: psycopg's
     `Copy.read()` spends several microseconds of Python on each row, while a blocking
