@@ -233,3 +233,11 @@ def test_the_definitions_are_written_from_the_table():
     assert "206.835 − 1.015 × words/sentence − 84.6 × syllables/word" in texts["flesch_reading_ease"]
     assert "0.4 × (words/sentence + complex-word %)" in texts["gunning_fog"]
     assert "+ 3.6365 when difficult-word % > 5" in texts["dale_chall"]
+
+
+def test_the_documented_formulas_are_the_tables():
+    doc = (Path(settings.BASE_DIR) / "docs" / "analysis" / "metric-conventions.md").read_text(
+        encoding="utf-8"
+    )
+    for name in readability.FORMULAS:
+        assert readability.formula_text(name) in doc, name
