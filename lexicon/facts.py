@@ -313,6 +313,8 @@ def _synonyms() -> dict[str, str]:
     return canonical
 
 
+# A study's texts repeat a few thousand words: HIT reads each word once per jargon term.
+@lru_cache(maxsize=1 << 16)
 def _canonical(word: str) -> str:
     stem = _stem(word)
     return _synonyms().get(stem, stem)
@@ -355,8 +357,12 @@ def phrase_stems(phrase: str) -> set[str]:
 def phrase_count(phrase: str, counts: Counter[str]) -> int:
     """How many times `counts` (stem_counts of a text) holds a lay phrase: as a bag of its content
     words, near-synonyms counting, word order and the words between them not read."""
-    needed = Counter(_canonical(w) for w in _content_words(phrase))
-    return min((counts[stem] // times for stem, times in needed.items()), default=0)
+    return min((counts[stem] // times for stem, times in _needed(phrase)), default=0)
+
+
+@lru_cache(maxsize=4096)
+def _needed(phrase: str) -> tuple[tuple[str, int], ...]:
+    return tuple(Counter(_canonical(w) for w in _content_words(phrase)).items())
 
 
 def concept_present(

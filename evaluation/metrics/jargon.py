@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -128,6 +129,7 @@ def hit_details(source: str, candidate: str, *, glossary: Glossary | None = None
     return HitResult(tuple(outcomes.values()))
 
 
+@lru_cache(maxsize=4096)
 def lay_phrases(entry: GlossaryEntry, glossary: Glossary) -> tuple[str, ...]:
     """What HIT accepts as a lay rendering of `entry`: each of its renderings (plain, plural,
     paraphrases) without its parenthesised gloss, or only the gloss when the rendering restates the
