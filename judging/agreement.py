@@ -8,7 +8,8 @@ Inputs (``AgreementInputs``, built from the database by judging.agreement_inputs
 * ``judge`` — the judge's answers (medians of its samples), long: unit, source, field, value;
 * ``text_systems`` — the system of each rubric unit (unit, system);
 * ``lay_judge`` / ``lay_humans`` — severity guesses against the source's reference severity:
-  source, phase (original | assisted), system (None in the original phase), guess, reference.
+  source, phase (original | assisted), system (None in the original phase), guess, reference; an
+  assisted answer on a text several systems share has one row per system, as in Table 1.
 
 Per field, the judge is compared with each radiologist and, with two or more, with the radiologists'
 mean: Krippendorff's α (ordinal and interval; the ``krippendorff`` package via

@@ -5,11 +5,14 @@ own, apart from judging.selectors, because it builds pandas frames: only the agr
 Human answers are read here only as the *other side* of the comparison (radiologists'
 ExpertRating / ExpertSourceJudgement, laypeople's LayAnswer, all through Participant); judge answers
 only from judging's own tables.
+
+Shared texts: a text several systems produced for a source was rated, answered and judged once and
+counts for every one of those systems, on both sides, through Table 1's own function
+(evaluation.analysis.credit_systems); the laypeople's answers are Table 1's frame
+(evaluation.analysis_inputs.lay_answers_frame), so their per-system severity figures are Table 1's.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import pandas as pd
 from django.db.models import QuerySet
@@ -18,11 +21,12 @@ from annotation import scales
 from annotation.models import (
     ExpertRating,
     ExpertSourceJudgement,
-    LayAnswer,
     Participant,
     Simplification,
     Study,
 )
+from evaluation.analysis import credit_systems
+from evaluation.analysis_inputs import lay_answers_frame
 from judging.agreement import AgreementInputs
 from judging.agreement_terms import RUBRIC_FIELDS
 from judging.models import JudgeAnswer, JudgeItem, JudgeRun
@@ -38,29 +42,61 @@ def _rater_name(participant_id: int, pseudonym: str) -> str:
     return pseudonym or f"#{participant_id}"
 
 
+LAY_COLUMNS = ["source", "phase", "system", "guess", "reference"]
+
+
+def _credited(rows: list[tuple], columns: list[str]) -> pd.DataFrame:
+    """`rows` (their last column the tuple of systems that produced the text) once for each of those
+    systems, in column `system`: the protocol's rule for a text several systems share (rated or
+    judged once, counting for each of them), the one Table 1 applies (evaluation.analysis)."""
+    frame = pd.DataFrame(rows, columns=[*columns, "systems"])
+    return credit_systems(frame).drop(columns="systems").reset_index(drop=True)
+
+
+def _with_units(frame: pd.DataFrame) -> pd.DataFrame:
+    """A rubric unit is one simplification (text × system): "t<text id>:<system key>"."""
+    units = [
+        f"t{text_id}:{system}" for text_id, system in zip(frame["text_id"], frame["system"], strict=True)
+    ]
+    return frame.assign(unit=pd.Series(units, index=frame.index, dtype=object))
+
+
+def _lay_rows(original: pd.DataFrame, assisted: pd.DataFrame) -> pd.DataFrame:
+    """Panel-1 rows once, with no system, then the credited panel-2 rows."""
+    parts = [frame[LAY_COLUMNS] for frame in (original.assign(system=None), assisted) if len(frame)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=LAY_COLUMNS)
+
+
 def agreement_inputs(*, run: JudgeRun) -> AgreementInputs:
     study = run.study
-    # A rubric unit is one simplification (source × system): a text two systems share was rated once,
-    # and that rating (like the judge's answer) counts for both, as in the protocol's Table 1.
     text_systems = list(
         Simplification.objects.filter(source__study=study).values_list("shown_text_id", "system__key")
     )
-    systems_of: dict[int, list[str]] = {}
+    systems_of: dict[int, tuple[str, ...]] = {}
     for text_id, key in text_systems:
-        systems_of.setdefault(text_id, []).append(key)
-    human_rows: list[tuple[str, str, int, str, float]] = []
+        systems_of[text_id] = (*systems_of.get(text_id, ()), key)
+    rating_rows: list[tuple] = []
     for pid, pseudonym, text_id, source_id, *values in ExpertRating.objects.filter(
         participant__in=_radiologists(study)
     ).values_list(
         "participant_id", "participant__pseudonym", "shown_text_id", "shown_text__source_id", *RUBRIC_FIELDS
     ):
         for name, value in zip(RUBRIC_FIELDS, values, strict=True):
-            if value is None:
-                continue
-            for system in systems_of.get(text_id, []):
-                human_rows.append(
-                    (_rater_name(pid, pseudonym), f"t{text_id}:{system}", source_id, name, float(value))
+            if value is not None:
+                rating_rows.append(
+                    (
+                        _rater_name(pid, pseudonym),
+                        text_id,
+                        source_id,
+                        name,
+                        float(value),
+                        systems_of.get(text_id, ()),
+                    )
                 )
+    ratings = _with_units(_credited(rating_rows, ["rater", "text_id", "source", "field", "value"]))
+    human_rows: list[tuple[str, str, int, str, float]] = list(
+        ratings[["rater", "unit", "source", "field", "value"]].itertuples(index=False, name=None)
+    )
     for pid, pseudonym, source_id, severity, simplicity in ExpertSourceJudgement.objects.filter(
         participant__in=_radiologists(study)
     ).values_list("participant_id", "participant__pseudonym", "source_id", "severity", "simplicity"):
@@ -74,8 +110,10 @@ def agreement_inputs(*, run: JudgeRun) -> AgreementInputs:
     human = pd.DataFrame(human_rows, columns=["rater", "unit", "source", "field", "value"])
 
     answers = JudgeAnswer.objects.filter(item__run=run, item__status=_Status.SUCCEEDED).select_related("item")
+    text_rows: list[tuple] = []
     judge_rows: list[tuple[str, int, str, float]] = []
-    lay_rows: list[dict[str, Any]] = []
+    lay_original: list[tuple] = []
+    lay_assisted: list[tuple] = []
     references = {
         pk: scales.SEVERITY.value_of(level) if level else None
         for pk, level in study.sources.values_list("pk", "reference_severity")
@@ -83,62 +121,58 @@ def agreement_inputs(*, run: JudgeRun) -> AgreementInputs:
     for answer in answers:
         item = answer.item
         if item.task == "radiologist_text":
-            for system in systems_of.get(item.shown_text_id, []):
-                for name in RUBRIC_FIELDS:
-                    judge_rows.append(
-                        (f"t{item.shown_text_id}:{system}", item.source_id, name, getattr(answer, name))
+            for name in RUBRIC_FIELDS:
+                text_rows.append(
+                    (
+                        item.shown_text_id,
+                        item.source_id,
+                        name,
+                        getattr(answer, name),
+                        systems_of.get(item.shown_text_id, ()),
                     )
+                )
         elif item.task == "radiologist_source":
             judge_rows.append((f"s{item.source_id}", item.source_id, "severity", answer.severity))
             judge_rows.append(
                 (f"s{item.source_id}", item.source_id, "original_simplicity", answer.original_simplicity)
             )
         elif item.task == "lay_original":
-            lay_rows.append(
-                {
-                    "source": item.source_id,
-                    "phase": "original",
-                    "system": None,
-                    "guess": answer.severity_guess,
-                    "reference": references.get(item.source_id),
-                }
+            lay_original.append(
+                (item.source_id, "original", answer.severity_guess, references.get(item.source_id))
             )
         else:
-            for system in systems_of.get(item.shown_text_id, []):
-                lay_rows.append(
-                    {
-                        "source": item.source_id,
-                        "phase": "assisted",
-                        "system": system,
-                        "guess": answer.severity_guess,
-                        "reference": references.get(item.source_id),
-                    }
+            lay_assisted.append(
+                (
+                    item.source_id,
+                    "assisted",
+                    answer.severity_guess,
+                    references.get(item.source_id),
+                    systems_of.get(item.shown_text_id, ()),
                 )
-    judge = pd.DataFrame(judge_rows, columns=["unit", "source", "field", "value"])
+            )
+    texts = _with_units(_credited(text_rows, ["text_id", "source", "field", "value"]))
+    judge = pd.DataFrame(
+        [*texts[["unit", "source", "field", "value"]].itertuples(index=False, name=None), *judge_rows],
+        columns=["unit", "source", "field", "value"],
+    )
+    lay_columns = ["source", "phase", "guess", "reference"]
+    lay_judge = _lay_rows(
+        pd.DataFrame(lay_original, columns=lay_columns), _credited(lay_assisted, lay_columns)
+    )
 
-    lay_human_rows = [
-        {
-            "source": source_id,
-            "phase": phase,
-            "system": system if phase == LayAnswer.Phase.ASSISTED else None,
-            "guess": scales.SEVERITY.value_of(guess) if guess else None,
-            "reference": scales.SEVERITY.value_of(reference) if reference else None,
-        }
-        for source_id, phase, system, guess, reference in LayAnswer.objects.filter(
-            item__participant__study=study, item__participant__role=Participant.Role.LAYPERSON
-        ).values_list(
-            "item__source_id",
-            "phase",
-            "item__assigned_system__key",
-            "severity_guess",
-            "item__source__reference_severity",
-        )
-    ]
-    columns = ["source", "phase", "system", "guess", "reference"]
+    # The laypeople's side is Table 1's: the same answers frame (evaluation.analysis_inputs) and the
+    # same crediting of a shared text to every system that produced it.
+    lay_answers = lay_answers_frame(study=study).rename(
+        columns={"severity_guess": "guess", "reference_severity": "reference"}
+    )
+    lay_humans = _lay_rows(
+        lay_answers[lay_answers["phase"] == "original"],
+        credit_systems(lay_answers[lay_answers["phase"] == "assisted"]),
+    )
     return AgreementInputs(
         human=human,
         judge=judge,
         text_systems=pd.DataFrame([(f"t{t}:{k}", k) for t, k in text_systems], columns=["unit", "system"]),
-        lay_judge=pd.DataFrame(lay_rows, columns=columns),
-        lay_humans=pd.DataFrame(lay_human_rows, columns=columns),
+        lay_judge=lay_judge,
+        lay_humans=lay_humans,
     )

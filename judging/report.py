@@ -94,6 +94,7 @@ def run_display(run: JudgeRun) -> dict[str, Any]:
     return {
         "run": run,
         "computed_at": run.agreement_computed_at,
+        "lay_systems": _lay_by_system(lay),
         "n_resamples": result.get("n_resamples"),
         "n_radiologists": result.get("n_radiologists", 0),
         "per_field": per_field,
@@ -101,6 +102,27 @@ def run_display(run: JudgeRun) -> dict[str, Any]:
         "ranking": ranking,
         "lay": lay_rows,
     }
+
+
+def _lay_by_system(lay: dict[str, Any]) -> list[dict[str, Any]]:
+    """Panel 2 per system, the judge beside the laypeople: the laypeople's figures are Table 1's (an
+    answer on a text several systems produced counts for each of them)."""
+    after = {
+        who: ((lay.get(who) or {}).get("assisted") or {}).get("by_system") or {}
+        for who in ("judge", "laypeople")
+    }
+    rows = []
+    for system in dict.fromkeys([*after["judge"], *after["laypeople"]]):
+        cells = {}
+        for who, by_system in after.items():
+            figures = by_system.get(system) or {}
+            cells[who] = {
+                "mse": fmt(figures.get("mse")),
+                "accuracy": fmt(figures.get("accuracy")),
+                "n": figures.get("n", 0),
+            }
+        rows.append({"system": system, **cells})
+    return rows
 
 
 def judge_report_context(*, study: Study, run: JudgeRun | None = None) -> dict[str, Any]:

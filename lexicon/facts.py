@@ -20,11 +20,12 @@ Radiologist agent and by SCGR's factuality check.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from lexicon.glossary import Glossary, GlossaryEntry, TermMatch, load_glossary
+from lexicon.glossary import GLOSS, Glossary, GlossaryEntry, TermMatch, load_glossary
 
 SYNONYMS_PATH = Path(__file__).resolve().parent / "data" / "lay_synonyms.txt"
 
@@ -312,9 +313,22 @@ def _synonyms() -> dict[str, str]:
     return canonical
 
 
+# A study's texts repeat a few thousand words: HIT reads each word once per jargon term.
+@lru_cache(maxsize=1 << 16)
+def _canonical(word: str) -> str:
+    stem = _stem(word)
+    return _synonyms().get(stem, stem)
+
+
 def _canonical_stems(words: list[str]) -> set[str]:
-    synonyms = _synonyms()
-    return {synonyms.get(_stem(w), _stem(w)) for w in words}
+    return {_canonical(w) for w in words}
+
+
+def _content_words(phrase: str) -> list[str]:
+    """The words of a lay phrase that carry its meaning: stop words and fillers aside (all its
+    words when it has nothing else)."""
+    words = _words(phrase)
+    return [w for w in words if w not in _STOP and w not in _FILLER] or words
 
 
 def rendering_present(entry: GlossaryEntry, text: str) -> bool:
@@ -323,12 +337,32 @@ def rendering_present(entry: GlossaryEntry, text: str) -> bool:
     optional) all appear in it. The term itself does not count."""
     stems = _canonical_stems(_words(text))
     for rendering in entry.lay_renderings():
-        bare = re.sub(r"\s*\([^)]*\)", "", rendering)
-        words = _words(bare)
-        content = [w for w in words if w not in _STOP and w not in _FILLER] or words
+        content = _content_words(GLOSS.sub("", rendering))
         if content and _canonical_stems(content) <= stems:
             return True
     return False
+
+
+def stem_counts(text: str) -> Counter[str]:
+    """How often each word of `text` occurs, words read as their stems with near-synonyms merged
+    (data/lay_synonyms.txt): what `phrase_count` counts in."""
+    return Counter(_canonical(w) for w in _words(text))
+
+
+def phrase_stems(phrase: str) -> set[str]:
+    """The stems of a lay phrase's content words, as written (near-synonyms not merged)."""
+    return {_stem(w) for w in _content_words(phrase)}
+
+
+def phrase_count(phrase: str, counts: Counter[str]) -> int:
+    """How many times `counts` (stem_counts of a text) holds a lay phrase: as a bag of its content
+    words, near-synonyms counting, word order and the words between them not read."""
+    return min((counts[stem] // times for stem, times in _needed(phrase)), default=0)
+
+
+@lru_cache(maxsize=4096)
+def _needed(phrase: str) -> tuple[tuple[str, int], ...]:
+    return tuple(Counter(_canonical(w) for w in _content_words(phrase)).items())
 
 
 def concept_present(

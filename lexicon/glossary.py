@@ -50,8 +50,11 @@ _HYPHENABLE_PREFIXES = (
     "pan",
 )
 _WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
-_WORD_START = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]")
+_WORD_BOUNDARY = r"(?<![A-Za-z0-9])"
+_WORD_START = re.compile(_WORD_BOUNDARY + r"[A-Za-z0-9]")
 _KEY_CHARS = 3
+# A lay rendering's parenthesised gloss: "simple (harmless)", "CT scan (detailed X-ray pictures)".
+GLOSS = re.compile(r"\s*\(([^)]*)\)")
 
 
 def regular_plural(word: str) -> str:
@@ -98,6 +101,15 @@ class GlossaryEntry:
         """(form, is_plural) for the term, its variants and their plurals."""
         forms = [(self.term, False)] + [(v, False) for v in self.variants]
         return forms + [(p, True) for p in self.plural_forms]
+
+    def jargon_forms(self) -> tuple[str, ...]:
+        """The term and those of its other spellings (variants, plurals) that are not themselves a
+        lay rendering of it: "pelvis" is listed as a spelling of "pelvic" and is its plain rendering.
+        A rendering with a gloss ("hernias (bulges through weak spots)") is the term explained, and
+        leaves its spelling ("hernias") jargon."""
+        lay = {_normalize(r) for r in self.lay_renderings() if not GLOSS.search(r)}
+        forms = [form for form, _ in self.surface_forms()]
+        return tuple(dict.fromkeys(f for f in forms if f == self.term or _normalize(f) not in lay))
 
 
 @dataclass(frozen=True)
@@ -152,6 +164,7 @@ class Glossary:
         self.entries: tuple[GlossaryEntry, ...] = tuple(entries)
         self._by_term: dict[str, GlossaryEntry] = {}
         self._index: dict[str, list[tuple[re.Pattern[str], GlossaryEntry, bool]]] = defaultdict(list)
+        self._jargon_spellings: dict[GlossaryEntry, list[re.Pattern[str]]] = {}
         for entry in self.entries:
             self._by_term.setdefault(entry.term.lower(), entry)
             seen: set[str] = set()
@@ -177,6 +190,18 @@ class Glossary:
         if len(matches) == 1 and matches[0].start == 0 and matches[0].end == len(term.strip()):
             return self._by_term[matches[0].term.lower()]
         return None
+
+    def jargon_occurrences(self, entry: GlossaryEntry, text: str) -> list[tuple[int, int]]:
+        """Every span of `text` where one of the entry's jargon spellings (`jargon_forms`) stands,
+        overlapping ones and those inside a longer term included ("CT" in "CT scan"), unlike
+        find_terms."""
+        patterns = self._jargon_spellings.get(entry)
+        if patterns is None:
+            patterns = [
+                re.compile(_WORD_BOUNDARY + _form_regex(form), re.IGNORECASE) for form in entry.jargon_forms()
+            ]
+            self._jargon_spellings[entry] = patterns
+        return sorted({found.span() for pattern in patterns for found in pattern.finditer(text)})
 
     def find_terms(self, text: str) -> list[TermMatch]:
         """Non-overlapping glossary terms in `text`, in text order; longer matches win overlaps."""

@@ -1,11 +1,18 @@
 """HIT, omission rate, CWR and AScore (seed 001, section 5.1).
 
 - HIT = n_t / n_p: of the n_p distinct jargon terms the glossary finds in the source, the share
-  n_t the output *correctly translates*: one of the term's lay renderings (the plain rendering or
-  an accepted paraphrase of `lexicon`'s glossary, near-synonyms allowed) is present. A term the
-  output simply drops is not translated: it is an omission, and the omission rate (omitted terms
-  / n_p) is reported beside HIT as a safety signal. A rendering the source already contains earns
-  nothing while the term is still there, so copying the source scores 0.
+  n_t the output *translates*: it holds one of the term's lay renderings (`lay_phrases`: the plain
+  rendering, its plural or an accepted paraphrase of `lexicon`'s glossary, near-synonyms allowed)
+  more often than the source already did, the term's own spellings read in neither text. So a
+  rendering counts only where the output adds it: keeping wording the source had elsewhere ("The
+  liver is normal; the spleen is unremarkable." -> "The liver is normal.") or copying the source
+  scores 0, and keeping the term with an explanation added ("CT (detailed X-ray pictures)") scores.
+  A rendering that restates the term ("CT scan (detailed X-ray pictures)" of "CT") counts only
+  through its gloss, and a phrase made of the term's own words ("partially" of "partially
+  visualized") not at all. A term neither translated nor kept is an omission; the omission rate
+  (omitted terms / n_p) is reported beside HIT as a safety signal. HIT is lexical, as seed 001
+  defines it: a rendering counts as a bag of words, whatever their order and whether or not the
+  output negates it (lexicon.facts.check_facts is the check of meaning).
 - CWR = n_c / n: n is the length of the output tokenised with NLTK's TreebankWordTokenizer (after
   radlay's sentence splitter, since that tokenizer expects one sentence), punctuation and numbers
   included, as seed 001 divides by "the length of the translated sentence"; n_c the tokens whose
@@ -20,9 +27,9 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -40,8 +47,8 @@ from evaluation.metrics.registry import (
 )
 from evaluation.metrics.sentences import split_sentences
 from lexicon.common_words import CommonWords, load_common_words
-from lexicon.facts import rendering_present
-from lexicon.glossary import Glossary, load_glossary
+from lexicon.facts import content_stems, phrase_count, phrase_stems, stem_counts
+from lexicon.glossary import GLOSS, Glossary, GlossaryEntry, load_glossary
 
 __all__ = [
     "ASCORE_ALPHA",
@@ -53,6 +60,7 @@ __all__ = [
     "cwr_tokens",
     "hit_details",
     "hit_ratio",
+    "lay_phrases",
     "system_ascore",
 ]
 
@@ -99,24 +107,21 @@ class HitResult:
 
 
 def hit_details(source: str, candidate: str, *, glossary: Glossary | None = None) -> HitResult:
-    """Every distinct jargon term of `source`: translated (a lay rendering is in `candidate`),
-    omitted (neither the term nor a rendering is), or kept (the term is there untranslated)."""
+    """Every distinct jargon term of `source`: translated (`candidate` says it in lay words the
+    source did not already hold, see `_newly_rendered`), kept (the term is still there,
+    unexplained) or omitted (neither)."""
     glossary = glossary or load_glossary()
-    candidate_terms = {match.term for match in glossary.find_terms(candidate)}
     outcomes: dict[str, TermOutcome] = {}
     for match in glossary.find_terms(source):
         entry = glossary.get(match.term)
         # Plural surface forms of a non-jargon entry ("kidneys") are no more jargon than the entry.
         if entry is None or not entry.is_jargon or match.term in outcomes:
             continue
-        # The surface check catches a term inside a longer match ("effusion" in "pleural effusion").
-        term_kept = match.term in candidate_terms or _contains(candidate, match.surface)
-        rendered = rendering_present(entry, candidate)
-        if rendered and term_kept and rendering_present(entry, source):
-            rendered = False  # the rendering was already in the source: nothing was translated
-        if rendered:
+        # Inside a longer term too: "effusion" is kept in "pleural effusion", "CT" in "CT scan".
+        in_candidate = glossary.jargon_occurrences(entry, candidate)
+        if _newly_rendered(entry, source, candidate, in_candidate, glossary):
             outcome: Outcome = "translated"
-        elif term_kept:
+        elif in_candidate:
             outcome = "kept"
         else:
             outcome = "omitted"
@@ -124,10 +129,45 @@ def hit_details(source: str, candidate: str, *, glossary: Glossary | None = None
     return HitResult(tuple(outcomes.values()))
 
 
-def _contains(text: str, phrase: str) -> bool:
-    words = re.findall(r"[a-z0-9]+", phrase.lower())
-    pattern = r"(?<![a-z0-9])" + r"[\s\-]+".join(map(re.escape, words)) + r"(?![a-z0-9])"
-    return bool(words) and re.search(pattern, text.lower()) is not None
+@lru_cache(maxsize=4096)
+def lay_phrases(entry: GlossaryEntry, glossary: Glossary) -> tuple[str, ...]:
+    """What HIT accepts as a lay rendering of `entry`: each of its renderings (plain, plural,
+    paraphrases) without its parenthesised gloss, or only the gloss when the rendering restates the
+    term ("CT scan (detailed X-ray pictures)" of CT, "simple (harmless)": the term with a generic
+    word added explains nothing). A phrase made only of the term's own words ("partially" of
+    "partially visualized", "air and fluid" of "air-fluid level") is left out: the source already
+    says it at the term's place, and keeping it while dropping the rest is a deletion."""
+    term_words = content_stems(" ".join(entry.jargon_forms()))
+    phrases: list[str] = []
+    for rendering in entry.lay_renderings():
+        bare = GLOSS.sub("", rendering).strip()
+        phrases.extend(GLOSS.findall(rendering) if glossary.jargon_occurrences(entry, bare) else [bare])
+    return tuple(dict.fromkeys(phrase for phrase in phrases if not phrase_stems(phrase) <= term_words))
+
+
+def _newly_rendered(
+    entry: GlossaryEntry,
+    source: str,
+    candidate: str,
+    in_candidate: list[tuple[int, int]],
+    glossary: Glossary,
+) -> bool:
+    """True when `candidate` holds one of the entry's lay phrases more often than `source` did,
+    the term's own words read in neither (its spellings blanked out). The wording the source
+    already had elsewhere ("The liver is normal; the spleen is unremarkable.") is no translation
+    when the candidate merely keeps it, and copying or deleting never raises a count."""
+    before = stem_counts(_blanked(source, glossary.jargon_occurrences(entry, source)))
+    after = stem_counts(_blanked(candidate, in_candidate))
+    return any(
+        phrase_count(phrase, after) > phrase_count(phrase, before) for phrase in lay_phrases(entry, glossary)
+    )
+
+
+def _blanked(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    characters = list(text)
+    for start, end in spans:
+        characters[start:end] = " " * (end - start)
+    return "".join(characters)
 
 
 def hit_ratio(source: str, candidate: str, *, glossary: Glossary | None = None) -> float | None:
@@ -223,10 +263,16 @@ def _corpus(
 
 DEFINITIONS = {
     "hit": "HIT (seed 001): of the distinct jargon terms of the original found by radlay's glossary, the "
-    "share whose lay rendering (plain rendering or accepted paraphrase) the text contains; a dropped term "
-    "is not a hit, and copying the original scores 0.",
-    "omission_rate": "Omission rate: of the distinct jargon terms of the original, the share the text drops "
-    "without any lay rendering (reported beside HIT as a safety signal).",
+    "share the text translates: it holds a lay rendering of the term (plain rendering or accepted "
+    "paraphrase; near-synonyms count) more often than the original already did, the term's own words "
+    "read in neither. Wording the original already had earns nothing, so copying the original, or "
+    "deleting the term and keeping the rest, scores 0; keeping the term with an added explanation "
+    'scores. A rendering that restates the term ("CT scan" of CT) counts only through its '
+    "explanation. HIT is lexical, as seed 001 defines it: a rendering is matched as a bag of words, so a "
+    'negated rendering ("no fatty liver" for "hepatic steatosis") and a word salad holding its words '
+    "both count; meaning is checked by the fact check, not by HIT.",
+    "omission_rate": "Omission rate: of the distinct jargon terms of the original, the share the text "
+    "neither translates (as HIT counts) nor keeps (reported beside HIT as a safety signal).",
     "cwr": "CWR (seed 001): common tokens / all NLTK Treebank tokens of the text (punctuation and numbers "
     "count in the denominator); a token is common when its lemma is among the 3000 most common English "
     "words.",
@@ -240,7 +286,7 @@ DEFINITIONS = {
 FAMILY = register(
     MetricFamily(
         name="jargon",
-        version=family_version("1", libraries=("nltk", "sacrebleu"), data=LEXICON_DATA),
+        version=family_version("2", libraries=("nltk", "sacrebleu"), data=LEXICON_DATA),
         text_options=("glossary",),
         description="Seed 001: HIT (jargon terms translated into lay words; option glossary, default "
         "radlay's lexicon), omission rate, CWR (NLTK Treebank tokens) and AScore (alpha=2, beta=1.5; "

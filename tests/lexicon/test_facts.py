@@ -1,6 +1,13 @@
 """Concepts and entities a simplification must keep (Radiologist agent and SCGR factuality)."""
 
-from lexicon.facts import check_facts, extract_entities, rendering_present
+from lexicon.facts import (
+    check_facts,
+    extract_entities,
+    phrase_count,
+    phrase_stems,
+    rendering_present,
+    stem_counts,
+)
 from lexicon.glossary import load_glossary
 
 SOURCE = "Few stable less than 5 mm hypodensities in the left hepatic lobe, probably simple cysts."
@@ -146,3 +153,17 @@ def test_rendering_present_ignores_the_term_itself():
     assert rendering_present(entry, "Some fluid around the lungs.")
     assert rendering_present(entry, "Some fluid in the chest.")  # an accepted paraphrase
     assert not rendering_present(entry, "A pleural effusion.")
+
+
+def test_phrase_count_counts_a_phrase_as_a_bag_of_its_content_words():
+    counts = stem_counts("The liver is normal and the spleen looks normal; two fatty livers.")
+    assert counts["normal"] == 2 and counts["liver"] == 2
+    assert phrase_count("normal", counts) == 2
+    assert phrase_count("fatty liver", counts) == 1  # "fatty" once
+    assert phrase_count("liver fatty", counts) == 1  # order not read
+    assert phrase_count("fat in the liver", counts) == 0  # "fat" is not "fatty"
+    # Near-synonyms count: "lumps" and "bump" are both the "lump" group of lay_synonyms.txt.
+    assert phrase_count("lump", stem_counts("Two lumps and a bump.")) == 2
+    # A word the phrase needs twice is needed twice per occurrence.
+    assert phrase_count("side to side", stem_counts("side to side, one side")) == 1
+    assert phrase_stems("Darker-looking spots") == {"darker", "spot"}

@@ -178,3 +178,28 @@ def test_explain_by_parts():
     assert explain_by_parts("gastroenteritis") == "stomach + intestine + inflammation"
     assert explain_by_parts("parenchyma") is None
     assert explain_by_parts("window") is None
+
+
+def test_jargon_forms_leave_out_spellings_that_are_lay_renderings():
+    glossary = load_glossary()
+    # "pelvis" is listed as a spelling of "pelvic" and is its plain rendering.
+    assert glossary.get("pelvic").jargon_forms() == ("pelvic",)
+    # "hernias (bulges through weak spots)" is the term explained: "hernias" stays jargon.
+    assert glossary.get("hernia").jargon_forms() == ("hernia", "hernias")
+    assert glossary.get("CT scan").jargon_forms() == (
+        "CT scan",
+        "computed tomography",
+        "CT scans",
+        "computed tomographies",
+    )
+
+
+def test_jargon_occurrences_find_every_spelling_inside_longer_terms_too():
+    glossary = load_glossary()
+    ct = glossary.get("CT")
+    text = "A CT scan, then CT again; CTA is another word and 'ct' is lower case."
+    assert [text[a:b] for a, b in glossary.jargon_occurrences(ct, text)] == ["CT", "CT"]
+    assert [m.term for m in glossary.find_terms("A CT scan.")] == ["CT scan"]  # find_terms: the longest
+    hernia = glossary.get("hernia")
+    assert glossary.jargon_occurrences(hernia, "Two Hernias and a hernia.") == [(4, 11), (18, 24)]
+    assert glossary.jargon_occurrences(glossary.get("pelvic"), "The pelvis.") == []

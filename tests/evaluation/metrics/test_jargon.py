@@ -1,6 +1,7 @@
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from nltk.tokenize import TreebankWordTokenizer
 
@@ -11,12 +12,13 @@ from evaluation.metrics.jargon import (
     cwr_tokens,
     hit_details,
     hit_ratio,
+    lay_phrases,
     system_ascore,
 )
 from evaluation.metrics.reference import corpus_bleu, sentence_bleu
 from evaluation.metrics.registry import MetricRecord, compute_all
 from lexicon.common_words import CommonWords
-from lexicon.glossary import read_glossary
+from lexicon.glossary import load_glossary, read_glossary
 
 TINY_GLOSSARY = """term\tplain\tcategory\tvariants\tplain_plural\tparaphrases
 pleural effusion\tfluid around the lungs\tfinding\t\t\tfluid in the chest
@@ -84,6 +86,141 @@ def test_copy_and_deletion_score_zero_on_the_release_originals(release_dir):
         assert copied.hit == 0, original
         assert deleted.hit == 0 and deleted.omission_rate == 1.0, original
     assert with_jargon >= 30
+
+
+# Issue 31, item 6: (source, candidate, {term: outcome}) with radlay's glossary.
+HIT_CASES = [
+    # Deleting the jargon clause keeps "normal", which the source already had for the liver.
+    (
+        "The liver is normal; the spleen is unremarkable.",
+        "The liver is normal.",
+        {"unremarkable": "omitted"},
+    ),
+    # "Fatty liver" was already in the source: deleting its jargon repetition translates nothing.
+    ("Fatty liver. Hepatic steatosis noted.", "Fatty liver.", {"hepatic steatosis": "omitted"}),
+    # The glossary's "CT scan (detailed X-ray pictures)" restates the term: "scan" explains nothing.
+    ("CT", "CT scan", {"CT": "kept"}),
+    ("CT of the abdomen.", "CT scan of the belly.", {"CT": "kept", "abdomen": "translated"}),
+    # Real expansions.
+    ("CT", "detailed X-ray scan", {"CT": "translated"}),
+    ("CT", "CT (detailed X-ray pictures)", {"CT": "translated"}),  # the term kept and explained
+    ("The spleen is unremarkable.", "The spleen is normal.", {"unremarkable": "translated"}),
+    ("Hepatic steatosis noted.", "Fatty liver.", {"hepatic steatosis": "translated"}),
+    # The source's "normal" is the liver's; the candidate adds one for the spleen.
+    (
+        "The liver is normal; the spleen is unremarkable.",
+        "The liver is normal and the spleen is normal.",
+        {"unremarkable": "translated"},
+    ),
+    ("Small hernia.", "A small bulge.", {"hernia": "translated"}),
+    ("Small hernia.", "A small hernia.", {"hernia": "kept"}),  # the "(a bulge through a weak spot)" missing
+    # Near-synonyms of the term itself ("mass" ~ "lump") are no wording the source already had.
+    ("No mass.", "No lumps.", {"mass": "translated"}),
+    ("No mass.", "No mass.", {"mass": "kept"}),
+    # "pelvis" is listed as a spelling of "pelvic" and is its plain rendering: a translation.
+    ("Fluid in the pelvic area.", "Fluid in the pelvis.", {"pelvic": "translated"}),
+    # A paraphrase made of the term's own words is the source's wording at that place.
+    (
+        "Partially visualized arteries.",
+        "The arteries are only partly seen.",
+        {"partially visualized": "translated"},
+    ),
+    ("Partially visualized arteries.", "Partially arteries.", {"partially visualized": "omitted"}),
+]
+
+
+@pytest.mark.parametrize(("source", "candidate", "outcomes"), HIT_CASES)
+def test_hit_credits_only_wording_the_candidate_adds(source, candidate, outcomes):
+    details = hit_details(source, candidate)
+    assert {t.term: t.outcome for t in details.terms} == outcomes
+    n = len(outcomes)
+    assert details.hit == sum(o == "translated" for o in outcomes.values()) / n
+    assert details.omission_rate == sum(o == "omitted" for o in outcomes.values()) / n
+
+
+def test_one_rendering_shared_by_two_places_is_credited_once():
+    # Documented limit of "at that place": the candidate's one "normal" is the liver's, which the
+    # source already had, so merging the two findings earns no translation of "unremarkable".
+    source = "The liver is normal; the spleen is unremarkable."
+    assert hit_ratio(source, "The liver and spleen are normal.") == 0.0
+
+
+@pytest.mark.parametrize(
+    "candidate",
+    [
+        "There is no fatty liver.",  # negated: HIT does not read meaning (seed 001's lexical match)
+        "Liver fatty the is.",  # a word salad holding the rendering's words
+    ],
+)
+def test_hit_is_lexical_for_negation_and_word_salads(candidate):
+    assert hit_ratio("Hepatic steatosis.", candidate) == 1.0
+
+
+def test_lay_phrases_use_the_gloss_when_the_rendering_restates_the_term():
+    glossary = load_glossary()
+    assert lay_phrases(glossary.get("CT"), glossary) == (
+        "detailed X-ray pictures",
+        "detailed X-ray scan",
+        "detailed X-ray images",
+    )
+    assert lay_phrases(glossary.get("simple"), glossary) == ("harmless",)
+    assert "bulge" in lay_phrases(glossary.get("hernia"), glossary)
+    assert lay_phrases(glossary.get("thyroid"), glossary) == ()  # "thyroid gland" explains nothing
+    # "partially" and "air and fluid" are the terms' own words.
+    assert "partially" not in lay_phrases(glossary.get("partially visualized"), glossary)
+    assert "air and fluid" not in lay_phrases(glossary.get("air-fluid level"), glossary)
+    assert "line where air and fluid meet" in lay_phrases(glossary.get("air-fluid level"), glossary)
+
+
+def _deletions(text: str) -> list[str]:
+    """Every text made by deleting one clause, or keeping only one (clauses end at , ; . :), and
+    200 made by deleting words at random."""
+    clauses = [c.strip() for c in re.split(r"(?<=[,;.:])\s+", text) if c.strip()]
+    kept = [" ".join(clauses[:i] + clauses[i + 1 :]) for i in range(len(clauses))]
+    rng = np.random.default_rng(0)
+    words = text.split()
+    randomly = [" ".join(w for w in words if rng.random() < 0.6) for _ in range(200)]
+    return [*kept, *clauses, *randomly]
+
+
+@pytest.mark.release
+def test_deleting_words_of_a_release_original_never_scores(release_dir):
+    for source in read_release(release_dir).study.sources:
+        for candidate in _deletions(source.text):
+            details = hit_details(source.text, candidate)
+            assert details.hit in (None, 0.0), (source.text, candidate, details)
+
+
+# Issue 31 (item 6) counted 241 "translated" credits over the release's 160 simplifications, 18 of
+# them with a rendering the original already contained. 11 of those 18 matched in the original only
+# through the term itself ("bony" ~ "bone", "mass" ~ "lump", "simple" in "simple (harmless)") and
+# remain translations; the 7 below are withdrawn: the candidate kept wording the original had at
+# that place ("surface" beside "contour") or only the term's own words ("partially", "air and fluid").
+RELEASE_CREDITS_BEFORE, RELEASE_CREDITS_AFTER = 241, 234
+RELEASE_CREDITS_WITHDRAWN = {
+    ("s21", "plain_sc", "contour"): "omitted",  # "surface contour" -> "irregular surface"
+    ("s21", "cot_bs", "contour"): "omitted",
+    ("s21", "cot_sc", "contour"): "omitted",
+    ("s22", "plain_sc", "partially visualized"): "omitted",  # "... shows them partially"
+    ("s35", "plain_sc", "air-fluid level"): "omitted",  # "levels of air and fluid"
+    ("s35", "cot_bs", "air-fluid level"): "omitted",  # "pockets of air and fluid"
+    ("s35", "cot_sc", "air-fluid level"): "omitted",
+}
+
+
+@pytest.mark.release
+def test_the_releases_translated_credits(release_dir):
+    study = read_release(release_dir).study
+    originals = {source.key: source.text for source in study.sources}
+    assert len(study.simplifications) == 160
+    credits = {}
+    for record in study.simplifications:
+        for term in hit_details(originals[record.source_key], record.text).terms:
+            credits[(record.source_key, record.system, term.term)] = term.outcome
+    translated = [key for key, outcome in credits.items() if outcome == "translated"]
+    assert len(translated) == RELEASE_CREDITS_AFTER
+    assert {key: credits[key] for key in RELEASE_CREDITS_WITHDRAWN} == RELEASE_CREDITS_WITHDRAWN
+    assert len(translated) + len(RELEASE_CREDITS_WITHDRAWN) == RELEASE_CREDITS_BEFORE
 
 
 def test_cwr_divides_by_nltk_treebank_tokens(tmp_path):
