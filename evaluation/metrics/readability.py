@@ -174,7 +174,7 @@ FORMULAS: dict[str, Formula] = {
 def formula_text(name: str) -> str:
     """The formula of metric `name` written from FORMULAS ("0.39 × words/sentence + …")."""
     formula = FORMULAS[name]
-    parts = []
+    parts: list[str] = []
     for coefficient, key in formula.terms:
         term = f"{abs(coefficient):g}"
         if key is not None:
