@@ -53,8 +53,8 @@ from annotation.models import Source, Study, System
 from evaluation.analysis_document import split_details
 from evaluation.models import WORKER_HEARTBEAT, AnalysisSnapshot, SystemMetrics, TextMetrics, WorkerHeartbeat
 from evaluation.selectors import (
-    analysis_coverage,
     WorkerSilence,
+    analysis_coverage,
     analysis_snapshot_get,
     system_metrics_stored,
     text_metrics_stored,
