@@ -120,3 +120,11 @@ def test_a_broken_archive_imports_nothing_and_says_what_is_wrong(tmp_path):
     not_zip.write_text("source_key,source_text\n")
     with pytest.raises(CommandError, match="not a zip file; nothing was imported"):
         call_command("import_study_archive", str(not_zip))
+
+
+def test_import_study_points_an_answer_export_to_the_archive(tmp_path):
+    build_answered_study(slug="exported")
+    answers = tmp_path / "answers.csv"
+    call_command("export", study="exported", format="csv", out=answers)
+    with pytest.raises(CommandError, match="missing required column 'source_key'.*use export_study_archive"):
+        call_command("import_study", str(answers), "--study", "again", "--title", "T")
