@@ -82,6 +82,21 @@ def snapshot_of(study) -> AnalysisSnapshot:
     return AnalysisSnapshot.objects.get(study=study)
 
 
+def computed(services: Services, study, *, after=None, what: str) -> AnalysisSnapshot:
+    """Wait until the study's snapshot was computed (later than `after`) and nothing runs."""
+
+    def landed() -> bool:
+        snapshot = snapshot_of(study)
+        return (
+            snapshot.status == "idle"
+            and snapshot.computed_at is not None
+            and (after is None or snapshot.computed_at > after)
+        )
+
+    wait_for(landed, timeout=FINAL_WITHIN, what=what, logs=services.tmp_path)
+    return snapshot_of(study)
+
+
 def test_a_snapshot_whose_worker_is_killed_finishes_on_another(snapshot_faults):
     study = build_answered_study(slug="killed")
     first = snapshot_faults.worker()
@@ -98,13 +113,7 @@ def test_a_snapshot_whose_worker_is_killed_finishes_on_another(snapshot_faults):
     first.wait(timeout=20)
     assert snapshot_of(study).computed_at is None
     snapshot_faults.worker()  # what the supervisor (compose restart:, systemd Restart=) starts
-    wait_for(
-        lambda: snapshot_of(study).computed_at is not None and snapshot_of(study).status == "idle",
-        timeout=FINAL_WITHIN,
-        what="the snapshot to be computed by another worker",
-        logs=snapshot_faults.tmp_path,
-    )
-    snapshot = snapshot_of(study)
+    snapshot = computed(snapshot_faults, study, what="the snapshot to be computed by another worker")
     assert snapshot.healed >= 1 and snapshot.result is not None and snapshot.error == ""
     seen = WorkerHeartbeat.objects.get(name=WORKER_HEARTBEAT).seen_at
     assert timezone.now() - seen < timedelta(seconds=30)
@@ -115,13 +124,7 @@ def test_a_rerun_asked_while_the_broker_is_down_is_sent_when_it_returns(snapshot
     snapshot_faults.worker()
     snapshot_faults.beat()
     request_snapshot(snapshot_faults, "brokerless")
-    wait_for(
-        lambda: snapshot_of(study).computed_at is not None and snapshot_of(study).status == "idle",
-        timeout=FINAL_WITHIN,
-        what="the first snapshot",
-        logs=snapshot_faults.tmp_path,
-    )
-    first = snapshot_of(study)
+    first = computed(snapshot_faults, study, what="the first snapshot")
 
     snapshot_faults.stop_redis()
     change_an_answer(study)
@@ -134,11 +137,10 @@ def test_a_rerun_asked_while_the_broker_is_down_is_sent_when_it_returns(snapshot
     if len(workers) < 2:
         # A worker that exited on the outage (issue 35 item 6) is restarted, as its supervisor would.
         snapshot_faults.worker()
-    wait_for(
-        lambda: snapshot_of(study).computed_at > first.computed_at and snapshot_of(study).status == "idle",
-        timeout=FINAL_WITHIN,
+    again = computed(
+        snapshot_faults,
+        study,
+        after=first.computed_at,
         what="the rerun to be sent and computed once Redis is back",
-        logs=snapshot_faults.tmp_path,
     )
-    again = snapshot_of(study)
     assert again.n_answers == first.n_answers and again.coverage != first.coverage and again.send_error == ""

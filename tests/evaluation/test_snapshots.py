@@ -21,6 +21,9 @@ from evaluation import services, tasks
 from evaluation.models import WORKER_HEARTBEAT, AnalysisSnapshot, WorkerHeartbeat
 from evaluation.selectors import snapshot_analysis
 from tests.evaluation.test_analysis_inputs import build_answered_study
+from tests.generation.test_celery_worker import broker_mode
+
+__all__ = ["broker_mode"]  # a fixture, for the pages of a deployment with a broker
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_analysis")]
 
@@ -165,19 +168,8 @@ def test_a_failed_send_is_kept_and_sent_again_by_the_healing_check(study, settin
     assert calls == [study.pk, study.pk]
 
 
-@pytest.fixture
-def with_broker():
-    """Pages as in a deployment with a broker (the tasks these tests send are run by hand)."""
-    from config.celery_app import app
-
-    eager = app.conf.task_always_eager
-    app.conf.task_always_eager = False
-    yield
-    app.conf.task_always_eager = eager
-
-
 def test_the_healing_check_stamps_the_worker_heartbeat_and_pages_say_when_none_answers(
-    client_in, study, settings, with_broker
+    client_in, study, settings, broker_mode
 ):
     services.analysis_snapshot_compute_here(study=study)
     url = reverse("evaluation:study-detail", args=["snap"])
