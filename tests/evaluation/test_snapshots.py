@@ -427,3 +427,20 @@ def test_the_metrics_section_shows_the_first_rows_per_simplification(client_in, 
     assert f"({total})" in table and f"The first 3 of {total}" in table
     assert table.split("<tbody>", 1)[1].split("</tbody>", 1)[0].count("<tr>") == 3
     assert reverse("evaluation:study-metrics-csv", args=["snap"]) in table
+
+
+def test_a_failed_snapshot_shows_its_reason_and_the_next_answer_retries_it(client_in, study, monkeypatch):
+    def broken(*args, **kwargs):
+        raise ValueError("Length of values (50) does not match length of index (51)")
+
+    monkeypatch.setattr("evaluation.analysis.study_analysis", broken)
+    api = client_in.get(reverse("api:analysis", args=["snap"]))
+    assert api.status_code == 202 and api["Location"] == reverse("api:analysis", args=["snap"])
+    reason = "ValueError: Length of values (50) does not match length of index (51)"
+    assert api.json()["snapshot"]["error"] == reason
+    page = client_in.get(reverse("evaluation:study-detail", args=["snap"])).content.decode()
+    assert "The last recomputation failed" in page and reason.replace("(", "") in page.replace("(", "")
+    monkeypatch.undo()
+    change_an_answer(study)
+    api = client_in.get(reverse("api:analysis", args=["snap"]))
+    assert api.status_code == 200 and api.json()["snapshot"]["error"] == ""
