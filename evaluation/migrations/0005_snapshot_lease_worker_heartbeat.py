@@ -4,44 +4,53 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('evaluation', '0004_stored_metrics'),
+        ("evaluation", "0004_stored_metrics"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='WorkerHeartbeat',
+            name="WorkerHeartbeat",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=40, unique=True)),
-                ('seen_at', models.DateTimeField()),
-                ('worker', models.CharField(blank=True, help_text='The hostname of the worker that ran the check.', max_length=200)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=40, unique=True)),
+                ("seen_at", models.DateTimeField()),
+                (
+                    "worker",
+                    models.CharField(
+                        blank=True, help_text="The hostname of the worker that ran the check.", max_length=200
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='analysissnapshot',
-            name='healed',
+            model_name="analysissnapshot",
+            name="healed",
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='analysissnapshot',
-            name='heartbeat_at',
+            model_name="analysissnapshot",
+            name="heartbeat_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='analysissnapshot',
-            name='runner',
+            model_name="analysissnapshot",
+            name="runner",
             field=models.CharField(blank=True, max_length=36),
         ),
         migrations.AddField(
-            model_name='analysissnapshot',
-            name='send_error',
+            model_name="analysissnapshot",
+            name="send_error",
             field=models.TextField(blank=True),
         ),
         migrations.AddField(
-            model_name='analysissnapshot',
-            name='sent_at',
+            model_name="analysissnapshot",
+            name="sent_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
     ]
