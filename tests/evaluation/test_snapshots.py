@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 
-from annotation.models import ExpertRating, ExpertSourceJudgement, LayAnswer, LayPreference
+from annotation.models import ExpertRating, ExpertSourceJudgement, LayAnswer, LayPreference, Study
 from evaluation import services, tasks
 from evaluation.models import WORKER_HEARTBEAT, AnalysisSnapshot, WorkerHeartbeat
 from evaluation.selectors import snapshot_analysis
@@ -444,3 +444,19 @@ def test_a_failed_snapshot_shows_its_reason_and_the_next_answer_retries_it(clien
     change_an_answer(study)
     api = client_in.get(reverse("api:analysis", args=["snap"]))
     assert api.status_code == 200 and api.json()["snapshot"]["error"] == ""
+
+
+def test_a_batch_page_says_when_no_worker_runs(client, settings, broker_mode):
+    from annotation.services import source_upsert
+    from generation.services import batches
+
+    other = Study.objects.create(slug="gen", title="gen")
+    source_upsert(study=other, key="s1", text="Small right pleural effusion.")
+    # Created in the test's transaction: its jobs are never sent (on_commit does not run).
+    batch = batches.generation_batch_create(study=other, systems=["plain_bs"], backend="glossary")
+    user = get_user_model().objects.create_user("root", password="pw", is_staff=True, is_superuser=True)
+    client.force_login(user)
+    url = reverse("generation:batch_detail", args=[batch.pk])
+    assert "No worker is running: none has answered yet" in client.get(url).content.decode()
+    services.analysis_snapshots_heal(worker="w1@host")
+    assert "No worker is running" not in client.get(url).content.decode()
