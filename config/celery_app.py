@@ -1,7 +1,7 @@
 """The Celery app. Queues: `default` (bookkeeping), `llm` (API-backed generation), `gpu` (local
 models). Settings come from Django's settings under the CELERY_ namespace; the beat schedule there
-runs the self-healing checks of generation's batches and judging's runs, which every worker also
-runs when it starts."""
+runs the self-healing checks of generation's batches, judging's runs and evaluation's analysis
+snapshots, which every worker also runs when it starts."""
 
 import logging
 import os
@@ -22,6 +22,7 @@ app.conf.task_routes = {
     "generation.tasks.generation_job_run_gpu": {"queue": "gpu"},
     "generation.tasks.generation_batches_heal": {"queue": "default"},
     "judging.tasks.judge_runs_heal": {"queue": "default"},
+    "evaluation.tasks.analysis_snapshots_heal": {"queue": "default"},
     "ml.tasks.*": {"queue": "gpu"},
 }
 app.autodiscover_tasks()
@@ -30,7 +31,11 @@ app.autodiscover_tasks()
 @worker_ready.connect
 def heal_on_start(sender=None, **kwargs) -> None:
     """A restarted worker re-sends the jobs its predecessor lost, without waiting for beat."""
-    for task in ("generation.tasks.generation_batches_heal", "judging.tasks.judge_runs_heal"):
+    for task in (
+        "generation.tasks.generation_batches_heal",
+        "judging.tasks.judge_runs_heal",
+        "evaluation.tasks.analysis_snapshots_heal",
+    ):
         try:
             app.send_task(task)
         except Exception:  # noqa: BLE001 - the broker may be down; beat runs the check later

@@ -34,7 +34,7 @@ from evaluation.exporters.rows import answer_columns
 from evaluation.pagination import bounded_int, cursor_payload, cursor_text
 from evaluation.progress import participants_progress
 from evaluation.selectors import analysis_snapshot_get, snapshot_analysis, snapshot_analysis_json
-from evaluation.services import analysis_snapshot_refresh, analysis_snapshot_wait
+from evaluation.services import SnapshotState, analysis_snapshot_refresh, analysis_snapshot_wait
 
 MAX_ANSWERS_PAGE = 5000
 LOCKED_OUT = "Too many failed logins for this account from your address; try again later."
@@ -186,28 +186,54 @@ def _answer_cursor(raw: str, *, study: Study) -> tuple[AnswerPosition, bool]:
         raise ValidationError({"cursor": "is not a cursor of this list."}) from None
 
 
+def _snapshot_about(state: SnapshotState) -> dict:
+    """What the API says of a snapshot's state: when it was computed and what it covers, whether
+    and since when a recomputation runs, and why the last one failed."""
+    snapshot = state.snapshot
+    return {
+        "computed_at": snapshot.computed_at if snapshot else None,
+        "n_answers": snapshot.n_answers if snapshot else 0,
+        "last_answer_at": snapshot.last_answer_at if snapshot else None,
+        "duration_s": snapshot.duration_s if snapshot else None,
+        "recomputing": state.recomputing,
+        "recomputing_since": snapshot.requested_at if snapshot and state.recomputing else None,
+        "stale": state.stale,
+        "answers_since": state.answers_since,
+        "checking": state.checking,
+        "error": snapshot.error if snapshot else "",
+        "error_at": snapshot.error_at if snapshot else None,
+        "send_error": snapshot.send_error if snapshot and state.recomputing else "",
+        "worker_lost": state.lease_lapsed,
+        "no_worker_since": (
+            state.worker_silence.seen_at if state.worker_silence and state.worker_silence.seen_at else None
+        ),
+        "no_worker": state.worker_silence is not None,
+    }
+
+
 class AnalysisView(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter(
                 "fresh",
                 bool,
-                description="wait (up to RADLAY_ANALYSIS_FRESH_TIMEOUT seconds) for an analysis computed "
-                "after "
-                "this request, instead of the latest snapshot",
+                description="ask for an analysis computed after this request and wait for it (up to "
+                "RADLAY_ANALYSIS_FRESH_TIMEOUT seconds, 5 by default, one such request at a time); "
+                "202 when it is not ready by then: poll the Location",
             )
         ],
         responses={
             200: serializers.AnalysisSerializer,
             202: OpenApiResponse(
-                description="no analysis yet (or not within the wait): it is being computed"
+                description="no analysis yet (or not within the wait): it is being computed; "
+                "`snapshot` says since when and why the last computation failed, if it did"
             ),
         },
     )
     def get(self, request: Request, slug: str) -> Response:
         """The study's latest analysis snapshot (the document `manage.py analyze --json` writes,
         plus `snapshot`: when it was computed and what it covers). It is recomputed by a task when
-        answers change; `?fresh=1` asks for a new one and waits for it."""
+        answers change; `?fresh=1` asks for a new one and waits a few seconds for it."""
         study = access_study_for_user(user=request.user, slug=slug)
         fresh = request.query_params.get("fresh", "").lower() in {"1", "true", "yes"}
         asked = timezone.now()
@@ -217,25 +243,20 @@ class AnalysisView(APIView):
             snapshot = analysis_snapshot_wait(
                 study=study, after=asked, timeout=settings.RADLAY_ANALYSIS_FRESH_TIMEOUT
             )
-            if snapshot is not None:
-                state = analysis_snapshot_refresh(study=study)
+            state = analysis_snapshot_refresh(study=study)
         if snapshot is None or state.snapshot is None or state.snapshot.result is None:
+            # Polled without ?fresh: the latest snapshot, whose computed_at says whether it is the
+            # one asked for.
             return Response(
-                {"detail": "The analysis is being computed; try again shortly."},
+                {
+                    "detail": "The analysis is being computed; try again shortly.",
+                    "snapshot": _snapshot_about(state),
+                },
                 status=status.HTTP_202_ACCEPTED,
-                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS), "Location": request.path},
             )
         snapshot = state.snapshot
-        about = {
-            "computed_at": snapshot.computed_at,
-            "n_answers": snapshot.n_answers,
-            "last_answer_at": snapshot.last_answer_at,
-            "duration_s": snapshot.duration_s,
-            "recomputing": state.recomputing,
-            "stale": state.stale,
-            "answers_since": state.answers_since,
-            "checking": state.checking,
-        }
+        about = _snapshot_about(state)
         if isinstance(request.accepted_renderer, JSONRenderer):
             # The stored sections as they are (megabytes at study scale), not decoded and rendered
             # again: the same document as the renderer's, in a fraction of the time.

@@ -65,6 +65,17 @@ class AnalysisSnapshot(models.Model):
     dirty = models.BooleanField(default=False)
     requested_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    # The recomputation's lease. A queued one was handed to the broker at `sent_at` (None: the send
+    # failed, `send_error` says why, and the healing check sends it again); a running one is held by
+    # the task whose claim wrote `runner`, which stamps `heartbeat_at` while it computes. A lapsed
+    # heartbeat means its worker is gone: the healing check (services.analysis_snapshots_heal)
+    # queues it again.
+    sent_at = models.DateTimeField(null=True, blank=True)
+    send_error = models.TextField(blank=True)
+    runner = models.CharField(max_length=36, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # How many times the healing check took this recomputation over from a lost worker or message.
+    healed = models.PositiveIntegerField(default=0)
 
     # What the stored result covers (evaluation.selectors.analysis_coverage at its start).
     computed_at = models.DateTimeField(null=True, blank=True)
@@ -166,3 +177,22 @@ class SystemMetrics(models.Model):
 
     def __str__(self) -> str:
         return f"{self.family} of system {self.system_id}"
+
+
+# The WorkerHeartbeat row that the periodic healing check stamps.
+WORKER_HEARTBEAT = "celery"
+
+
+class WorkerHeartbeat(models.Model):
+    """When a Celery worker last ran the periodic healing check sent by beat
+    (services.analysis_snapshots_heal): an old or missing stamp means no worker (or no beat) is
+    running, which the dashboard says instead of showing "recomputing…" for ever."""
+
+    name = models.CharField(max_length=40, unique=True)
+    seen_at = models.DateTimeField()
+    worker = models.CharField(
+        max_length=200, blank=True, help_text="The hostname of the worker that ran the check."
+    )
+
+    def __str__(self) -> str:
+        return f"{self.name} seen at {self.seen_at}"

@@ -28,31 +28,37 @@ scipy, matplotlib) are imported where they are computed, in `study_analysis_comp
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import logging
 import math
+import threading
 import time
-from collections.abc import Collection, Mapping, Sequence
+import uuid
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import transaction
-from django.db.models import Q
+from django.db import connection, transaction
+from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from kombu.exceptions import KombuError
 
 from annotation.models import Source, Study, System
 from evaluation.analysis_document import split_details
-from evaluation.models import AnalysisSnapshot, SystemMetrics, TextMetrics
+from evaluation.models import WORKER_HEARTBEAT, AnalysisSnapshot, SystemMetrics, TextMetrics, WorkerHeartbeat
 from evaluation.selectors import (
+    WorkerSilence,
     analysis_coverage,
     analysis_snapshot_get,
     system_metrics_stored,
     text_metrics_stored,
+    worker_silence,
 )
 
 if TYPE_CHECKING:
@@ -76,6 +82,12 @@ class SnapshotState:
     # A check of the study's data is on its way: `answers_since` and `stale` are those of the
     # last check (none yet: 0 and False).
     checking: bool = False
+    # The running recomputation's heartbeat lapsed: its worker is gone and the healing check
+    # sends it again.
+    lease_lapsed: bool = False
+    # No worker has run the healing check for a while (None: one has, or there is no worker to
+    # wait for).
+    worker_silence: WorkerSilence | None = None
 
 
 # --- stored per-text metrics -----------------------------------------------------------------------
@@ -182,50 +194,151 @@ def study_analysis_compute(*, study: Study, options: AnalysisOptions | None = No
 # --- analysis snapshots ----------------------------------------------------------------------------
 
 
-def _stuck_before() -> timezone.datetime:
-    # A task older than its hard time limit died with its worker: its claim may be taken over.
-    return timezone.now() - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
+def _lost_snapshots() -> Q:
+    """The recomputations whose worker or message is gone: a running one whose heartbeat lapsed
+    (its worker died: kill -9, out of memory, a lost host), a queued one whose send failed more than
+    a healing interval ago (the broker was down), and a queued one sent longer ago than
+    RADLAY_ANALYSIS_DISPATCH_DEADLINE that no worker started (its message was lost)."""
+    now = timezone.now()
+    lapsed = now - timedelta(seconds=settings.RADLAY_ANALYSIS_STALE_AFTER)
+    retry = now - timedelta(seconds=settings.RADLAY_ANALYSIS_HEAL_INTERVAL)
+    undelivered = now - timedelta(seconds=settings.RADLAY_ANALYSIS_DISPATCH_DEADLINE)
+    return (
+        Q(status=Status.RUNNING, heartbeat_at__lt=lapsed)
+        | Q(status=Status.RUNNING, heartbeat_at__isnull=True, started_at__lt=lapsed)
+        | Q(status=Status.QUEUED, sent_at__isnull=True)
+        | (Q(status=Status.QUEUED, sent_at__lt=retry) & ~Q(send_error=""))
+        | Q(status=Status.QUEUED, send_error="", sent_at__lt=undelivered)
+    )
+
+
+def _snapshot_send(*, study_id: int) -> None:
+    """Hand the claimed recomputation to the broker. A failed send (the broker is down) is kept on
+    the row, not raised: the page that asked is not a 500, and the healing check sends it again."""
+    from evaluation.tasks import analysis_snapshot_send
+
+    try:
+        analysis_snapshot_send(study_id=study_id)
+    except (KombuError, OSError) as exc:
+        logger.warning("could not send the analysis of study %s: %s", study_id, exc)
+        AnalysisSnapshot.objects.filter(study_id=study_id, status=Status.QUEUED).update(
+            send_error=f"{type(exc).__name__}: {exc}"[:500], sent_at=timezone.now()
+        )
+
+
+def _snapshot_take_over(*, study_id: int) -> bool:
+    """Queue again the lost recomputation of `study_id` (see _lost_snapshots) and send it. One
+    conditional UPDATE is the claim, so two healing checks never both send it. Returns whether it
+    was lost."""
+    taken = AnalysisSnapshot.objects.filter(_lost_snapshots(), study_id=study_id).update(
+        status=Status.QUEUED,
+        sent_at=timezone.now(),
+        send_error="",
+        runner="",
+        heartbeat_at=None,
+        healed=F("healed") + 1,
+    )
+    if taken:
+        logger.warning("the analysis of study %s lost its worker or message: sent again", study_id)
+        _snapshot_send(study_id=study_id)
+    return bool(taken)
 
 
 def analysis_snapshot_request(*, study: Study) -> bool:
     """Ask for a recomputation of `study`'s snapshot. Sends the task when this call moved the
-    snapshot to queued; otherwise marks the queued/running one dirty. Returns whether it sent.
+    snapshot to queued (or took over a lost one); otherwise marks the queued/running one dirty.
+    Returns whether it sent.
 
     Call outside a transaction: the claim is one autocommitted UPDATE, so the task, which may
     start at once in another process, sees it.
     """
-    from evaluation.tasks import analysis_snapshot_send
-
     AnalysisSnapshot.objects.get_or_create(study=study)
     now = timezone.now()
-    claimable = Q(status=Status.IDLE) | Q(requested_at__lt=_stuck_before())
-    claimed = AnalysisSnapshot.objects.filter(claimable, study=study).update(
-        status=Status.QUEUED, requested_at=now, started_at=None, dirty=False
+    claimed = AnalysisSnapshot.objects.filter(status=Status.IDLE, study=study).update(
+        status=Status.QUEUED,
+        requested_at=now,
+        started_at=None,
+        dirty=False,
+        sent_at=now,
+        send_error="",
+        runner="",
+        heartbeat_at=None,
     )
-    if not claimed:
-        AnalysisSnapshot.objects.filter(study=study).exclude(status=Status.IDLE).update(dirty=True)
-        return False
-    analysis_snapshot_send(study_id=study.pk)
-    return True
+    if claimed:
+        _snapshot_send(study_id=study.pk)
+        return True
+    if _snapshot_take_over(study_id=study.pk):
+        return True
+    AnalysisSnapshot.objects.filter(study=study).exclude(status=Status.IDLE).update(dirty=True)
+    return False
+
+
+@contextlib.contextmanager
+def _lease_kept(*, study_id: int, runner: str) -> Iterator[None]:
+    """Stamp the running snapshot's heartbeat every RADLAY_ANALYSIS_HEARTBEAT seconds while the
+    block runs, from a thread with its own database connection (generation's jobs keep theirs the
+    same way: generation/services/scheduler.py)."""
+    interval = settings.RADLAY_ANALYSIS_HEARTBEAT
+    stop = threading.Event()
+
+    def beat() -> None:
+        try:
+            while not stop.wait(interval):
+                try:
+                    AnalysisSnapshot.objects.filter(
+                        study_id=study_id, status=Status.RUNNING, runner=runner
+                    ).update(heartbeat_at=timezone.now())
+                except Exception:  # noqa: BLE001 - a missed beat only makes the lease look older
+                    logger.warning("heartbeat of the analysis of study %s failed", study_id, exc_info=True)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=beat, name=f"analysis-heartbeat-{study_id}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=interval + 30)
 
 
 def analysis_snapshot_compute(*, study_id: int) -> bool:
-    """The task's work: claim the queued snapshot (queued → running), compute the analysis of the
-    study's data and its figures, store them with what they covered, and send one more
-    recomputation if the data changed meanwhile. Returns False when there was nothing to claim
-    (another worker has it, or a redelivered message of a finished task)."""
+    """The task's work: claim the queued snapshot (queued → running, or a running one whose lease
+    lapsed), compute the analysis of the study's data and its figures while keeping the lease,
+    store them with what they covered, and send one more recomputation if the data changed
+    meanwhile. Returns False when there was nothing to claim (another worker has it, or a
+    redelivered message of a finished task)."""
+    runner = uuid.uuid4().hex
+    now = timezone.now()
+    lapsed = now - timedelta(seconds=settings.RADLAY_ANALYSIS_STALE_AFTER)
     claimed = AnalysisSnapshot.objects.filter(
-        Q(status=Status.QUEUED) | Q(status=Status.RUNNING, requested_at__lt=_stuck_before()),
+        Q(status=Status.QUEUED) | Q(status=Status.RUNNING, heartbeat_at__lt=lapsed),
         study_id=study_id,
-    ).update(status=Status.RUNNING, started_at=timezone.now())
+    ).update(status=Status.RUNNING, started_at=now, heartbeat_at=now, runner=runner, send_error="")
     if not claimed:
         return False
     study = Study.objects.get(pk=study_id)
-    stored = _snapshot_store(study=study)
-    AnalysisSnapshot.objects.filter(study_id=study_id).update(status=Status.IDLE)
-    if AnalysisSnapshot.objects.filter(study_id=study_id, dirty=True).exists():
+    with _lease_kept(study_id=study_id, runner=runner):
+        stored = _snapshot_store(study=study)
+    # Only the holder of the lease ends it: a computation taken over meanwhile is the newer one's.
+    ended = AnalysisSnapshot.objects.filter(study_id=study_id, runner=runner).update(
+        status=Status.IDLE, runner="", heartbeat_at=None
+    )
+    if ended and AnalysisSnapshot.objects.filter(study_id=study_id, dirty=True).exists():
         analysis_snapshot_request(study=study)
     return stored
+
+
+def analysis_snapshots_heal(*, worker: str = "") -> int:
+    """The periodic healing check (beat, and every worker's start): stamp that a worker is alive,
+    and queue again and send every recomputation whose worker or message was lost. Returns how
+    many it sent."""
+    now = timezone.now()
+    WorkerHeartbeat.objects.update_or_create(
+        name=WORKER_HEARTBEAT, defaults={"seen_at": now, "worker": worker}
+    )
+    lost = AnalysisSnapshot.objects.filter(_lost_snapshots()).values_list("study_id", flat=True)
+    return sum(_snapshot_take_over(study_id=study_id) for study_id in list(lost))
 
 
 def analysis_snapshot_compute_here(*, study: Study) -> AnalysisSnapshot:
@@ -294,8 +407,24 @@ def _check_key(study_id: int) -> str:
 COVERAGE_KEPT_SECONDS = 24 * 60 * 60
 
 
+def _cached(what: str, call: Callable[[], Any], default: Any = None) -> Any:
+    """`call()` on the shared cache, or `default` with a log line when the cache is unreachable
+    (Redis stopped or restarting): the count it keeps only saves work, so a page then shows the
+    stored snapshot as it is instead of answering 500."""
+    try:
+        return call()
+    except Exception as exc:  # noqa: BLE001 - redis-py raises several kinds; every one means "no cache"
+        logger.warning("the cache is unreachable (%s): %s: %s", what, type(exc).__name__, exc)
+        return default
+
+
 def _coverage_remember(*, study_id: int, coverage: dict, counted_at: float) -> None:
-    cache.set(_coverage_key(study_id), {"coverage": coverage, "at": counted_at}, COVERAGE_KEPT_SECONDS)
+    _cached(
+        "keeping the count of a study's answers",
+        lambda: cache.set(
+            _coverage_key(study_id), {"coverage": coverage, "at": counted_at}, COVERAGE_KEPT_SECONDS
+        ),
+    )
 
 
 def analysis_coverage_check(*, study: Study, force: bool = False) -> dict:
@@ -322,7 +451,7 @@ def analysis_coverage_check_run(*, study_id: int) -> None:
         if study is not None:
             analysis_coverage_check(study=study)
     finally:
-        cache.delete(_check_key(study_id))
+        _cached("ending a check of a study's answers", lambda: cache.delete(_check_key(study_id)))
 
 
 def analysis_coverage_check_send(*, study: Study) -> None:
@@ -330,7 +459,12 @@ def analysis_coverage_check_send(*, study: Study) -> None:
     add is the claim; it expires, so a check lost with its worker is sent again later)."""
     from evaluation.tasks import analysis_coverage_check_send as send
 
-    if cache.add(_check_key(study.pk), True, timeout=max(60, settings.RADLAY_ANALYSIS_CHECK_SECONDS)):
+    timeout = max(60, settings.RADLAY_ANALYSIS_CHECK_SECONDS)
+    # Without the cache there is no claim: no check is sent (beat's refresh checks open studies).
+    if _cached(
+        "claiming a check of a study's answers",
+        lambda: cache.add(_check_key(study.pk), True, timeout=timeout),
+    ):
         send(study_id=study.pk)
 
 
@@ -344,14 +478,21 @@ def analysis_snapshot_refresh(*, study: Study, force: bool = False) -> SnapshotS
     if force or not check_seconds:
         coverage = analysis_coverage_check(study=study, force=force)
     else:
-        counted = cache.get(_coverage_key(study.pk))
+        counted = _cached(
+            "reading the count of a study's answers", lambda: cache.get(_coverage_key(study.pk))
+        )
         coverage = counted["coverage"] if counted else None
         if counted is None or time.time() - counted["at"] >= check_seconds:
             analysis_coverage_check_send(study=study)
             # Sent to a worker, or run here when the tasks run where they are sent.
-            counted = cache.get(_coverage_key(study.pk))
+            counted = _cached(
+                "reading the count of a study's answers", lambda: cache.get(_coverage_key(study.pk))
+            )
             coverage = counted["coverage"] if counted else coverage
-            checking = cache.get(_check_key(study.pk)) is not None
+            checking = (
+                _cached("reading whether a check is on its way", lambda: cache.get(_check_key(study.pk)))
+                is not None
+            )
     snapshot = analysis_snapshot_get(study=study)
     stale = (
         snapshot is None
@@ -359,29 +500,74 @@ def analysis_snapshot_refresh(*, study: Study, force: bool = False) -> SnapshotS
         or (coverage is not None and snapshot.coverage != coverage)
     )
     answers_since = coverage["n_answers"] - (snapshot.n_answers if snapshot else 0) if coverage else 0
+    recomputing = snapshot is not None and snapshot.status != Status.IDLE
+    lapsed_before = timezone.now() - timedelta(seconds=settings.RADLAY_ANALYSIS_STALE_AFTER)
     return SnapshotState(
         snapshot=snapshot,
-        recomputing=snapshot is not None and snapshot.status != Status.IDLE,
+        recomputing=recomputing,
         answers_since=max(0, answers_since),
         stale=stale,
         checking=checking,
+        lease_lapsed=(
+            snapshot is not None
+            and snapshot.status == Status.RUNNING
+            and (snapshot.heartbeat_at or snapshot.started_at or lapsed_before) < lapsed_before
+        ),
+        worker_silence=worker_silence(),
     )
 
 
+# The PostgreSQL advisory lock that lets one request at a time wait for a fresh snapshot.
+FRESH_WAIT_LOCK = 0x7261646C  # "radl"
+_fresh_wait_here = threading.Lock()
+
+
+@contextlib.contextmanager
+def _fresh_wait_slot() -> Iterator[bool]:
+    """Yields whether this request may wait: the one slot of the whole server (a PostgreSQL
+    advisory lock; a lock of this process on another database, where there is one process). A
+    waiting request holds a web worker, so more than one waiting at a time could hold all of
+    them and stall the participants' pages."""
+    if connection.vendor != "postgresql":
+        got = _fresh_wait_here.acquire(blocking=False)
+        try:
+            yield got
+        finally:
+            if got:
+                _fresh_wait_here.release()
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [FRESH_WAIT_LOCK])
+        got = cursor.fetchone()[0]
+    try:
+        yield got
+    finally:
+        if got:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [FRESH_WAIT_LOCK])
+
+
 def analysis_snapshot_wait(
-    *, study: Study, after, timeout: float, poll: float = 0.5
+    *, study: Study, after, timeout: float, poll: float = 0.25
 ) -> AnalysisSnapshot | None:
-    """Wait (polling the row) until the snapshot was computed after `after`; None on timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        snapshot = (
+    """Wait (polling the row) until the snapshot was computed after `after`, at most `timeout`
+    seconds, and only while no other request waits (see _fresh_wait_slot); None when it was not
+    computed by then."""
+
+    def landed() -> AnalysisSnapshot | None:
+        return (
             AnalysisSnapshot.objects.filter(study=study, computed_at__gt=after)
             .defer("details", "figures", "document")
             .first()
         )
-        if snapshot is not None or time.monotonic() >= deadline:
-            return snapshot
-        time.sleep(poll)
+
+    with _fresh_wait_slot() as may_wait:
+        deadline = time.monotonic() + (timeout if may_wait else 0)
+        while True:
+            snapshot = landed()
+            if snapshot is not None or time.monotonic() >= deadline:
+                return snapshot
+            time.sleep(poll)
 
 
 def analysis_snapshots_refresh() -> int:

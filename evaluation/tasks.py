@@ -21,6 +21,11 @@ def analysis_snapshot_compute_task(study_id: int) -> None:
     services.analysis_snapshot_compute(study_id=study_id)
 
 
+@shared_task(name="evaluation.tasks.analysis_snapshots_heal", bind=True, ignore_result=True)
+def analysis_snapshots_heal_task(self) -> int:
+    return services.analysis_snapshots_heal(worker=self.request.hostname or "")
+
+
 @shared_task(name="evaluation.tasks.analysis_snapshots_refresh", ignore_result=True)
 def analysis_snapshots_refresh_task() -> None:
     services.analysis_snapshots_refresh()

@@ -25,6 +25,7 @@ urlpatterns = [
     path("<slug:slug>/correlations/", views.study_correlations, name="study-correlations"),
     path("<slug:slug>/export.<str:file_format>", views.study_export, name="study-export"),
     path("<slug:slug>/analysis.json", views.study_analysis_json, name="study-analysis"),
+    path("<slug:slug>/archive.zip", views.study_archive, name="study-archive"),
     path("<slug:slug>/metrics.csv", views.study_metrics_csv, name="study-metrics-csv"),
     path("<slug:slug>/report.html", views.study_report, name="study-report"),
     path("<slug:slug>/plan/", plan_views.study_plan, name="study-plan"),

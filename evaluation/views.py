@@ -6,10 +6,11 @@ study answers 404."""
 from __future__ import annotations
 
 import json
+import tempfile
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django_htmx.http import HttpResponseClientRefresh
 
@@ -22,6 +23,7 @@ from evaluation.exporters.response import export_response
 from evaluation.progress import latin_square_balance, participants_progress, progress_by_role, study_progress
 from evaluation.report import study_report_html
 from evaluation.services import analysis_snapshot_refresh
+from evaluation.study_archive import study_archive_write
 
 MATRIX_MAX_SOURCES = 200  # above this the Latin-square matrix is summarised, not drawn
 # Researchers sign in on the dashboard's own page: the admin's login admits staff only.
@@ -136,6 +138,20 @@ def study_export(request: HttpRequest, slug: str, file_format: str) -> Streaming
         raise Http404("Unknown export format.")
     include = request.GET.get("include_external_ids") in {"1", "true", "yes"}
     return export_response(study=study, file_format=file_format, include_external_ids=include)
+
+
+@researcher_login_required
+def study_archive(request: HttpRequest, slug: str) -> FileResponse:
+    """The whole study with every answer as one archive (evaluation/study_archive.py), for moving
+    it to another radlay server with import_study_archive."""
+    study = access_study_for_user(user=request.user, slug=slug)
+    # Spooled: a large study's archive goes to a temporary file, not the worker's memory.
+    out = tempfile.SpooledTemporaryFile(max_size=16 * 1024 * 1024)
+    study_archive_write(study=study, out=out)
+    out.seek(0)
+    return FileResponse(
+        out, as_attachment=True, filename=f"{study.slug}-archive.zip", content_type="application/zip"
+    )
 
 
 @researcher_login_required

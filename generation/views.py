@@ -17,6 +17,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from evaluation.selectors import worker_silence
 from generation import selectors
 from generation.models import GenerationBatch, GenerationJob
 from generation.services import batches
@@ -80,7 +81,13 @@ def batch_detail(request: HttpRequest, batch_id: int) -> HttpResponse:
     return batch_page(
         request,
         template="generation/batch_detail.html",
-        context={"batch": batch, "progress": progress, "poll_seconds": POLL_SECONDS},
+        context={
+            "batch": batch,
+            "progress": progress,
+            "poll_seconds": POLL_SECONDS,
+            # Pending jobs wait for a worker: say so when none has answered for a while.
+            "worker_silence": None if progress.finished else worker_silence(),
+        },
         jobs=lambda status: selectors.batch_jobs(batch=batch, status=status),
         statuses=GenerationJob.Status,
         per_page=JOBS_PER_PAGE,

@@ -217,8 +217,16 @@ class StudyFile:
     def _check_header(self, header: list[str]) -> None:
         for column in REQUIRED:
             if column not in header:
+                # radlay's own answer export names its columns study, participant, source, ...: it
+                # holds answers, not a study to import.
+                hint = (
+                    " This looks like radlay's answer export, which import_study does not read: to move"
+                    " a study with its answers, use export_study_archive and import_study_archive."
+                    if {"study", "participant", "source"} <= set(header)
+                    else ""
+                )
                 raise ImportFormatError(
-                    f"missing required column {column!r}.", file=self.name, row=1, column=column
+                    f"missing required column {column!r}.{hint}", file=self.name, row=1, column=column
                 )
         duplicates = {h for h in header if header.count(h) > 1}
         if duplicates:

@@ -318,8 +318,29 @@ RADLAY_TRANSFORMERS_DEVICE = env.str("RADLAY_TRANSFORMERS_DEVICE", default="") o
 RADLAY_ANALYSIS_OPTIONS = {"embeddings": env.bool("RADLAY_ANALYSIS_EMBEDDINGS", default=True)}
 # Readers compare the study's answers with what its snapshot covers at most this often (seconds).
 RADLAY_ANALYSIS_CHECK_SECONDS = env.int("RADLAY_ANALYSIS_CHECK_SECONDS", default=10)
-# How long GET /api/studies/<slug>/analysis/?fresh=1 waits for the new snapshot (seconds).
-RADLAY_ANALYSIS_FRESH_TIMEOUT = env.float("RADLAY_ANALYSIS_FRESH_TIMEOUT", default=120.0)
+# How long GET /api/studies/<slug>/analysis/?fresh=1 waits for the new snapshot (seconds) before
+# answering 202: the wait holds a web worker, so it stays far under gunicorn's --timeout, and only
+# one such request waits at a time (evaluation.services.analysis_snapshot_wait).
+RADLAY_ANALYSIS_FRESH_TIMEOUT = env.float("RADLAY_ANALYSIS_FRESH_TIMEOUT", default=5.0)
+if not 0 <= RADLAY_ANALYSIS_FRESH_TIMEOUT <= 10:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured("RADLAY_ANALYSIS_FRESH_TIMEOUT must be between 0 and 10 seconds")
+# The lease of a running snapshot: its task stamps a heartbeat this often (seconds); one silent for
+# RADLAY_ANALYSIS_STALE_AFTER lost its worker, and the healing check (every
+# RADLAY_ANALYSIS_HEAL_INTERVAL, on beat) queues it again. A queued one that no worker started
+# within RADLAY_ANALYSIS_DISPATCH_DEADLINE is sent again; a failed send, at the next check.
+RADLAY_ANALYSIS_HEARTBEAT = env.float("RADLAY_ANALYSIS_HEARTBEAT", default=15.0)
+RADLAY_ANALYSIS_STALE_AFTER = env.float("RADLAY_ANALYSIS_STALE_AFTER", default=60.0)
+RADLAY_ANALYSIS_HEAL_INTERVAL = env.float("RADLAY_ANALYSIS_HEAL_INTERVAL", default=30.0)
+RADLAY_ANALYSIS_DISPATCH_DEADLINE = env.float("RADLAY_ANALYSIS_DISPATCH_DEADLINE", default=120.0)
+# Pages say "no worker is running" when no worker has run the healing check for this long (seconds).
+RADLAY_WORKER_SILENT_AFTER = env.float("RADLAY_WORKER_SILENT_AFTER", default=180.0)
+CELERY_BEAT_SCHEDULE["analysis-snapshots-heal"] = {
+    "task": "evaluation.tasks.analysis_snapshots_heal",
+    "schedule": RADLAY_ANALYSIS_HEAL_INTERVAL,
+    "options": {"expires": RADLAY_ANALYSIS_HEAL_INTERVAL},
+}
 # Embedded mode (no broker): compute snapshots on a background thread, not in the request.
 RADLAY_ANALYSIS_IN_THREAD = CELERY_TASK_ALWAYS_EAGER
 

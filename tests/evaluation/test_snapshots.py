@@ -4,6 +4,7 @@ computing anything in the request."""
 from __future__ import annotations
 
 import json
+import time
 from datetime import timedelta
 
 import pytest
@@ -15,11 +16,14 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 
-from annotation.models import ExpertRating, ExpertSourceJudgement, LayAnswer, LayPreference
+from annotation.models import ExpertRating, ExpertSourceJudgement, LayAnswer, LayPreference, Study
 from evaluation import services, tasks
-from evaluation.models import AnalysisSnapshot
+from evaluation.models import WORKER_HEARTBEAT, AnalysisSnapshot, WorkerHeartbeat
 from evaluation.selectors import snapshot_analysis
 from tests.evaluation.test_analysis_inputs import build_answered_study
+from tests.generation.test_celery_worker import broker_mode
+
+__all__ = ["broker_mode"]  # a fixture, for the pages of a deployment with a broker
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_analysis")]
 
@@ -83,12 +87,118 @@ def test_at_most_one_recomputation_is_queued_and_a_change_meanwhile_runs_once_mo
 
 def test_a_claim_of_a_dead_worker_is_taken_over(study, sent, settings):
     services.analysis_snapshot_request(study=study)
+    stale = timezone.now() - timedelta(seconds=settings.RADLAY_ANALYSIS_STALE_AFTER + 1)
+    # A live lease (a heartbeat within RADLAY_ANALYSIS_STALE_AFTER) is not taken over...
     AnalysisSnapshot.objects.filter(study=study).update(
-        status="running",
-        requested_at=timezone.now() - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 120),
+        status="running", started_at=stale, heartbeat_at=timezone.now(), runner="dead"
+    )
+    assert services.analysis_snapshot_request(study=study) is False
+    assert services.analysis_snapshots_heal() == 0
+    # ...one whose heartbeat lapsed is, by the healing check, without waiting for the time limit.
+    AnalysisSnapshot.objects.filter(study=study).update(heartbeat_at=stale)
+    assert services.analysis_snapshots_heal() == 1
+    assert len(sent) == 2
+    snapshot = AnalysisSnapshot.objects.get(study=study)
+    assert (snapshot.status, snapshot.runner, snapshot.healed) == ("queued", "", 1)
+    # The dead worker's task, were it to wake up, no longer holds the lease: it cannot end the new one.
+    assert services.analysis_snapshot_compute(study_id=study.pk) is True
+    snapshot.refresh_from_db()
+    assert snapshot.status in ("idle", "queued") and snapshot.result is not None
+
+
+def test_a_dead_workers_claim_is_taken_over_by_the_next_request_too(study, sent, settings):
+    services.analysis_snapshot_request(study=study)
+    stale = timezone.now() - timedelta(seconds=settings.RADLAY_ANALYSIS_STALE_AFTER + 1)
+    AnalysisSnapshot.objects.filter(study=study).update(
+        status="running", started_at=stale, heartbeat_at=stale
     )
     assert services.analysis_snapshot_request(study=study) is True
     assert len(sent) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_running_computation_keeps_its_lease(study, settings, monkeypatch):
+    """The task stamps its heartbeat while it computes, so a slow analysis is never taken over."""
+    settings.RADLAY_ANALYSIS_HEARTBEAT = 0.05
+    seen: list = []
+
+    def slow(**kwargs):
+        time.sleep(0.4)
+        seen.append(AnalysisSnapshot.objects.get(study=study).heartbeat_at)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(services, "study_analysis_compute", slow)
+    AnalysisSnapshot.objects.create(study=study, status="queued", sent_at=timezone.now())
+    claimed_at = timezone.now()
+    services.analysis_snapshot_compute(study_id=study.pk)
+    assert seen and seen[0] > claimed_at + timedelta(seconds=0.1)
+    snapshot = AnalysisSnapshot.objects.get(study=study)
+    assert (snapshot.status, snapshot.runner, snapshot.heartbeat_at) == ("idle", "", None)
+
+
+def test_a_failed_send_is_kept_and_sent_again_by_the_healing_check(study, settings, monkeypatch):
+    """The broker is down: the page that asked is not a 500, the row says why, and the healing
+    check sends it once the broker is back."""
+    calls: list[int] = []
+
+    def down(*, study_id):
+        raise ConnectionRefusedError("Error 111 connecting to 127.0.0.1:6379")
+
+    monkeypatch.setattr(tasks, "analysis_snapshot_send", down)
+    assert services.analysis_snapshot_request(study=study) is True
+    snapshot = AnalysisSnapshot.objects.get(study=study)
+    assert snapshot.status == "queued" and "ConnectionRefusedError" in snapshot.send_error
+    # Within a healing interval of the failure it is not tried again (a page load each time
+    # would otherwise wait for the broker's connection timeout).
+    assert services.analysis_snapshots_heal() == 0
+    AnalysisSnapshot.objects.filter(study=study).update(
+        sent_at=timezone.now() - timedelta(seconds=settings.RADLAY_ANALYSIS_HEAL_INTERVAL + 1)
+    )
+    monkeypatch.setattr(tasks, "analysis_snapshot_send", lambda *, study_id: calls.append(study_id))
+    assert services.analysis_snapshots_heal() == 1
+    assert calls == [study.pk]
+    snapshot.refresh_from_db()
+    assert snapshot.send_error == "" and snapshot.status == "queued"
+    # A message sent that no worker started within the dispatch deadline is sent again.
+    assert services.analysis_snapshots_heal() == 0
+    AnalysisSnapshot.objects.filter(study=study).update(
+        sent_at=timezone.now() - timedelta(seconds=settings.RADLAY_ANALYSIS_DISPATCH_DEADLINE + 1)
+    )
+    assert services.analysis_snapshots_heal() == 1
+    assert calls == [study.pk, study.pk]
+
+
+def test_the_healing_check_stamps_the_worker_heartbeat_and_pages_say_when_none_answers(
+    client_in, study, settings, broker_mode
+):
+    services.analysis_snapshot_compute_here(study=study)
+    url = reverse("evaluation:study-detail", args=["snap"])
+    assert "No worker is running: none has answered yet" in client_in.get(url).content.decode()
+    tasks.analysis_snapshots_heal_task.apply(throw=True)
+    assert WorkerHeartbeat.objects.get(name=WORKER_HEARTBEAT).seen_at > timezone.now() - timedelta(seconds=5)
+    assert "No worker is running" not in client_in.get(url).content.decode()
+    long_ago = timezone.now() - timedelta(seconds=settings.RADLAY_WORKER_SILENT_AFTER + 5)
+    WorkerHeartbeat.objects.update(seen_at=long_ago)
+    page = client_in.get(url).content.decode()
+    assert f"none has answered since {timezone.localtime(long_ago):%H:%M}" in page
+    api = client_in.get(reverse("api:analysis", args=["snap"])).json()["snapshot"]
+    assert api["no_worker"] is True and api["no_worker_since"].startswith(f"{long_ago:%Y-%m-%d}")
+
+
+def test_the_dashboard_says_since_when_it_recomputes_and_that_a_worker_was_lost(
+    client_in, study, sent, settings
+):
+    services.analysis_snapshot_compute_here(study=study)
+    asked = timezone.now() - timedelta(minutes=7)
+    stale = timezone.now() - timedelta(seconds=settings.RADLAY_ANALYSIS_STALE_AFTER + 30)
+    AnalysisSnapshot.objects.filter(study=study).update(
+        status="running", requested_at=asked, started_at=asked, heartbeat_at=stale
+    )
+    page = client_in.get(reverse("evaluation:study-detail", args=["snap"])).content.decode()
+    assert f"recomputing since {timezone.localtime(asked):%H:%M}" in page
+    assert f"stopped answering (last heard at {timezone.localtime(stale):%H:%M})" in page
+    api = client_in.get(reverse("api:analysis", args=["snap"])).json()["snapshot"]
+    assert api["worker_lost"] is True and api["recomputing"] is True
 
 
 def test_a_failed_computation_is_kept_and_not_retried_on_the_same_data(study, sent, monkeypatch):
@@ -317,3 +427,36 @@ def test_the_metrics_section_shows_the_first_rows_per_simplification(client_in, 
     assert f"({total})" in table and f"The first 3 of {total}" in table
     assert table.split("<tbody>", 1)[1].split("</tbody>", 1)[0].count("<tr>") == 3
     assert reverse("evaluation:study-metrics-csv", args=["snap"]) in table
+
+
+def test_a_failed_snapshot_shows_its_reason_and_the_next_answer_retries_it(client_in, study, monkeypatch):
+    def broken(*args, **kwargs):
+        raise ValueError("Length of values (50) does not match length of index (51)")
+
+    monkeypatch.setattr("evaluation.analysis.study_analysis", broken)
+    api = client_in.get(reverse("api:analysis", args=["snap"]))
+    assert api.status_code == 202 and api["Location"] == reverse("api:analysis", args=["snap"])
+    reason = "ValueError: Length of values (50) does not match length of index (51)"
+    assert api.json()["snapshot"]["error"] == reason
+    page = client_in.get(reverse("evaluation:study-detail", args=["snap"])).content.decode()
+    assert "The last recomputation failed" in page and reason.replace("(", "") in page.replace("(", "")
+    monkeypatch.undo()
+    change_an_answer(study)
+    api = client_in.get(reverse("api:analysis", args=["snap"]))
+    assert api.status_code == 200 and api.json()["snapshot"]["error"] == ""
+
+
+def test_a_batch_page_says_when_no_worker_runs(client, settings, broker_mode):
+    from annotation.services import source_upsert
+    from generation.services import batches
+
+    other = Study.objects.create(slug="gen", title="gen")
+    source_upsert(study=other, key="s1", text="Small right pleural effusion.")
+    # Created in the test's transaction: its jobs are never sent (on_commit does not run).
+    batch = batches.generation_batch_create(study=other, systems=["plain_bs"], backend="glossary")
+    user = get_user_model().objects.create_user("root", password="pw", is_staff=True, is_superuser=True)
+    client.force_login(user)
+    url = reverse("generation:batch_detail", args=[batch.pk])
+    assert "No worker is running: none has answered yet" in client.get(url).content.decode()
+    services.analysis_snapshots_heal(worker="w1@host")
+    assert "No worker is running" not in client.get(url).content.decode()

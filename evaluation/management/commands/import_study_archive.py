@@ -1,0 +1,42 @@
+"""manage.py import_study_archive FILE [--slug NEW] [--researcher USERNAME]: create the study of an
+archive written by export_study_archive (or the dashboard's "Study archive" download), with every
+answer; all or nothing."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.models import ExpertRating, LayAnswer
+from evaluation.study_archive import ArchiveError, study_archive_import
+
+
+class Command(BaseCommand):
+    help = "Create a study, with all its answers, from a radlay study archive (all or nothing)."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("archive", help="the archive file (.zip)")
+        parser.add_argument("--slug", help="import under this slug instead of the archived one")
+        parser.add_argument("--researcher", help="username to add as the study's researcher")
+
+    def handle(self, *args, **options) -> None:
+        researcher = None
+        if options["researcher"]:
+            researcher = get_user_model().objects.filter(username=options["researcher"]).first()
+            if researcher is None:
+                raise CommandError(f"no user {options['researcher']!r}")
+        try:
+            with open(options["archive"], "rb") as archive_file:
+                study = study_archive_import(
+                    archive_file=archive_file, slug=options["slug"], researcher=researcher
+                )
+        except OSError as exc:
+            raise CommandError(f"cannot read {options['archive']}: {exc.strerror}") from None
+        except ArchiveError as exc:
+            raise CommandError(f"{options['archive']}: {exc}; nothing was imported") from None
+        answers = LayAnswer.objects.filter(item__participant__study=study).count()
+        answers += ExpertRating.objects.filter(participant__study=study).count()
+        participants = study.participants.count()
+        self.stdout.write(
+            f"imported study {study.slug!r} ({participants} participants, {answers} answers and ratings)"
+        )

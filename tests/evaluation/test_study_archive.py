@@ -1,0 +1,130 @@
+"""The whole-study archive: export a study with every answer, import it under another slug, and
+the analysis and the answer exports come out identical; a broken archive imports nothing and says
+what is wrong."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import zipfile
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from annotation.models import LayAnswer, LayPreference, Participant, Study
+from evaluation import services
+from evaluation.study_archive import ArchiveError, study_archive_import, study_archive_write
+from tests.evaluation.test_analysis_inputs import build_answered_study
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_analysis")]
+
+
+def without_text_ids(value):
+    """The analysis with its `text_id`s (database keys of the texts, which the receiving server
+    assigns afresh) left out; everything else must be identical."""
+    if isinstance(value, dict):
+        return {k: without_text_ids(v) for k, v in value.items() if k != "text_id"}
+    if isinstance(value, list):
+        return [without_text_ids(v) for v in value]
+    return value
+
+
+def canonical(document: dict) -> str:
+    return json.dumps(without_text_ids(document), sort_keys=True, default=str)
+
+
+def exported(slug: str, file_format: str, tmp_path) -> bytes:
+    out = tmp_path / f"{slug}.{file_format}"
+    call_command("export", study=slug, format=file_format, out=out)
+    return out.read_bytes()
+
+
+def test_an_archive_reproduces_the_analysis_and_the_exports(tmp_path, capsys):
+    original = build_answered_study(slug="moved")
+    archive = tmp_path / "moved.zip"
+    call_command("export_study_archive", study="moved", out=str(archive))
+    call_command("import_study_archive", str(archive), slug="arrived")
+    assert "imported study 'arrived'" in capsys.readouterr().out
+    arrived = Study.objects.get(slug="arrived")
+    assert arrived.pk != original.pk
+    for model, path in ((LayAnswer, "item__participant__study"), (LayPreference, "item__participant__study")):
+        assert (
+            model.objects.filter(**{path: arrived}).count()
+            == model.objects.filter(**{path: original}).count()
+            > 0
+        )
+    # Every participant keeps the label the analysis and the exports name them by.
+    assert Participant.objects.filter(study=arrived, pseudonym="").count() == 0
+
+    before = services.study_analysis_compute(study=original)
+    after = services.study_analysis_compute(study=arrived)
+    assert (before["study"], after["study"]) == ("moved", "arrived")
+    assert canonical({**after, "study": "moved"}) == canonical(before)
+    assert json.dumps(after).count('"text_id"') == json.dumps(before).count('"text_id"') > 0
+    for file_format in ("csv", "json"):
+        # Identical but for the study's slug and the texts' database keys (text_id), which the
+        # receiving server assigns afresh.
+        moved_rows = exported("moved", file_format, tmp_path).decode()
+        arrived_rows = exported("arrived", file_format, tmp_path).decode().replace("arrived", "moved")
+        if file_format == "csv":
+            moved_table, arrived_table = (
+                list(csv.DictReader(io.StringIO(t))) for t in (moved_rows, arrived_rows)
+            )
+            assert len(moved_table) == len(arrived_table) > 0
+            for a, b in zip(moved_table, arrived_table, strict=True):
+                assert {**a, "text_id": ""} == {**b, "text_id": ""}
+        else:
+            assert canonical(json.loads(arrived_rows)) == canonical(json.loads(moved_rows))
+
+
+def test_a_researcher_downloads_the_archive(client, tmp_path):
+    study = build_answered_study(slug="mine")
+    user = get_user_model().objects.create_user("ada", password="pw")
+    study.researchers.add(user)
+    client.force_login(user)
+    response = client.get(reverse("evaluation:study-archive", args=["mine"]))
+    assert response.status_code == 200 and response["Content-Disposition"].startswith("attachment")
+    body = b"".join(response.streaming_content) if response.streaming else response.content
+    imported = study_archive_import(archive_file=io.BytesIO(body), slug="copy", researcher=user)
+    assert imported.researchers.filter(pk=user.pk).exists()
+    other = get_user_model().objects.create_user("eve", password="pw")
+    client.force_login(other)
+    assert client.get(reverse("evaluation:study-archive", args=["mine"])).status_code == 404
+
+
+def test_a_broken_archive_imports_nothing_and_says_what_is_wrong(tmp_path):
+    study = build_answered_study(slug="broken")
+    buffer = io.BytesIO()
+    study_archive_write(study=study, out=buffer)
+    studies = Study.objects.count()
+    # A lay answer that refers to an item the archive does not hold: found after most rows are written.
+    source = zipfile.ZipFile(io.BytesIO(buffer.getvalue()))
+    damaged = io.BytesIO()
+    with zipfile.ZipFile(damaged, "w") as out:
+        for name in source.namelist():
+            data = source.read(name)
+            if name == "annotation.layanswer.json":
+                rows = json.loads(data)
+                rows[-1]["fields"]["item"] = 10**9
+                data = json.dumps(rows).encode()
+            out.writestr(name, data)
+    with pytest.raises(ArchiveError, match=r"annotation.layanswer.json, row \d+: item refers to a row"):
+        study_archive_import(archive_file=io.BytesIO(damaged.getvalue()), slug="half")
+    assert Study.objects.count() == studies and not Study.objects.filter(slug="half").exists()
+    with pytest.raises(ArchiveError, match="a study with slug 'broken' exists here"):
+        study_archive_import(archive_file=io.BytesIO(buffer.getvalue()))
+    not_zip = tmp_path / "answers.csv"
+    not_zip.write_text("source_key,source_text\n")
+    with pytest.raises(CommandError, match="not a zip file; nothing was imported"):
+        call_command("import_study_archive", str(not_zip))
+
+
+def test_import_study_points_an_answer_export_to_the_archive(tmp_path):
+    build_answered_study(slug="exported")
+    answers = tmp_path / "answers.csv"
+    call_command("export", study="exported", format="csv", out=answers)
+    with pytest.raises(CommandError, match="missing required column 'source_key'.*use export_study_archive"):
+        call_command("import_study", str(answers), "--study", "again", "--title", "T")
