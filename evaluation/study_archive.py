@@ -124,7 +124,7 @@ def _manifest(archive: zipfile.ZipFile) -> dict[str, Any]:
 
 
 def _references(model: type[models.Model]) -> Iterable[models.ForeignKey]:
-    return (f for f in model._meta.concrete_fields if f.is_relation)
+    return (f for f in model._meta.concrete_fields if isinstance(f, models.ForeignKey))
 
 
 def study_archive_import(*, archive_file: IO[bytes], slug: str | None = None, researcher=None) -> Study:
