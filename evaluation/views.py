@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 
-from django.contrib.auth.decorators import login_required
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django_htmx.http import HttpResponseClientRefresh
 
-from annotation.access import access_study_for_user
+from annotation.access import access_study_for_user, researcher_login_required
 from annotation.selectors import studies_for_user
 from evaluation.context import analysis_document, dashboard_context, not_ready_response, section_context
 from evaluation.exporters import FORMATS
@@ -25,7 +24,6 @@ from evaluation.services import analysis_snapshot_refresh
 
 MATRIX_MAX_SOURCES = 200  # above this the Latin-square matrix is summarised, not drawn
 # Researchers sign in on the dashboard's own page: the admin's login admits staff only.
-researcher_login_required = login_required(login_url="evaluation:login")
 
 
 @researcher_login_required

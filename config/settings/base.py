@@ -31,6 +31,7 @@ INSTALLED_APPS = [
     "template_partials",
     "axes",
     "annotation",
+    "work",
     "evaluation",
     "generation",
     "ml",
