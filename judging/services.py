@@ -449,10 +449,10 @@ def judge_run_agreement_run(*, run_id: int) -> None:
         except Exception as exc:  # noqa: BLE001 - recorded on the run, shown on its page
             logger.exception("judge run %s: the agreement failed", run_id)
             JudgeRun.objects.filter(pk=run_id).update(agreement_error=f"{type(exc).__name__}: {exc}")
-    # A request made while this one ran keeps its lease (its own message computes again).
-    JudgeRun.objects.filter(pk=run_id, agreement_sent_at__lte=started).update(
-        agreement_sent_at=None, agreement_heartbeat_at=None
-    )
+    # The lease ends; a request made while this one ran stays pending (its own message computes
+    # again), as not started yet.
+    JudgeRun.objects.filter(pk=run_id).update(agreement_heartbeat_at=None)
+    JudgeRun.objects.filter(pk=run_id, agreement_sent_at__lte=started).update(agreement_sent_at=None)
 
 
 def judge_run_agreements_heal(*, run: JudgeRun | None = None) -> int:

@@ -12,7 +12,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
-from work.runner import DATABASE_ERRORS, embedded_mode
+from work import runner
+from work.runner import DATABASE_ERRORS
 from work.selectors import WorkProgress
 
 # The options add_launch_options adds that go to the launch service as they are (model → model_name).
@@ -90,7 +91,7 @@ def wait(
     last = None
     while True:
         try:
-            if embedded_mode():
+            if runner.embedded_mode():
                 heal()
             batch.refresh_from_db()
             current = progress()
