@@ -40,8 +40,8 @@ from kombu.exceptions import OperationalError as BrokerError
 from annotation.models import SimplificationText, Source, Study
 from generation.backends.base import BackendError, ChatBackend, GenerationParams
 from generation.backends.cache import CachedBackend
+from generation.backends.configured import cached_backend
 from generation.backends.registry import GPU_BACKENDS, get_backend
-from generation.services.backend_config import cached_backend
 from judging.heuristic import HEURISTIC_MODEL, GlossaryHeuristicJudge
 from judging.instrument import (
     INSTRUMENT_TASKS,
