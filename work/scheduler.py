@@ -59,20 +59,19 @@ import contextlib
 import dataclasses
 import logging
 import random
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Count, Exists, F, Model, OuterRef, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
-from work import runner
+from work import lease, runner
 
 logger = logging.getLogger(__name__)
 
@@ -299,35 +298,21 @@ def claim(queue: JobQueue, *, job_id: int, task_id: str) -> Any | None:
 def heartbeat(queue: JobQueue, *, job_ids: Sequence[int], task_id: str) -> Iterator[None]:
     """Stamp heartbeat_at on these running jobs of `task_id` every Timing.heartbeat seconds while
     the block runs (from a thread with its own database connection)."""
-    interval = queue.timing().heartbeat
-    stop = threading.Event()
     ids = list(job_ids)
 
-    def beat() -> None:
-        try:
-            while not stop.wait(interval):
-                try:
-                    with transaction.atomic():
-                        # SKIP LOCKED: a job whose row is being written (its result) needs no beat,
-                        # and waiting for that lock would hold up the end of the block.
-                        live = list(
-                            queue.job_model.objects.select_for_update(skip_locked=True)
-                            .filter(pk__in=ids, status=RUNNING, task_id=task_id)
-                            .values_list("pk", flat=True)
-                        )
-                        queue.job_model.objects.filter(pk__in=live).update(heartbeat_at=timezone.now())
-                except Exception:  # noqa: BLE001 - a missed beat only makes the job look older
-                    logger.warning("heartbeat of jobs %s failed", ids, exc_info=True)
-        finally:
-            connection.close()
+    def stamp() -> None:
+        with transaction.atomic():
+            # SKIP LOCKED: a job whose row is being written (its result) needs no beat, and waiting
+            # for that lock would hold up the end of the block.
+            live = list(
+                queue.job_model.objects.select_for_update(skip_locked=True)
+                .filter(pk__in=ids, status=RUNNING, task_id=task_id)
+                .values_list("pk", flat=True)
+            )
+            queue.job_model.objects.filter(pk__in=live).update(heartbeat_at=timezone.now())
 
-    thread = threading.Thread(target=beat, name=f"heartbeat-{task_id or ids}", daemon=True)
-    thread.start()
-    try:
+    with lease.beating(stamp, interval=queue.timing().heartbeat, name=f"{task_id or ids}"):
         yield
-    finally:
-        stop.set()
-        thread.join(timeout=interval + 30)
 
 
 def _still_ours(queue: JobQueue, job: Any) -> bool:

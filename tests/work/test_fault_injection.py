@@ -14,7 +14,6 @@ import subprocess
 import sys
 
 import pytest
-from django.db import connection
 
 from generation.models import GenerationJob
 from judging import services as judging_services
@@ -22,7 +21,12 @@ from judging.models import JudgeItem, JudgeRun
 from tests.annotation.factories import build_study
 from tests.generation.conftest import scripted_llm  # noqa: F401 - a fixture of these tests
 from tests.generation.test_celery_worker import REPO, stop, wait_for
-from tests.generation.test_fault_injection import broker_mode, distinct_answers, fault_env  # noqa: F401
+from tests.generation.test_fault_injection import (  # noqa: F401 - fixtures of these tests
+    broker_mode,
+    distinct_answers,
+    fault_env,
+    restart_postgresql,
+)
 from tests.judging.conftest import add_radiologist, valid_answer
 
 pytestmark = pytest.mark.integration
@@ -33,16 +37,6 @@ JUDGE_RECOVERY = {
     "RADLAY_JUDGE_BOOTSTRAP_RESAMPLES": "50",
 }
 FINISH_WITHIN = 120
-
-
-def restart_postgresql() -> None:
-    pg_ctl, pgdata = os.environ.get("RADLAY_TEST_PG_CTL"), os.environ.get("RADLAY_TEST_PGDATA")
-    connection.close()
-    log = os.environ.get("RADLAY_TEST_PG_LOG", os.devnull)
-    restart = [pg_ctl, "-D", pgdata, "-l", log, "-m", "fast", "-w", "restart"]
-    if os.geteuid() == 0:
-        restart = ["runuser", "-u", "postgres", "--", *restart]
-    subprocess.run(restart, check=True, capture_output=True, timeout=60)
 
 
 @pytest.fixture
