@@ -3,11 +3,16 @@ these instead of re-writing permission checks."""
 
 from __future__ import annotations
 
+from django.contrib.auth.decorators import login_required
 from django.http import Http404
 
 from annotation.models import AttentionCheck, ExpertItem, LayItem, Participant, Study
 from annotation.prepared_queries import Joined, PreparedQuery
 from annotation.selectors import studies_for_user
+
+# Every researcher page (dashboard, generation batches, judge runs, plans): an anonymous visitor is
+# sent to the dashboard's login. A URL name, not an import, so this layer imports no page app.
+researcher_login_required = login_required(login_url="evaluation:login")
 
 
 def access_study_for_user(*, user, slug: str) -> Study:

@@ -1,7 +1,9 @@
-"""The Celery app. Queues: `default` (bookkeeping), `llm` (API-backed generation), `gpu` (local
-models). Settings come from Django's settings under the CELERY_ namespace; the beat schedule there
-runs the self-healing checks of generation's batches, judging's runs and evaluation's analysis
-snapshots, which every worker also runs when it starts."""
+"""The Celery app. Queues: `default` (bookkeeping, analysis snapshots), `llm` (API-backed generation
+and judge items), `gpu` (local models), `heavy` (long CPU work kept off `default`, so that it cannot
+starve the snapshots: a judge run's agreement). Settings come from Django's settings under the
+CELERY_ namespace; the beat schedule there runs the self-healing checks of generation's batches and
+judging's runs and evaluation's analysis snapshots, which every worker also runs when it
+starts."""
 
 import logging
 import os
@@ -16,13 +18,14 @@ logger = logging.getLogger(__name__)
 
 app = Celery("radlay")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.conf.task_queues = (Queue("default"), Queue("llm"), Queue("gpu"))
+app.conf.task_queues = (Queue("default"), Queue("llm"), Queue("gpu"), Queue("heavy"))
 app.conf.task_routes = {
     "generation.tasks.generation_job_run_llm": {"queue": "llm"},
     "generation.tasks.generation_job_run_gpu": {"queue": "gpu"},
     "generation.tasks.generation_batches_heal": {"queue": "default"},
     "judging.tasks.judge_runs_heal": {"queue": "default"},
     "evaluation.tasks.analysis_snapshots_heal": {"queue": "default"},
+    "judging.tasks.judge_run_agreement": {"queue": "heavy"},
     "ml.tasks.*": {"queue": "gpu"},
 }
 app.autodiscover_tasks()

@@ -7,10 +7,9 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from annotation.access import access_study_for_user
+from annotation.access import access_study_for_user, researcher_login_required
 from evaluation import plans
 from evaluation.forms import PlanForm
-from evaluation.views import researcher_login_required
 
 
 @researcher_login_required

@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 import tempfile
 
-from django.contrib.auth.decorators import login_required
 from django.db.models import Count
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django_htmx.http import HttpResponseClientRefresh
 
-from annotation.access import access_study_for_user
+from annotation.access import access_study_for_user, researcher_login_required
 from annotation.selectors import studies_for_user
 from evaluation.context import analysis_document, dashboard_context, not_ready_response, section_context
 from evaluation.exporters import FORMATS
@@ -27,7 +26,6 @@ from evaluation.study_archive import study_archive_write
 
 MATRIX_MAX_SOURCES = 200  # above this the Latin-square matrix is summarised, not drawn
 # Researchers sign in on the dashboard's own page: the admin's login admits staff only.
-researcher_login_required = login_required(login_url="evaluation:login")
 
 
 @researcher_login_required

@@ -4,17 +4,17 @@ through the launch form (generation.services.batches.generation_batch_create), n
 
 from __future__ import annotations
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from annotation.admin import ADMIN_CSS, RELATED, StudyAdmin, transcript_table
 from annotation.admin_access import StudyScopedAdmin, SuperuserOnlyAdmin
 from annotation.models import Study
-from generation.admin_launch import LaunchedWorkAdmin, study_launch_action
 from generation.forms import GenerationBatchForm
 from generation.models import GenerationBatch, GenerationJob, LLMCallCache
 from generation.services import batches
+from work.admin_launch import LaunchedWorkAdmin, study_launch_action
 
 
 @admin.register(GenerationBatch)
@@ -55,7 +55,6 @@ class GenerationBatchAdmin(LaunchedWorkAdmin):
     batch_noun = "Batch"
     page_link_text = "progress and transcripts"
     scoped_fields = ("study", "model_artifact")
-    unsent_errors = (batches.TaskQueueUnreachable,)
 
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("study", "model_artifact")
@@ -78,22 +77,16 @@ class GenerationBatchAdmin(LaunchedWorkAdmin):
         count = sum(batches.generation_batch_cancel(batch=batch) for batch in queryset)
         self.message_user(request, f"{count} pending job(s) cancelled; running jobs finish.")
 
-    def _resume(self, request, queryset, *, retry_failed: bool) -> None:
-        sent = 0
-        for batch in queryset:
-            try:
-                sent += len(batches.generation_batch_resume(batch=batch, retry_failed=retry_failed))
-            except batches.TaskQueueUnreachable as exc:
-                self.message_user(request, str(exc), messages.WARNING)
-        self.message_user(request, f"{sent} job(s) sent.")
+    def resume(self, batch, *, retry_failed: bool) -> list[int]:
+        return batches.generation_batch_resume(batch=batch, retry_failed=retry_failed)
 
     @admin.action(description="Resume the selected batches (send cancelled and lost jobs again)")
     def resume_batches(self, request, queryset):
-        self._resume(request, queryset, retry_failed=False)
+        self.resume_selected(request, queryset, retry_failed=False)
 
     @admin.action(description="Retry the failed jobs of the selected batches")
     def retry_failed_jobs(self, request, queryset):
-        self._resume(request, queryset, retry_failed=True)
+        self.resume_selected(request, queryset, retry_failed=True)
 
 
 @admin.register(GenerationJob)

@@ -9,15 +9,16 @@ Job states: pending → running → succeeded | failed, or pending → cancelled
 handed to the queue carries `dispatched_at` (it holds one of the batch's concurrency slots); a running
 job carries the id of the Celery task that claimed it, so that a redelivered message of that task
 (the worker died before acknowledging it) may take the job over, and a heartbeat that its worker
-stamps while it runs: a job whose heartbeat stopped lost its worker (generation.services.scheduler).
+stamps while it runs: a job whose heartbeat stopped lost its worker (work.scheduler).
 """
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.urls import reverse
+
+from work.models import ScheduledBatch, ScheduledJob
 
 # System key → the family that produces it, and the label a new System row gets.
 SYSTEM_FAMILY: dict[str, str] = {
@@ -35,64 +36,6 @@ SYSTEM_LABELS: dict[str, str] = {
     "scgr": "SCGR",
 }
 GENERATED_SYSTEMS: tuple[str, ...] = tuple(SYSTEM_FAMILY)
-
-
-class ScheduledBatch(models.Model):
-    """A batch of jobs run by generation.services.scheduler: the batch fields it reads and writes
-    (a concrete batch adds its own `concurrency`). Judging's runs are such batches too."""
-
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    cancelled_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        abstract = True
-
-    @property
-    def status(self) -> str:
-        if self.cancelled_at:
-            return "cancelled"
-        if self.finished_at:
-            return "finished"
-        return "running"
-
-
-class ScheduledJob(models.Model):
-    """A job of a ScheduledBatch: the state the scheduler keeps (see the module docstring) and the
-    model usage the job's run records."""
-
-    class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        RUNNING = "running", "Running"
-        SUCCEEDED = "succeeded", "Succeeded"
-        FAILED = "failed", "Failed"
-        CANCELLED = "cancelled", "Cancelled"
-
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    attempts = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
-    dispatched_at = models.DateTimeField(null=True, blank=True)
-    not_before = models.DateTimeField(
-        null=True, blank=True, help_text="Retry backoff: not sent before this time."
-    )
-    started_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(
-        null=True, blank=True, help_text="Stamped every few seconds while a worker runs the job."
-    )
-    finished_at = models.DateTimeField(null=True, blank=True)
-    task_id = models.CharField(max_length=255, blank=True)
-    calls = models.PositiveIntegerField(default=0)
-    cached_calls = models.PositiveIntegerField(default=0)
-    prompt_tokens = models.PositiveBigIntegerField(default=0)
-    completion_tokens = models.PositiveBigIntegerField(default=0)
-    cost_usd = models.FloatField(default=0.0)
-    transcript = models.JSONField(default=list, blank=True)
-
-    class Meta:
-        abstract = True
 
 
 class GenerationBatch(ScheduledBatch):

@@ -6,26 +6,22 @@ service or selector, render."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import QuerySet, TextChoices
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from annotation.access import researcher_login_required
 from evaluation.selectors import worker_silence
 from generation import selectors
-from generation.models import GenerationBatch, GenerationJob
+from generation.models import GenerationBatch
 from generation.services import batches
+from work.scheduler import TaskQueueUnreachable
+from work.views import batch_page
 
 JOBS_PER_PAGE = 50
 POLL_SECONDS = 2
-
-researcher_login_required = login_required(login_url="evaluation:login")
 
 
 def access_batch(*, user, batch_id: int) -> GenerationBatch:
@@ -35,30 +31,6 @@ def access_batch(*, user, batch_id: int) -> GenerationBatch:
         return selectors.batch_get(batch_id=batch_id, user=user)
     except GenerationBatch.DoesNotExist:
         raise Http404("No such generation batch among your studies.") from None
-
-
-def batch_page(
-    request: HttpRequest,
-    *,
-    template: str,
-    context: dict[str, Any],
-    jobs: Callable[[str | None], QuerySet],
-    statuses: type[TextChoices],
-    per_page: int,
-    name: str,
-    page_context: Callable[[], dict[str, Any]] = dict,
-) -> HttpResponse:
-    """The page of a batch of scheduled work: for htmx's poll only its `progress` partial; else
-    the whole page with a page of its jobs (`name` in the context) filtered by the `?status=` one
-    of `statuses` (an unknown one shows all), and `page_context()`."""
-    if request.htmx:
-        return render(request, f"{template}#progress", context)
-    status = request.GET.get("status") or ""
-    if status not in statuses.values:
-        status = ""
-    page = Paginator(jobs(status or None), per_page).get_page(request.GET.get("page"))
-    context = {**context, name: page, "status_filter": status, "statuses": statuses.choices, **page_context()}
-    return render(request, template, context)
 
 
 @researcher_login_required
@@ -73,10 +45,6 @@ def batch_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def batch_detail(request: HttpRequest, batch_id: int) -> HttpResponse:
     batch = access_batch(user=request.user, batch_id=batch_id)
-    if batches.embedded_mode() and batch.finished_at is None:
-        # No worker and no beat in the embedded mode: reading the batch is when lost jobs are resumed.
-        batches.generation_batches_heal(batch=batch)
-        batch.refresh_from_db()
     progress = selectors.batch_progress(batch=batch)
     return batch_page(
         request,
@@ -89,7 +57,6 @@ def batch_detail(request: HttpRequest, batch_id: int) -> HttpResponse:
             "worker_silence": None if progress.finished else worker_silence(),
         },
         jobs=lambda status: selectors.batch_jobs(batch=batch, status=status),
-        statuses=GenerationJob.Status,
         per_page=JOBS_PER_PAGE,
         name="jobs",
     )
@@ -114,7 +81,7 @@ def batch_resume(request: HttpRequest, batch_id: int) -> HttpResponse:
         sent = batches.generation_batch_resume(
             batch=batch, retry_failed=bool(request.POST.get("retry_failed"))
         )
-    except batches.TaskQueueUnreachable as exc:
+    except TaskQueueUnreachable as exc:
         messages.warning(request, str(exc))
     else:
         messages.info(request, f"Batch {batch.pk} resumed: {len(sent)} job(s) sent.")

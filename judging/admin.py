@@ -7,10 +7,10 @@ from django.contrib import admin
 
 from annotation.admin import RELATED, ReadOnlyAdmin
 from annotation.models import Study
-from generation.admin_launch import LaunchedWorkAdmin, study_launch_action
 from judging import services
 from judging.forms import JudgeRunForm
 from judging.models import JudgeAnswer, JudgeItem, JudgeRun
+from work.admin_launch import LaunchedWorkAdmin, study_launch_action
 
 
 @admin.register(JudgeRun)
@@ -51,22 +51,21 @@ class JudgeRunAdmin(LaunchedWorkAdmin):
         count = sum(services.judge_run_cancel(run=run) for run in queryset)
         self.message_user(request, f"{count} pending item(s) cancelled; running items finish.")
 
+    def resume(self, batch, *, retry_failed: bool) -> list[int]:
+        return services.judge_run_resume(run=batch, retry_failed=retry_failed)
+
     @admin.action(description="Resume the selected runs (send cancelled and lost items again)")
     def resume_runs(self, request, queryset):
-        sent = sum(len(services.judge_run_resume(run=run)) for run in queryset)
-        self.message_user(request, f"{sent} item(s) sent.")
+        self.resume_selected(request, queryset, retry_failed=False)
 
     @admin.action(description="Retry the failed items of the selected runs (fresh samples)")
     def retry_failed_items(self, request, queryset):
-        sent = sum(len(services.judge_run_resume(run=run, retry_failed=True)) for run in queryset)
-        self.message_user(request, f"{sent} item(s) sent.")
+        self.resume_selected(request, queryset, retry_failed=True)
 
     @admin.action(description="Recompute the judge–human agreement of the selected runs")
     def recompute_agreement(self, request, queryset):
-        from judging import tasks
-
         for run in queryset:
-            tasks.judge_run_agreement.delay(run.pk)
+            services.judge_run_agreement_recompute(run=run)
         self.message_user(request, f"Agreement recomputation sent for {queryset.count()} run(s).")
 
 

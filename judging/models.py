@@ -20,9 +20,9 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 
-from generation.models import ScheduledBatch, ScheduledJob
 from judging.heuristic import HEURISTIC_LABEL
 from judging.instrument import INSTRUMENT_TASKS, TASKS
+from work.models import ScheduledBatch, ScheduledJob
 
 # Field → (low, high) of its coding, for the database checks.
 ANSWER_BOUNDS: dict[str, tuple[int, int]] = {
@@ -49,6 +49,16 @@ class JudgeRun(ScheduledBatch):
     # (judging.services.judge_run_agreement_compute), so that pages only read it.
     agreement = models.JSONField(default=dict, blank=True)
     agreement_computed_at = models.DateTimeField(null=True, blank=True)
+    # The lease of a pending agreement computation, healed like an item (judging.services).
+    agreement_sent_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When a computation of the agreement was last sent (empty: none pending).",
+    )
+    agreement_heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Stamped every few seconds while a worker computes the agreement."
+    )
+    agreement_error = models.TextField(blank=True, help_text="Why the last computation failed.")
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -98,7 +108,9 @@ class JudgeItem(ScheduledJob):
     # Raised when failed items are retried on purpose, so their calls are new samples, not cache hits.
     retry_round = models.PositiveIntegerField(default=0)
     failure_kind = models.CharField(
-        max_length=20, blank=True, help_text="malformed | refusal | out_of_range | schema | backend"
+        max_length=20,
+        blank=True,
+        help_text="malformed | refusal | out_of_range | schema | backend | database",
     )
 
     class Meta:

@@ -7,49 +7,26 @@ Judge answers are read only from judging's own tables, so they cannot stand in f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from django.db.models import Count, QuerySet
-from django.utils import timezone
 
 from annotation.models import Simplification, Study
-from generation.selectors import WorkProgress, work_counts
 from judging.agreement_terms import RUBRIC_FIELDS
 from judging.models import JudgeAnswer, JudgeItem, JudgeRun
+from judging.services import QUEUE
+from work.selectors import WorkProgress, work_progress
 
 _Status = JudgeItem.Status
 
 
-@dataclass(frozen=True)
-class RunProgress(WorkProgress):
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "total": self.total,
-            "succeeded": self.succeeded,
-            "failed": self.failed,
-            "running": self.running,
-            "pending": self.pending,
-            "cancelled": self.cancelled,
-            "calls": self.calls,
-            "cached_calls": self.cached_calls,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "cost_usd": self.cost_usd,
-            "elapsed_seconds": self.elapsed.total_seconds(),
-            "finished": self.finished,
-        }
+def run_progress(*, run: JudgeRun) -> WorkProgress:
+    """Counts, usage, timing and stuck items of a run (work.selectors.work_progress)."""
+    return work_progress(QUEUE, batch=run, describe=_item_label)
 
 
-def run_progress(*, run: JudgeRun) -> RunProgress:
-    fields, _ = work_counts(JudgeItem.objects.filter(run=run), _Status)
-    end = run.finished_at or timezone.now()
-    return RunProgress(
-        **fields,
-        elapsed=max(end - run.created_at, timedelta(0)),
-        finished=run.finished_at is not None,
-    )
+def _item_label(item: JudgeItem) -> str:
+    return f"{item.source.key} {item.task}" + (f" text {item.shown_text_id}" if item.shown_text_id else "")
 
 
 def runs_of_study(*, study: Study) -> QuerySet[JudgeRun]:

@@ -1,7 +1,7 @@
 """Writes of the judging app: launch a judge run, run one item, cancel/resume a run, store its
 agreement with the humans.
 
-A run is a batch of generation's scheduler (generation.services.scheduler, through `QUEUE`): its
+A run is a batch of work's scheduler (work.scheduler, through `QUEUE`): its
 items are that scheduler's jobs, one item per task (no GPU chunks), with the same concurrency
 window, atomic claim, heartbeats, retries with backoff and re-queueing of lost items. When a run
 that was not cancelled finishes, its agreement with the humans is computed.
@@ -12,30 +12,36 @@ answer (malformed JSON, out-of-range score, an option not worded as in the surve
 sent back to the model with the reason, up to RADLAY_JUDGE_PARSE_ATTEMPTS calls per sample. An item
 whose every sample validated gets its JudgeAnswer (medians + spread); otherwise it fails with the
 kind and message of the failure and no answer. A transient backend error (429/5xx after the
-backend's own retries) sends the item again after a backoff, RADLAY_JUDGE_ITEM_ATTEMPTS times.
-Calls go through generation's database call cache: a resumed or rerun item pays for nothing twice.
+backend's own retries) or a lost database connection sends the item again after a backoff,
+RADLAY_JUDGE_ITEM_ATTEMPTS times; when even that cannot be recorded (the database is down), the task
+itself is retried (work.runner's policy) and takes its item over once the database is back. Calls go
+through generation's database call cache: a resumed or rerun item pays for nothing twice.
+
+The agreement of a finished run is computed by a task that holds a lease on the run
+(`agreement_sent_at` when sent, `agreement_heartbeat_at` while it runs); the healing check sends it
+again when its worker died (heartbeat silent for the scheduler's stale_after) or its message was lost
+(never started within the re-send deadline), as it does for items.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerError
 
 from annotation.models import SimplificationText, Source, Study
 from generation.backends.base import BackendError, ChatBackend, GenerationParams
 from generation.backends.cache import CachedBackend
+from generation.backends.configured import cached_backend
 from generation.backends.registry import GPU_BACKENDS, get_backend
-from generation.services import jobs as generation_jobs
-from generation.services import scheduler
-from generation.services.backend_config import cached_backend
 from judging.heuristic import HEURISTIC_MODEL, GlossaryHeuristicJudge
 from judging.instrument import (
     INSTRUMENT_TASKS,
@@ -47,6 +53,8 @@ from judging.instrument import (
 )
 from judging.models import JudgeAnswer, JudgeItem, JudgeRun
 from judging.prompts.registry import available_versions, load_judge_prompts
+from work import lease, limits, scheduler
+from work.runner import DATABASE_ERRORS
 
 logger = logging.getLogger(__name__)
 MAX_SAMPLES = 20
@@ -57,10 +65,9 @@ def _setting(name: str, default: Any) -> Any:
 
 
 def timing() -> scheduler.Timing:
-    """Generation's heartbeat and lost-item timing, with judging's own attempts and retry delay
+    """The scheduler's heartbeat and lost-item timing, with judging's own attempts and retry delay
     (read at call time: tests override them)."""
-    return dataclasses.replace(
-        generation_jobs.timing(),
+    return scheduler.timing_from_settings(
         max_attempts=max(1, int(_setting("RADLAY_JUDGE_ITEM_ATTEMPTS", 3))),
         retry_delay=float(_setting("RADLAY_JUDGE_RETRY_DELAY", 10.0)),
     )
@@ -74,10 +81,7 @@ def _send(item_ids: list[int], *, backend: str, countdown: float | None = None) 
 
 def _on_finish(run: JudgeRun) -> None:
     if run.cancelled_at is None:
-        from judging import tasks
-
-        run_id = run.pk
-        transaction.on_commit(lambda: tasks.judge_run_agreement.delay(run_id))
+        judge_run_agreement_request(run=run)
 
 
 QUEUE = scheduler.JobQueue(
@@ -90,6 +94,7 @@ QUEUE = scheduler.JobQueue(
     batch_field="run",
     related=("run", "source", "shown_text"),
     on_finish=_on_finish,
+    noun="judge run",
 )
 
 
@@ -135,8 +140,7 @@ def judge_run_create(
     if max_tokens is not None and max_tokens < 1:
         errors["max_tokens"] = "max tokens must be at least 1."
     concurrency = int(_setting("RADLAY_GENERATION_CONCURRENCY", 8) if concurrency is None else concurrency)
-    if concurrency < 1:
-        errors["concurrency"] = "Concurrency must be at least 1."
+    errors.update(limits.concurrency_errors(concurrency))
     sources = list(Source.objects.filter(study=study).order_by("position"))
     if not sources:
         errors["study"] = f"Study {study.slug!r} has no sources to judge."
@@ -152,7 +156,9 @@ def judge_run_create(
     }
     texts = list(SimplificationText.objects.filter(source__study=study).order_by("source__position", "pk"))
     tasks = [task for name in instruments for task in INSTRUMENT_TASKS[name]]
+    n_items = sum(len(sources) if task in SOURCE_TASKS else len(texts) for task in tasks)
     with transaction.atomic():
+        limits.check_launch(QUEUE, study=study, user=created_by, size=n_items * int(samples), unit="calls")
         run = JudgeRun.objects.create(
             study=study,
             backend=backend,
@@ -173,7 +179,8 @@ def judge_run_create(
                     JudgeItem(run=run, task=task, source_id=t.source_id, shown_text=t) for t in texts
                 )
         JudgeItem.objects.bulk_create(items)
-        scheduler.dispatch_locked(QUEUE, run)
+        dispatch = scheduler.dispatch_locked(QUEUE, run)
+    scheduler.raise_if_unsent(QUEUE, dispatch, batch=run, action="created")
     return run
 
 
@@ -186,7 +193,8 @@ def judge_run_resume(*, run: JudgeRun, retry_failed: bool = False, force: bool =
     """Start a stopped run again (scheduler.resume): cancelled items become pending, failed ones
     too when `retry_failed` (their calls are then new samples: `retry_round` enters the cache key),
     and items not running live are sent again now; with `force` (workers were restarted) running
-    items are sent again too. Succeeded items never run again."""
+    items are sent again too. Succeeded items never run again. Raises TaskQueueUnreachable when
+    the broker refused the items (the run is resumed all the same)."""
     with transaction.atomic():
         if force:
             JudgeRun.objects.select_for_update().get(pk=run.pk)
@@ -196,13 +204,16 @@ def judge_run_resume(*, run: JudgeRun, retry_failed: bool = False, force: bool =
         dispatch = scheduler.resume(
             QUEUE, batch=run, retry_failed=retry_failed, retry_updates={"retry_round": F("retry_round") + 1}
         )
+    scheduler.raise_if_unsent(QUEUE, dispatch, batch=run, action="resumed")
     return dispatch.job_ids
 
 
 def judge_runs_heal(*, run: JudgeRun | None = None) -> int:
     """The self-healing check: re-send the lost items of every unfinished run (or of `run`) and
-    fill their free slots. Returns how many items were dispatched."""
-    return sum(len(result.job_ids) for result in scheduler.requeue_lost(QUEUE, batch=run))
+    fill their free slots, and re-send the lost agreement computations of finished runs. Returns
+    how many items and agreements were sent."""
+    sent = sum(len(result.job_ids) for result in scheduler.requeue_lost(QUEUE, batch=run))
+    return sent + judge_run_agreements_heal(run=run)
 
 
 # --- running one item --------------------------------------------------------------------------------
@@ -221,6 +232,12 @@ def judge_item_run(*, item_id: int, task_id: str = "") -> JudgeItem:
         except BackendError as exc:
             return _item_fail(
                 item, error=str(exc), kind="backend", transient=exc.transient, retry_after=exc.retry_after
+            )
+        except DATABASE_ERRORS as exc:
+            # The call cache and the prompts' inputs live in the database: a lost connection (a
+            # PostgreSQL restart) is worth another attempt, never a permanent failure.
+            return _item_fail(
+                item, error=f"the database failed during the item: {exc}", kind="database", transient=True
             )
         except Exception as exc:  # noqa: BLE001 - one bad item must not stall the run; the error is recorded
             logger.exception("judge item %s failed", item.pk)
@@ -339,9 +356,17 @@ def _item_record(item: JudgeItem, outcome: _Outcome) -> JudgeItem:
         answer.save()
 
     item.failure_kind = ""
-    return scheduler.succeed(
-        QUEUE, item, record=record, fields=["failure_kind", *_usage_fields(item, outcome)]
-    )
+    try:
+        return scheduler.succeed(
+            QUEUE, item, record=record, fields=["failure_kind", *_usage_fields(item, outcome)]
+        )
+    except DATABASE_ERRORS as exc:
+        return _item_fail(
+            item,
+            error=f"the database failed while storing the answer: {exc}",
+            kind="database",
+            transient=True,
+        )
 
 
 def _item_fail(
@@ -357,6 +382,8 @@ def _item_fail(
     if outcome is not None:
         fields += _usage_fields(item, outcome)
     item.failure_kind = kind
+    # When even the failure cannot be recorded (the database is down), the error propagates: the
+    # task is retried (work.runner.DATABASE_RETRY) and takes its item over (same task id).
     return scheduler.fail(
         QUEUE, item, error=error, transient=transient, retry_after=retry_after, fields=fields
     )
@@ -375,6 +402,78 @@ def judge_run_agreement_compute(*, run: JudgeRun, n_resamples: int | None = None
     data = agreement_inputs(run=run)
     result = judge_agreement(data, n_resamples=n_resamples)
     result["n_resamples"] = n_resamples
-    JudgeRun.objects.filter(pk=run.pk).update(agreement=result, agreement_computed_at=timezone.now())
-    run.refresh_from_db(fields=["agreement", "agreement_computed_at"])
+    JudgeRun.objects.filter(pk=run.pk).update(
+        agreement=result, agreement_computed_at=timezone.now(), agreement_error=""
+    )
+    run.refresh_from_db(fields=["agreement", "agreement_computed_at", "agreement_error"])
     return result
+
+
+def judge_run_agreement_request(*, run: JudgeRun) -> None:
+    """Ask for the run's agreement: take the lease and send the task once the transaction commits.
+    Sending it twice is harmless (the computation is a pure function of the stored answers)."""
+    from judging import tasks  # tasks import this module
+
+    JudgeRun.objects.filter(pk=run.pk).update(agreement_sent_at=timezone.now(), agreement_heartbeat_at=None)
+    run_id = run.pk
+    transaction.on_commit(lambda: _agreement_send(run_id, tasks.judge_run_agreement_send))
+
+
+def judge_run_agreement_recompute(*, run: JudgeRun) -> None:
+    """Compute the run's agreement again (the page's and the admin's button), on a worker."""
+    with transaction.atomic():
+        judge_run_agreement_request(run=run)
+
+
+def _agreement_send(run_id: int, send) -> None:
+    try:
+        send(run_id)
+    except (BrokerError, OSError):
+        # The lease stays: the healing check sends it again once the broker is back.
+        logger.warning("judge run %s: the agreement task could not be sent", run_id, exc_info=True)
+
+
+def judge_run_agreement_run(*, run_id: int) -> None:
+    """The agreement task's body: compute under a lease (heartbeat), then release it. A database
+    error propagates (the task is retried); any other error is recorded on the run and ends the
+    lease, so that a computation that cannot succeed is not sent again and again."""
+    run = JudgeRun.objects.filter(pk=run_id).select_related("study").first()
+    if run is None:
+        return
+    started = timezone.now()
+    with lease.heartbeat(JudgeRun, pk=run_id, field="agreement_heartbeat_at", interval=timing().heartbeat):
+        try:
+            judge_run_agreement_compute(run=run)
+        except DATABASE_ERRORS:
+            raise
+        except Exception as exc:  # noqa: BLE001 - recorded on the run, shown on its page
+            logger.exception("judge run %s: the agreement failed", run_id)
+            JudgeRun.objects.filter(pk=run_id).update(agreement_error=f"{type(exc).__name__}: {exc}")
+    # The lease ends; a request made while this one ran stays pending (its own message computes
+    # again), as not started yet.
+    JudgeRun.objects.filter(pk=run_id).update(agreement_heartbeat_at=None)
+    JudgeRun.objects.filter(pk=run_id, agreement_sent_at__lte=started).update(agreement_sent_at=None)
+
+
+def judge_run_agreements_heal(*, run: JudgeRun | None = None) -> int:
+    """Send again the agreement computations that were lost: running with a heartbeat older than
+    stale_after (the worker died), sent longer than the re-send deadline ago and never started (the
+    message is gone), and finished runs that never got one. Returns how many were sent."""
+    t = timing()
+    now = timezone.now()
+    stale = now - timedelta(seconds=t.stale_after)
+    overdue = now - timedelta(seconds=t.dispatch_deadline)
+    runs = JudgeRun.objects.filter(finished_at__isnull=False, cancelled_at__isnull=True).filter(
+        Q(agreement_heartbeat_at__lt=stale)
+        | Q(agreement_sent_at__lt=overdue, agreement_heartbeat_at__isnull=True)
+        | Q(agreement_sent_at__isnull=True, agreement_computed_at__isnull=True, agreement_error="")
+    )
+    if run is not None:
+        runs = runs.filter(pk=run.pk)
+    sent = 0
+    for lost in runs.only("pk"):
+        with transaction.atomic():
+            judge_run_agreement_request(run=lost)
+        logger.warning("judge run %s: its agreement computation was lost; sent again", lost.pk)
+        sent += 1
+    return sent

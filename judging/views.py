@@ -8,24 +8,22 @@ from __future__ import annotations
 import json
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.access import access_study_for_user
+from annotation.access import access_study_for_user, researcher_login_required
 from evaluation.exporters import csv as csv_exporter
-from generation.services.batches import embedded_mode
-from generation.views import batch_page
-from judging import selectors, services, tasks
+from evaluation.selectors import worker_silence
+from judging import selectors, services
 from judging.access import access_judge_run
-from judging.models import JudgeItem
 from judging.report import judge_report_context
+from work.scheduler import TaskQueueUnreachable
+from work.views import batch_page
 
 POLL_SECONDS = 2
 ITEMS_PER_PAGE = 50
-researcher_login_required = login_required(login_url="evaluation:login")
 
 
 def _require_staff(request: HttpRequest) -> None:
@@ -49,21 +47,19 @@ def study_judges(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def run_detail(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     study, run = access_judge_run(user=request.user, slug=slug, run_id=run_id)
-    if embedded_mode() and run.finished_at is None:
-        # No worker and no beat in the embedded mode: reading the run is when lost items are resumed.
-        services.judge_runs_heal(run=run)
-        run.refresh_from_db()
+    progress = selectors.run_progress(run=run)
     return batch_page(
         request,
         template="judging/run_detail.html",
         context={
             "study": study,
             "run": run,
-            "progress": selectors.run_progress(run=run),
+            "progress": progress,
             "poll_seconds": POLL_SECONDS,
+            # Pending items wait for a worker: say so when none has answered for a while.
+            "worker_silence": None if progress.finished else worker_silence(),
         },
         jobs=lambda status: selectors.run_items(run=run, status=status),
-        statuses=JudgeItem.Status,
         per_page=ITEMS_PER_PAGE,
         name="items",
         page_context=lambda: {
@@ -88,10 +84,16 @@ def run_cancel(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
 def run_resume(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     _require_staff(request)
     _, run = access_judge_run(user=request.user, slug=slug, run_id=run_id)
-    sent = services.judge_run_resume(
-        run=run, retry_failed=bool(request.POST.get("retry_failed")), force=bool(request.POST.get("force"))
-    )
-    messages.info(request, f"Judge run {run.pk} resumed: {len(sent)} item(s) sent.")
+    try:
+        sent = services.judge_run_resume(
+            run=run,
+            retry_failed=bool(request.POST.get("retry_failed")),
+            force=bool(request.POST.get("force")),
+        )
+    except TaskQueueUnreachable as exc:
+        messages.warning(request, str(exc))
+    else:
+        messages.info(request, f"Judge run {run.pk} resumed: {len(sent)} item(s) sent.")
     return redirect("judging:run-detail", slug=slug, run_id=run.pk)
 
 
@@ -100,7 +102,7 @@ def run_resume(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
 def run_agreement(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     _require_staff(request)
     _, run = access_judge_run(user=request.user, slug=slug, run_id=run_id)
-    tasks.judge_run_agreement.delay(run.pk)
+    services.judge_run_agreement_recompute(run=run)
     messages.info(request, f"The agreement of judge run {run.pk} is being recomputed.")
     return redirect("judging:run-detail", slug=slug, run_id=run.pk)
 

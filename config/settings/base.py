@@ -31,6 +31,7 @@ INSTALLED_APPS = [
     "template_partials",
     "axes",
     "annotation",
+    "work",
     "evaluation",
     "generation",
     "ml",
@@ -285,7 +286,8 @@ RADLAY_GENERATION_RETRY_DELAY = env.float("RADLAY_GENERATION_RETRY_DELAY", defau
 # (default 4 heartbeats) lost its worker and is sent again.
 RADLAY_GENERATION_HEARTBEAT = env.float("RADLAY_GENERATION_HEARTBEAT", default=15.0)
 RADLAY_GENERATION_STALE_AFTER = env.float("RADLAY_GENERATION_STALE_AFTER", default=0) or None
-# A job sent this long ago (seconds) that never started lost its message and is sent again.
+# A job (or a judge run's agreement computation) sent this long ago (seconds) that never started
+# lost its message and is sent again.
 RADLAY_GENERATION_DISPATCH_DEADLINE = env.float("RADLAY_GENERATION_DISPATCH_DEADLINE", default=600.0)
 # How often Celery beat runs the self-healing checks (generation.tasks.generation_batches_heal,
 # judging.tasks.judge_runs_heal).
@@ -308,8 +310,16 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env.float("RADLAY_ANALYSIS_REFRESH_SECONDS", default=60.0),
     },
 }
-# A batch page that shows no finished job for this long (seconds) says "no progress" and drops its ETA.
+# A batch page that shows no finished job for this long (seconds) says "no progress", drops its ETA
+# and names the jobs sent this long ago that never started (with a Resume button).
 RADLAY_GENERATION_STALL_AFTER = env.float("RADLAY_GENERATION_STALL_AFTER", default=300.0)
+# Launch limits of heavy background work, per kind (generation batches, judge runs; work.limits):
+# running at once per study and per user (superusers and command-line launches are exempt from the
+# per-user one), jobs (generation) or model calls (judging) per launch, and the largest concurrency.
+RADLAY_MAX_RUNNING_BATCHES_PER_STUDY = env.int("RADLAY_MAX_RUNNING_BATCHES_PER_STUDY", default=3)
+RADLAY_MAX_RUNNING_BATCHES_PER_USER = env.int("RADLAY_MAX_RUNNING_BATCHES_PER_USER", default=5)
+RADLAY_MAX_BATCH_SIZE = env.int("RADLAY_MAX_BATCH_SIZE", default=20_000)
+RADLAY_MAX_BATCH_CONCURRENCY = env.int("RADLAY_MAX_BATCH_CONCURRENCY", default=256)
 RADLAY_LLM_RETRY_DELAY = env.float("RADLAY_LLM_RETRY_DELAY", default=1.0)
 RADLAY_TRANSFORMERS_DEVICE = env.str("RADLAY_TRANSFORMERS_DEVICE", default="") or None
 

@@ -1,6 +1,6 @@
 """Generation batches: validate and create a batch (one job per source and family), dispatch,
 cancel, resume, and heal (re-send lost jobs) — the batch's lifecycle. Jobs run in
-generation.services.jobs; the scheduling rules are generation.services.scheduler's.
+generation.services.jobs; the scheduling rules are work.scheduler's.
 
 Concurrency without chords. A batch has at most `batch.concurrency` jobs in flight (queued or
 running; chunks for a local model). Every job that finishes dispatches the batch again in the
@@ -10,8 +10,8 @@ the number of workers.
 Broker outages. A launch or a resume whose messages the broker refused still creates or resumes
 the batch, then raises TaskQueueUnreachable with a message that says so; its jobs stay "not sent"
 and the periodic check (generation_batches_heal: Celery beat, and each worker's start) sends them
-once the broker is back. In the embedded mode (no broker), pages and commands that read a batch
-heal it themselves.
+once the broker is back. In the embedded mode (no broker, no beat) the batch page's Resume button
+and `generate --wait` send lost jobs again; reading a page never writes.
 """
 
 from __future__ import annotations
@@ -34,20 +34,12 @@ from generation.models import (
 )
 from generation.pipeline.self_correction import DEFAULT_MAX_ROUNDS
 from generation.prompts.registry import DEFAULT_VERSION, available_versions
-from generation.services import scheduler
 from generation.services.jobs import QUEUE
 from generation.services.outcomes import DEFAULT_SCGR_ATTEMPTS
+from work import limits, scheduler
 
 FAMILY_ORDER = ("plain", "cot", "scgr")
 DEFAULT_GLOSSARY_MODEL = "radlay-glossary-v1"
-
-
-class TaskQueueUnreachable(Exception):
-    """The broker refused a batch's messages; the batch exists and starts when the broker is back."""
-
-    def __init__(self, message: str, *, batch: GenerationBatch):
-        super().__init__(message)
-        self.batch = batch
 
 
 def generation_batch_create(
@@ -110,8 +102,7 @@ def generation_batch_create(
             f"Unknown prompt version {prompt_version!r} ({', '.join(available_versions())})."
         )
     concurrency = settings.RADLAY_GENERATION_CONCURRENCY if concurrency is None else concurrency
-    if concurrency < 1:
-        errors["concurrency"] = "Concurrency must be at least 1."
+    errors.update(limits.concurrency_errors(concurrency))
     source_list = list(sources) if sources is not None else list(Source.objects.filter(study=study))
     if any(source.study_id != study.pk for source in source_list):
         errors["sources"] = "Every source must belong to the study."
@@ -131,6 +122,9 @@ def generation_batch_create(
     }
     families = [family for family in FAMILY_ORDER if any(SYSTEM_FAMILY[key] == family for key in systems)]
     with transaction.atomic():
+        limits.check_launch(
+            QUEUE, study=study, user=created_by, size=len(source_list) * len(families), unit="jobs"
+        )
         for key in systems:
             if not System.objects.filter(study=study, key=key).exists():
                 system_upsert(study=study, key=key, label=SYSTEM_LABELS[key])
@@ -158,10 +152,7 @@ def generation_batch_create(
             ]
         )
         dispatch = scheduler.dispatch_locked(QUEUE, batch)
-    if dispatch.error:
-        raise TaskQueueUnreachable(
-            f"{dispatch.error}; batch {batch.pk} was created and will start when it is back", batch=batch
-        )
+    scheduler.raise_if_unsent(QUEUE, dispatch, batch=batch, action="created")
     return batch
 
 
@@ -182,10 +173,7 @@ def generation_batch_resume(*, batch: GenerationBatch, retry_failed: bool = Fals
     heartbeat within RADLAY_GENERATION_STALE_AFTER) is sent again now. Returns the ids sent now;
     raises TaskQueueUnreachable when the broker refused them (the batch is resumed all the same)."""
     dispatch = scheduler.resume(QUEUE, batch=batch, retry_failed=retry_failed)
-    if dispatch.error:
-        raise TaskQueueUnreachable(
-            f"{dispatch.error}; batch {batch.pk} was resumed and will start when it is back", batch=batch
-        )
+    scheduler.raise_if_unsent(QUEUE, dispatch, batch=batch, action="resumed")
     return dispatch.job_ids
 
 
@@ -193,10 +181,3 @@ def generation_batches_heal(*, batch: GenerationBatch | None = None) -> int:
     """The self-healing check: re-send the lost jobs of every unfinished batch (or of `batch`) and
     fill their free slots. Returns how many jobs were dispatched."""
     return sum(len(result.job_ids) for result in scheduler.requeue_lost(QUEUE, batch=batch))
-
-
-def embedded_mode() -> bool:
-    """Tasks run in-process (no broker configured): nothing runs unless a request or command asks."""
-    from config.celery_app import app
-
-    return bool(app.conf.task_always_eager)

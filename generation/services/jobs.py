@@ -1,4 +1,4 @@
-"""Running generation jobs: generation's JobQueue for the scheduler (generation.services.scheduler),
+"""Running generation jobs: generation's JobQueue for the scheduler (work.scheduler),
 and the run of one claimed job or of a chunk of them, recorded whatever happens.
 
 Every claimed job ends. The pipeline's error, an answer the study cannot store (empty, over-long),
@@ -22,35 +22,23 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import DatabaseError, InterfaceError, OperationalError
+from django.db import DatabaseError
 
 from annotation.models import Simplification, System
 from annotation.services import simplification_upsert, system_upsert
 from generation.backends.base import BackendError
 from generation.models import SYSTEM_LABELS, GenerationBatch, GenerationJob
-from generation.services import outcomes, scheduler
+from generation.services import outcomes
 from generation.services.outcomes import Outcome, gpu_batch_size, is_gpu_batch
+from work import scheduler
+from work.runner import DATABASE_ERRORS
 
 logger = logging.getLogger(__name__)
 
 # The longest simplification a job may store: far above any real one (a report sentence simplified),
 # so that only a runaway answer is refused.
 MAX_SIMPLIFICATION_CHARS = 5000
-
-
-def timing() -> scheduler.Timing:
-    """The scheduler's timing from the settings (read at call time: tests override them)."""
-    heartbeat = float(getattr(settings, "RADLAY_GENERATION_HEARTBEAT", 15.0))
-    stale = getattr(settings, "RADLAY_GENERATION_STALE_AFTER", None)
-    return scheduler.Timing(
-        heartbeat=heartbeat,
-        stale_after=float(stale) if stale else 4 * heartbeat,
-        dispatch_deadline=float(getattr(settings, "RADLAY_GENERATION_DISPATCH_DEADLINE", 600.0)),
-        max_attempts=max(1, int(getattr(settings, "RADLAY_GENERATION_JOB_ATTEMPTS", 3))),
-        retry_delay=float(getattr(settings, "RADLAY_GENERATION_RETRY_DELAY", 10.0)),
-    )
 
 
 def _send(batch: GenerationBatch, job_ids: list[int], countdown: float | None) -> None:
@@ -77,17 +65,11 @@ def _chunks(batch: GenerationBatch, job_ids: list[int]) -> list[list[int]]:
     return chunks
 
 
-def _broker_label() -> str:
-    from config.celery_app import app
-
-    return f"Redis at {app.connection_for_write().as_uri()}"  # as_uri masks a password
-
-
 QUEUE = scheduler.JobQueue(
     job_model=GenerationJob,
     batch_model=GenerationBatch,
     send=_send,
-    timing=timing,
+    timing=scheduler.timing_from_settings,
     # A GPU batch's slot holds a chunk, so that the default concurrency does not cap the device batch.
     slots=lambda batch: batch.concurrency * (gpu_batch_size() if is_gpu_batch(batch) else 1),
     # Never-sent jobs in source order; family first on a GPU, so that chunks fill up.
@@ -95,7 +77,6 @@ QUEUE = scheduler.JobQueue(
         ("family", "source__position", "pk") if is_gpu_batch(batch) else ("source__position", "family", "pk")
     ),
     chunks=_chunks,
-    broker_label=_broker_label,
     related=("batch", "batch__model_artifact", "source"),
 )
 
@@ -146,7 +127,7 @@ def _job_execute(job: GenerationJob, *, dispatch: bool = True) -> GenerationJob:
         return _job_fail(
             job, error=str(exc), transient=exc.transient, retry_after=exc.retry_after, dispatch=dispatch
         )
-    except (OperationalError, InterfaceError) as exc:
+    except DATABASE_ERRORS as exc:
         # The call cache lives in the database: a lost connection is worth another attempt.
         return _job_fail(
             job, error=f"the database failed during the job: {exc}", transient=True, dispatch=dispatch
@@ -222,7 +203,7 @@ def _job_record(job: GenerationJob, outcome: Outcome, *, dispatch: bool = True) 
         return _job_fail(
             job, error=f"the answer was refused: {'; '.join(exc.messages)}", transient=True, dispatch=dispatch
         )
-    except (OperationalError, InterfaceError) as exc:
+    except DATABASE_ERRORS as exc:
         return _job_fail(
             job,
             error=f"the database failed while storing the result: {exc}",
@@ -266,7 +247,7 @@ def _job_fail(
         return scheduler.fail(
             QUEUE, job, error=error, transient=transient, retry_after=retry_after, dispatch=dispatch
         )
-    except (OperationalError, InterfaceError):
+    except DATABASE_ERRORS:
         # The database is unreachable: the job stays running, its heartbeat stops with this task, and
         # the periodic check sends it again once it is stale.
         logger.exception("generation job %s: its failure could not be recorded (%s)", job.pk, error)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 
 from generation.backends.base import ChatBackend, GenerationParams
+from generation.backends.configured import cached_backend
 from generation.backends.registry import GPU_BACKENDS
 from generation.models import GenerationBatch, GenerationJob
 from generation.pipeline.self_correction import (
@@ -23,7 +24,6 @@ from generation.pipeline.self_correction import (
     run_self_correction_batch,
 )
 from generation.prompts.registry import load_prompts
-from generation.services.backend_config import cached_backend
 
 if TYPE_CHECKING:
     from generation.pipeline.scgr import SCGRResult

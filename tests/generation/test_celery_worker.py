@@ -67,7 +67,7 @@ def start_worker(tmp_path: Path, env: dict[str, str], name: str) -> subprocess.P
             "config",
             "worker",
             "-Q",
-            "llm,default,gpu",
+            "llm,default,gpu,heavy",
             "--pool",
             "solo",
             "--concurrency",

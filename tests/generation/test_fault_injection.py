@@ -145,6 +145,17 @@ def fault_env(transactional_db, scripted_llm, tmp_path):
     services.close()
 
 
+def restart_postgresql() -> None:
+    """Restart the test PostgreSQL (RADLAY_TEST_PG_CTL/RADLAY_TEST_PGDATA: `make test`'s own)."""
+    pg_ctl, pgdata = os.environ["RADLAY_TEST_PG_CTL"], os.environ["RADLAY_TEST_PGDATA"]
+    connection.close()
+    log = os.environ.get("RADLAY_TEST_PG_LOG", os.devnull)
+    restart = [pg_ctl, "-D", pgdata, "-l", log, "-m", "fast", "-w", "restart"]
+    if os.geteuid() == 0:
+        restart = ["runuser", "-u", "postgres", "--", *restart]
+    subprocess.run(restart, check=True, capture_output=True, timeout=60)
+
+
 def finished(batch: GenerationBatch, services: Services, within: float = FINISH_WITHIN) -> GenerationBatch:
     wait_for(
         lambda: GenerationBatch.objects.get(pk=batch.pk).finished_at is not None,
@@ -228,12 +239,7 @@ def test_a_postgresql_restart_mid_batch(fault_env, scripted_llm, broker_mode):
         logs=fault_env.tmp_path,
     )
 
-    connection.close()
-    log = os.environ.get("RADLAY_TEST_PG_LOG", os.devnull)
-    restart = [pg_ctl, "-D", pgdata, "-l", log, "-m", "fast", "-w", "restart"]
-    if os.geteuid() == 0:
-        restart = ["runuser", "-u", "postgres", "--", *restart]
-    subprocess.run(restart, check=True, capture_output=True, timeout=60)
+    restart_postgresql()
 
     batch = finished(batch, fault_env)
     assert set(jobs.values_list("status", flat=True)) == {"succeeded"}

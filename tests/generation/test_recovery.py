@@ -22,9 +22,10 @@ from generation import selectors, tasks
 from generation.backends.base import BackendError
 from generation.backends.openai_backend import OpenAIBackend, RetryPolicy
 from generation.models import GenerationBatch, GenerationJob
-from generation.services import batches, jobs, outcomes, scheduler
+from generation.services import batches, jobs, outcomes
 from tests.generation.factories import study_with_sources
 from tests.generation.scripted_llm_server import GARBLES
+from work import scheduler
 
 pytestmark = pytest.mark.django_db
 
@@ -325,7 +326,7 @@ def broker_down(monkeypatch):
 @pytest.mark.django_db(transaction=True)  # committed for real: the messages go out at the commit
 def test_a_launch_with_the_broker_down_creates_the_batch_and_says_so(llm, broker_down):
     study = make_study()
-    with pytest.raises(batches.TaskQueueUnreachable) as caught:
+    with pytest.raises(scheduler.TaskQueueUnreachable) as caught:
         batches.generation_batch_create(study=study, systems=["plain_bs"], backend="openai", model_name="m")
     batch = GenerationBatch.objects.get()
     assert caught.value.batch == batch
@@ -417,7 +418,6 @@ def test_the_page_of_a_stalled_batch_names_its_stuck_jobs(
     GenerationJob.objects.filter(batch=batch).update(
         status="running", started_at=long_ago, heartbeat_at=long_ago, attempts=scheduler.Timing().max_attempts
     )
-    monkeypatch.setattr(batches, "embedded_mode", lambda: False)  # with workers, the page only reads
     admin = get_user_model().objects.create_user("admin", password="pw", is_staff=True, is_superuser=True)
     client.force_login(admin)
     html = client.get(reverse("generation:batch_detail", args=[batch.pk])).content.decode()

@@ -11,12 +11,11 @@ command returns when the batch is done). --wait polls the batch until it finishe
 progress; the exit status is then 1 when any job failed. A plain --resume sends again every job
 that is not done and not running live; failed jobs run again only with --retry-failed (or --force).
 When the task queue is down, a launch still creates the batch and says so (exit status 2); the
-batch starts by itself once the queue is back.
+batch starts by itself once the queue is back. --wait outlives a database restart (it reports the
+outage and goes on).
 """
 
 from __future__ import annotations
-
-import time
 
 from django.apps import apps
 from django.core.exceptions import ValidationError
@@ -24,10 +23,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Study
 from generation import selectors
-from generation.management.launch_options import add_launch_options, command_error, launch_arguments
 from generation.models import GENERATED_SYSTEMS, GenerationBatch, GenerationJob
 from generation.prompts.registry import DEFAULT_VERSION
 from generation.services import batches
+from work.launch_options import add_launch_options, command_error, launch_arguments, wait
+from work.scheduler import TaskQueueUnreachable
 
 
 class Command(BaseCommand):
@@ -75,7 +75,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"batch {batch.pk}: resumed, {len(sent)} job(s) sent")
             else:
                 batch = self._launch(options)
-        except batches.TaskQueueUnreachable as exc:
+        except TaskQueueUnreachable as exc:
             raise CommandError(str(exc), returncode=2) from None
         if options["wait"]:
             self._wait(batch, poll=options["poll"])
@@ -125,29 +125,14 @@ class Command(BaseCommand):
         return found
 
     def _wait(self, batch: GenerationBatch, *, poll: float) -> None:
-        last = None
-        while True:
-            if batches.embedded_mode():
-                # No worker and no beat in the embedded mode: waiting is when lost jobs are resumed.
-                batches.generation_batches_heal(batch=batch)
-            batch.refresh_from_db()
-            progress = selectors.batch_progress(batch=batch)
-            line = (
-                f"batch {batch.pk}: {progress.succeeded} succeeded, {progress.failed} failed, "
-                f"{progress.running} running, {progress.pending} pending, {progress.cancelled} cancelled · "
-                f"{progress.calls} calls ({progress.cached_calls} cached) · {progress.tokens} tokens · "
-                f"${progress.cost_usd:.4f} · elapsed {progress.elapsed_text} · ETA {progress.eta_text}"
-            )
-            if progress.stalled_minutes is not None:
-                line += f" · no progress for {progress.stalled_minutes} minute(s)"
-            for job in progress.stuck:
-                line += f"\n  stuck: {job}"
-            if line != last:
-                self.stdout.write(line)
-                last = line
-            if batch.finished_at is not None:
-                break
-            time.sleep(poll)
+        wait(
+            self,
+            batch=batch,
+            progress=lambda: selectors.batch_progress(batch=batch),
+            heal=lambda: batches.generation_batches_heal(batch=batch),
+            poll=poll,
+            label=f"batch {batch.pk}",
+        )
         failed = list(selectors.batch_jobs(batch=batch, status=GenerationJob.Status.FAILED))
         for job in failed:
             self.stderr.write(f"  failed: {job.source.key} {job.family}: {job.error}")

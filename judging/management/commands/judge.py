@@ -6,24 +6,25 @@
     manage.py judge --resume 4 --retry-failed --wait
 
 Items run on the Celery workers (in-process in the embedded mode without REDIS_URL, where the
-command returns when the run is done). --wait polls the run until it finishes and prints the
-judge–radiologist agreement; the exit status is then 1 when any item failed.
+command returns when the run is done). --wait polls the run until it finishes (outliving a database
+restart) and prints the judge–radiologist agreement; the exit status is then 1 when any item
+failed. When the task queue is down, a launch or resume says so (exit status 2); the run starts by
+itself once the queue is back.
 """
 
 from __future__ import annotations
-
-import time
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Study
-from generation.management.launch_options import add_launch_options, command_error, launch_arguments
 from judging import selectors, services
 from judging.agreement_terms import STATISTICS
 from judging.instrument import INSTRUMENT_TASKS
 from judging.models import JudgeRun
 from judging.prompts.registry import DEFAULT_VERSION
+from work.launch_options import add_launch_options, command_error, launch_arguments, wait
+from work.scheduler import TaskQueueUnreachable
 
 
 class Command(BaseCommand):
@@ -50,41 +51,20 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options) -> None:
-        if options["resume"] is not None:
-            run = JudgeRun.objects.filter(pk=options["resume"]).first()
-            if run is None:
-                raise CommandError(f"no judge run {options['resume']}")
-            sent = services.judge_run_resume(run=run, retry_failed=options["retry_failed"])
-            self.stdout.write(f"judge run {run.pk} resumed: {len(sent)} item(s) sent")
-        else:
-            if not options["study"] or not options["backend"]:
-                raise CommandError("--study and --backend are required (or --resume RUN_ID)")
-            study = Study.objects.filter(slug=options["study"]).first()
-            if study is None:
-                raise CommandError(f"no study {options['study']!r}")
-            try:
-                run = services.judge_run_create(
-                    study=study,
-                    backend=options["backend"],
-                    samples=options["samples"],
-                    instruments=[name.strip() for name in options["instruments"].split(",") if name.strip()],
-                    **launch_arguments(options),
-                )
-            except ValidationError as exc:
-                raise command_error(exc) from None
-            self.stdout.write(f"judge run {run.pk} launched ({run.label}): {run.items.count()} items")
+        try:
+            run = self._resume(options) if options["resume"] is not None else self._launch(options)
+        except TaskQueueUnreachable as exc:
+            raise CommandError(str(exc), returncode=2) from None
         if not options["wait"]:
             return
-        while True:
-            run.refresh_from_db()
-            progress = selectors.run_progress(run=run)
-            self.stdout.write(
-                f"{progress.done}/{progress.total} done · {progress.failed} failed · {progress.calls} calls "
-                f"({progress.cached_calls} cached) · ${progress.cost_usd:.4f}"
-            )
-            if progress.finished:
-                break
-            time.sleep(options["poll"])
+        progress = wait(
+            self,
+            batch=run,
+            progress=lambda: selectors.run_progress(run=run),
+            heal=lambda: services.judge_runs_heal(run=run),
+            poll=options["poll"],
+            label=f"judge run {run.pk}",
+        )
         if run.agreement_computed_at is None:
             services.judge_run_agreement_compute(run=run)
         self._print_agreement(run)
@@ -92,6 +72,33 @@ class Command(BaseCommand):
             raise CommandError(
                 f"{progress.failed} item(s) failed; see the run page or --resume {run.pk} --retry-failed"
             )
+
+    def _resume(self, options) -> JudgeRun:
+        run = JudgeRun.objects.filter(pk=options["resume"]).first()
+        if run is None:
+            raise CommandError(f"no judge run {options['resume']}")
+        sent = services.judge_run_resume(run=run, retry_failed=options["retry_failed"])
+        self.stdout.write(f"judge run {run.pk} resumed: {len(sent)} item(s) sent")
+        return run
+
+    def _launch(self, options) -> JudgeRun:
+        if not options["study"] or not options["backend"]:
+            raise CommandError("--study and --backend are required (or --resume RUN_ID)")
+        study = Study.objects.filter(slug=options["study"]).first()
+        if study is None:
+            raise CommandError(f"no study {options['study']!r}")
+        try:
+            run = services.judge_run_create(
+                study=study,
+                backend=options["backend"],
+                samples=options["samples"],
+                instruments=[name.strip() for name in options["instruments"].split(",") if name.strip()],
+                **launch_arguments(options),
+            )
+        except ValidationError as exc:
+            raise command_error(exc) from None
+        self.stdout.write(f"judge run {run.pk} launched ({run.label}): {run.items.count()} items")
+        return run
 
     def _print_agreement(self, run: JudgeRun) -> None:
         result = run.agreement or {}

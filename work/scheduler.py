@@ -36,8 +36,9 @@ The API (every function takes the JobQueue first)
         pending, and every job not done that is not running live is sent again now.
     requeue_lost(queue, batch=None) -> list[Dispatch]
         Dispatch every unfinished batch (or one): the periodic self-healing check.
-    QueueUnreachable
-        What a Dispatch reports when the broker refused its messages.
+    raise_if_unsent(queue, result, batch=..., action=...)
+        Raise TaskQueueUnreachable (carrying the batch, which exists) when a dispatch's messages
+        were refused: launches and resumes of every batch kind report a broker outage this way.
 
 Lost jobs. A running job whose heartbeat is older than `Timing.stale_after` lost its worker; a
 pending job sent more than `Timing.dispatch_deadline` ago (counted from its `not_before` when it
@@ -55,19 +56,22 @@ once, `Dispatch.error` says why, and the next dispatch (the periodic check) send
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import random
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from django.db import connection, transaction
+from django.conf import settings
+from django.db import transaction
 from django.db.models import Count, Exists, F, Model, OuterRef, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
+
+from work import lease, runner
 
 logger = logging.getLogger(__name__)
 
@@ -105,14 +109,21 @@ class JobQueue:
     batch_field: str = "batch"
     # Loaded with a claimed job (select_related), for the code that runs it.
     related: Sequence[str] = ()
-    # Described in QueueUnreachable's message (e.g. "Redis at redis://host:6379/0").
-    broker_label: Callable[[], str] = lambda: "the broker"
+    # What a batch is called in messages ("batch", "judge run").
+    noun: str = "batch"
+    # Described in TaskQueueUnreachable's message (e.g. "Redis at redis://host:6379/0").
+    broker_label: Callable[[], str] = runner.broker_label
     # Called inside the dispatch's transaction (batch row locked) when the batch becomes finished.
     on_finish: Callable[[Any], None] = lambda batch: None
 
 
-class QueueUnreachable(Exception):
-    """The broker did not accept a dispatch's messages; the jobs wait for the next dispatch."""
+class TaskQueueUnreachable(Exception):
+    """The broker refused a batch's messages; the batch exists (`batch`) and its jobs are sent by
+    the next dispatch once the broker is back."""
+
+    def __init__(self, message: str, *, batch: Any):
+        super().__init__(message)
+        self.batch = batch
 
 
 @dataclass
@@ -125,9 +136,30 @@ class Dispatch:
     error: str = ""
     finished: bool = False
 
-    def raise_if_unsent(self) -> None:
-        if self.error:
-            raise QueueUnreachable(self.error)
+
+def raise_if_unsent(queue: JobQueue, result: Dispatch, *, batch: Any, action: str) -> None:
+    """Raise TaskQueueUnreachable when the broker refused the messages of `result` (read it after
+    the outermost transaction); `action` says what happened to the batch ("created", "resumed")."""
+    if result.error:
+        raise TaskQueueUnreachable(
+            f"{result.error}; {queue.noun} {batch.pk} was {action} and will start when it is back",
+            batch=batch,
+        )
+
+
+def timing_from_settings(**overrides: Any) -> Timing:
+    """The scheduler's timing from the RADLAY_GENERATION_* settings (read at call time: tests
+    override them), with a batch kind's own `overrides` (e.g. its attempts)."""
+    heartbeat = float(getattr(settings, "RADLAY_GENERATION_HEARTBEAT", 15.0))
+    stale = getattr(settings, "RADLAY_GENERATION_STALE_AFTER", None)
+    timing = Timing(
+        heartbeat=heartbeat,
+        stale_after=float(stale) if stale else 4 * heartbeat,
+        dispatch_deadline=float(getattr(settings, "RADLAY_GENERATION_DISPATCH_DEADLINE", 600.0)),
+        max_attempts=max(1, int(getattr(settings, "RADLAY_GENERATION_JOB_ATTEMPTS", 3))),
+        retry_delay=float(getattr(settings, "RADLAY_GENERATION_RETRY_DELAY", 10.0)),
+    )
+    return dataclasses.replace(timing, **overrides)
 
 
 def _jobs(queue: JobQueue, batch: Any):
@@ -266,35 +298,21 @@ def claim(queue: JobQueue, *, job_id: int, task_id: str) -> Any | None:
 def heartbeat(queue: JobQueue, *, job_ids: Sequence[int], task_id: str) -> Iterator[None]:
     """Stamp heartbeat_at on these running jobs of `task_id` every Timing.heartbeat seconds while
     the block runs (from a thread with its own database connection)."""
-    interval = queue.timing().heartbeat
-    stop = threading.Event()
     ids = list(job_ids)
 
-    def beat() -> None:
-        try:
-            while not stop.wait(interval):
-                try:
-                    with transaction.atomic():
-                        # SKIP LOCKED: a job whose row is being written (its result) needs no beat,
-                        # and waiting for that lock would hold up the end of the block.
-                        live = list(
-                            queue.job_model.objects.select_for_update(skip_locked=True)
-                            .filter(pk__in=ids, status=RUNNING, task_id=task_id)
-                            .values_list("pk", flat=True)
-                        )
-                        queue.job_model.objects.filter(pk__in=live).update(heartbeat_at=timezone.now())
-                except Exception:  # noqa: BLE001 - a missed beat only makes the job look older
-                    logger.warning("heartbeat of jobs %s failed", ids, exc_info=True)
-        finally:
-            connection.close()
+    def stamp() -> None:
+        with transaction.atomic():
+            # SKIP LOCKED: a job whose row is being written (its result) needs no beat, and waiting
+            # for that lock would hold up the end of the block.
+            live = list(
+                queue.job_model.objects.select_for_update(skip_locked=True)
+                .filter(pk__in=ids, status=RUNNING, task_id=task_id)
+                .values_list("pk", flat=True)
+            )
+            queue.job_model.objects.filter(pk__in=live).update(heartbeat_at=timezone.now())
 
-    thread = threading.Thread(target=beat, name=f"heartbeat-{task_id or ids}", daemon=True)
-    thread.start()
-    try:
+    with lease.beating(stamp, interval=queue.timing().heartbeat, name=f"{task_id or ids}"):
         yield
-    finally:
-        stop.set()
-        thread.join(timeout=interval + 30)
 
 
 def _still_ours(queue: JobQueue, job: Any) -> bool:

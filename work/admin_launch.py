@@ -1,4 +1,4 @@
-"""The admin of a batch of scheduled work (generation.services.scheduler): a launch page instead of
+"""The admin of a batch of scheduled work (work.scheduler): a launch page instead of
 the add form, the batch's job counts in the list, nothing edited by hand. Generation's batches and
 judging's runs are both administered this way; each says what it launches and where it shows it."""
 
@@ -16,15 +16,18 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from annotation.admin_access import StudyScopedAdmin, scope_to_user
+from work.scheduler import TaskQueueUnreachable
 
 
 class LaunchedWorkAdmin(StudyScopedAdmin):
     """Set on a subclass: `launch_form` (a form whose `launch_arguments()` are the keyword
     arguments of `launch_service`, which creates the batch and raises ValidationError naming the
     field of a bad request), `launch_title`, `jobs_relation` (the related name of the batch's jobs,
-    also the word for them) and `batch_noun` ("Batch"). The launch page is the app's
-    admin_launch.html (extending radlay/admin_launch.html); the batch model has get_absolute_url
-    (its progress page)."""
+    also the word for them), `batch_noun` ("Batch") and `resume(batch, retry_failed=...)` (the
+    app's resume service, for the resume actions). The launch page is the app's admin_launch.html
+    (extending work/admin_launch.html); the batch model has get_absolute_url (its progress page).
+    A launch or resume whose messages the broker refused (TaskQueueUnreachable: the batch exists)
+    is a warning, not a failure."""
 
     launch_form: type[Form]
     launch_service: Callable[..., Model]
@@ -35,9 +38,6 @@ class LaunchedWorkAdmin(StudyScopedAdmin):
     page_link_text: str = "progress"
     # Form fields whose choices are narrowed to the user's own studies (and their objects).
     scoped_fields: tuple[str, ...] = ("study",)
-    # Errors of a batch that was created but whose messages the broker refused (they carry the
-    # batch): a warning on the batch's page, not a failed launch.
-    unsent_errors: tuple[type[Exception], ...] = ()
 
     def get_queryset(self, request):
         jobs = self.jobs_relation
@@ -79,7 +79,7 @@ class LaunchedWorkAdmin(StudyScopedAdmin):
             except ValidationError as exc:
                 for field, errors in exc.message_dict.items():
                     form.add_error(field if field in form.fields else None, errors)
-            except self.unsent_errors as exc:
+            except TaskQueueUnreachable as exc:
                 self.message_user(request, str(exc), messages.WARNING)
                 return HttpResponseRedirect(exc.batch.get_absolute_url())
             else:
@@ -97,6 +97,19 @@ class LaunchedWorkAdmin(StudyScopedAdmin):
             "opts": self.model._meta,
         }
         return TemplateResponse(request, f"{self.opts.app_label}/admin_launch.html", context)
+
+    def resume(self, batch, *, retry_failed: bool) -> list[int]:
+        raise NotImplementedError
+
+    def resume_selected(self, request: HttpRequest, queryset, *, retry_failed: bool) -> None:
+        """Resume each selected batch; a broker outage is reported per batch (it resumes later)."""
+        sent = 0
+        for batch in queryset:
+            try:
+                sent += len(self.resume(batch, retry_failed=retry_failed))
+            except TaskQueueUnreachable as exc:
+                self.message_user(request, str(exc), messages.WARNING)
+        self.message_user(request, f"{sent} {self.jobs_relation} sent.")
 
     @admin.display(description="status")
     def status_shown(self, obj):

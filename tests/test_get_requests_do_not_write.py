@@ -1,0 +1,155 @@
+"""No GET request writes (issue 32): every URL pattern of the project (the admin aside) is resolved,
+its arguments built from one small world (a study with answers, a running generation batch and a
+running judge run each with a lost job, a power plan, participants of both flows), and requested
+with GET as a superuser, as a researcher of the study and anonymously; no row of any table may
+change (each table's rows, hashed, before and after).
+
+The exception is named in SURVEY_WRITES: a radiologist's page records the participant's last
+activity. The study's analysis snapshot is computed before the sweep: a missing or stale one is
+filled when first read (evaluation's derived cache, not the job layer's). Everything else a
+researcher or the API reads is read-only; lost jobs are re-sent by the healing check or a POST
+(Resume), never by reading a page."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import timedelta
+
+import pytest
+from django.apps import apps
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils import timezone
+
+from annotation import services as annotation_services
+from annotation.models import AttentionCheck, LayItem, Participant, Simplification
+from evaluation.models import PowerPlan
+from evaluation.services import analysis_snapshot_compute_here
+from generation.services import batches
+from judging import services as judging_services
+from tests.annotation.factories import build_study
+from work import runner
+
+pytestmark = pytest.mark.django_db
+
+# Survey pages that write on GET on purpose (not the job layer's to change); everything else may not.
+SURVEY_WRITES = {
+    # A radiologist's page records the participant's last activity (annotation.services.participant_touch).
+    "annotation:expert-page",
+}
+
+
+def url_patterns(patterns=None, prefix: str = "", namespace: str | None = None):
+    """(route, name) of every URL pattern outside the admin."""
+    for pattern in get_resolver().url_patterns if patterns is None else patterns:
+        if isinstance(pattern, URLResolver):
+            if pattern.namespace == "admin":
+                continue
+            yield from url_patterns(
+                pattern.url_patterns, prefix + str(pattern.pattern), pattern.namespace or namespace
+            )
+        elif isinstance(pattern, URLPattern):
+            name = f"{namespace}:{pattern.name}" if namespace and pattern.name else pattern.name or ""
+            yield prefix + str(pattern.pattern), name
+
+
+def database_fingerprint() -> dict[str, str]:
+    """Every table's rows, hashed (small test tables: a full read is cheap and misses nothing)."""
+    fingerprint = {}
+    for model in apps.get_models():
+        rows = model.objects.order_by("pk").values_list()
+        fingerprint[model._meta.db_table] = hashlib.sha256(repr(list(rows)).encode()).hexdigest()
+    return fingerprint
+
+
+@pytest.fixture
+def world(monkeypatch, django_capture_on_commit_callbacks):
+    monkeypatch.setattr(
+        runner, "send", lambda *args, **kwargs: None
+    )  # workers that never come: jobs get lost
+    study = build_study(slug="sweep", n_sources=2)
+    researcher = get_user_model().objects.create_user("researcher", password="pw")
+    study.researchers.add(researcher)
+    superuser = get_user_model().objects.create_superuser("root", password="pw")
+    batch = batches.generation_batch_create(study=study, systems=["plain_bs"], backend="glossary")
+    run = judging_services.judge_run_create(study=study, backend="glossary", instruments=["radiologist"])
+    long_ago = timezone.now() - timedelta(hours=1)
+    # A lost job in each: a GET that healed would send it again (a write).
+    batch.jobs.update(dispatched_at=long_ago)
+    run.items.update(dispatched_at=long_ago)
+    plan = PowerPlan.objects.create(study=study, outcome="severity", parameters={"outcome": "severity"})
+    expert = annotation_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    with transaction.atomic():
+        expert_item = annotation_services.expert_items_create(
+            participant=expert, source_ids=list(study.sources.values_list("pk", flat=True)), first_position=0
+        )[0]
+    lay = annotation_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    simplification = Simplification.objects.filter(source__study=study).first()
+    lay_item = LayItem.objects.create(
+        participant=lay,
+        source=simplification.source,
+        position=0,
+        assigned_system=simplification.system,
+        shown_text=simplification.shown_text,
+    )
+    # The study's analysis snapshot is up to date, as after its task ran: a stale or missing one is
+    # computed when first read (evaluation's derived cache, outside the job layer).
+    analysis_snapshot_compute_here(study=study)
+    check = AttentionCheck.objects.create(
+        study=study, position=1, prompt="Pick B", options=["A", "B"], expected_answer="B"
+    )
+    return {
+        "users": {"superuser": superuser, "researcher": researcher, "anonymous": None},
+        "values": {
+            "slug": study.slug,
+            "batch_id": batch.pk,
+            "run_id": run.pk,
+            "plan_id": plan.pk,
+            "file_format": "csv",
+            "check_id": check.pk,
+            "panel": "original",
+        },
+        "tokens": {"r": expert.token, "l": lay.token, "s": lay.token},
+        "items": {"r": expert_item, "l": lay_item.pk},
+    }
+
+
+def concrete(route: str, world) -> str:
+    """The route with its converters filled from the world."""
+    flow = route.split("/", 1)[0]
+
+    def value(match: re.Match) -> str:
+        name = match.group(2)
+        if name == "token":
+            return world["tokens"].get(flow, world["tokens"]["l"])
+        if name == "item_id":
+            return str(world["items"].get(flow, world["items"]["l"]))
+        return str(world["values"][name])
+
+    return "/" + re.sub(r"<(?:(\w+):)?(\w+)>", value, route)
+
+
+def test_no_get_request_writes(client, world):
+    routes = [(route, name) for route, name in url_patterns() if not route.startswith("^")]
+    assert len(routes) > 40  # the sweep reaches the whole project
+    checked, writes = [], []
+    for who, user in world["users"].items():
+        for route, name in routes:
+            if name in SURVEY_WRITES:
+                continue
+            client.logout()
+            if user is not None:
+                client.force_login(user)
+            before = database_fingerprint()
+            response = client.get(concrete(route, world))
+            after = database_fingerprint()
+            changed = sorted(table for table in before if before[table] != after[table])
+            if changed:
+                writes.append(f"GET {route} ({name}) as {who} ({response.status_code}) wrote to {changed}")
+            assert response.status_code != 500, f"GET {route} as {who}"
+            checked.append(route)
+    assert not writes, "\n".join(writes)
+    assert any("generation/batches/" in route for route in checked)
+    assert any("/runs/" in route for route in checked)
