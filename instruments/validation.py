@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -220,7 +221,7 @@ def instrument_from_data(data: object) -> Instrument:
     description = reader.wording(top.get("description"), "description", optional=True)
     citation = _citation(reader, top.get("citation")) if "citation" in top else None
     phases = _phases(reader, top.get("phases", []))
-    items = _items(reader, top.get("items", []), {phase.key for phase in phases})
+    items = _items(reader, top["items"], {phase.key for phase in phases}) if "items" in top else ()
     if reader.errors:
         raise InstrumentError(reader.errors)
     assert key is not None and version is not None and citation is not None
@@ -318,9 +319,16 @@ def _items(reader: _Reader, value: object, phase_keys: set[str]) -> tuple[Item, 
         if item is not None:
             parsed.append((f"items[{i}]", item))
     _unique(reader, [(f"{path}.key", item.key) for path, item in parsed], "item key")
-    by_key = {item.key: item for _, item in parsed}
+    # Keys written in the document, parsed or not: a reference to an item that is broken itself
+    # (or whose key is repeated) is reported there, not again here.
+    written = (
+        Counter(raw.get("key") for raw in value if isinstance(raw, Mapping))
+        if isinstance(value, list)
+        else {}
+    )
+    by_key = {item.key: item for _, item in parsed if written.get(item.key) == 1}
     for path, item in parsed:
-        if item.exclusive_with:
+        if item.exclusive_with and (item.exclusive_with in by_key or item.exclusive_with not in written):
             _check_exclusive(reader, item, by_key, f"{path}.exclusive_with")
     return tuple(item for _, item in parsed)
 
@@ -329,7 +337,7 @@ def _check_exclusive(reader: _Reader, item: Item, by_key: dict[str, Item], path:
     """Two multiple-choice items whose choices may not overlap (most and least liked): the other
     item exists, is multiple choice over the same options, and names this one back."""
     other = by_key.get(item.exclusive_with)
-    if other is None or other is item:
+    if other is None or other.key == item.key:
         reader.error(path, f"{item.exclusive_with!r} is not another item of this instrument")
     elif other.kind is not ItemKind.MULTIPLE_CHOICE:
         reader.error(path, f"{other.key!r} is {other.kind.value}, not multiple_choice")
@@ -428,7 +436,7 @@ def _kind_parts(
             parts["options_from"] = OPTIONS_FROM_TEXTS
         else:
             parts["options"] = _options(reader, raw.get("options"), f"{path}.options", at_least=2)
-        if "exclusive_with" in raw:
+        if kind is ItemKind.MULTIPLE_CHOICE and "exclusive_with" in raw:
             parts["exclusive_with"] = reader.string(raw["exclusive_with"], f"{path}.exclusive_with") or ""
     elif kind is ItemKind.COUNT:
         if raw.get("max_count") is not None:
