@@ -62,7 +62,9 @@ def test_lay_questions_and_scales_equal_radlays_code(lay):
 
 def test_lay_panel_structure_is_expressed_as_item_placement(lay):
     assert [phase.key for phase in lay.phases] == ["original", "assisted", "preference"]
-    by_phase = {phase.key: [item.key for item in lay.items if phase.key in item.phases] for phase in lay.phases}
+    by_phase = {
+        phase.key: [item.key for item in lay.items if phase.key in item.phases] for phase in lay.phases
+    }
     assert by_phase == {
         "original": ["understanding", "confidence", "urgency_confidence", "severity_guess"],
         "assisted": ["understanding", "confidence", "urgency_confidence", "severity_guess", "helpfulness"],
@@ -127,7 +129,9 @@ def test_every_text_is_verbatim_in_protocol_md_or_marked_as_radlays(name, protoc
         as_listed = f"{item.title['en']}: {text[0].lower()}{text[1:]}" if item and item.title else text
         if text not in protocol_md and as_listed not in protocol_md:
             not_verbatim.append(where)
-            assert note, f"{where}: {text!r} is not in PROTOCOL.md and its item's note does not say whose it is"
+            assert note, (
+                f"{where}: {text!r} is not in PROTOCOL.md and its item's note does not say whose it is"
+            )
     # Exactly the texts radlay words itself: the radiologist's severity question and the comment
     # prompt (Figure 5's note, which PROTOCOL.md only summarises).
     expected = {
@@ -163,4 +167,10 @@ def test_spanish_covers_every_item_scale_label_and_help_text_and_is_marked_unval
                 assert set(point.definition) in (set(), {"en", "es"})
     severity = preset_load("protocol_003_layperson").item("severity_guess").scale
     assert severity is not None
-    assert [point.label["es"] for point in severity.points] == ["Crítico", "Grave", "Moderado", "Leve", "Sano"]
+    assert [point.label["es"] for point in severity.points] == [
+        "Crítico",
+        "Grave",
+        "Moderado",
+        "Leve",
+        "Sano",
+    ]

@@ -317,13 +317,16 @@ def test_documents_that_are_not_mappings_or_miss_the_essentials():
         "default_language: missing",
         "items: missing",
         "key: 'Bad Key' must match ^[a-z][a-z0-9_]*$",
-        "translation_status: missing: give each language's status (source, unvalidated translation, validated)",
+        "translation_status: missing: give each language's status "
+        "(source, unvalidated translation, validated)",
     }
 
 
 def test_yaml_booleans_as_field_names_and_bad_syntax_are_explained():
     # YAML 1.1 reads an unquoted `no` as false: the error says to quote it.
-    text = yaml.safe_dump(small(), allow_unicode=True).replace("title: Our study", "title: Our study\n  no: x")
+    text = yaml.safe_dump(small(), allow_unicode=True).replace(
+        "title: Our study", "title: Our study\n  no: x"
+    )
     with pytest.raises(InstrumentError) as caught:
         instrument_from_yaml(text)
     assert caught.value.errors == ("citation.False: field names must be strings (quote it)",)
@@ -339,7 +342,9 @@ def test_a_written_instrument_is_read_back_from_files_by_suffix(tmp_path):
     (tmp_path / "a.json").write_text(instrument_to_json(instrument), encoding="utf-8")
     assert instrument_read(tmp_path / "a.yaml") == instrument
     assert instrument_read(tmp_path / "a.json") == instrument
-    assert json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))["title"]["es"] == "Rúbrica del equipo"
+    assert (
+        json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))["title"]["es"] == "Rúbrica del equipo"
+    )
     with pytest.raises(InstrumentError, match=r"\.yaml, \.yml or \.json"):
         instrument_read(tmp_path / "a.txt")
 
