@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 import yaml
@@ -110,14 +111,14 @@ class _Reader:
             self.error(path, f"must have at least {at_least} entr{'y' if at_least == 1 else 'ies'}")
         return value
 
-    def wording(self, value: object, path: str, *, optional: bool = False) -> dict[str, str]:
+    def wording(self, value: object, path: str, *, optional: bool = False) -> Wording:
         """A text per offered language: every one present (an optional text may be left out
         entirely, not in part), none that the instrument does not offer."""
         if value is None and optional:
-            return {}
+            return MappingProxyType({})
         if not isinstance(value, Mapping):
             self.error(path, "must map each offered language to its text")
-            return {}
+            return MappingProxyType({})
         out: dict[str, str] = {}
         for language, text in value.items():
             if language not in self.languages:
@@ -127,7 +128,8 @@ class _Reader:
         for language in self.languages:
             if language not in value:
                 self.error(_join(path, language), "missing: every offered language needs this text")
-        return out
+        # Read-only, so a frozen instrument's texts cannot be changed behind its fingerprint.
+        return MappingProxyType(out)
 
 
 def _join(path: str, key: str) -> str:
@@ -254,7 +256,7 @@ def _languages(reader: _Reader, top: dict[str, Any]) -> tuple[str, ...]:
 
 def _translation_status(
     reader: _Reader, value: object, languages: tuple[str, ...]
-) -> dict[str, TranslationStatus]:
+) -> Mapping[str, TranslationStatus]:
     path = "translation_status"
     if value is None:
         reader.error(
@@ -275,7 +277,7 @@ def _translation_status(
     sources = [language for language, s in status.items() if s is TranslationStatus.SOURCE]
     if len(status) == len(languages) and len(sources) != 1:
         reader.error(path, f"exactly one language must be the source (found {len(sources)})")
-    return status
+    return MappingProxyType(status)
 
 
 def _citation(reader: _Reader, value: object) -> Citation | None:

@@ -349,6 +349,14 @@ def test_a_written_instrument_is_read_back_from_files_by_suffix(tmp_path):
         instrument_read(tmp_path / "a.txt")
 
 
+def test_an_instruments_texts_are_read_only():
+    instrument = instrument_from_data(small())
+    with pytest.raises(TypeError):
+        instrument.title["en"] = "Changed behind the fingerprint"  # type: ignore[index]
+    with pytest.raises(TypeError):
+        instrument.items[0].wording["es"] = "Cambiado"  # type: ignore[index]
+
+
 def test_the_input_document_is_not_modified():
     data = small()
     before = copy.deepcopy(data)
