@@ -3,6 +3,8 @@ at once, and a valid document reads back to an equal instrument through YAML and
 
 import copy
 import json
+import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -362,3 +364,21 @@ def test_the_input_document_is_not_modified():
     before = copy.deepcopy(data)
     instrument_from_data(data)
     assert data == before
+
+
+def test_the_documented_example_is_a_valid_instrument():
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "architecture" / "instruments.md").read_text(
+        encoding="utf-8"
+    )
+    example = re.search(r"```yaml\n(.*?)```", doc, re.S)
+    assert example is not None
+    instrument = instrument_from_yaml(example.group(1))
+    assert [item.kind.value for item in instrument.items] == [
+        "ordinal",
+        "multiple_choice",
+        "multiple_choice",
+        "count",
+        "free_text",
+        "sentence_matching",
+    ]
+    assert instrument.item("actionability").scale.points[2].label == {"en": "Yes", "es": "Sí"}
