@@ -15,10 +15,13 @@ Stored values, by kind:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from instruments.schema import NOT_APPLICABLE, OPTIONS_FROM_TEXTS, Instrument, Item, ItemKind, ProportionOf
+
+_WHOLE_NUMBER = re.compile(r"-?[0-9]+")
 
 
 class InvalidAnswer(ValueError):
@@ -53,7 +56,7 @@ def _as_int(item: Item, raw: object, what: str) -> int:
     """An int, or a form's string of one: a web form posts "3", JSON sends 3."""
     if isinstance(raw, int) and not isinstance(raw, bool):
         return raw
-    if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
+    if isinstance(raw, str) and _WHOLE_NUMBER.fullmatch(raw.strip()):
         return int(raw.strip())
     raise InvalidAnswer(f"{item.key}: {what} must be a whole number, not {raw!r}")
 

@@ -33,6 +33,10 @@ def test_ordinal_answers_are_coded_by_the_points_code():
         item_value_validate(helpfulness, "much better")
     with pytest.raises(InvalidAnswer, match="must be a whole number"):
         item_value_validate(helpfulness, True)
+    for malformed in ("--1", "1.0", "½"):
+        with pytest.raises(InvalidAnswer, match="must be a whole number"):
+            item_value_validate(helpfulness, malformed)
+    assert item_value_validate(helpfulness, " -1 ") == -1
     with pytest.raises(InvalidAnswer, match="no 'not applicable' answer"):
         item_value_validate(helpfulness, NOT_APPLICABLE)
 
