@@ -615,12 +615,20 @@ def _scale_data(scale: Scale) -> dict[str, Any]:
 # --- Files -----------------------------------------------------------------------------------------
 
 
-def instrument_from_yaml(text: str) -> Instrument:
+def _parsed(text: str, load: Callable[[str], object], fault: type[Exception], what: str) -> Instrument:
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InstrumentError([f"not valid YAML: {exc}"]) from exc
+        data = load(text)
+    except fault as exc:
+        raise InstrumentError([f"not valid {what}: {exc}"]) from exc
     return instrument_from_data(data)
+
+
+def instrument_from_yaml(text: str) -> Instrument:
+    return _parsed(text, yaml.safe_load, yaml.YAMLError, "YAML")
+
+
+def instrument_from_json(text: str) -> Instrument:
+    return _parsed(text, json.loads, json.JSONDecodeError, "JSON")
 
 
 def instrument_to_yaml(instrument: Instrument) -> str:
@@ -630,14 +638,6 @@ def instrument_to_yaml(instrument: Instrument) -> str:
         instrument_to_data(instrument), allow_unicode=True, sort_keys=False, width=1_000_000
     )
     return text
-
-
-def instrument_from_json(text: str) -> Instrument:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InstrumentError([f"not valid JSON: {exc}"]) from exc
-    return instrument_from_data(data)
 
 
 def instrument_to_json(instrument: Instrument) -> str:

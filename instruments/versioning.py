@@ -96,17 +96,12 @@ def instrument_change(old: Instrument, new: Instrument) -> InstrumentChange:
             if before[key].get(name) != after[key].get(name):
                 structural.append(f"item {key!r}: {name}")
     old_data, new_data = instrument_to_data(old), instrument_to_data(new)
+    # Everything at the top but the key, the version and the structure is text (title, citation,
+    # languages, translation status, description).
     texts = [
         name
-        for name in (
-            "title",
-            "citation",
-            "languages",
-            "default_language",
-            "translation_status",
-            "description",
-        )
-        if old_data.get(name) != new_data.get(name)
+        for name in sorted(old_data.keys() | new_data.keys())
+        if name not in ("key", "version", "phases", "items") and old_data.get(name) != new_data.get(name)
     ]
     if [p.intro for p in old.phases] != [p.intro for p in new.phases]:
         texts.append("phase intros")

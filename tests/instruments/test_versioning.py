@@ -100,7 +100,7 @@ def test_relabelling_a_point_is_a_text_change_and_adding_a_language_too():
     old, new = edited("medlaybench_002", add_german)
     change = instrument_change(old, new)
     assert change.comparable
-    assert change.texts[:4] == ("title", "languages", "translation_status", "description")
+    assert change.texts[:4] == ("description", "languages", "title", "translation_status")
 
 
 def test_another_instrument_is_not_a_version_and_a_lower_version_is_refused():
