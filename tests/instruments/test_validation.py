@@ -382,3 +382,20 @@ def test_the_documented_example_is_a_valid_instrument():
         "sentence_matching",
     ]
     assert instrument.item("actionability").scale.points[2].label == {"en": "Yes", "es": "Sí"}
+
+
+def test_fingerprints_of_a_fixed_document_never_change():
+    """A study stores these hashes beside its answers: a change to the canonical form (a renamed
+    field, a default now written out) would orphan every stored fingerprint. Change these values
+    only together with a data migration that rewrites the stored ones."""
+    from instruments.versioning import instrument_fingerprint, instrument_structure_fingerprint
+
+    instrument = instrument_from_data(small())
+    assert (
+        instrument_fingerprint(instrument)
+        == "684ba08bfda8efcc51feb7102e1252e70f650939325427d5249dce2c4b8d2cb4"
+    )
+    assert (
+        instrument_structure_fingerprint(instrument)
+        == "97d5be4c2c1fa26c285e3aea91f295a081397991404c235e3f45bc52ef16276d"
+    )
