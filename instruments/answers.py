@@ -1,0 +1,231 @@
+"""One answer to one item: checked against the item (`item_value_validate`) and turned into the
+number or category the analysis uses (`item_value_code`), so that analysis can later be driven by an
+instrument's items rather than by fixed columns. Django-free.
+
+Stored values, by kind:
+  ordinal            the point's code (int), or NOT_APPLICABLE where the scale offers it
+  single_choice      the option key (str); with options_from="texts" the shown text's key
+  multiple_choice    a frozenset of option keys
+  count              a non-negative int
+  free_text          the text, stripped
+  sentence_matching  SentenceMatches: per reference sentence, the generated sentences matching it
+  error_spans        a tuple of ErrorSpan (issue 33; no flow shows it yet)
+  pairwise           the outcome's option key (issue 33; no flow shows it yet)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from instruments.schema import NOT_APPLICABLE, OPTIONS_FROM_TEXTS, Instrument, Item, ItemKind, ProportionOf
+
+_WHOLE_NUMBER = re.compile(r"-?[0-9]+")
+
+
+class InvalidAnswer(ValueError):
+    """An answer the item cannot take; the message names the item and says what it accepts."""
+
+
+@dataclass(frozen=True)
+class SentenceMatches:
+    """Seed 000 section 4.4: for each reference sentence (in order), the indices (0-based) of the
+    generated sentences that semantically match it."""
+
+    generated_count: int
+    matches: tuple[frozenset[int], ...]
+
+    @property
+    def reference_count(self) -> int:
+        return len(self.matches)
+
+
+@dataclass(frozen=True)
+class ErrorSpan:
+    start: int
+    end: int
+    label: str
+
+
+AnswerValue = int | str | frozenset[str] | SentenceMatches | tuple[ErrorSpan, ...] | None
+Coded = float | str | frozenset[str] | None
+
+
+def _as_int(item: Item, raw: object, what: str) -> int:
+    """An int, or a form's string of one: a web form posts "3", JSON sends 3."""
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str) and _WHOLE_NUMBER.fullmatch(raw.strip()):
+        return int(raw.strip())
+    raise InvalidAnswer(f"{item.key}: {what} must be a whole number, not {raw!r}")
+
+
+def _choice_keys(item: Item, texts: Sequence[str]) -> tuple[str, ...]:
+    if item.options_from == OPTIONS_FROM_TEXTS:
+        return tuple(texts)
+    return tuple(option.key for option in item.options)
+
+
+def _is_empty(raw: object) -> bool:
+    return (
+        raw is None
+        or (isinstance(raw, str) and not raw.strip())
+        or (isinstance(raw, (list, tuple, set, frozenset)) and not raw)
+    )
+
+
+def item_value_validate(item: Item, raw: object, *, texts: Sequence[str] = ()) -> AnswerValue:
+    """The stored value of `raw` as an answer to `item`, or InvalidAnswer. `texts` are the keys of
+    the texts a page showed, for a choice item whose options are those texts. An empty answer is
+    None where the item is optional."""
+    if _is_empty(raw):
+        if item.required:
+            raise InvalidAnswer(f"{item.key}: an answer is required")
+        return None
+    if item.kind is ItemKind.ORDINAL:
+        return _ordinal(item, raw)
+    if item.kind in (ItemKind.SINGLE_CHOICE, ItemKind.PAIRWISE):
+        allowed = _choice_keys(item, texts)
+        if not isinstance(raw, str) or raw not in allowed:
+            raise InvalidAnswer(f"{item.key}: {raw!r} is not one of {', '.join(allowed)}")
+        return raw
+    if item.kind is ItemKind.MULTIPLE_CHOICE:
+        allowed = _choice_keys(item, texts)
+        if isinstance(raw, str) or not isinstance(raw, Iterable):
+            raise InvalidAnswer(f"{item.key}: a multiple-choice answer is a list of choices")
+        chosen = list(raw)
+        unknown = [choice for choice in chosen if choice not in allowed]
+        if unknown:
+            raise InvalidAnswer(f"{item.key}: {', '.join(map(repr, unknown))} not among {', '.join(allowed)}")
+        return frozenset(chosen)
+    if item.kind is ItemKind.COUNT:
+        count = _as_int(item, raw, "a count")
+        if count < 0:
+            raise InvalidAnswer(f"{item.key}: a count cannot be negative")
+        if item.max_count is not None and count > item.max_count:
+            raise InvalidAnswer(f"{item.key}: at most {item.max_count}")
+        return count
+    if item.kind is ItemKind.FREE_TEXT:
+        if not isinstance(raw, str):
+            raise InvalidAnswer(f"{item.key}: must be text")
+        text = raw.strip()
+        if item.max_length is not None and len(text) > item.max_length:
+            raise InvalidAnswer(f"{item.key}: at most {item.max_length} characters (got {len(text)})")
+        return text
+    if item.kind is ItemKind.SENTENCE_MATCHING:
+        return _sentence_matches(item, raw)
+    return _error_spans(item, raw)
+
+
+def _ordinal(item: Item, raw: object) -> int | str:
+    assert item.scale is not None
+    if raw == NOT_APPLICABLE:
+        if not item.scale.not_applicable:
+            raise InvalidAnswer(f"{item.key}: this scale has no 'not applicable' answer")
+        return NOT_APPLICABLE
+    code = _as_int(item, raw, "a scale answer")
+    if code not in item.scale.codes:
+        raise InvalidAnswer(f"{item.key}: {code} is not a point of the scale ({item.scale.codes})")
+    return code
+
+
+def _sentence_matches(item: Item, raw: object) -> SentenceMatches:
+    """`raw` is {"generated_count": m, "matches": [[generated indices] per reference sentence]}."""
+    if not isinstance(raw, Mapping) or set(raw) != {"generated_count", "matches"}:
+        raise InvalidAnswer(f"{item.key}: a sentence matching is {{generated_count, matches}}")
+    generated = _as_int(item, raw["generated_count"], "generated_count")
+    if generated < 0:
+        raise InvalidAnswer(f"{item.key}: generated_count cannot be negative")
+    rows = raw["matches"]
+    if isinstance(rows, (str, Mapping)) or not isinstance(rows, Iterable):
+        raise InvalidAnswer(f"{item.key}: matches is a list, one entry per reference sentence")
+    matches = []
+    for i, row in enumerate(rows):
+        if isinstance(row, (str, Mapping)) or not isinstance(row, Iterable):
+            raise InvalidAnswer(f"{item.key}: matches[{i}] is a list of generated sentence numbers")
+        indices = frozenset(_as_int(item, index, f"matches[{i}]") for index in row)
+        outside = sorted(index for index in indices if not 0 <= index < generated)
+        if outside:
+            raise InvalidAnswer(
+                f"{item.key}: matches[{i}]: {outside} not among the {generated} generated sentences"
+            )
+        matches.append(indices)
+    if not matches:
+        raise InvalidAnswer(f"{item.key}: the reference has no sentence to match")
+    return SentenceMatches(generated_count=generated, matches=tuple(matches))
+
+
+def _error_spans(item: Item, raw: object) -> tuple[ErrorSpan, ...]:
+    """`raw` is a list of {"start", "end", "label"}: character offsets into the text, end exclusive."""
+    labels = {option.key for option in item.options}
+    if isinstance(raw, (str, Mapping)) or not isinstance(raw, Iterable):
+        raise InvalidAnswer(f"{item.key}: error spans are a list of {{start, end, label}}")
+    spans = []
+    for i, span in enumerate(raw):
+        if not isinstance(span, Mapping) or set(span) != {"start", "end", "label"}:
+            raise InvalidAnswer(f"{item.key}: spans[{i}] is {{start, end, label}}")
+        start, end = (
+            _as_int(item, span["start"], f"spans[{i}].start"),
+            _as_int(item, span["end"], f"spans[{i}].end"),
+        )
+        if not 0 <= start < end:
+            raise InvalidAnswer(f"{item.key}: spans[{i}] must have 0 <= start < end")
+        if span["label"] not in labels:
+            raise InvalidAnswer(
+                f"{item.key}: spans[{i}].label {span['label']!r} is not one of {sorted(labels)}"
+            )
+        spans.append(ErrorSpan(start=start, end=end, label=str(span["label"])))
+    return tuple(sorted(spans, key=lambda s: (s.start, s.end, s.label)))
+
+
+def sentence_matching_proportion(matches: SentenceMatches, proportion_of: ProportionOf) -> float | None:
+    """Seed 000 section 4.4 / Algorithm 2 (appendix A.7): the share of generated sentences that
+    match at least one reference sentence (`generated`), or the share of reference sentences
+    matched by at least one generated sentence (`reference`). None when there is nothing to divide by."""
+    if proportion_of is ProportionOf.GENERATED:
+        if matches.generated_count == 0:
+            return None
+        matched: set[int] = set().union(*matches.matches)
+        return len(matched) / matches.generated_count
+    return sum(1 for row in matches.matches if row) / matches.reference_count
+
+
+def item_value_code(item: Item, value: AnswerValue) -> Coded:
+    """The analysis value of a stored answer: a number for ordinal (the point's code), count,
+    sentence matching (the matched proportion) and error spans (how many); the category for single
+    choice and pairwise; the set for multiple choice; None for free text, "not applicable" and no
+    answer."""
+    if value is None or value == NOT_APPLICABLE:
+        return None
+    kind = item.kind
+    if kind in (ItemKind.ORDINAL, ItemKind.COUNT) and isinstance(value, int):
+        return float(value)
+    if kind is ItemKind.SENTENCE_MATCHING and isinstance(value, SentenceMatches):
+        assert item.proportion_of is not None
+        return sentence_matching_proportion(value, item.proportion_of)
+    if kind is ItemKind.ERROR_SPANS and isinstance(value, tuple):
+        return float(len(value))
+    if kind in (ItemKind.SINGLE_CHOICE, ItemKind.PAIRWISE) and isinstance(value, str):
+        return value
+    if kind is ItemKind.MULTIPLE_CHOICE and isinstance(value, frozenset):
+        return value
+    if kind is ItemKind.FREE_TEXT and isinstance(value, str):
+        return None
+    raise InvalidAnswer(f"{item.key}: {value!r} is not a stored {kind.value} value")
+
+
+def exclusive_overlaps(
+    instrument: Instrument, values: Mapping[str, AnswerValue]
+) -> dict[str, frozenset[str]]:
+    """The choices ticked in both of two items declared exclusive_with each other (a text both most
+    and least liked), by item key; empty when the answers respect every such rule. The flow decides
+    what to refuse (radlay keeps the tick already stored)."""
+    overlaps: dict[str, frozenset[str]] = {}
+    for item in instrument.items:
+        if not item.exclusive_with:
+            continue
+        mine, theirs = values.get(item.key), values.get(item.exclusive_with)
+        if isinstance(mine, frozenset) and isinstance(theirs, frozenset) and mine & theirs:
+            overlaps[item.key] = mine & theirs
+    return overlaps
