@@ -63,15 +63,20 @@ def _f1(precision: float | None, recall: float | None) -> float | None:
     return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
 
 
-def overlap_f1(a: Annotation, b: Annotation) -> dict[str, dict[str, Any]]:
-    """Span-level overlap F1 by category (and ``"all"``) over the texts both annotated.
-    ``precision`` is None when A marked nothing in the category, ``recall`` when B marked nothing."""
+def _shared_texts(a: Annotation, b: Annotation) -> tuple[list[Hashable], list[str]]:
+    """The texts both annotated, and the categories marked on them followed by ``"all"``."""
     _check(a, "a")
     _check(b, "b")
     texts = [t for t in a if t in b]
-    categories = sorted({s.category for t in texts for s in (*a[t], *b[t])})
+    return texts, [*sorted({s.category for t in texts for s in (*a[t], *b[t])}), ALL]
+
+
+def overlap_f1(a: Annotation, b: Annotation) -> dict[str, dict[str, Any]]:
+    """Span-level overlap F1 by category (and ``"all"``) over the texts both annotated.
+    ``precision`` is None when A marked nothing in the category, ``recall`` when B marked nothing."""
+    texts, categories = _shared_texts(a, b)
     out: dict[str, dict[str, Any]] = {}
-    for category in [*categories, ALL]:
+    for category in categories:
         counts = np.zeros(4)  # matched A, all A, matched B, all B
         for t in texts:
             spans_a = [s for s in a[t] if category in (ALL, s.category)]
@@ -100,12 +105,9 @@ def _characters(spans: Sequence[Span], category: str) -> set[int]:
 
 def character_f1(a: Annotation, b: Annotation) -> dict[str, dict[str, Any]]:
     """Character-level (partial credit) precision, recall and F1 by category and ``"all"``."""
-    _check(a, "a")
-    _check(b, "b")
-    texts = [t for t in a if t in b]
-    categories = sorted({s.category for t in texts for s in (*a[t], *b[t])})
+    texts, categories = _shared_texts(a, b)
     out: dict[str, dict[str, Any]] = {}
-    for category in [*categories, ALL]:
+    for category in categories:
         both = only_a = only_b = 0
         for t in texts:
             chars_a, chars_b = _characters(a[t], category), _characters(b[t], category)
