@@ -138,11 +138,7 @@ class _Prepared:
             if isinstance(param, bool) or not isinstance(param, int | str | dt.datetime):
                 continue
             if param in where:
-                # An integer keeps the type the ORM gave it (the backend's Int4 for an integer
-                # column), so the backend's range check sees the real argument as it would the
-                # ORM's: refused when out of range, never packed into the column's width.
-                same = type(param) if isinstance(param, int) and type(param) is not int else None
-                slots.append((position, *where[param], same))
+                slots.append((position, *where[param], None))
             elif param in adapted:
                 slots.append((position, *where[adapted[param]], adapt))
         lost = set(where.values()) - {(name, index) for _, name, index, _ in slots}

@@ -8,7 +8,7 @@ import pytest
 from django.db import DataError, connection, transaction
 
 from annotation.models import Source, Study
-from annotation.prepared_queries import PreparedUpdate
+from annotation.prepared_queries import PreparedQuery, PreparedUpdate
 from config.postgresql.base import MAX_PARAMETERS
 
 pytestmark = [
@@ -64,7 +64,9 @@ def test_the_edges_of_int4_are_stored_exactly():
     assert (study.lay_sources_per_participant, source.position) == (2**31 - 1, 2**31 - 1)
 
 
-def test_a_prepared_query_of_radlay_refuses_an_out_of_range_argument():
+def test_a_prepared_update_of_radlay_refuses_an_out_of_range_argument():
+    # annotation/prepared_queries.py binds a real argument as a plain int, which psycopg sends as
+    # int8 when it needs to: PostgreSQL's own assignment to the integer column refuses it.
     study = Study.objects.create(slug="wrap", title="Wrap")
     update = PreparedUpdate(
         lambda study_id, n: (Study.objects.filter(pk=study_id), {"lay_sources_per_participant": n})
@@ -75,3 +77,13 @@ def test_a_prepared_query_of_radlay_refuses_an_out_of_range_argument():
         update.run(study_id=study.pk, n=99_999_999_999)
     study.refresh_from_db()
     assert study.lay_sources_per_participant == 7
+
+
+def test_a_prepared_read_with_an_out_of_range_argument_finds_nothing_and_does_not_fail():
+    # As the ORM's lookups do (IntegerFieldOverflow): no row can hold such a value.
+    study = Study.objects.create(slug="wrap", title="Wrap", lay_sources_per_participant=3)
+    read = PreparedQuery(lambda n: Study.objects.filter(lay_sources_per_participant=n).values_list("pk"))
+    for _ in range(7):
+        assert read.rows(n=3) == [(study.pk,)]
+    assert read.rows(n=99_999_999_999) == []
+    assert read.rows(n=3) == [(study.pk,)]
