@@ -128,6 +128,14 @@ def test_api_refuses_bad_requests_with_400(pilot, api, body):
     assert not PowerPlan.objects.exists()
 
 
+@pytest.mark.parametrize("body", ["[null, null]", "1", '"x"', "true", "null", "[]"])
+def test_api_answers_a_body_that_is_not_a_json_object_with_400(pilot, api, body):
+    response = api.post("/api/studies/pilot/plans/", body, content_type="application/json")
+    assert response.status_code == 400
+    assert "must be a JSON object" in response.json()["errors"]["__all__"][0]["message"]
+    assert not PowerPlan.objects.exists()
+
+
 def test_api_and_pages_hide_another_researchers_plans(pilot, client, django_capture_on_commit_callbacks):
     plan = PowerPlan.objects.create(study=pilot, outcome="understanding", parameters=SMALL)
     other = get_user_model().objects.create_user("bob", password="pw-bob-123")
