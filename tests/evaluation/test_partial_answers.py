@@ -29,10 +29,13 @@ def _finite_json(document) -> str:
     return json.dumps(document, allow_nan=False, default=str)
 
 
-@pytest.mark.django_db
-def test_a_lay_panel_one_answer_without_a_severity_guess_does_not_stop_the_analysis():
+def _halfway_study() -> Study:
+    """build_answered_study's four complete laypeople, and one who answered Q1 of panel 1 and left
+    (what the autosave of the first question stores: Q2 and Q3 not yet answered)."""
     study = build_answered_study(slug="halfway", n_lay=4)
-    person = services.participant_create(study=study, role=Participant.Role.LAYPERSON, external_id="halfway01")
+    person = services.participant_create(
+        study=study, role=Participant.Role.LAYPERSON, external_id="halfway01"
+    )
     source = study.sources.order_by("position").first()
     system = study.systems.order_by("position").first()
     item = services.lay_item_create(
@@ -42,9 +45,23 @@ def test_a_lay_panel_one_answer_without_a_severity_guess_does_not_stop_the_analy
         shown_text=source.simplifications.get(system=system).shown_text,
         assigned_system=system,
     )
-    # What the autosave of the first question stores: Q1 only, Q2 and Q3 not yet answered.
     services.lay_answer_save(item=item, phase="original", answers={"understanding": "Most of it"})
+    return study
 
+
+@pytest.mark.django_db
+def test_a_half_answered_lay_page_leaves_the_next_snapshot_with_its_figures(fast_analysis):
+    study = _halfway_study()
+    snapshot = evaluation_services.analysis_snapshot_compute_here(study=study)
+    assert snapshot.error == "" and snapshot.computed_at is not None
+    assert snapshot.result["lay"]["original"]["n"] == 17
+    drawn = {name for name, svg in snapshot.figures.items() if svg.lstrip().startswith("<svg")}
+    assert {"system_means", "confidence", "votes", "severity"} <= drawn
+
+
+@pytest.mark.django_db
+def test_a_lay_panel_one_answer_without_a_severity_guess_does_not_stop_the_analysis():
+    study = _halfway_study()
     analysis = evaluation_services.study_analysis_compute(study=study, options=FAST)
 
     _finite_json(analysis)
@@ -110,7 +127,11 @@ def _saved_study(data) -> tuple[Study, dict]:
             system = systems[shown_systems[(p + i) % len(shown_systems)]]
             shown = sources[i].simplifications.get(system=system).shown_text
             item = services.lay_item_create(
-                participant=person, source=sources[i], position=position, shown_text=shown, assigned_system=system
+                participant=person,
+                source=sources[i],
+                position=position,
+                shown_text=shown,
+                assigned_system=system,
             )
             # Panel 1 only, panels 1 and 2, panel 2 without panel 1 (imported), or nothing at all.
             if data.draw(st.booleans()):
@@ -149,23 +170,30 @@ def _saved_study(data) -> tuple[Study, dict]:
     return study, saved
 
 
-@pytest.mark.django_db(transaction=False)
+@pytest.mark.django_db
 @settings(
-    max_examples=25,
+    # About 0.5–2 s an example on two busy cores; 300 examples passed when this test was written.
+    max_examples=20,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=st.data())
 def test_any_partial_answer_set_of_both_flows_is_analysed_from_the_answers_present(data):
+    # Each example in a rolled-back savepoint: the next one starts from an empty database.
     with transaction.atomic():
         study, saved = _saved_study(data)
+        # The analysis the snapshot task computes (its figures are drawn from this document:
+        # test_a_half_answered_lay_page_leaves_the_next_snapshot_with_its_figures).
         analysis = evaluation_services.study_analysis_compute(study=study, options=FAST)
         transaction.set_rollback(True)
 
     _finite_json(analysis)
     reference = saved["reference"]
     original = [answers for _, answers in saved["original"]]
-    assert analysis["n"]["lay_answers"] == {"original": len(saved["original"]), "assisted": len(saved["assisted"])}
+    assert analysis["n"]["lay_answers"] == {
+        "original": len(saved["original"]),
+        "assisted": len(saved["assisted"]),
+    }
     lay = analysis["lay"]["original"]
     assert lay["n"] == len(original)
     for question in ("understanding", "confidence"):
