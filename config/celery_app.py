@@ -1,5 +1,7 @@
-"""The Celery app. Queues: `default` (bookkeeping), `llm` (API-backed generation), `gpu` (local
-models). Settings come from Django's settings under the CELERY_ namespace; the beat schedule there
+"""The Celery app. Queues: `default` (bookkeeping, analysis snapshots), `llm` (API-backed
+generation), `gpu` (local models), `heavy` (long CPU work a researcher asks for: sample-size plans),
+which its own worker consumes so that it never holds up the snapshots (docker/compose.yml).
+Settings come from Django's settings under the CELERY_ namespace; the beat schedule there
 runs the self-healing checks of generation's batches and judging's runs, which every worker also
 runs when it starts."""
 
@@ -16,13 +18,14 @@ logger = logging.getLogger(__name__)
 
 app = Celery("radlay")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.conf.task_queues = (Queue("default"), Queue("llm"), Queue("gpu"))
+app.conf.task_queues = (Queue("default"), Queue("llm"), Queue("gpu"), Queue("heavy"))
 app.conf.task_routes = {
     "generation.tasks.generation_job_run_llm": {"queue": "llm"},
     "generation.tasks.generation_job_run_gpu": {"queue": "gpu"},
     "generation.tasks.generation_batches_heal": {"queue": "default"},
     "judging.tasks.judge_runs_heal": {"queue": "default"},
     "ml.tasks.*": {"queue": "gpu"},
+    "evaluation.tasks.power_plan_run": {"queue": "heavy"},
 }
 app.autodiscover_tasks()
 

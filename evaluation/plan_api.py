@@ -78,7 +78,10 @@ class PlanListView(APIView):
         rows = plans.plans_for_study(study=study).select_related("study")[:100]
         return Response([_plan_json(request, plan, with_result=False) for plan in rows])
 
-    @extend_schema(request=PlanRequestSerializer, responses={202: PlanSerializer, 400: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request=PlanRequestSerializer,
+        responses={202: PlanSerializer, 400: OpenApiTypes.OBJECT, 429: OpenApiTypes.OBJECT},
+    )
     def post(self, request: Request, slug: str) -> Response:
         """Queue a plan: power of radlay's analysis over a grid of designs, simulated from this
         study's answers as the pilot. Poll the returned url until status is done or failed."""
@@ -95,7 +98,13 @@ class PlanListView(APIView):
         form = PlanForm.with_defaults(request.data)
         if not form.is_valid():
             return Response({"errors": form.errors.get_json_data()}, status=status.HTTP_400_BAD_REQUEST)
-        plan = plans.plan_create(study=study, parameters=form.cleaned_data, user=request.user)
+        try:
+            plan = plans.plan_create(study=study, parameters=form.cleaned_data, user=request.user)
+        except plans.PlanLimitReached as limit:
+            return Response(
+                {"errors": {"__all__": [{"message": limit.message, "code": "limit"}]}},
+                status=status.HTTP_429_TOO_MANY_REQUESTS,
+            )
         plan.refresh_from_db()
         return Response(_plan_json(request, plan, with_result=True), status=status.HTTP_202_ACCEPTED)
 
