@@ -225,3 +225,33 @@ def test_any_partial_answer_set_of_both_flows_is_analysed_from_the_answers_prese
                 1 for choice in saved["preferences"] for t in choice[k] if system in saved["text_systems"][t]
             )
             assert analysis["preference_details"][side]["votes"][system] == votes
+
+
+@pytest.mark.django_db
+def test_a_system_without_texts_and_a_source_without_simplifications_are_analysed():
+    study = build_study(slug="gaps", n_sources=2, systems=("a", "b"))
+    services.system_upsert(study=study, key="never_generated")
+    services.source_upsert(study=study, key="s03", text="Sentence 3: no simplification yet.")
+    source = study.sources.get(key="s01")
+    system = study.systems.get(key="a")
+    person = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    item = services.lay_item_create(
+        participant=person,
+        source=source,
+        position=0,
+        shown_text=source.simplifications.get(system=system).shown_text,
+        assigned_system=system,
+    )
+    services.lay_answer_save(item=item, phase="original", answers={"severity_guess": "Critical"})
+    services.lay_preference_save(item=item, most=[item.preference_order[0]])
+
+    analysis = evaluation_services.study_analysis_compute(study=study, options=FAST)
+
+    _finite_json(analysis)
+    assert analysis["lay"]["never_generated"]["n"] == 0
+    assert analysis["expert"]["never_generated"]["n"] == 0
+    # s01's reference severity is Critical (build_study): the one guess is a hit.
+    assert analysis["lay"]["original"]["severity_accuracy"] == 1.0
+    assert analysis["lay"]["original"]["understanding"] is None
+    assert sum(analysis["preference_details"]["most"]["votes"].values()) == 1
+    assert sum(analysis["preference_details"]["least"]["votes"].values()) == 0
