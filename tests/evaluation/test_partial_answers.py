@@ -16,7 +16,7 @@ from annotation import scales, services
 from annotation.models import Participant, Simplification, SimplificationText, Source, Study
 from evaluation import services as evaluation_services
 from evaluation.analysis import AnalysisOptions
-from tests.annotation.factories import build_study
+from tests.annotation.factories import build_study, lay_item_of
 from tests.evaluation.test_analysis_inputs import build_answered_study
 
 FAST = AnalysisOptions(
@@ -36,14 +36,8 @@ def _halfway_study() -> Study:
     person = services.participant_create(
         study=study, role=Participant.Role.LAYPERSON, external_id="halfway01"
     )
-    source = study.sources.order_by("position").first()
-    system = study.systems.order_by("position").first()
-    item = services.lay_item_create(
-        participant=person,
-        source=source,
-        position=0,
-        shown_text=source.simplifications.get(system=system).shown_text,
-        assigned_system=system,
+    item = lay_item_of(
+        person, study.sources.order_by("position").first(), study.systems.order_by("position").first()
     )
     services.lay_answer_save(item=item, phase="original", answers={"understanding": "Most of it"})
     return study
@@ -125,14 +119,8 @@ def _saved_study(data) -> tuple[Study, dict]:
         positions = data.draw(st.lists(st.sampled_from(range(3)), unique=True))
         for position, i in enumerate(positions):
             system = systems[shown_systems[(p + i) % len(shown_systems)]]
-            shown = sources[i].simplifications.get(system=system).shown_text
-            item = services.lay_item_create(
-                participant=person,
-                source=sources[i],
-                position=position,
-                shown_text=shown,
-                assigned_system=system,
-            )
+            item = lay_item_of(person, sources[i], system, position=position)
+            shown = item.shown_text
             # Panel 1 only, panels 1 and 2, panel 2 without panel 1 (imported), or nothing at all.
             if data.draw(st.booleans()):
                 answers = _answers(data, PANEL_ONE)
@@ -232,16 +220,8 @@ def test_a_system_without_texts_and_a_source_without_simplifications_are_analyse
     study = build_study(slug="gaps", n_sources=2, systems=("a", "b"))
     services.system_upsert(study=study, key="never_generated")
     services.source_upsert(study=study, key="s03", text="Sentence 3: no simplification yet.")
-    source = study.sources.get(key="s01")
-    system = study.systems.get(key="a")
     person = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
-    item = services.lay_item_create(
-        participant=person,
-        source=source,
-        position=0,
-        shown_text=source.simplifications.get(system=system).shown_text,
-        assigned_system=system,
-    )
+    item = lay_item_of(person, study.sources.get(key="s01"), study.systems.get(key="a"))
     services.lay_answer_save(item=item, phase="original", answers={"severity_guess": "Critical"})
     services.lay_preference_save(item=item, most=[item.preference_order[0]])
 

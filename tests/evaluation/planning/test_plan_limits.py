@@ -7,11 +7,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.urls import reverse
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from evaluation.forms import MAX_PARTICIPANTS, MAX_SIMULATIONS, MAX_SOURCES, PlanForm
 from evaluation.models import PowerPlan
@@ -37,23 +34,11 @@ def limits(settings):
 
 
 @pytest.fixture
-def researcher(db):
-    return get_user_model().objects.create_user("ada", password="pw-ada-123")
-
-
-@pytest.fixture
 def studies(researcher):
     made = [build_study(slug=slug, n_sources=2) for slug in ("one", "two")]
     for study in made:
         study.researchers.add(researcher)
     return made
-
-
-@pytest.fixture
-def api(researcher):
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=researcher).key}")
-    return client
 
 
 def test_the_form_defaults_fit_the_default_budgets():

@@ -9,7 +9,6 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from evaluation.forms import PlanForm
@@ -33,22 +32,10 @@ SMALL = {
 
 
 @pytest.fixture
-def researcher(db):
-    return get_user_model().objects.create_user("ada", password="pw-ada-123")
-
-
-@pytest.fixture
 def pilot(researcher):
     study = build_answered_study(slug="pilot", n_sources=8, n_lay=8, n_radiologists=2)
     study.researchers.add(researcher)
     return study
-
-
-@pytest.fixture
-def api(researcher):
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=researcher).key}")
-    return client
 
 
 def test_command_plans_from_the_pilot_and_stores_the_plan(pilot):
