@@ -37,7 +37,9 @@ def integer_parameters_check(params: Iterable | None) -> None:
                 raise DataError(f"{int(value)} is out of range for a database {name} ({low} to {high}).")
 
 
-class _ParameterLimit:
+class _CheckedParameters:
+    """Integer parameters checked against their width; too many parameters bound on the client."""
+
     def execute(self, query, params=None, **kwargs):
         integer_parameters_check(params)
         if params is not None and len(params) > MAX_PARAMETERS:
@@ -51,11 +53,11 @@ class _ParameterLimit:
         return super().executemany(query, params_seq, **kwargs)
 
 
-class ServerBindingCursor(_ParameterLimit, base.ServerBindingCursor):
+class ServerBindingCursor(_CheckedParameters, base.ServerBindingCursor):
     pass
 
 
-class ServerCursor(_ParameterLimit, psycopg.ServerCursor):
+class ServerCursor(_CheckedParameters, psycopg.ServerCursor):
     pass
 
 
