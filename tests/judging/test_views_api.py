@@ -184,7 +184,8 @@ def test_the_admin_launch_form_and_the_study_action(client, staff, study, django
         },
     )
     assert too_many.status_code == 200
-    assert too_many.context["form"].errors["concurrency"] == ["Ensure this value is less than or equal to 1000."]
+    errors = too_many.context["form"].errors
+    assert errors["concurrency"] == ["Ensure this value is less than or equal to 1000."]
     assert not JudgeRun.objects.exists()
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(

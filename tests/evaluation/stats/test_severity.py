@@ -1,7 +1,6 @@
 import math
 
 import numpy as np
-
 import pytest
 from sklearn.metrics import accuracy_score, mean_squared_error
 
