@@ -1,9 +1,9 @@
 """The Celery app. Queues: `default` (bookkeeping, analysis snapshots), `llm` (API-backed generation
-and judge items), `gpu` (local models), `heavy` (long CPU work kept off `default`, so that it cannot
-starve the snapshots: a judge run's agreement). Settings come from Django's settings under the
-CELERY_ namespace; the beat schedule there runs the self-healing checks of generation's batches and
-judging's runs and evaluation's analysis snapshots, which every worker also runs when it
-starts."""
+and judge items), `gpu` (local models), `heavy` (long CPU work a researcher asks for: sample-size
+plans, a judge run's agreement), which its own worker consumes so that it never holds up the
+snapshots (docker/compose.yml). Settings come from Django's settings under the CELERY_ namespace;
+the beat schedule there runs the self-healing checks of generation's batches, judging's runs and
+evaluation's analysis snapshots, which every worker also runs when it starts."""
 
 import logging
 import os
@@ -27,6 +27,7 @@ app.conf.task_routes = {
     "evaluation.tasks.analysis_snapshots_heal": {"queue": "default"},
     "judging.tasks.judge_run_agreement": {"queue": "heavy"},
     "ml.tasks.*": {"queue": "gpu"},
+    "evaluation.tasks.power_plan_run": {"queue": "heavy"},
 }
 app.autodiscover_tasks()
 

@@ -38,7 +38,7 @@ from evaluation.stats.comparisons import paired_system_comparisons
 from evaluation.stats.correlation import BOOTSTRAP_MAX_PAIRS, correlate_columns
 from evaluation.stats.crossed import CrossedInterval, crossed_group_intervals, crossed_mean_ci
 from evaluation.stats.intervals import bootstrap_mean_ci
-from evaluation.stats.severity import mse_and_accuracy, severity_errors
+from evaluation.stats.severity import mse_and_accuracy, severity_errors_per_answer
 
 EXPERT_ASPECTS: tuple[str, ...] = tuple(scales.EXPERT_ASPECTS)
 LAY_MEASURES: tuple[str, ...] = (
@@ -168,10 +168,6 @@ def _ci(values: Sequence[float] | np.ndarray, options: AnalysisOptions, salt: in
         array, n_resamples=options.n_resamples, confidence=options.confidence, seed=options.seed + salt
     )
     return {"mean": _float(mean), "low": _float(low), "high": _float(high), "n": int(array.size)}
-
-
-def _severity_errors(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    return severity_errors(frame["severity_guess"], frame["reference_severity"])
 
 
 # --- Table 1 ----------------------------------------------------------------------------------
@@ -715,7 +711,10 @@ def _crossed_frame(frame: pd.DataFrame, column: str, options: AnalysisOptions) -
 
 
 def _severity_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    squared_errors, hits = _severity_errors(frame)
+    """One row per row of `frame` (an answer), its severity error and hit NaN where it has no
+    guess or its source no reference severity: aligned with `frame`'s other questions, so an answer
+    given only in part counts for the questions it answered and for those only."""
+    squared_errors, hits = severity_errors_per_answer(frame["severity_guess"], frame["reference_severity"])
     return frame[["participant", "source"]].assign(severity_mse=squared_errors, severity_accuracy=hits)
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 
 from evaluation.planning.outcomes import OUTCOMES
 
-# Bounds keep a request finite: the largest grid (20 × 20 designs of up to 1,000 participants ×
-# 2,000 sources, 5,000 simulations) is hours of work, never unbounded.
+# Bounds keep each number finite; their product is bounded by the server's work budgets
+# (RADLAY_PLAN_MAX_WORK, RADLAY_PLAN_MAX_MIXED_WORK; PlanForm.clean): the largest of each at once
+# (20 × 20 designs of up to 1,000 participants × 2,000 sources, 5,000 simulations) is hours.
 MAX_PARTICIPANTS = 1000
 MAX_SOURCES = 2000
 MAX_SIMULATIONS = 5000
@@ -49,6 +51,27 @@ class PlanForm(forms.Form):
         initial=10, min_value=2, max_value=20, help_text="Designs per axis of the grid."
     )
     seed = forms.IntegerField(initial=0, min_value=0, max_value=2**32 - 1)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        sizes = [data.get(name) for name in ("points", "max_participants", "max_sources")]
+        if None in sizes:  # a size with its own error already
+            return data
+        points, participants, sources = sizes
+        answers = points * points * participants * sources
+        for field, setting in (
+            ("simulations", "RADLAY_PLAN_MAX_WORK"),
+            ("mixed_simulations", "RADLAY_PLAN_MAX_MIXED_WORK"),
+        ):
+            budget = getattr(settings, setting)
+            if data.get(field) is not None and data[field] * answers > budget:
+                self.add_error(
+                    field,
+                    f"This plan is too large for this server: {field} × points² × max_participants × "
+                    f"max_sources = {data[field] * answers:,} is over its budget of {budget:,} ({setting}). "
+                    f"Lower {field}, points, max_participants or max_sources.",
+                )
+        return data
 
     def clean_effect(self) -> float:
         effect = self.cleaned_data["effect"]

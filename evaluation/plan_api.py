@@ -3,6 +3,8 @@ back when done. Researchers of the study only (another study is a 404)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from django import forms
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
@@ -20,7 +22,9 @@ from evaluation.models import PowerPlan
 _FIELD_TYPES = {
     forms.ChoiceField: lambda f: serializers.ChoiceField(choices=f.choices, help_text=str(f.label or "")),
     forms.FloatField: lambda f: serializers.FloatField(required=f.required, help_text=f.help_text),
-    forms.IntegerField: lambda f: serializers.IntegerField(required=f.required, help_text=f.help_text),
+    forms.IntegerField: lambda f: serializers.IntegerField(
+        required=f.required, help_text=f.help_text, min_value=f.min_value, max_value=f.max_value
+    ),
 }
 # The schema of a plan request, derived from PlanForm (which alone validates it).
 PlanRequestSerializer = type(
@@ -74,15 +78,33 @@ class PlanListView(APIView):
         rows = plans.plans_for_study(study=study).select_related("study")[:100]
         return Response([_plan_json(request, plan, with_result=False) for plan in rows])
 
-    @extend_schema(request=PlanRequestSerializer, responses={202: PlanSerializer, 400: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request=PlanRequestSerializer,
+        responses={202: PlanSerializer, 400: OpenApiTypes.OBJECT, 429: OpenApiTypes.OBJECT},
+    )
     def post(self, request: Request, slug: str) -> Response:
         """Queue a plan: power of radlay's analysis over a grid of designs, simulated from this
         study's answers as the pilot. Poll the returned url until status is done or failed."""
         study = access_study_for_user(user=request.user, slug=slug)
+        if not isinstance(request.data, Mapping):  # a JSON list, number, string, true or null
+            message = (
+                "The request body must be a JSON object of the plan's fields, "
+                'e.g. {"outcome": "understanding", "effect": 0.25}.'
+            )
+            return Response(
+                {"errors": {"__all__": [{"message": message, "code": "invalid"}]}},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
         form = PlanForm.with_defaults(request.data)
         if not form.is_valid():
             return Response({"errors": form.errors.get_json_data()}, status=status.HTTP_400_BAD_REQUEST)
-        plan = plans.plan_create(study=study, parameters=form.cleaned_data, user=request.user)
+        try:
+            plan = plans.plan_create(study=study, parameters=form.cleaned_data, user=request.user)
+        except plans.PlanLimitReached as limit:
+            return Response(
+                {"errors": {"__all__": [{"message": limit.message, "code": "limit"}]}},
+                status=status.HTTP_429_TOO_MANY_REQUESTS,
+            )
         plan.refresh_from_db()
         return Response(_plan_json(request, plan, with_result=True), status=status.HTTP_202_ACCEPTED)
 

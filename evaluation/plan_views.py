@@ -17,10 +17,15 @@ def study_plan(request: HttpRequest, slug: str) -> HttpResponse:
     study = access_study_for_user(user=request.user, slug=slug)
     if request.method == "POST":
         form = PlanForm(request.POST)
-        if form.is_valid():
-            plan = plans.plan_create(study=study, parameters=form.cleaned_data, user=request.user)
-            return redirect("evaluation:study-plan-detail", slug=study.slug, plan_id=plan.pk)
         status = 400
+        if form.is_valid():
+            try:
+                plan = plans.plan_create(study=study, parameters=form.cleaned_data, user=request.user)
+            except plans.PlanLimitReached as limit:
+                form.add_error(None, limit.message)
+                status = 429
+            else:
+                return redirect("evaluation:study-plan-detail", slug=study.slug, plan_id=plan.pk)
     else:
         form = PlanForm(initial={"outcome": "understanding", "effect": 0.25})
         status = 200

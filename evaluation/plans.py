@@ -6,29 +6,78 @@ load no numpy, scipy or matplotlib."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import F, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.http import Http404
 from django.utils import timezone
 
 from annotation.models import Study
 from evaluation.models import PowerPlan
 
+# A pending plan whose message was lost (a broker wiped) stops counting as queued after this long.
+_PENDING_FORGOTTEN_AFTER = timedelta(days=1)
+
+
+class PlanLimitReached(ValidationError):
+    """Too many plans of the study or of the researcher are queued or running (429 in the API)."""
+
+
+def plans_active() -> QuerySet[PowerPlan]:
+    """Plans queued or running. A running plan past the task's hard time limit died with its
+    worker (the limit kills it), and a pending plan older than a day lost its message: neither
+    counts, so a lost plan never blocks new ones for good."""
+    now = timezone.now()
+    running_since = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
+    return PowerPlan.objects.filter(
+        Q(status=PowerPlan.Status.PENDING, created_at__gte=now - _PENDING_FORGOTTEN_AFTER)
+        | Q(status=PowerPlan.Status.RUNNING, started_at__gte=running_since)
+    )
+
+
+def _limits_check(*, study: Study, user) -> None:
+    """Raise PlanLimitReached when the study or the user already has as many active plans as the
+    settings allow. Call inside a transaction holding the user's and the study's row locks."""
+    limits = [("This study has", "study", Q(study=study), "RADLAY_PLAN_MAX_ACTIVE_PER_STUDY")]
+    if user is not None:
+        limits.append(("You have", "researcher", Q(requested_by=user), "RADLAY_PLAN_MAX_ACTIVE_PER_USER"))
+    for who, per, mine, setting in limits:
+        limit = getattr(settings, setting)
+        active = plans_active().filter(mine).count()
+        if active >= limit:
+            raise PlanLimitReached(
+                f"{who} {active} plan{'s' if active != 1 else ''} queued or running already (at most "
+                f"{limit} per {per}, {setting}): wait for one to finish, then ask again.",
+                code="limit",
+            )
+
 
 def plan_create(
     *, study: Study, parameters: Mapping[str, Any], user=None, dispatch: bool = True
 ) -> PowerPlan:
     """Store a plan request (validated by evaluation.forms.PlanForm) and, with `dispatch`, queue
-    its computation once the row is committed (the command line runs it itself)."""
+    its computation once the row is committed (the command line runs it itself). A queued plan
+    counts against the per-study and per-researcher limits: PlanLimitReached when one is full."""
     from evaluation.tasks import power_plan_run
 
-    plan = PowerPlan.objects.create(
-        study=study, requested_by=user, outcome=parameters["outcome"], parameters=dict(parameters)
-    )
-    if dispatch:
-        transaction.on_commit(lambda: power_plan_run.delay(plan.pk))
+    with transaction.atomic():
+        if dispatch:
+            # The rows locked in one order (user, then study), so that two requests of one
+            # researcher or one study count in turn and never both pass the last free place.
+            if user is not None and user.pk is not None:
+                get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+            Study.objects.select_for_update().filter(pk=study.pk).first()
+            _limits_check(study=study, user=user if user is not None and user.pk is not None else None)
+        plan = PowerPlan.objects.create(
+            study=study, requested_by=user, outcome=parameters["outcome"], parameters=dict(parameters)
+        )
+        if dispatch:
+            transaction.on_commit(lambda: power_plan_run.delay(plan.pk))
     return plan
 
 

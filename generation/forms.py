@@ -12,6 +12,14 @@ from annotation.models import Study
 from generation.models import GENERATED_SYSTEMS, SYSTEM_LABELS, GenerationBatch
 from generation.prompts.registry import DEFAULT_VERSION, available_versions
 
+# Bounds of the launch forms' whole numbers (judging's forms and API use them too): a value outside
+# them is an error naming the field, never a database error (concurrency is an integer column, which
+# PostgreSQL and radlay's backend refuse past 2**31 - 1) nor a request that a backend refuses.
+MAX_CONCURRENCY = 1000
+MAX_TOKENS = 131_072  # the longest context of the models radlay is used with
+SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1  # a 64-bit seed, as the OpenAI API and torch take it
+MAX_SAMPLE_INDEX = 1_000_000
+
 
 def _model_artifacts() -> Any:
     ModelArtifact = apps.get_model("ml", "ModelArtifact")  # noqa: N806 - a model class
@@ -45,16 +53,25 @@ class GenerationBatchForm(forms.Form):
     )
     temperature = forms.FloatField(initial=0.8, min_value=0.0, max_value=2.0)
     max_rounds = forms.IntegerField(initial=5, min_value=0, max_value=50, label="Max self-correction rounds")
-    seed = forms.IntegerField(required=False, help_text="Sent to backends that honour a seed.")
-    max_tokens = forms.IntegerField(initial=512, min_value=1, required=False, label="Max tokens per answer")
+    seed = forms.IntegerField(
+        required=False,
+        min_value=SEED_MIN,
+        max_value=SEED_MAX,
+        help_text="Sent to backends that honour a seed.",
+    )
+    max_tokens = forms.IntegerField(
+        initial=512, min_value=1, max_value=MAX_TOKENS, required=False, label="Max tokens per answer"
+    )
     sample_index = forms.IntegerField(
         initial=0,
         min_value=0,
+        max_value=MAX_SAMPLE_INDEX,
         help_text="Identical calls are answered from the cache; raise this to draw fresh samples.",
     )
     prompt_version = forms.ChoiceField(choices=(), initial=DEFAULT_VERSION)
     concurrency = forms.IntegerField(
         min_value=1,
+        max_value=MAX_CONCURRENCY,
         required=False,
         help_text="Tasks of this batch queued or running at once (jobs for API backends, chunks of jobs "
         "for local models) "

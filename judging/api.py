@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.access import access_study_for_user
+from generation.forms import MAX_CONCURRENCY, MAX_TOKENS, SEED_MAX, SEED_MIN
 from judging import selectors, services
 from judging.instrument import INSTRUMENT_TASKS
 from judging.models import JudgeRun
@@ -31,10 +32,16 @@ class JudgeRunLaunchSerializer(serializers.Serializer):
         default=["radiologist", "lay"],
     )
     temperature = serializers.FloatField(required=False, allow_null=True, default=None, min_value=0)
-    max_tokens = serializers.IntegerField(required=False, allow_null=True, default=256, min_value=1)
-    seed = serializers.IntegerField(required=False, allow_null=True, default=None)
+    max_tokens = serializers.IntegerField(
+        required=False, allow_null=True, default=256, min_value=1, max_value=MAX_TOKENS
+    )
+    seed = serializers.IntegerField(
+        required=False, allow_null=True, default=None, min_value=SEED_MIN, max_value=SEED_MAX
+    )
     prompt_version = serializers.CharField(required=False, default=DEFAULT_VERSION)
-    concurrency = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=1)
+    concurrency = serializers.IntegerField(
+        required=False, allow_null=True, default=None, min_value=1, max_value=MAX_CONCURRENCY
+    )
 
 
 def run_payload(run: JudgeRun, *, with_agreement: bool = False) -> dict:

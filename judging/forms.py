@@ -7,6 +7,7 @@ from typing import Any
 from django import forms
 
 from annotation.models import Study
+from generation.forms import MAX_CONCURRENCY, MAX_TOKENS, SEED_MAX, SEED_MIN
 from judging.instrument import INSTRUMENT_TASKS
 from judging.models import JudgeRun
 from judging.prompts.registry import DEFAULT_VERSION, available_versions
@@ -35,10 +36,12 @@ class JudgeRunForm(forms.Form):
     temperature = forms.FloatField(
         required=False, min_value=0.0, max_value=2.0, help_text="Empty: the prompt's."
     )
-    max_tokens = forms.IntegerField(initial=256, min_value=1, required=False)
-    seed = forms.IntegerField(required=False)
+    max_tokens = forms.IntegerField(initial=256, min_value=1, max_value=MAX_TOKENS, required=False)
+    seed = forms.IntegerField(required=False, min_value=SEED_MIN, max_value=SEED_MAX)
     prompt_version = forms.ChoiceField(choices=(), initial=DEFAULT_VERSION)
-    concurrency = forms.IntegerField(min_value=1, required=False, help_text="Empty: the server's default.")
+    concurrency = forms.IntegerField(
+        min_value=1, max_value=MAX_CONCURRENCY, required=False, help_text="Empty: the server's default."
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

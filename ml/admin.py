@@ -128,9 +128,10 @@ class TrainingJobForm(forms.ModelForm):
     pair_filter = forms.CharField(
         initial="expert_min:4", help_text="all | expert_min:K | lay_preferred (study only)"
     )
-    epochs = forms.IntegerField(initial=3, min_value=1)
+    # Bounded so that a slip of the keyboard is a form error, not a week of GPU time.
+    epochs = forms.IntegerField(initial=3, min_value=1, max_value=1000)
     learning_rate = forms.FloatField(initial=3e-4, min_value=0)
-    batch_size = forms.IntegerField(initial=8, min_value=1)
+    batch_size = forms.IntegerField(initial=8, min_value=1, max_value=4096)
     more_hyperparameters = forms.CharField(
         required=False,
         initial="{}",

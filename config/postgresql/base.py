@@ -5,28 +5,59 @@ planned once per connection.
 PostgreSQL's protocol takes at most 65,535 parameters per statement, and Django does not split a
 statement for it (an `__in` of a whole study's ids, a large `bulk_create`): such a statement is
 bound on the client instead, as Django binds every statement by default. The same holds for named
-cursors, which stream large results (`QuerySet.iterator()`)."""
+cursors, which stream large results (`QuerySet.iterator()`).
+
+With server-side binding Django sends the value of an integer field as psycopg's `Int2`/`Int4`
+(DatabaseOperations.integerfield_type_map), and psycopg packs those into 2 or 4 bytes without a
+range check: 99999999999 reached an `integer` column as 1215752191, 4294967304 as 8. The cursors
+here refuse such a parameter with a DataError before it is sent (PostgreSQL itself refuses an
+out-of-range value that arrives as text, which is what the client-bound path sends)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
 import psycopg
+from django.db import DataError
 from django.db.backends.postgresql import base
+from psycopg.types.numeric import Int2, Int4
 
 MAX_PARAMETERS = 65_535  # the protocol's parameter count is a 16-bit number
+# The parameter types psycopg packs into a fixed width without checking that the value fits.
+_WIDTHS = ((Int2, "smallint", -(2**15), 2**15 - 1), (Int4, "integer", -(2**31), 2**31 - 1))
 
 
-class _ParameterLimit:
+def integer_parameters_check(params: Iterable | None) -> None:
+    """Raise DataError for an Int2/Int4 parameter outside its type's range (see the module)."""
+    if isinstance(params, Mapping):
+        params = params.values()
+    for value in params or ():
+        for kind, name, low, high in _WIDTHS:
+            if type(value) is kind and not low <= value <= high:
+                raise DataError(f"{int(value)} is out of range for a database {name} ({low} to {high}).")
+
+
+class _CheckedParameters:
+    """Integer parameters checked against their width; too many parameters bound on the client."""
+
     def execute(self, query, params=None, **kwargs):
+        integer_parameters_check(params)
         if params is not None and len(params) > MAX_PARAMETERS:
             query, params = psycopg.ClientCursor(self.connection).mogrify(query, params), None
         return super().execute(query, params, **kwargs)
 
+    def executemany(self, query, params_seq, **kwargs):
+        params_seq = list(params_seq)
+        for params in params_seq:
+            integer_parameters_check(params)
+        return super().executemany(query, params_seq, **kwargs)
 
-class ServerBindingCursor(_ParameterLimit, base.ServerBindingCursor):
+
+class ServerBindingCursor(_CheckedParameters, base.ServerBindingCursor):
     pass
 
 
-class ServerCursor(_ParameterLimit, psycopg.ServerCursor):
+class ServerCursor(_CheckedParameters, psycopg.ServerCursor):
     pass
 
 

@@ -353,6 +353,16 @@ CELERY_BEAT_SCHEDULE["analysis-snapshots-heal"] = {
 }
 # Embedded mode (no broker): compute snapshots on a background thread, not in the request.
 RADLAY_ANALYSIS_IN_THREAD = CELERY_TASK_ALWAYS_EAGER
+# Sample-size plans (evaluation/plans.py; docs/analysis/partial-answers-and-limits.md). They run on
+# the `heavy` queue, never beside the snapshots. At most this many plans queued or running per
+# study and per researcher; a request asking more is refused (429 in the API) until one ends.
+RADLAY_PLAN_MAX_ACTIVE_PER_STUDY = env.int("RADLAY_PLAN_MAX_ACTIVE_PER_STUDY", default=2)
+RADLAY_PLAN_MAX_ACTIVE_PER_USER = env.int("RADLAY_PLAN_MAX_ACTIVE_PER_USER", default=3)
+# The size of one plan: simulations × points² × max_participants × max_sources (the simulated
+# answers, an upper bound), and the same with mixed_simulations (mixed-model fits, far dearer per
+# answer). The form's defaults are 1e9 and 2e8; its largest values were 4e12 and 4e12 (hours).
+RADLAY_PLAN_MAX_WORK = env.int("RADLAY_PLAN_MAX_WORK", default=10_000_000_000)
+RADLAY_PLAN_MAX_MIXED_WORK = env.int("RADLAY_PLAN_MAX_MIXED_WORK", default=2_000_000_000)
 
 # --- Content-Security-Policy (django-csp) ---------------------------------------------------------
 # Pages load scripts, styles, fonts and images from this server only, with no inline scripts, inline

@@ -5,7 +5,7 @@ from __future__ import annotations
 import factory
 
 from annotation import services
-from annotation.models import Participant, Source, Study, System
+from annotation.models import LayItem, Participant, Source, Study, System
 
 
 class StudyFactory(factory.django.DjangoModelFactory):
@@ -78,3 +78,14 @@ def build_study(
         for system in system_rows:
             services.simplification_upsert(source=source, system=system, text=texts[system.key])
     return study
+
+
+def lay_item_of(person: Participant, source: Source, system: System, *, position: int = 0) -> LayItem:
+    """A lay item of `person`: `source`, with `system`'s text in panel 2."""
+    return services.lay_item_create(
+        participant=person,
+        source=source,
+        position=position,
+        shown_text=source.simplifications.get(system=system).shown_text,
+        assigned_system=system,
+    )

@@ -2,6 +2,7 @@
 
 import re
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import authenticate
@@ -47,8 +48,25 @@ def test_demo_is_idempotent():
     assert Study.objects.count() == 1
 
 
-def test_celery_declares_the_three_queues():
-    assert {q.name for q in celery_app.conf.task_queues} == {"default", "llm", "gpu"}
+def test_celery_declares_the_four_queues_and_plans_go_to_heavy():
+    assert {q.name for q in celery_app.conf.task_queues} == {"default", "llm", "gpu", "heavy"}
+    router = celery_app.amqp.router
+    assert router.route({}, "evaluation.tasks.power_plan_run")["queue"].name == "heavy"
+    assert router.route({}, "evaluation.tasks.analysis_snapshot_compute")["queue"].name == "default"
+
+
+def test_every_queue_has_a_worker_in_the_compose_file():
+    compose = (Path(__file__).resolve().parents[2] / "docker" / "compose.yml").read_text()
+    consumed = {
+        queue
+        for found in re.findall(r"celery -A config worker -Q (\S+)", compose)
+        for queue in found.split(",")
+    }
+    assert consumed == {q.name for q in celery_app.conf.task_queues}
+    # The snapshots' queue and the plans' queue are not consumed by the same worker.
+    assert not any(
+        {"default", "heavy"} <= set(found.split(",")) for found in re.findall(r"-Q (\S+)", compose)
+    )
     assert celery_app.conf.task_serializer == "json"
     assert celery_app.conf.accept_content == ["json"]
 

@@ -9,7 +9,7 @@ import pytest
 from annotation import services
 from annotation.models import LayItem, LayPreference, Participant, SimplificationText, Study
 from evaluation import analysis_inputs
-from tests.annotation.factories import build_study
+from tests.annotation.factories import build_study, lay_item_of
 
 UNDERSTANDING = ["Not at all", "Some parts of it", "Most of it", "Completely"]
 CONFIDENCE = ["Not at all", "With low confidence", "With high confidence"]
@@ -161,15 +161,7 @@ def test_preferences_frame_keeps_its_study_when_another_studys_preferences_lie_b
     second = build_answered_study(slug="second", n_lay=2)
     # A later layperson of the first study: its preference ids come after the second study's.
     person = services.participant_create(study=first, role=Participant.Role.LAYPERSON)
-    source = first.sources.get(position=1)
-    system = first.systems.get(key="cot_sc")
-    item = services.lay_item_create(
-        participant=person,
-        source=source,
-        position=0,
-        shown_text=source.simplifications.get(system=system).shown_text,
-        assigned_system=system,
-    )
+    item = lay_item_of(person, first.sources.get(position=1), first.systems.get(key="cot_sc"))
     texts = item.preference_order
     services.lay_preference_save(item=item, most=texts[:2], least=[texts[-1]])
     for study in (first, second):

@@ -2,7 +2,7 @@
 mid-batch and replaced: the batch finishes by itself (beat's self-healing check re-sends the job the
 dead worker held once its heartbeat is stale), nobody resumes anything.
 
-The worker is a subprocess (`celery -A config worker -Q llm,default,gpu --pool solo`) started with
+The worker is a subprocess (`celery -A config worker -Q llm,default,gpu,heavy --pool solo`) started with
 RADLAY_TEST_REAL_CELERY=1, which turns the test settings' eager mode off for it. It must see the
 test database: `transactional_db` commits the test's rows, and the worker gets the test database's
 URL in DATABASE_URL. That needs a database another process can open (PostgreSQL, as in `make test`,

@@ -124,6 +124,11 @@ def test_the_api_launches_lists_and_details_runs(staff, study, django_capture_on
         ({"backend": "gpt"}, "backend"),
         ({"backend": "openai"}, "model_name"),
         ({"backend": "glossary", "samples": 0}, "samples"),
+        # Past int4 the concurrency was an IntegrityError (a 500), or stored wrapped.
+        ({"backend": "glossary", "concurrency": 2**31}, "concurrency"),
+        ({"backend": "glossary", "concurrency": 99_999_999_999}, "concurrency"),
+        ({"backend": "glossary", "max_tokens": 2**31}, "max_tokens"),
+        ({"backend": "glossary", "seed": 2**64}, "seed"),
     ],
 )
 def test_a_bad_launch_is_a_400_naming_the_field(staff, study, body, field):
@@ -167,6 +172,21 @@ def test_the_admin_launch_form_and_the_study_action(client, staff, study, django
         },
     )
     assert bad.status_code == 200 and "needs a model name" in bad.content.decode()
+    too_many = client.post(
+        url,
+        {
+            "study": study.pk,
+            "backend": "glossary",
+            "instruments": ["lay"],
+            "samples": 1,
+            "prompt_version": "judge-v1",
+            "concurrency": 4_294_967_304,
+        },
+    )
+    assert too_many.status_code == 200
+    errors = too_many.context["form"].errors
+    assert errors["concurrency"] == ["Ensure this value is less than or equal to 1000."]
+    assert not JudgeRun.objects.exists()
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(
             url,

@@ -9,7 +9,6 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from evaluation.forms import PlanForm
@@ -33,22 +32,10 @@ SMALL = {
 
 
 @pytest.fixture
-def researcher(db):
-    return get_user_model().objects.create_user("ada", password="pw-ada-123")
-
-
-@pytest.fixture
 def pilot(researcher):
     study = build_answered_study(slug="pilot", n_sources=8, n_lay=8, n_radiologists=2)
     study.researchers.add(researcher)
     return study
-
-
-@pytest.fixture
-def api(researcher):
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=researcher).key}")
-    return client
 
 
 def test_command_plans_from_the_pilot_and_stores_the_plan(pilot):
@@ -125,6 +112,14 @@ def test_api_queues_a_plan_and_serves_it(pilot, api, django_capture_on_commit_ca
 def test_api_refuses_bad_requests_with_400(pilot, api, body):
     response = api.post("/api/studies/pilot/plans/", body, format="json")
     assert response.status_code == 400 and response.json()["errors"]
+    assert not PowerPlan.objects.exists()
+
+
+@pytest.mark.parametrize("body", ["[null, null]", "1", '"x"', "true", "null", "[]"])
+def test_api_answers_a_body_that_is_not_a_json_object_with_400(pilot, api, body):
+    response = api.post("/api/studies/pilot/plans/", body, content_type="application/json")
+    assert response.status_code == 400
+    assert "must be a JSON object" in response.json()["errors"]["__all__"][0]["message"]
     assert not PowerPlan.objects.exists()
 
 

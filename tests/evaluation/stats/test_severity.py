@@ -1,9 +1,10 @@
 import math
 
+import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, mean_squared_error
 
-from evaluation.stats.severity import mse_and_accuracy
+from evaluation.stats.severity import mse_and_accuracy, severity_errors_per_answer
 
 
 def test_mse_and_accuracy_ignore_missing_pairs():
@@ -21,3 +22,14 @@ def test_mse_and_accuracy_without_pairs():
     assert mse_and_accuracy([None, 2], [3, math.nan]) == (None, None, 0)
     with pytest.raises(ValueError):
         mse_and_accuracy([1], [1, 2])
+
+
+def test_errors_per_answer_stay_aligned_with_nan_where_a_side_is_missing():
+    guesses = [1, 2, None, 4, 5, 3, float("nan")]
+    references = [1, 4, 3, 4, None, 5, 2]
+    squared_errors, hits = severity_errors_per_answer(guesses, references)
+    nan = math.nan
+    np.testing.assert_array_equal(squared_errors, [0.0, 4.0, nan, 0.0, nan, 4.0, nan])
+    np.testing.assert_array_equal(hits, [1.0, 0.0, nan, 1.0, nan, 0.0, nan])
+    with pytest.raises(ValueError):
+        severity_errors_per_answer([1], [1, 2])
