@@ -53,11 +53,11 @@ class PlanForm(forms.Form):
     seed = forms.IntegerField(initial=0, min_value=0, max_value=2**32 - 1)
 
     def clean(self) -> dict:
-        data = super().clean()
+        data = self.cleaned_data  # what super().clean() returns
         sizes = [data.get(name) for name in ("points", "max_participants", "max_sources")]
         if None in sizes:  # a size with its own error already
             return data
-        points, participants, sources = sizes
+        points, participants, sources = (int(size or 0) for size in sizes)
         answers = points * points * participants * sources
         for field, setting in (
             ("simulations", "RADLAY_PLAN_MAX_WORK"),

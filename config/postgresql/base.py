@@ -16,6 +16,7 @@ out-of-range value that arrives as text, which is what the client-bound path sen
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import psycopg
 from django.db import DataError
@@ -37,7 +38,11 @@ def integer_parameters_check(params: Iterable | None) -> None:
                 raise DataError(f"{int(value)} is out of range for a database {name} ({low} to {high}).")
 
 
-class _CheckedParameters:
+# The mixin's methods call the cursor's own (psycopg.Cursor and ServerCursor have the same ones).
+_CursorBase = psycopg.Cursor if TYPE_CHECKING else object
+
+
+class _CheckedParameters(_CursorBase):  # type: ignore[misc,valid-type]
     """Integer parameters checked against their width; too many parameters bound on the client."""
 
     def execute(self, query, params=None, **kwargs):
