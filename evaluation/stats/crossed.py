@@ -73,7 +73,10 @@ TOO_FEW = (
 # level (the "sometimes pool" rule's recommended 0.25).
 POOLING_P = 0.25
 METHOD_T = "crossed-design t interval (Satterthwaite df)"
-METHOD_WILSON = "crossed-design Wilson interval (effective sample size, Satterthwaite df)"
+# Below this many effective events (or non-events) a proportion's Wilson interval undercovers
+# (92 % at 8 participants for shares of 0.05–0.95); Clopper–Pearson takes over.
+RARE_EVENTS = 10
+METHOD_WILSON = "crossed-design Wilson interval (effective sample size, Satterthwaite df; Korn–Graubard for rare proportions)"
 METHOD_MOVER = "crossed-design MOVER interval from the two means' Wilson intervals (Satterthwaite df)"
 
 
@@ -543,7 +546,7 @@ def _t_bounds(
     return low, high
 
 
-def _wilson_bounds(
+def _bounded_interval(
     estimate: np.ndarray,
     variance: np.ndarray,
     df: np.ndarray,
@@ -551,17 +554,33 @@ def _wilson_bounds(
     confidence: float,
     bounds: tuple[float, float],
 ) -> tuple[np.ndarray, np.ndarray]:
+    """The interval of a mean bounded in ``bounds`` (module docstring): Wilson's score interval
+    on the rescaled mean with the design's effective sample size and the t quantile; for a
+    proportion with fewer than ``RARE_EVENTS`` effective events or non-events, Korn & Graubard's
+    (1998) Clopper–Pearson interval with the effective size scaled by (t_(n−1) / t_df)²."""
     span = bounds[1] - bounds[0]
     m = np.clip((estimate - bounds[0]) / span, 0.0, 1.0)
     scaled = np.maximum(variance, 0.0) / span**2
     inside = (m > 0) & (m < 1) & (scaled > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         effective = np.where(inside, m * (1 - m) / scaled, float(n))
-    z2 = stats.t.ppf(0.5 + confidence / 2, df) ** 2
+    quantile = stats.t.ppf(0.5 + confidence / 2, df)
+    z2 = quantile**2
     centre = (m + z2 / (2 * effective)) / (1 + z2 / effective)
-    half = np.sqrt(z2) / (1 + z2 / effective) * np.sqrt(m * (1 - m) / effective + z2 / (4 * effective**2))
-    low = np.clip(centre - half, 0.0, 1.0)
-    high = np.clip(centre + half, 0.0, 1.0)
+    half = quantile / (1 + z2 / effective) * np.sqrt(m * (1 - m) / effective + z2 / (4 * effective**2))
+    low, high = np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+    if bounds == (0.0, 1.0):
+        tail = (1 - confidence) / 2
+        adjusted = effective * (stats.t.ppf(1 - tail, max(n - 1, 1)) / quantile) ** 2
+        events = m * adjusted
+        rare = np.minimum(events, adjusted - events) < RARE_EVENTS
+        with np.errstate(divide="ignore", invalid="ignore"):
+            exact_low = np.where(events > 0, stats.beta.ppf(tail, events, adjusted - events + 1), 0.0)
+            exact_high = np.where(
+                events < adjusted, stats.beta.ppf(1 - tail, events + 1, adjusted - events), 1.0
+            )
+        low = np.where(rare, np.nan_to_num(exact_low, nan=0.0), low)
+        high = np.where(rare, np.nan_to_num(exact_high, nan=1.0), high)
     return bounds[0] + span * low, bounds[0] + span * high
 
 
@@ -736,7 +755,7 @@ def group_intervals_batch(
         if bounds is None:
             low, high = _t_bounds(estimate, variance, df, confidence, None)
         else:
-            low, high = _wilson_bounds(estimate, variance, df, index.size, confidence, bounds)
+            low, high = _bounded_interval(estimate, variance, df, index.size, confidence, bounds)
         estimates.append(_Estimates(estimate, variance, df, low, high, shape, mean_method))
     means = {_label(label): estimates[k].records() for k, label in enumerate(labels)}
     differences: dict = {}
