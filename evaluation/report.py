@@ -18,6 +18,7 @@ from typing import Any
 
 from annotation import scales
 from evaluation.analysis_document import ORIGINAL, system_label
+from evaluation.stats import crossed
 
 READABILITY_LABELS = {
     "fkgl": "FKGL ↓",
@@ -108,12 +109,57 @@ def audit_display(result: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
 
 
 def cell(value: float | None, interval: Mapping[str, Any] | None = None, *, percent: bool = False) -> dict:
-    """A table cell: the figure and, when known, its bootstrap interval."""
+    """A table cell: the figure and, when known, its interval (``method``: how it was computed,
+    the cell's tooltip); where the design is too small for one, the reason instead."""
     text = fmt(value, percent=percent)
     ci = ""
-    if interval and interval.get("low") is not None and interval.get("high") is not None:
+    interval = interval or {}
+    if interval.get("low") is not None and interval.get("high") is not None:
         ci = f"[{fmt(interval['low'], percent=percent)}, {fmt(interval['high'], percent=percent)}]"
-    return {"value": text, "ci": ci, "missing": value is None}
+    elif value is not None and interval.get("reason"):
+        ci = interval["reason"]
+    return {"value": text, "ci": ci, "missing": value is None, "method": interval.get("method") or ""}
+
+
+def interval_methods(analysis: Mapping[str, Any]) -> dict[str, Any]:
+    """What each interval of the tables is, worded from the constants of the code that computes
+    it (evaluation/stats/crossed.py, evaluation/stats/intervals.py), so caption and computation
+    cannot drift apart."""
+    options = analysis.get("options", {})
+    confidence = options.get("confidence") or 0.95
+    level = f"{confidence:.0%}"
+    readability = f"percentile bootstrap over texts ({options.get('n_resamples')} resamples)"
+    human = (
+        "crossed-design intervals (participants and sources random; each system's mean from its own "
+        "answers, a difference from the two systems' answers with the participant × system interaction; "
+        "t with Satterthwaite's degrees of freedom; proportions, Likert means and MSE kept inside their "
+        "range by Wilson-type intervals, Korn–Graubard for rare proportions, MOVER for their differences)"
+    )
+    return {
+        "level": level,
+        "readability": readability,
+        "human": human,
+        "mean": crossed.METHOD_T,
+        "bounded_mean": crossed.METHOD_WILSON,
+        "bounded_difference": crossed.METHOD_MOVER,
+        "too_few": crossed.TOO_FEW,
+        "min_participants": crossed.MIN_PARTICIPANTS,
+        "min_sources": crossed.MIN_SOURCES,
+        "rare_events": crossed.RARE_EVENTS,
+        "pooling_p": crossed.POOLING_P,
+        "table1": (
+            f"Means ({level} intervals in brackets: readability, {readability}; radiologists' and "
+            f"laypeople's answers, {human}; “{crossed.TOO_FEW}” where a column has fewer). "
+            "Hover an interval for its method."
+        ),
+        "differences": (
+            f"Difference of two systems' means over all their answers, with its {level} crossed-design "
+            "interval: the two systems' answers only, participants, sources and the participant × "
+            "system interaction random (source × system too where its F test gives "
+            f"p < {crossed.POOLING_P}), t with Satterthwaite's degrees of freedom; for bounded measures "
+            "the MOVER combination of the two means' intervals, kept within ± the scale's span."
+        ),
+    }
 
 
 def table1(analysis: Mapping[str, Any]) -> dict[str, Any]:
@@ -462,6 +508,7 @@ def report_tables(analysis: Mapping[str, Any], sections: Sequence[str] | None = 
     tables = {name: SECTIONS[name](analysis) for name in (sections or SECTIONS)}
     tables["severity_distribution"] = analysis["severity_distribution"]
     tables["severity_unrated"] = analysis.get("severity_unrated", 0)
+    tables["intervals"] = interval_methods(analysis)
     return tables
 
 
@@ -491,6 +538,8 @@ def methods(analysis: Mapping[str, Any]) -> dict[str, Any]:
         "unavailable": analysis.get("metrics", {}).get("unavailable", {}),
         "versions": package_versions(),
         "likert": [level.name for level in scales.LIKERT.levels],
+        "intervals": interval_methods(analysis),
+        "components": analysis.get("confidence_intervals", {}).get("variance_components", {}),
     }
 
 

@@ -721,6 +721,36 @@ def pair_components(values, rows, columns, groups) -> PairComponents:
     )
 
 
+def group_components(values, rows, columns, groups) -> dict:
+    """The variance components behind ``crossed_group_intervals``, for the Methods and the
+    planner: ``{"systems": {g: Components of g's own answers}, "pairs": {(a, b): PairComponents}}``,
+    each only where its group (pair) has at least MIN_PARTICIPANTS participants and MIN_SOURCES
+    sources."""
+    y = np.asarray(values, dtype=np.float64).ravel()
+    keep = ~np.isnan(y)
+    g = np.asarray(groups).ravel()[keep]
+    r = np.asarray(rows).ravel()[keep]
+    c = np.asarray(columns).ravel()[keep]
+    y = y[keep]
+    labels = sorted(pd.unique(g).tolist())
+
+    def enough(mask: np.ndarray) -> bool:
+        return pd.unique(r[mask]).size >= MIN_PARTICIPANTS and pd.unique(c[mask]).size >= MIN_SOURCES
+
+    systems = {
+        label: variance_components(y[g == label], r[g == label], c[g == label])
+        for label in labels
+        if enough(g == label)
+    }
+    pairs = {}
+    for i, a in enumerate(labels):
+        for b in labels[i + 1 :]:
+            mask = (g == a) | (g == b)
+            if enough(mask):
+                pairs[(a, b)] = pair_components(y[mask], r[mask], c[mask], g[mask])
+    return {"systems": systems, "pairs": pairs}
+
+
 def group_intervals_batch(
     values: np.ndarray,
     rows: np.ndarray,

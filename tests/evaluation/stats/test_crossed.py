@@ -116,7 +116,9 @@ def test_each_source_once_is_the_one_way_random_effects_interval():
     half = stats.t.ppf(0.975, 3) * np.sqrt(ms_between / 24)
     interval = crossed_mean_ci(values, rows, columns)
     assert interval.df == pytest.approx(3.0)
-    assert (interval.low, interval.high) == pytest.approx((values.mean() - half, values.mean() + half), rel=1e-9)
+    assert (interval.low, interval.high) == pytest.approx(
+        (values.mean() - half, values.mean() + half), rel=1e-9
+    )
 
 
 def test_pair_components_match_reml_on_a_balanced_table():
