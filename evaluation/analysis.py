@@ -703,6 +703,7 @@ def measure_bounds(measure: str) -> tuple[float, float] | None:
     """The range a human measure's mean cannot leave (its interval is kept inside it): the
     answer scale for Likert-type answers, [0, 1] for Q3 accuracy, [0, (levels − 1)²] for Q3's
     MSE, ± the scale's span for the comprehension gain."""
+
     def span(scale: scales.Scale) -> tuple[float, float]:
         values = scale_values(scale)
         return float(values[0]), float(values[-1])

@@ -76,7 +76,10 @@ METHOD_T = "crossed-design t interval (Satterthwaite df)"
 # Below this many effective events (or non-events) a proportion's Wilson interval undercovers
 # (92 % at 8 participants for shares of 0.05–0.95); Clopper–Pearson takes over.
 RARE_EVENTS = 10
-METHOD_WILSON = "crossed-design Wilson interval (effective sample size, Satterthwaite df; Korn–Graubard for rare proportions)"
+METHOD_WILSON = (
+    "crossed-design Wilson interval (effective sample size, Satterthwaite df; "
+    "Korn–Graubard for rare proportions)"
+)
 METHOD_MOVER = "crossed-design MOVER interval from the two means' Wilson intervals (Satterthwaite df)"
 
 
