@@ -539,8 +539,40 @@ def methods(analysis: Mapping[str, Any]) -> dict[str, Any]:
         "versions": package_versions(),
         "likert": [level.name for level in scales.LIKERT.levels],
         "intervals": interval_methods(analysis),
-        "components": analysis.get("confidence_intervals", {}).get("variance_components", {}),
+        "components": component_rows(analysis),
     }
+
+
+def component_rows(analysis: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Per human measure, the variance components its intervals rest on, as text: each system's
+    residual variance (from its own answers) and the participant × system interaction over the
+    pairs of systems (range when it differs between pairs); "—" where too few answers."""
+    rows = []
+    components = analysis.get("confidence_intervals", {}).get("variance_components", {})
+    for measure, record in components.items():
+        residual = ", ".join(
+            f"{system_label(analysis, system)} {fmt(values['residual'])}"
+            for system, values in record.get("systems", {}).items()
+        )
+        interactions = [
+            p["participant_x_system"]
+            for p in record.get("pairs", [])
+            if p["participant_x_system"] is not None
+        ]
+        if not interactions:
+            interaction = "—"
+        elif min(interactions) == max(interactions):
+            interaction = fmt(interactions[0])
+        else:
+            interaction = f"{fmt(min(interactions))}–{fmt(max(interactions))}"
+        rows.append(
+            {
+                "measure": DIFFERENCE_LABELS.get(measure, measure.replace("_", " ")),
+                "residual": residual or "—",
+                "interaction": interaction,
+            }
+        )
+    return rows
 
 
 def study_report_html(*, study, reported: str | None = "auto") -> str | None:
