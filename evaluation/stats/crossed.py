@@ -11,10 +11,13 @@ Models (all effects independent, normal in the derivations, estimated by the met
   cot_sc).
 * **A difference of two systems** is estimated from those two systems' answers only:
   ``y = mu_system + a_participant + b_source + ab_participant×system + bb_source×system + e``
-  with one residual variance per system. The participant × system interaction does not cancel
-  in a difference (a participant helped more by one system than the other moves the difference
-  in the same direction on all its answers), so without it a difference's interval covers 62–83 %
-  when the interaction variance is 0.05–0.25.
+  (``_DifferenceModel``). The participant × system interaction does not cancel in a difference
+  (a participant helped more by one system than the other moves the difference in the same
+  direction on all its answers), so without it a difference's interval covers 62–83 % when the
+  interaction variance is 0.05–0.25. The source × system term is kept only where its F test
+  rejects at ``POOLING_P`` (``_difference_variance``). One residual variance over the two
+  systems' answers: with equal numbers of answers per system the difference's variance depends
+  only on the sum of the two, so this is exact in a Latin square.
 
 The variance of any linear estimator ``sum_k w_k y_k`` under such a model, for any pattern of
 observed cells, is (Owen 2007, section 3)
@@ -22,30 +25,36 @@ observed cells, is (Owen 2007, section 3)
     Var = sum_q  sigma²_q · sum_{levels l of q} (sum_{k in l} w_k)²
 
 and the components ``sigma²_q`` are estimated by the method of moments (Gao & Owen 2017,
-section 3; Henderson's method for unbalanced data): for every component q the quadratic form
-``Q_q = sum_l (sum_{k in l} r_k)²`` of the residuals ``r`` about the fixed (system) means has an
-expectation linear in the components, ``E[Q] = A sigma²``, with ``A`` computed exactly from the
-counts of the design (``_expected_form``); solving ``A sigma² = Q`` with non-negative components
-gives the estimates. In a complete balanced table these are the two-way ANOVA estimators. A
+section 3; Henderson's method for unbalanced data) from sums of squares whose expectations are
+linear in the components and computed exactly from the design: for a mean, the between-
+participants, between-sources and remaining sums of squares (``_MomentModel``, expectations from
+the design's counts in ``_expected_form``; the two-way ANOVA estimators in a complete table); for
+a difference, those of least-squares fits with the effects as blocks (``_DifferenceModel``). A
 component the design cannot tell apart from others (one participant; one answer per source) is
 dropped and its share stays in the residual, which is exact for the estimators that are used.
+Components are truncated at 0 for reporting; the variance of an estimator is the unbiased
+combination of the sums of squares (truncated components only where that is not positive).
 
 The interval is ``estimate ± t · SE`` with Satterthwaite's degrees of freedom for the variance
-estimate written as a combination of the quadratic forms (each taken as a scaled chi-square with
-its number of levels − 1 degrees of freedom); this is what brings a study with few participants
-to its nominal coverage. Bounded quantities keep their bounds:
+estimate written as a combination of the sums of squares, each a scaled chi-square with its
+degrees of freedom; this is what brings a study with few participants to its nominal coverage.
+Bounded quantities keep their bounds:
 
 * a mean of values bounded in ``[low, high]`` (a proportion, a Likert mean, an MSE up to its
   largest possible squared error) gets the Wilson score interval on the ``[0, 1]``-rescaled mean
-  with the design's effective sample size ``m (1 − m) / SE²`` (Kish's design effect; Korn &
-  Graubard 1998) and the same t quantile: it is the t interval when the mean is far from its
-  bounds, and stays inside them near 0 and 1 (with every answer at a bound the effective size is
-  the number of answers);
-* a difference of two such means is the t interval intersected with its range
-  ``[low − high, high − low]``, which cannot lower its coverage.
+  with the design's effective sample size ``m (1 − m) / SE²`` (Kish's design effect) and the same
+  t quantile: it is the t interval when the mean is far from its bounds, and stays inside them
+  near 0 and 1 (with every answer at a bound the effective size is the number of answers); a
+  proportion with fewer than ``RARE_EVENTS`` effective events gets Korn & Graubard's (1998)
+  Clopper–Pearson interval instead;
+* a difference of two such means gets the MOVER interval from the two means' intervals
+  (``_mover``), kept within ``[low − high, high − low]``.
 
 Below ``MIN_PARTICIPANTS`` participants or ``MIN_SOURCES`` sources an interval is not computed:
 the estimate comes with ``low = high = None`` and ``reason = TOO_FEW``.
+
+Coverage on simulated Latin squares and what is out of scope: docs/analysis/intervals.md and
+tests/evaluation/stats/test_crossed_coverage.py.
 
 Pure numpy/pandas/scipy: no Django. Everything is O(n) (bincount and sparse products), and the
 estimators take a batch of value vectors on one design, which the coverage tests use.
