@@ -173,7 +173,13 @@ def _ci(values: Sequence[float] | np.ndarray, options: AnalysisOptions, salt: in
     mean, low, high = bootstrap_mean_ci(
         array, n_resamples=options.n_resamples, confidence=options.confidence, seed=options.seed + salt
     )
-    return {"mean": _float(mean), "low": _float(low), "high": _float(high), "n": int(array.size)}
+    return {
+        "mean": _float(mean),
+        "low": _float(low),
+        "high": _float(high),
+        "n": int(array.size),
+        "method": f"percentile bootstrap over texts ({options.n_resamples} resamples)",
+    }
 
 
 def _severity_errors(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
