@@ -281,6 +281,10 @@ class _MomentModel:
         return variance, np.maximum(df, 1.0)
 
 
+# Up to this many levels in all, a fit's rank is computed numerically (an SVD of their cross-product).
+_EXACT_RANK_LEVELS = 3_000
+
+
 class _Projector:
     """The residual of least squares on several factors (each an _Effect covering every answer),
     by alternating projections (von Neumann–Halperin), for a batch of vectors at once."""
@@ -290,22 +294,15 @@ class _Projector:
         self.sizes = [
             np.maximum(np.asarray(ind.sum(axis=0)).ravel(), 1.0)[:, None] for ind in self.indicators
         ]
-        # Rank of the factors' design: levels less one per factor after the first, per
-        # connected block of the design (levels sharing answers).
-        n = factors[0].codes.size
-        offsets = np.cumsum([0] + [f.n_levels for f in factors])
-        edges = sparse.coo_matrix(
-            (
-                np.ones(n * (len(factors) - 1)),
-                (
-                    np.concatenate([factors[0].codes] * (len(factors) - 1)),
-                    np.concatenate([f.codes + offsets[i + 1] for i, f in enumerate(factors[1:])]),
-                ),
-            ),
-            shape=(offsets[-1], offsets[-1]),
-        )
-        blocks, _ = csgraph.connected_components(edges, directed=False)
-        self.rank = int(offsets[-1]) - (len(factors) - 1) * blocks
+        # Rank of the factors' design: numerically from the (levels × levels) cross-product where
+        # that is small; otherwise levels less one per factor after the first, per connected block
+        # of the design (exact for two factors and for connected designs).
+        design = sparse.hstack(self.indicators).tocsr()
+        if design.shape[1] <= _EXACT_RANK_LEVELS:
+            self.rank = int(np.linalg.matrix_rank((design.T @ design).toarray(), hermitian=True))
+            return
+        blocks, _ = csgraph.connected_components(design.T @ design, directed=False)
+        self.rank = int(design.shape[1]) - (len(factors) - 1) * blocks
 
     def residual(self, columns: np.ndarray, tolerance: float = 1e-10, max_sweeps: int = 500) -> np.ndarray:
         """(answers × k) → the residuals of each column."""
