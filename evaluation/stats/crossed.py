@@ -68,7 +68,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy import sparse, stats
-from scipy.sparse import csgraph
 
 # Fewer participants or sources leave the participant (source) variance with one or two degrees
 # of freedom: a t interval 4–13 times the SE, which says nothing a reader can use.
@@ -281,42 +280,44 @@ class _MomentModel:
         return variance, np.maximum(df, 1.0)
 
 
-# Up to this many levels in all, a fit's rank is computed numerically (an SVD of their cross-product).
-_EXACT_RANK_LEVELS = 3_000
-
-
 class _Projector:
     """The residual of least squares on several factors (each an _Effect covering every answer),
-    by alternating projections (von Neumann–Halperin), for a batch of vectors at once."""
+    for a batch of vectors at once. The factor with the most levels (the sources) is absorbed by
+    its level means; the others are solved for through the pseudo-inverse of their Schur
+    complement, a (small levels × small levels) matrix: exact, and never a dense matrix over
+    the sources or the answers."""
 
     def __init__(self, factors: list[_Effect]):
-        self.indicators = [factor.indicator() for factor in factors]
-        self.sizes = [
-            np.maximum(np.asarray(ind.sum(axis=0)).ravel(), 1.0)[:, None] for ind in self.indicators
-        ]
-        # Rank of the factors' design: numerically from the (levels × levels) cross-product where
-        # that is small; otherwise levels less one per factor after the first, per connected block
-        # of the design (exact for two factors and for connected designs).
-        design = sparse.hstack(self.indicators).tocsr()
-        if design.shape[1] <= _EXACT_RANK_LEVELS:
-            self.rank = int(np.linalg.matrix_rank((design.T @ design).toarray(), hermitian=True))
+        big = max(range(len(factors)), key=lambda i: factors[i].n_levels)
+        self.absorbed = factors[big].indicator().tocsc()
+        counts = np.asarray(self.absorbed.sum(axis=0)).ravel()
+        self.absorbed_sizes = np.maximum(counts, 1.0)[:, None]
+        rest = [factors[i].indicator() for i in range(len(factors)) if i != big]
+        self.small = sparse.hstack(rest).tocsr() if rest else None
+        absorbed_rank = int(np.count_nonzero(counts))
+        if self.small is None:
+            self.rank, self.inverse = absorbed_rank, None
             return
-        blocks, _ = csgraph.connected_components(design.T @ design, directed=False)
-        self.rank = int(design.shape[1]) - (len(factors) - 1) * blocks
+        # Schur complement Aᵀ M_B A, with M_B the removal of the absorbed factor's level means.
+        cross = (self.small.T @ self.absorbed).toarray()
+        schur = (self.small.T @ self.small).toarray() - (cross / self.absorbed_sizes.T) @ cross.T
+        values, vectors = np.linalg.eigh(schur)
+        keep = values > max(float(values.max()), 1.0) * 1e-10
+        self.rank = absorbed_rank + int(np.count_nonzero(keep))
+        self.inverse = (vectors[:, keep] / values[keep]) @ vectors[:, keep].T
 
-    def residual(self, columns: np.ndarray, tolerance: float = 1e-10, max_sweeps: int = 500) -> np.ndarray:
+    def _demean(self, columns: np.ndarray) -> np.ndarray:
+        return columns - np.asarray(
+            self.absorbed @ (np.asarray(self.absorbed.T @ columns) / self.absorbed_sizes)
+        )
+
+    def residual(self, columns: np.ndarray) -> np.ndarray:
         """(answers × k) → the residuals of each column."""
-        r = np.array(columns, dtype=np.float64)
-        scale = max(float(np.abs(r).max()), 1.0)
-        for _ in range(max_sweeps):
-            step = 0.0
-            for indicator, size in zip(self.indicators, self.sizes, strict=True):
-                means = np.asarray(indicator.T @ r) / size
-                r -= np.asarray(indicator @ means)
-                step = max(step, float(np.abs(means).max()))
-            if step <= tolerance * scale:
-                break
-        return r
+        demeaned = self._demean(np.asarray(columns, dtype=np.float64))
+        if self.small is None:
+            return demeaned
+        beta = self.inverse @ np.asarray(self.small.T @ demeaned)
+        return demeaned - self._demean(np.asarray(self.small @ beta))
 
 
 class _DifferenceModel:
@@ -471,15 +472,28 @@ def _between_ss(effect: _Effect, centred: np.ndarray) -> np.ndarray:
 # combinations of its indicators (Hutchinson's trace estimator, seeded) instead of one column each.
 _EXACT_SHARE_LEVELS = 2_000
 _SHARE_PROBES = 200
+_CHUNK_VALUES = 2_000_000
 
 
 def _indicator_share(projector: _Projector, effect: _Effect) -> float:
-    """``||(I − H) Z||²_F``: the expected residual SS of the fit per unit variance of ``effect``."""
-    indicator = effect.indicator()
+    """``||(I − H) Z||²_F``: the expected residual SS of the fit per unit variance of ``effect``.
+    Columns go through the fit a chunk at a time (at most ``_CHUNK_VALUES`` values)."""
+    indicator = effect.indicator().tocsc()
+    n = indicator.shape[0]
+    step = max(1, _CHUNK_VALUES // max(n, 1))
     if effect.n_levels <= _EXACT_SHARE_LEVELS:
-        return float(np.sum(projector.residual(indicator.toarray()) ** 2))
+        return float(
+            sum(
+                np.sum(projector.residual(indicator[:, start : start + step].toarray()) ** 2)
+                for start in range(0, effect.n_levels, step)
+            )
+        )
     signs = np.random.default_rng(0).choice([-1.0, 1.0], size=(effect.n_levels, _SHARE_PROBES))
-    return float(np.sum(projector.residual(np.asarray(indicator @ signs)) ** 2) / _SHARE_PROBES)
+    total = 0.0
+    for start in range(0, _SHARE_PROBES, step):
+        probes = np.asarray(indicator @ signs[:, start : start + step])
+        total += float(np.sum(projector.residual(probes) ** 2))
+    return total / _SHARE_PROBES
 
 
 # --- helpers ------------------------------------------------------------------------------------
