@@ -36,7 +36,13 @@ from evaluation.stats.agreement import (
 )
 from evaluation.stats.comparisons import paired_system_comparisons
 from evaluation.stats.correlation import BOOTSTRAP_MAX_PAIRS, correlate_columns
-from evaluation.stats.crossed import CrossedInterval, crossed_group_intervals, crossed_mean_ci
+from evaluation.stats.crossed import (
+    TOO_FEW,
+    CrossedInterval,
+    crossed_group_intervals,
+    crossed_mean_ci,
+    group_components,
+)
 from evaluation.stats.intervals import bootstrap_mean_ci
 from evaluation.stats.severity import mse_and_accuracy, severity_errors_per_answer
 
@@ -167,7 +173,13 @@ def _ci(values: Sequence[float] | np.ndarray, options: AnalysisOptions, salt: in
     mean, low, high = bootstrap_mean_ci(
         array, n_resamples=options.n_resamples, confidence=options.confidence, seed=options.seed + salt
     )
-    return {"mean": _float(mean), "low": _float(low), "high": _float(high), "n": int(array.size)}
+    return {
+        "mean": _float(mean),
+        "low": _float(low),
+        "high": _float(high),
+        "n": int(array.size),
+        "method": f"percentile bootstrap over texts ({options.n_resamples} resamples)",
+    }
 
 
 # --- Table 1 ----------------------------------------------------------------------------------
@@ -689,6 +701,30 @@ def agreement(frames: StudyFrames) -> dict[str, Any]:
 # --- beyond the paper -------------------------------------------------------------------------
 
 
+def measure_bounds(measure: str) -> tuple[float, float] | None:
+    """The range a human measure's mean cannot leave (its interval is kept inside it): the
+    answer scale for Likert-type answers, [0, 1] for Q3 accuracy, [0, (levels − 1)²] for Q3's
+    MSE, ± the scale's span for the comprehension gain."""
+
+    def span(scale: scales.Scale) -> tuple[float, float]:
+        values = scale_values(scale)
+        return float(values[0]), float(values[-1])
+
+    if measure.removeprefix("expert_") in EXPERT_ASPECTS:
+        return span(scales.LIKERT)
+    if measure in scales.LAY_SCALES:
+        return span(scales.LAY_SCALES[measure])
+    if measure == "understanding_gain":
+        low, high = span(scales.UNDERSTANDING)
+        return low - high, high - low
+    if measure == "severity_mse":
+        low, high = span(scales.SEVERITY)
+        return 0.0, (high - low) ** 2
+    if measure == "severity_accuracy":
+        return 0.0, 1.0
+    return None
+
+
 def _interval_record(ci: CrossedInterval) -> dict[str, Any]:
     return {
         "mean": _float(ci.estimate),
@@ -697,15 +733,20 @@ def _interval_record(ci: CrossedInterval) -> dict[str, Any]:
         "n": ci.n,
         "participants": ci.n_rows,
         "sources": ci.n_columns,
+        "method": ci.method,
+        "reason": ci.reason,
     }
 
 
-def _crossed_frame(frame: pd.DataFrame, column: str, options: AnalysisOptions) -> dict[str, Any]:
+def _crossed_frame(
+    frame: pd.DataFrame, column: str, options: AnalysisOptions, measure: str
+) -> dict[str, Any]:
     ci = crossed_mean_ci(
         frame[column].to_numpy(np.float64),
         frame["participant"].to_numpy(),
         frame["source"].to_numpy(),
         confidence=options.confidence,
+        bounds=measure_bounds(measure),
     )
     return _interval_record(ci)
 
@@ -747,14 +788,14 @@ def confidence_intervals(
         intervals["expert"][system] = {aspect: means[f"expert_{aspect}"][system] for aspect in EXPERT_ASPECTS}
         intervals["lay"][system] = {measure: means[measure][system] for measure in LAY_MEASURES}
     intervals["expert_original"] = {
-        "simplicity": _crossed_frame(frames.expert_judgements, "simplicity", options)
+        "simplicity": _crossed_frame(frames.expert_judgements, "simplicity", options, "expert_simplicity")
     }
     original = _severity_frame(columns[ORIGINAL]).assign(
         understanding=columns[ORIGINAL]["understanding"].to_numpy(),
         confidence=columns[ORIGINAL]["confidence"].to_numpy(),
     )
     intervals["lay"][ORIGINAL] = {
-        measure: _crossed_frame(original, measure, options)
+        measure: _crossed_frame(original, measure, options, measure)
         for measure in ("understanding", "confidence", "severity_mse", "severity_accuracy")
     }
     answers = frames.lay_answers[frames.lay_answers["confidence"].notna()]
@@ -766,12 +807,14 @@ def confidence_intervals(
             severity["source"].to_numpy(),
             answers["confidence"].to_numpy(np.float64),
             confidence=options.confidence,
+            bounds=measure_bounds(name),
         )
         for level in scales.CONFIDENCE.levels:
             ci = level_means.get(float(level.value))
             record = _interval_record(ci) if ci else _interval_record(crossed_mean_ci([], [], []))
             intervals["confidence_vs_accuracy"].setdefault(level.name, {})[key] = record
     intervals["differences"] = by_system["differences"]
+    intervals["variance_components"] = by_system.get("components", {})
     return intervals
 
 
@@ -815,10 +858,12 @@ def system_intervals(
 ) -> dict[str, Any]:
     """Per human measure: every system's mean and every difference between two systems, with
     their crossed-design intervals (evaluation/stats/crossed.crossed_group_intervals).
-    {"means": {measure: {system: record}}, "differences": {measure: [record per pair]}}."""
+    {"means": {measure: {system: record}}, "differences": {measure: [record per pair]},
+    "components": {measure: the variance components behind them (crossed.group_components)}}."""
     order = {system: i for i, system in enumerate(systems)}
     means: dict[str, dict[str, Any]] = {}
     differences: dict[str, list[dict[str, Any]]] = {}
+    components: dict[str, dict[str, Any]] = {}
     empty = _interval_record(crossed_mean_ci([], [], []))
     for name, frame in measures.items():
         codes = _positions(frame["system"], list(order))
@@ -828,6 +873,7 @@ def system_intervals(
             frame["source"].to_numpy(),
             codes,
             confidence=options.confidence,
+            bounds=measure_bounds(name),
         )
         means[name] = {
             system: _interval_record(group_means[float(i)]) if float(i) in group_means else dict(empty)
@@ -845,10 +891,36 @@ def system_intervals(
                         "low": _float(ci.low) if ci else None,
                         "high": _float(ci.high) if ci else None,
                         "n": ci.n if ci else 0,
+                        "method": ci.method if ci else None,
+                        "reason": ci.reason if ci else TOO_FEW,
                     }
                 )
         differences[name] = records
-    return {"means": means, "differences": differences}
+        fitted = group_components(
+            frame["value"].to_numpy(np.float64),
+            frame["participant"].to_numpy(),
+            frame["source"].to_numpy(),
+            codes,
+        )
+        components[name] = {
+            "systems": {
+                systems[int(k)]: {"participant": v.row, "source": v.column, "residual": v.residual}
+                for k, v in fitted["systems"].items()
+            },
+            "pairs": [
+                {
+                    "system_a": systems[int(a)],
+                    "system_b": systems[int(b)],
+                    "participant": v.row,
+                    "source": v.column,
+                    "participant_x_system": v.interaction,
+                    "source_x_system": v.column_interaction,
+                    "residual": v.residual,
+                }
+                for (a, b), v in fitted["pairs"].items()
+            ],
+        }
+    return {"means": means, "differences": differences, "components": components}
 
 
 def _ordered(frame: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:

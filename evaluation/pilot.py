@@ -73,7 +73,16 @@ def plan_settings(
         n_simulations=parameters["simulations"],
         seed=parameters["seed"],
         mixed_model=parameters["mixed_simulations"] > 0,
+        interaction_var=components.interaction or 0.0,
+        # The pilot's systems in study order, cycled over the simulated ones.
+        residual_vars=_system_residuals(study=study, components=components),
     )
+
+
+def _system_residuals(*, study: Study, components: VarianceComponents) -> tuple[float, ...] | None:
+    by_system = components.residual_by_system
+    order = [key for key in study.systems.values_list("key", flat=True) if key in by_system]
+    return tuple(by_system[key] for key in order) or None
 
 
 def plan_compute(*, study: Study, parameters: Mapping[str, Any]) -> dict[str, Any]:

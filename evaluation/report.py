@@ -18,6 +18,7 @@ from typing import Any
 
 from annotation import scales
 from evaluation.analysis_document import ORIGINAL, system_label
+from evaluation.stats import crossed
 
 READABILITY_LABELS = {
     "fkgl": "FKGL ↓",
@@ -108,12 +109,57 @@ def audit_display(result: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
 
 
 def cell(value: float | None, interval: Mapping[str, Any] | None = None, *, percent: bool = False) -> dict:
-    """A table cell: the figure and, when known, its bootstrap interval."""
+    """A table cell: the figure and, when known, its interval (``method``: how it was computed,
+    the cell's tooltip); where the design is too small for one, the reason instead."""
     text = fmt(value, percent=percent)
     ci = ""
-    if interval and interval.get("low") is not None and interval.get("high") is not None:
+    interval = interval or {}
+    if interval.get("low") is not None and interval.get("high") is not None:
         ci = f"[{fmt(interval['low'], percent=percent)}, {fmt(interval['high'], percent=percent)}]"
-    return {"value": text, "ci": ci, "missing": value is None}
+    elif value is not None and interval.get("reason"):
+        ci = interval["reason"]
+    return {"value": text, "ci": ci, "missing": value is None, "method": interval.get("method") or ""}
+
+
+def interval_methods(analysis: Mapping[str, Any]) -> dict[str, Any]:
+    """What each interval of the tables is, worded from the constants of the code that computes
+    it (evaluation/stats/crossed.py, evaluation/stats/intervals.py), so caption and computation
+    cannot drift apart."""
+    options = analysis.get("options", {})
+    confidence = options.get("confidence") or 0.95
+    level = f"{confidence:.0%}"
+    readability = f"percentile bootstrap over texts ({options.get('n_resamples')} resamples)"
+    human = (
+        "crossed-design intervals (participants and sources random; each system's mean from its own "
+        "answers, a difference from the two systems' answers with the participant × system interaction; "
+        "t with Satterthwaite's degrees of freedom; proportions, Likert means and MSE kept inside their "
+        "range by Wilson-type intervals, Korn–Graubard for rare proportions, MOVER for their differences)"
+    )
+    return {
+        "level": level,
+        "readability": readability,
+        "human": human,
+        "mean": crossed.METHOD_T,
+        "bounded_mean": crossed.METHOD_WILSON,
+        "bounded_difference": crossed.METHOD_MOVER,
+        "too_few": crossed.TOO_FEW,
+        "min_participants": crossed.MIN_PARTICIPANTS,
+        "min_sources": crossed.MIN_SOURCES,
+        "rare_events": crossed.RARE_EVENTS,
+        "pooling_p": crossed.POOLING_P,
+        "table1": (
+            f"Means ({level} intervals in brackets: readability, {readability}; radiologists' and "
+            f"laypeople's answers, {human}; “{crossed.TOO_FEW}” where a column has fewer). "
+            "Hover an interval for its method."
+        ),
+        "differences": (
+            f"Difference of two systems' means over all their answers, with its {level} crossed-design "
+            "interval: the two systems' answers only, participants, sources and the participant × "
+            "system interaction random (source × system too where its F test gives "
+            f"p < {crossed.POOLING_P}), t with Satterthwaite's degrees of freedom; for bounded measures "
+            "the MOVER combination of the two means' intervals, kept within ± the scale's span."
+        ),
+    }
 
 
 def table1(analysis: Mapping[str, Any]) -> dict[str, Any]:
@@ -462,6 +508,7 @@ def report_tables(analysis: Mapping[str, Any], sections: Sequence[str] | None = 
     tables = {name: SECTIONS[name](analysis) for name in (sections or SECTIONS)}
     tables["severity_distribution"] = analysis["severity_distribution"]
     tables["severity_unrated"] = analysis.get("severity_unrated", 0)
+    tables["intervals"] = interval_methods(analysis)
     return tables
 
 
@@ -491,7 +538,41 @@ def methods(analysis: Mapping[str, Any]) -> dict[str, Any]:
         "unavailable": analysis.get("metrics", {}).get("unavailable", {}),
         "versions": package_versions(),
         "likert": [level.name for level in scales.LIKERT.levels],
+        "intervals": interval_methods(analysis),
+        "components": component_rows(analysis),
     }
+
+
+def component_rows(analysis: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Per human measure, the variance components its intervals rest on, as text: each system's
+    residual variance (from its own answers) and the participant × system interaction over the
+    pairs of systems (range when it differs between pairs); "—" where too few answers."""
+    rows = []
+    components = analysis.get("confidence_intervals", {}).get("variance_components", {})
+    for measure, record in components.items():
+        residual = ", ".join(
+            f"{system_label(analysis, system)} {fmt(values['residual'])}"
+            for system, values in record.get("systems", {}).items()
+        )
+        interactions = [
+            p["participant_x_system"]
+            for p in record.get("pairs", [])
+            if p["participant_x_system"] is not None
+        ]
+        if not interactions:
+            interaction = "—"
+        elif min(interactions) == max(interactions):
+            interaction = fmt(interactions[0])
+        else:
+            interaction = f"{fmt(min(interactions))}–{fmt(max(interactions))}"
+        rows.append(
+            {
+                "measure": DIFFERENCE_LABELS.get(measure, measure.replace("_", " ")),
+                "residual": residual or "—",
+                "interaction": interaction,
+            }
+        )
+    return rows
 
 
 def study_report_html(*, study, reported: str | None = "auto") -> str | None:

@@ -9,7 +9,10 @@ For each design (participants who complete × sources) the simulation draws `n_s
    each answers a uniformly random share of its items, and holds the row of a random completer
    (radlay hands a dropped row out again, so the completers still fill the square).
 2. **Answers**, from the fitted crossed model (evaluation/planning/variance.py): a latent value
-   mean(system) + u(participant) + v(source) + e, drawn on the outcome's scale — ordinal outcomes
+   mean(system) + u(participant) + v(source) + w(participant × system) + e, with the pilot's
+   participant × system interaction variance for w and each system's own residual variance for
+   e (both estimated from the pilot; 0 and the pooled residual when not given), drawn on the
+   outcome's scale — ordinal outcomes
    are rounded to the nearest level and clipped to the scale; binary outcomes are Bernoulli with
    probability clip(mean + u + v, 0, 1); continuous ones are clipped to their range. Rounding
    adds variance and clipping removes some, so the latent standard deviations are the fitted
@@ -66,6 +69,11 @@ class PowerSettings:
     seed: int = 0
     mixed_model: bool = True
     test: str = "wilcoxon"  # "wilcoxon" (radlay's analysis) | "t" (paired t-test, for validation)
+    # A participant × system interaction: each participant's answers to one system move together
+    # by a draw of this variance (a system helps some people more than others).
+    interaction_var: float = 0.0
+    # Residual variance of each simulated system (cycled over the systems); None: residual_var.
+    residual_vars: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.n_systems < 2:
@@ -76,8 +84,10 @@ class PowerSettings:
             raise ValueError("The drop-out rate must be at least 0 and below 1.")
         if self.n_simulations < 10:
             raise ValueError("Use at least 10 simulations per design.")
-        if min(self.participant_var, self.source_var, self.residual_var) < 0:
+        if min(self.participant_var, self.source_var, self.residual_var, self.interaction_var) < 0:
             raise ValueError("Variance components cannot be negative.")
+        if self.residual_vars is not None and (not self.residual_vars or min(self.residual_vars) < 0):
+            raise ValueError("Residual variances per system must be given and cannot be negative.")
         if self.test not in ("wilcoxon", "t"):
             raise ValueError("test must be 'wilcoxon' or 't'.")
 
@@ -149,6 +159,8 @@ class PowerGrid:
                 "seed": self.settings.seed,
                 "mixed_model": self.settings.mixed_model,
                 "test": self.settings.test,
+                "interaction_var": self.settings.interaction_var,
+                "residual_vars": list(self.settings.residual_vars) if self.settings.residual_vars else None,
             },
             "latent": self.latent,
             "mixed_simulations": self.mixed_simulations,
@@ -171,13 +183,22 @@ def _stop_loss(mean: float, sd: float, level: float) -> float:
     return (mean - level) * special.ndtr(z) + sd * math.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
 
 
+def _residual_vars(settings: PowerSettings) -> np.ndarray:
+    """The residual variance of each simulated system."""
+    if settings.residual_vars is None:
+        return np.full(settings.n_systems, settings.residual_var)
+    return np.resize(np.asarray(settings.residual_vars, dtype=np.float64), settings.n_systems)
+
+
 def _latent_sd(settings: PowerSettings, scale: float = 1.0) -> tuple[float, float]:
     """(sd of the latent residual, sd of the latent total around a system mean), the fitted
-    components multiplied by `scale` (see latent_model)."""
+    components multiplied by `scale` (see latent_model); with a residual variance per system,
+    their mean (the answers' variance over the systems)."""
+    shared = settings.participant_var + settings.source_var + settings.interaction_var
     if settings.outcome.kind == "binary":
-        return 0.0, scale * math.sqrt(settings.participant_var + settings.source_var)
-    total = settings.participant_var + settings.source_var + settings.residual_var
-    return scale * math.sqrt(settings.residual_var), scale * math.sqrt(total)
+        return 0.0, scale * math.sqrt(shared)
+    residual = float(np.mean(_residual_vars(settings)))
+    return scale * math.sqrt(residual), scale * math.sqrt(shared + residual)
 
 
 _NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(120)
@@ -247,7 +268,12 @@ def latent_scale(settings: PowerSettings) -> float:
     outcomes, whose variance follows from their mean."""
     if settings.outcome.kind == "binary":
         return 1.0
-    target = settings.participant_var + settings.source_var + settings.residual_var
+    target = (
+        settings.participant_var
+        + settings.source_var
+        + settings.interaction_var
+        + float(np.mean(_residual_vars(settings)))
+    )
     if target <= 0:
         return 1.0
 
@@ -356,14 +382,22 @@ def holm(p: np.ndarray) -> np.ndarray:
 
 
 def _answers(
-    settings: PowerSettings, latent: np.ndarray, rng: np.random.Generator, scale: float = 1.0
+    settings: PowerSettings,
+    latent: np.ndarray,
+    rng: np.random.Generator,
+    scale: float = 1.0,
+    system: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Answers on the outcome's scale from latent values without the residual (in place)."""
+    """Answers on the outcome's scale from latent values without the residual (in place);
+    `system`: each answer's system, for residual variances per system."""
     outcome = settings.outcome
     if outcome.kind == "binary":
         np.clip(latent, 0.0, 1.0, out=latent)
         return (rng.random(latent.shape) < latent).astype(np.float64)
-    residual_sd, _ = _latent_sd(settings, scale)
+    if settings.residual_vars is None or system is None:
+        residual_sd, _ = _latent_sd(settings, scale)
+    else:
+        residual_sd = scale * np.sqrt(_residual_vars(settings))[system]
     latent += rng.standard_normal(latent.shape) * residual_sd
     if outcome.kind == "ordinal":
         np.round(latent, out=latent)
@@ -515,7 +549,12 @@ def simulate_design(
         latent = u[:, part]
         latent += v[:, src]
         latent += means[sys_]
-        y = _answers(settings, latent, rng, scale)
+        if settings.interaction_var > 0:
+            interaction = (
+                rng.standard_normal((size, n_part * k)) * scale * math.sqrt(settings.interaction_var)
+            )
+            latent += interaction[:, part * k + sys_]
+        y = _answers(settings, latent, rng, scale, sys_)
         totals = np.zeros((size, n_sources * k))
         counts = np.zeros((size, n_sources * k))
         totals[:, cells.cell_ids] = np.add.reduceat(y, cells.starts, axis=1)
@@ -528,7 +567,9 @@ def simulate_design(
             p_drop = np.repeat(np.arange(n_participants, n_part), items)
             s_drop, k_drop = design.source[held], design.system[held]
             latent = u[:, p_drop] + np.take_along_axis(v, s_drop, axis=1) + means[k_drop]
-            y_drop = _answers(settings, latent, rng, scale)
+            if settings.interaction_var > 0:
+                latent += np.take_along_axis(interaction, p_drop * k + k_drop, axis=1)
+            y_drop = _answers(settings, latent, rng, scale, k_drop)
             index = (np.arange(size)[:, None] * (n_sources * k) + s_drop * k + k_drop).ravel()
             totals += np.bincount(index, weights=(y_drop * w_drop).ravel(), minlength=totals.size).reshape(
                 size, -1
@@ -601,7 +642,12 @@ def simulate_answers(
         + v[:, design.source]
         + np.asarray(system_means, dtype=np.float64)[design.system]
     )
-    return _answers(settings, latent, rng, scale), design.participant, design.source, design.system
+    if settings.interaction_var > 0:
+        k = settings.n_systems
+        w = rng.standard_normal((n_studies, n_participants * k)) * scale * math.sqrt(settings.interaction_var)
+        latent += w[:, design.participant * k + design.system]
+    answers = _answers(settings, latent, rng, scale, design.system)
+    return answers, design.participant, design.source, design.system
 
 
 def design_axis(maximum: int, *, step: int, minimum: int, points: int = 20) -> list[int]:

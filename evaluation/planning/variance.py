@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evaluation.stats.crossed import group_components
+
 # statsmodels' MixedLM builds dense (answers × levels) matrices for crossed effects: its cost
 # grows with their product (2,400 answers × 140 levels took 26 s on a loaded 2-core machine).
 MIXEDLM_MAX_CELLS = 150_000
@@ -47,6 +49,11 @@ class VarianceComponents:
     system_se: dict[str, float] = field(default_factory=dict)
     intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
     note: str = ""
+    # Moment estimates (evaluation/stats/crossed.py): the participant × system interaction, the
+    # mean over the pilot's pairs of systems (None: no pair with enough participants and sources),
+    # and each system's residual variance from its own answers.
+    interaction: float | None = None
+    residual_by_system: dict[str, float] = field(default_factory=dict)
 
     @property
     def grand_mean(self) -> float:
@@ -177,6 +184,22 @@ def _mixedlm(
     return components, means, se
 
 
+def system_components(frame: pd.DataFrame) -> tuple[float | None, dict[str, float]]:
+    """(participant × system interaction, residual variance per system) of `frame` by the moment
+    estimators of the crossed intervals (evaluation/stats/crossed.py): the interaction of each
+    pair of systems from their answers (adjusted for sources), averaged over the pairs; each
+    system's residual from its own answers."""
+    fitted = group_components(
+        frame["value"].to_numpy(np.float64),
+        frame["participant"].to_numpy(),
+        frame["source"].to_numpy(),
+        frame["system"].astype(str).to_numpy(),
+    )
+    interactions = [pair.interaction for pair in fitted["pairs"].values() if pair.interaction is not None]
+    residuals = {str(system): float(c.residual) for system, c in fitted["systems"].items()}
+    return (float(np.mean(interactions)) if interactions else None), residuals
+
+
 def estimate_components(
     frame: pd.DataFrame,
     *,
@@ -224,7 +247,10 @@ def estimate_components(
         means = {str(k): float(v) for k, v in frame.groupby("system")["value"].mean().items()}
         se = {k: float(np.nanstd(v, ddof=1)) for k, v in boot_means.items()}
         used = "method of moments (Gao & Owen 2017)"
+    interaction, residual_by_system = system_components(frame)
     return VarianceComponents(
+        interaction=interaction,
+        residual_by_system=residual_by_system,
         participant=float(p),
         source=float(s),
         residual=float(e),

@@ -184,3 +184,69 @@ def test_simulated_answers_are_as_variable_as_the_pilot(baseline, kind):
     y, *_ = power.simulate_answers(st, 40, 60, system_means=[mean, mean, mean], n_studies=400, seed=5)
     assert y.mean() == pytest.approx(baseline, abs=0.02 * max(1, baseline))
     assert y.var() == pytest.approx(total, rel=0.03)
+
+
+def test_simulated_interaction_and_residuals_per_system_match_reml():
+    # Answers simulated with a participant × system interaction of 0.3 and residual variances
+    # 0.2 / 0.8: statsmodels' REML finds the interaction (crossed variance components with a
+    # participant × system term, pooled residual 0.5) and each system's residual in its own fit.
+    st = settings(
+        outcome=NORMAL,
+        baseline=0.0,
+        participant_var=0.4,
+        source_var=0.3,
+        residual_var=0.5,
+        interaction_var=0.3,
+        residual_vars=(0.2, 0.8),
+        n_systems=2,
+    )
+    y, participant, source, system = power.simulate_answers(
+        st, 30, 40, system_means=[0.0, 0.0], n_studies=1, seed=3
+    )
+    frame = pd.DataFrame(
+        {
+            "y": y[0],
+            "p": participant.astype(str),
+            "s": source.astype(str),
+            "g": system,
+            "pg": [f"{a}:{b}" for a, b in zip(participant, system, strict=True)],
+            "one": 0,
+        }
+    )
+    model = smf.mixedlm(
+        "y ~ C(g)",
+        frame,
+        groups="one",
+        re_formula="0",
+        vc_formula={"p": "0 + C(p)", "s": "0 + C(s)", "pg": "0 + C(pg)"},
+    )
+    fit = model.fit(reml=True)
+    reml = dict(zip(model.exog_vc.names, fit.vcomp, strict=True))
+    assert reml["pg"] == pytest.approx(0.3, abs=0.15)
+    assert fit.scale == pytest.approx(0.5, abs=0.1)
+    for g, expected in ((0, 0.2), (1, 0.8)):
+        own = frame[frame["g"] == g]
+        single = smf.mixedlm(
+            "y ~ 1", own, groups="one", re_formula="0", vc_formula={"p": "0 + C(p)", "s": "0 + C(s)"}
+        ).fit(reml=True)
+        assert single.scale == pytest.approx(expected, abs=0.12)
+
+
+def test_an_interaction_lowers_the_power_of_a_difference():
+    base = settings(n_systems=2, n_simulations=400, effect=0.3)
+    without = power.simulate_design(base, 16, 24, seed=7, mixed_simulations=0)
+    with_interaction = power.simulate_design(
+        settings(n_systems=2, n_simulations=400, effect=0.3, interaction_var=0.1),
+        16,
+        24,
+        seed=7,
+        mixed_simulations=0,
+    )
+    assert with_interaction.power < without.power - 0.05
+
+
+def test_interaction_and_residuals_per_system_are_validated():
+    with pytest.raises(ValueError):
+        settings(interaction_var=-0.1)
+    with pytest.raises(ValueError):
+        settings(residual_vars=())
