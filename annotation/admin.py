@@ -24,6 +24,7 @@ from annotation.models import (
     SimplificationText,
     Source,
     Study,
+    StudyMembership,
     System,
 )
 from annotation.study_services import study_close, study_open
@@ -74,6 +75,15 @@ class SystemInline(ScopedRelatedFields, admin.TabularInline):
     fields = ("key", "label", "position", "is_reference")
 
 
+class StudyMembershipInline(ScopedRelatedFields, admin.TabularInline):
+    """The team, for superusers: researchers manage it on the study's Members page, which keeps
+    the last owner and records the change (annotation/team_services.py)."""
+
+    model = StudyMembership
+    extra = 0
+    fields = ("user", "role")
+
+
 class AttentionCheckInline(ScopedRelatedFields, admin.TabularInline):
     model = AttentionCheck
     extra = 0
@@ -93,11 +103,10 @@ class StudyAdmin(StudyScopedAdmin):
     list_filter = ("status", "unit")
     search_fields = ("slug", "title")
     prepopulated_fields = {"slug": ("title",)}
-    filter_horizontal = ("researchers",)
     inlines = [SystemInline, AttentionCheckInline]
     actions = ["open_studies", "close_studies"]
     fieldsets = (
-        (None, {"fields": ("slug", "title", "description", "status", "unit", "researchers")}),
+        (None, {"fields": ("slug", "title", "description", "status", "unit")}),
         (
             "Texts shown to participants (empty = the protocol's defaults)",
             {
@@ -142,6 +151,10 @@ class StudyAdmin(StudyScopedAdmin):
     @admin.display(description="participants", ordering="_participants")
     def n_participants(self, obj):
         return obj._participants
+
+    def get_inlines(self, request, obj):
+        inlines = super().get_inlines(request, obj)
+        return [StudyMembershipInline, *inlines] if request.user.is_superuser else inlines
 
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)

@@ -58,7 +58,15 @@ class Study(models.Model):
     description = models.TextField(blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
     unit = models.CharField(max_length=10, choices=Unit.choices, default=Unit.SENTENCE)
-    researchers = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="studies")
+    # Who may reach the study, and with which role: the rows of StudyMembership (one rule for the
+    # dashboard, exports, API and admin: annotation/access.py).
+    researchers = models.ManyToManyField(
+        settings.AUTH_USER_MODEL,
+        blank=True,
+        related_name="studies",
+        through="StudyMembership",
+        through_fields=("study", "user"),
+    )
 
     # Per-role texts; empty means "the protocol's default" (annotation/protocol_texts.py).
     expert_instructions = models.TextField(blank=True)
@@ -117,6 +125,50 @@ class Study(models.Model):
     @property
     def is_open(self) -> bool:
         return self.status == self.Status.OPEN
+
+
+class StudyMembership(models.Model):
+    """A member of a study's team and their role. Owner: everything, members and deletion
+    included; editor: set-up, participants, launches; viewer: the dashboard, the report and the
+    exports without identifying fields. What each role may do is `Role.allows`."""
+
+    class Role(models.TextChoices):
+        OWNER = "owner", "Owner"
+        EDITOR = "editor", "Editor"
+        VIEWER = "viewer", "Viewer"
+
+        def allows(self, need: str) -> bool:
+            return need in ROLE_CAPABILITIES[self]
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    # Owner by default: `study.researchers.add(user)` (the admin's creator, the demo command) kept
+    # the full rights a researcher had before roles existed. The members page always names a role.
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.OWNER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "user__username"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "user"], name="study_membership_unique_user"),
+            models.CheckConstraint(
+                condition=Q(role__in=["owner", "editor", "viewer"]), name="study_membership_role"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug}/{self.user}/{self.role}"
+
+
+# The capabilities an `access_study(need=...)` asks for, by role. "view": dashboard, report,
+# exports without identifying fields; "edit": set-up, participants, launches, identifying fields;
+# "own": the team and deletion.
+NEEDS = ("view", "edit", "own")
+ROLE_CAPABILITIES: dict[str, frozenset[str]] = {
+    StudyMembership.Role.OWNER: frozenset({"view", "edit", "own"}),
+    StudyMembership.Role.EDITOR: frozenset({"view", "edit"}),
+    StudyMembership.Role.VIEWER: frozenset({"view"}),
+}
 
 
 class Source(models.Model):

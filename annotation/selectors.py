@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from django.db.models import Count, QuerySet
 
 from annotation.models import (
+    NEEDS,
+    ROLE_CAPABILITIES,
     ExpertRating,
     ExpertSourceJudgement,
     LayAnswer,
@@ -17,17 +19,39 @@ from annotation.models import (
     SimplificationText,
     Source,
     Study,
+    StudyMembership,
     System,
 )
 
 
-def studies_for_user(*, user) -> QuerySet[Study]:
-    """The studies a researcher may see: superusers see all, others those they belong to."""
+def roles_allowing(need: str) -> list[str]:
+    if need not in NEEDS:
+        raise ValueError(f"Unknown capability {need!r}; one of {', '.join(NEEDS)}.")
+    return [role for role, capabilities in ROLE_CAPABILITIES.items() if need in capabilities]
+
+
+def studies_for_user(*, user, need: str = "view") -> QuerySet[Study]:
+    """The studies whose team `user` is in with a role that allows `need` ("view", "edit",
+    "own"); superusers have every study."""
+    roles = roles_allowing(need)
     if not user.is_authenticated:
         return Study.objects.none()
     if user.is_superuser:
         return Study.objects.all()
-    return Study.objects.filter(researchers=user)
+    return Study.objects.filter(memberships__user=user, memberships__role__in=roles)
+
+
+def study_role(*, user, study: Study) -> str | None:
+    """`user`'s role in `study` (superusers are owners of every study), None for a non-member."""
+    if not user.is_authenticated:
+        return None
+    if user.is_superuser:
+        return StudyMembership.Role.OWNER
+    return StudyMembership.objects.filter(study=study, user=user).values_list("role", flat=True).first()
+
+
+def study_members(*, study: Study) -> QuerySet[StudyMembership]:
+    return StudyMembership.objects.filter(study=study).select_related("user").order_by("user__username")
 
 
 def study_counts(*, study: Study) -> dict:

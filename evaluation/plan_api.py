@@ -78,7 +78,7 @@ class PlanListView(APIView):
     def post(self, request: Request, slug: str) -> Response:
         """Queue a plan: power of radlay's analysis over a grid of designs, simulated from this
         study's answers as the pilot. Poll the returned url until status is done or failed."""
-        study = access_study_for_user(user=request.user, slug=slug)
+        study = access_study_for_user(user=request.user, slug=slug, need="edit")
         form = PlanForm.with_defaults(request.data)
         if not form.is_valid():
             return Response({"errors": form.errors.get_json_data()}, status=status.HTTP_400_BAD_REQUEST)

@@ -15,7 +15,8 @@ from evaluation.views import researcher_login_required
 
 @researcher_login_required
 def study_plan(request: HttpRequest, slug: str) -> HttpResponse:
-    study = access_study_for_user(user=request.user, slug=slug)
+    need = "edit" if request.method == "POST" else "view"
+    study = access_study_for_user(user=request.user, slug=slug, need=need)
     if request.method == "POST":
         form = PlanForm(request.POST)
         if form.is_valid():

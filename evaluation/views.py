@@ -134,8 +134,10 @@ def study_export(request: HttpRequest, slug: str, file_format: str) -> Streaming
     study = access_study_for_user(user=request.user, slug=slug)
     if file_format not in FORMATS:
         raise Http404("Unknown export format.")
-    include = request.GET.get("include_external_ids") in {"1", "true", "yes"}
-    return export_response(study=study, file_format=file_format, include_external_ids=include)
+    asked = request.GET.get("include_external_ids") in {"1", "true", "yes"}
+    return export_response(
+        study=study, file_format=file_format, include_external_ids=asked, user=request.user
+    )
 
 
 @researcher_login_required

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import QuerySet, TextChoices
 from django.http import Http404, HttpRequest, HttpResponse
@@ -27,12 +28,14 @@ POLL_SECONDS = 2
 researcher_login_required = login_required(login_url="evaluation:login")
 
 
-def access_batch(*, user, batch_id: int) -> GenerationBatch:
-    """The batch if `user` is a researcher of its study (or a superuser), else 404: a batch of
-    another study is not disclosed."""
+def access_batch(*, user, batch_id: int, need: str = "view") -> GenerationBatch:
+    """The batch if `user` is in its study's team (or a superuser), else 404: a batch of another
+    study is not disclosed. A member whose role does not allow `need` is refused (403)."""
     try:
-        return selectors.batch_get(batch_id=batch_id, user=user)
+        return selectors.batch_get(batch_id=batch_id, user=user, need=need)
     except GenerationBatch.DoesNotExist:
+        if need != "view" and selectors.batch_list(user=user).filter(pk=batch_id).exists():
+            raise PermissionDenied(f"Your role in this batch's study does not allow '{need}'.") from None
         raise Http404("No such generation batch among your studies.") from None
 
 
@@ -91,7 +94,7 @@ def batch_detail(request: HttpRequest, batch_id: int) -> HttpResponse:
 @researcher_login_required
 @require_POST
 def batch_cancel(request: HttpRequest, batch_id: int) -> HttpResponse:
-    batch = access_batch(user=request.user, batch_id=batch_id)
+    batch = access_batch(user=request.user, batch_id=batch_id, need="edit")
     count = batches.generation_batch_cancel(batch=batch)
     messages.info(
         request, f"Batch {batch.pk} cancelled: {count} pending job(s) will not run; running ones finish."
@@ -102,7 +105,7 @@ def batch_cancel(request: HttpRequest, batch_id: int) -> HttpResponse:
 @researcher_login_required
 @require_POST
 def batch_resume(request: HttpRequest, batch_id: int) -> HttpResponse:
-    batch = access_batch(user=request.user, batch_id=batch_id)
+    batch = access_batch(user=request.user, batch_id=batch_id, need="edit")
     try:
         sent = batches.generation_batch_resume(
             batch=batch, retry_failed=bool(request.POST.get("retry_failed"))

@@ -73,7 +73,7 @@ class JudgeRunListView(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         """Launch a judge run (staff only)."""
-        study = access_study_for_user(user=request.user, slug=slug)
+        study = access_study_for_user(user=request.user, slug=slug, need="edit")
         if not request.user.is_staff:
             raise PermissionDenied("Only staff may launch judge runs.")
         form = JudgeRunLaunchSerializer(data=request.data)

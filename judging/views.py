@@ -77,7 +77,7 @@ def run_detail(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
 @require_POST
 def run_cancel(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     _require_staff(request)
-    _, run = access_judge_run(user=request.user, slug=slug, run_id=run_id)
+    _, run = access_judge_run(user=request.user, slug=slug, run_id=run_id, need="edit")
     count = services.judge_run_cancel(run=run)
     messages.info(request, f"Judge run {run.pk} cancelled: {count} pending item(s) will not run.")
     return redirect("judging:run-detail", slug=slug, run_id=run.pk)
@@ -87,7 +87,7 @@ def run_cancel(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
 @require_POST
 def run_resume(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     _require_staff(request)
-    _, run = access_judge_run(user=request.user, slug=slug, run_id=run_id)
+    _, run = access_judge_run(user=request.user, slug=slug, run_id=run_id, need="edit")
     sent = services.judge_run_resume(
         run=run, retry_failed=bool(request.POST.get("retry_failed")), force=bool(request.POST.get("force"))
     )
@@ -99,7 +99,7 @@ def run_resume(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
 @require_POST
 def run_agreement(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     _require_staff(request)
-    _, run = access_judge_run(user=request.user, slug=slug, run_id=run_id)
+    _, run = access_judge_run(user=request.user, slug=slug, run_id=run_id, need="edit")
     tasks.judge_run_agreement.delay(run.pk)
     messages.info(request, f"The agreement of judge run {run.pk} is being recomputed.")
     return redirect("judging:run-detail", slug=slug, run_id=run.pk)
