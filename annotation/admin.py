@@ -8,8 +8,10 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from annotation import services
+from annotation.activity_services import activity_record
 from annotation.admin_access import ScopedRelatedFields, StudyScopedAdmin
 from annotation.models import (
+    ActivityEvent,
     AttentionCheck,
     AttentionCheckResponse,
     ConsentRefusal,
@@ -161,12 +163,19 @@ class StudyAdmin(StudyScopedAdmin):
         if not change and not request.user.is_superuser:
             # A researcher who creates a study must be able to see it afterwards.
             form.instance.researchers.add(request.user)
+        changed = sorted({*form.changed_data, *(f.prefix for f in formsets if f.has_changed())})
+        if not change or changed:
+            verb = "study.changed" if change else "study.created"
+            details = {"fields": changed, "via": "admin"} if change else {"via": "admin"}
+            activity_record(
+                study=form.instance, actor=request.user, verb=verb, obj=form.instance, details=details
+            )
 
     def _set_status(self, request, queryset, *, service, state: str) -> None:
         changed, unchanged = [], []
         for study in queryset:
             try:
-                (changed if service(study=study) else unchanged).append(study.slug)
+                (changed if service(study=study, actor=request.user) else unchanged).append(study.slug)
             except ValidationError as exc:
                 self.message_user(request, " ".join(exc.messages), messages.ERROR)
         if changed:
@@ -284,7 +293,7 @@ class ParticipantAdmin(StudyScopedAdmin):
 
     @admin.action(description="Mark as returned/withdrawn (their Latin-square row is handed out again)")
     def mark_returned(self, request, queryset):
-        updated = services.participants_mark_returned(participants=queryset)
+        updated = services.participants_mark_returned(participants=queryset, actor=request.user)
         self.message_user(request, f"{updated} participant(s) marked as returned.")
 
     @admin.display(description="progress")
@@ -365,3 +374,15 @@ class AttentionCheckResponseAdmin(ReadOnlyAdmin):
 class ConsentRefusalAdmin(ReadOnlyAdmin):
     list_display = ("study", "role", "refused_at")
     list_filter = (("study", RELATED),)
+
+
+@admin.register(ActivityEvent)
+class ActivityEventAdmin(ReadOnlyAdmin):
+    """The activity log as recorded: nobody, superusers included, edits or deletes an event."""
+
+    list_display = ("created_at", "study", "actor_label", "verb", "object_label")
+    list_filter = (("study", RELATED), "verb")
+    search_fields = ("actor_label", "verb", "object_label")
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -31,6 +31,7 @@ STUDY_PATHS: dict[str, tuple[str, bool]] = {
     "annotation.AttentionCheck": ("study", False),
     "annotation.AttentionCheckResponse": ("participant__study", False),
     "annotation.ConsentRefusal": ("study", False),
+    "annotation.ActivityEvent": ("study", False),
     "generation.GenerationBatch": ("study", False),
     "generation.GenerationJob": ("batch__study", False),
     "judging.JudgeRun": ("study", False),

@@ -549,3 +549,35 @@ class ConsentRefusal(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="consent_refusals")
     role = models.CharField(max_length=12, choices=Participant.Role.choices)
     refused_at = models.DateTimeField(auto_now_add=True)
+
+
+# --- The study's activity log -----------------------------------------------------------------
+
+
+class ActivityEvent(models.Model):
+    """One researcher action on a study (created, imported, opened, invited, launched, exported,
+    team changed, …): who, when, what and on which object. Append-only: written by
+    `activity_record` alone, never updated or deleted by radlay (the admin shows it read-only)."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="activity")
+    # The account that acted; SET_NULL keeps the event when the account goes (actor_label stays).
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_label = models.CharField(max_length=150, help_text="the username, or the command that acted")
+    verb = models.CharField(max_length=60, help_text='e.g. "study.opened", "participants.invited"')
+    object_type = models.CharField(max_length=60, blank=True)
+    object_id = models.CharField(max_length=64, blank=True)
+    object_label = models.CharField(max_length=200, blank=True)
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["study", "-created_at"], name="activity_study_time"),
+            models.Index(fields=["study", "verb"], name="activity_study_verb"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study_id} {self.verb} by {self.actor_label}"

@@ -9,6 +9,7 @@ from django.db.models import Count, QuerySet
 from annotation.models import (
     NEEDS,
     ROLE_CAPABILITIES,
+    ActivityEvent,
     ExpertRating,
     ExpertSourceJudgement,
     LayAnswer,
@@ -48,6 +49,18 @@ def study_role(*, user, study: Study) -> str | None:
     if user.is_superuser:
         return StudyMembership.Role.OWNER
     return StudyMembership.objects.filter(study=study, user=user).values_list("role", flat=True).first()
+
+
+def activity_events(*, study: Study, verb: str = "") -> QuerySet[ActivityEvent]:
+    """The study's activity log, newest first; only events of `verb` when given."""
+    events = ActivityEvent.objects.filter(study=study).order_by("-created_at", "-id")
+    return events.filter(verb=verb) if verb else events
+
+
+def activity_verbs(*, study: Study) -> list[str]:
+    return list(
+        ActivityEvent.objects.filter(study=study).order_by("verb").values_list("verb", flat=True).distinct()
+    )
 
 
 def study_members(*, study: Study) -> QuerySet[StudyMembership]:

@@ -20,6 +20,7 @@ from django.db.models import F, QuerySet, Value
 from django.utils import timezone
 
 from annotation import scales
+from annotation.activity_services import activity_record
 from annotation.importers.bulk_insert import rows_insert
 from annotation.models import (
     ConsentRefusal,
@@ -247,11 +248,18 @@ def participant_create(
     return participant
 
 
-def participants_invite(*, study: Study, role: str, count: int) -> list[Participant]:
+def participants_invite(*, study: Study, role: str, count: int, actor: Any = None) -> list[Participant]:
     if count < 1:
         raise ValidationError({"count": "Invite at least one participant."})
     with transaction.atomic():
-        return [participant_create(study=study, role=role) for _ in range(count)]
+        participants = [participant_create(study=study, role=role) for _ in range(count)]
+        activity_record(
+            study=study,
+            actor=actor,
+            verb="participants.invited",
+            details={"role": role, "count": count, "pseudonyms": [p.pseudonym for p in participants]},
+        )
+    return participants
 
 
 def participant_touch(*, participant: Participant) -> None:
@@ -279,13 +287,28 @@ def consent_refusal_record(*, study: Study, role: str) -> ConsentRefusal:
     return ConsentRefusal.objects.create(study=study, role=role)
 
 
-def participants_mark_returned(*, participants: QuerySet[Participant]) -> int:
+@transaction.atomic
+def participants_mark_returned(*, participants: QuerySet[Participant], actor: Any = None) -> int:
     """Mark participants returned or withdrawn (e.g. on Prolific): they can no longer answer, and a
     layperson's Latin-square row is handed out again. Completed ones are left as they are; returns
-    how many were marked."""
-    return participants.filter(completed_at__isnull=True, returned_at__isnull=True).update(
-        returned_at=timezone.now()
+    how many were marked. Each study's activity log records whom."""
+    marked = list(
+        participants.filter(completed_at__isnull=True, returned_at__isnull=True)
+        .select_for_update()
+        .select_related("study")
     )
+    Participant.objects.filter(pk__in=[p.pk for p in marked]).update(returned_at=timezone.now())
+    by_study: dict[int, list[Participant]] = {}
+    for participant in marked:
+        by_study.setdefault(participant.study_id, []).append(participant)
+    for group in by_study.values():
+        activity_record(
+            study=group[0].study,
+            actor=actor,
+            verb="participants.returned",
+            details={"pseudonyms": [p.pseudonym or str(p.pk) for p in group]},
+        )
+    return len(marked)
 
 
 def participant_complete(*, participant: Participant) -> Participant:

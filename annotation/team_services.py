@@ -4,10 +4,13 @@ owner can be neither removed nor demoted."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from annotation.activity_services import activity_record
 from annotation.models import Study, StudyMembership
 
 Role = StudyMembership.Role
@@ -38,28 +41,37 @@ def _check_role(role: str) -> None:
 
 
 @transaction.atomic
-def study_member_add(*, study: Study, user, role: str) -> StudyMembership:
+def study_member_add(*, study: Study, user, role: str, actor: Any) -> StudyMembership:
     """Add `user` to the team with `role`; a member already there is given `role` instead (the
     last owner keeps being owner)."""
     _check_role(role)
     members = _locked_members(study)
     if user.pk in members:
-        return _role_set(study=study, members=members, membership=members[user.pk], role=role)
+        return _role_set(study=study, members=members, membership=members[user.pk], role=role, actor=actor)
     membership = StudyMembership(study=study, user=user, role=role)
     membership.full_clean(validate_constraints=False, validate_unique=False)
     membership.save()
+    _record(study, actor, "member.added", membership, {"user": user.get_username(), "role": role})
     return membership
 
 
-def _role_set(*, study: Study, members: dict[int, StudyMembership], membership: StudyMembership, role: str):
+def _record(study: Study, actor: Any, verb: str, membership: StudyMembership, details: dict) -> None:
+    activity_record(study=study, actor=actor, verb=verb, obj=membership, details=details)
+
+
+def _role_set(
+    *, study: Study, members: dict[int, StudyMembership], membership: StudyMembership, role: str, actor: Any
+):
     if membership.role == role:
         return membership
     if membership.role == Role.OWNER and _owners(members) == 1:
         raise ValidationError(
             {"role": f"{membership.user} is the study's last owner: make someone else owner first."}
         )
+    details = {"user": membership.user.get_username(), "from": membership.role, "to": role}
     membership.role = role
     membership.save(update_fields=["role"])
+    _record(study, actor, "member.role_changed", membership, details)
     return membership
 
 
@@ -68,21 +80,23 @@ def _owners(members: dict[int, StudyMembership]) -> int:
 
 
 @transaction.atomic
-def study_member_role_set(*, study: Study, user, role: str) -> StudyMembership:
+def study_member_role_set(*, study: Study, user, role: str, actor: Any) -> StudyMembership:
     _check_role(role)
     members = _locked_members(study)
     if user.pk not in members:
         raise ValidationError({"user": f"{user} is not a member of {study.slug}."})
-    return _role_set(study=study, members=members, membership=members[user.pk], role=role)
+    return _role_set(study=study, members=members, membership=members[user.pk], role=role, actor=actor)
 
 
 @transaction.atomic
-def study_member_remove(*, study: Study, user) -> StudyMembership:
+def study_member_remove(*, study: Study, user, actor: Any) -> StudyMembership:
     members = _locked_members(study)
     membership = members.get(user.pk)
     if membership is None:
         raise ValidationError({"user": f"{user} is not a member of {study.slug}."})
     if membership.role == Role.OWNER and _owners(members) == 1:
         raise ValidationError({"user": f"{user} is the study's last owner and cannot be removed."})
+    details = {"user": user.get_username(), "role": membership.role}
+    _record(study, actor, "member.removed", membership, details)
     membership.delete()
     return membership

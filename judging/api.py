@@ -107,4 +107,4 @@ class JudgeAnswerExportView(APIView):
     def get(self, request: Request, slug: str):
         """Every judge item of the study as CSV (separate from the human answers' export)."""
         study = access_study_for_user(user=request.user, slug=slug)
-        return judge_answers_response(slug=slug, study=study)
+        return judge_answers_response(slug=slug, study=study, user=request.user)

@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.access import access_study_for_user
+from annotation.activity_services import activity_record
 from evaluation.exporters import csv as csv_exporter
 from generation.services.batches import embedded_mode
 from generation.views import batch_page
@@ -105,8 +106,9 @@ def run_agreement(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     return redirect("judging:run-detail", slug=slug, run_id=run.pk)
 
 
-def judge_answers_response(*, slug: str, study) -> StreamingHttpResponse:
+def judge_answers_response(*, slug: str, study, user) -> StreamingHttpResponse:
     """Every judge item of the study as CSV (apart from the human exports: its own file)."""
+    activity_record(study=study, actor=user, verb="export.downloaded", details={"file": "judge-answers.csv"})
     columns = selectors.ANSWER_COLUMNS
     rows = (
         [
@@ -126,4 +128,4 @@ def judge_answers_response(*, slug: str, study) -> StreamingHttpResponse:
 @require_GET
 def judge_answers_csv(request: HttpRequest, slug: str) -> StreamingHttpResponse:
     study = access_study_for_user(user=request.user, slug=slug)
-    return judge_answers_response(slug=slug, study=study)
+    return judge_answers_response(slug=slug, study=study, user=request.user)

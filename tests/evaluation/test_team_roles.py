@@ -56,6 +56,8 @@ ENDPOINTS = [
     Endpoint("evaluation:study-plan", "edit", method="post", data={"outcome": "nonsense"}),
     Endpoint("evaluation:study-plan-detail", "view", args=("plan",)),
     Endpoint("evaluation:study-team", "own"),
+    Endpoint("evaluation:study-activity", "edit"),
+    Endpoint("evaluation:study-activity-csv", "edit"),
     Endpoint("evaluation:study-team", "own", method="post", data={"action": "add", "username": "nobody"}),
     Endpoint("judging:study-judges", "view"),
     Endpoint("judging:answers-csv", "view"),
@@ -119,7 +121,7 @@ def team(db):
     people = {name: accounts.create_user(name, password="pw", is_staff=True) for name in PEOPLE[:4]}
     study = build_study(slug="roles", n_sources=2)
     for name in ("owner", "editor", "viewer"):
-        study_member_add(study=study, user=people[name], role=name)
+        study_member_add(study=study, user=people[name], role=name, actor="test")
     build_study(slug="elsewhere", n_sources=1).researchers.add(people["outsider"])
     run = judging_services.judge_run_create(study=study, backend="glossary")
     batch = batches.generation_batch_create(study=study, systems=["plain_bs"], backend="glossary")
@@ -221,11 +223,11 @@ def test_the_last_owner_stays(team):
     study, people, _ = team
     owner = people["owner"]
     with pytest.raises(ValidationError, match="last owner"):
-        study_member_remove(study=study, user=owner)
+        study_member_remove(study=study, user=owner, actor=owner)
     with pytest.raises(ValidationError, match="last owner"):
-        study_member_role_set(study=study, user=owner, role="viewer")
-    study_member_role_set(study=study, user=people["editor"], role="owner")
-    study_member_remove(study=study, user=owner)
+        study_member_role_set(study=study, user=owner, role="viewer", actor=owner)
+    study_member_role_set(study=study, user=people["editor"], role="owner", actor=owner)
+    study_member_remove(study=study, user=owner, actor=owner)
     assert list(study.memberships.filter(role="owner").values_list("user__username", flat=True)) == ["editor"]
 
 

@@ -4,6 +4,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from annotation.activity_services import activity_record
 from annotation.importers.errors import ImportFormatError
 from annotation.importers.release import read_release
 from annotation.importers.study_file import study_slug_check
@@ -17,6 +18,8 @@ from annotation.management.commands.import_study import (
 from annotation.models import StudyMembership
 from annotation.services import study_get_or_create
 from annotation.team_services import study_member_add
+
+ACTOR = "manage.py import_release"
 
 
 class Command(BaseCommand):
@@ -36,10 +39,20 @@ class Command(BaseCommand):
             study_slug_check(study)
             records = read_release(directory)
             with transaction.atomic():
-                target, _ = study_get_or_create(slug=study, title=title)
+                target, created = study_get_or_create(slug=study, title=title)
+                if created:
+                    activity_record(study=target, actor=ACTOR, verb="study.created", obj=target)
                 if owner_user is not None:
-                    study_member_add(study=target, user=owner_user, role=StudyMembership.Role.OWNER)
+                    study_member_add(
+                        study=target, user=owner_user, role=StudyMembership.Role.OWNER, actor=ACTOR
+                    )
                 counts = release_records_write(study=target, records=records)
+                activity_record(
+                    study=target,
+                    actor=ACTOR,
+                    verb="release.imported",
+                    details={"directory": directory.name, **counts},
+                )
         except ImportFormatError as exc:
             raise CommandError(f"Nothing was imported. {exc}") from exc
         except ValidationError as exc:

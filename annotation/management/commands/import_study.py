@@ -25,7 +25,11 @@ class Command(BaseCommand):
         owner_user = owner_get(owner)
         try:
             target, created, counts = study_file_import(
-                slug=study, title=title, study_file=StudyFile(file), owner=owner_user
+                slug=study,
+                title=title,
+                study_file=StudyFile(file),
+                owner=owner_user,
+                actor="manage.py import_study",
             )
         except ImportFormatError as exc:
             raise CommandError(f"Nothing was imported. {exc}") from exc
