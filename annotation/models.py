@@ -581,3 +581,26 @@ class ActivityEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.study_id} {self.verb} by {self.actor_label}"
+
+
+class AnswerRevision(models.Model):
+    """The previous values of an answer a participant changed (a lay answer or preference, a
+    radiologist's rating or judgement of an original): written in the same transaction as the
+    change, only when a value actually changed, never on the first save. `previous` holds the
+    changed fields' earlier values; `previous_at` when they had been saved."""
+
+    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="answer_revisions")
+    answer_type = models.CharField(
+        max_length=60, help_text='the answer\'s model, e.g. "annotation.LayAnswer"'
+    )
+    answer_id = models.BigIntegerField()
+    previous = models.JSONField()
+    previous_at = models.DateTimeField()
+    revised_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-revised_at", "-id"]
+        indexes = [models.Index(fields=["participant", "-revised_at"], name="revision_participant_time")]
+
+    def __str__(self) -> str:
+        return f"{self.answer_type} {self.answer_id} revised {self.revised_at:%Y-%m-%d %H:%M}"

@@ -10,6 +10,7 @@ from annotation.models import (
     NEEDS,
     ROLE_CAPABILITIES,
     ActivityEvent,
+    AnswerRevision,
     ExpertRating,
     ExpertSourceJudgement,
     LayAnswer,
@@ -61,6 +62,15 @@ def activity_verbs(*, study: Study) -> list[str]:
     return list(
         ActivityEvent.objects.filter(study=study).order_by("verb").values_list("verb", flat=True).distinct()
     )
+
+
+def answer_revisions(*, study: Study, pseudonym: str = "") -> QuerySet[AnswerRevision]:
+    """The earlier values of the study's changed answers, newest first; one participant's with
+    `pseudonym`."""
+    revisions = AnswerRevision.objects.filter(participant__study=study).select_related("participant")
+    if pseudonym:
+        revisions = revisions.filter(participant__pseudonym=pseudonym)
+    return revisions.order_by("-revised_at", "-id")
 
 
 def study_members(*, study: Study) -> QuerySet[StudyMembership]:

@@ -23,6 +23,7 @@ from annotation import scales
 from annotation.activity_services import activity_record
 from annotation.importers.bulk_insert import rows_insert
 from annotation.models import (
+    AnswerRevision,
     ConsentRefusal,
     ExpertItem,
     ExpertRating,
@@ -39,7 +40,7 @@ from annotation.models import (
     normalize_text,
     text_hash,
 )
-from annotation.prepared_queries import Joined, PreparedQuery, PreparedUpdate, PreparedUpdateReturning
+from annotation.prepared_queries import Joined, PreparedQuery, PreparedUpdate, PreparedUpdateReturningOld
 from annotation.survey_page import seeded_shuffle, text_label
 
 
@@ -392,10 +393,12 @@ def _answer_write(model, lookup: dict[str, Any], current, fields: dict[str, Any]
     now = timezone.now()
     added = max(0, int(time_spent_ms))
     if current is not None:
+        previous = {name: getattr(current, name) for name in fields}
         updated = _answer_update(model, tuple(fields)).run(
             row_id=current.pk, added_ms=added, now=now, **fields
         )
         if updated:
+            _revision_record(model, lookup, current.pk, fields, previous, current.updated_at, now)
             for name, value in fields.items():
                 setattr(current, name, value)
             current.time_spent_ms += added
@@ -443,7 +446,40 @@ def _answer_save_locked(
             rows = update.rows(**arguments)  # the winner's row, committed by now
             if not rows:
                 raise
-    return _whole_row(model).instances(rows[0])
+    # Each row is the answer as updated, then the changed fields' and updated_at's earlier values.
+    width = len(model._meta.concrete_fields)
+    answer = _whole_row(model).instances(rows[0][:width])
+    *previous, previous_at = rows[0][width:]
+    _revision_record(
+        model,
+        lookup,
+        answer.pk,
+        fields,
+        dict(zip(fields, previous, strict=True)),
+        previous_at,
+        arguments["now"],
+    )
+    return answer
+
+
+def _revision_record(model, lookup, answer_id: int, fields, previous: dict, previous_at, now) -> None:
+    """Keep the earlier values of the fields this save changed (one INSERT, only then). A field
+    filled in for the first time (no earlier value) is not a change: a page saved aspect by aspect
+    writes no revision."""
+    changed = {
+        name: value for name, value in previous.items() if value not in (None, "") and value != fields[name]
+    }
+    if not changed:
+        return
+    participant_id = lookup["participant"].pk if "participant" in lookup else lookup["item"].participant_id
+    AnswerRevision.objects.create(
+        participant_id=participant_id,
+        answer_type=model._meta.label,
+        answer_id=answer_id,
+        previous=changed,
+        previous_at=previous_at,
+        revised_at=now,
+    )
 
 
 def expert_rating_save(
@@ -778,12 +814,13 @@ def _whole_row(model) -> Joined:
 
 
 @functools.cache
-def _answer_update_where(model, keys: tuple[str, ...], names: tuple[str, ...]) -> PreparedUpdateReturning:
+def _answer_update_where(model, keys: tuple[str, ...], names: tuple[str, ...]) -> PreparedUpdateReturningOld:
     # An answer's later saves, found by their key (`where_<column>`): SQL compiled once per process.
-    return PreparedUpdateReturning(
+    return PreparedUpdateReturningOld(
         lambda added_ms, now, **arguments: (
             model.objects.filter(**{key: arguments[f"where_{key}"] for key in keys}),
             _answer_changes({name: arguments[name] for name in names}, added_ms, now),
         ),
         model,
+        old=(*names, "updated_at"),
     )

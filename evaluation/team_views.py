@@ -15,7 +15,7 @@ from django.shortcuts import redirect, render
 from annotation.access import access_study
 from annotation.activity_services import activity_record
 from annotation.models import StudyMembership
-from annotation.selectors import activity_events, activity_verbs, study_members
+from annotation.selectors import activity_events, activity_verbs, answer_revisions, study_members
 from annotation.team_services import (
     study_member_add,
     study_member_remove,
@@ -66,7 +66,18 @@ def study_activity(request: HttpRequest, slug: str) -> HttpResponse:
     page = Paginator(activity_events(study=study, verb=verb), EVENTS_PER_PAGE).get_page(
         request.GET.get("page")
     )
-    context = {"study": study, "page": page, "verb": verb, "verbs": activity_verbs(study=study)}
+    pseudonym = request.GET.get("participant", "").strip()
+    revisions = Paginator(answer_revisions(study=study, pseudonym=pseudonym), EVENTS_PER_PAGE).get_page(
+        request.GET.get("revisions_page")
+    )
+    context = {
+        "study": study,
+        "page": page,
+        "verb": verb,
+        "verbs": activity_verbs(study=study),
+        "revisions": revisions,
+        "participant": pseudonym,
+    }
     return render(request, "evaluation/study_activity.html", context)
 
 

@@ -14,7 +14,12 @@ from django.urls import reverse
 
 from annotation.activity_services import activity_record
 from annotation.models import ActivityEvent, Participant, Study
-from annotation.services import participants_invite, participants_mark_returned
+from annotation.services import (
+    lay_answer_save,
+    lay_item_create,
+    participants_invite,
+    participants_mark_returned,
+)
 from annotation.study_services import study_close, study_open
 from annotation.team_services import study_member_add, study_member_role_set
 from generation.services import batches
@@ -169,3 +174,28 @@ def test_the_admin_records_study_creation_and_changes(client, db):
     assert response.status_code == 302, response.content.decode()[:3000]
     event = study.activity.get(verb="study.changed")
     assert event.actor == root and "title" in event.details["fields"]
+
+
+def test_the_activity_page_shows_a_participants_changed_answers(client, owner):
+    from annotation.models import Simplification
+
+    study = build_study(slug="changed", n_sources=1)
+    study_member_add(study=study, user=owner, role="editor", actor="test")
+    participant = participant_create(study=study, role="layperson")
+    simplification = (
+        Simplification.objects.filter(source__study=study).select_related("source", "system").first()
+    )
+    item = lay_item_create(
+        participant=participant,
+        source=simplification.source,
+        position=0,
+        shown_text=simplification.shown_text,
+        assigned_system=simplification.system,
+    )
+    lay_answer_save(item=item, phase="original", answers={"understanding": "Some parts of it"})
+    lay_answer_save(item=item, phase="original", answers={"understanding": "Completely"})
+    client.force_login(owner)
+    url = reverse("evaluation:study-activity", args=[study.slug])
+    html = client.get(url, {"participant": participant.pseudonym}).content.decode()
+    assert participant.pseudonym in html and "Some parts of it" in html
+    assert "Some parts of it" not in client.get(url, {"participant": "nobody"}).content.decode()
