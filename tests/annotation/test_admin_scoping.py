@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 
+from annotation.activity_services import activity_record
 from annotation.admin_access import STUDY_PATHS, StudyScopedAdmin
 from annotation.models import (
     AttentionCheck,
@@ -76,6 +77,7 @@ def fill(study: Study, tag: str) -> dict[str, object]:
     )
     judge_item = JudgeItem.objects.create(run=run, task="radiologist_text", source=source, shown_text=text)
     JudgeAnswer.objects.create(item=judge_item, correctness=4, n_samples=1)
+    activity_record(study=study, actor=f"PID-{tag}", verb="study.changed")
     return {"radiologist": radiologist, "lay": lay, "batch": batch, "job": job}
 
 

@@ -17,6 +17,7 @@ from annotation.models import ActivityEvent, Participant, Study
 from annotation.services import (
     lay_answer_save,
     lay_item_create,
+    participant_create,
     participants_invite,
     participants_mark_returned,
 )
