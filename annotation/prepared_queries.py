@@ -292,8 +292,8 @@ class PreparedUpdateReturningOld(PreparedUpdateReturning):
 
     def _compile(self, connection, using: str, arguments: dict[str, Any]) -> _Compiled | None:
         compiled = super()._compile(connection, using, arguments)
-        if compiled is None:
-            return None
+        if compiled is None or connection.vendor != "postgresql":
+            return compiled
         quote = connection.ops.quote_name
         table, pk = quote(self.model._meta.db_table), quote(self.model._meta.pk.column)
         update, where = compiled.sql.split(" WHERE ", 1)
@@ -306,6 +306,16 @@ class PreparedUpdateReturningOld(PreparedUpdateReturning):
             f" RETURNING {new}, {old}"
         )
         return replace(compiled, sql=sql)
+
+    def rows(self, *, using: str = "default", **arguments: Any) -> list[tuple]:
+        if connections[using].vendor == "postgresql":
+            return super().rows(using=using, **arguments)
+        # SQLite's RETURNING may not name the FROM table: the old values are read just before
+        # (the embedded default, one statement more per save; the writers are serialised).
+        queryset, _ = self._build(**arguments)
+        before = {row[0]: row[1:] for row in queryset.order_by().values_list("pk", *self.old)}
+        updated = super().rows(using=using, **arguments)
+        return [(*row, *before[row[0]]) for row in updated]
 
 
 class Joined:

@@ -93,3 +93,31 @@ def test_a_changed_expert_rating_read_under_the_page_lock_keeps_its_previous_val
         {"correctness": 4},
         {"correctness": 2},
     ]
+
+
+SQLITE_SCRIPT = r"""
+import json
+import django
+django.setup()
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+from annotation import services
+from annotation.models import AnswerRevision, Simplification
+from tests.annotation.factories import build_study
+
+study = build_study(slug="rev", n_sources=1)
+participant = services.participant_create(study=study, role="layperson")
+s = Simplification.objects.filter(source__study=study).select_related("source", "system").first()
+item = services.lay_item_create(participant=participant, source=s.source, position=0, shown_text=s.shown_text,
+                                assigned_system=s.system)
+for value in ("Some parts of it", "Some parts of it", "Completely"):
+    services.lay_answer_save(item=item, phase="original", answers={"understanding": value})
+print(json.dumps({"previous": list(AnswerRevision.objects.values_list("previous", flat=True))}))
+"""
+
+
+def test_the_embedded_sqlite_default_keeps_revisions_too(tmp_path):
+    # SQLite's RETURNING cannot name the joined table: the old values are read before the UPDATE.
+    from tests.annotation.sqlite_run import run_on_sqlite
+
+    assert run_on_sqlite(SQLITE_SCRIPT, tmp_path) == {"previous": [{"understanding": "Some parts of it"}]}
