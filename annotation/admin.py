@@ -29,6 +29,7 @@ from annotation.models import (
     StudyMembership,
     System,
 )
+from annotation.selectors import study_role
 from annotation.study_services import study_close, study_open
 
 RELATED = admin.RelatedOnlyFieldListFilter
@@ -153,6 +154,20 @@ class StudyAdmin(StudyScopedAdmin):
     @admin.display(description="participants", ordering="_participants")
     def n_participants(self, obj):
         return obj._participants
+
+    def has_delete_permission(self, request, obj=None):
+        # Deleting a study is its owners' (and superusers'): not an editor's, not in bulk.
+        if not super().has_delete_permission(request, obj):
+            return False
+        if request.user.is_superuser:
+            return True
+        return obj is not None and study_role(user=request.user, study=obj) == StudyMembership.Role.OWNER
+
+    def get_deleted_objects(self, objs, request):
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        # A study's activity log goes with the study; nobody deletes events on their own.
+        perms_needed.discard(ActivityEvent._meta.verbose_name)
+        return deleted, counts, perms_needed, protected
 
     def get_inlines(self, request, obj):
         inlines = super().get_inlines(request, obj)

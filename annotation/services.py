@@ -477,7 +477,8 @@ def _revision_record(model, lookup, answer_id: int, fields, previous: dict, prev
         answer_type=model._meta.label,
         answer_id=answer_id,
         previous=changed,
-        previous_at=previous_at,
+        # A caller's row read without its time (none in radlay now) must not cost the answer.
+        previous_at=previous_at or now,
         revised_at=now,
     )
 

@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
+from annotation.activity_services import activity_record
 from annotation.models import Participant, Study, StudyMembership
 from annotation.team_services import study_member_add, study_member_remove, study_member_role_set
 from generation.services import batches
@@ -241,24 +242,20 @@ def test_the_database_refuses_an_unknown_role_and_a_second_membership(team):
         StudyMembership.objects.create(study=study, user=people["viewer"], role="owner")
 
 
-def test_import_study_owner(db, tmp_path):
-    file = tmp_path / "study.csv"
-    file.write_text("source_key,source_text,plain\na,No acute fracture.,No broken bone.\n", encoding="utf-8")
+@pytest.mark.parametrize("command", ["import_study", "import_release"])
+def test_the_import_commands_take_the_owner(db, tmp_path, release_dir, command):
+    source = release_dir
+    if command == "import_study":
+        source = tmp_path / "study.csv"
+        source.write_text(
+            "source_key,source_text,plain\na,No acute fracture.,No broken bone.\n", encoding="utf-8"
+        )
     with pytest.raises(CommandError, match="no account named 'ghost'"):
-        call_command("import_study", str(file), study="owned", owner="ghost")
+        call_command(command, str(source), study="owned", owner="ghost")
     assert not Study.objects.filter(slug="owned").exists()
     user = get_user_model().objects.create_user("pi")
-    call_command("import_study", str(file), study="owned", owner="pi", stdout=io.StringIO())
+    call_command(command, str(source), study="owned", owner="pi", stdout=io.StringIO())
     assert StudyMembership.objects.get(study__slug="owned", user=user).role == "owner"
-
-
-def test_import_release_owner(db, release_dir):
-    with pytest.raises(CommandError, match="no account named 'ghost'"):
-        call_command("import_release", str(release_dir), study="release", owner="ghost")
-    assert not Study.objects.filter(slug="release").exists()
-    user = get_user_model().objects.create_user("pi")
-    call_command("import_release", str(release_dir), study="release", owner="pi", stdout=io.StringIO())
-    assert StudyMembership.objects.get(study__slug="release", user=user).role == "owner"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -280,3 +277,28 @@ def test_the_migration_makes_every_researcher_an_owner():
     MigrationExecutor(connection).migrate(executor.loader.graph.leaf_nodes())
     memberships = StudyMembership.objects.values_list("study__slug", "user__username", "role")
     assert list(memberships) == [("old", "pi", "owner")]
+
+
+def test_only_owners_delete_a_study_in_the_admin(client, team):
+    from django.contrib.auth.models import Permission
+
+    _, people, _ = team
+    # A study without texts (simplifications are protected from a study's deletion in the admin).
+    study = Study.objects.create(slug="bare", title="Bare")
+    study_member_add(study=study, user=people["owner"], role="owner", actor="test")
+    study_member_add(study=study, user=people["editor"], role="editor", actor="test")
+    activity_record(study=study, actor="test", verb="study.changed")
+    url = reverse("admin:annotation_study_delete", args=[study.pk])
+    for name in ("owner", "editor"):
+        people[name].user_permissions.set(
+            Permission.objects.filter(
+                content_type__app_label__in=["annotation", "generation", "judging", "evaluation"]
+            )
+        )
+    client.force_login(people["editor"])
+    assert client.get(url).status_code == 403
+    client.force_login(people["owner"])
+    assert client.get(url).status_code == 200
+    deleted = client.post(url, {"post": "yes"})
+    assert deleted.status_code == 302, (deleted.context["perms_lacking"], deleted.context["protected"])
+    assert not Study.objects.filter(pk=study.pk).exists()
