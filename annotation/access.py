@@ -6,7 +6,15 @@ from __future__ import annotations
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from annotation.models import AttentionCheck, ExpertItem, LayItem, Participant, Study, StudyMembership
+from annotation.models import (
+    NEEDS,
+    AttentionCheck,
+    ExpertItem,
+    LayItem,
+    Participant,
+    Study,
+    StudyMembership,
+)
 from annotation.prepared_queries import Joined, PreparedQuery
 
 
@@ -17,6 +25,8 @@ def access_study(*, user, slug: str, need: str = "view") -> Study:
     found (404), so that its existence is not disclosed; a member whose role falls short is
     refused (403). Every researcher-facing page, export and API goes through here; researchers
     need not be staff. The user's role is left on the study as `study.member_role`."""
+    if need not in NEEDS:
+        raise ValueError(f"Unknown capability {need!r}; one of {', '.join(NEEDS)}.")
     study, role = _study_with_role(user=user, slug=slug)
     if study is None:
         raise Http404("No such study among yours.")
