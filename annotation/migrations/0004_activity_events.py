@@ -6,30 +6,59 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0003_study_memberships'),
+        ("annotation", "0003_study_memberships"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ActivityEvent',
+            name="ActivityEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('actor_label', models.CharField(help_text='the username, or the command that acted', max_length=150)),
-                ('verb', models.CharField(help_text='e.g. "study.opened", "participants.invited"', max_length=60)),
-                ('object_type', models.CharField(blank=True, max_length=60)),
-                ('object_id', models.CharField(blank=True, max_length=64)),
-                ('object_label', models.CharField(blank=True, max_length=200)),
-                ('details', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('actor', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('study', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='activity', to='annotation.study')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "actor_label",
+                    models.CharField(help_text="the username, or the command that acted", max_length=150),
+                ),
+                (
+                    "verb",
+                    models.CharField(help_text='e.g. "study.opened", "participants.invited"', max_length=60),
+                ),
+                ("object_type", models.CharField(blank=True, max_length=60)),
+                ("object_id", models.CharField(blank=True, max_length=64)),
+                ("object_label", models.CharField(blank=True, max_length=200)),
+                ("details", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "actor",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "study",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="activity",
+                        to="annotation.study",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
-                'indexes': [models.Index(fields=['study', '-created_at'], name='activity_study_time'), models.Index(fields=['study', 'verb'], name='activity_study_verb')],
+                "ordering": ["-created_at", "-id"],
+                "indexes": [
+                    models.Index(fields=["study", "-created_at"], name="activity_study_time"),
+                    models.Index(fields=["study", "verb"], name="activity_study_verb"),
+                ],
             },
         ),
     ]

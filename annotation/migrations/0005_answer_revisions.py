@@ -5,26 +5,44 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0004_activity_events'),
+        ("annotation", "0004_activity_events"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='AnswerRevision',
+            name="AnswerRevision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('answer_type', models.CharField(help_text='the answer\'s model, e.g. "annotation.LayAnswer"', max_length=60)),
-                ('answer_id', models.BigIntegerField()),
-                ('previous', models.JSONField()),
-                ('previous_at', models.DateTimeField()),
-                ('revised_at', models.DateTimeField()),
-                ('participant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='answer_revisions', to='annotation.participant')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "answer_type",
+                    models.CharField(
+                        help_text='the answer\'s model, e.g. "annotation.LayAnswer"', max_length=60
+                    ),
+                ),
+                ("answer_id", models.BigIntegerField()),
+                ("previous", models.JSONField()),
+                ("previous_at", models.DateTimeField()),
+                ("revised_at", models.DateTimeField()),
+                (
+                    "participant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="answer_revisions",
+                        to="annotation.participant",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-revised_at', '-id'],
-                'indexes': [models.Index(fields=['participant', '-revised_at'], name='revision_participant_time')],
+                "ordering": ["-revised_at", "-id"],
+                "indexes": [
+                    models.Index(fields=["participant", "-revised_at"], name="revision_participant_time")
+                ],
             },
         ),
     ]
