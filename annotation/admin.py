@@ -8,8 +8,10 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from annotation import services
+from annotation.activity_services import activity_record
 from annotation.admin_access import ScopedRelatedFields, StudyScopedAdmin
 from annotation.models import (
+    ActivityEvent,
     AttentionCheck,
     AttentionCheckResponse,
     ConsentRefusal,
@@ -24,8 +26,10 @@ from annotation.models import (
     SimplificationText,
     Source,
     Study,
+    StudyMembership,
     System,
 )
+from annotation.selectors import study_role
 from annotation.study_services import study_close, study_open
 
 RELATED = admin.RelatedOnlyFieldListFilter
@@ -74,6 +78,15 @@ class SystemInline(ScopedRelatedFields, admin.TabularInline):
     fields = ("key", "label", "position", "is_reference")
 
 
+class StudyMembershipInline(ScopedRelatedFields, admin.TabularInline):
+    """The team, for superusers: researchers manage it on the study's Members page, which keeps
+    the last owner and records the change (annotation/team_services.py)."""
+
+    model = StudyMembership
+    extra = 0
+    fields = ("user", "role")
+
+
 class AttentionCheckInline(ScopedRelatedFields, admin.TabularInline):
     model = AttentionCheck
     extra = 0
@@ -93,11 +106,10 @@ class StudyAdmin(StudyScopedAdmin):
     list_filter = ("status", "unit")
     search_fields = ("slug", "title")
     prepopulated_fields = {"slug": ("title",)}
-    filter_horizontal = ("researchers",)
     inlines = [SystemInline, AttentionCheckInline]
     actions = ["open_studies", "close_studies"]
     fieldsets = (
-        (None, {"fields": ("slug", "title", "description", "status", "unit", "researchers")}),
+        (None, {"fields": ("slug", "title", "description", "status", "unit")}),
         (
             # The default instructions are the protocol's; the default consent texts are radlay's
             # own (annotation/protocol_texts.py): the heading says which.
@@ -152,17 +164,42 @@ class StudyAdmin(StudyScopedAdmin):
     def n_participants(self, obj):
         return obj._participants
 
+    def has_delete_permission(self, request, obj=None):
+        # Deleting a study is its owners' (and superusers'): not an editor's, not in bulk.
+        if not super().has_delete_permission(request, obj):
+            return False
+        if request.user.is_superuser:
+            return True
+        return obj is not None and study_role(user=request.user, study=obj) == StudyMembership.Role.OWNER
+
+    def get_deleted_objects(self, objs, request):
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        # A study's activity log goes with the study; nobody deletes events on their own.
+        perms_needed.discard(ActivityEvent._meta.verbose_name)
+        return deleted, counts, perms_needed, protected
+
+    def get_inlines(self, request, obj):
+        inlines = super().get_inlines(request, obj)
+        return [StudyMembershipInline, *inlines] if request.user.is_superuser else inlines
+
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)
         if not change and not request.user.is_superuser:
             # A researcher who creates a study must be able to see it afterwards.
             form.instance.researchers.add(request.user)
+        changed = sorted({*form.changed_data, *(f.prefix for f in formsets if f.has_changed())})
+        if not change or changed:
+            verb = "study.changed" if change else "study.created"
+            details = {"fields": changed, "via": "admin"} if change else {"via": "admin"}
+            activity_record(
+                study=form.instance, actor=request.user, verb=verb, obj=form.instance, details=details
+            )
 
     def _set_status(self, request, queryset, *, service, state: str) -> None:
         changed, unchanged = [], []
         for study in queryset:
             try:
-                (changed if service(study=study) else unchanged).append(study.slug)
+                (changed if service(study=study, actor=request.user) else unchanged).append(study.slug)
             except ValidationError as exc:
                 self.message_user(request, " ".join(exc.messages), messages.ERROR)
         if changed:
@@ -280,7 +317,7 @@ class ParticipantAdmin(StudyScopedAdmin):
 
     @admin.action(description="Mark as returned/withdrawn (their Latin-square row is handed out again)")
     def mark_returned(self, request, queryset):
-        updated = services.participants_mark_returned(participants=queryset)
+        updated = services.participants_mark_returned(participants=queryset, actor=request.user)
         self.message_user(request, f"{updated} participant(s) marked as returned.")
 
     @admin.display(description="progress")
@@ -361,3 +398,15 @@ class AttentionCheckResponseAdmin(ReadOnlyAdmin):
 class ConsentRefusalAdmin(ReadOnlyAdmin):
     list_display = ("study", "role", "refused_at")
     list_filter = (("study", RELATED),)
+
+
+@admin.register(ActivityEvent)
+class ActivityEventAdmin(ReadOnlyAdmin):
+    """The activity log as recorded: nobody, superusers included, edits or deletes an event."""
+
+    list_display = ("created_at", "study", "actor_label", "verb", "object_label")
+    list_filter = (("study", RELATED), "verb")
+    search_fields = ("actor_label", "verb", "object_label")
+
+    def has_delete_permission(self, request, obj=None):
+        return False

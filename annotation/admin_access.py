@@ -31,6 +31,7 @@ STUDY_PATHS: dict[str, tuple[str, bool]] = {
     "annotation.AttentionCheck": ("study", False),
     "annotation.AttentionCheckResponse": ("participant__study", False),
     "annotation.ConsentRefusal": ("study", False),
+    "annotation.ActivityEvent": ("study", False),
     "generation.GenerationBatch": ("study", False),
     "generation.GenerationJob": ("batch__study", False),
     "judging.JudgeRun": ("study", False),
@@ -49,7 +50,9 @@ def scope_to_user(queryset: QuerySet, user) -> QuerySet:
     if entry is None or user.is_superuser:
         return queryset
     path, shared_when_empty = entry
-    studies = studies_for_user(user=user)
+    # Viewers may not change anything nor see identifying fields: the admin is for editors and
+    # owners (and superusers).
+    studies = studies_for_user(user=user, need="edit")
     if not path:
         return queryset.filter(pk__in=studies.values("pk"))
     condition = Q(**{f"{path}__in": studies.values("pk")})
@@ -72,7 +75,7 @@ def accounts_for_user(user) -> QuerySet:
     accounts = get_user_model()._default_manager.all()
     if user.is_superuser:
         return accounts
-    studies = studies_for_user(user=user).values("pk")
+    studies = studies_for_user(user=user, need="edit").values("pk")
     unassigned = Q(studies__isnull=True, participations__isnull=True, is_superuser=False)
     return accounts.filter(
         Q(pk=user.pk) | Q(studies__in=studies) | Q(participations__study__in=studies) | unassigned

@@ -163,8 +163,8 @@ class ExpertPage:
         return f"{ORIGINAL}-{COMMENT}"
 
 
-_RATING_FIELDS = (*scales.EXPERT_ASPECTS, "comment", "time_spent_ms")
-_JUDGEMENT_FIELDS = ("severity", "simplicity", "comment", "time_spent_ms")
+_RATING_FIELDS = (*scales.EXPERT_ASPECTS, "comment", "time_spent_ms", "updated_at")
+_JUDGEMENT_FIELDS = ("severity", "simplicity", "comment", "time_spent_ms", "updated_at")
 
 
 _page_text_rows = PreparedQuery(

@@ -58,7 +58,15 @@ class Study(models.Model):
     description = models.TextField(blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
     unit = models.CharField(max_length=10, choices=Unit.choices, default=Unit.SENTENCE)
-    researchers = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="studies")
+    # Who may reach the study, and with which role: the rows of StudyMembership (one rule for the
+    # dashboard, exports, API and admin: annotation/access.py).
+    researchers = models.ManyToManyField(
+        settings.AUTH_USER_MODEL,
+        blank=True,
+        related_name="studies",
+        through="StudyMembership",
+        through_fields=("study", "user"),
+    )
 
     # Per-role texts; empty means "the protocol's default" (annotation/protocol_texts.py).
     expert_instructions = models.TextField(blank=True)
@@ -154,6 +162,50 @@ class Study(models.Model):
     @property
     def is_open(self) -> bool:
         return self.status == self.Status.OPEN
+
+
+class StudyMembership(models.Model):
+    """A member of a study's team and their role. Owner: everything, members and deletion
+    included; editor: set-up, participants, launches; viewer: the dashboard, the report and the
+    exports without identifying fields. What each role may do is `Role.allows`."""
+
+    class Role(models.TextChoices):
+        OWNER = "owner", "Owner"
+        EDITOR = "editor", "Editor"
+        VIEWER = "viewer", "Viewer"
+
+        def allows(self, need: str) -> bool:
+            return need in ROLE_CAPABILITIES[self]
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    # Owner by default: `study.researchers.add(user)` (the admin's creator, the demo command) kept
+    # the full rights a researcher had before roles existed. The members page always names a role.
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.OWNER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "user__username"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "user"], name="study_membership_unique_user"),
+            models.CheckConstraint(
+                condition=Q(role__in=["owner", "editor", "viewer"]), name="study_membership_role"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug}/{self.user}/{self.role}"
+
+
+# The capabilities an `access_study(need=...)` asks for, by role. "view": dashboard, report,
+# exports without identifying fields; "edit": set-up, participants, launches, identifying fields;
+# "own": the team and deletion.
+NEEDS = ("view", "edit", "own")
+ROLE_CAPABILITIES: dict[str, frozenset[str]] = {
+    StudyMembership.Role.OWNER: frozenset({"view", "edit", "own"}),
+    StudyMembership.Role.EDITOR: frozenset({"view", "edit"}),
+    StudyMembership.Role.VIEWER: frozenset({"view"}),
+}
 
 
 class Source(models.Model):
@@ -539,3 +591,58 @@ class ConsentRefusal(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="consent_refusals")
     role = models.CharField(max_length=12, choices=Participant.Role.choices)
     refused_at = models.DateTimeField(auto_now_add=True)
+
+
+# --- The study's activity log -----------------------------------------------------------------
+
+
+class ActivityEvent(models.Model):
+    """One researcher action on a study (created, imported, opened, invited, launched, exported,
+    team changed, …): who, when, what and on which object. Append-only: written by
+    `activity_record` alone, never updated or deleted by radlay (the admin shows it read-only)."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="activity")
+    # The account that acted; SET_NULL keeps the event when the account goes (actor_label stays).
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_label = models.CharField(max_length=150, help_text="the username, or the command that acted")
+    verb = models.CharField(max_length=60, help_text='e.g. "study.opened", "participants.invited"')
+    object_type = models.CharField(max_length=60, blank=True)
+    object_id = models.CharField(max_length=64, blank=True)
+    object_label = models.CharField(max_length=200, blank=True)
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["study", "-created_at"], name="activity_study_time"),
+            models.Index(fields=["study", "verb"], name="activity_study_verb"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study_id} {self.verb} by {self.actor_label}"
+
+
+class AnswerRevision(models.Model):
+    """The previous values of an answer a participant changed (a lay answer or preference, a
+    radiologist's rating or judgement of an original): written in the same transaction as the
+    change, only when a value actually changed, never on the first save. `previous` holds the
+    changed fields' earlier values; `previous_at` when they had been saved."""
+
+    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="answer_revisions")
+    answer_type = models.CharField(
+        max_length=60, help_text='the answer\'s model, e.g. "annotation.LayAnswer"'
+    )
+    answer_id = models.BigIntegerField()
+    previous = models.JSONField()
+    previous_at = models.DateTimeField()
+    revised_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-revised_at", "-id"]
+        indexes = [models.Index(fields=["participant", "-revised_at"], name="revision_participant_time")]
+
+    def __str__(self) -> str:
+        return f"{self.answer_type} {self.answer_id} revised {self.revised_at:%Y-%m-%d %H:%M}"

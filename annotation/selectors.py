@@ -7,6 +7,10 @@ from collections.abc import Iterable
 from django.db.models import Count, Q, QuerySet
 
 from annotation.models import (
+    NEEDS,
+    ROLE_CAPABILITIES,
+    ActivityEvent,
+    AnswerRevision,
     ExpertRating,
     ExpertSourceJudgement,
     LayAnswer,
@@ -17,6 +21,7 @@ from annotation.models import (
     SimplificationText,
     Source,
     Study,
+    StudyMembership,
     System,
 )
 
@@ -28,13 +33,55 @@ def analysed_participants(*, path: str = "") -> Q:
     return Q(**{f"{path}screened_out_at__isnull": True})
 
 
-def studies_for_user(*, user) -> QuerySet[Study]:
-    """The studies a researcher may see: superusers see all, others those they belong to."""
+def roles_allowing(need: str) -> list[str]:
+    if need not in NEEDS:
+        raise ValueError(f"Unknown capability {need!r}; one of {', '.join(NEEDS)}.")
+    return [role for role, capabilities in ROLE_CAPABILITIES.items() if need in capabilities]
+
+
+def studies_for_user(*, user, need: str = "view") -> QuerySet[Study]:
+    """The studies whose team `user` is in with a role that allows `need` ("view", "edit",
+    "own"); superusers have every study."""
+    roles = roles_allowing(need)
     if not user.is_authenticated:
         return Study.objects.none()
     if user.is_superuser:
         return Study.objects.all()
-    return Study.objects.filter(researchers=user)
+    return Study.objects.filter(memberships__user=user, memberships__role__in=roles)
+
+
+def study_role(*, user, study: Study) -> str | None:
+    """`user`'s role in `study` (superusers are owners of every study), None for a non-member."""
+    if not user.is_authenticated:
+        return None
+    if user.is_superuser:
+        return StudyMembership.Role.OWNER
+    return StudyMembership.objects.filter(study=study, user=user).values_list("role", flat=True).first()
+
+
+def activity_events(*, study: Study, verb: str = "") -> QuerySet[ActivityEvent]:
+    """The study's activity log, newest first; only events of `verb` when given."""
+    events = ActivityEvent.objects.filter(study=study).order_by("-created_at", "-id")
+    return events.filter(verb=verb) if verb else events
+
+
+def activity_verbs(*, study: Study) -> list[str]:
+    return list(
+        ActivityEvent.objects.filter(study=study).order_by("verb").values_list("verb", flat=True).distinct()
+    )
+
+
+def answer_revisions(*, study: Study, pseudonym: str = "") -> QuerySet[AnswerRevision]:
+    """The earlier values of the study's changed answers, newest first; one participant's with
+    `pseudonym`."""
+    revisions = AnswerRevision.objects.filter(participant__study=study).select_related("participant")
+    if pseudonym:
+        revisions = revisions.filter(participant__pseudonym=pseudonym)
+    return revisions.order_by("-revised_at", "-id")
+
+
+def study_members(*, study: Study) -> QuerySet[StudyMembership]:
+    return StudyMembership.objects.filter(study=study).select_related("user").order_by("user__username")
 
 
 def study_counts(*, study: Study) -> dict:

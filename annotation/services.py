@@ -21,8 +21,10 @@ from django.db.models import F, QuerySet, Value
 from django.utils import timezone
 
 from annotation import scales
+from annotation.activity_services import activity_record
 from annotation.importers.bulk_insert import rows_insert
 from annotation.models import (
+    AnswerRevision,
     ConsentRefusal,
     ExpertItem,
     ExpertRating,
@@ -39,7 +41,7 @@ from annotation.models import (
     normalize_text,
     text_hash,
 )
-from annotation.prepared_queries import Joined, PreparedQuery, PreparedUpdate, PreparedUpdateReturning
+from annotation.prepared_queries import Joined, PreparedQuery, PreparedUpdate, PreparedUpdateReturningOld
 from annotation.survey_page import seeded_shuffle
 
 
@@ -248,11 +250,18 @@ def participant_create(
     return participant
 
 
-def participants_invite(*, study: Study, role: str, count: int) -> list[Participant]:
+def participants_invite(*, study: Study, role: str, count: int, actor: Any = None) -> list[Participant]:
     if count < 1:
         raise ValidationError({"count": "Invite at least one participant."})
     with transaction.atomic():
-        return [participant_create(study=study, role=role) for _ in range(count)]
+        participants = [participant_create(study=study, role=role) for _ in range(count)]
+        activity_record(
+            study=study,
+            actor=actor,
+            verb="participants.invited",
+            details={"role": role, "count": count, "pseudonyms": [p.pseudonym for p in participants]},
+        )
+    return participants
 
 
 def participant_touch(*, participant: Participant) -> None:
@@ -280,13 +289,28 @@ def consent_refusal_record(*, study: Study, role: str) -> ConsentRefusal:
     return ConsentRefusal.objects.create(study=study, role=role)
 
 
-def participants_mark_returned(*, participants: QuerySet[Participant]) -> int:
+@transaction.atomic
+def participants_mark_returned(*, participants: QuerySet[Participant], actor: Any = None) -> int:
     """Mark participants returned or withdrawn (e.g. on Prolific): they can no longer answer, and a
     layperson's Latin-square row is handed out again. Completed ones are left as they are; returns
-    how many were marked."""
-    return participants.filter(completed_at__isnull=True, returned_at__isnull=True).update(
-        returned_at=timezone.now()
+    how many were marked. Each study's activity log records whom."""
+    marked = list(
+        participants.filter(completed_at__isnull=True, returned_at__isnull=True)
+        .select_for_update()
+        .select_related("study")
     )
+    Participant.objects.filter(pk__in=[p.pk for p in marked]).update(returned_at=timezone.now())
+    by_study: dict[int, list[Participant]] = {}
+    for participant in marked:
+        by_study.setdefault(participant.study_id, []).append(participant)
+    for group in by_study.values():
+        activity_record(
+            study=group[0].study,
+            actor=actor,
+            verb="participants.returned",
+            details={"pseudonyms": [p.pseudonym or str(p.pk) for p in group]},
+        )
+    return len(marked)
 
 
 def participant_complete(*, participant: Participant) -> Participant:
@@ -370,10 +394,12 @@ def _answer_write(model, lookup: dict[str, Any], current, fields: dict[str, Any]
     now = timezone.now()
     added = max(0, int(time_spent_ms))
     if current is not None:
+        previous = {name: getattr(current, name) for name in fields}
         updated = _answer_update(model, tuple(fields)).run(
             row_id=current.pk, added_ms=added, now=now, **fields
         )
         if updated:
+            _revision_record(model, lookup, current.pk, fields, previous, current.updated_at, now)
             for name, value in fields.items():
                 setattr(current, name, value)
             current.time_spent_ms += added
@@ -421,7 +447,41 @@ def _answer_save_locked(
             rows = update.rows(**arguments)  # the winner's row, committed by now
             if not rows:
                 raise
-    return _whole_row(model).instances(rows[0])
+    # Each row is the answer as updated, then the changed fields' and updated_at's earlier values.
+    width = len(model._meta.concrete_fields)
+    answer = _whole_row(model).instances(rows[0][:width])
+    *previous, previous_at = rows[0][width:]
+    _revision_record(
+        model,
+        lookup,
+        answer.pk,
+        fields,
+        dict(zip(fields, previous, strict=True)),
+        previous_at,
+        arguments["now"],
+    )
+    return answer
+
+
+def _revision_record(model, lookup, answer_id: int, fields, previous: dict, previous_at, now) -> None:
+    """Keep the earlier values of the fields this save changed (one INSERT, only then). A field
+    filled in for the first time (no earlier value) is not a change: a page saved aspect by aspect
+    writes no revision."""
+    changed = {
+        name: value for name, value in previous.items() if value not in (None, "") and value != fields[name]
+    }
+    if not changed:
+        return
+    participant_id = lookup["participant"].pk if "participant" in lookup else lookup["item"].participant_id
+    AnswerRevision.objects.create(
+        participant_id=participant_id,
+        answer_type=model._meta.label,
+        answer_id=answer_id,
+        previous=changed,
+        # A caller's row read without its time (none in radlay now) must not cost the answer.
+        previous_at=previous_at or now,
+        revised_at=now,
+    )
 
 
 def expert_rating_save(
@@ -782,12 +842,13 @@ def _whole_row(model) -> Joined:
 
 
 @functools.cache
-def _answer_update_where(model, keys: tuple[str, ...], names: tuple[str, ...]) -> PreparedUpdateReturning:
+def _answer_update_where(model, keys: tuple[str, ...], names: tuple[str, ...]) -> PreparedUpdateReturningOld:
     # An answer's later saves, found by their key (`where_<column>`): SQL compiled once per process.
-    return PreparedUpdateReturning(
+    return PreparedUpdateReturningOld(
         lambda added_ms, now, **arguments: (
             model.objects.filter(**{key: arguments[f"where_{key}"] for key in keys}),
             _answer_changes({name: arguments[name] for name in names}, added_ms, now),
         ),
         model,
+        old=(*names, "updated_at"),
     )

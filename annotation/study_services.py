@@ -4,14 +4,17 @@ harmless to repeat and report whether anything changed."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from annotation.activity_services import activity_record
 from annotation.models import AttentionCheck, Study
 
 
 @transaction.atomic
-def study_open(*, study: Study) -> bool:
+def study_open(*, study: Study, actor: Any = None) -> bool:
     """Open `study` for participants; False when it was open already. Raises ValidationError
     (naming the study and the problem) when it cannot be shown to participants."""
     study = Study.objects.select_for_update().get(pk=study.pk)
@@ -33,11 +36,12 @@ def study_open(*, study: Study) -> bool:
         raise ValidationError(f"Study {study.slug!r} cannot be opened: " + " ".join(problems))
     study.status = Study.Status.OPEN
     study.save(update_fields=["status", "updated_at"])
+    activity_record(study=study, actor=actor, verb="study.opened", obj=study)
     return True
 
 
 @transaction.atomic
-def study_close(*, study: Study) -> bool:
+def study_close(*, study: Study, actor: Any = None) -> bool:
     """Close `study`: participants see the closed page and no answer is accepted any more. Answers
     given so far are kept. False when it was closed already."""
     study = Study.objects.select_for_update().get(pk=study.pk)
@@ -45,4 +49,5 @@ def study_close(*, study: Study) -> bool:
         return False
     study.status = Study.Status.CLOSED
     study.save(update_fields=["status", "updated_at"])
+    activity_record(study=study, actor=actor, verb="study.closed", obj=study)
     return True

@@ -310,7 +310,11 @@ class ExportView(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("file_format", str, OpenApiParameter.PATH, enum=sorted(FORMATS)),
-            OpenApiParameter("include_external_ids", bool, description="add recruiters' ids (personal data)"),
+            OpenApiParameter(
+                "include_external_ids",
+                bool,
+                description="add recruiters' ids (personal data; owners and editors only)",
+            ),
         ],
         responses={
             (200, exporter.CONTENT_TYPE.split(";")[0]): OpenApiResponse(
@@ -326,5 +330,7 @@ class ExportView(APIView):
         study = access_study_for_user(user=request.user, slug=slug)
         if file_format not in FORMATS:
             raise NotFound(f"unknown format {file_format!r}; use one of {', '.join(sorted(FORMATS))}")
-        include = request.query_params.get("include_external_ids", "").lower() in {"1", "true", "yes"}
-        return export_response(study=study, file_format=file_format, include_external_ids=include)
+        asked = request.query_params.get("include_external_ids", "").lower() in {"1", "true", "yes"}
+        return export_response(
+            study=study, file_format=file_format, include_external_ids=asked, user=request.user
+        )

@@ -85,7 +85,7 @@ class PlanListView(APIView):
     def post(self, request: Request, slug: str) -> Response:
         """Queue a plan: power of radlay's analysis over a grid of designs, simulated from this
         study's answers as the pilot. Poll the returned url until status is done or failed."""
-        study = access_study_for_user(user=request.user, slug=slug)
+        study = access_study_for_user(user=request.user, slug=slug, need="edit")
         if not isinstance(request.data, Mapping):  # a JSON list, number, string, true or null
             message = (
                 "The request body must be a JSON object of the plan's fields, "

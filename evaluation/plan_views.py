@@ -14,7 +14,8 @@ from evaluation.forms import PlanForm
 
 @researcher_login_required
 def study_plan(request: HttpRequest, slug: str) -> HttpResponse:
-    study = access_study_for_user(user=request.user, slug=slug)
+    need = "edit" if request.method == "POST" else "view"
+    study = access_study_for_user(user=request.user, slug=slug, need=need)
     if request.method == "POST":
         form = PlanForm(request.POST)
         status = 400

@@ -14,6 +14,7 @@ from django.shortcuts import redirect, render
 from django_htmx.http import HttpResponseClientRefresh
 
 from annotation.access import access_study_for_user, researcher_login_required
+from annotation.activity_services import activity_record
 from annotation.selectors import studies_for_user
 from evaluation.context import analysis_document, dashboard_context, not_ready_response, section_context
 from evaluation.exporters import FORMATS
@@ -134,15 +135,21 @@ def study_export(request: HttpRequest, slug: str, file_format: str) -> Streaming
     study = access_study_for_user(user=request.user, slug=slug)
     if file_format not in FORMATS:
         raise Http404("Unknown export format.")
-    include = request.GET.get("include_external_ids") in {"1", "true", "yes"}
-    return export_response(study=study, file_format=file_format, include_external_ids=include)
+    asked = request.GET.get("include_external_ids") in {"1", "true", "yes"}
+    return export_response(
+        study=study, file_format=file_format, include_external_ids=asked, user=request.user
+    )
 
 
 @researcher_login_required
 def study_archive(request: HttpRequest, slug: str) -> FileResponse:
     """The whole study with every answer as one archive (evaluation/study_archive.py), for moving
-    it to another radlay server with import_study_archive."""
-    study = access_study_for_user(user=request.user, slug=slug)
+    it to another radlay server with import_study_archive. It holds the participants' external ids,
+    so it is for owners and editors, and recorded in the study's activity."""
+    study = access_study_for_user(user=request.user, slug=slug, need="edit")
+    activity_record(
+        study=study, actor=request.user, verb="export.downloaded", details={"file": "archive.zip"}
+    )
     # Spooled: a large study's archive goes to a temporary file, not the worker's memory.
     out = tempfile.SpooledTemporaryFile(max_size=16 * 1024 * 1024)
     study_archive_write(study=study, out=out)

@@ -17,17 +17,17 @@ def batch_progress(*, batch: GenerationBatch, now: datetime | None = None) -> Wo
     return work_progress(QUEUE, batch=batch, describe=lambda job: f"{job.source.key} {job.family}", now=now)
 
 
-def batch_list(*, user=None) -> QuerySet[GenerationBatch]:
-    """Batches, newest first; with `user`, only those of the studies the user is a researcher of
-    (every study for a superuser)."""
+def batch_list(*, user=None, need: str = "view") -> QuerySet[GenerationBatch]:
+    """Batches, newest first; with `user`, only those of the studies whose team the user is in
+    with a role allowing `need` (every study for a superuser)."""
     batches = GenerationBatch.objects.select_related("study", "model_artifact", "created_by")
     if user is not None:
-        batches = batches.filter(study__in=studies_for_user(user=user))
+        batches = batches.filter(study__in=studies_for_user(user=user, need=need))
     return batches
 
 
-def batch_get(*, batch_id: int, user=None) -> GenerationBatch:
-    return batch_list(user=user).get(pk=batch_id)
+def batch_get(*, batch_id: int, user=None, need: str = "view") -> GenerationBatch:
+    return batch_list(user=user, need=need).get(pk=batch_id)
 
 
 def batch_jobs(*, batch: GenerationBatch, status: str | None = None) -> QuerySet[GenerationJob]:

@@ -7,6 +7,7 @@ service or selector, render."""
 from __future__ import annotations
 
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -24,12 +25,14 @@ JOBS_PER_PAGE = 50
 POLL_SECONDS = 2
 
 
-def access_batch(*, user, batch_id: int) -> GenerationBatch:
-    """The batch if `user` is a researcher of its study (or a superuser), else 404: a batch of
-    another study is not disclosed."""
+def access_batch(*, user, batch_id: int, need: str = "view") -> GenerationBatch:
+    """The batch if `user` is in its study's team (or a superuser), else 404: a batch of another
+    study is not disclosed. A member whose role does not allow `need` is refused (403)."""
     try:
-        return selectors.batch_get(batch_id=batch_id, user=user)
+        return selectors.batch_get(batch_id=batch_id, user=user, need=need)
     except GenerationBatch.DoesNotExist:
+        if need != "view" and selectors.batch_list(user=user).filter(pk=batch_id).exists():
+            raise PermissionDenied(f"Your role in this batch's study does not allow '{need}'.") from None
         raise Http404("No such generation batch among your studies.") from None
 
 
@@ -65,7 +68,7 @@ def batch_detail(request: HttpRequest, batch_id: int) -> HttpResponse:
 @researcher_login_required
 @require_POST
 def batch_cancel(request: HttpRequest, batch_id: int) -> HttpResponse:
-    batch = access_batch(user=request.user, batch_id=batch_id)
+    batch = access_batch(user=request.user, batch_id=batch_id, need="edit")
     count = batches.generation_batch_cancel(batch=batch)
     messages.info(
         request, f"Batch {batch.pk} cancelled: {count} pending job(s) will not run; running ones finish."
@@ -76,7 +79,7 @@ def batch_cancel(request: HttpRequest, batch_id: int) -> HttpResponse:
 @researcher_login_required
 @require_POST
 def batch_resume(request: HttpRequest, batch_id: int) -> HttpResponse:
-    batch = access_batch(user=request.user, batch_id=batch_id)
+    batch = access_batch(user=request.user, batch_id=batch_id, need="edit")
     try:
         sent = batches.generation_batch_resume(
             batch=batch, retry_failed=bool(request.POST.get("retry_failed"))

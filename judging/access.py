@@ -10,8 +10,8 @@ from annotation.models import Study
 from judging.models import JudgeRun
 
 
-def access_judge_run(*, user, slug: str, run_id: int) -> tuple[Study, JudgeRun]:
-    study = access_study_for_user(user=user, slug=slug)
+def access_judge_run(*, user, slug: str, run_id: int, need: str = "view") -> tuple[Study, JudgeRun]:
+    study = access_study_for_user(user=user, slug=slug, need=need)
     run = JudgeRun.objects.select_related("study").filter(pk=run_id, study=study).first()
     if run is None:
         raise Http404("No such judge run in this study.")

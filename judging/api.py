@@ -80,7 +80,7 @@ class JudgeRunListView(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         """Launch a judge run (staff only)."""
-        study = access_study_for_user(user=request.user, slug=slug)
+        study = access_study_for_user(user=request.user, slug=slug, need="edit")
         if not request.user.is_staff:
             raise PermissionDenied("Only staff may launch judge runs.")
         form = JudgeRunLaunchSerializer(data=request.data)
@@ -114,4 +114,4 @@ class JudgeAnswerExportView(APIView):
     def get(self, request: Request, slug: str):
         """Every judge item of the study as CSV (separate from the human answers' export)."""
         study = access_study_for_user(user=request.user, slug=slug)
-        return judge_answers_response(slug=slug, study=study)
+        return judge_answers_response(slug=slug, study=study, user=request.user)

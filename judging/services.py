@@ -37,6 +37,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
+from annotation.activity_services import activity_record
 from annotation.models import SimplificationText, Source, Study
 from generation.backends.base import BackendError, ChatBackend, GenerationParams
 from generation.backends.cache import CachedBackend
@@ -169,6 +170,13 @@ def judge_run_create(
             parameters=parameters,
             concurrency=concurrency,
             created_by=created_by,
+        )
+        activity_record(
+            study=study,
+            actor=created_by,
+            verb="judges.launched",
+            obj=run,
+            details={"backend": backend, "model": model_name, "instruments": list(instruments)},
         )
         items = []
         for task in tasks:

@@ -14,6 +14,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.access import access_study_for_user, researcher_login_required
+from annotation.activity_services import activity_record
 from evaluation.exporters import csv as csv_exporter
 from evaluation.selectors import worker_silence
 from judging import selectors, services
@@ -73,7 +74,7 @@ def run_detail(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
 @require_POST
 def run_cancel(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     _require_staff(request)
-    _, run = access_judge_run(user=request.user, slug=slug, run_id=run_id)
+    _, run = access_judge_run(user=request.user, slug=slug, run_id=run_id, need="edit")
     count = services.judge_run_cancel(run=run)
     messages.info(request, f"Judge run {run.pk} cancelled: {count} pending item(s) will not run.")
     return redirect("judging:run-detail", slug=slug, run_id=run.pk)
@@ -83,7 +84,7 @@ def run_cancel(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
 @require_POST
 def run_resume(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     _require_staff(request)
-    _, run = access_judge_run(user=request.user, slug=slug, run_id=run_id)
+    _, run = access_judge_run(user=request.user, slug=slug, run_id=run_id, need="edit")
     try:
         sent = services.judge_run_resume(
             run=run,
@@ -101,14 +102,15 @@ def run_resume(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
 @require_POST
 def run_agreement(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     _require_staff(request)
-    _, run = access_judge_run(user=request.user, slug=slug, run_id=run_id)
+    _, run = access_judge_run(user=request.user, slug=slug, run_id=run_id, need="edit")
     services.judge_run_agreement_recompute(run=run)
     messages.info(request, f"The agreement of judge run {run.pk} is being recomputed.")
     return redirect("judging:run-detail", slug=slug, run_id=run.pk)
 
 
-def judge_answers_response(*, slug: str, study) -> StreamingHttpResponse:
+def judge_answers_response(*, slug: str, study, user) -> StreamingHttpResponse:
     """Every judge item of the study as CSV (apart from the human exports: its own file)."""
+    activity_record(study=study, actor=user, verb="export.downloaded", details={"file": "judge-answers.csv"})
     columns = selectors.ANSWER_COLUMNS
     rows = (
         [
@@ -128,4 +130,4 @@ def judge_answers_response(*, slug: str, study) -> StreamingHttpResponse:
 @require_GET
 def judge_answers_csv(request: HttpRequest, slug: str) -> StreamingHttpResponse:
     study = access_study_for_user(user=request.user, slug=slug)
-    return judge_answers_response(slug=slug, study=study)
+    return judge_answers_response(slug=slug, study=study, user=request.user)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from annotation import services
+from annotation.activity_services import activity_record
 from annotation.importers.bulk_insert import rows_insert
 from annotation.importers.errors import ImportFormatError
 from annotation.importers.records import ReleaseRecords, SimplificationRecord, SourceRecord, StudyRecords
@@ -18,28 +21,40 @@ from annotation.models import (
     SimplificationText,
     Source,
     Study,
+    StudyMembership,
     System,
     normalize_text,
     text_hash,
 )
+from annotation.team_services import study_member_add
 
 BATCH = 2000
 
 
-def study_file_import(*, slug: str, title: str, study_file: StudyFile) -> tuple[Study, bool, dict[str, int]]:
+def study_file_import(
+    *, slug: str, title: str, study_file: StudyFile, owner=None, actor: Any = None
+) -> tuple[Study, bool, dict[str, int]]:
     """Validate the whole file, then create or update the study and write the file's records, in
-    one transaction: a failed import leaves nothing, not even a new study or a changed title."""
+    one transaction: a failed import leaves nothing, not even a new study or a changed title.
+    `owner` (a user) becomes an owner of the study."""
     study_slug_check(slug)
     summary = study_file.check()
     with transaction.atomic():
         study, created = services.study_get_or_create(slug=slug, title=title)
+        if created:
+            activity_record(study=study, actor=actor, verb="study.created", obj=study)
+        if owner is not None:
+            study_member_add(study=study, user=owner, role=StudyMembership.Role.OWNER, actor=actor)
         writer = StudyBulkWriter(study=study, systems=summary.systems, file=study_file.name)
         for row in study_file.rows():
             row.source.reference_severity = summary.severities.get(row.source.key)
             writer.add(row.source, row.simplifications)
         writer.flush()
-    counts = {"sources": summary.sources, "systems": len(summary.systems)}
-    counts["simplifications"] = summary.simplifications
+        counts = {"sources": summary.sources, "systems": len(summary.systems)}
+        counts["simplifications"] = summary.simplifications
+        activity_record(
+            study=study, actor=actor, verb="sources.imported", details={"file": study_file.name, **counts}
+        )
     return study, created, counts
 
 

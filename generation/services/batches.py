@@ -23,6 +23,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from annotation.activity_services import activity_record
 from annotation.models import Source, Study, System
 from annotation.services import system_upsert
 from generation.models import (
@@ -138,6 +139,17 @@ def generation_batch_create(
             parameters=parameters,
             concurrency=concurrency,
             created_by=created_by,
+        )
+        activity_record(
+            study=study,
+            actor=created_by,
+            verb="generation.launched",
+            obj=batch,
+            details={
+                "systems": list(systems),
+                "backend": backend,
+                "model": model_name or str(model_artifact or ""),
+            },
         )
         GenerationJob.objects.bulk_create(
             [

@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 
+from annotation.activity_services import activity_record
 from annotation.admin_access import STUDY_PATHS, StudyScopedAdmin
 from annotation.models import (
     AttentionCheck,
@@ -23,6 +24,7 @@ from annotation.models import (
     Participant,
     Simplification,
     Study,
+    StudyMembership,
 )
 from generation.models import GenerationBatch, GenerationJob, LLMCallCache
 from judging.models import JudgeAnswer, JudgeItem, JudgeRun
@@ -75,6 +77,7 @@ def fill(study: Study, tag: str) -> dict[str, object]:
     )
     judge_item = JudgeItem.objects.create(run=run, task="radiologist_text", source=source, shown_text=text)
     JudgeAnswer.objects.create(item=judge_item, correctness=4, n_samples=1)
+    activity_record(study=study, actor=f"PID-{tag}", verb="study.changed")
     return {"radiologist": radiologist, "lay": lay, "batch": batch, "job": job}
 
 
@@ -267,19 +270,25 @@ def test_account_dropdowns_list_only_the_researchers_people(client, two_studies,
     expected = {"alice", "colleague", "my-radiologist", "new-radiologist"}
     client.force_login(staff_researcher)
     study_page = client.get(reverse("admin:annotation_study_change", args=[mine.pk]))
-    assert _account_choices(study_page, "researchers") == expected
+    # The team is managed on the study's Team page (owners), not in the admin's study form.
+    assert "researchers" not in study_page.context["adminform"].form.fields
+    assert not [f for f in study_page.context["inline_admin_formsets"] if f.opts.model is StudyMembership]
     participant_page = client.get(
         reverse("admin:annotation_participant_change", args=[filled_mine["radiologist"].pk])
     )
     assert _account_choices(participant_page, "user") == expected
     html = study_page.content.decode() + participant_page.content.decode()
     assert "root" not in html and "other-lab" not in html and "their-radiologist" not in html
-    # A superuser who is a co-researcher stays listed, so saving the study keeps them.
+    # A superuser who is a co-researcher stays listed, so saving the participant keeps them.
     root = accounts.get(username="root")
     mine.researchers.add(root)
-    study_page = client.get(reverse("admin:annotation_study_change", args=[mine.pk]))
-    assert _account_choices(study_page, "researchers") == expected | {"root"}
-    # A superuser picks from every account.
+    participant_page = client.get(
+        reverse("admin:annotation_participant_change", args=[filled_mine["radiologist"].pk])
+    )
+    assert _account_choices(participant_page, "user") == expected | {"root"}
+    # A superuser edits the team in the admin, picking from every account.
     client.force_login(root)
     study_page = client.get(reverse("admin:annotation_study_change", args=[mine.pk]))
-    assert _account_choices(study_page, "researchers") == set(accounts.values_list("username", flat=True))
+    (team,) = [f for f in study_page.context["inline_admin_formsets"] if f.opts.model is StudyMembership]
+    choices = {str(user) for user in team.formset.forms[0].fields["user"].queryset}
+    assert choices == set(accounts.values_list("username", flat=True))

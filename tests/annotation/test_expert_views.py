@@ -14,7 +14,14 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from annotation import expert_flow, protocol_texts, scales, services
-from annotation.models import ExpertItem, ExpertRating, ExpertSourceJudgement, Participant, Study
+from annotation.models import (
+    AnswerRevision,
+    ExpertItem,
+    ExpertRating,
+    ExpertSourceJudgement,
+    Participant,
+    Study,
+)
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db
@@ -387,7 +394,11 @@ def test_a_participant_who_finished_may_still_revise_while_the_study_is_open(cli
     client.post(page_url(participant, item), full_answers(item, value=4))
     response = client.post(page_url(participant, item), {"A-correctness": "1"}, **HTMX)
     assert response.status_code == 200
-    assert ExpertRating.objects.get(shown_text_id=item.text_order[0]).correctness == 1
+    rating = ExpertRating.objects.get(shown_text_id=item.text_order[0])
+    assert rating.correctness == 1
+    # The earlier value is kept (annotation.AnswerRevision), with when it had been saved.
+    (revision,) = AnswerRevision.objects.filter(answer_id=rating.pk, answer_type="annotation.ExpertRating")
+    assert revision.previous == {"correctness": 4} and revision.previous_at < revision.revised_at
 
 
 def test_several_radiologists_rate_independently_and_answers_reach_study_stats(client):

@@ -6,6 +6,8 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.importers.errors import ImportFormatError
 from annotation.importers.study_file import StudyFile
 from annotation.importers.write import study_file_import
+from annotation.models import Study
+from annotation.team_services import user_by_username
 
 
 class Command(BaseCommand):
@@ -15,12 +17,20 @@ class Command(BaseCommand):
         parser.add_argument("file", type=Path)
         parser.add_argument("--study", required=True, help="study slug (created if new)")
         parser.add_argument("--title", default="", help="study title")
+        add_owner_argument(parser)
 
-    def handle(self, *args, file: Path, study: str, title: str, **options):
+    def handle(self, *args, file: Path, study: str, title: str, owner: str | None, **options):
         if not file.is_file():
             raise CommandError(f"{file}: no such file.")
+        owner_user = owner_get(owner)
         try:
-            target, created, counts = study_file_import(slug=study, title=title, study_file=StudyFile(file))
+            target, created, counts = study_file_import(
+                slug=study,
+                title=title,
+                study_file=StudyFile(file),
+                owner=owner_user,
+                actor="manage.py import_study",
+            )
         except ImportFormatError as exc:
             raise CommandError(f"Nothing was imported. {exc}") from exc
         except ValidationError as exc:
@@ -29,6 +39,33 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{verb} study {target.slug}: {counts['sources']} sources, {counts['systems']} systems, "
             f"{counts['simplifications']} simplifications."
+        )
+        warn_if_ownerless(self, target)
+
+
+def add_owner_argument(parser) -> None:
+    parser.add_argument(
+        "--owner",
+        metavar="USERNAME",
+        help="the account that owns the study (sees it on the dashboard and manages its team)",
+    )
+
+
+def owner_get(username: str | None):
+    """The `--owner` account, looked up before anything is written."""
+    if username is None:
+        return None
+    try:
+        return user_by_username(username=username)
+    except ValidationError as exc:
+        raise CommandError(f"Nothing was imported. --owner: {' '.join(exc.messages)}") from exc
+
+
+def warn_if_ownerless(command: BaseCommand, study: Study) -> None:
+    if not study.memberships.exists():
+        command.stderr.write(
+            f"Study {study.slug} has no team yet: only superusers see it. "
+            "Pass --owner USERNAME to give it one."
         )
 
 

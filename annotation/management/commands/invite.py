@@ -20,7 +20,7 @@ class Command(BaseCommand):
         if target is None:
             raise CommandError(f"No study with slug {study!r}.")
         try:
-            participants = participants_invite(study=target, role=role, count=count)
+            participants = participants_invite(study=target, role=role, count=count, actor="manage.py invite")
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from exc
         for participant in participants:

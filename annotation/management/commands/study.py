@@ -30,7 +30,8 @@ class Command(BaseCommand):
             )
             return
         try:
-            changed = study_open(study=study) if action == "open" else study_close(study=study)
+            service = study_open if action == "open" else study_close
+            changed = service(study=study, actor=f"manage.py study {action}")
         except ValidationError as exc:
             raise CommandError(" ".join(exc.messages)) from None
         state = "open" if action == "open" else "closed"
