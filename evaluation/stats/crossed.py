@@ -63,10 +63,13 @@ estimators take a batch of value vectors on one design, which the coverage tests
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 from scipy import sparse, stats
 
 # Fewer participants or sources leave the participant (source) variance with one or two degrees
@@ -180,7 +183,46 @@ def _expected_form(effect: _Effect, form: _Effect, groups: np.ndarray, group_cou
     return first - 2 * second + third
 
 
-class _MomentModel:
+# ``orthogonal(kept, levels)`` of a _MomentModel: (combinations of raw forms, their df).
+_Orthogonal = Callable[[list[str], dict[str, int]], tuple[list[dict[str, float]], list[int]]]
+
+
+class _ComponentModel:
+    """What _MomentModel and _DifferenceModel share: the variance of a linear combination of
+    the answers from the fitted components and forms."""
+
+    inverse: np.ndarray
+    matrix: np.ndarray
+    df: np.ndarray
+
+    def coefficients(self, weights: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def variance(
+        self, weights: np.ndarray, components: np.ndarray, forms: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(variance, df)`` of ``weights · y`` for each row of the batch.
+
+        The variance is estimated without truncating the components, ``c · forms`` with
+        ``c = A⁻ᵀ a``: unbiased, and in a balanced table the classical combination of mean squares
+        (for one system in a Latin square, the between-participants mean square over N). Where
+        that is not positive the truncated components are used. Satterthwaite's degrees of
+        freedom treat each form as an independent scaled chi-square."""
+        coefficients = self.coefficients(weights)
+        c = self.inverse.T @ coefficients
+        variance = forms @ c
+        terms = forms * c
+        fallback = variance <= 0
+        if fallback.any():
+            variance = np.where(fallback, components @ coefficients, variance)
+            terms[fallback] = (components[fallback] @ self.matrix.T) * c
+        spread = np.sum(terms**2 / self.df, axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            df = np.where(spread > 0, variance**2 / spread, np.inf)
+        return variance, np.maximum(df, 1.0)
+
+
+class _MomentModel(_ComponentModel):
     """Moment estimates of the variances of ``effects`` around fixed group means, for one design
     and any number of value vectors on it.
 
@@ -199,7 +241,7 @@ class _MomentModel:
         effects: list[_Effect],
         cells: dict[str, _Effect],
         drop_order: list[str],
-        orthogonal,
+        orthogonal: _Orthogonal,
     ):
         self.groups = groups
         self.group_counts = np.bincount(groups, minlength=n_groups).astype(np.float64)
@@ -256,29 +298,6 @@ class _MomentModel:
         """Per kept effect, the variance of ``weights · y`` per unit of its variance."""
         return np.array([float(np.sum(effect.weight_sums(weights) ** 2)) for effect in self.effects])
 
-    def variance(
-        self, weights: np.ndarray, components: np.ndarray, forms: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """``(variance, df)`` of ``weights · y`` for each row of the batch.
-
-        The variance is estimated without truncating the components, ``c · forms`` with
-        ``c = A⁻ᵀ a``: unbiased, and in a balanced table the classical combination of mean squares
-        (for one system in a Latin square, the between-participants mean square over N). Where
-        that is not positive the truncated components are used. Satterthwaite's degrees of
-        freedom treat each form as an independent scaled chi-square."""
-        coefficients = self.coefficients(weights)
-        c = self.inverse.T @ coefficients
-        variance = forms @ c
-        terms = forms * c
-        fallback = variance <= 0
-        if fallback.any():
-            variance = np.where(fallback, components @ coefficients, variance)
-            terms[fallback] = (components[fallback] @ self.matrix.T) * c
-        spread = np.sum(terms**2 / self.df, axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            df = np.where(spread > 0, variance**2 / spread, np.inf)
-        return variance, np.maximum(df, 1.0)
-
 
 class _Projector:
     """The residual of least squares on several factors (each an _Effect covering every answer),
@@ -307,9 +326,10 @@ class _Projector:
         self.inverse = (vectors[:, keep] / values[keep]) @ vectors[:, keep].T
 
     def _demean(self, columns: np.ndarray) -> np.ndarray:
-        return columns - np.asarray(
+        demeaned: np.ndarray = columns - np.asarray(
             self.absorbed @ (np.asarray(self.absorbed.T @ columns) / self.absorbed_sizes)
         )
+        return demeaned
 
     def residual(self, columns: np.ndarray) -> np.ndarray:
         """(answers × k) → the residuals of each column."""
@@ -317,10 +337,15 @@ class _Projector:
         if self.small is None:
             return demeaned
         beta = self.inverse @ np.asarray(self.small.T @ demeaned)
-        return demeaned - self._demean(np.asarray(self.small @ beta))
+        residual: np.ndarray = demeaned - self._demean(np.asarray(self.small @ beta))
+        return residual
 
 
-class _DifferenceModel:
+# A form's term: the residual SS of a fit (_Projector) or an effect's between-levels SS (_Effect).
+_Term = _Projector | _Effect
+
+
+class _DifferenceModel(_ComponentModel):
     """The components of two systems' answers — participant, source, participant × system,
     source × system, residual — from sums of squares of least-squares fits with the effects as
     fixed blocks: between participants and between sources (raw, for the unbalanced designs
@@ -364,7 +389,9 @@ class _DifferenceModel:
             full = without_columns
         base = _Projector([row, column_interaction] if columns_identified else [row, system, column])
         self.fits: list[tuple[float, _Projector]] = []  # each form: Σ sign · residual SS of a fit
-        forms, expected, df = [], [], []
+        forms: list[Sequence[tuple[float, _Term]]] = []
+        expected: list[list[float]] = []
+        df: list[int] = []
         if full.rank > base.rank:
             share = _indicator_share(base, interaction)
             forms.append([(1.0, base), (-1.0, full)])
@@ -411,7 +438,7 @@ class _DifferenceModel:
         centred = y - means[self.groups]
         cache: dict[int, np.ndarray] = {}
 
-        def ss(term) -> np.ndarray:
+        def ss(term: _Term) -> np.ndarray:
             if isinstance(term, _Projector):
                 if id(term) not in cache:
                     cache[id(term)] = np.sum(term.residual(y) ** 2, axis=0)
@@ -419,14 +446,13 @@ class _DifferenceModel:
             return _between_ss(term, centred)
 
         columns = [_between_ss(self.row, centred), _between_ss(self.column, centred)]
-        columns += [sum(sign * ss(term) for sign, term in form) for form in self.forms]
+        # np.asarray: sum() types as ``ndarray | Literal[0]``; every form has a term.
+        columns += [np.asarray(sum(sign * ss(term) for sign, term in form)) for form in self.forms]
         forms = np.column_stack(columns)
         return np.maximum(forms @ self.inverse.T, 0.0), forms
 
     def coefficients(self, weights: np.ndarray) -> np.ndarray:
         return np.array([float(np.sum(self.effects[i].weight_sums(weights) ** 2)) for i in self.kept])
-
-    variance = _MomentModel.variance
 
     def column_interaction_p(self, forms: np.ndarray) -> np.ndarray | None:
         """The p value of the source × system interaction's F test (its adjusted mean square
@@ -435,11 +461,18 @@ class _DifferenceModel:
             return None
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = (forms[:, -2] / self.df[-2]) / (forms[:, -1] / self.df[-1])
-        return stats.f.sf(np.nan_to_num(ratio, nan=0.0), self.df[-2], self.df[-1])
+        p: np.ndarray = stats.f.sf(np.nan_to_num(ratio, nan=0.0), self.df[-2], self.df[-1])
+        return p
 
 
 def _difference_variance(
-    rows: np.ndarray, n_rows: int, columns: np.ndarray, n_columns: int, groups: np.ndarray, weights, values
+    rows: np.ndarray,
+    n_rows: int,
+    columns: np.ndarray,
+    n_columns: int,
+    groups: np.ndarray,
+    weights: np.ndarray,
+    values: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(variance, df)`` of ``values @ weights`` under the difference model. The source × system
     interaction is kept only where its F test gives p < POOLING_P and otherwise pooled into the
@@ -465,7 +498,8 @@ def _difference_variance(
 def _between_ss(effect: _Effect, centred: np.ndarray) -> np.ndarray:
     """Σ over the effect's levels of (sum of the centred values)² / answers, per batch column."""
     sizes = np.maximum(np.bincount(effect.codes[effect.codes >= 0], minlength=effect.n_levels), 1)
-    return np.sum(np.asarray(effect.indicator().T @ centred) ** 2 / sizes[:, None], axis=0)
+    ss: np.ndarray = np.sum(np.asarray(effect.indicator().T @ centred) ** 2 / sizes[:, None], axis=0)
+    return ss
 
 
 # Above this many levels an effect's share of an adjusted SS is estimated from random sign
@@ -510,7 +544,9 @@ def _codes(labels: np.ndarray) -> tuple[np.ndarray, int]:
     return codes, uniques.size
 
 
-def _clean(values, rows, columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _clean(
+    values: ArrayLike, rows: ArrayLike, columns: ArrayLike
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     y = np.asarray(values, dtype=np.float64).ravel()
     r = np.asarray(rows).ravel()
     c = np.asarray(columns).ravel()
@@ -520,7 +556,7 @@ def _clean(values, rows, columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return y[keep], r[keep], c[keep]
 
 
-def _label(label):
+def _label(label: Any) -> Any:
     return label.item() if hasattr(label, "item") else label
 
 
@@ -532,9 +568,10 @@ def _single_model(rows: np.ndarray, n_rows: int, columns: np.ndarray, n_columns:
         _Effect("residual", np.arange(n), n),
     ]
 
-    def orthogonal(kept: list[str], levels: dict[str, int]):
+    def orthogonal(kept: list[str], levels: dict[str, int]) -> tuple[list[dict[str, float]], list[int]]:
         # Two-way ANOVA: between participants, between sources, and the rest.
-        combinations, df = [], []
+        combinations: list[dict[str, float]] = []
+        df: list[int] = []
         residual, residual_df = {"residual": 1.0}, levels["residual"] - 1
         for name in ("row", "column"):
             if name in kept:
@@ -638,6 +675,7 @@ class _Estimates:
                 CrossedInterval(float(e), None, None, None, None, n, n_rows, n_columns, self.method, TOO_FEW)
                 for e in self.estimate
             ]
+        assert self.low is not None and self.high is not None and self.df is not None  # set with variance
         return [
             CrossedInterval(
                 float(e),
@@ -678,6 +716,7 @@ def _mover(
 
     down_1, up_1 = halves(first)
     down_2, up_2 = halves(second)
+    assert first.variance is not None and second.variance is not None  # the caller's condition
     both = first.variance * second.variance
     with np.errstate(divide="ignore", invalid="ignore"):
         rho = np.where(both > 0, (first.variance + second.variance - variance) / (2 * np.sqrt(both)), 0.0)
@@ -690,7 +729,7 @@ def _mover(
 # --- public API ---------------------------------------------------------------------------------
 
 
-def variance_components(values, rows, columns) -> Components:
+def variance_components(values: ArrayLike, rows: ArrayLike, columns: ArrayLike) -> Components:
     """Method-of-moments estimates of the row, column and residual variances of crossed data.
 
     ``values`` may contain NaN (dropped with their labels); ``rows``/``columns`` are any hashable
@@ -723,7 +762,9 @@ def variance_components(values, rows, columns) -> Components:
     )
 
 
-def pair_components(values, rows, columns, groups) -> PairComponents:
+def pair_components(
+    values: ArrayLike, rows: ArrayLike, columns: ArrayLike, groups: ArrayLike
+) -> PairComponents:
     """The difference model's components (module docstring) of two groups' answers."""
     y = np.asarray(values, dtype=np.float64).ravel()
     keep = ~np.isnan(y)
@@ -744,7 +785,9 @@ def pair_components(values, rows, columns, groups) -> PairComponents:
     )
 
 
-def group_components(values, rows, columns, groups) -> dict:
+def group_components(
+    values: ArrayLike, rows: ArrayLike, columns: ArrayLike, groups: ArrayLike
+) -> dict[str, Any]:
     """The variance components behind ``crossed_group_intervals``, for the Methods and the
     planner: ``{"systems": {g: Components of g's own answers}, "pairs": {(a, b): PairComponents}}``,
     each only where its group (pair) has at least MIN_PARTICIPANTS participants and MIN_SOURCES
@@ -758,14 +801,14 @@ def group_components(values, rows, columns, groups) -> dict:
     labels = sorted(pd.unique(g).tolist())
 
     def enough(mask: np.ndarray) -> bool:
-        return pd.unique(r[mask]).size >= MIN_PARTICIPANTS and pd.unique(c[mask]).size >= MIN_SOURCES
+        return bool(pd.unique(r[mask]).size >= MIN_PARTICIPANTS and pd.unique(c[mask]).size >= MIN_SOURCES)
 
     systems = {
         label: variance_components(y[g == label], r[g == label], c[g == label])
         for label in labels
         if enough(g == label)
     }
-    pairs = {}
+    pairs: dict[tuple[Any, Any], PairComponents] = {}
     for i, a in enumerate(labels):
         for b in labels[i + 1 :]:
             mask = (g == a) | (g == b)
@@ -782,7 +825,7 @@ def group_intervals_batch(
     *,
     confidence: float = 0.95,
     bounds: tuple[float, float] | None = None,
-) -> tuple[dict, dict]:
+) -> tuple[dict[Any, list[CrossedInterval]], dict[tuple[Any, Any], list[CrossedInterval]]]:
     """``crossed_group_intervals`` for a batch of value vectors on one design: ``values`` is
     (batch × answers) without NaN, rows/columns/groups integer codes (answers). Returns
     ``(means, differences)`` whose entries are lists of CrossedInterval, one per row of the
@@ -811,7 +854,7 @@ def group_intervals_batch(
             low, high = _bounded_interval(estimate, variance, df, index.size, confidence, bounds)
         estimates.append(_Estimates(estimate, variance, df, low, high, shape, mean_method))
     means = {_label(label): estimates[k].records() for k, label in enumerate(labels)}
-    differences: dict = {}
+    differences: dict[tuple[Any, Any], list[CrossedInterval]] = {}
     for i in range(labels.size):
         for j in range(i + 1, labels.size):
             index = np.concatenate([members[i], members[j]])
@@ -843,7 +886,12 @@ def group_intervals_batch(
 
 
 def crossed_mean_ci(
-    values, rows, columns, *, confidence: float = 0.95, bounds: tuple[float, float] | None = None
+    values: Sequence[float] | np.ndarray,
+    rows: ArrayLike,
+    columns: ArrayLike,
+    *,
+    confidence: float = 0.95,
+    bounds: tuple[float, float] | None = None,
 ) -> CrossedInterval:
     """The mean of ``values`` (NaN dropped) with its interval under the crossed model; ``bounds``:
     the range the values (hence the mean) cannot leave, e.g. (0, 1) for a proportion."""
@@ -855,8 +903,14 @@ def crossed_mean_ci(
 
 
 def crossed_group_intervals(
-    values, rows, columns, groups, *, confidence: float = 0.95, bounds: tuple[float, float] | None = None
-) -> tuple[dict, dict]:
+    values: ArrayLike,
+    rows: ArrayLike,
+    columns: ArrayLike,
+    groups: ArrayLike,
+    *,
+    confidence: float = 0.95,
+    bounds: tuple[float, float] | None = None,
+) -> tuple[dict[Any, CrossedInterval], dict[tuple[Any, Any], CrossedInterval]]:
     """``(means, differences)`` of answers in fixed groups (systems) that share participants and
     sources: ``means[g]`` is group g's mean and ``differences[(a, b)]`` mean(a) − mean(b) for
     every pair of groups in sorted order, each with its interval (module docstring: a mean uses
@@ -879,12 +933,12 @@ def crossed_group_intervals(
 
 
 def crossed_difference_ci(
-    values_a,
-    rows_a,
-    columns_a,
-    values_b,
-    rows_b,
-    columns_b,
+    values_a: ArrayLike,
+    rows_a: ArrayLike,
+    columns_a: ArrayLike,
+    values_b: ArrayLike,
+    rows_b: ArrayLike,
+    columns_b: ArrayLike,
     *,
     confidence: float = 0.95,
     bounds: tuple[float, float] | None = None,
