@@ -32,23 +32,25 @@ def access_study(*, user, slug: str, need: str = "view") -> Study:
     need not be staff. The user's role is left on the study as `study.member_role`."""
     if need not in NEEDS:
         raise ValueError(f"Unknown capability {need!r}; one of {', '.join(NEEDS)}.")
-    study, role = _study_with_role(user=user, slug=slug)
-    if study is None:
+    found = _study_with_role(user=user, slug=slug)
+    if found is None:
         raise Http404("No such study among yours.")
+    study, role = found
     if not StudyMembership.Role(role).allows(need):
         raise PermissionDenied(f"Your role in this study ({role}) does not allow this.")
     study.member_role = role
     return study
 
 
-def _study_with_role(*, user, slug: str) -> tuple[Study | None, str | None]:
+def _study_with_role(*, user, slug: str) -> tuple[Study, str] | None:
     # One query, as before roles: the membership row brings its study.
     if not user.is_authenticated:
-        return None, None
+        return None
     if user.is_superuser:
-        return Study.objects.filter(slug=slug).first(), StudyMembership.Role.OWNER
+        study = Study.objects.filter(slug=slug).first()
+        return (study, StudyMembership.Role.OWNER) if study else None
     membership = StudyMembership.objects.select_related("study").filter(study__slug=slug, user=user).first()
-    return (membership.study, membership.role) if membership else (None, None)
+    return (membership.study, membership.role) if membership else None
 
 
 # The name every caller used before roles existed (reading needs "view"); kept while branches that

@@ -54,6 +54,8 @@ class Study(models.Model):
         REPORT = "report", "Report"
 
     slug = models.SlugField(max_length=80, unique=True)
+    # Not a column: the requesting user's role, set by annotation.access.access_study.
+    member_role: str = ""
     title = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)

@@ -299,7 +299,11 @@ class PreparedUpdateReturningOld(PreparedUpdateReturning):
         update, where = compiled.sql.split(" WHERE ", 1)
         condition, returning = where.rsplit(" RETURNING ", 1)
         alias = quote("old")
-        old = ", ".join(f"{alias}.{quote(self.model._meta.get_field(name).column)}" for name in self.old)
+        # The names in `old` are concrete fields of the model, so each has a column.
+        old = ", ".join(
+            f"{alias}.{quote(self.model._meta.get_field(name).column)}"  # type: ignore[union-attr]
+            for name in self.old
+        )
         new = ", ".join(f"{table}.{column.strip()}" for column in returning.split(","))
         sql = (
             f"{update} FROM {table} AS {alias} WHERE {alias}.{pk} = {table}.{pk} AND ({condition})"
