@@ -18,7 +18,7 @@ from typing import Any
 
 from annotation import scales
 from evaluation.analysis_document import ORIGINAL, system_label
-from evaluation.stats import crossed
+from evaluation.stats import interval_methods as interval_names
 
 READABILITY_LABELS = {
     "fkgl": "FKGL ↓",
@@ -139,25 +139,25 @@ def interval_methods(analysis: Mapping[str, Any]) -> dict[str, Any]:
         "level": level,
         "readability": readability,
         "human": human,
-        "mean": crossed.METHOD_T,
-        "bounded_mean": crossed.METHOD_WILSON,
-        "bounded_difference": crossed.METHOD_MOVER,
-        "too_few": crossed.TOO_FEW,
-        "min_participants": crossed.MIN_PARTICIPANTS,
-        "min_sources": crossed.MIN_SOURCES,
-        "rare_events": crossed.RARE_EVENTS,
-        "pooling_p": crossed.POOLING_P,
+        "mean": interval_names.METHOD_T,
+        "bounded_mean": interval_names.METHOD_WILSON,
+        "bounded_difference": interval_names.METHOD_MOVER,
+        "too_few": interval_names.TOO_FEW,
+        "min_participants": interval_names.MIN_PARTICIPANTS,
+        "min_sources": interval_names.MIN_SOURCES,
+        "rare_events": interval_names.RARE_EVENTS,
+        "pooling_p": interval_names.POOLING_P,
         "table1": (
             f"Means ({level} intervals in brackets: readability, {readability}; radiologists' and "
-            f"laypeople's answers, {human}; “{crossed.TOO_FEW}” where a column has fewer). "
+            f"laypeople's answers, {human}; “{interval_names.TOO_FEW}” where a column has fewer). "
             "Hover an interval for its method."
         ),
         "differences": (
             f"Difference of two systems' means over all their answers, with its {level} crossed-design "
             "interval: the two systems' answers only, participants, sources and the participant × "
             "system interaction random (source × system too where its F test gives "
-            f"p < {crossed.POOLING_P}), t with Satterthwaite's degrees of freedom; for bounded measures "
-            "the MOVER combination of the two means' intervals, kept within ± the scale's span."
+            f"p < {interval_names.POOLING_P}), t with Satterthwaite's degrees of freedom; for bounded "
+            "measures the MOVER combination of the two means' intervals, kept within ± the scale's span."
         ),
     }
 

@@ -29,6 +29,7 @@ from annotation.models import (
 )
 from evaluation.analysis_document import join_details
 from evaluation.models import WORKER_HEARTBEAT, AnalysisSnapshot, SystemMetrics, TextMetrics, WorkerHeartbeat
+from work.runner import embedded_mode
 
 LAY_QUESTIONS = scales.LAY_QUESTIONS
 EXPERT_ASPECTS = tuple(scales.EXPERT_ASPECTS)
@@ -145,9 +146,7 @@ class WorkerSilence:
 def worker_silence() -> WorkerSilence | None:
     """Whether the pages should say that no worker is running: None when one ran the healing check
     recently, or when tasks run in-process (the embedded mode has no worker to wait for)."""
-    from config.celery_app import app
-
-    if app.conf.task_always_eager:
+    if embedded_mode():
         return None
     seen_at = WorkerHeartbeat.objects.filter(name=WORKER_HEARTBEAT).values_list("seen_at", flat=True).first()
     if seen_at is not None and timezone.now() - seen_at < timedelta(

@@ -11,14 +11,7 @@ from django.conf import settings
 from annotation.models import Study
 from generation.models import GENERATED_SYSTEMS, SYSTEM_LABELS, GenerationBatch
 from generation.prompts.registry import DEFAULT_VERSION, available_versions
-
-# Bounds of the launch forms' whole numbers (judging's forms and API use them too): a value outside
-# them is an error naming the field, never a database error (concurrency is an integer column, which
-# PostgreSQL and radlay's backend refuse past 2**31 - 1) nor a request that a backend refuses.
-MAX_CONCURRENCY = 1000
-MAX_TOKENS = 131_072  # the longest context of the models radlay is used with
-SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1  # a 64-bit seed, as the OpenAI API and torch take it
-MAX_SAMPLE_INDEX = 1_000_000
+from work.launch_bounds import MAX_CONCURRENCY, MAX_SAMPLE_INDEX, MAX_TOKENS, SEED_MAX, SEED_MIN
 
 
 def _model_artifacts() -> Any:

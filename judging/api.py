@@ -14,12 +14,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.access import access_study_for_user
-from generation.forms import MAX_CONCURRENCY, MAX_TOKENS, SEED_MAX, SEED_MIN
 from judging import selectors, services
 from judging.instrument import INSTRUMENT_TASKS
 from judging.models import JudgeRun
 from judging.prompts.registry import DEFAULT_VERSION
 from judging.views import judge_answers_response
+from work.launch_bounds import MAX_CONCURRENCY, MAX_TOKENS, SEED_MAX, SEED_MIN
 
 
 class JudgeRunLaunchSerializer(serializers.Serializer):

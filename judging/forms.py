@@ -7,10 +7,10 @@ from typing import Any
 from django import forms
 
 from annotation.models import Study
-from generation.forms import MAX_CONCURRENCY, MAX_TOKENS, SEED_MAX, SEED_MIN
 from judging.instrument import INSTRUMENT_TASKS
 from judging.models import JudgeRun
 from judging.prompts.registry import DEFAULT_VERSION, available_versions
+from work.launch_bounds import MAX_CONCURRENCY, MAX_TOKENS, SEED_MAX, SEED_MIN
 
 
 class JudgeRunForm(forms.Form):
