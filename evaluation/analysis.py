@@ -37,12 +37,12 @@ from evaluation.stats.agreement import (
 from evaluation.stats.comparisons import paired_system_comparisons
 from evaluation.stats.correlation import BOOTSTRAP_MAX_PAIRS, correlate_columns
 from evaluation.stats.crossed import (
-    TOO_FEW,
     CrossedInterval,
     crossed_group_intervals,
     crossed_mean_ci,
     group_components,
 )
+from evaluation.stats.interval_methods import TOO_FEW
 from evaluation.stats.intervals import bootstrap_mean_ci
 from evaluation.stats.severity import mse_and_accuracy, severity_errors_per_answer
 

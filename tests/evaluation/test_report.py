@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evaluation import report
-from evaluation.stats import crossed
+from evaluation.stats import interval_methods
 from tests.evaluation.test_analysis import FAST, make_frames
 
 
@@ -47,10 +47,10 @@ def test_table1_cells_carry_the_intervals(analysis):
     assert original["value"] == "1.500"
     # Two laypeople: the estimate with the reason instead of an interval, and the method as tooltip.
     ci = analysis["confidence_intervals"]["lay"]["original"]["understanding"]
-    assert ci["low"] is None and original["ci"] == ci["reason"] == crossed.TOO_FEW
-    assert original["method"] == ci["method"] == crossed.METHOD_WILSON
-    shown = report.cell(2.0, {"low": 1.5, "high": 2.5, "method": crossed.METHOD_T})
-    assert shown["ci"] == "[1.500, 2.500]" and shown["method"] == crossed.METHOD_T
+    assert ci["low"] is None and original["ci"] == ci["reason"] == interval_methods.TOO_FEW
+    assert original["method"] == ci["method"] == interval_methods.METHOD_WILSON
+    shown = report.cell(2.0, {"low": 1.5, "high": 2.5, "method": interval_methods.METHOD_T})
+    assert shown["ci"] == "[1.500, 2.500]" and shown["method"] == interval_methods.METHOD_T
     accuracy = next(r for r in lay["rows"] if r["label"] == "Q3 accuracy")
     assert accuracy["cells"][1]["value"] == "100.0%"  # system a: both guesses right
     helpfulness = next(r for r in lay["rows"] if r["label"].startswith("Q4"))
@@ -124,8 +124,8 @@ def test_difference_rows_show_each_pair_with_its_interval(analysis):
     assert rows[0]["difference"]["value"] == report.fmt(means["a"] - means["b"])
     record = analysis["confidence_intervals"]["differences"]["understanding"][0]
     # Two laypeople: no interval, so nothing can exclude 0; the cell says why.
-    assert record["low"] is None and record["reason"] == crossed.TOO_FEW
-    assert rows[0]["excludes_zero"] is False and rows[0]["difference"]["ci"] == crossed.TOO_FEW
+    assert record["low"] is None and record["reason"] == interval_methods.TOO_FEW
+    assert rows[0]["excludes_zero"] is False and rows[0]["difference"]["ci"] == interval_methods.TOO_FEW
 
 
 def test_correlation_heatmap_is_metrics_by_measures_of_spearman_items(analysis):
@@ -157,7 +157,7 @@ def test_captions_name_the_intervals_computed(analysis):
     captions = report.report_tables(analysis, ("metrics",))["intervals"]
     assert "percentile bootstrap over texts" in captions["table1"]
     assert "crossed-design" in captions["table1"] and "Satterthwaite" in captions["table1"]
-    assert crossed.TOO_FEW in captions["table1"]
+    assert interval_methods.TOO_FEW in captions["table1"]
     assert "percentile-bootstrap intervals" not in captions["table1"]
     assert "participant × system interaction" in captions["differences"]
-    assert str(crossed.POOLING_P) in captions["differences"]
+    assert str(interval_methods.POOLING_P) in captions["differences"]

@@ -17,14 +17,12 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from evaluation.stats.crossed import (
-    MIN_PARTICIPANTS,
-    MIN_SOURCES,
-    TOO_FEW,
     crossed_group_intervals,
     crossed_mean_ci,
     pair_components,
     variance_components,
 )
+from evaluation.stats.interval_methods import MIN_PARTICIPANTS, MIN_SOURCES, TOO_FEW
 
 SD_PARTICIPANT, SD_SOURCE, SD_RESIDUAL = 0.5, 0.5, 0.6
 
