@@ -60,6 +60,7 @@ from evaluation.selectors import (
     text_metrics_stored,
     worker_silence,
 )
+from work.lease import beating
 
 if TYPE_CHECKING:
     from evaluation.analysis import AnalysisOptions
@@ -276,30 +277,15 @@ def analysis_snapshot_request(*, study: Study) -> bool:
 @contextlib.contextmanager
 def _lease_kept(*, study_id: int, runner: str) -> Iterator[None]:
     """Stamp the running snapshot's heartbeat every RADLAY_ANALYSIS_HEARTBEAT seconds while the
-    block runs, from a thread with its own database connection (generation's jobs keep theirs the
-    same way: generation/services/scheduler.py)."""
-    interval = settings.RADLAY_ANALYSIS_HEARTBEAT
-    stop = threading.Event()
+    block runs (the job layer's heartbeat thread, with its own database connection)."""
 
-    def beat() -> None:
-        try:
-            while not stop.wait(interval):
-                try:
-                    AnalysisSnapshot.objects.filter(
-                        study_id=study_id, status=Status.RUNNING, runner=runner
-                    ).update(heartbeat_at=timezone.now())
-                except Exception:  # noqa: BLE001 - a missed beat only makes the lease look older
-                    logger.warning("heartbeat of the analysis of study %s failed", study_id, exc_info=True)
-        finally:
-            connection.close()
+    def stamp() -> None:
+        AnalysisSnapshot.objects.filter(study_id=study_id, status=Status.RUNNING, runner=runner).update(
+            heartbeat_at=timezone.now()
+        )
 
-    thread = threading.Thread(target=beat, name=f"analysis-heartbeat-{study_id}", daemon=True)
-    thread.start()
-    try:
+    with beating(stamp, interval=settings.RADLAY_ANALYSIS_HEARTBEAT, name=f"analysis-{study_id}"):
         yield
-    finally:
-        stop.set()
-        thread.join(timeout=interval + 30)
 
 
 def analysis_snapshot_compute(*, study_id: int) -> bool:
