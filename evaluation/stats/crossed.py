@@ -326,29 +326,34 @@ class _Projector:
             self.rank, self.inverse = absorbed_rank, None
             return
         # Schur complement Aᵀ M_B A, with M_B the removal of the absorbed factor's level means.
-        cross = (self.small.T @ absorbed).toarray()
+        # The cross counts (small levels × absorbed levels) stay sparse: they give the absorbed
+        # level sums of any combination of the small factors.
+        self.cross = sparse.csr_matrix(self.small.T @ absorbed)
+        cross = self.cross.toarray()
         schur = (self.small.T @ self.small).toarray() - (cross / self.absorbed_sizes.T) @ cross.T
         values, vectors = np.linalg.eigh(schur)
         keep = values > max(float(values.max()), 1.0) * 1e-10
         self.rank = absorbed_rank + int(np.count_nonzero(keep))
         self.inverse = (vectors[:, keep] / values[keep]) @ vectors[:, keep].T
 
-    def _demean(self, columns: np.ndarray) -> np.ndarray:
-        if columns.shape[0] == 0:
-            return columns.copy()
-        columns = np.ascontiguousarray(columns)  # rows gathered by level: C order is the fast one
-        sums = np.zeros((self.absorbed_sizes.shape[0], columns.shape[1]))
-        sums[self.present] = np.add.reduceat(columns[self.order], self.starts, axis=0)
-        demeaned: np.ndarray = columns - (sums / self.absorbed_sizes)[self.absorbed_codes]
-        return demeaned
-
     def residual(self, columns: np.ndarray) -> np.ndarray:
-        """(answers × k) → the residuals of each column."""
-        demeaned = self._demean(np.asarray(columns, dtype=np.float64))
+        """(answers × k) → the residuals of each column: ``M x − M S β`` with M the removal of
+        the absorbed factor's level means, S the small factors' indicators and
+        ``β = (Sᵀ M S)⁺ Sᵀ M x``. ``Sᵀ M x = Sᵀ x − C mean(x)`` and the level means of ``S β``
+        are ``Cᵀ β / sizes`` (C the cross counts): one pass of level sums over the answers."""
+        # C order: rows are gathered by level.
+        x = np.ascontiguousarray(np.asarray(columns, dtype=np.float64))
+        if x.shape[0] == 0:
+            return x.copy()
+        sums = np.zeros((self.absorbed_sizes.shape[0], x.shape[1]))
+        sums[self.present] = np.add.reduceat(x[self.order], self.starts, axis=0)
+        means = sums / self.absorbed_sizes
         if self.small is None:
+            demeaned: np.ndarray = x - means[self.absorbed_codes]
             return demeaned
-        beta = self.inverse @ np.asarray(self.small.T @ demeaned)
-        residual: np.ndarray = demeaned - self._demean(np.asarray(self.small @ beta))
+        beta = self.inverse @ (np.asarray(self.small.T @ x) - np.asarray(self.cross @ means))
+        means -= np.asarray(self.cross.T @ beta) / self.absorbed_sizes
+        residual: np.ndarray = x - np.asarray(self.small @ beta) - means[self.absorbed_codes]
         return residual
 
 
