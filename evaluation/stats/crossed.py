@@ -579,9 +579,14 @@ def _label(label: Any) -> Any:
 # A model depends only on the design (who answered what), not on the values: the measures of a
 # study share designs, and group_components refits what crossed_group_intervals did. The last
 # few models are kept, keyed by a digest of their design's codes.
-# A model holds a few arrays over its answers: the cache is bounded by their total number.
-_MODEL_CACHE: OrderedDict[tuple[Hashable, ...], tuple[Any, int]] = OrderedDict()
-_MODEL_CACHE_ANSWERS = 1_500_000
+# A model holds a few arrays over its answers: each kind's cache is bounded by their total number
+# (one per kind, so that the systems' models do not evict the pairs' between the intervals and
+# group_components: 6 pairs of 200 000 answers at 20 000 sources × 20 laypeople).
+_MODEL_CACHES: dict[str, OrderedDict[tuple[Hashable, ...], tuple[Any, int]]] = {
+    "single": OrderedDict(),
+    "difference": OrderedDict(),
+}
+_MODEL_CACHE_ANSWERS = {"single": 500_000, "difference": 1_500_000}
 
 
 def _design_key(kind: str, arrays: Sequence[np.ndarray], *extra: Hashable) -> tuple[Hashable, ...]:
@@ -594,15 +599,17 @@ def _design_key(kind: str, arrays: Sequence[np.ndarray], *extra: Hashable) -> tu
 
 
 def _cached(key: tuple[Hashable, ...], answers: int, build: Callable[[], Any]) -> Any:
-    entry = _MODEL_CACHE.get(key)
+    kind = str(key[0])
+    cache, budget = _MODEL_CACHES[kind], _MODEL_CACHE_ANSWERS[kind]
+    entry = cache.get(key)
     if entry is not None:
-        _MODEL_CACHE.move_to_end(key)
+        cache.move_to_end(key)
         return entry[0]
     model = build()
-    if answers <= _MODEL_CACHE_ANSWERS:
-        _MODEL_CACHE[key] = (model, answers)
-        while sum(size for _, size in _MODEL_CACHE.values()) > _MODEL_CACHE_ANSWERS:
-            _MODEL_CACHE.popitem(last=False)
+    if answers <= budget:
+        cache[key] = (model, answers)
+        while sum(size for _, size in cache.values()) > budget:
+            cache.popitem(last=False)
     return model
 
 
