@@ -808,6 +808,7 @@ def confidence_intervals(
             answers["confidence"].to_numpy(np.float64),
             confidence=options.confidence,
             bounds=measure_bounds(name),
+            differences=False,  # only the levels' means are reported
         )
         for level in scales.CONFIDENCE.levels:
             ci = level_means.get(float(level.value))

@@ -62,8 +62,10 @@ estimators take a batch of value vectors on one design, which the coverage tests
 
 from __future__ import annotations
 
+import hashlib
 import math
-from collections.abc import Callable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -298,9 +300,15 @@ class _Projector:
 
     def __init__(self, factors: list[_Effect]):
         big = max(range(len(factors)), key=lambda i: factors[i].n_levels)
-        self.absorbed = factors[big].indicator().tocsc()
-        counts = np.asarray(self.absorbed.sum(axis=0)).ravel()
+        absorbed = factors[big].indicator().tocsc()
+        counts = np.asarray(absorbed.sum(axis=0)).ravel()
         self.absorbed_sizes = np.maximum(counts, 1.0)[:, None]
+        # The absorbed factor's level sums by segments of the answers sorted by level.
+        self.absorbed_codes = factors[big].codes
+        self.order = np.argsort(self.absorbed_codes, kind="stable")
+        ordered = self.absorbed_codes[self.order]
+        self.starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if ordered.size else ordered
+        self.present = ordered[self.starts]
         rest = [factors[i].indicator() for i in range(len(factors)) if i != big]
         self.small = sparse.hstack(rest).tocsr() if rest else None
         absorbed_rank = int(np.count_nonzero(counts))
@@ -308,26 +316,34 @@ class _Projector:
             self.rank, self.inverse = absorbed_rank, None
             return
         # Schur complement Aᵀ M_B A, with M_B the removal of the absorbed factor's level means.
-        cross = (self.small.T @ self.absorbed).toarray()
+        # The cross counts (small levels × absorbed levels) stay sparse: they give the absorbed
+        # level sums of any combination of the small factors.
+        self.cross = sparse.csr_matrix(self.small.T @ absorbed)
+        cross = self.cross.toarray()
         schur = (self.small.T @ self.small).toarray() - (cross / self.absorbed_sizes.T) @ cross.T
         values, vectors = np.linalg.eigh(schur)
         keep = values > max(float(values.max()), 1.0) * 1e-10
         self.rank = absorbed_rank + int(np.count_nonzero(keep))
         self.inverse = (vectors[:, keep] / values[keep]) @ vectors[:, keep].T
 
-    def _demean(self, columns: np.ndarray) -> np.ndarray:
-        demeaned: np.ndarray = columns - np.asarray(
-            self.absorbed @ (np.asarray(self.absorbed.T @ columns) / self.absorbed_sizes)
-        )
-        return demeaned
-
     def residual(self, columns: np.ndarray) -> np.ndarray:
-        """(answers × k) → the residuals of each column."""
-        demeaned = self._demean(np.asarray(columns, dtype=np.float64))
+        """(answers × k) → the residuals of each column: ``M x − M S β`` with M the removal of
+        the absorbed factor's level means, S the small factors' indicators and
+        ``β = (Sᵀ M S)⁺ Sᵀ M x``. ``Sᵀ M x = Sᵀ x − C mean(x)`` and the level means of ``S β``
+        are ``Cᵀ β / sizes`` (C the cross counts): one pass of level sums over the answers."""
+        # C order: rows are gathered by level.
+        x = np.ascontiguousarray(np.asarray(columns, dtype=np.float64))
+        if x.shape[0] == 0:
+            return x.copy()
+        sums = np.zeros((self.absorbed_sizes.shape[0], x.shape[1]))
+        sums[self.present] = np.add.reduceat(x[self.order], self.starts, axis=0)
+        means = sums / self.absorbed_sizes
         if self.small is None:
+            demeaned: np.ndarray = x - means[self.absorbed_codes]
             return demeaned
-        beta = self.inverse @ np.asarray(self.small.T @ demeaned)
-        residual: np.ndarray = demeaned - self._demean(np.asarray(self.small @ beta))
+        beta = self.inverse @ (np.asarray(self.small.T @ x) - np.asarray(self.cross @ means))
+        means -= np.asarray(self.cross.T @ beta) / self.absorbed_sizes
+        residual: np.ndarray = x - np.asarray(self.small @ beta) - means[self.absorbed_codes]
         return residual
 
 
@@ -404,7 +420,7 @@ class _DifferenceModel(_ComponentModel):
                 df.append(interaction_df)
                 kept.append(2)
         if columns_identified:
-            middle = _Projector([interaction, column])
+            middle = without_columns  # the fit without the source × system term, built above
             forms.append([(1.0, middle), (-1.0, full)])
             expected.append(
                 [0.0, 0.0, 0.0, _indicator_share(middle, column_interaction), float(full.rank - middle.rank)]
@@ -470,7 +486,7 @@ def _difference_variance(
     source and system it costs so many degrees of freedom that, when it is absent, the interval
     over-covers (99 % at 8 participants × 40 sources), yet it must be there when it is present
     (proportions near 0 and 1 make it large: 91 % coverage without it at 24 × 40)."""
-    model = _DifferenceModel(rows, n_rows, columns, n_columns, groups)
+    model = _difference_model(rows, n_rows, columns, n_columns, groups)
     components, forms = model.fit(values)
     variance, df = model.variance(weights, components, forms)
     p = model.column_interaction_p(forms)
@@ -478,7 +494,7 @@ def _difference_variance(
         return variance, df
     pool = p >= POOLING_P
     if pool.any():
-        reduced = _DifferenceModel(rows, n_rows, columns, n_columns, groups, with_column_interaction=False)
+        reduced = _difference_model(rows, n_rows, columns, n_columns, groups, with_column_interaction=False)
         pooled_variance, pooled_df = reduced.variance(weights, *reduced.fit(values[pool]))
         variance, df = variance.copy(), df.copy()
         variance[pool], df[pool] = pooled_variance, pooled_df
@@ -550,7 +566,72 @@ def _label(label: Any) -> Any:
     return label.item() if hasattr(label, "item") else label
 
 
+# A model depends only on the design (who answered what), not on the values: the measures of a
+# study share designs, and group_components refits what crossed_group_intervals did. The last
+# few models are kept, keyed by a digest of their design's codes.
+# A model holds a few arrays over its answers: each kind's cache is bounded by their total number
+# (one per kind, so that the systems' models do not evict the pairs' between the intervals and
+# group_components: 6 pairs of 200 000 answers at 20 000 sources × 20 laypeople).
+_MODEL_CACHES: dict[str, OrderedDict[tuple[Hashable, ...], tuple[Any, int]]] = {
+    "single": OrderedDict(),
+    "difference": OrderedDict(),
+}
+_MODEL_CACHE_ANSWERS = {"single": 500_000, "difference": 1_500_000}
+
+
+def _design_key(kind: str, arrays: Sequence[np.ndarray], *extra: Hashable) -> tuple[Hashable, ...]:
+    digest = hashlib.blake2b(digest_size=20)
+    for array in arrays:
+        codes = np.ascontiguousarray(array, dtype=np.int64)
+        digest.update(codes.size.to_bytes(8, "little"))
+        digest.update(codes.tobytes())
+    return (kind, digest.hexdigest(), *extra)
+
+
+def _cached(key: tuple[Hashable, ...], answers: int, build: Callable[[], Any]) -> Any:
+    kind = str(key[0])
+    cache, budget = _MODEL_CACHES[kind], _MODEL_CACHE_ANSWERS[kind]
+    entry = cache.get(key)
+    if entry is not None:
+        cache.move_to_end(key)
+        return entry[0]
+    model = build()
+    if answers <= budget:
+        cache[key] = (model, answers)
+        while sum(size for _, size in cache.values()) > budget:
+            cache.popitem(last=False)
+    return model
+
+
+def _difference_model(
+    rows: np.ndarray,
+    n_rows: int,
+    columns: np.ndarray,
+    n_columns: int,
+    groups: np.ndarray,
+    *,
+    with_column_interaction: bool = True,
+) -> _DifferenceModel:
+    if not with_column_interaction:
+        # Needed only where the source × system term is pooled, once per measure: not kept, so
+        # that the full models (which group_components refits) stay within the cache's budget.
+        return _DifferenceModel(rows, n_rows, columns, n_columns, groups, with_column_interaction=False)
+    key = _design_key("difference", (rows, columns, groups), n_rows, n_columns)
+    model: _DifferenceModel = _cached(
+        key, rows.size, lambda: _DifferenceModel(rows, n_rows, columns, n_columns, groups)
+    )
+    return model
+
+
 def _single_model(rows: np.ndarray, n_rows: int, columns: np.ndarray, n_columns: int) -> _MomentModel:
+    key = _design_key("single", (rows, columns), n_rows, n_columns)
+    model: _MomentModel = _cached(
+        key, rows.size, lambda: _build_single_model(rows, n_rows, columns, n_columns)
+    )
+    return model
+
+
+def _build_single_model(rows: np.ndarray, n_rows: int, columns: np.ndarray, n_columns: int) -> _MomentModel:
     n = rows.size
     effects = [
         _Effect("row", rows, n_rows),
@@ -763,7 +844,7 @@ def pair_components(
         raise ValueError("pair_components needs answers of exactly two groups")
     rows_, n_rows = _codes(np.asarray(rows).ravel()[keep])
     columns_, n_columns = _codes(np.asarray(columns).ravel()[keep])
-    model = _DifferenceModel(rows_, n_rows, columns_, n_columns, group_codes)
+    model = _difference_model(rows_, n_rows, columns_, n_columns, group_codes)
     estimates, _ = model.fit(y[keep][None, :])
     named = {model.effects[i].name: float(v) for i, v in zip(model.kept, estimates[0], strict=True)}
     return PairComponents(
@@ -803,7 +884,9 @@ def group_components(
         for b in labels[i + 1 :]:
             mask = (g == a) | (g == b)
             if enough(mask):
-                pairs[(a, b)] = pair_components(y[mask], r[mask], c[mask], g[mask])
+                # a's answers, then b's: the order of crossed_group_intervals, whose model is reused
+                index = np.concatenate([np.flatnonzero(g == a), np.flatnonzero(g == b)])
+                pairs[(a, b)] = pair_components(y[index], r[index], c[index], g[index])
     return {"systems": systems, "pairs": pairs}
 
 
@@ -815,11 +898,13 @@ def group_intervals_batch(
     *,
     confidence: float = 0.95,
     bounds: tuple[float, float] | None = None,
+    differences: bool = True,
 ) -> tuple[dict[Any, list[CrossedInterval]], dict[tuple[Any, Any], list[CrossedInterval]]]:
     """``crossed_group_intervals`` for a batch of value vectors on one design: ``values`` is
     (batch × answers) without NaN, rows/columns/groups integer codes (answers). Returns
     ``(means, differences)`` whose entries are lists of CrossedInterval, one per row of the
-    batch. The coverage tests run thousands of simulated studies through this."""
+    batch. The coverage tests run thousands of simulated studies through this. ``differences=False``
+    skips the differences (returned empty) where only the means are wanted."""
     values = np.atleast_2d(np.asarray(values, dtype=np.float64))
     group_codes, labels = _codes_and_labels(groups)
     members = [np.flatnonzero(group_codes == k) for k in range(labels.size)]
@@ -844,8 +929,8 @@ def group_intervals_batch(
             low, high = _bounded_interval(estimate, variance, df, index.size, confidence, bounds)
         estimates.append(_Estimates(estimate, variance, df, low, high, shape, mean_method))
     means = {_label(label): estimates[k].records() for k, label in enumerate(labels)}
-    differences: dict[tuple[Any, Any], list[CrossedInterval]] = {}
-    for i in range(labels.size):
+    pair_intervals: dict[tuple[Any, Any], list[CrossedInterval]] = {}
+    for i in range(labels.size if differences else 0):
         for j in range(i + 1, labels.size):
             index = np.concatenate([members[i], members[j]])
             pair_groups = np.concatenate(
@@ -859,7 +944,7 @@ def group_intervals_batch(
             shape = _shape(weights, r, n_r, c, n_c)
             key = (_label(labels[i]), _label(labels[j]))
             if shape[1] < MIN_PARTICIPANTS or shape[2] < MIN_SOURCES:
-                differences[key] = _Estimates(
+                pair_intervals[key] = _Estimates(
                     estimate, None, None, None, None, shape, difference_method
                 ).records()
                 continue
@@ -871,8 +956,8 @@ def group_intervals_batch(
             else:
                 low, high = _t_bounds(estimate, variance, df, confidence, bounds)
                 method = METHOD_T
-            differences[key] = _Estimates(estimate, variance, df, low, high, shape, method).records()
-    return means, differences
+            pair_intervals[key] = _Estimates(estimate, variance, df, low, high, shape, method).records()
+    return means, pair_intervals
 
 
 def crossed_mean_ci(
@@ -900,12 +985,14 @@ def crossed_group_intervals(
     *,
     confidence: float = 0.95,
     bounds: tuple[float, float] | None = None,
+    differences: bool = True,
 ) -> tuple[dict[Any, CrossedInterval], dict[tuple[Any, Any], CrossedInterval]]:
     """``(means, differences)`` of answers in fixed groups (systems) that share participants and
     sources: ``means[g]`` is group g's mean and ``differences[(a, b)]`` mean(a) − mean(b) for
     every pair of groups in sorted order, each with its interval (module docstring: a mean uses
     its group's own components, a difference the two groups' answers with the participant ×
-    group interaction and a residual variance per group)."""
+    group interaction and a residual variance per group). ``differences=False``: the means only
+    (the differences come back empty)."""
     y = np.asarray(values, dtype=np.float64).ravel()
     g = np.asarray(groups).ravel()
     r = np.asarray(rows).ravel()
@@ -916,10 +1003,16 @@ def crossed_group_intervals(
     y, g, r, c = y[keep], g[keep], r[keep], c[keep]
     if y.size == 0:
         return {}, {}
-    means, differences = group_intervals_batch(
-        y[None, :], _codes(r)[0], _codes(c)[0], g, confidence=confidence, bounds=bounds
+    means, pair_intervals = group_intervals_batch(
+        y[None, :],
+        _codes(r)[0],
+        _codes(c)[0],
+        g,
+        confidence=confidence,
+        bounds=bounds,
+        differences=differences,
     )
-    return {k: v[0] for k, v in means.items()}, {k: v[0] for k, v in differences.items()}
+    return {k: v[0] for k, v in means.items()}, {k: v[0] for k, v in pair_intervals.items()}
 
 
 def crossed_difference_ci(
