@@ -53,11 +53,6 @@ def _study_with_role(*, user, slug: str) -> tuple[Study, str] | None:
     return (membership.study, membership.role) if membership else None
 
 
-# The name every caller used before roles existed (reading needs "view"); kept while branches that
-# call it merge, then to be replaced by access_study.
-access_study_for_user = access_study
-
-
 def may_see_identifying(*, study: Study) -> bool:
     """Whether identifying fields (recruiters' ids, participants' names and e-mails) may reach
     the user `access_study` admitted to `study`: owners and editors, never viewers. The one rule

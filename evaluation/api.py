@@ -1,6 +1,6 @@
 """Read-only research API (DRF): studies, sources, systems, simplifications, progress, answers,
 analysis, audit and exports. Token or session authentication; every view narrows to the studies
-the user may see through `access_study_for_user` (another researcher's study is a 404)."""
+the user may see through `access_study` (another researcher's study is a 404)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.access import access_study_for_user
+from annotation.access import access_study
 from annotation.models import Simplification, Source, Study, System
 from annotation.selectors import studies_for_user
 from evaluation import serializers
@@ -84,7 +84,7 @@ class StudyDetailView(generics.RetrieveAPIView):
 
 class _StudyChildList(generics.ListAPIView):
     def study(self) -> Study:
-        return access_study_for_user(user=self.request.user, slug=self.kwargs["slug"])
+        return access_study(user=self.request.user, slug=self.kwargs["slug"])
 
 
 class SourceListView(_StudyChildList):
@@ -117,7 +117,7 @@ class ProgressView(APIView):
     @extend_schema(responses=serializers.ParticipantProgressSerializer(many=True))
     def get(self, request: Request, slug: str) -> Response:
         """Every participant's progress: units done / total and status."""
-        study = access_study_for_user(user=request.user, slug=slug)
+        study = access_study(user=request.user, slug=slug)
         return Response(
             serializers.ParticipantProgressSerializer(participants_progress(study=study), many=True).data
         )
@@ -144,7 +144,7 @@ class AnswerListView(APIView):
         """Raw answers in the export's long format (pseudonymous) and order, a page at a time;
         `next` and `previous` link the neighbouring pages (cursor pagination: any page costs
         the same, and rows answered meanwhile never shift a page onto rows already seen)."""
-        study = access_study_for_user(user=request.user, slug=slug)
+        study = access_study(user=request.user, slug=slug)
         params = request.query_params
         limit = bounded_int(
             params.get("limit"), name="limit", default=100, minimum=1, maximum=MAX_ANSWERS_PAGE
@@ -234,7 +234,7 @@ class AnalysisView(APIView):
         """The study's latest analysis snapshot (the document `manage.py analyze --json` writes,
         plus `snapshot`: when it was computed and what it covers). It is recomputed by a task when
         answers change; `?fresh=1` asks for a new one and waits a few seconds for it."""
-        study = access_study_for_user(user=request.user, slug=slug)
+        study = access_study(user=request.user, slug=slug)
         fresh = request.query_params.get("fresh", "").lower() in {"1", "true", "yes"}
         asked = timezone.now()
         state = analysis_snapshot_refresh(study=study, force=fresh)
@@ -279,7 +279,7 @@ class AuditView(APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         """The study's figures next to those a paper reported (see evaluation/reported/)."""
-        study = access_study_for_user(user=request.user, slug=slug)
+        study = access_study(user=request.user, slug=slug)
         name = request.query_params.get("reported", "seed003")
         files = reported_files()
         if name not in files:
@@ -327,7 +327,7 @@ class ExportView(APIView):
     )
     def get(self, request: Request, slug: str, file_format: str) -> StreamingHttpResponse:
         """Every raw answer as CSV, XLSX or JSON (one row per answer), streamed."""
-        study = access_study_for_user(user=request.user, slug=slug)
+        study = access_study(user=request.user, slug=slug)
         if file_format not in FORMATS:
             raise NotFound(f"unknown format {file_format!r}; use one of {', '.join(sorted(FORMATS))}")
         asked = request.query_params.get("include_external_ids", "").lower() in {"1", "true", "yes"}

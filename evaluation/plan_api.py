@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.access import access_study_for_user
+from annotation.access import access_study
 from evaluation import plans
 from evaluation.forms import PlanForm
 from evaluation.models import PowerPlan
@@ -74,7 +74,7 @@ class PlanListView(APIView):
     @extend_schema(responses=PlanSerializer(many=True))
     def get(self, request: Request, slug: str) -> Response:
         """The study's sample-size plans, newest first (without their results)."""
-        study = access_study_for_user(user=request.user, slug=slug)
+        study = access_study(user=request.user, slug=slug)
         rows = plans.plans_for_study(study=study).select_related("study")[:100]
         return Response([_plan_json(request, plan, with_result=False) for plan in rows])
 
@@ -85,7 +85,7 @@ class PlanListView(APIView):
     def post(self, request: Request, slug: str) -> Response:
         """Queue a plan: power of radlay's analysis over a grid of designs, simulated from this
         study's answers as the pilot. Poll the returned url until status is done or failed."""
-        study = access_study_for_user(user=request.user, slug=slug, need="edit")
+        study = access_study(user=request.user, slug=slug, need="edit")
         if not isinstance(request.data, Mapping):  # a JSON list, number, string, true or null
             message = (
                 "The request body must be a JSON object of the plan's fields, "
@@ -114,6 +114,6 @@ class PlanDetailView(APIView):
     def get(self, request: Request, slug: str, plan_id: int) -> Response:
         """One plan with its result once done: the pilot's variance components, the power of
         every design with Monte Carlo standard errors, and the smallest design meeting the target."""
-        study = access_study_for_user(user=request.user, slug=slug)
+        study = access_study(user=request.user, slug=slug)
         plan = plans.access_plan(study=study, plan_id=plan_id)
         return Response(_plan_json(request, plan, with_result=True))

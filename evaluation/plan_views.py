@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from annotation.access import access_study_for_user, researcher_login_required
+from annotation.access import access_study, researcher_login_required
 from evaluation import plans
 from evaluation.forms import PlanForm
 
@@ -15,7 +15,7 @@ from evaluation.forms import PlanForm
 @researcher_login_required
 def study_plan(request: HttpRequest, slug: str) -> HttpResponse:
     need = "edit" if request.method == "POST" else "view"
-    study = access_study_for_user(user=request.user, slug=slug, need=need)
+    study = access_study(user=request.user, slug=slug, need=need)
     if request.method == "POST":
         form = PlanForm(request.POST)
         status = 400
@@ -36,7 +36,7 @@ def study_plan(request: HttpRequest, slug: str) -> HttpResponse:
 
 @researcher_login_required
 def study_plan_detail(request: HttpRequest, slug: str, plan_id: int) -> HttpResponse:
-    study = access_study_for_user(user=request.user, slug=slug)
+    study = access_study(user=request.user, slug=slug)
     plan = plans.access_plan(study=study, plan_id=plan_id)
     context = {"study": study, "plan": plan, "table": plan_table(plan.result) if plan.result else None}
     template = "evaluation/plan_detail.html#result" if request.htmx else "evaluation/plan_detail.html"

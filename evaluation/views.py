@@ -13,7 +13,7 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, Stream
 from django.shortcuts import redirect, render
 from django_htmx.http import HttpResponseClientRefresh
 
-from annotation.access import access_study_for_user, researcher_login_required
+from annotation.access import access_study, researcher_login_required
 from annotation.activity_services import activity_record
 from annotation.selectors import studies_for_user
 from evaluation.context import analysis_document, dashboard_context, not_ready_response, section_context
@@ -73,7 +73,7 @@ def _section_response(request: HttpRequest, context: dict, *, section: str, titl
 def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
     """The dashboard: the latest analysis snapshot (never computed here), with its freshness;
     progress, the per-simplification metrics and the correlations load as fragments."""
-    study = access_study_for_user(user=request.user, slug=slug)
+    study = access_study(user=request.user, slug=slug)
     force = request.method == "POST"
     state = analysis_snapshot_refresh(study=study, force=force)
     if force:
@@ -87,7 +87,7 @@ def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
 def study_snapshot_status(request: HttpRequest, slug: str) -> HttpResponse:
     """The freshness line the dashboard polls: once a snapshot newer than the one on the page
     (`?shown=` its computed_at) has landed, the page reloads itself."""
-    study = access_study_for_user(user=request.user, slug=slug)
+    study = access_study(user=request.user, slug=slug)
     state = analysis_snapshot_refresh(study=study)
     shown = request.GET.get("shown", "")
     computed = state.snapshot.computed_at.isoformat() if state.snapshot and state.snapshot.computed_at else ""
@@ -99,7 +99,7 @@ def study_snapshot_status(request: HttpRequest, slug: str) -> HttpResponse:
 @researcher_login_required
 def study_progress_section(request: HttpRequest, slug: str) -> HttpResponse:
     """Progress and Latin-square balance (read live, so loaded after the page's first paint)."""
-    study = access_study_for_user(user=request.user, slug=slug)
+    study = access_study(user=request.user, slug=slug)
     return _section_response(request, _progress_context(study), section="progress", title="Progress")
 
 
@@ -107,7 +107,7 @@ def study_progress_section(request: HttpRequest, slug: str) -> HttpResponse:
 def study_progress_page(request: HttpRequest, slug: str) -> HttpResponse:
     """Participants by status, the lay survey's Latin-square balance, what the safety gate
     withholds and attention-check failures (evaluation/progress.py)."""
-    study = access_study_for_user(user=request.user, slug=slug)
+    study = access_study(user=request.user, slug=slug)
     return render(
         request, "evaluation/study_progress.html", {"study": study, "progress": study_progress(study=study)}
     )
@@ -116,7 +116,7 @@ def study_progress_page(request: HttpRequest, slug: str) -> HttpResponse:
 @researcher_login_required
 def study_metrics(request: HttpRequest, slug: str) -> HttpResponse:
     """The automatic metrics with their per-simplification values (from the snapshot's details)."""
-    study = access_study_for_user(user=request.user, slug=slug)
+    study = access_study(user=request.user, slug=slug)
     context = section_context(study=study, section="metrics")
     return _section_response(request, context, section="metrics", title="Automatic metrics")
 
@@ -125,14 +125,14 @@ def study_metrics(request: HttpRequest, slug: str) -> HttpResponse:
 def study_correlations(request: HttpRequest, slug: str) -> HttpResponse:
     """The metric–human correlations, heatmap and full table: an htmx fragment on the dashboard,
     a page of their own without htmx."""
-    study = access_study_for_user(user=request.user, slug=slug)
+    study = access_study(user=request.user, slug=slug)
     context = {**section_context(study=study, section="correlations"), "full_table": not request.htmx}
     return _section_response(request, context, section="correlations", title="Metric–human correlations")
 
 
 @researcher_login_required
 def study_export(request: HttpRequest, slug: str, file_format: str) -> StreamingHttpResponse:
-    study = access_study_for_user(user=request.user, slug=slug)
+    study = access_study(user=request.user, slug=slug)
     if file_format not in FORMATS:
         raise Http404("Unknown export format.")
     asked = request.GET.get("include_external_ids") in {"1", "true", "yes"}
@@ -146,7 +146,7 @@ def study_archive(request: HttpRequest, slug: str) -> FileResponse:
     """The whole study with every answer as one archive (evaluation/study_archive.py), for moving
     it to another radlay server with import_study_archive. It holds the participants' external ids,
     so it is for owners and editors, and recorded in the study's activity."""
-    study = access_study_for_user(user=request.user, slug=slug, need="edit")
+    study = access_study(user=request.user, slug=slug, need="edit")
     activity_record(
         study=study, actor=request.user, verb="export.downloaded", details={"file": "archive.zip"}
     )
@@ -161,7 +161,7 @@ def study_archive(request: HttpRequest, slug: str) -> FileResponse:
 
 @researcher_login_required
 def study_analysis_json(request: HttpRequest, slug: str) -> HttpResponse:
-    study = access_study_for_user(user=request.user, slug=slug)
+    study = access_study(user=request.user, slug=slug)
     analysis = analysis_document(study=study)
     if analysis is None:
         return not_ready_response()
@@ -174,7 +174,7 @@ def study_analysis_json(request: HttpRequest, slug: str) -> HttpResponse:
 
 @researcher_login_required
 def study_metrics_csv(request: HttpRequest, slug: str) -> HttpResponse:
-    study = access_study_for_user(user=request.user, slug=slug)
+    study = access_study(user=request.user, slug=slug)
     analysis = analysis_document(study=study)
     if analysis is None:
         return not_ready_response()
@@ -185,7 +185,7 @@ def study_metrics_csv(request: HttpRequest, slug: str) -> HttpResponse:
 
 @researcher_login_required
 def study_report(request: HttpRequest, slug: str) -> HttpResponse:
-    study = access_study_for_user(user=request.user, slug=slug)
+    study = access_study(user=request.user, slug=slug)
     reported = request.GET.get("reported", "auto")
     html = study_report_html(study=study, reported=reported or None)
     if html is None:

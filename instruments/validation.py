@@ -158,7 +158,7 @@ _TOP = (
     "items",
 )
 _CITATION = ("title", "authors", "venue", "year", "section", "short", "note")
-_ITEM = (
+_ITEM: tuple[str, ...] = (
     "key",
     "kind",
     "applies_to",
@@ -171,13 +171,6 @@ _ITEM = (
     "number",
     "phases",
     "note",
-    "scale",
-    "options",
-    "options_from",
-    "exclusive_with",
-    "max_count",
-    "max_length",
-    "proportion_of",
 )
 # The kind-specific fields each kind takes; any other kind-specific field is an error.
 _KIND_FIELDS: dict[ItemKind, tuple[str, ...]] = {
@@ -190,15 +183,9 @@ _KIND_FIELDS: dict[ItemKind, tuple[str, ...]] = {
     ItemKind.ERROR_SPANS: ("options",),
     ItemKind.PAIRWISE: ("options",),
 }
-_KIND_SPECIFIC = (
-    "scale",
-    "options",
-    "options_from",
-    "exclusive_with",
-    "max_count",
-    "max_length",
-    "proportion_of",
-)
+# Every kind-specific field, once, in the order the kinds above name them.
+_KIND_SPECIFIC = tuple(dict.fromkeys(field for fields in _KIND_FIELDS.values() for field in fields))
+_ITEM += _KIND_SPECIFIC
 
 
 def instrument_from_data(data: object) -> Instrument:

@@ -1,6 +1,6 @@
 """Judge runs in the research API: list and launch a study's judge runs, read one run with its
 progress and agreement, download the judge answers (CSV). Reading needs access to the study
-(access_study_for_user); launching also needs staff, as in the admin."""
+(access_study); launching also needs staff, as in the admin."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.access import access_study_for_user
+from annotation.access import access_study
 from judging import selectors, services
 from judging.instrument import INSTRUMENT_TASKS
 from judging.models import JudgeRun
@@ -70,7 +70,7 @@ class JudgeRunListView(APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         """The study's judge runs with progress and agreement summary (the leaderboard's inputs)."""
-        study = access_study_for_user(user=request.user, slug=slug)
+        study = access_study(user=request.user, slug=slug)
         return Response([run_payload(run) for run in selectors.runs_of_study(study=study)])
 
     @extend_schema(
@@ -80,7 +80,7 @@ class JudgeRunListView(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         """Launch a judge run (staff only)."""
-        study = access_study_for_user(user=request.user, slug=slug, need="edit")
+        study = access_study(user=request.user, slug=slug, need="edit")
         if not request.user.is_staff:
             raise PermissionDenied("Only staff may launch judge runs.")
         form = JudgeRunLaunchSerializer(data=request.data)
@@ -99,7 +99,7 @@ class JudgeRunDetailView(APIView):
     @extend_schema(operation_id="judge_run_retrieve", responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, slug: str, run_id: int) -> Response:
         """One judge run with its whole agreement document."""
-        study = access_study_for_user(user=request.user, slug=slug)
+        study = access_study(user=request.user, slug=slug)
         run = JudgeRun.objects.filter(study=study, pk=run_id).first()
         if run is None:
             raise NotFound("No such judge run in this study.")
@@ -113,5 +113,5 @@ class JudgeAnswerExportView(APIView):
     )
     def get(self, request: Request, slug: str):
         """Every judge item of the study as CSV (separate from the human answers' export)."""
-        study = access_study_for_user(user=request.user, slug=slug)
+        study = access_study(user=request.user, slug=slug)
         return judge_answers_response(slug=slug, study=study, user=request.user)

@@ -13,7 +13,7 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.access import access_study_for_user, researcher_login_required
+from annotation.access import access_study, researcher_login_required
 from annotation.activity_services import activity_record
 from evaluation.exporters import csv as csv_exporter
 from evaluation.selectors import worker_silence
@@ -35,7 +35,7 @@ def _require_staff(request: HttpRequest) -> None:
 @researcher_login_required
 @require_GET
 def study_judges(request: HttpRequest, slug: str) -> HttpResponse:
-    study = access_study_for_user(user=request.user, slug=slug)
+    study = access_study(user=request.user, slug=slug)
     run = None
     if request.GET.get("run", "").isdigit():
         _, run = access_judge_run(user=request.user, slug=slug, run_id=int(request.GET["run"]))
@@ -129,5 +129,5 @@ def judge_answers_response(*, slug: str, study, user) -> StreamingHttpResponse:
 @researcher_login_required
 @require_GET
 def judge_answers_csv(request: HttpRequest, slug: str) -> StreamingHttpResponse:
-    study = access_study_for_user(user=request.user, slug=slug)
+    study = access_study(user=request.user, slug=slug)
     return judge_answers_response(slug=slug, study=study, user=request.user)
