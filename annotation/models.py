@@ -648,3 +648,105 @@ class AnswerRevision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.answer_type} {self.answer_id} revised {self.revised_at:%Y-%m-%d %H:%M}"
+
+
+# --- Instruments as data (issue 30; instruments/ holds the format, validation and presets) -------
+
+
+class StudyInstrument(models.Model):
+    """One version of an instrument a study asks (instruments/, docs/architecture/instruments.md):
+    its whole definition as the canonical data `instruments.validation.instrument_to_data` writes,
+    with its fingerprint. A study may ask several (one per flow, e.g. the protocol's radiologist
+    and lay instruments). Rows are never edited once an answer names them: a change is a new
+    version (the rule of `instruments.versioning`), recorded with who made it and why, and exactly
+    one version of each key is current."""
+
+    class Flow(models.TextChoices):
+        EXPERT = "expert", "Radiologist page (one source, every text)"
+        LAY = "lay", "Lay three-panel flow (original, assisted, preference)"
+        PAIRS = "pairs", "Rate each pair (one text, or a text and its reference, a page)"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="instruments")
+    key = models.SlugField(max_length=60, help_text="the instrument's key (its `key` field)")
+    version = models.PositiveIntegerField()
+    flow = models.CharField(max_length=10, choices=Flow.choices)
+    definition = models.JSONField(help_text="instrument_to_data(instrument): the canonical form")
+    fingerprint = models.CharField(max_length=64, help_text="instrument_fingerprint(instrument)")
+    structure_fingerprint = models.CharField(
+        max_length=64, help_text="instrument_structure_fingerprint: equal when answers pool across versions"
+    )
+    preset = models.CharField(max_length=60, blank=True, help_text="the preset it was created from, if any")
+    is_current = models.BooleanField(default=True)
+    change_note = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "key", "version"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "key", "version"], name="instrument_unique_version"),
+            models.UniqueConstraint(
+                fields=["study", "key"], condition=Q(is_current=True), name="instrument_one_current"
+            ),
+            models.CheckConstraint(condition=Q(version__gte=1), name="instrument_version_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study_id} {self.key} v{self.version}"
+
+
+class ItemAnswer(models.Model):
+    """One participant's answer to one instrument item on one target, for every item the protocol's
+    typed columns (ExpertRating, ExpertSourceJudgement, LayAnswer, LayPreference) do not hold: a
+    team's added items and every item of the other presets. `value` is the answer as
+    `instruments.answers.item_value_validate` accepts it; `score` its numeric coding
+    (`item_value_code`: the ordinal code, the count, the matched proportion; null for free text,
+    choices and "not applicable"). The target is the source, a shown text, or a (shown text,
+    reference text) pair, as the item's `applies_to` says; one answer per participant, instrument
+    version, item and target (three partial unique constraints, since NULLs never collide)."""
+
+    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="item_answers")
+    instrument = models.ForeignKey(StudyInstrument, on_delete=models.PROTECT, related_name="answers")
+    item_key = models.SlugField(max_length=60)
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="item_answers")
+    shown_text = models.ForeignKey(
+        SimplificationText, null=True, blank=True, on_delete=models.CASCADE, related_name="item_answers"
+    )
+    reference_text = models.ForeignKey(
+        SimplificationText, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    value = models.JSONField()
+    score = models.FloatField(null=True, blank=True)
+    language = models.CharField(max_length=16, blank=True, help_text="the language the item was shown in")
+    time_spent_ms = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["participant", "instrument", "item_key", "source"],
+                condition=Q(shown_text__isnull=True),
+                name="item_answer_unique_source",
+            ),
+            models.UniqueConstraint(
+                fields=["participant", "instrument", "item_key", "shown_text"],
+                condition=Q(shown_text__isnull=False, reference_text__isnull=True),
+                name="item_answer_unique_text",
+            ),
+            models.UniqueConstraint(
+                fields=["participant", "instrument", "item_key", "shown_text", "reference_text"],
+                condition=Q(shown_text__isnull=False, reference_text__isnull=False),
+                name="item_answer_unique_pair",
+            ),
+            models.CheckConstraint(
+                condition=Q(reference_text__isnull=True) | Q(shown_text__isnull=False),
+                name="item_answer_reference_needs_text",
+            ),
+        ]
+        indexes = [models.Index(fields=["instrument", "item_key"], name="item_answer_instrument_item")]
+
+    def __str__(self) -> str:
+        return f"{self.participant_id} {self.item_key} {self.value!r}"

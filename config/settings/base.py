@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "generation",
     "ml",
     "judging",
+    "console",
 ]
 
 MIDDLEWARE = [
