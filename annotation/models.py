@@ -135,6 +135,9 @@ class Study(models.Model):
         null=True, blank=True, help_text="Sources each radiologist rates; empty = all."
     )
 
+    # The language participants see (the interface through Django's i18n, the instrument's wording
+    # through its per-language texts): one of settings.LANGUAGES, checked where it is set.
+    language = models.CharField(max_length=16, default="en")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -347,6 +350,8 @@ class Participant(models.Model):
         blank=True,
         help_text="Ended by failed attention checks (Study.screen_out_after_failed_checks): not analysed.",
     )
+    # The language this participant was shown the study in (exports record it).
+    language = models.CharField(max_length=16, blank=True)
     completion_code = models.CharField(max_length=16, default=new_completion_code)
     created_at = models.DateTimeField(auto_now_add=True)
 
