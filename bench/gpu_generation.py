@@ -59,7 +59,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         backend = TransformersBackend(
-            model=model_path(args.model, tmp),
+            model=model_path(args.model, tmp, args.random_shape),
             device=args.device,
             dtype=args.dtype,
             batch_size=args.batch_size,

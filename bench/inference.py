@@ -47,15 +47,21 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="local model directory (default: a tiny random Llama built offline)")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     parser.add_argument("--dtype", default=None, help="float32, bfloat16, float16 (default: auto)")
+    parser.add_argument(
+        "--random-shape",
+        default="tiny",
+        help="without --model: the random Llama's shape, tiny or tinyllama-1.1b "
+        "(real layer sizes, random weights)",
+    )
 
 
-def model_path(model: str | None, tmp: str) -> str:
-    """The --model directory, or a tiny random Llama built in `tmp`."""
+def model_path(model: str | None, tmp: str, shape: str = "tiny") -> str:
+    """The --model directory, or a random Llama of `shape` built in `tmp`."""
     if model is not None:
         return model
     from tests.ml.tiny_models import build_tiny_causal_lm
 
-    return str(build_tiny_causal_lm(Path(tmp) / "tiny-llama"))
+    return str(build_tiny_causal_lm(Path(tmp) / f"random-llama-{shape}", shape=shape))
 
 
 def timed(loaded, batch, *, batch_size: int, max_new_tokens: int) -> tuple[float, int]:
@@ -79,7 +85,9 @@ def main() -> None:
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
-        loaded = load_model(model_path(args.model, tmp), device=args.device, dtype=args.dtype)
+        loaded = load_model(
+            model_path(args.model, tmp, args.random_shape), device=args.device, dtype=args.dtype
+        )
         batch = prompts(args.prompts)
         timed(loaded, batch[: args.batch_size], batch_size=args.batch_size, max_new_tokens=4)  # warm-up
         single_s, single_tokens = timed(loaded, batch, batch_size=1, max_new_tokens=args.max_new_tokens)

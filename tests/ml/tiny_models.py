@@ -62,8 +62,44 @@ def _train_bpe(extra_specials: tuple[str, ...] = (), vocab_size: int = 320) -> T
     return tokenizer
 
 
-def build_tiny_t5(directory: Path, *, seed: int = 0) -> Path:
-    """A random-init T5 (2 layers, d_model 32) whose tokenizer appends </s> like T5's does."""
+# Model shapes by name: "tiny" for tests; the others have the layer sizes of real checkpoints
+# (random weights, the tiny BPE vocabulary), so a GPU benchmark measures a realistic amount of
+# matrix work when no model hub is reachable.
+T5_SHAPES = {
+    "tiny": {"d_model": 32, "d_kv": 16, "d_ff": 64, "num_layers": 2, "num_decoder_layers": 2, "num_heads": 2},
+    # t5-small's shape (60 M parameters with its own vocabulary).
+    "t5-small": {
+        "d_model": 512,
+        "d_kv": 64,
+        "d_ff": 2048,
+        "num_layers": 6,
+        "num_decoder_layers": 6,
+        "num_heads": 8,
+    },
+}
+LLAMA_SHAPES = {
+    "tiny": {
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 256,
+    },
+    # TinyLlama-1.1B's shape.
+    "tinyllama-1.1b": {
+        "hidden_size": 2048,
+        "intermediate_size": 5632,
+        "num_hidden_layers": 22,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 4,
+        "max_position_embeddings": 2048,
+    },
+}
+
+
+def build_tiny_t5(directory: Path, *, seed: int = 0, shape: str = "tiny") -> Path:
+    """A random-init T5 (by default 2 layers, d_model 32) whose tokenizer appends </s> like T5's does."""
     directory = Path(directory)
     backend = _train_bpe()
     backend.post_processor = processors.TemplateProcessing(
@@ -72,12 +108,7 @@ def build_tiny_t5(directory: Path, *, seed: int = 0) -> Path:
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token=PAD, eos_token=EOS, unk_token=UNK)
     config = T5Config(
         vocab_size=len(tokenizer),
-        d_model=32,
-        d_kv=16,
-        d_ff=64,
-        num_layers=2,
-        num_decoder_layers=2,
-        num_heads=2,
+        **T5_SHAPES[shape],
         relative_attention_num_buckets=8,
         dropout_rate=0.1,
         pad_token_id=tokenizer.pad_token_id,
@@ -91,7 +122,7 @@ def build_tiny_t5(directory: Path, *, seed: int = 0) -> Path:
     return directory
 
 
-def build_tiny_causal_lm(directory: Path, *, arch: str = "llama", seed: int = 0) -> Path:
+def build_tiny_causal_lm(directory: Path, *, arch: str = "llama", seed: int = 0, shape: str = "tiny") -> Path:
     """A random-init decoder-only LM (Llama-style with rotary positions, or GPT-2) with a chat
     template. Its tokenizer pads on the right, as many real checkpoints do, so the code under test
     has to switch to left padding itself."""
@@ -113,15 +144,7 @@ def build_tiny_causal_lm(directory: Path, *, arch: str = "llama", seed: int = 0)
         "bos_token_id": tokenizer.bos_token_id,
     }
     if arch == "llama":
-        config = LlamaConfig(
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=256,
-            **common,
-        )
+        config = LlamaConfig(**LLAMA_SHAPES[shape], **common)
         model_class = LlamaForCausalLM
     elif arch == "gpt2":
         config = GPT2Config(n_embd=32, n_layer=2, n_head=2, n_positions=256, **common)
