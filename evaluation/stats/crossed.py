@@ -304,6 +304,7 @@ class _Projector:
         counts = np.asarray(absorbed.sum(axis=0)).ravel()
         self.absorbed_sizes = np.maximum(counts, 1.0)[:, None]
         # The absorbed factor's level sums by segments of the answers sorted by level.
+        self.absorbed = absorbed
         self.absorbed_codes = factors[big].codes
         self.order = np.argsort(self.absorbed_codes, kind="stable")
         ordered = self.absorbed_codes[self.order]
@@ -325,6 +326,24 @@ class _Projector:
         keep = values > max(float(values.max()), 1.0) * 1e-10
         self.rank = absorbed_rank + int(np.count_nonzero(keep))
         self.inverse = (vectors[:, keep] / values[keep]) @ vectors[:, keep].T
+
+    def indicator_share(self, effect: _Effect) -> float:
+        """``||(I − H) Z||²_F`` for the 0/1 indicator Z of ``effect``, exactly and without a
+        dense matrix over the answers: with M the removal of the absorbed factor's level means,
+        ``(I − H) = M − M S (Sᵀ M S)⁺ Sᵀ M``, so the share is ``Σ ||M z_l||²`` less
+        ``trace((Sᵀ M S)⁺ WᵀW)`` where row l of W is ``Sᵀ M z_l = Sᵀ z_l − C D⁻¹ Bᵀ z_l`` (C the
+        cross counts, D the absorbed level sizes, B the absorbed indicator). Every piece is a
+        cross-count table of the effect's levels with the fit's factors."""
+        indicator = effect.indicator().tocsc()
+        inverse_sizes = 1.0 / self.absorbed_sizes.ravel()
+        by_absorbed = sparse.csr_matrix(indicator.T @ self.absorbed)  # effect levels × absorbed levels
+        share = float(indicator.sum()) - float((by_absorbed.multiply(by_absorbed) @ inverse_sizes).sum())
+        if self.small is None or self.inverse is None:
+            return share
+        mixed = np.asarray((indicator.T @ self.small).todense()) - np.asarray(
+            by_absorbed @ sparse.csr_matrix(self.cross.T.multiply(inverse_sizes[:, None])).todense()
+        )
+        return share - float(np.sum(self.inverse * (mixed.T @ mixed)))
 
     def residual(self, columns: np.ndarray) -> np.ndarray:
         """(answers × k) → the residuals of each column: ``M x − M S β`` with M the removal of
@@ -399,7 +418,7 @@ class _DifferenceModel(_ComponentModel):
         expected: list[list[float]] = []
         df: list[int] = []
         if full.rank > base.rank:
-            share = _indicator_share(base, interaction)
+            share = base.indicator_share(interaction)
             forms.append([(1.0, base), (-1.0, full)])
             expected.append([0.0, 0.0, share, 0.0, float(full.rank - base.rank)])
             df.append(full.rank - base.rank)
@@ -423,7 +442,7 @@ class _DifferenceModel(_ComponentModel):
             middle = without_columns  # the fit without the source × system term, built above
             forms.append([(1.0, middle), (-1.0, full)])
             expected.append(
-                [0.0, 0.0, 0.0, _indicator_share(middle, column_interaction), float(full.rank - middle.rank)]
+                [0.0, 0.0, 0.0, middle.indicator_share(column_interaction), float(full.rank - middle.rank)]
             )
             df.append(full.rank - middle.rank)
             kept.append(3)
@@ -506,34 +525,6 @@ def _between_ss(effect: _Effect, centred: np.ndarray) -> np.ndarray:
     sizes = np.maximum(np.bincount(effect.codes[effect.codes >= 0], minlength=effect.n_levels), 1)
     ss: np.ndarray = np.sum(np.asarray(effect.indicator().T @ centred) ** 2 / sizes[:, None], axis=0)
     return ss
-
-
-# Above this many levels an effect's share of an adjusted SS is estimated from random sign
-# combinations of its indicators (Hutchinson's trace estimator, seeded) instead of one column each.
-_EXACT_SHARE_LEVELS = 2_000
-_SHARE_PROBES = 200
-_CHUNK_VALUES = 2_000_000
-
-
-def _indicator_share(projector: _Projector, effect: _Effect) -> float:
-    """``||(I − H) Z||²_F``: the expected residual SS of the fit per unit variance of ``effect``.
-    Columns go through the fit a chunk at a time (at most ``_CHUNK_VALUES`` values)."""
-    indicator = effect.indicator().tocsc()
-    n = indicator.shape[0]
-    step = max(1, _CHUNK_VALUES // max(n, 1))
-    if effect.n_levels <= _EXACT_SHARE_LEVELS:
-        return float(
-            sum(
-                np.sum(projector.residual(indicator[:, start : start + step].toarray()) ** 2)
-                for start in range(0, effect.n_levels, step)
-            )
-        )
-    signs = np.random.default_rng(0).choice([-1.0, 1.0], size=(effect.n_levels, _SHARE_PROBES))
-    total = 0.0
-    for start in range(0, _SHARE_PROBES, step):
-        probes = np.asarray(indicator @ signs[:, start : start + step])
-        total += float(np.sum(projector.residual(probes) ** 2))
-    return total / _SHARE_PROBES
 
 
 # --- helpers ------------------------------------------------------------------------------------

@@ -22,7 +22,9 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     import textstat
 
-pytestmark = pytest.mark.release
+# django_db: pytest-django sets up the test database only for the aliases that the collected tests
+# declare; without the mark, this module run alone would import into the configured database.
+pytestmark = [pytest.mark.release, pytest.mark.django_db]
 
 RELEASE_SYSTEMS = {"Plain_BS": "plain_bs", "Plain_SC": "plain_sc", "CoT_BS": "cot_bs", "CoT_SC": "cot_sc"}
 LAY_VERSION = {"Dummy_BS": "Plain_BS", "Dummy_SC": "Plain_SC", "CoT_BS": "CoT_BS", "CoT_SC": "CoT_SC"}

@@ -244,3 +244,29 @@ def test_coverage_of_the_mean_on_simulated_crossed_data():
     assert 0.93 <= covered / replications <= 0.97
     # Treating the answers as independent is far off: what the crossed interval corrects.
     assert naive_covered / replications < 0.6
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_indicator_share_equals_the_dense_residual(seed):
+    # The expected residual SS per unit variance of an effect, ||(I − H) Z||²_F, computed from
+    # cross-count tables: equal to pushing every indicator column through the fit densely.
+    from evaluation.stats import crossed
+
+    rng = np.random.default_rng(seed)
+    n_rows, n_columns = 7, 40
+    cells = [(r, c, g) for r in range(n_rows) for c in range(n_columns) for g in (0, 1)]
+    rows, columns, groups = np.array([cell for cell in cells if rng.random() < 0.6]).T
+    row = crossed._Effect("row", rows, n_rows)
+    column = crossed._Effect("column", columns, n_columns)
+    system = crossed._Effect("system", groups, 2)
+    interaction = crossed._Effect("interaction", *crossed._compact(rows * 2 + groups))
+    column_interaction = crossed._Effect("column_interaction", *crossed._compact(columns * 2 + groups))
+    for factors, effect in (
+        ([interaction, column], column_interaction),
+        ([row, column_interaction], interaction),
+        ([row, system, column], interaction),
+        ([column_interaction], row),
+    ):
+        projector = crossed._Projector(factors)
+        dense = float(np.sum(projector.residual(effect.indicator().toarray()) ** 2))
+        assert projector.indicator_share(effect) == pytest.approx(dense, rel=1e-10, abs=1e-9)
