@@ -145,9 +145,7 @@ def study_pairs(*, study: Study) -> list[Pair]:
     if reference is None:
         rows = simplifications.values_list("source_id", "shown_text_id").distinct()
         return [Pair(source, text, None) for source, text in rows]
-    reference_of = dict(
-        simplifications.filter(system=reference).values_list("source_id", "shown_text_id")
-    )
+    reference_of = dict(simplifications.filter(system=reference).values_list("source_id", "shown_text_id"))
     rows = simplifications.filter(~Q(system=reference)).values_list("source_id", "shown_text_id").distinct()
     return [
         Pair(source, text, reference_of[source])
@@ -158,7 +156,9 @@ def study_pairs(*, study: Study) -> list[Pair]:
 
 def participant_pairs(*, participant: Participant) -> list[Pair]:
     """The participant's pages in their own seeded order (stable across visits)."""
-    return seeded_shuffle(study_pairs(study=participant.study), seed=participant.order_seed, purpose=ORDER_PURPOSE)
+    return seeded_shuffle(
+        study_pairs(study=participant.study), seed=participant.order_seed, purpose=ORDER_PURPOSE
+    )
 
 
 def pair_of(*, participant: Participant, shown_text_id: int) -> Pair | None:

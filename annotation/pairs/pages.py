@@ -179,7 +179,9 @@ def _stored(participant: Participant, pair: Pair, items: list[PageItem]) -> dict
     by_key = {(row.instrument_id, row.item_key, row.reference_text_id): row for row in rows}
     found = {}
     for page_item in items:
-        row = by_key.get((page_item.asked.row.pk, page_item.item.key, _target(pair, page_item)["reference_text_id"]))
+        row = by_key.get(
+            (page_item.asked.row.pk, page_item.item.key, _target(pair, page_item)["reference_text_id"])
+        )
         if row is not None:
             found[page_item.field] = row
     return found
@@ -207,7 +209,9 @@ def pair_page_get(
     shown_items = []
     for page_item in items:
         language = participant_language(participant, page_item.asked.instrument)
-        shown = ShownItem(asked=page_item, language=language, error=" ".join((errors or {}).get(page_item.field, [])))
+        shown = ShownItem(
+            asked=page_item, language=language, error=" ".join((errors or {}).get(page_item.field, []))
+        )
         if page_item.item.kind is ItemKind.SENTENCE_MATCHING:
             shown.reference_sentences = split_sentences(reference)
             shown.generated_sentences = split_sentences(shown_text.text)
@@ -378,7 +382,9 @@ def pair_answers_save(
                 },
             )
             if first and time_spent_ms:
-                ItemAnswer.objects.filter(pk=answer.pk).update(time_spent_ms=F("time_spent_ms") + time_spent_ms)
+                ItemAnswer.objects.filter(pk=answer.pk).update(
+                    time_spent_ms=F("time_spent_ms") + time_spent_ms
+                )
             first = False
         for page_item in clears:
             ItemAnswer.objects.filter(
@@ -409,7 +415,8 @@ def _complete_texts(participant: Participant) -> tuple[list[Pair], set[int]]:
         pair.shown_text_id
         for pair in pairs
         if all(
-            (p.asked.row.pk, p.item.key, pair.shown_text_id, _target(pair, p)["reference_text_id"]) in answered
+            (p.asked.row.pk, p.item.key, pair.shown_text_id, _target(pair, p)["reference_text_id"])
+            in answered
             for p in required
         )
     }

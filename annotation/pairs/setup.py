@@ -44,7 +44,11 @@ def study_instrument_attach(*, study: Study, preset_name: str, actor: Any = None
     with transaction.atomic():
         Study.objects.select_for_update().filter(pk=study.pk).values_list("pk", flat=True).get()
         current = StudyInstrument.objects.filter(study=study, key=instrument.key, is_current=True).first()
-        if current is not None and current.fingerprint == fields["fingerprint"] and current.flow == fields["flow"]:
+        if (
+            current is not None
+            and current.fingerprint == fields["fingerprint"]
+            and current.flow == fields["flow"]
+        ):
             return current
         if current is None:
             row = StudyInstrument(study=study, key=instrument.key, created_by=_user(actor), **fields)
@@ -82,7 +86,9 @@ def pairs_participants_invite(
     groups = study_rater_groups(study=study)
     if rater_group not in groups:
         known = ", ".join(sorted(groups)) or "none: attach an instrument first"
-        raise ValidationError({"rater_group": f"{rater_group!r} is not a rater group of this study ({known})."})
+        raise ValidationError(
+            {"rater_group": f"{rater_group!r} is not a rater group of this study ({known})."}
+        )
     if rater_group in Participant.Role.values:
         if role and role != rater_group:
             raise ValidationError({"role": f"The rater group {rater_group!r} is the role itself."})

@@ -114,7 +114,9 @@ def pairs_consent(request: HttpRequest, participant: Participant) -> HttpRespons
         "participant": participant,
         "study": study,
         "consent_text": _consent_text(participant),
-        "instructions": (study.expert_instructions if participant.is_radiologist else study.lay_instructions).strip(),
+        "instructions": (
+            study.expert_instructions if participant.is_radiologist else study.lay_instructions
+        ).strip(),
         "descriptions": [d for d in descriptions if d],
         "citations": sorted({design.citation_short(i.citation) for i in instruments.values()}),
         "progress": pages.pairs_progress(participant=participant),
@@ -176,13 +178,19 @@ def pairs_page(request: HttpRequest, participant: Participant, text_id: int) -> 
     whole_page = not request.htmx
     try:
         pages.pair_answers_save(
-            participant=participant, pair=pair, data=request.POST, time_spent_ms=elapsed, whole_page=whole_page
+            participant=participant,
+            pair=pair,
+            data=request.POST,
+            time_spent_ms=elapsed,
+            whole_page=whole_page,
         )
     except pages.PairsFlowError:
         raise
     except ValidationError as exc:
         if request.htmx:
-            return render(request, "annotation/_error_fragment.html", {"messages": messages_of(exc)}, status=400)
+            return render(
+                request, "annotation/_error_fragment.html", {"messages": messages_of(exc)}, status=400
+            )
         errors = exc.message_dict if hasattr(exc, "error_dict") else {"page": exc.messages}
         return _render_page(request, participant, pair, posted=request.POST, errors=errors, status=400)
     if request.htmx:

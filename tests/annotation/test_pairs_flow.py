@@ -53,10 +53,14 @@ def matching() -> Study:
     services.system_upsert(study=study, key="ref", is_reference=True)
     source = study.sources.get(key="s01")
     services.simplification_upsert(
-        source=source, system=study.systems.get(key="ref"), text="The liver has a spot. It is small. Nothing else."
+        source=source,
+        system=study.systems.get(key="ref"),
+        text="The liver has a spot. It is small. Nothing else.",
     )
     services.simplification_upsert(
-        source=source, system=study.systems.get(key="gen1"), text="There is a small spot in the liver. All else is fine."
+        source=source,
+        system=study.systems.get(key="gen1"),
+        text="There is a small spot in the liver. All else is fine.",
     )
     study_instrument_attach(study=study, preset_name="layman_rrg_000_matching", actor="test")
     return study
@@ -65,7 +69,11 @@ def matching() -> Study:
 def test_attach_stores_the_preset_once_and_refuses_what_the_flow_cannot_ask(medlay):
     row = StudyInstrument.objects.get(study=medlay)
     assert (row.key, row.version, row.flow, row.preset, row.is_current) == (
-        "medlaybench_002", 1, "pairs", "medlaybench_002", True
+        "medlaybench_002",
+        1,
+        "pairs",
+        "medlaybench_002",
+        True,
     )
     again = study_instrument_attach(study=medlay, preset_name="medlaybench_002")
     assert again.pk == row.pk and StudyInstrument.objects.filter(study=medlay).count() == 1
@@ -84,7 +92,9 @@ def test_without_a_reference_system_each_distinct_text_is_paired_with_its_source
     assert len({pair.shown_text_id for pair in pairs}) == 5
 
 
-def test_with_a_reference_system_texts_are_paired_with_its_text_and_sources_without_one_are_left_out(matching):
+def test_with_a_reference_system_texts_are_paired_with_its_text_and_sources_without_one_are_left_out(
+    matching,
+):
     ref = System.objects.get(study=matching, key="ref")
     Simplification.objects.filter(source__key="s02", system=ref).delete()
     pairs = design.study_pairs(study=matching)
@@ -103,7 +113,9 @@ def test_each_participant_has_a_stable_order_of_their_own(medlay):
     one.order_seed, two.order_seed = 1, 2
     first = design.participant_pairs(participant=one)
     assert first == design.participant_pairs(participant=one)
-    assert sorted(p.shown_text_id for p in first) == sorted(p.shown_text_id for p in design.study_pairs(study=medlay))
+    assert sorted(p.shown_text_id for p in first) == sorted(
+        p.shown_text_id for p in design.study_pairs(study=medlay)
+    )
     assert first != design.participant_pairs(participant=two)
 
 
@@ -126,7 +138,11 @@ def test_a_page_is_saved_all_or_nothing_with_each_refused_item_named(medlay):
         pages.pair_answers_save(
             participant=person,
             pair=pair,
-            data=_post(medlaybench_002__fluency="4", medlaybench_002__simplicity="9", medlaybench_002__completeness="x"),
+            data=_post(
+                medlaybench_002__fluency="4",
+                medlaybench_002__simplicity="9",
+                medlaybench_002__completeness="x",
+            ),
         )
     errors = refused.value.message_dict
     assert set(errors) == {"medlaybench_002.simplicity", "medlaybench_002.completeness"}
@@ -139,10 +155,16 @@ def test_a_page_is_saved_all_or_nothing_with_each_refused_item_named(medlay):
     assert saved == ["medlaybench_002.fluency"]
     answer = ItemAnswer.objects.get()
     assert (answer.item_key, answer.value, answer.score, answer.language, answer.time_spent_ms) == (
-        "fluency", 4, 4.0, "en", 1200
+        "fluency",
+        4,
+        4.0,
+        "en",
+        1200,
     )
     assert (answer.source_id, answer.shown_text_id, answer.reference_text_id) == (
-        pair.source_id, pair.shown_text_id, None
+        pair.source_id,
+        pair.shown_text_id,
+        None,
     )
     # Changing the answer updates the one row.
     pages.pair_answers_save(participant=person, pair=pair, data=_post(medlaybench_002__fluency="2"))
@@ -171,7 +193,8 @@ def test_sentence_matching_stores_the_grid_and_its_proportion(matching):
     _consented(person)
     source = matching.sources.get(key="s01")
     pair = next(
-        p for p in design.study_pairs(study=matching)
+        p
+        for p in design.study_pairs(study=matching)
         if p.shown_text_id == source.simplifications.get(system__key="gen1").shown_text_id
     )
     state = pages.pair_page_get(participant=person, pair=pair)
@@ -181,7 +204,9 @@ def test_sentence_matching_stores_the_grid_and_its_proportion(matching):
     field = "layman_rrg_000_matching.sentence_match"
     # A row with no answer yet refuses the grid (it is not "nothing matches").
     with pytest.raises(ValidationError, match="reference sentence 3 has no answer"):
-        pages.pair_answers_save(participant=person, pair=pair, data=_post(**{field.replace(".", "__"): ["0-0", "1-0"]}))
+        pages.pair_answers_save(
+            participant=person, pair=pair, data=_post(**{field.replace(".", "__"): ["0-0", "1-0"]})
+        )
     data = QueryDict(mutable=True)
     data.setlist(field, ["0-0", "1-0"])
     data.setlist(field + ".none", ["2"])
@@ -254,7 +279,9 @@ def test_odd_requests_get_4xx_never_500(client, medlay, matching):
     fresh_url = reverse("annotation:pairs-page", args=[fresh.token, pair.shown_text_id])
     assert client.post(fresh_url, {"medlaybench_002.fluency": "3"}).status_code == 409
     assert client.get(fresh_url).status_code == 302
-    grid_person = pairs_participants_invite(study=matching, rater_group="annotator", role="layperson", count=1)[0]
+    grid_person = pairs_participants_invite(
+        study=matching, rater_group="annotator", role="layperson", count=1
+    )[0]
     _consented(grid_person)
     grid_pair = design.participant_pairs(participant=grid_person)[0]
     grid_url = reverse("annotation:pairs-page", args=[grid_person.token, grid_pair.shown_text_id])
@@ -269,8 +296,16 @@ def test_odd_requests_get_4xx_never_500(client, medlay, matching):
 def test_import_study_attaches_the_instrument_and_marks_the_reference(tmp_path):
     path = tmp_path / "study.csv"
     path.write_text("source_key,source_text,reference,gen\ns1,A finding.,The spot. It is small.,A spot.\n")
-    call_command("import_study", str(path), "--study", "imp", "--instrument", "layman_rrg_000_matching",
-                 "--reference-system", "reference")
+    call_command(
+        "import_study",
+        str(path),
+        "--study",
+        "imp",
+        "--instrument",
+        "layman_rrg_000_matching",
+        "--reference-system",
+        "reference",
+    )
     study = Study.objects.get(slug="imp")
     assert study.instruments.get().key == "layman_rrg_000_matching"
     assert list(study.systems.filter(is_reference=True).values_list("key", flat=True)) == ["reference"]

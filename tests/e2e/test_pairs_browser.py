@@ -133,7 +133,11 @@ def test_seed_000_three_annotators_match_sentences(page, live_server, artifacts_
                     for g in chosen:
                         _tick(page, f'.item[data-field="{field}"] input[value="{r}-{g}"]', by_keyboard=n == 1)
                 else:
-                    _tick(page, f'.item[data-field="{field}"] input[name="{field}.none"][value="{r}"]', by_keyboard=n == 1)
+                    _tick(
+                        page,
+                        f'.item[data-field="{field}"] input[name="{field}.none"][value="{r}"]',
+                        by_keyboard=n == 1,
+                    )
                 rows.append(chosen)
             _wait_saved(page, field)
             ticked[(annotator.pk, pair.shown_text_id)] = rows
