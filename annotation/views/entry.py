@@ -18,7 +18,7 @@ from annotation.models import Participant
 from annotation.pairs.design import pairs_participant
 from annotation.views.errors import study_unavailable, survey_link_invalid
 
-__all__ = ["messages_of", "participant_entry", "study_unavailable", "survey_participant"]
+__all__ = ["activity_touch", "messages_of", "participant_entry", "study_unavailable", "survey_participant"]
 
 # A flow's error page: (request, message, status) -> response (a fragment for htmx requests).
 ErrorPage = Callable[[HttpRequest, str, int], HttpResponse]
@@ -83,7 +83,7 @@ def survey_participant(
                     participant = found.participant
                     response = view(request, participant, found, **kwargs)
                 if active is not None and active(participant):
-                    _touch(participant)
+                    activity_touch(participant)
                 return response
             except SurveyClosed as closed:
                 if request.htmx:
@@ -101,7 +101,8 @@ def survey_participant(
     return decorate
 
 
-def _touch(participant: Participant) -> None:
+def activity_touch(participant: Participant) -> None:
+    """Record the participant's activity, at most once per TOUCH_INTERVAL."""
     last = participant.last_activity_at
     if participant.started_at is None or last is None or timezone.now() - last >= TOUCH_INTERVAL:
         services.participant_touch(participant=participant)

@@ -21,7 +21,7 @@ from annotation.lay.entry import lay_completion_url
 from annotation.models import Participant
 from annotation.pairs import design, pages
 from annotation.survey_page import page_elapsed_ms, render_stamp
-from annotation.views.entry import messages_of, survey_participant
+from annotation.views.entry import activity_touch, messages_of, survey_participant
 from annotation.views.errors import survey_error_page
 
 TEMPLATES = "annotation/pairs/"
@@ -56,11 +56,8 @@ def _in_pairs_flow(participant: Participant) -> Participant:
     return participant
 
 
-def _taking_part(participant: Participant) -> bool:
-    return participant.consented_at is not None and participant.declined_at is None
-
-
-pairs_flow = survey_participant(role=None, error=_error, active=_taking_part, refused=(pages.PairsFlowError,))
+# Activity is recorded by the saves (and consent), never by a GET: reading a page writes nothing.
+pairs_flow = survey_participant(role=None, error=_error, refused=(pages.PairsFlowError,))
 
 
 def _consent_text(participant: Participant) -> str:
@@ -176,6 +173,7 @@ def pairs_page(request: HttpRequest, participant: Participant, text_id: int) -> 
         client_ms=request.POST.get("elapsed_ms"),
     )
     whole_page = not request.htmx
+    activity_touch(participant)
     try:
         pages.pair_answers_save(
             participant=participant,
