@@ -165,7 +165,7 @@ class PairPageState:
         return not self.missing
 
 
-def _target(pair: Pair, page_item: PageItem) -> dict[str, int | None]:
+def _target(pair: Pair, page_item: PageItem) -> dict[str, Any]:
     reference = pair.reference_text_id if page_item.item.applies_to is AppliesTo.PAIR else None
     return {"source_id": pair.source_id, "shown_text_id": pair.shown_text_id, "reference_text_id": reference}
 

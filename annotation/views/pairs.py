@@ -44,8 +44,13 @@ about the study, please contact the research team that invited you.
 By choosing "I agree" you confirm that you have read this information and agree to take part."""
 
 
+def _autosave(request: HttpRequest) -> bool:
+    # django-htmx's HtmxMiddleware sets `htmx` on the request; HttpRequest's type does not declare it.
+    return bool(getattr(request, "htmx", False))
+
+
 def _error(request: HttpRequest, message: str, status: int) -> HttpResponse:
-    if not request.htmx:
+    if not _autosave(request):
         return survey_error_page(request, message, status)
     return render(request, "annotation/_error_fragment.html", {"message": message}, status=status)
 
@@ -172,7 +177,7 @@ def pairs_page(request: HttpRequest, participant: Participant, text_id: int) -> 
         stamp=request.POST.get("rendered_at", ""),
         client_ms=request.POST.get("elapsed_ms"),
     )
-    whole_page = not request.htmx
+    whole_page = not _autosave(request)
     activity_touch(participant)
     try:
         pages.pair_answers_save(
@@ -185,13 +190,13 @@ def pairs_page(request: HttpRequest, participant: Participant, text_id: int) -> 
     except pages.PairsFlowError:
         raise
     except ValidationError as exc:
-        if request.htmx:
+        if _autosave(request):
             return render(
                 request, "annotation/_error_fragment.html", {"messages": messages_of(exc)}, status=400
             )
         errors = exc.message_dict if hasattr(exc, "error_dict") else {"page": exc.messages}
         return _render_page(request, participant, pair, posted=request.POST, errors=errors, status=400)
-    if request.htmx:
+    if _autosave(request):
         progress = pages.pairs_progress(participant=participant)
         return render(request, TEMPLATES + "_saved.html", {"progress": progress, "oob": True})
     return _after_submit(request, participant, pair)

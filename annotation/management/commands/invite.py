@@ -37,7 +37,7 @@ class Command(BaseCommand):
                     study=target, rater_group=rater_group, role=role or "", count=count, actor=actor
                 )
             else:
-                participants = participants_invite(study=target, role=role, count=count, actor=actor)
+                participants = participants_invite(study=target, role=role or "", count=count, actor=actor)
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from exc
         for participant in participants:
