@@ -310,3 +310,144 @@ def test_import_study_attaches_the_instrument_and_marks_the_reference(tmp_path):
     assert study.instruments.get().key == "layman_rrg_000_matching"
     assert list(study.systems.filter(is_reference=True).values_list("key", flat=True)) == ["reference"]
     assert len(design.study_pairs(study=study)) == 1
+
+
+ALL_KINDS = {
+    "key": "team_pairs",
+    "version": 1,
+    "title": {"en": "Team pairs"},
+    "citation": {
+        "title": "Our study",
+        "authors": "A. Team",
+        "venue": "Preprint",
+        "year": 2026,
+        "section": "Methods",
+        "short": "A. Team, 2026",
+    },
+    "languages": ["en"],
+    "default_language": "en",
+    "translation_status": {"en": "source"},
+    "items": [
+        {
+            "key": "actionable",
+            "kind": "ordinal",
+            "applies_to": "pair",
+            "roles": ["nurse"],
+            "title": {"en": "Actionability"},
+            "wording": {"en": "It says what to do next."},
+            "scale": {
+                "points": [{"code": c, "label": {"en": f"point {c}"}} for c in (1, 2, 3)],
+                "not_applicable": {"en": "Not applicable"},
+            },
+        },
+        {
+            "key": "tone",
+            "kind": "single_choice",
+            "applies_to": "simplification",
+            "roles": ["nurse"],
+            "wording": {"en": "Its tone is"},
+            "options": [{"key": "warm", "label": {"en": "Warm"}}, {"key": "cold", "label": {"en": "Cold"}}],
+        },
+        {
+            "key": "flaws",
+            "kind": "multiple_choice",
+            "applies_to": "pair",
+            "roles": ["nurse"],
+            "wording": {"en": "Which flaws?"},
+            "required": False,
+            "options": [
+                {"key": "long", "label": {"en": "Too long"}},
+                {"key": "vague", "label": {"en": "Vague"}},
+            ],
+        },
+        {
+            "key": "omissions",
+            "kind": "count",
+            "applies_to": "pair",
+            "roles": ["nurse"],
+            "wording": {"en": "How many findings are missing?"},
+            "max_count": 5,
+        },
+        {
+            "key": "why",
+            "kind": "free_text",
+            "applies_to": "pair",
+            "roles": ["nurse"],
+            "required": False,
+            "wording": {"en": "Why?"},
+            "max_length": 20,
+        },
+    ],
+}
+
+
+def test_every_kind_is_shown_and_stored_with_its_value_and_score(client):
+    from instruments.validation import instrument_from_data, instrument_to_data
+    from instruments.versioning import instrument_fingerprint, instrument_structure_fingerprint
+
+    study = build_study(slug="kinds", n_sources=1, systems=("a",))
+    instrument = instrument_from_data(ALL_KINDS)
+    StudyInstrument.objects.create(
+        study=study,
+        key=instrument.key,
+        version=1,
+        flow=StudyInstrument.Flow.PAIRS,
+        definition=instrument_to_data(instrument),
+        fingerprint=instrument_fingerprint(instrument),
+        structure_fingerprint=instrument_structure_fingerprint(instrument),
+    )
+    nurse = pairs_participants_invite(study=study, rater_group="nurse", role="radiologist", count=1)[0]
+    _consented(nurse)
+    pair = design.participant_pairs(participant=nurse)[0]
+    url = reverse("annotation:pairs-page", args=[nurse.token, pair.shown_text_id])
+    page = client.get(url).content.decode()
+    for control in (
+        'type="radio" name="team_pairs.actionable" value="not_applicable"',
+        'type="radio" name="team_pairs.tone" value="cold"',
+        'type="checkbox" name="team_pairs.flaws" value="vague"',
+        'type="number" name="team_pairs.omissions" min="0" max="5"',
+        'name="team_pairs.why" rows="3" maxlength="20"',
+        "A. Team, 2026",
+    ):
+        assert control in page, control
+    refused = client.post(
+        url, {"team_pairs.omissions": "6", "team_pairs.why": "x" * 21, "team_pairs.tone": "hot"}
+    )
+    assert refused.status_code == 400 and not ItemAnswer.objects.exists()
+    # The refused answers stay on the page, each error named.
+    assert "x" * 21 in refused.content.decode() and "at most 5" in refused.content.decode()
+    done = client.post(
+        url,
+        {
+            "team_pairs.actionable": "not_applicable",
+            "team_pairs.tone": "warm",
+            "team_pairs.flaws": ["vague", "long"],
+            "team_pairs.omissions": "2",
+            "team_pairs.why": "  too terse  ",
+        },
+    )
+    assert done.status_code == 302
+    stored = {a.item_key: (a.value, a.score, a.reference_text_id) for a in ItemAnswer.objects.all()}
+    assert stored == {
+        "actionable": ("not_applicable", None, None),
+        "tone": ("warm", None, None),
+        "flaws": (["long", "vague"], None, None),
+        "omissions": (2, 2.0, None),
+        "why": ("too terse", None, None),
+    }
+    # Clearing an optional answer removes it; a checkbox group sent empty by the autosave too.
+    client.post(url, {"team_pairs.why": "", "lists": "team_pairs.flaws"}, HTTP_HX_REQUEST="true")
+    assert set(ItemAnswer.objects.values_list("item_key", flat=True)) == {"actionable", "tone", "omissions"}
+    assert pages.pairs_progress(participant=nurse).done == 1
+
+
+def test_the_invite_command_takes_a_rater_group(matching, capsys):
+    call_command(
+        "invite", "--study", "match", "--rater-group", "annotator", "--role", "layperson", "--count", "2"
+    )
+    links = capsys.readouterr().out.split()
+    assert len(links) == 2
+    assert sorted(Participant.objects.filter(study=matching).values_list("rater_group", flat=True)) == [
+        "annotator",
+        "annotator",
+    ]
