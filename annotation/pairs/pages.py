@@ -27,6 +27,7 @@ from django.db import transaction
 from django.db.models import F
 from django.http import QueryDict
 
+from annotation import services
 from annotation.expert_flow import Progress
 from annotation.models import ItemAnswer, Participant
 from annotation.pairs.design import (
@@ -394,6 +395,18 @@ def pair_answers_save(
                 **_target(pair, page_item),
             ).delete()
     return [page_item.field for page_item, _ in writes] + [page_item.field for page_item in clears]
+
+
+def pairs_consent_accept(*, participant: Participant) -> Participant:
+    """The participant agreed: record it, their activity, and the language they are shown the
+    questions in (the exports record it), where none is recorded yet."""
+    services.participant_consent(participant=participant, accepted=True)
+    services.participant_touch(participant=participant)
+    items = pairs_page_items(study=participant.study, group=rater_group(participant))
+    if items and not participant.language:
+        participant.language = participant_language(participant, items[0].asked.instrument)
+        participant.save(update_fields=["language"])
+    return participant
 
 
 # --- Where a participant is --------------------------------------------------------------------------

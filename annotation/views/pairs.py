@@ -103,8 +103,7 @@ def pairs_consent(request: HttpRequest, participant: Participant) -> HttpRespons
         if request.POST.get("choice") == "decline":
             services.participant_consent(participant=participant, accepted=False)
             return render(request, TEMPLATES + "declined.html", {"participant": participant, "study": study})
-        services.participant_consent(participant=participant, accepted=True)
-        services.participant_touch(participant=participant)
+        pages.pairs_consent_accept(participant=participant)
         return _resume(participant)
     items = design.pairs_page_items(study=study, group=design.rater_group(participant))
     instruments = {page_item.asked.instrument.key: page_item.asked.instrument for page_item in items}

@@ -242,6 +242,8 @@ def test_pages_walk_from_the_invite_link_to_the_end(client, medlay):
     consent = client.get(reverse("annotation:pairs-consent", args=[person.token]))
     assert b"Information and consent" in consent.content and b"Han Jang" in consent.content
     response = client.post(reverse("annotation:pairs-consent", args=[person.token]), {"choice": "accept"})
+    person.refresh_from_db()
+    assert person.consented_at is not None and person.language == "en"
     order = design.participant_pairs(participant=person)
     assert response.url == reverse("annotation:pairs-page", args=[person.token, order[0].shown_text_id])
     page = client.get(response.url)
@@ -451,3 +453,19 @@ def test_the_invite_command_takes_a_rater_group(matching, capsys):
         "annotator",
         "annotator",
     ]
+
+
+def test_declining_is_recorded_and_shows_the_thank_you_page(client, medlay):
+    medlay.expert_consent_text = "Our own consent text for radiologists."
+    medlay.save()
+    person = services.participant_create(study=medlay, role="radiologist")
+    consent_url = reverse("annotation:pairs-consent", args=[person.token])
+    assert b"Our own consent text for radiologists." in client.get(consent_url).content
+    response = client.post(consent_url, {"choice": "decline"})
+    assert response.status_code == 200 and b"chose not to take part" in response.content
+    person.refresh_from_db()
+    assert person.declined_at is not None and person.consented_at is None
+    page = reverse(
+        "annotation:pairs-page", args=[person.token, design.study_pairs(study=medlay)[0].shown_text_id]
+    )
+    assert client.get(page).url == consent_url
