@@ -72,9 +72,11 @@ def test_seed_002_two_radiologists_and_a_lay_reader_rate_caption_pairs(page, liv
                 page.locator(f'.item[data-field="{field}"] label:has(input[value="1"])').click()
                 _wait_saved(page, field)
                 clicked[(rater.pk, pair.shown_text_id, "fluency")] = 1
+                _no_serious_violation(page)
                 page.set_viewport_size(PHONE)
                 page.screenshot(path=str(artifacts_dir / "pairs_medlay_phone.png"), full_page=True)
                 assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+                _no_serious_violation(page)
                 page.set_viewport_size({"width": 1024, "height": 768})
             page.click("#next-page")
         expect(page.locator("#done")).to_contain_text("you have finished")
@@ -87,6 +89,14 @@ def test_seed_002_two_radiologists_and_a_lay_reader_rate_caption_pairs(page, liv
         a.reference_text_id is None and a.instrument.key == "medlaybench_002" and a.time_spent_ms >= 0
         for a in ItemAnswer.objects.filter(participant__study=study)
     )
+
+
+def _no_serious_violation(page) -> None:
+    """axe-core's serious and critical violations (tests/e2e/test_accessibility.py), at the width
+    the page is shown at; none is allowed."""
+    from tests.e2e.test_accessibility import blocking_violations
+
+    assert not blocking_violations(page), blocking_violations(page)
 
 
 def _tick(page, selector: str, *, by_keyboard: bool) -> None:
@@ -142,9 +152,11 @@ def test_seed_000_three_annotators_match_sentences(page, live_server, artifacts_
             _wait_saved(page, field)
             ticked[(annotator.pk, pair.shown_text_id)] = rows
             if n == 0:
+                _no_serious_violation(page)
                 page.set_viewport_size(PHONE)
                 page.screenshot(path=str(artifacts_dir / "pairs_matching_phone.png"), full_page=True)
                 assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+                _no_serious_violation(page)
                 page.set_viewport_size({"width": 1024, "height": 768})
             page.click("#next-page")
         expect(page.locator("#done")).to_contain_text("you have finished")
