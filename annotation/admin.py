@@ -29,8 +29,11 @@ from annotation.models import (
     StudyMembership,
     System,
 )
+from annotation.pairs.design import pairs_item_problems
+from annotation.pairs.setup import study_instrument_attach
 from annotation.selectors import study_role
 from annotation.study_services import study_close, study_open
+from instruments.presets import preset_load, preset_names
 
 RELATED = admin.RelatedOnlyFieldListFilter
 
@@ -92,6 +95,29 @@ class AttentionCheckInline(ScopedRelatedFields, admin.TabularInline):
     extra = 0
 
 
+def _preset_action(name: str):
+    """The study list's action that attaches the shipped preset `name` for the pairs flow."""
+
+    @admin.action(description=f"Attach the instrument preset {name} (rate each pair)")
+    def attach(modeladmin, request, queryset):
+        for study in queryset:
+            try:
+                study_instrument_attach(study=study, preset_name=name, actor=request.user)
+            except ValidationError as exc:
+                modeladmin.message_user(request, f"{study.slug}: {' '.join(exc.messages)}", messages.ERROR)
+            else:
+                modeladmin.message_user(request, f"{study.slug}: {name} attached.", messages.SUCCESS)
+
+    attach.__name__ = f"attach_{name}"
+    return attach
+
+
+# Only the presets the pairs flow can ask (the protocol's are the radiologist and lay flows').
+PRESET_ACTIONS = [
+    _preset_action(name) for name in preset_names() if not pairs_item_problems(preset_load(name))
+]
+
+
 @admin.register(Study)
 class StudyAdmin(StudyScopedAdmin):
     list_display = (
@@ -107,7 +133,7 @@ class StudyAdmin(StudyScopedAdmin):
     search_fields = ("slug", "title")
     prepopulated_fields = {"slug": ("title",)}
     inlines = [SystemInline, AttentionCheckInline]
-    actions = ["open_studies", "close_studies"]
+    actions = ["open_studies", "close_studies", *PRESET_ACTIONS]
     fieldsets = (
         (None, {"fields": ("slug", "title", "description", "status", "unit")}),
         (

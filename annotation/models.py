@@ -321,6 +321,10 @@ class Participant(models.Model):
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="participants")
     role = models.CharField(max_length=12, choices=Role.choices)
+    # The rater group an instrument's `roles` name (seed 000's "annotator", "medical_expert"),
+    # where it is not the role itself; empty = the role. The pairs flow asks a participant the
+    # items of their group (annotation/pairs/).
+    rater_group = models.SlugField(max_length=60, blank=True)
     token = models.CharField(max_length=64, unique=True, default=new_participant_token, editable=False)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,

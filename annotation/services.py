@@ -228,6 +228,7 @@ def participant_create(
     user: Any = None,
     recruitment: Mapping[str, Any] | None = None,
     pseudonym: str = "",
+    rater_group: str = "",
 ) -> Participant:
     """A new participant. Without a given pseudonym the next free one of the role is assigned
     under the study row lock, so simultaneous joins all succeed with distinct pseudonyms."""
@@ -244,22 +245,32 @@ def participant_create(
             user=user,
             recruitment=dict(recruitment or {}),
             pseudonym=pseudonym,
+            rater_group=rater_group,
             order_seed=random.SystemRandom().randrange(2**31),
         )
         participant.save()
     return participant
 
 
-def participants_invite(*, study: Study, role: str, count: int, actor: Any = None) -> list[Participant]:
+def participants_invite(
+    *, study: Study, role: str, count: int, actor: Any = None, rater_group: str = ""
+) -> list[Participant]:
+    """`rater_group`: the instrument group they answer as, where it is not the role (checked by
+    annotation.pairs.setup.pairs_participants_invite)."""
     if count < 1:
         raise ValidationError({"count": "Invite at least one participant."})
     with transaction.atomic():
-        participants = [participant_create(study=study, role=role) for _ in range(count)]
+        participants = [
+            participant_create(study=study, role=role, rater_group=rater_group) for _ in range(count)
+        ]
+        details: dict[str, Any] = {"role": role, "count": count}
+        if rater_group:
+            details["rater_group"] = rater_group
         activity_record(
             study=study,
             actor=actor,
             verb="participants.invited",
-            details={"role": role, "count": count, "pseudonyms": [p.pseudonym for p in participants]},
+            details={**details, "pseudonyms": [p.pseudonym for p in participants]},
         )
     return participants
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from annotation import expert_urls, lay_urls
+from annotation import expert_urls, lay_urls, pairs_urls
 from annotation.views import entry
 
 app_name = "annotation"
@@ -8,4 +8,5 @@ urlpatterns = [
     path("s/<str:token>/", entry.participant_entry, name="entry"),
     *expert_urls.urlpatterns,
     *lay_urls.urlpatterns,
+    *pairs_urls.urlpatterns,
 ]

@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from annotation import services as annotation_services
 from annotation.models import ActivityEvent, AttentionCheck, LayItem, Participant, Simplification
+from annotation.pairs.setup import study_instrument_attach
 from evaluation.models import PowerPlan
 from evaluation.services import analysis_snapshot_compute_here
 from generation.services import batches
@@ -106,6 +107,12 @@ def world(monkeypatch, django_capture_on_commit_callbacks):
     check = AttentionCheck.objects.create(
         study=study, position=1, prompt="Pick B", options=["A", "B"], expected_answer="B"
     )
+    # A consented rater of the pairs flow (a study of its own: seed 002's instrument).
+    pairs_study = build_study(slug="sweep-pairs", n_sources=1, systems=("lay",))
+    study_instrument_attach(study=pairs_study, preset_name="medlaybench_002", actor="test")
+    rater = annotation_services.participant_create(study=pairs_study, role=Participant.Role.RADIOLOGIST)
+    annotation_services.participant_consent(participant=rater, accepted=True)
+    pair_text = Simplification.objects.get(source__study=pairs_study).shown_text_id
     return {
         "users": {"superuser": superuser, "researcher": researcher, "anonymous": None},
         "values": {
@@ -116,8 +123,9 @@ def world(monkeypatch, django_capture_on_commit_callbacks):
             "file_format": "csv",
             "check_id": check.pk,
             "panel": "original",
+            "text_id": pair_text,
         },
-        "tokens": {"r": expert.token, "l": lay.token, "s": lay.token},
+        "tokens": {"r": expert.token, "l": lay.token, "s": lay.token, "p": rater.token},
         "items": {"r": expert_item, "l": lay_item.pk},
     }
 

@@ -15,9 +15,10 @@ from django.utils import timezone
 from annotation import services
 from annotation.access import SurveyClosed, WrongFlow, access_participant
 from annotation.models import Participant
+from annotation.pairs.design import pairs_participant
 from annotation.views.errors import study_unavailable, survey_link_invalid
 
-__all__ = ["messages_of", "participant_entry", "study_unavailable", "survey_participant"]
+__all__ = ["activity_touch", "messages_of", "participant_entry", "study_unavailable", "survey_participant"]
 
 # A flow's error page: (request, message, status) -> response (a fragment for htmx requests).
 ErrorPage = Callable[[HttpRequest, str, int], HttpResponse]
@@ -34,6 +35,8 @@ def participant_entry(request: HttpRequest, token: str) -> HttpResponse:
         return study_unavailable(request, closed.study)
     except Http404:
         return survey_link_invalid(request)
+    if pairs_participant(participant):
+        return redirect("annotation:pairs-start", token=token)
     if participant.role == Participant.Role.RADIOLOGIST:
         return redirect("annotation:expert-start", token=token)
     return redirect("annotation:lay-start", token=token)
@@ -48,16 +51,17 @@ def messages_of(exc: ValidationError) -> list[str]:
 
 def survey_participant(
     *,
-    role: str,
+    role: str | None,
     error: ErrorPage,
     require_open: bool = True,
     refused: tuple[type[ValidationError], ...] = (),
     active: Callable[[Participant], bool] | None = None,
     page: Callable[..., Any] | None = None,
 ) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
-    """A view decorator: resolve `token` to a participant of `role` (of an open study unless told
-    otherwise) and pass it on instead. A closed study, the other role's token and a missing page
-    become 403/404 answers; the flow's own refusals (`refused`) become 409 with their messages.
+    """A view decorator: resolve `token` to a participant of `role` (None: any role; of an open
+    study unless told otherwise) and pass it on instead. A closed study, the other role's token
+    and a missing page become 403/404 answers; the flow's own refusals (`refused`) become 409
+    with their messages.
 
     The participant's activity (started_at, last_activity_at) is recorded here and nowhere else in
     the views: after a view answered, when `active(participant)` says the flow counts the
@@ -79,7 +83,7 @@ def survey_participant(
                     participant = found.participant
                     response = view(request, participant, found, **kwargs)
                 if active is not None and active(participant):
-                    _touch(participant)
+                    activity_touch(participant)
                 return response
             except SurveyClosed as closed:
                 if request.htmx:
@@ -97,7 +101,8 @@ def survey_participant(
     return decorate
 
 
-def _touch(participant: Participant) -> None:
+def activity_touch(participant: Participant) -> None:
+    """Record the participant's activity, at most once per TOUCH_INTERVAL."""
     last = participant.last_activity_at
     if participant.started_at is None or last is None or timezone.now() - last >= TOUCH_INTERVAL:
         services.participant_touch(participant=participant)

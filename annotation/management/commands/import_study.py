@@ -2,11 +2,13 @@ from pathlib import Path
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from annotation.importers.errors import ImportFormatError
 from annotation.importers.study_file import StudyFile
 from annotation.importers.write import study_file_import
-from annotation.models import Study
+from annotation.models import Study, System
+from annotation.pairs.setup import study_instrument_attach
 from annotation.team_services import user_by_username
 
 
@@ -17,20 +19,43 @@ class Command(BaseCommand):
         parser.add_argument("file", type=Path)
         parser.add_argument("--study", required=True, help="study slug (created if new)")
         parser.add_argument("--title", default="", help="study title")
+        parser.add_argument(
+            "--instrument",
+            metavar="PRESET",
+            help="attach this shipped instrument for the pairs flow (e.g. medlaybench_002)",
+        )
+        parser.add_argument(
+            "--reference-system",
+            metavar="KEY",
+            help="the system whose texts are the references of the pairs flow (System.is_reference)",
+        )
         add_owner_argument(parser)
 
-    def handle(self, *args, file: Path, study: str, title: str, owner: str | None, **options):
+    def handle(
+        self,
+        *args,
+        file: Path,
+        study: str,
+        title: str,
+        owner: str | None,
+        instrument: str | None = None,
+        reference_system: str | None = None,
+        **options,
+    ):
         if not file.is_file():
             raise CommandError(f"{file}: no such file.")
         owner_user = owner_get(owner)
+        actor = "manage.py import_study"
         try:
-            target, created, counts = study_file_import(
-                slug=study,
-                title=title,
-                study_file=StudyFile(file),
-                owner=owner_user,
-                actor="manage.py import_study",
-            )
+            # One transaction: a refused instrument or reference leaves nothing imported either.
+            with transaction.atomic():
+                target, created, counts = study_file_import(
+                    slug=study, title=title, study_file=StudyFile(file), owner=owner_user, actor=actor
+                )
+                if reference_system:
+                    reference_mark(study=target, key=reference_system)
+                if instrument:
+                    study_instrument_attach(study=target, preset_name=instrument, actor=actor)
         except ImportFormatError as exc:
             raise CommandError(f"Nothing was imported. {exc}") from exc
         except ValidationError as exc:
@@ -41,6 +66,14 @@ class Command(BaseCommand):
             f"{counts['simplifications']} simplifications."
         )
         warn_if_ownerless(self, target)
+
+
+def reference_mark(*, study: Study, key: str) -> None:
+    """Make `key` the study's one reference system (annotation/pairs/design.py reads it)."""
+    if not System.objects.filter(study=study, key=key).exists():
+        raise ValidationError({"reference_system": f"the study has no system {key!r}."})
+    System.objects.filter(study=study).exclude(key=key).filter(is_reference=True).update(is_reference=False)
+    System.objects.filter(study=study, key=key).update(is_reference=True)
 
 
 def add_owner_argument(parser) -> None:
