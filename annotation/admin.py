@@ -150,12 +150,12 @@ class StudyAdmin(StudyScopedAdmin):
 
     # Read on every use, not fixed when the class is built: other apps add theirs through
     # annotation.admin_extensions, whatever the order in which the admin modules are imported.
-    @property  # type: ignore[override]
-    def inlines(self) -> list:
+    @property
+    def inlines(self) -> list:  # type: ignore[override]
         return [*self.own_inlines, *study_admin_inlines()]
 
-    @property  # type: ignore[override]
-    def actions(self) -> list:
+    @property
+    def actions(self) -> list:  # type: ignore[override]
         return [*self.own_actions, *study_admin_actions()]
 
     def get_queryset(self, request):

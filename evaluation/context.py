@@ -119,7 +119,10 @@ def study_report_html(*, study: Study, reported: str | None = "auto") -> str | N
     snapshot = analysis_snapshot_get(study=study, details=True)
     plan = plan_latest_done(study=study)
     context = analysis_context(
-        study=study, analysis=analysis, figures=snapshot.figures or {}, reported=reported
+        study=study,
+        analysis=analysis,
+        figures=(snapshot.figures if snapshot is not None else None) or {},
+        reported=reported,
     )
     context.update(
         {
@@ -127,7 +130,7 @@ def study_report_html(*, study: Study, reported: str | None = "auto") -> str | N
             "balance": latin_square_balance(study=study).by_system(),
             "methods": methods(analysis),
             "plan": plan,
-            "plan_table": plan_table(plan.result) if plan else None,
+            "plan_table": plan_table(plan.result) if plan and plan.result else None,
             # Sections other apps registered (judging's judges beside the radiologists).
             "contributed_sections": report_sections_render(study=study),
             # The report is one self-contained file: the dashboard's and the planning page's
