@@ -4,20 +4,28 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='WorkerHeartbeat',
+            name="WorkerHeartbeat",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=40, unique=True)),
-                ('seen_at', models.DateTimeField()),
-                ('worker', models.CharField(blank=True, help_text='The hostname of the worker that ran the check.', max_length=200)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=40, unique=True)),
+                ("seen_at", models.DateTimeField()),
+                (
+                    "worker",
+                    models.CharField(
+                        blank=True, help_text="The hostname of the worker that ran the check.", max_length=200
+                    ),
+                ),
             ],
         ),
     ]
