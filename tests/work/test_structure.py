@@ -326,3 +326,35 @@ def test_callers_use_only_the_prepared_queries_interface():
                 ):
                     offending.append(f"{path.name}: {node.value.id}.{node.attr}")
     assert not offending, offending
+
+
+# --- The Likert bounds: annotation/scales.py only ---------------------------------------------------
+
+
+def test_the_likert_bounds_are_written_in_scales_only():
+    offending = []
+    for name in ("models.py", "services.py"):
+        tree = ast.parse((REPO / "annotation" / name).read_text())
+        for node in ast.walk(tree):
+            # A range check on a number (`rating__lte=5`, `1 <= number <= 5`) reads scales.LIKERT.
+            if (
+                isinstance(node, ast.keyword)
+                and (node.arg or "").endswith(("__gte", "__lte"))
+                and isinstance(node.value, ast.Constant)
+                and node.value.value != 1  # "at least one" (a count), not a scale's bound
+            ):
+                offending.append(f"{name}: line {node.value.lineno}")
+            if isinstance(node, ast.Dict):  # Q(**{f"{field}__lte": 5})
+                for key, value in zip(node.keys, node.values, strict=True):
+                    tail = key.values[-1] if isinstance(key, ast.JoinedStr) and key.values else key
+                    if (
+                        isinstance(tail, ast.Constant)
+                        and str(tail.value).endswith(("__gte", "__lte"))
+                        and isinstance(value, ast.Constant)
+                    ):
+                        offending.append(f"{name}: line {value.lineno}")
+            if isinstance(node, ast.Compare) and any(
+                isinstance(side, ast.Constant) and side.value == 5 for side in [node.left, *node.comparators]
+            ):
+                offending.append(f"{name}: line {node.lineno}")
+    assert not offending, offending
