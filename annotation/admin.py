@@ -10,6 +10,7 @@ from django.utils.html import format_html, format_html_join
 from annotation import services
 from annotation.activity_services import activity_record
 from annotation.admin_access import ScopedRelatedFields, StudyScopedAdmin
+from annotation.admin_extensions import study_admin_actions, study_admin_inlines
 from annotation.models import (
     ActivityEvent,
     AttentionCheck,
@@ -132,8 +133,8 @@ class StudyAdmin(StudyScopedAdmin):
     list_filter = ("status", "unit")
     search_fields = ("slug", "title")
     prepopulated_fields = {"slug": ("title",)}
-    inlines = [SystemInline, AttentionCheckInline]
-    actions = ["open_studies", "close_studies", *PRESET_ACTIONS]
+    own_inlines = (SystemInline, AttentionCheckInline)
+    own_actions = ("open_studies", "close_studies", *PRESET_ACTIONS)
     fieldsets = (
         (None, {"fields": ("slug", "title", "description", "status", "unit")}),
         (
@@ -172,6 +173,16 @@ class StudyAdmin(StudyScopedAdmin):
             },
         ),
     )
+
+    # Read on every use, not fixed when the class is built: other apps add theirs through
+    # annotation.admin_extensions, whatever the order in which the admin modules are imported.
+    @property
+    def inlines(self) -> list:  # type: ignore[override]
+        return [*self.own_inlines, *study_admin_inlines()]
+
+    @property
+    def actions(self) -> list:  # type: ignore[override]
+        return [*self.own_actions, *study_admin_actions()]
 
     def get_queryset(self, request):
         return (

@@ -146,7 +146,9 @@ class Study(models.Model):
         ordering = ["-created_at"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(safety_gate_threshold__gte=1) & Q(safety_gate_threshold__lte=5),
+                # The threshold is a rating on the radiologists' Likert scale.
+                condition=Q(safety_gate_threshold__gte=scales.LIKERT.lowest)
+                & Q(safety_gate_threshold__lte=scales.LIKERT.highest),
                 name="study_safety_threshold_1_5",
             ),
             models.CheckConstraint(
@@ -405,7 +407,8 @@ class ExpertItem(models.Model):
 
 def _likert_check(field: str, name: str) -> models.CheckConstraint:
     return models.CheckConstraint(
-        condition=Q(**{f"{field}__isnull": True}) | (Q(**{f"{field}__gte": 1}) & Q(**{f"{field}__lte": 5})),
+        condition=Q(**{f"{field}__isnull": True})
+        | (Q(**{f"{field}__gte": scales.LIKERT.lowest}) & Q(**{f"{field}__lte": scales.LIKERT.highest})),
         name=name,
     )
 

@@ -3,12 +3,37 @@
 Django builds and compiles a QuerySet's SQL anew on every call. For the survey's busiest requests
 that was most of their CPU time: a radiologist's autosave spent ~60 % of its in-process time in
 `QuerySet.filter`/`values_list`/`SQLCompiler.as_sql` for small reads and updates whose SQL never
-changes (profile in the README's benchmark section). A PreparedQuery (reads) or PreparedUpdate
-(`QuerySet.update()`) asks the ORM for the SQL once per database connection and argument shape,
-with placeholder arguments, remembers where each placeholder landed among the parameters, and then
-runs that SQL with the real arguments: the ORM still writes every query, only the repetition is
-skipped. Rows come back converted as `values_list()` converts them; `Joined.instances()` turns
-them into model instances with their related objects, as `select_related()` would.
+changes (docs/benchmarks.md). A prepared query asks the ORM for the SQL once per database connection
+and argument shape, with placeholder arguments, remembers where each placeholder landed among the
+parameters, and then runs that SQL with the real arguments: the ORM still writes every query, only
+the repetition is skipped.
+
+The interface (`__all__`; everything else here is private, and tests/work/test_structure.py checks
+that callers use only these names and methods):
+
+- `PreparedQuery(build)`: `build(**arguments)` returns a `values_list()` QuerySet;
+  `.rows(**arguments)` runs its SQL and returns the rows, converted as values_list() converts them.
+- `PreparedAggregate(build)`: `build(**arguments)` returns (a QuerySet, a field all its rows share,
+  {name: aggregate}); `.values(**arguments)` returns {name: value} as `QuerySet.aggregate()` would.
+- `PreparedUpdate(build)`: `build(**arguments)` returns (a QuerySet, the values its `update()` would
+  set); `.run(**arguments)` runs the UPDATE and returns the number of rows it changed.
+- `PreparedUpdateReturningOld(build, model, old)`: a PreparedUpdate whose `.rows(**arguments)`
+  returns the updated rows whole, each followed by the values its `old` fields held before (one
+  statement where a locked read and an UPDATE were two).
+- `Joined(model, *paths)`: the columns of a model and of related models along non-null foreign keys
+  (`.columns()`, for the `values_list()` of a build) and the instances built back from one row
+  (`.instances(row)`), as `select_related(*paths)` would give them.
+
+Each takes `using="default"` too. Arguments are passed by name, always the same names for one query.
+
+Adding a query: declare it once at module level (or in a `functools.cache`d factory when its shape
+depends on a model), next to the code that runs it, and call its method with keyword arguments:
+
+    _ANSWER = Joined(LayAnswer)
+    _answer_rows = PreparedQuery(
+        lambda item_id: LayAnswer.objects.filter(item_id=item_id).values_list(*_ANSWER.columns())
+    )
+    answers = [_ANSWER.instances(row) for row in _answer_rows.rows(item_id=item.pk)]
 
 Only what passes through the ORM unchanged can be a placeholder: ints, strings and aware
 datetimes (adapted as the backend adapts them) in exact lookups, comparisons and update values,
@@ -16,7 +41,8 @@ and tuples of them in `__in`. None and booleans are literals: they change the SQ
 they are part of the shape. Anything else, or a value the ORM rewrites on its way to SQL, is
 refused when the query is first compiled: a query that cannot be prepared fails loudly, never
 with wrong rows. A read is sorted only as its `order_by()` asks: the models' default ordering is
-left out (rows read by key need none, and it joins the tables it sorts by).
+left out (rows read by key need none, and it joins the tables it sorts by). Add a test beside the
+others in tests/annotation/test_prepared_queries.py when a query uses a lookup none of them uses.
 """
 
 from __future__ import annotations
@@ -35,6 +61,8 @@ from django.db import connections
 from django.db.models import Model
 from django.db.models.sql import UpdateQuery
 from django.db.transaction import TransactionManagementError
+
+__all__ = ["Joined", "PreparedAggregate", "PreparedQuery", "PreparedUpdate", "PreparedUpdateReturningOld"]
 
 # Unlikely values, distinct per placeholder: the compiled parameters are searched for them. Ints
 # stay inside every integer field's range (also positive ones): Django rewrites a comparison with
@@ -247,7 +275,7 @@ class PreparedUpdate(_Prepared):
         return self._execute(using, arguments, run, 0)
 
 
-class PreparedUpdateReturning(PreparedUpdate):
+class _PreparedUpdateReturning(PreparedUpdate):
     """A PreparedUpdate whose `rows(**arguments)` returns the updated rows, whole (the columns of
     `Joined(model)`, converted as values_list() converts them): one statement where a locked read
     and an UPDATE were two. UPDATE … RETURNING: PostgreSQL, and SQLite from 3.35."""
@@ -280,8 +308,8 @@ class PreparedUpdateReturning(PreparedUpdate):
         return self._execute(using, arguments, _fetch_converted, [])
 
 
-class PreparedUpdateReturningOld(PreparedUpdateReturning):
-    """A PreparedUpdateReturning whose rows also end with the values the `old` columns held before
+class PreparedUpdateReturningOld(_PreparedUpdateReturning):
+    """A _PreparedUpdateReturning whose rows also end with the values the `old` columns held before
     this UPDATE, read by the same statement: the table joined to itself (`FROM t AS old`), whose
     scan sees the rows as they were when the statement began. What an answer's revision needs
     without a read before every save. Call with the writers of the row serialised (a lock)."""

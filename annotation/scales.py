@@ -40,6 +40,14 @@ class Scale:
     def choices(self) -> list[tuple[str, str]]:
         return [(level.name, level.name) for level in self.levels]
 
+    @property
+    def lowest(self) -> int:
+        return min(level.value for level in self.levels)
+
+    @property
+    def highest(self) -> int:
+        return max(level.value for level in self.levels)
+
 
 # Seed 003 appendix A.2. Coding: Critical = 1 … Healthy = 5 (footnote 2 of seed 003 and the
 # release's Severity_ratings file). The appendix numbers them the other way round; MSE and
@@ -113,7 +121,9 @@ HELPFULNESS = Scale(
     ),
 )
 
-# Radiologist rubric (seed 003 Figure 5 / appendix A.1): 1-5 Likert per aspect.
+# Radiologist rubric (seed 003 Figure 5 / appendix A.1): 1-5 Likert per aspect. The one place its
+# bounds are written: the answer check (annotation.services) and the database's range checks
+# (annotation.models) read LIKERT.lowest and LIKERT.highest.
 LIKERT = Scale(
     key="likert",
     question="1 - strongly disagree, 2 - disagree, 3 - neutral, 4 - agree, 5 - strongly agree.",

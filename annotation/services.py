@@ -335,12 +335,14 @@ def participant_complete(*, participant: Participant) -> Participant:
 
 
 def _check_likert(name: str, value: Any) -> int:
+    low, high = scales.LIKERT.lowest, scales.LIKERT.highest
+    refusal = {name: f"{name} must be a whole number from {low} to {high}, not {value!r}."}
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise ValidationError({name: f"{name} must be a whole number from 1 to 5, not {value!r}."}) from None
-    if not 1 <= number <= 5 or str(value).strip() not in {str(number), f"{number}.0"}:
-        raise ValidationError({name: f"{name} must be a whole number from 1 to 5, not {value!r}."})
+        raise ValidationError(refusal) from None
+    if not low <= number <= high or str(value).strip() not in {str(number), f"{number}.0"}:
+        raise ValidationError(refusal)
     return number
 
 

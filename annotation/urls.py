@@ -1,7 +1,8 @@
-from django.urls import path
+from django.urls import path, re_path
 
 from annotation import expert_urls, lay_urls, pairs_urls
 from annotation.views import entry
+from annotation.views.errors import survey_link_invalid
 
 app_name = "annotation"
 urlpatterns = [
@@ -9,4 +10,8 @@ urlpatterns = [
     *expert_urls.urlpatterns,
     *lay_urls.urlpatterns,
     *pairs_urls.urlpatterns,
+    # A cut or mistyped survey link gets the survey's own "link not valid" page, in the demo too
+    # (DEBUG shows Django's URL list for an unmatched address otherwise). Last: only what no
+    # survey URL above answers.
+    re_path(r"^(?:s|l|r|p)/", survey_link_invalid),
 ]

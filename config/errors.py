@@ -1,6 +1,10 @@
 """Branded error pages in plain language, for the URLs no view answers itself: unknown pages (404),
 server errors (500), refused requests (400/403) and failed CSRF checks. Each says what happened and
-what to do next; none names the study or the paper (participants must not learn the design)."""
+what to do next; none names the study or the paper (participants must not learn the design).
+
+`error_page` is the one renderer of that page: the survey's own error pages (annotation.views.errors)
+use it too. The arrow points from the apps to config: config imports no app (its URLconf includes
+them by dotted name)."""
 
 from __future__ import annotations
 

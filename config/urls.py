@@ -1,8 +1,7 @@
 from django.contrib import admin
-from django.urls import include, path, re_path
+from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from annotation.views.errors import survey_link_invalid
 from config import api_root, errors
 from config.views import home
 
@@ -24,10 +23,8 @@ urlpatterns = [
     path("generation/", include("generation.urls")),
     path("judging/", include("judging.urls")),
     path("ml/", include("ml.urls")),
+    # Last in annotation.urls: a cut or mistyped survey link gets the survey's "link not valid" page.
     path("", include("annotation.urls")),
-    # A cut or mistyped survey link gets the survey's own "link not valid" page, in the demo too
-    # (DEBUG shows Django's URL list for an unmatched address otherwise).
-    re_path(r"^(?:s|l|r)/", survey_link_invalid),
     path("favicon.ico", errors.favicon),
 ]
 

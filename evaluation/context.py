@@ -1,16 +1,26 @@
 """The one context builder of the pages that show an analysis: the dashboard and the report read
-the study's snapshot (evaluation.services) and format it with evaluation.report."""
+the study's snapshot (evaluation.services) and format it with evaluation.report (pure).
+
+The page layer points one way: views (views.py, plan_views.py) → this module → evaluation.report;
+sections other apps add to the report come through evaluation.report_sections, never by importing
+those apps."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpResponse
+from django.template.loader import render_to_string
 
 from annotation.models import Study
 from evaluation.audit import audit_shipped, default_reported_for, reported_files
-from evaluation.report import audit_display, report_tables
+from evaluation.plans import plan_latest_done
+from evaluation.progress import latin_square_balance, progress_by_role
+from evaluation.report import audit_display, methods, plan_table, report_tables
+from evaluation.report_sections import report_sections, report_sections_render
 from evaluation.selectors import analysis_snapshot_get, snapshot_analysis
 from evaluation.services import SnapshotState, analysis_snapshot_refresh
 
@@ -50,7 +60,9 @@ def dashboard_context(*, study: Study, state: SnapshotState, reported: str | Non
     context = analysis_context(
         study=study, analysis=analysis, figures=figures, reported="auto" if reported is None else reported
     )
-    context.update({"state": state, "reported_files": list(reported_files())})
+    context.update(
+        {"state": state, "reported_files": list(reported_files()), "contributed_sections": report_sections()}
+    )
     return context
 
 
@@ -95,3 +107,39 @@ def not_ready_response() -> HttpResponse:
     )
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return response
+
+
+def study_report_html(*, study: Study, reported: str | None = "auto") -> str | None:
+    """Render the self-contained report of `study` from its latest analysis snapshot (None before
+    the first one is computed). `reported` names a shipped reported-figures file to audit
+    against; "auto" picks the one that fits the study's systems; None or "" audits nothing."""
+    analysis = analysis_document(study=study)
+    if analysis is None:
+        return None
+    snapshot = analysis_snapshot_get(study=study, details=True)
+    plan = plan_latest_done(study=study)
+    context = analysis_context(
+        study=study,
+        analysis=analysis,
+        figures=(snapshot.figures if snapshot is not None else None) or {},
+        reported=reported,
+    )
+    context.update(
+        {
+            "progress": progress_by_role(study=study),
+            "balance": latin_square_balance(study=study).by_system(),
+            "methods": methods(analysis),
+            "plan": plan,
+            "plan_table": plan_table(plan.result) if plan and plan.result else None,
+            # Sections other apps registered (judging's judges beside the radiologists).
+            "contributed_sections": report_sections_render(study=study),
+            # The report is one self-contained file: the dashboard's and the planning page's
+            # stylesheets go inline.
+            "dashboard_css": (settings.BASE_DIR / "static" / "radlay" / "dashboard.css").read_text("utf-8"),
+            "planning_css": (settings.BASE_DIR / "static" / "radlay" / "planning.css").read_text("utf-8"),
+            "generated_at": datetime.now(UTC),
+            "snapshot": snapshot,
+            "full_table": True,
+        }
+    )
+    return render_to_string("evaluation/report.html", context)

@@ -177,22 +177,3 @@ class SystemMetrics(models.Model):
 
     def __str__(self) -> str:
         return f"{self.family} of system {self.system_id}"
-
-
-# The WorkerHeartbeat row that the periodic healing check stamps.
-WORKER_HEARTBEAT = "celery"
-
-
-class WorkerHeartbeat(models.Model):
-    """When a Celery worker last ran the periodic healing check sent by beat
-    (services.analysis_snapshots_heal): an old or missing stamp means no worker (or no beat) is
-    running, which the dashboard says instead of showing "recomputing…" for ever."""
-
-    name = models.CharField(max_length=40, unique=True)
-    seen_at = models.DateTimeField()
-    worker = models.CharField(
-        max_length=200, blank=True, help_text="The hostname of the worker that ran the check."
-    )
-
-    def __str__(self) -> str:
-        return f"{self.name} seen at {self.seen_at}"

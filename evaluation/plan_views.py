@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from annotation.access import access_study, researcher_login_required
 from evaluation import plans
 from evaluation.forms import PlanForm
+from evaluation.report import plan_table
 
 
 @researcher_login_required
@@ -41,26 +42,3 @@ def study_plan_detail(request: HttpRequest, slug: str, plan_id: int) -> HttpResp
     context = {"study": study, "plan": plan, "table": plan_table(plan.result) if plan.result else None}
     template = "evaluation/plan_detail.html#result" if request.htmx else "evaluation/plan_detail.html"
     return render(request, template, context)
-
-
-def plan_table(result: dict) -> dict:
-    """The grid as rows of cells for the template (participants down, sources across)."""
-    grid = result["grid"]
-    target = grid["settings"]["target"]
-    cells = {(c["participants"], c["sources"]): c for c in grid["cells"]}
-    smallest = grid.get("smallest") or {}
-    best = (smallest.get("participants"), smallest.get("sources"))
-    rows = []
-    for participants in grid["participants"]:
-        row = []
-        for sources in grid["sources"]:
-            cell = cells[(participants, sources)]
-            row.append(
-                {
-                    **cell,
-                    "meets": cell["power"] >= target,
-                    "smallest": (participants, sources) == best,
-                }
-            )
-        rows.append({"participants": participants, "cells": row})
-    return {"sources": grid["sources"], "rows": rows}

@@ -1,9 +1,10 @@
-"""The study report: one self-contained HTML document (tables with intervals, agreement,
-correlations, the figures inline, the audit and a methods section) and the display rows the
-dashboard shares with it.
+"""The display rows of the study report (one self-contained HTML document: tables with intervals,
+agreement, correlations, the figures inline, the audit and a methods section) that the dashboard
+and the planning page share with it.
 
-`report_tables` turns the analysis dict into rows of formatted cells (pure, no Django);
-`study_report_html` gathers a study's data and renders templates/evaluation/report.html.
+The pure formatter of the pages that show an analysis: `report_tables` turns the analysis dict into
+rows of formatted cells, `methods` the Methods section's figures, `plan_table` a power plan's grid
+(no Django, no database; evaluation.context gathers the data and renders the pages).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import functools
 import platform
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -575,43 +575,24 @@ def component_rows(analysis: Mapping[str, Any]) -> list[dict[str, str]]:
     return rows
 
 
-def study_report_html(*, study, reported: str | None = "auto") -> str | None:
-    """Render the self-contained report of `study` from its latest analysis snapshot (None before
-    the first one is computed). `reported` names a shipped reported-figures file to audit
-    against; "auto" picks the one that fits the study's systems; None or "" audits nothing."""
-    from django.conf import settings
-    from django.template.loader import render_to_string
-
-    from evaluation.context import analysis_context, analysis_document
-    from evaluation.plan_views import plan_table
-    from evaluation.plans import plan_latest_done
-    from evaluation.progress import latin_square_balance, progress_by_role
-    from evaluation.selectors import analysis_snapshot_get
-    from judging.report import judge_report_context
-
-    analysis = analysis_document(study=study)
-    if analysis is None:
-        return None
-    snapshot = analysis_snapshot_get(study=study, details=True)
-    plan = plan_latest_done(study=study)
-    context = analysis_context(
-        study=study, analysis=analysis, figures=snapshot.figures or {}, reported=reported
-    )
-    context.update(
-        {
-            "progress": progress_by_role(study=study),
-            "balance": latin_square_balance(study=study).by_system(),
-            "methods": methods(analysis),
-            "plan": plan,
-            "plan_table": plan_table(plan.result) if plan else None,
-            "judges": judge_report_context(study=study),
-            # The report is one self-contained file: the dashboard's and the planning page's
-            # stylesheets go inline.
-            "dashboard_css": (settings.BASE_DIR / "static" / "radlay" / "dashboard.css").read_text("utf-8"),
-            "planning_css": (settings.BASE_DIR / "static" / "radlay" / "planning.css").read_text("utf-8"),
-            "generated_at": datetime.now(UTC),
-            "snapshot": snapshot,
-            "full_table": True,
-        }
-    )
-    return render_to_string("evaluation/report.html", context)
+def plan_table(result: dict) -> dict:
+    """The grid as rows of cells for the template (participants down, sources across)."""
+    grid = result["grid"]
+    target = grid["settings"]["target"]
+    cells = {(c["participants"], c["sources"]): c for c in grid["cells"]}
+    smallest = grid.get("smallest") or {}
+    best = (smallest.get("participants"), smallest.get("sources"))
+    rows = []
+    for participants in grid["participants"]:
+        row = []
+        for sources in grid["sources"]:
+            cell = cells[(participants, sources)]
+            row.append(
+                {
+                    **cell,
+                    "meets": cell["power"] >= target,
+                    "smallest": (participants, sources) == best,
+                }
+            )
+        rows.append({"participants": participants, "cells": row})
+    return {"sources": grid["sources"], "rows": rows}

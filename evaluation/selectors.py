@@ -7,14 +7,10 @@ imports; participant progress and the Latin-square balance are in evaluation/pro
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db.models import Count, Max, TextField
 from django.db.models.functions import Cast
-from django.utils import timezone
 
 from annotation import scales
 from annotation.models import (
@@ -28,8 +24,7 @@ from annotation.models import (
     System,
 )
 from evaluation.analysis_document import join_details
-from evaluation.models import WORKER_HEARTBEAT, AnalysisSnapshot, SystemMetrics, TextMetrics, WorkerHeartbeat
-from work.runner import embedded_mode
+from evaluation.models import AnalysisSnapshot, SystemMetrics, TextMetrics
 
 LAY_QUESTIONS = scales.LAY_QUESTIONS
 EXPERT_ASPECTS = tuple(scales.EXPERT_ASPECTS)
@@ -133,27 +128,6 @@ def analysis_snapshot_get(*, study: Study, details: bool = False) -> AnalysisSna
     if not details:
         queryset = queryset.defer("details", "figures")
     return queryset.first()
-
-
-@dataclass(frozen=True)
-class WorkerSilence:
-    """No Celery worker has run the periodic healing check for RADLAY_WORKER_SILENT_AFTER seconds
-    (`seen_at`: when one last did; None: never)."""
-
-    seen_at: datetime | None
-
-
-def worker_silence() -> WorkerSilence | None:
-    """Whether the pages should say that no worker is running: None when one ran the healing check
-    recently, or when tasks run in-process (the embedded mode has no worker to wait for)."""
-    if embedded_mode():
-        return None
-    seen_at = WorkerHeartbeat.objects.filter(name=WORKER_HEARTBEAT).values_list("seen_at", flat=True).first()
-    if seen_at is not None and timezone.now() - seen_at < timedelta(
-        seconds=settings.RADLAY_WORKER_SILENT_AFTER
-    ):
-        return None
-    return WorkerSilence(seen_at=seen_at)
 
 
 def snapshot_analysis(snapshot: AnalysisSnapshot, *, details: bool = True) -> dict | None:

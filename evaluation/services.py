@@ -51,16 +51,16 @@ from kombu.exceptions import KombuError
 
 from annotation.models import Source, Study, System
 from evaluation.analysis_document import split_details
-from evaluation.models import WORKER_HEARTBEAT, AnalysisSnapshot, SystemMetrics, TextMetrics, WorkerHeartbeat
+from evaluation.models import AnalysisSnapshot, SystemMetrics, TextMetrics
 from evaluation.selectors import (
-    WorkerSilence,
     analysis_coverage,
     analysis_snapshot_get,
     system_metrics_stored,
     text_metrics_stored,
-    worker_silence,
 )
 from work.lease import beating
+from work.selectors import WorkerSilence, worker_silence
+from work.services import worker_heartbeat_stamp
 
 if TYPE_CHECKING:
     from evaluation.analysis import AnalysisOptions
@@ -319,10 +319,7 @@ def analysis_snapshots_heal(*, worker: str = "") -> int:
     """The periodic healing check (beat, and every worker's start): stamp that a worker is alive,
     and queue again and send every recomputation whose worker or message was lost. Returns how
     many it sent."""
-    now = timezone.now()
-    WorkerHeartbeat.objects.update_or_create(
-        name=WORKER_HEARTBEAT, defaults={"seen_at": now, "worker": worker}
-    )
+    worker_heartbeat_stamp(worker=worker)
     lost = AnalysisSnapshot.objects.filter(_lost_snapshots()).values_list("study_id", flat=True)
     return sum(_snapshot_take_over(study_id=study_id) for study_id in list(lost))
 

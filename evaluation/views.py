@@ -16,12 +16,17 @@ from django_htmx.http import HttpResponseClientRefresh
 from annotation.access import access_study, researcher_login_required
 from annotation.activity_services import activity_record
 from annotation.selectors import studies_for_user
-from evaluation.context import analysis_document, dashboard_context, not_ready_response, section_context
+from evaluation.context import (
+    analysis_document,
+    dashboard_context,
+    not_ready_response,
+    section_context,
+    study_report_html,
+)
 from evaluation.exporters import FORMATS
 from evaluation.exporters.metrics_table import metrics_csv
 from evaluation.exporters.response import export_response
 from evaluation.progress import latin_square_balance, participants_progress, progress_by_role, study_progress
-from evaluation.report import study_report_html
 from evaluation.services import analysis_snapshot_refresh
 from evaluation.study_archive import study_archive_write
 

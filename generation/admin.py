@@ -8,9 +8,9 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from annotation.admin import ADMIN_CSS, RELATED, StudyAdmin, transcript_table
+from annotation.admin import ADMIN_CSS, RELATED, transcript_table
 from annotation.admin_access import StudyScopedAdmin, SuperuserOnlyAdmin
-from annotation.models import Study
+from annotation.admin_extensions import study_admin_action_add
 from generation.forms import GenerationBatchForm
 from generation.models import GenerationBatch, GenerationJob, LLMCallCache
 from generation.services import batches
@@ -194,20 +194,13 @@ class LLMCallCacheAdmin(SuperuserOnlyAdmin):
         return False
 
 
-# "Generate simplifications" as an action on Study. The annotation app owns StudyAdmin; generation
-# extends it the way one extends UserAdmin (subclass and register again) rather than editing it.
-generate_simplifications = study_launch_action(
-    name="generate_simplifications",
-    model=GenerationBatch,
-    description="Generate simplifications for the selected study…",
-    noun="to generate for",
+# "Generate simplifications" as an action on Study: the annotation app owns StudyAdmin, which reads
+# the actions other apps register (annotation.admin_extensions).
+study_admin_action_add(
+    study_launch_action(
+        name="generate_simplifications",
+        model=GenerationBatch,
+        description="Generate simplifications for the selected study…",
+        noun="to generate for",
+    )
 )
-
-
-class StudyWithGenerationAdmin(StudyAdmin):
-    actions = [*StudyAdmin.actions, generate_simplifications]
-
-
-if admin.site.is_registered(Study):
-    admin.site.unregister(Study)
-admin.site.register(Study, StudyWithGenerationAdmin)

@@ -14,11 +14,11 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.access import researcher_login_required
-from evaluation.selectors import worker_silence
 from generation import selectors
 from generation.models import GenerationBatch
 from generation.services import batches
 from work.scheduler import TaskQueueUnreachable
+from work.selectors import worker_silence
 from work.views import batch_page
 
 JOBS_PER_PAGE = 50

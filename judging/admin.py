@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from annotation.admin import RELATED, ReadOnlyAdmin
-from annotation.models import Study
+from annotation.admin_extensions import study_admin_action_add
 from judging import services
 from judging.forms import JudgeRunForm
 from judging.models import JudgeAnswer, JudgeItem, JudgeRun
@@ -92,22 +92,13 @@ class JudgeAnswerAdmin(ReadOnlyAdmin):
     readonly_fields = [f.name for f in JudgeAnswer._meta.fields]
 
 
-# "Run an LLM judge" as an action on Study: extend whichever StudyAdmin is registered (annotation's,
-# or generation's subclass) the way generation does, rather than editing it.
-judge_study = study_launch_action(
-    name="judge_study",
-    model=JudgeRun,
-    description="Run an LLM judge on the selected study…",
-    noun="to judge",
+# "Run an LLM judge" as an action on Study: the annotation app owns StudyAdmin, which reads the
+# actions other apps register (annotation.admin_extensions).
+study_admin_action_add(
+    study_launch_action(
+        name="judge_study",
+        model=JudgeRun,
+        description="Run an LLM judge on the selected study…",
+        noun="to judge",
+    )
 )
-
-_StudyAdmin = type(admin.site.get_model_admin(Study)) if admin.site.is_registered(Study) else admin.ModelAdmin
-
-
-class StudyWithJudgesAdmin(_StudyAdmin):
-    actions = [*(_StudyAdmin.actions or []), judge_study]
-
-
-if admin.site.is_registered(Study):
-    admin.site.unregister(Study)
-admin.site.register(Study, StudyWithJudgesAdmin)

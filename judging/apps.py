@@ -5,3 +5,20 @@ class JudgingConfig(AppConfig):
     name = "judging"
     verbose_name = "LLM judges"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Judging adds its section to evaluation's study report and a link to the dashboard
+        # through evaluation's registry: judging imports evaluation, never the other way round.
+        from evaluation.report_sections import ReportSection, report_section_register
+        from judging.report import judge_report_section
+
+        report_section_register(
+            ReportSection(
+                key="judges",
+                title="LLM judges beside the radiologists",
+                template="judging/_report_section.html",
+                context=judge_report_section,
+                page="judging:study-judges",
+                page_label="LLM judges",
+            )
+        )

@@ -2,9 +2,9 @@
 the stored agreement of each run (no statistic is computed here).
 
 `judge_report_context(study=...)` returns the context that templates/judging/_report_section.html
-renders; the study report includes it with
-`{% include "judging/_report_section.html" with judges=judges %}` after adding
-`context["judges"] = judge_report_context(study=study)` in evaluation.report.study_report_html.
+renders as `judges`; the study report gets the section through evaluation.report_sections
+(`judge_report_section`, registered in judging.apps.JudgingConfig.ready()): evaluation does not
+import judging.
 """
 
 from __future__ import annotations
@@ -147,3 +147,9 @@ def judge_report_context(*, study: Study, run: JudgeRun | None = None) -> dict[s
         "leaderboard": leaderboard,
         "selected": run_display(run) if run is not None and run.agreement_computed_at else None,
     }
+
+
+def judge_report_section(*, study: Study) -> dict[str, Any]:
+    """The context of templates/judging/_report_section.html in the study report (the latest run
+    whose agreement has been computed)."""
+    return {"judges": judge_report_context(study=study)}

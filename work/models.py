@@ -1,6 +1,7 @@
 """The abstract models of a batch of scheduled jobs (work.scheduler): what the scheduler reads and
 writes on a batch and on its jobs. Abstract, so each user app keeps its own tables (generation's
-batches and jobs, judging's runs and items) and this app has no migrations.
+batches and jobs, judging's runs and items). The one table of this app is WorkerHeartbeat: whether
+any Celery worker is running at all, which every page of background work asks.
 
 Job states: pending → running → succeeded | failed, or pending → cancelled. A pending job that was
 handed to the queue carries `dispatched_at` (it holds one of the batch's concurrency slots); a
@@ -70,3 +71,24 @@ class ScheduledJob(models.Model):
 
     class Meta:
         abstract = True
+
+
+# The WorkerHeartbeat row that the periodic healing check stamps.
+WORKER_HEARTBEAT = "celery"
+
+
+class WorkerHeartbeat(models.Model):
+    """When a Celery worker last ran the periodic healing check sent by beat
+    (evaluation.tasks.analysis_snapshots_heal_task, which calls work.services.worker_heartbeat_stamp):
+    an old or missing stamp means no worker (or no beat) is running, which the pages of background
+    work say instead of showing "recomputing…" or "running" for ever. Ephemeral: the next check
+    writes it again."""
+
+    name = models.CharField(max_length=40, unique=True)
+    seen_at = models.DateTimeField()
+    worker = models.CharField(
+        max_length=200, blank=True, help_text="The hostname of the worker that ran the check."
+    )
+
+    def __str__(self) -> str:
+        return f"{self.name} seen at {self.seen_at}"

@@ -1,5 +1,6 @@
 """Reads of scheduled work: a batch's progress (counts, usage, timing, the jobs that look stuck) for
-its page, its list row and `--wait`, the same for every batch kind."""
+its page, its list row and `--wait`, the same for every batch kind; and whether any worker is
+running at all (worker_silence), which every page of background work shows."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from django.db.models import Count, Max, Q, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from work.models import ScheduledJob
+from work.models import WORKER_HEARTBEAT, ScheduledJob, WorkerHeartbeat
+from work.runner import embedded_mode
 from work.scheduler import JobQueue
 
 _Status = ScheduledJob.Status
@@ -212,3 +214,24 @@ def work_progress(
         stalled_minutes=stalled_minutes,
         stuck=stuck,
     )
+
+
+@dataclass(frozen=True)
+class WorkerSilence:
+    """No Celery worker has run the periodic healing check for RADLAY_WORKER_SILENT_AFTER seconds
+    (`seen_at`: when one last did; None: never)."""
+
+    seen_at: datetime | None
+
+
+def worker_silence() -> WorkerSilence | None:
+    """Whether the pages should say that no worker is running: None when one ran the healing check
+    recently, or when tasks run in-process (the embedded mode has no worker to wait for)."""
+    if embedded_mode():
+        return None
+    seen_at = WorkerHeartbeat.objects.filter(name=WORKER_HEARTBEAT).values_list("seen_at", flat=True).first()
+    if seen_at is not None and timezone.now() - seen_at < timedelta(
+        seconds=settings.RADLAY_WORKER_SILENT_AFTER
+    ):
+        return None
+    return WorkerSilence(seen_at=seen_at)

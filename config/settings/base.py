@@ -69,7 +69,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "config.context_processors.protocol_credit",
+                "annotation.context_processors.protocol_credit",
             ],
             # {% partialdef %} and {% partial %} in every template without a {% load %}, as in Django 6.0.
             "builtins": ["template_partials.templatetags.partials"],

@@ -18,10 +18,11 @@ from rest_framework.renderers import JSONRenderer
 
 from annotation.models import ExpertRating, ExpertSourceJudgement, LayAnswer, LayPreference, Study
 from evaluation import services, tasks
-from evaluation.models import WORKER_HEARTBEAT, AnalysisSnapshot, WorkerHeartbeat
+from evaluation.models import AnalysisSnapshot
 from evaluation.selectors import snapshot_analysis
 from tests.evaluation.test_analysis_inputs import build_answered_study
 from tests.generation.test_celery_worker import broker_mode
+from work.models import WORKER_HEARTBEAT, WorkerHeartbeat
 
 __all__ = ["broker_mode"]  # a fixture, for the pages of a deployment with a broker
 

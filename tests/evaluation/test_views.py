@@ -123,6 +123,19 @@ def test_export_downloads_stream(client_in, study):
     assert client_in.get(reverse("evaluation:study-export", args=["mine", "pdf"])).status_code == 404
 
 
+def test_the_report_and_the_dashboard_carry_the_sections_other_apps_registered(client_in, study):
+    # Judging registers its section in JudgingConfig.ready() (evaluation.report_sections);
+    # evaluation imports nothing of judging.
+    html = client_in.get(reverse("evaluation:study-report", args=["mine"])).content.decode()
+    section = html.split("<h2>LLM judges beside the radiologists</h2>", 1)[1].split("<h2>", 1)[0]
+    assert '<section class="judges" id="judges">' in section
+    assert "No judge run of this study has its agreement computed yet." in section
+    # After the audit, before the follow-up plan, as before the registry.
+    assert html.index("LLM judges beside the radiologists") < html.index("Sample size for a follow-up study")
+    dashboard = client_in.get(reverse("evaluation:study-detail", args=["mine"])).content.decode()
+    assert f'<a href="{reverse("judging:study-judges", args=["mine"])}">LLM judges</a>' in dashboard
+
+
 def test_analysis_download_is_the_analysis_json(client_in, study):
     response = client_in.get(reverse("evaluation:study-analysis", args=["mine"]))
     analysis = json.loads(response.content)

@@ -11,9 +11,9 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from evaluation.context import study_report_html
 from evaluation.forms import PlanForm
 from evaluation.models import PowerPlan
-from evaluation.report import study_report_html
 from tests.annotation.factories import build_study
 from tests.evaluation.test_analysis_inputs import build_answered_study
 

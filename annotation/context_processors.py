@@ -1,4 +1,6 @@
-"""Template context every page gets."""
+"""Template context every page gets (TEMPLATES' context_processors). In annotation, not config: it
+asks which studies the viewer belongs to, and config imports no app (the apps import config's
+error pages and request limits)."""
 
 from __future__ import annotations
 
