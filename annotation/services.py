@@ -19,6 +19,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import F, QuerySet, Value
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from annotation import scales
 from annotation.activity_services import activity_record
@@ -49,7 +50,7 @@ class AnswerLocked(ValidationError):
     """An answer that may no longer change: panel 1's, once its item's `original_locked_at` is set
     (annotation/lay/panels.py sets it when the simplification is first shown)."""
 
-    MESSAGE = (
+    MESSAGE = gettext_lazy(
         "Your answers about the original sentence are locked because the simplification has been "
         "shown; they were not changed."
     )
@@ -272,6 +273,16 @@ def participant_touch(*, participant: Participant) -> None:
         participant.started_at = now
     participant.last_activity_at = now
     Participant.objects.filter(pk=participant.pk).update(**updates)
+
+
+def participant_language_record(*, participant: Participant, language: str) -> None:
+    """Record the language the participant is shown the study in, once: the first survey request
+    sets it and later ones keep it (a study's language changed mid-fieldwork does not rewrite what
+    earlier participants saw). Concurrent first requests write the same value once."""
+    if participant.language:
+        return
+    Participant.objects.filter(pk=participant.pk, language="").update(language=language)
+    participant.language = language
 
 
 def participant_consent(*, participant: Participant, accepted: bool) -> Participant:
