@@ -40,7 +40,9 @@ from annotation.lay.errors import PanelClosed, PreferenceConflict
 from annotation.lay.steps import lay_item_for_save, lay_standing
 from annotation.models import LayAnswer, LayItem, LayPreference, Participant, SimplificationText, Study
 from annotation.prepared_queries import Joined, PreparedQuery
+from annotation.survey_language import participant_language
 from annotation.survey_page import free_text_clean, page_elapsed_ms, render_stamp, text_label
+from annotation.wording import protocol_wording
 
 MAX_TEXT_ANSWER = 2000
 _STAMP_SALT = "annotation.lay.panel_stamp"
@@ -393,20 +395,28 @@ def panel_questions(
     """The questions of the panel as the page shows them, with the answers so far, any errors and
     the panel-3 ticks refused as overlapping (`conflicts`, as PreferenceConflict has them)."""
     conflicts = conflicts or {}
-    study = state.item.participant.study
+    participant = state.item.participant
+    study = participant.study
+    language = participant_language(study=study, participant=participant)
     if state.panel in (ORIGINAL, ASSISTED):
         questions = []
         for name in lay_panel_questions(study=study, panel=state.panel):
             scale = scales.LAY_SCALES[name]
+            # The value sent and stored is the level's name; the label is in the study's language.
             options = [
-                Option(level.name, level.name, level.definition, state.answers.get(name) == level.name)
+                Option(
+                    level.name,
+                    protocol_wording(f"level:{scale.key}:{level.name}", language),
+                    protocol_wording(f"definition:{scale.key}:{level.name}", language),
+                    state.answers.get(name) == level.name,
+                )
                 for level in scale.levels
             ]
             questions.append(
                 Question(
                     name,
                     scales.LAY_QUESTION_NUMBERS[name],
-                    scale.question,
+                    protocol_wording(f"question:{name}", language),
                     options,
                     errors=errors.get(name, []),
                 )
@@ -414,8 +424,8 @@ def panel_questions(
         return questions
     questions = []
     for name, text, chosen in (
-        ("most", scales.PREFERENCE_MOST_QUESTION, state.most),
-        ("least", scales.PREFERENCE_LEAST_QUESTION, state.least),
+        ("most", protocol_wording("question:most", language), state.most),
+        ("least", protocol_wording("question:least", language), state.least),
     ):
         refused = conflicts.get(name, {})
         options = [Option(str(t.pk), label, "", t.pk in chosen, t.pk in refused) for label, t in state.texts]
@@ -435,13 +445,22 @@ def panel_questions(
 
 
 def locked_answers(state: PanelState) -> list[tuple[str, str, str]]:
-    """Panel 1's answers as panel 2 shows them (number, question, answer)."""
-    study = state.item.participant.study
+    """Panel 1's answers as panel 2 shows them (number, question, answer), in the study's language."""
+    participant = state.item.participant
+    study = participant.study
+    language = participant_language(study=study, participant=participant)
+
+    def shown(name: str) -> str:
+        answer = state.original_answers.get(name)
+        if not answer:
+            return "—"
+        return protocol_wording(f"level:{scales.LAY_SCALES[name].key}:{answer}", language)
+
     return [
         (
             scales.LAY_QUESTION_NUMBERS[name],
-            scales.LAY_SCALES[name].question,
-            state.original_answers.get(name, "—"),
+            protocol_wording(f"question:{name}", language),
+            shown(name),
         )
         for name in lay_panel_questions(study=study, panel=ORIGINAL)
     ]

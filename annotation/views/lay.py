@@ -20,6 +20,7 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.cache import never_cache
@@ -37,6 +38,7 @@ from annotation.models import LayItem, Participant, Study
 from annotation.survey_language import survey_language_activate, survey_language_guess
 from annotation.views.entry import messages_of, study_unavailable, survey_participant
 from annotation.views.errors import survey_error_page
+from annotation.wording import protocol_wording
 
 logger = logging.getLogger(__name__)
 
@@ -183,7 +185,8 @@ def lay_start(request: HttpRequest, participant: Participant) -> HttpResponse:
 
 
 def _consent_text(study: Study) -> str:
-    return study.lay_consent_text.strip() or protocol_texts.LAY_CONSENT_DEFAULT
+    # The default in the language this request was switched to (the study's).
+    return study.lay_consent_text.strip() or protocol_wording("lay_consent", translation.get_language())
 
 
 def _consent_choice(request: HttpRequest) -> str | None:
@@ -341,8 +344,12 @@ def lay_background(request: HttpRequest, participant: Participant) -> HttpRespon
 def _instructions_parts(study: Study) -> tuple[str, bool]:
     """The instruction text and whether it already lists the severity levels in prose; the page
     always shows them as a table (appendix A.2), so the default's prose list is cut."""
-    text = study.lay_instructions.strip() or protocol_texts.LAY_INSTRUCTIONS_DEFAULT
-    head, marker, _ = text.partition(SEVERITY_MARKER)
+    language = translation.get_language()
+    text = study.lay_instructions.strip() or protocol_wording("lay_instructions", language)
+    marker_text = protocol_wording("severity_levels_heading", language)
+    head, marker, _rest = text.partition(marker_text)
+    if not marker and marker_text != SEVERITY_MARKER:  # a study's own English text in another language
+        head, marker, _rest = text.partition(SEVERITY_MARKER)
     return (head.rstrip() if marker else text), bool(marker)
 
 
@@ -392,11 +399,11 @@ def _render_panel(
         panel=panel,
         state=state,
         panel_number=panel_number(panel),
-        intro=protocol_texts.LAY_PANEL_INTROS[panel],
+        intro=protocol_wording(f"intro:{panel}", translation.get_language()),
         questions=questions,
         first_error=next((q.name for q in questions if q.errors), None),
         locked=panels.locked_answers(state) if panel == ASSISTED else [],
-        justification_question=scales.JUSTIFICATION_QUESTION,
+        justification_question=protocol_wording("question:justification", translation.get_language()),
         progress=lay_progress(participant=participant, step=step),
         stamp=panels.panel_stamp(item=item, panel=panel),
         panel_url=reverse(
