@@ -62,15 +62,17 @@ class AnswerLocked(ValidationError):
 # --- Studies, sources, systems, simplifications ------------------------------------------------
 
 
-def study_get_or_create(*, slug: str, title: str = "") -> tuple[Study, bool]:
+def study_get_or_create(*, slug: str, title: str = "", language: str = "") -> tuple[Study, bool]:
     """Call inside a transaction when more writes follow, so that a failure leaves no new study and
-    no changed title."""
+    no changed title. `language` (one of settings.LANGUAGES) sets the participants' language; empty
+    leaves it as it is (English for a new study)."""
     study = Study.objects.filter(slug=slug).first()
     created = study is None
     if created:
-        study = Study(slug=slug, title=title or slug)
-    elif title and study.title != title:
-        study.title = title
+        study = Study(slug=slug, title=title or slug, language=language or "en")
+    elif (title and study.title != title) or (language and study.language != language):
+        study.title = title or study.title
+        study.language = language or study.language
     else:
         return study, False
     study.full_clean(validate_unique=False, validate_constraints=False)

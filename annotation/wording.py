@@ -63,6 +63,17 @@ def protocol_languages() -> tuple[str, ...]:
     return tuple(sorted({ENGLISH, *_presets()[LAY_PRESET].languages}))
 
 
+def translation_status(language: str) -> str:
+    """How far the protocol's wording in `language` may be trusted, as the presets record it
+    ("source", "unvalidated translation", "validated"); "missing" for a language they do not offer
+    (participants then see English wording)."""
+    statuses = {str(preset.translation_status.get(language, "missing")) for preset in _presets().values()}
+    for status in ("missing", "unvalidated translation", "validated", "source"):
+        if status in statuses:
+            return status
+    return "missing"
+
+
 def severity_levels(language: str) -> list[tuple[str, str, str]]:
     """The severity scale as shown: (stored level name, label, definition) per level, in order."""
     return [

@@ -17,9 +17,17 @@ class Command(BaseCommand):
         parser.add_argument("file", type=Path)
         parser.add_argument("--study", required=True, help="study slug (created if new)")
         parser.add_argument("--title", default="", help="study title")
+        parser.add_argument(
+            "--language",
+            default="",
+            help="the language participants see (one of settings.LANGUAGES, e.g. en, es); "
+            "default: unchanged, English for a new study",
+        )
         add_owner_argument(parser)
 
-    def handle(self, *args, file: Path, study: str, title: str, owner: str | None, **options):
+    def handle(
+        self, *args, file: Path, study: str, title: str, owner: str | None, language: str = "", **options
+    ):
         if not file.is_file():
             raise CommandError(f"{file}: no such file.")
         owner_user = owner_get(owner)
@@ -30,6 +38,7 @@ class Command(BaseCommand):
                 study_file=StudyFile(file),
                 owner=owner_user,
                 actor="manage.py import_study",
+                language=language,
             )
         except ImportFormatError as exc:
             raise CommandError(f"Nothing was imported. {exc}") from exc
