@@ -43,8 +43,8 @@
     return box ? box.parentElement.querySelector(".row-status") : null;
   }
   // The messages in the page's language (the {% survey_strings %} block), English without it.
-  const shown = document.getElementById("survey-strings");
-  const STRINGS = shown ? JSON.parse(shown.textContent) : {};
+  const stringsBlock = document.getElementById("survey-strings");
+  const STRINGS = stringsBlock ? JSON.parse(stringsBlock.textContent) : {};
   function escaped(text) { const span = document.createElement("span"); span.textContent = text; return span.innerHTML; }
   const STATES = {
     sending: '<span class="muted">' + escaped(STRINGS.sending || "Saving…") + "</span>",

@@ -135,8 +135,8 @@
   // until the server acknowledges it; every save carries the ms since the previous one and the
   // page's signed render time, which caps what a save may claim.
   // The messages in the page's language (the {% survey_strings %} block), English without it.
-  const shown = document.getElementById("survey-strings");
-  const STRINGS = shown ? JSON.parse(shown.textContent) : {};
+  const stringsBlock = document.getElementById("survey-strings");
+  const STRINGS = stringsBlock ? JSON.parse(stringsBlock.textContent) : {};
   function escaped(text) { const span = document.createElement("span"); span.textContent = text; return span.innerHTML; }
   const STATES = {
     sending: '<span class="muted">' + escaped(STRINGS.sending || "Saving…") + "</span>",

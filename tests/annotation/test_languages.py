@@ -18,7 +18,9 @@ import yaml
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import translation
 from django.utils.translation.template import templatize
 
@@ -163,7 +165,7 @@ def test_panel_one_questions_and_labels_in_spanish_the_stored_value_unchanged(sp
     assert item.answers.get(phase="original").understanding == "Some parts of it"
 
 
-def test_activation_costs_no_query(spanish_study, client, django_assert_max_num_queries):
+def test_activation_costs_no_query(spanish_study, client):
     """The survey path reads the language from the study row it loads anyway: a Spanish panel GET
     costs what the same English one costs."""
     english = build_study(slug="english", n_sources=2, systems=("a", "b"))
@@ -175,9 +177,6 @@ def test_activation_costs_no_query(spanish_study, client, django_assert_max_num_
         item = LayItem.objects.filter(participant=person).order_by("position").first()
         url = f"/l/{person.token}/sentence/{item.pk}/original/"
         client.get(url)  # the first request records the language (one write, once)
-        from django.db import connection
-        from django.test.utils import CaptureQueriesContext
-
         with CaptureQueriesContext(connection) as queries:
             assert client.get(url).status_code == 200
         counts[study.language] = len(queries)
