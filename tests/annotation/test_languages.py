@@ -204,6 +204,23 @@ def test_refusals_before_the_view_are_in_the_studys_language(spanish_study):
     assert "This survey link is not valid" in Client().get("/s/no-such-token/").content.decode()
 
 
+def test_a_server_error_in_a_spanish_survey_is_in_spanish(spanish_study, monkeypatch):
+    """The 500 page is rendered after the view raised, still in the study's language; the next
+    request is English again."""
+    person = services.participant_create(study=spanish_study, role=Participant.Role.LAYPERSON)
+
+    def broken(**kwargs):
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr("annotation.views.lay.lay_next_step", broken)
+    client = Client(raise_request_exception=False)
+    failed = client.get(f"/l/{person.token}/consent/")
+    assert failed.status_code == 500
+    assert "Algo ha ido mal por nuestra parte" in failed.content.decode()
+    assert '<html lang="es">' in failed.content.decode()
+    assert "Page not found" in client.get("/no-such-page/").content.decode()
+
+
 def test_a_started_participant_keeps_the_language_they_were_shown(spanish_study, client):
     person = services.participant_create(study=spanish_study, role=Participant.Role.LAYPERSON)
     client.get(f"/l/{person.token}/consent/")
