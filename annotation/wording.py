@@ -58,6 +58,7 @@ def protocol_wording(key: str, language: str) -> str:
     return _table(_base(language))[key]
 
 
+@cache
 def protocol_languages() -> tuple[str, ...]:
     """The languages the protocol's wording is offered in (every one the presets translate)."""
     return tuple(sorted({ENGLISH, *_presets()[LAY_PRESET].languages}))
@@ -100,7 +101,9 @@ def expert_aspects(language: str) -> tuple[protocol_texts.ExpertAspect, ...]:
     )
 
 
+@cache
 def _base(language: str) -> str:
+    # Cached: the survey pages look up a few dozen texts per request.
     base = (language or ENGLISH).split("-")[0].lower()
     return base if base in protocol_languages() else ENGLISH
 
