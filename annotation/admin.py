@@ -161,8 +161,12 @@ class StudyAdmin(StudyScopedAdmin):
     def formfield_for_dbfield(self, db_field, request, **kwargs):
         if db_field.name == "language":
             # A menu of settings.LANGUAGES; Study.clean refuses anything else (a crafted POST).
-            return forms.ChoiceField(
+            # Left out of a form post (an older script), it is English, the model's default.
+            return forms.TypedChoiceField(
                 choices=settings.LANGUAGES,
+                required=False,
+                empty_value="en",
+                initial="en",
                 label="Participants' language",
                 help_text="Every participant-facing page of this study is shown in it (docs: Languages). "
                 "Translations other than English are radlay's own and not yet validated for "
