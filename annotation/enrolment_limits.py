@@ -21,6 +21,7 @@ from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
+from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy
 from django_ratelimit import ALL
 from django_ratelimit.core import get_usage
@@ -56,7 +57,9 @@ def _limited(
     return max(1, int(usage["time_left"]))
 
 
-def _refuse(request: HttpRequest, message: str, status: int, retry_after: int | None = None) -> HttpResponse:
+def _refuse(
+    request: HttpRequest, message: str | Promise, status: int, retry_after: int | None = None
+) -> HttpResponse:
     # Refused before the survey view switched language: in the language of the link's study.
     survey_language_from_url(request)
     response = HttpResponse(str(message), status=status, content_type="text/plain; charset=utf-8")

@@ -13,7 +13,7 @@ import functools
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -45,6 +45,9 @@ from annotation.models import (
 from annotation.prepared_queries import Joined, PreparedQuery, PreparedUpdate, PreparedUpdateReturningOld
 from annotation.survey_page import seeded_shuffle
 
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
+
 
 class AnswerLocked(ValidationError):
     """An answer that may no longer change: panel 1's, once its item's `original_locked_at` is set
@@ -55,7 +58,7 @@ class AnswerLocked(ValidationError):
         "shown; they were not changed."
     )
 
-    def __init__(self, message: str = MESSAGE):
+    def __init__(self, message: StrOrPromise = MESSAGE):
         super().__init__(message)
 
 
@@ -68,7 +71,7 @@ def study_get_or_create(*, slug: str, title: str = "", language: str = "") -> tu
     leaves it as it is (English for a new study)."""
     study = Study.objects.filter(slug=slug).first()
     created = study is None
-    if created:
+    if study is None:
         study = Study(slug=slug, title=title or slug, language=language or "en")
     elif (title and study.title != title) or (language and study.language != language):
         study.title = title or study.title

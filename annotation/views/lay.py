@@ -21,6 +21,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import translation
+from django.utils.functional import Promise
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.cache import never_cache
@@ -61,7 +62,7 @@ SCREENED_MESSAGE = gettext_lazy(
 
 
 def _error(
-    request: HttpRequest, message: str, status: int, *, participant: Participant | None = None
+    request: HttpRequest, message: str | Promise, status: int, *, participant: Participant | None = None
 ) -> HttpResponse:
     # An htmx autosave swaps the answer into the panel's save status, so it gets a fragment.
     message = str(message)  # a lazy translation, worded in the language now active
