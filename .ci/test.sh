@@ -8,6 +8,8 @@ need=()
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || need+=(postgresql)
 command -v redis-server >/dev/null || need+=(redis-server)
 [ -x /usr/bin/chromium ] || need+=(chromium)
+# msgfmt: tests/annotation/test_translations.py checks the committed .mo against the .po.
+command -v msgfmt >/dev/null || need+=(gettext)
 if [ ${#need[@]} -gt 0 ]; then
   echo "==> apt-get install ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive

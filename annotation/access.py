@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
+from django.utils.translation import gettext, gettext_lazy
 
 from annotation.models import (
     NEEDS,
@@ -71,6 +72,17 @@ class SurveyClosed(Exception):
 class WrongFlow(Exception):
     """A token of one role asked for the other role's pages."""
 
+    def __init__(self, participant: Participant, role: str):
+        self.participant = participant
+        self.role = role
+        super().__init__(self.message())
+
+    def message(self) -> str:
+        """The refusal in the active language (the survey views switch to the study's first)."""
+        if self.participant.role == Participant.Role.LAYPERSON:
+            return gettext("This link is for a layperson, not a radiologist.")
+        return gettext("This link is for a radiologist, not a layperson.")
+
 
 _PARTICIPANT = Joined(Participant, "study")
 # Every survey request resolves its token here: SQL compiled once (prepared_queries.py).
@@ -88,13 +100,13 @@ def access_participant(*, token: str, role: str | None = None, require_open: boo
     token = str(token)
     rows = _participant_rows.rows(token=token) if _token_possible(token) else []  # unique: one row or none
     if not rows:
-        raise Http404("This survey link is not valid.")
+        raise Http404(gettext_lazy("This survey link is not valid."))
     return _admit(_PARTICIPANT.instances(rows[0]), role=role, require_open=require_open)
 
 
 def _admit(participant: Participant, *, role: str | None, require_open: bool) -> Participant:
     if role is not None and participant.role != role:
-        raise WrongFlow(f"This link is for a {participant.get_role_display().lower()}, not a {role}.")
+        raise WrongFlow(participant, role)
     if require_open and not participant.study.is_open:
         raise SurveyClosed(participant.study)
     return participant
@@ -118,7 +130,7 @@ def access_expert_page(*, token: str, item_id: int, require_open: bool = True) -
     if not rows:
         # The token's own refusal (invalid link, other role, closed study) comes first.
         access_participant(token=token, role=Participant.Role.RADIOLOGIST, require_open=require_open)
-        raise Http404("This page is not part of your survey.")
+        raise Http404(gettext_lazy("This page is not part of your survey."))
     item = _EXPERT_PAGE.instances(rows[0])
     _admit(item.participant, role=Participant.Role.RADIOLOGIST, require_open=require_open)
     return item
@@ -138,7 +150,7 @@ def access_lay_item(*, participant: Participant, item_id: int) -> LayItem:
     rows = _lay_item_rows.rows(item_id=int(item_id))
     item = _LAY_ITEM.instances(rows[0]) if rows else None
     if item is None or item.participant_id != participant.pk:
-        raise Http404("This sentence is not part of your survey.")
+        raise Http404(gettext_lazy("This sentence is not part of your survey."))
     item.participant = participant  # already loaded (with its study, by the survey views)
     return item
 
@@ -146,7 +158,7 @@ def access_lay_item(*, participant: Participant, item_id: int) -> LayItem:
 def access_attention_check(*, participant: Participant, check_id: int) -> AttentionCheck:
     check = AttentionCheck.objects.filter(pk=check_id, study_id=participant.study_id).first()
     if check is None:
-        raise Http404("This question is not part of your survey.")
+        raise Http404(gettext_lazy("This question is not part of your survey."))
     return check
 
 
@@ -155,5 +167,5 @@ def access_study_for_join(*, slug: str) -> Study:
     which page a draft or closed study gets)."""
     study = Study.objects.filter(slug=slug).first()
     if study is None:
-        raise Http404("There is no study at this link. Please check the link you were given.")
+        raise Http404(gettext_lazy("There is no study at this link. Please check the link you were given."))
     return study

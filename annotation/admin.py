@@ -1,6 +1,8 @@
 """Admin for every model of the annotation app. Answers are read-only here: they are written only
 by participants through the survey (or by an import)."""
 
+from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db.models import Count
@@ -136,7 +138,7 @@ class StudyAdmin(StudyScopedAdmin):
     own_inlines = (SystemInline, AttentionCheckInline)
     own_actions = ("open_studies", "close_studies", *PRESET_ACTIONS)
     fieldsets = (
-        (None, {"fields": ("slug", "title", "description", "status", "unit")}),
+        (None, {"fields": ("slug", "title", "description", "status", "unit", "language")}),
         (
             # The default instructions are the protocol's; the default consent texts are radlay's
             # own (annotation/protocol_texts.py): the heading says which.
@@ -192,6 +194,22 @@ class StudyAdmin(StudyScopedAdmin):
                 _sources=Count("sources", distinct=True), _participants=Count("participants", distinct=True)
             )
         )
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        if db_field.name == "language":
+            # A menu of settings.LANGUAGES; Study.clean refuses anything else (a crafted POST).
+            # Left out of a form post (an older script), it is English, the model's default.
+            return forms.TypedChoiceField(
+                choices=settings.LANGUAGES,
+                required=False,
+                empty_value="en",
+                initial="en",
+                label="Participants' language",
+                help_text="Every participant-facing page of this study is shown in it (docs: Languages). "
+                "Translations other than English are radlay's own and not yet validated for "
+                "research use.",
+            )
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     @admin.display(description="sources", ordering="_sources")
     def n_sources(self, obj):

@@ -21,15 +21,18 @@ from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy
 from django_ratelimit import ALL
 from django_ratelimit.core import get_usage
 
 from annotation.models import Participant, Study
+from annotation.survey_language import survey_language_from_url
 from config.request_limits import CACHE_ERRORS, limit_unavailable
 
-TOO_MANY = "Too many requests from your network. Please wait a few minutes and try again."
-STUDY_BUSY = "Many people are joining this study right now. Please try again in a few minutes."
-STUDY_FULL = (
+TOO_MANY = gettext_lazy("Too many requests from your network. Please wait a few minutes and try again.")
+STUDY_BUSY = gettext_lazy("Many people are joining this study right now. Please try again in a few minutes.")
+STUDY_FULL = gettext_lazy(
     "This study has as many participants as it can take at the moment. Please try again later; "
     "places free up as participants finish."
 )
@@ -54,8 +57,12 @@ def _limited(
     return max(1, int(usage["time_left"]))
 
 
-def _refuse(message: str, status: int, retry_after: int | None = None) -> HttpResponse:
-    response = HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
+def _refuse(
+    request: HttpRequest, message: str | Promise, status: int, retry_after: int | None = None
+) -> HttpResponse:
+    # Refused before the survey view switched language: in the language of the link's study.
+    survey_language_from_url(request)
+    response = HttpResponse(str(message), status=status, content_type="text/plain; charset=utf-8")
     if retry_after:
         response["Retry-After"] = str(retry_after)
     return response
@@ -88,7 +95,7 @@ def join_limits(view: Callable) -> Callable:
         if request.method == "POST":
             wait = _limited(request, group="join-ip", key="ip", rate=settings.RADLAY_JOIN_RATE_PER_IP)
             if wait:
-                return _refuse(TOO_MANY, 429, wait)
+                return _refuse(request, TOO_MANY, 429, wait)
             wait = _limited(
                 request,
                 group="join-study",
@@ -96,14 +103,14 @@ def join_limits(view: Callable) -> Callable:
                 rate=settings.RADLAY_JOIN_RATE_PER_STUDY,
             )
             if wait:
-                return _refuse(STUDY_BUSY, 429, wait)
+                return _refuse(request, STUDY_BUSY, 429, wait)
             cap = settings.RADLAY_MAX_OPEN_ENROLMENTS
             if cap and request.POST.get("choice") == "accept":
                 study = Study.objects.filter(slug=slug).first()
                 pid = request.GET.get("PROLIFIC_PID", "")
                 known = pid and Participant.objects.filter(study=study, external_id=pid).exists()
                 if study is not None and not known and open_enrolments(study) >= cap:
-                    return _refuse(STUDY_FULL, 503, 300)
+                    return _refuse(request, STUDY_FULL, 503, 300)
         return view(request, slug, *args, **kwargs)
 
     return wrapped
@@ -117,7 +124,7 @@ def consent_limits(view: Callable) -> Callable:
         if request.method == "POST":
             wait = _limited(request, group="consent-ip", key="ip", rate=settings.RADLAY_CONSENT_RATE_PER_IP)
             if wait:
-                return _refuse(TOO_MANY, 429, wait)
+                return _refuse(request, TOO_MANY, 429, wait)
         return view(request, *args, **kwargs)
 
     return wrapped
@@ -134,7 +141,7 @@ def resume_blocked(request: HttpRequest) -> HttpResponse | None:
         rate=settings.RADLAY_RESUME_REFUSALS_PER_IP,
         increment=False,
     )
-    return _refuse(TOO_MANY, 429, wait) if wait else None
+    return _refuse(request, TOO_MANY, 429, wait) if wait else None
 
 
 def resume_refusal_count(request: HttpRequest) -> None:

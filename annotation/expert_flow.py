@@ -19,7 +19,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, F, FilteredRelation, Max, Min, Q
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from annotation import protocol_texts, scales, services
 from annotation.models import (
@@ -39,6 +39,7 @@ from annotation.survey_page import (  # noqa: F401  (re-exported: views and test
     seeded_shuffle,
     text_label,
 )
+from annotation.wording import expert_aspects
 
 ORIGINAL = "original"
 ORIGINAL_FIELDS = ("severity", "simplicity")
@@ -215,10 +216,12 @@ def _page_build(
 ) -> ExpertPage:
     rows = []
     missing: list[str] = []
+    # Worded in the page's language (the survey views activate the study's).
+    aspects = expert_aspects(translation.get_language())
     for label, text in texts:
         rating = ratings.get(text.pk)
         cells = []
-        for aspect in protocol_texts.EXPERT_ASPECTS:
+        for aspect in aspects:
             value = getattr(rating, aspect.key) if rating else None
             cell = AspectCell(field=f"{label}-{aspect.key}", key=aspect.key, value=value, aspect=aspect)
             cells.append(cell)

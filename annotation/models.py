@@ -165,6 +165,11 @@ class Study(models.Model):
         errors = json_shapes.background_questions_errors(self.background_questions)
         if errors:
             raise ValidationError({"background_questions": errors})
+        offered = [code for code, _ in settings.LANGUAGES]
+        if self.language not in offered:
+            raise ValidationError(
+                {"language": f"{self.language!r} is not a language radlay offers ({', '.join(offered)})."}
+            )
 
     @property
     def is_open(self) -> bool:

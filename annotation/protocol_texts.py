@@ -168,3 +168,59 @@ once the simplification is shown.
 
 Severity levels:
 """ + "\n".join(f"- {level.name}: {level.definition}" for level in scales.SEVERITY.levels)
+
+
+# --- Other languages (annotation/wording.py) -------------------------------------------------------
+# The prose the presets do not carry: radlay's default consent texts and the sentences that join the
+# instructions, per language. Spanish is radlay's own translation, not yet validated for research
+# use (the presets' translation_status says the same of their Spanish wording).
+TRANSLATED_PROSE: dict[str, dict[str, str]] = {
+    "es": {
+        "expert_consent": """\
+Le invitamos a participar en un estudio de investigación sobre cómo hacer que los informes de \
+radiología sean más fáciles de entender para los pacientes.
+
+Qué hará: para cada frase radiológica original puntuará varias versiones simplificadas, mostradas \
+con las etiquetas A, B, C… en orden aleatorio, en cinco aspectos (1-5), e indicará la gravedad de \
+la afección descrita y si las personas sin formación médica pueden entender la frase original. Los \
+comentarios son opcionales.
+
+Sus respuestas: se guardan con un código aleatorio, no con su nombre, y se comunican como \
+resultados de grupo o con ese código.
+
+La participación es voluntaria. Puede dejarlo en cualquier momento sin dar explicaciones. Si tiene \
+preguntas sobre el estudio, póngase en contacto con el equipo de investigación que le invitó.
+
+Al elegir "Acepto — empezar" confirma que ha leído esta información y que acepta participar.""",
+        "lay_consent": """\
+Le invitamos a participar en un estudio de investigación sobre cómo hacer que los informes de \
+radiología sean más fáciles de entender para los pacientes.
+
+Qué hará: leerá frases cortas tomadas de informes de radiología, y versiones más sencillas de esas \
+frases escritas por programas informáticos, y responderá a unas pocas preguntas de opción múltiple \
+sobre cada una (cuánto la entiende y qué gravedad cree que tiene la afección descrita). Algunas \
+preguntas le piden que elija las versiones que más y que menos le gustan y que explique por qué.
+
+Sus respuestas: se guardan con un código aleatorio, no con su nombre, y solo se comunican como \
+resultados de grupo. Las frases no tratan sobre usted; no necesita ningún conocimiento médico y \
+no hay respuestas correctas o incorrectas a las preguntas sobre comprensión.
+
+La participación es voluntaria. Puede dejarlo en cualquier momento sin dar explicaciones. Si tiene \
+preguntas sobre el estudio, póngase en contacto con el equipo de investigación que le invitó.
+
+Al elegir "Acepto" confirma que tiene al menos 18 años, que ha leído esta información y que acepta \
+participar.""",
+        "lay_instructions_head": "Para cada frase de radiología verá tres pasos cortos.",
+        "lay_instructions_step1": "Indicará cuánto entiende la frase, si puede adivinar la gravedad "
+        "de la afección descrita, y hará su mejor estimación de esa gravedad.",
+        "lay_instructions_step2": "Responderá de nuevo a las mismas preguntas e indicará si la "
+        "simplificación ha mejorado su comprensión. Sus respuestas del paso 1 ya no se pueden "
+        "cambiar una vez que se muestra la simplificación.",
+        "lay_instructions_step3": "Elija las simplificaciones que más y que menos le gustan (puede "
+        "seleccionar más de una) y explique brevemente por qué.",
+        "severity_levels_heading": "Niveles de gravedad:",
+        "expert_instructions_original": "Para cada frase original se le pide también la gravedad de "
+        "la afección descrita y si las personas sin formación médica pueden entender la frase "
+        "original (1-5).",
+    },
+}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django.db.models import Count, Q, QuerySet
+from django.utils import translation
 
 from annotation.models import (
     NEEDS,
@@ -24,6 +25,7 @@ from annotation.models import (
     StudyMembership,
     System,
 )
+from annotation.wording import translation_status
 
 
 def analysed_participants(*, path: str = "") -> Q:
@@ -136,3 +138,15 @@ def systems_by_text(*, study: Study, texts: Iterable[int] | None = None) -> dict
     for text_id, key in rows:
         mapping.setdefault(text_id, []).append(key)
     return mapping
+
+
+def study_language_summary(*, study: Study) -> dict[str, str] | None:
+    """The language participants see, for the researcher's pages: its code, English name and
+    translation status (annotation/wording.py); None for English, the protocol's source language."""
+    if study.language == "en":
+        return None
+    try:
+        name = translation.get_language_info(study.language)["name"]
+    except KeyError:
+        name = study.language
+    return {"code": study.language, "name": name, "status": translation_status(study.language)}

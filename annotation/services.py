@@ -13,12 +13,13 @@ import functools
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import F, QuerySet, Value
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from annotation import scales
 from annotation.activity_services import activity_record
@@ -44,32 +45,37 @@ from annotation.models import (
 from annotation.prepared_queries import Joined, PreparedQuery, PreparedUpdate, PreparedUpdateReturningOld
 from annotation.survey_page import seeded_shuffle
 
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
+
 
 class AnswerLocked(ValidationError):
     """An answer that may no longer change: panel 1's, once its item's `original_locked_at` is set
     (annotation/lay/panels.py sets it when the simplification is first shown)."""
 
-    MESSAGE = (
+    MESSAGE = gettext_lazy(
         "Your answers about the original sentence are locked because the simplification has been "
         "shown; they were not changed."
     )
 
-    def __init__(self, message: str = MESSAGE):
+    def __init__(self, message: StrOrPromise = MESSAGE):
         super().__init__(message)
 
 
 # --- Studies, sources, systems, simplifications ------------------------------------------------
 
 
-def study_get_or_create(*, slug: str, title: str = "") -> tuple[Study, bool]:
+def study_get_or_create(*, slug: str, title: str = "", language: str = "") -> tuple[Study, bool]:
     """Call inside a transaction when more writes follow, so that a failure leaves no new study and
-    no changed title."""
+    no changed title. `language` (one of settings.LANGUAGES) sets the participants' language; empty
+    leaves it as it is (English for a new study)."""
     study = Study.objects.filter(slug=slug).first()
     created = study is None
-    if created:
-        study = Study(slug=slug, title=title or slug)
-    elif title and study.title != title:
-        study.title = title
+    if study is None:
+        study = Study(slug=slug, title=title or slug, language=language or "en")
+    elif (title and study.title != title) or (language and study.language != language):
+        study.title = title or study.title
+        study.language = language or study.language
     else:
         return study, False
     study.full_clean(validate_unique=False, validate_constraints=False)
@@ -283,6 +289,16 @@ def participant_touch(*, participant: Participant) -> None:
         participant.started_at = now
     participant.last_activity_at = now
     Participant.objects.filter(pk=participant.pk).update(**updates)
+
+
+def participant_language_record(*, participant: Participant, language: str) -> None:
+    """Record the language the participant is shown the study in, once: the first survey request
+    sets it and later ones keep it (a study's language changed mid-fieldwork does not rewrite what
+    earlier participants saw). Concurrent first requests write the same value once."""
+    if participant.language:
+        return
+    Participant.objects.filter(pk=participant.pk, language="").update(language=language)
+    participant.language = language
 
 
 def participant_consent(*, participant: Participant, accepted: bool) -> Participant:

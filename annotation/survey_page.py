@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from django.core import signing
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext as _
 
 # One timing interval longer than this is someone who walked away with the page open; counting it
 # whole would make "time per page" mean "time until they came back".
@@ -85,8 +86,13 @@ def free_text_clean(name: str, value: Any, *, max_length: int, what: str = "answ
     """A participant's typed text, stripped; refuses what the database cannot store (NUL
     characters) and what is longer than `max_length`, naming the field, so it is a 4xx."""
     text = ("" if value is None else str(value)).strip()
+    noun = _("justification") if what == "justification" else _("answer")
     if "\x00" in text:
-        raise ValidationError({name: f"Your {what} contains a character that cannot be saved (NUL)."})
+        raise ValidationError(
+            {name: _("Your %(what)s contains a character that cannot be saved (NUL).") % {"what": noun}}
+        )
     if len(text) > max_length:
-        raise ValidationError({name: f"Please keep your {what} under {max_length} characters."})
+        raise ValidationError(
+            {name: _("Please keep your %(what)s under %(n)d characters.") % {"what": noun, "n": max_length}}
+        )
     return text

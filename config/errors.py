@@ -12,6 +12,9 @@ from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect
 from django.shortcuts import render
 from django.template import loader
 from django.templatetags.static import static
+from django.utils.translation import gettext as _
+
+from annotation.survey_language import survey_language_from_url
 
 
 def error_page(
@@ -37,10 +40,12 @@ def page_not_found(request: HttpRequest, exception: Exception | None = None) -> 
     return error_page(
         request,
         status=404,
-        heading="Page not found",
-        message="There is no page at this address. A link may have been copied incompletely.",
-        next_step="If you were sent a survey link, open it again from the original message, "
-        "or copy the whole link into the address bar.",
+        heading=_("Page not found"),
+        message=_("There is no page at this address. A link may have been copied incompletely."),
+        next_step=_(
+            "If you were sent a survey link, open it again from the original message, "
+            "or copy the whole link into the address bar."
+        ),
     )
 
 
@@ -48,10 +53,12 @@ def permission_denied(request: HttpRequest, exception: Exception | None = None) 
     return error_page(
         request,
         status=403,
-        heading="This page is not available to you",
-        message="You do not have access to this page.",
-        next_step="If you were sent a survey link, open that link. Researchers: sign in with the "
-        "account that belongs to this study.",
+        heading=_("This page is not available to you"),
+        message=_("You do not have access to this page."),
+        next_step=_(
+            "If you were sent a survey link, open that link. Researchers: sign in with the "
+            "account that belongs to this study."
+        ),
     )
 
 
@@ -59,22 +66,26 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
     return error_page(
         request,
         status=400,
-        heading="Something is wrong with this request",
-        message="The page could not understand what your browser sent. Nothing was changed.",
-        next_step="Go back, reload the page and try again.",
+        heading=_("Something is wrong with this request"),
+        message=_("The page could not understand what your browser sent. Nothing was changed."),
+        next_step=_("Go back, reload the page and try again."),
     )
 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     """CSRF_FAILURE_VIEW: usually a page left open for a long time, or cookies switched off."""
+    survey_language_from_url(request)  # refused before the survey view: the study's language
     return error_page(
         request,
         status=403,
-        heading="Your page had expired",
-        message="For your security, this page could not be sent: it was open for a long time, or "
-        "your browser does not keep cookies for this site. What you sent on this page was not saved.",
-        next_step="Go back, reload the page and answer again. If it happens again, allow cookies for "
-        "this site.",
+        heading=_("Your page had expired"),
+        message=_(
+            "For your security, this page could not be sent: it was open for a long time, or "
+            "your browser does not keep cookies for this site. What you sent on this page was not saved."
+        ),
+        next_step=_(
+            "Go back, reload the page and answer again. If it happens again, allow cookies for this site."
+        ),
     )
 
 

@@ -131,6 +131,7 @@ def participants_progress(*, study: Study, now: datetime | None = None) -> list[
                 "total": total,
                 "status": participant_status(participant=p, started=started, now=now),
                 "latin_square_row": p.latin_square_row,
+                "language": p.language,
                 "started_at": p.started_at,
                 "completed_at": p.completed_at,
             }

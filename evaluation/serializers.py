@@ -20,6 +20,7 @@ class StudySerializer(serializers.ModelSerializer):
             "description",
             "status",
             "unit",
+            "language",
             "created_at",
             "updated_at",
             "n_sources",
@@ -74,6 +75,10 @@ class ParticipantProgressSerializer(serializers.Serializer):
     total = serializers.IntegerField()
     status = serializers.CharField()
     latin_square_row = serializers.IntegerField(allow_null=True)
+    language = serializers.CharField(
+        allow_blank=True,
+        help_text="the language the participant was shown the study in (empty: not recorded)",
+    )
     started_at = serializers.DateTimeField(allow_null=True)
     completed_at = serializers.DateTimeField(allow_null=True)
 
@@ -84,6 +89,10 @@ class AnswerSerializer(serializers.Serializer):
     study = serializers.CharField()
     participant = serializers.CharField(help_text="pseudonym")
     role = serializers.CharField()
+    language = serializers.CharField(
+        allow_blank=True,
+        help_text="the language the participant was shown the study in (empty: not recorded)",
+    )
     source = serializers.CharField(allow_blank=True, help_text="source key (empty for attention checks)")
     systems = serializers.CharField(
         allow_blank=True, help_text="';'-joined keys of every system that produced the text"

@@ -15,7 +15,7 @@ from django_htmx.http import HttpResponseClientRefresh
 
 from annotation.access import access_study, researcher_login_required
 from annotation.activity_services import activity_record
-from annotation.selectors import studies_for_user
+from annotation.selectors import studies_for_user, study_language_summary
 from evaluation.context import (
     analysis_document,
     dashboard_context,
@@ -85,6 +85,7 @@ def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
         return redirect("evaluation:study-detail", slug=study.slug)
     context = dashboard_context(study=study, state=state, reported=request.GET.get("reported"))
     context["formats"] = sorted(FORMATS)
+    context["participant_language"] = study_language_summary(study=study)
     return render(request, "evaluation/study_detail.html", context)
 
 

@@ -32,15 +32,22 @@ BATCH = 2000
 
 
 def study_file_import(
-    *, slug: str, title: str, study_file: StudyFile, owner=None, actor: Any = None
+    *,
+    slug: str,
+    title: str,
+    study_file: StudyFile,
+    owner=None,
+    actor: Any = None,
+    language: str = "",
 ) -> tuple[Study, bool, dict[str, int]]:
     """Validate the whole file, then create or update the study and write the file's records, in
     one transaction: a failed import leaves nothing, not even a new study or a changed title.
-    `owner` (a user) becomes an owner of the study."""
+    `owner` (a user) becomes an owner of the study; `language` (one of settings.LANGUAGES; empty
+    leaves it as it is) is the language its participants see."""
     study_slug_check(slug)
     summary = study_file.check()
     with transaction.atomic():
-        study, created = services.study_get_or_create(slug=slug, title=title)
+        study, created = services.study_get_or_create(slug=slug, title=title, language=language)
         if created:
             activity_record(study=study, actor=actor, verb="study.created", obj=study)
         if owner is not None:

@@ -22,6 +22,7 @@ from datetime import datetime
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from annotation import latin_square
 from annotation.lay.design import DONE, LayDesign, lay_design, lay_live_rows, lay_withheld_text_ids
@@ -54,7 +55,7 @@ def _row_handout(
             return locked.latin_square_row
         row = latin_square.next_row(design.square, lay_live_rows(study=study, now=now))
         if all(j is None for j in design.square.assignment(row, unavailable=unavailable).values()):
-            raise StudyNotReady("No sentence of this study can be shown at the moment.")
+            raise StudyNotReady(_("No sentence of this study can be shown at the moment."))
         locked.latin_square_row = row
         locked.save(update_fields=["latin_square_row"])
     return row
@@ -69,7 +70,7 @@ def lay_survey_start(*, participant: Participant, now: datetime | None = None) -
     if participant.role != Participant.Role.LAYPERSON:
         raise ValidationError("Only lay participants take the lay survey.")
     if participant.consented_at is None:
-        raise LayFlowError("Please give your consent before starting the survey.")
+        raise LayFlowError(_("Please give your consent before starting the survey."))
     study = participant.study
     design = lay_design(study=study)
     withheld = lay_withheld_text_ids(study=study)
@@ -101,7 +102,7 @@ def lay_survey_start(*, participant: Participant, now: datetime | None = None) -
                 )
             )
         if not items:
-            raise StudyNotReady("No sentence of this study can be shown at the moment.")
+            raise StudyNotReady(_("No sentence of this study can be shown at the moment."))
         # One insert for the whole survey (thousands of items when a study shows every source).
         items = LayItem.objects.bulk_create(items, batch_size=1000)
     participant.latin_square_row = row

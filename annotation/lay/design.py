@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from annotation import latin_square, selectors
 from annotation.lay.errors import StudyNotReady
@@ -110,7 +111,7 @@ def lay_design(*, study: Study) -> LayDesign:
         )
     )
     if not rows:
-        raise StudyNotReady("This study has no sentences with simplifications yet.")
+        raise StudyNotReady(_("This study has no sentences with simplifications yet."))
     source_ids = tuple(dict.fromkeys(r[0] for r in sorted(rows, key=lambda r: r[1])))
     system_ids = tuple(dict.fromkeys(r[2] for r in sorted(rows, key=lambda r: (r[3], r[4]))))
     source_index = {sid: i for i, sid in enumerate(source_ids)}

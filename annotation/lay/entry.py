@@ -17,6 +17,7 @@ from urllib.parse import quote
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from annotation import services
 from annotation.lay.design import lay_background_questions
@@ -42,7 +43,7 @@ def recruitment_clean(params: Mapping[str, Any]) -> dict[str, str]:
         if not value:
             continue
         if len(value) > 200 or not all(ch.isalnum() or ch in "-_.@" for ch in value):
-            raise ValidationError({name: f"The link's {name} is not valid."})
+            raise ValidationError({name: _("The link's %(name)s is not valid.") % {"name": name}})
         clean[name] = value
     return clean
 
@@ -101,7 +102,7 @@ def lay_participant_join(*, study: Study, recruitment: Mapping[str, str]) -> Par
             if participant is None:
                 raise
     if participant.role != Participant.Role.LAYPERSON:
-        raise LayFlowError("This link is for laypeople; your participant ID belongs to another role.")
+        raise LayFlowError(_("This link is for laypeople; your participant ID belongs to another role."))
     services.participant_consent(participant=participant, accepted=True)
     services.participant_touch(participant=participant)
     return participant
@@ -116,7 +117,9 @@ def lay_background_save(*, participant: Participant, data: Mapping[str, Any]) ->
     for question in lay_background_questions(study=participant.study):
         value = free_text_clean(question.key, data.get(question.key), max_length=MAX_BACKGROUND_ANSWER)
         if question.options and value and value not in question.options:
-            raise ValidationError({question.key: f"{value!r} is not one of the options."})
+            raise ValidationError(
+                {question.key: _("%(value)r is not one of the options.") % {"value": value}}
+            )
         answers[question.key] = value
     participant.background = {**participant.background, **answers}
     participant.save(update_fields=["background"])
@@ -139,13 +142,13 @@ def attention_check_answer(
         raise ValidationError("This check belongs to another study.")
     answer = free_text_clean("answer", answer, max_length=MAX_CHECK_ANSWER)
     if not answer:
-        raise ValidationError({"answer": "Please answer this question."})
+        raise ValidationError({"answer": _("Please answer this question.")})
     if check.options and answer not in [str(o) for o in check.options]:
-        raise ValidationError({"answer": f"{answer!r} is not one of the options."})
+        raise ValidationError({"answer": _("%(value)r is not one of the options.") % {"value": answer}})
     passed = _normalized(answer) == _normalized(check.expected_answer)
     try:
         with transaction.atomic():
-            response, _ = AttentionCheckResponse.objects.update_or_create(
+            response, _created = AttentionCheckResponse.objects.update_or_create(
                 participant=participant, check_item=check, defaults={"answer": answer, "passed": passed}
             )
     except IntegrityError:  # two racing first answers: the loser updates the winner's row
@@ -181,7 +184,7 @@ def participant_screen_out_check(*, participant: Participant) -> bool:
 
 def lay_survey_complete(*, participant: Participant) -> Participant:
     if lay_next_step(participant=participant).kind != COMPLETE:
-        raise LayFlowError("The survey is not finished yet.")
+        raise LayFlowError(_("The survey is not finished yet."))
     return services.participant_complete(participant=participant)
 
 

@@ -22,6 +22,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from annotation import scales, services
 from annotation.lay.assignment import lay_item_apply_safety_gate
@@ -38,7 +40,9 @@ from annotation.lay.errors import PanelClosed, PreferenceConflict
 from annotation.lay.steps import lay_item_for_save, lay_standing
 from annotation.models import LayAnswer, LayItem, LayPreference, Participant, SimplificationText, Study
 from annotation.prepared_queries import Joined, PreparedQuery
+from annotation.survey_language import participant_language
 from annotation.survey_page import free_text_clean, page_elapsed_ms, render_stamp, text_label
+from annotation.wording import protocol_wording
 
 MAX_TEXT_ANSWER = 2000
 _STAMP_SALT = "annotation.lay.panel_stamp"
@@ -250,29 +254,29 @@ def lay_panel_save(
     one was). The item's row lock orders concurrent saves of one item, and where the participant
     is is read after taking it."""
     if panel not in PANELS:
-        raise PanelClosed("This part does not exist for this sentence.")
+        raise PanelClosed(_("This part does not exist for this sentence."))
     with transaction.atomic():
         item, current_item = lay_item_for_save(participant=participant, item_id=item_id)
         if panel not in lay_item_panels(item=item):
-            raise PanelClosed("This part does not exist for this sentence.")
+            raise PanelClosed(_("This part does not exist for this sentence."))
         current = None if item.stage == DONE else item.stage
         if panel != current:
             if current is not None and PANELS.index(panel) > PANELS.index(current):
-                raise PanelClosed("Please answer the questions of the current part first.")
+                raise PanelClosed(_("Please answer the questions of the current part first."))
             if _unchanged(item, panel, data):
                 return
             if panel == ORIGINAL and item.original_locked_at is not None:
                 raise PanelClosed(LOCKED_MESSAGE)
             raise PanelClosed(
-                "You have already moved on from this part; its answers can no longer be changed."
+                _("You have already moved on from this part; its answers can no longer be changed.")
             )
         if lay_standing(participant=participant) is not None or not current_item:
             # A later sentence (or one behind an attention check) answered ahead of time.
-            raise PanelClosed("Please answer the current question first.")
+            raise PanelClosed(_("Please answer the current question first."))
         if panel == ASSISTED and item.original_locked_at is None:
             item = _open(item, panel)  # answering panel 2 means it was shown
             if item.stage != ASSISTED:
-                raise PanelClosed("This sentence has no simplification to show; please continue.")
+                raise PanelClosed(_("This sentence has no simplification to show; please continue."))
         try:
             refused: Mapping[str, frozenset[int]] = {}
             if panel in (ORIGINAL, ASSISTED):
@@ -299,25 +303,32 @@ def lay_panel_save(
     if refused:
         raise _conflict(item, refused, missing)
     if missing:
-        raise ValidationError({name: "Please answer this question." for name in missing})
+        raise ValidationError({name: _("Please answer this question.") for name in missing})
 
 
-_QUESTION_OF = {"most": "Q5 (most liked)", "least": "Q6 (least liked)"}
+_QUESTION_OF = {"most": gettext_lazy("Q5 (most liked)"), "least": gettext_lazy("Q6 (least liked)")}
 
 
 def _conflict(item: LayItem, refused: Mapping[str, frozenset[int]], missing: list[str]) -> PreferenceConflict:
     labels = {t: text_label(n) for n, t in enumerate(item.preference_order)}
     conflicts = {name: {t: labels.get(t, str(t)) for t in sorted(texts)} for name, texts in refused.items()}
-    messages: dict[str, list[str]] = {name: ["Please answer this question."] for name in missing}
+    messages: dict[str, list[str]] = {name: [_("Please answer this question.")] for name in missing}
     for name, texts in conflicts.items():
         other = "least" if name == "most" else "most"
         for label in texts.values():
             kept = label not in conflicts.get(other, {}).values()
-            messages.setdefault(name, []).append(
-                f"Simplification {label} cannot be among both the most and the least liked: your tick "
-                f"for {label} in {_QUESTION_OF[name]} was not saved"
-                + (f" ({label} stays in {_QUESTION_OF[other]})." if kept else "; please choose one.")
-            )
+            words = {"label": label, "question": _QUESTION_OF[name], "other": _QUESTION_OF[other]}
+            if kept:
+                message = _(
+                    "Simplification %(label)s cannot be among both the most and the least liked: your "
+                    "tick for %(label)s in %(question)s was not saved (%(label)s stays in %(other)s)."
+                )
+            else:
+                message = _(
+                    "Simplification %(label)s cannot be among both the most and the least liked: your "
+                    "tick for %(label)s in %(question)s was not saved; please choose one."
+                )
+            messages.setdefault(name, []).append(message % words)
     return PreferenceConflict(messages, conflicts=conflicts)
 
 
@@ -384,20 +395,28 @@ def panel_questions(
     """The questions of the panel as the page shows them, with the answers so far, any errors and
     the panel-3 ticks refused as overlapping (`conflicts`, as PreferenceConflict has them)."""
     conflicts = conflicts or {}
-    study = state.item.participant.study
+    participant = state.item.participant
+    study = participant.study
+    language = participant_language(study=study, participant=participant)
     if state.panel in (ORIGINAL, ASSISTED):
         questions = []
         for name in lay_panel_questions(study=study, panel=state.panel):
             scale = scales.LAY_SCALES[name]
+            # The value sent and stored is the level's name; the label is in the study's language.
             options = [
-                Option(level.name, level.name, level.definition, state.answers.get(name) == level.name)
+                Option(
+                    level.name,
+                    protocol_wording(f"level:{scale.key}:{level.name}", language),
+                    protocol_wording(f"definition:{scale.key}:{level.name}", language),
+                    state.answers.get(name) == level.name,
+                )
                 for level in scale.levels
             ]
             questions.append(
                 Question(
                     name,
                     scales.LAY_QUESTION_NUMBERS[name],
-                    scale.question,
+                    protocol_wording(f"question:{name}", language),
                     options,
                     errors=errors.get(name, []),
                 )
@@ -405,8 +424,8 @@ def panel_questions(
         return questions
     questions = []
     for name, text, chosen in (
-        ("most", scales.PREFERENCE_MOST_QUESTION, state.most),
-        ("least", scales.PREFERENCE_LEAST_QUESTION, state.least),
+        ("most", protocol_wording("question:most", language), state.most),
+        ("least", protocol_wording("question:least", language), state.least),
     ):
         refused = conflicts.get(name, {})
         options = [Option(str(t.pk), label, "", t.pk in chosen, t.pk in refused) for label, t in state.texts]
@@ -426,13 +445,22 @@ def panel_questions(
 
 
 def locked_answers(state: PanelState) -> list[tuple[str, str, str]]:
-    """Panel 1's answers as panel 2 shows them (number, question, answer)."""
-    study = state.item.participant.study
+    """Panel 1's answers as panel 2 shows them (number, question, answer), in the study's language."""
+    participant = state.item.participant
+    study = participant.study
+    language = participant_language(study=study, participant=participant)
+
+    def shown(name: str) -> str:
+        answer = state.original_answers.get(name)
+        if not answer:
+            return "—"
+        return protocol_wording(f"level:{scales.LAY_SCALES[name].key}:{answer}", language)
+
     return [
         (
             scales.LAY_QUESTION_NUMBERS[name],
-            scales.LAY_SCALES[name].question,
-            state.original_answers.get(name, "—"),
+            protocol_wording(f"question:{name}", language),
+            shown(name),
         )
         for name in lay_panel_questions(study=study, panel=ORIGINAL)
     ]

@@ -11,11 +11,13 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from annotation import services
 from annotation.access import SurveyClosed, WrongFlow, access_participant
 from annotation.models import Participant
 from annotation.pairs.design import pairs_participant
+from annotation.survey_language import survey_language_activate, survey_language_guess
 from annotation.views.errors import study_unavailable, survey_link_invalid
 
 __all__ = ["activity_touch", "messages_of", "participant_entry", "study_unavailable", "survey_participant"]
@@ -35,6 +37,7 @@ def participant_entry(request: HttpRequest, token: str) -> HttpResponse:
         return study_unavailable(request, closed.study)
     except Http404:
         return survey_link_invalid(request)
+    survey_language_activate(request, study=participant.study, participant=participant)
     if pairs_participant(participant):
         return redirect("annotation:pairs-start", token=token)
     if participant.role == Participant.Role.RADIOLOGIST:
@@ -63,6 +66,9 @@ def survey_participant(
     and a missing page become 403/404 answers; the flow's own refusals (`refused`) become 409
     with their messages.
 
+    The request is switched to the study's language here (annotation/survey_language.py), from the
+    participant's study row just loaded, before the view runs and before any refusal is worded.
+
     The participant's activity (started_at, last_activity_at) is recorded here and nowhere else in
     the views: after a view answered, when `active(participant)` says the flow counts the
     participant as taking part (e.g. consented); None leaves it to the flow.
@@ -74,25 +80,37 @@ def survey_participant(
     def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @wraps(view)
         def wrapper(request: HttpRequest, token: str, **kwargs) -> HttpResponse:
+            located = False  # whether the request already speaks the study's language
             try:
                 if page is None:
                     participant = access_participant(token=token, role=role, require_open=require_open)
+                    survey_language_activate(request, study=participant.study, participant=participant)
+                    located = True
                     response = view(request, participant, **kwargs)
                 else:
                     found = page(token=token, item_id=kwargs.pop("item_id"), require_open=require_open)
                     participant = found.participant
+                    survey_language_activate(request, study=participant.study, participant=participant)
+                    located = True
                     response = view(request, participant, found, **kwargs)
                 if active is not None and active(participant):
                     activity_touch(participant)
                 return response
             except SurveyClosed as closed:
+                survey_language_activate(request, study=closed.study)
                 if request.htmx:
-                    return error(request, "This study is not open: answers are no longer accepted.", 403)
+                    return error(request, _("This study is not open: answers are no longer accepted."), 403)
                 return study_unavailable(request, closed.study)
             except WrongFlow as exc:
-                return error(request, f"{exc} Please open the link you were sent for your own survey.", 403)
+                survey_language_activate(request, study=exc.participant.study)
+                message = _("%(refusal)s Please open the link you were sent for your own survey.") % {
+                    "refusal": exc.message()
+                }
+                return error(request, message, 403)
             except Http404 as exc:
-                return error(request, str(exc) or "This page does not exist.", 404)
+                if not located:
+                    survey_language_guess(request)
+                return error(request, str(exc) or _("This page does not exist."), 404)
             except refused as exc:
                 return error(request, " ".join(messages_of(exc)), 409)
 

@@ -6,15 +6,18 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from annotation.models import Study
+from annotation.survey_language import survey_language_activate, survey_language_guess
 from config.errors import error_page
 
 HEADINGS = {
-    400: "Something is wrong with this request",
-    403: "This page is not available for this link",
-    404: "This page is not part of your survey",
-    409: "This cannot be changed any more",
+    400: gettext_lazy("Something is wrong with this request"),
+    403: gettext_lazy("This page is not available for this link"),
+    404: gettext_lazy("This page is not part of your survey"),
+    409: gettext_lazy("This cannot be changed any more"),
 }
 
 
@@ -24,16 +27,16 @@ def survey_error_page(
     """A full error page for a survey URL. `resume_url` (the participant's own start link) adds a
     button back to where they are in the survey."""
     if resume_url:
-        next_step = "Nothing was changed. Use the button below to continue the survey where you are."
+        next_step = _("Nothing was changed. Use the button below to continue the survey where you are.")
     else:
-        next_step = (
+        next_step = _(
             "Nothing was changed. Open the link you were sent again from the original message. "
             "If it still does not work, contact the research team that invited you."
         )
     return error_page(
         request,
         status=status,
-        heading=HEADINGS.get(status, "This page is not available"),
+        heading=str(HEADINGS.get(status, _("This page is not available"))),
         message=message,
         next_step=next_step,
         resume_url=resume_url,
@@ -41,11 +44,14 @@ def survey_error_page(
 
 
 def survey_link_invalid(request: HttpRequest, **kwargs) -> HttpResponse:
+    # No study is known from an invalid link: the browser's language decides.
+    survey_language_guess(request)
     return survey_error_page(
-        request, "This survey link is not valid: it may be incomplete, mistyped or withdrawn.", 404
+        request, _("This survey link is not valid: it may be incomplete, mistyped or withdrawn."), 404
     )
 
 
 def study_unavailable(request: HttpRequest, study: Study) -> HttpResponse:
     """A draft or closed study: 403 with a page that says which, without naming the study."""
+    survey_language_activate(request, study=study)
     return render(request, "annotation/study_unavailable.html", {"study": study}, status=403)

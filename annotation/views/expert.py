@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
+from django.utils import translation
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -21,6 +22,7 @@ from annotation.access import access_expert_page
 from annotation.models import ExpertItem, Participant
 from annotation.views.entry import messages_of, survey_participant
 from annotation.views.errors import survey_error_page
+from annotation.wording import protocol_wording
 
 TEMPLATES = "annotation/expert/"
 
@@ -78,7 +80,9 @@ def expert_start(request: HttpRequest, participant: Participant) -> HttpResponse
 def expert_instructions(request: HttpRequest, participant: Participant) -> HttpResponse:
     study = participant.study
     # Every radiologist sees a consent text: the study's own, or radlay's default.
-    consent_text = study.expert_consent_text.strip() or protocol_texts.EXPERT_CONSENT_DEFAULT
+    consent_text = study.expert_consent_text.strip() or protocol_wording(
+        "expert_consent", translation.get_language()
+    )
     if request.method == "POST":
         if participant.consented_at is None:
             services.participant_consent(participant=participant, accepted=True)

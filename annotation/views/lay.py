@@ -20,6 +20,10 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import translation
+from django.utils.functional import Promise
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
@@ -32,33 +36,36 @@ from annotation.lay.design import ASSISTED, PANELS, lay_background_questions, pa
 from annotation.lay.errors import LayFlowError, PreferenceConflict
 from annotation.lay.steps import LayStep, lay_next_step, lay_progress, lay_standing
 from annotation.models import LayItem, Participant, Study
+from annotation.survey_language import survey_language_activate, survey_language_guess
 from annotation.views.entry import messages_of, study_unavailable, survey_participant
 from annotation.views.errors import survey_error_page
+from annotation.wording import protocol_wording
 
 logger = logging.getLogger(__name__)
 
 TEMPLATES = "annotation/lay/"
 JOIN_COOKIE_SALT = "radlay.lay-join"
 JOIN_COOKIE_AGE = 90 * 24 * 3600  # a study's fieldwork rarely outlasts three months
-RESUME_REFUSED = (
+RESUME_REFUSED = gettext_lazy(
     "This participant ID has already started this study in another browser, so it cannot be "
     "continued from here. Please open the study again from your Prolific account (or the link you "
     "started with), in the browser you started in, or contact the researcher."
 )
 LAY = Participant.Role.LAYPERSON
 SEVERITY_MARKER = "Severity levels:"
-RETURNED_MESSAGE = (
+RETURNED_MESSAGE = gettext_lazy(
     "This survey session was returned or withdrawn, so it cannot be continued. Thank you for your interest."
 )
-SCREENED_MESSAGE = (
+SCREENED_MESSAGE = gettext_lazy(
     "This survey has ended for you, so answers are no longer accepted. Thank you for your time."
 )
 
 
 def _error(
-    request: HttpRequest, message: str, status: int, *, participant: Participant | None = None
+    request: HttpRequest, message: str | Promise, status: int, *, participant: Participant | None = None
 ) -> HttpResponse:
     # An htmx autosave swaps the answer into the panel's save status, so it gets a fragment.
+    message = str(message)  # a lazy translation, worded in the language now active
     if not request.htmx:  # type: ignore[attr-defined]
         resume = _start_url(participant) if participant else None
         return survey_error_page(request, message, status, resume_url=resume)
@@ -148,7 +155,7 @@ def _refusal(request: HttpRequest, participant: Participant, step: LayStep) -> H
     None for everyone else."""
     if step.kind == steps.CLOSED:
         if request.htmx:
-            return _error(request, "This study is not open: answers are no longer accepted.", 403)
+            return _error(request, _("This study is not open: answers are no longer accepted."), 403)
         return study_unavailable(request, participant.study)
     if step.kind == steps.RETURNED:
         return _error(request, RETURNED_MESSAGE, 403, participant=participant)
@@ -179,7 +186,8 @@ def lay_start(request: HttpRequest, participant: Participant) -> HttpResponse:
 
 
 def _consent_text(study: Study) -> str:
-    return study.lay_consent_text.strip() or protocol_texts.LAY_CONSENT_DEFAULT
+    # The default in the language this request was switched to (the study's).
+    return study.lay_consent_text.strip() or protocol_wording("lay_consent", translation.get_language())
 
 
 def _consent_choice(request: HttpRequest) -> str | None:
@@ -187,7 +195,7 @@ def _consent_choice(request: HttpRequest) -> str | None:
     return choice if choice in ("accept", "decline") else None
 
 
-CHOICE_MESSAGE = "Please choose “I agree” or “I do not want to take part”."
+CHOICE_MESSAGE = gettext_lazy("Please choose “I agree” or “I do not want to take part”.")
 
 
 @require_http_methods(["GET", "POST"])
@@ -249,14 +257,18 @@ def lay_join(request: HttpRequest, slug: str) -> HttpResponse:
     try:
         study = access_study_for_join(slug=slug)
     except Http404 as exc:
+        survey_language_guess(request)
         return _error(request, str(exc), 404)
+    survey_language_activate(request, study=study)
     if not study.is_open:
         return study_unavailable(request, study)
     try:
         recruitment = entry.recruitment_clean(request.GET)
     except ValidationError as exc:
         return _error(
-            request, " ".join(messages_of(exc)) + " Please use the link exactly as you were given it.", 400
+            request,
+            " ".join([*messages_of(exc), _("Please use the link exactly as you were given it.")]),
+            400,
         )
     existing = entry.lay_join_existing(study=study, recruitment=recruitment)
     if existing is not None:
@@ -278,7 +290,7 @@ def lay_join(request: HttpRequest, slug: str) -> HttpResponse:
             return _error(request, RESUME_REFUSED, 403)
     if existing is not None and existing.role != LAY:
         return _error(
-            request, "This link is for laypeople; your participant ID belongs to another role.", 403
+            request, _("This link is for laypeople; your participant ID belongs to another role."), 403
         )
     if existing is not None and (request.method == "GET" or existing.consented_at is not None):
         return _remember_browser(redirect("annotation:lay-start", token=existing.token), existing)
@@ -333,8 +345,12 @@ def lay_background(request: HttpRequest, participant: Participant) -> HttpRespon
 def _instructions_parts(study: Study) -> tuple[str, bool]:
     """The instruction text and whether it already lists the severity levels in prose; the page
     always shows them as a table (appendix A.2), so the default's prose list is cut."""
-    text = study.lay_instructions.strip() or protocol_texts.LAY_INSTRUCTIONS_DEFAULT
-    head, marker, _ = text.partition(SEVERITY_MARKER)
+    language = translation.get_language()
+    text = study.lay_instructions.strip() or protocol_wording("lay_instructions", language)
+    marker_text = protocol_wording("severity_levels_heading", language)
+    head, marker, _rest = text.partition(marker_text)
+    if not marker and marker_text != SEVERITY_MARKER:  # a study's own English text in another language
+        head, marker, _rest = text.partition(SEVERITY_MARKER)
     return (head.rstrip() if marker else text), bool(marker)
 
 
@@ -384,11 +400,11 @@ def _render_panel(
         panel=panel,
         state=state,
         panel_number=panel_number(panel),
-        intro=protocol_texts.LAY_PANEL_INTROS[panel],
+        intro=protocol_wording(f"intro:{panel}", translation.get_language()),
         questions=questions,
         first_error=next((q.name for q in questions if q.errors), None),
         locked=panels.locked_answers(state) if panel == ASSISTED else [],
-        justification_question=scales.JUSTIFICATION_QUESTION,
+        justification_question=protocol_wording("question:justification", translation.get_language()),
         progress=lay_progress(participant=participant, step=step),
         stamp=panels.panel_stamp(item=item, panel=panel),
         panel_url=reverse(
@@ -419,7 +435,7 @@ def lay_panel(request: HttpRequest, participant: Participant, item_id: int, pane
     goes to where they are); an htmx POST autosaves the panel form; a plain POST saves it and moves
     on, or shows what is missing."""
     if panel not in PANELS:
-        raise Http404("This page does not exist.")
+        raise Http404(_("This page does not exist."))
     # A save asks where the participant is itself, under the item's row lock (panels.py).
     step = (
         lay_next_step(participant=participant)
@@ -477,7 +493,9 @@ def lay_check(request: HttpRequest, participant: Participant, check_id: int) -> 
         )
     if step.kind != steps.CHECK or step.check.pk != check.pk:
         if request.method == "POST":
-            return _error(request, "This question has already been answered.", 409, participant=participant)
+            return _error(
+                request, _("This question has already been answered."), 409, participant=participant
+            )
         return redirect(_step_url(participant, step))
     errors: list[str] = []
     if request.method == "POST":

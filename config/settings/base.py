@@ -45,6 +45,8 @@ MIDDLEWARE = [
     # No page with study data or answers is kept by browsers or proxies (config/no_store.py).
     "config.no_store.NoStoreMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # Every request starts in English; a survey view switches to its study's language.
+    "annotation.survey_language.SurveyLanguageMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -157,7 +159,11 @@ RADLAY_RESUME_REFUSALS_PER_IP = env.str("RADLAY_RESUME_REFUSALS_PER_IP", default
 # Laypeople of one study enrolled and still working; newcomers wait while it is reached (0 = no cap).
 RADLAY_MAX_OPEN_ENROLMENTS = env.int("RADLAY_MAX_OPEN_ENROLMENTS", default=500)
 
-LANGUAGE_CODE = "en-us"
+# Researchers' pages are in English; a study's participants see the study's language
+# (Study.language, one of LANGUAGES), activated by the survey views (annotation/survey_language.py).
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("es", "Spanish")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

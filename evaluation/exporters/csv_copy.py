@@ -57,7 +57,7 @@ ROWS_PER_CHUNK = 2000  # stored answers (COPY rows) per chunk: about 2,000–10,
 # The columns one stored answer spreads over; the others are the same on all its rows.
 _SPREAD = ("question", "value", "value_number")
 # Looked up together, by participant.
-_PERSON = ("participant", "external_id", "role")
+_PERSON = ("participant", "external_id", "role", "language")
 
 _BINARY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
 _QUOTE_WHEN = (",", '"', "\r", "\n")
@@ -186,10 +186,17 @@ def _statements(study: Study, columns: Sequence[str], include_external_ids: bool
         raw,
         {
             pk: ",".join(
-                csv_text({"participant": label, "role": role, "external_id": external.get(pk, "")}[name])
+                csv_text(
+                    {
+                        "participant": label,
+                        "role": role,
+                        "language": language,
+                        "external_id": external.get(pk, ""),
+                    }[name]
+                )
                 for name in person
             )
-            for pk, (label, role) in lookups.people.items()
+            for pk, (label, role, language) in lookups.people.items()
         },
     )
     sources = _jsonb(raw, {pk: csv_text(key) for pk, key in lookups.sources.items()})
@@ -201,7 +208,7 @@ def _statements(study: Study, columns: Sequence[str], include_external_ids: bool
     }
     source_key = f"{sources} ->> a.source_id::text"
     shared = {"time_spent_ms": "a.time_spent_ms", "created_at": "a.created_at", "updated_at": "a.updated_at"}
-    # The participant's label, external id and role are one lookup, written where the label is.
+    # The participant's label, external id, role and language are one lookup, written where the label is.
     line_columns = [name for name in columns if name not in _PERSON or name == "participant"]
 
     def cells_sql(cells: dict[str, str]) -> list[str]:

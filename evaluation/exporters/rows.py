@@ -45,6 +45,7 @@ class AnswerRow(NamedTuple):
     study: str
     participant: str
     role: str
+    language: str = ""  # the language the participant was shown the study in (Participant.language)
     source: str = ""
     systems: str = ""  # ';'-joined keys of every system that produced the text
     assigned_system: str = ""  # the Latin square's system (lay answers)
@@ -88,7 +89,7 @@ def _time(value: datetime | str | None) -> str:
 class AnswerLookups(NamedTuple):
     """What every section of the export looks up by id, read once per export."""
 
-    people: dict[int, tuple[str, str]]  # participant id → (label, role)
+    people: dict[int, tuple[str, str, str]]  # participant id → (label, role, language)
     sources: dict[int, str]  # source id → key
     systems: dict[int, str]  # system id → key
     text_systems: dict[int, str]  # text id → ';'-joined keys of the systems that produced it
@@ -107,9 +108,9 @@ class AnswerLookups(NamedTuple):
 def answer_lookups(*, study: Study) -> AnswerLookups:
     return AnswerLookups(
         people={
-            pk: (participant_label(pseudonym, pk), role)
-            for pk, pseudonym, role in Participant.objects.filter(study=study).values_list(
-                "pk", "pseudonym", "role"
+            pk: (participant_label(pseudonym, pk), role, language)
+            for pk, pseudonym, role, language in Participant.objects.filter(study=study).values_list(
+                "pk", "pseudonym", "role", "language"
             )
         },
         sources=dict(Source.objects.filter(study=study).values_list("pk", "key")),
@@ -124,10 +125,10 @@ def answer_lookups_of(
     """`answer_lookups` for the given ids only (the study's few systems all)."""
     return AnswerLookups(
         people={
-            pk: (participant_label(pseudonym, pk), role)
-            for pk, pseudonym, role in Participant.objects.filter(
+            pk: (participant_label(pseudonym, pk), role, language)
+            for pk, pseudonym, role, language in Participant.objects.filter(
                 study=study, pk__in=participants
-            ).values_list("pk", "pseudonym", "role")
+            ).values_list("pk", "pseudonym", "role", "language")
         },
         sources=dict(Source.objects.filter(study=study, pk__in=sources).values_list("pk", "key")),
         systems=dict(System.objects.filter(study=study).values_list("pk", "key")),
@@ -315,7 +316,7 @@ def _lay_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slug: str
     last = 5 + len(LAY_QUESTIONS)
     for values in stored:
         participant_id, source_id, text_id, system_id, phase = values[:5]
-        label, role = people[participant_id]
+        label, role, language = people[participant_id]
         source, assigned = sources[source_id], systems.get(system_id, "")
         shown_by = text_systems.get(text_id, "")
         time_spent, created, updated = values[last : last + 3]
@@ -329,6 +330,7 @@ def _lay_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slug: str
                         study=slug,
                         participant=label,
                         role=role,
+                        language=language,
                         source=source,
                         systems=shown_by,
                         assigned_system=assigned,
@@ -349,7 +351,7 @@ def _preference_rows(side: str) -> Callable[[Iterable[tuple[Any, ...]], AnswerLo
         people, sources, systems, text_systems = known
         for values in stored:
             participant_id, source_id, system_id, text_id, time_spent, created, updated = values[:7]
-            label, role = people[participant_id]
+            label, role, language = people[participant_id]
             yield (
                 values,
                 0,
@@ -357,6 +359,7 @@ def _preference_rows(side: str) -> Callable[[Iterable[tuple[Any, ...]], AnswerLo
                     study=slug,
                     participant=label,
                     role=role,
+                    language=language,
                     source=sources[source_id],
                     systems=text_systems.get(text_id, ""),
                     assigned_system=systems.get(system_id, ""),
@@ -378,7 +381,7 @@ def _justification_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups,
     people, sources, systems, _ = known
     for values in stored:
         participant_id, source_id, system_id, most, least, time_spent, created, updated = values[:8]
-        label, role = people[participant_id]
+        label, role, language = people[participant_id]
         for n, (question, text) in enumerate((("most_justification", most), ("least_justification", least))):
             if text:
                 yield (
@@ -388,6 +391,7 @@ def _justification_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups,
                         study=slug,
                         participant=label,
                         role=role,
+                        language=language,
                         source=sources[source_id],
                         assigned_system=systems.get(system_id, ""),
                         phase="preference",
@@ -407,11 +411,12 @@ def _expert_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slug: 
     for values in stored:
         participant_id, source_id, text_id = values[:3]
         comment, time_spent, created, updated = values[last : last + 4]
-        label, role = people[participant_id]
+        label, role, language = people[participant_id]
         common = {
             "study": slug,
             "participant": label,
             "role": role,
+            "language": language,
             "source": sources[source_id],
             "systems": text_systems.get(text_id, ""),
             "text_id": text_id,
@@ -437,11 +442,12 @@ def _judgement_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slu
     severity = scales.SEVERITY.codes
     for values in stored:
         participant_id, source_id, level, simplicity, comment, time_spent, created, updated = values[:8]
-        label, role = people[participant_id]
+        label, role, language = people[participant_id]
         common = {
             "study": slug,
             "participant": label,
             "role": role,
+            "language": language,
             "source": sources[source_id],
             "phase": "original",
             "time_spent_ms": time_spent,
@@ -473,7 +479,7 @@ def _attention_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slu
     people = known.people
     for values in stored:
         participant_id, position, answer, passed, answered = values[:5]
-        label, role = people[participant_id]
+        label, role, language = people[participant_id]
         yield (
             values,
             0,
@@ -481,6 +487,7 @@ def _attention_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slu
                 study=slug,
                 participant=label,
                 role=role,
+                language=language,
                 phase="attention_check",
                 question=f"attention_check_{position}",
                 value=answer,

@@ -42,9 +42,13 @@
     const box = form.querySelector('textarea[name="' + name + '"]');
     return box ? box.parentElement.querySelector(".row-status") : null;
   }
+  // The messages in the page's language (the {% survey_strings %} block), English without it.
+  const stringsBlock = document.getElementById("survey-strings");
+  const STRINGS = stringsBlock ? JSON.parse(stringsBlock.textContent) : {};
+  function escaped(text) { const span = document.createElement("span"); span.textContent = text; return span.innerHTML; }
   const STATES = {
-    sending: '<span class="muted">Saving…</span>',
-    pending: '<span class="offline">Not saved yet — retrying…</span>',
+    sending: '<span class="muted">' + escaped(STRINGS.sending || "Saving…") + "</span>",
+    pending: '<span class="offline">' + escaped(STRINGS.pending_short || "Not saved yet — retrying…") + "</span>",
   };
   const saver = RadlaySurvey.autosave(form, {
     onState: function (names, state, body) {
@@ -86,6 +90,8 @@
   // on the highlighted row so that the keys go on answering.
   function say(text) { if (notice) notice.textContent = text; }
   function unansweredMessage(open) {
+    const wording = STRINGS[open === 1 ? "unanswered_one" : "unanswered_other"];
+    if (wording) return wording.replace("%(n)s", String(open));
     return "This sentence still has " + open + " unanswered row" + (open === 1 ? "" : "s") +
       ": the first one is highlighted. Answer " + (open === 1 ? "it" : "them") +
       " to go on, or use “Skip for now”.";

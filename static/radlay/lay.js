@@ -134,9 +134,14 @@
   // --- Autosave and time spent (static/radlay/survey.js): each answer is sent when given and kept
   // until the server acknowledges it; every save carries the ms since the previous one and the
   // page's signed render time, which caps what a save may claim.
+  // The messages in the page's language (the {% survey_strings %} block), English without it.
+  const stringsBlock = document.getElementById("survey-strings");
+  const STRINGS = stringsBlock ? JSON.parse(stringsBlock.textContent) : {};
+  function escaped(text) { const span = document.createElement("span"); span.textContent = text; return span.innerHTML; }
   const STATES = {
-    sending: '<span class="muted">Saving…</span>',
-    pending: '<span class="error" role="alert">Not saved yet (connection problem); retrying…</span>',
+    sending: '<span class="muted">' + escaped(STRINGS.sending || "Saving…") + "</span>",
+    pending: '<span class="error" role="alert">' +
+      escaped(STRINGS.pending || "Not saved yet (connection problem); retrying…") + "</span>",
   };
   // Panel 3: a tick refused because its text is in the other question too (the server names it in
   // the response) is unticked again and marked, so the boxes show what is stored.

@@ -121,7 +121,9 @@ def test_copy_writes_the_same_bytes_as_python(study, include_external_ids):
         "'@SUM(1,2)",
         "'=Red",
     } <= values
-    questions = {row[8 + include_external_ids] for row in rows[1:]}
+    questions = {
+        row[answer_columns(include_external_ids=include_external_ids).index("question")] for row in rows[1:]
+    }
     assert questions >= {
         "understanding",
         "helpfulness",

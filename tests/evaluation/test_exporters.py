@@ -112,6 +112,7 @@ def _rows_then_fail(n: int):
             "s",
             f"P{i}",
             "layperson",
+            "es",
             "s01",
             "a",
             "a",
@@ -140,7 +141,7 @@ def test_streams_are_lazy(chunks):
 
 def test_json_stream_is_valid_json_for_many_rows():
     rows = [
-        ("s", f"P{i}", "layperson", "s01", "a", "a", 1, "original", "q", 'v, "quoted"', i, 0, "", "")
+        ("s", f"P{i}", "layperson", "es", "s01", "a", "a", 1, "original", "q", 'v, "quoted"', i, 0, "", "")
         for i in range(1234)
     ]
     text = b"".join(json_chunks(rows, answer_columns())).decode()
@@ -153,6 +154,7 @@ def test_csv_quotes_free_text(db):
             "s",
             "P1",
             "layperson",
+            "es",
             "s01",
             "a",
             "a",

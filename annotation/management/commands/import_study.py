@@ -29,6 +29,12 @@ class Command(BaseCommand):
             metavar="KEY",
             help="the system whose texts are the references of the pairs flow (System.is_reference)",
         )
+        parser.add_argument(
+            "--language",
+            default="",
+            help="the language participants see (one of settings.LANGUAGES, e.g. en, es); "
+            "default: unchanged, English for a new study",
+        )
         add_owner_argument(parser)
 
     def handle(
@@ -40,6 +46,7 @@ class Command(BaseCommand):
         owner: str | None,
         instrument: str | None = None,
         reference_system: str | None = None,
+        language: str = "",
         **options,
     ):
         if not file.is_file():
@@ -50,7 +57,12 @@ class Command(BaseCommand):
             # One transaction: a refused instrument or reference leaves nothing imported either.
             with transaction.atomic():
                 target, created, counts = study_file_import(
-                    slug=study, title=title, study_file=StudyFile(file), owner=owner_user, actor=actor
+                    slug=study,
+                    title=title,
+                    study_file=StudyFile(file),
+                    owner=owner_user,
+                    actor=actor,
+                    language=language,
                 )
                 if reference_system:
                     reference_mark(study=target, key=reference_system)

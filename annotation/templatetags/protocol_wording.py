@@ -1,0 +1,42 @@
+"""`{% wording "question" name %}`: the protocol's wording of a key (annotation/wording.py) in the
+language of the page (the study's, which the survey views activate)."""
+
+from __future__ import annotations
+
+from django import template
+from django.utils import translation
+from django.utils.html import json_script
+from django.utils.safestring import SafeString
+from django.utils.translation import gettext as _
+
+from annotation.wording import protocol_wording
+
+register = template.Library()
+
+
+@register.simple_tag
+def wording(*parts: object) -> str:
+    """The parts joined with ":" make the key: {% wording "level:severity" level.name %}."""
+    return protocol_wording(":".join(str(part) for part in parts), translation.get_language())
+
+
+@register.simple_tag
+def survey_strings() -> SafeString:
+    """The few messages the survey scripts write themselves (static/radlay/lay.js, expert.js), in
+    the page's language, as a JSON block the scripts read (no inline script: the CSP forbids it)."""
+    return json_script(
+        {
+            "sending": _("Saving…"),
+            "pending": _("Not saved yet (connection problem); retrying…"),
+            "pending_short": _("Not saved yet — retrying…"),
+            "unanswered_one": _(
+                "This sentence still has %(n)s unanswered row: the first one is highlighted. "
+                "Answer it to go on, or use “Skip for now”."
+            ),
+            "unanswered_other": _(
+                "This sentence still has %(n)s unanswered rows: the first one is highlighted. "
+                "Answer them to go on, or use “Skip for now”."
+            ),
+        },
+        "survey-strings",
+    )
