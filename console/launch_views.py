@@ -35,7 +35,8 @@ def _launch(
     page: Callable[[Model], str],
 ) -> HttpResponse:
     study = access_study(user=request.user, slug=slug, need="edit")
-    form = form_class(request.POST or None, initial={"study": study.pk})
+    data = request.POST if request.method == "POST" else None
+    form = form_class(data, initial={"study": study.pk})
     # The study is the page's: not a choice.
     form.fields["study"].queryset = Study.objects.filter(pk=study.pk)
     form.fields["study"].widget = forms.HiddenInput()

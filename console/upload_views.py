@@ -30,7 +30,7 @@ class SourceUploadForm(forms.Form):
 @require_http_methods(["GET", "POST"])
 def upload(request: HttpRequest, slug: str) -> HttpResponse:
     study = access_study(user=request.user, slug=slug, need="edit")
-    form = SourceUploadForm(request.POST or None, request.FILES or None)
+    form = SourceUploadForm(request.POST, request.FILES) if request.method == "POST" else SourceUploadForm()
     status = 200
     if request.method == "POST":
         if form.is_valid():
