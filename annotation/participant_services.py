@@ -168,7 +168,11 @@ def participant_links_export(
         for row in rows
         if row["status"] != "withdrawn"
     ]
+    # A download like the answer exports: the same verb, so the log's download filter finds it.
     activity_record(
-        study=study, actor=actor, verb="participants.links_downloaded", details={"links": len(lines)}
+        study=study,
+        actor=actor,
+        verb="export.downloaded",
+        details={"file": "participant-links.csv", "links": len(lines)},
     )
     return lines

@@ -26,7 +26,14 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
 from annotation import services as annotation_services
-from annotation.models import ActivityEvent, AttentionCheck, LayItem, Participant, Simplification
+from annotation.models import (
+    ActivityEvent,
+    AttentionCheck,
+    LayItem,
+    Participant,
+    Simplification,
+    SourceUpload,
+)
 from evaluation.models import PowerPlan
 from evaluation.services import analysis_snapshot_compute_here
 from generation.services import batches
@@ -106,6 +113,7 @@ def world(monkeypatch, django_capture_on_commit_callbacks):
     check = AttentionCheck.objects.create(
         study=study, position=1, prompt="Pick B", options=["A", "B"], expected_answer="B"
     )
+    upload = SourceUpload.objects.create(study=study, original_name="sources.csv")
     return {
         "users": {"superuser": superuser, "researcher": researcher, "anonymous": None},
         "values": {
@@ -116,6 +124,8 @@ def world(monkeypatch, django_capture_on_commit_callbacks):
             "file_format": "csv",
             "check_id": check.pk,
             "panel": "original",
+            "upload_id": upload.pk,
+            "participant_id": lay.pk,
         },
         "tokens": {"r": expert.token, "l": lay.token, "s": lay.token},
         "items": {"r": expert_item, "l": lay_item.pk},

@@ -90,7 +90,8 @@ def test_the_links_csv_and_a_new_link(client, editor, draft):
     rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert [r["participant"] for r in rows] == ["L001", "L002"]
     assert rows[0]["link"].endswith(reverse("annotation:entry", args=[old]))
-    assert ActivityEvent.objects.filter(study=draft, verb="participants.links_downloaded").exists()
+    downloaded = ActivityEvent.objects.get(study=draft, verb="export.downloaded")
+    assert downloaded.details == {"file": "participant-links.csv", "links": 2}
     client.post(reverse("console:participant-link", args=[draft.slug, first.pk]))
     first.refresh_from_db()
     assert first.token != old
