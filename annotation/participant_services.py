@@ -33,7 +33,7 @@ from annotation.services import participants_invite
 
 # One form submission invites at most this many (a typo of 100000 must not create them).
 MAX_INVITES = 1000
-MAX_NAME = Participant._meta.get_field("contact_name").max_length
+MAX_NAME: int = Participant._meta.get_field("contact_name").max_length or 200
 
 
 def invite_contacts_parse(text: str) -> list[tuple[str, str]]:

@@ -18,7 +18,7 @@ from work.scheduler import TaskQueueUnreachable
 
 @dataclass
 class Launched:
-    batch: Model | None  # None: refused, the form carries why
+    batch: Any  # the batch or run; None: refused, the form carries why
     warning: str = ""
 
 
