@@ -233,7 +233,9 @@ def _with_background(study):
 
 
 def _background(rows: list[dict]) -> set[tuple[str, str, str]]:
-    return {(str(r["participant"]), r["question"], str(r["value"])) for r in rows if r["phase"] == "background"}
+    return {
+        (str(r["participant"]), r["question"], str(r["value"])) for r in rows if r["phase"] == "background"
+    }
 
 
 @pytest.mark.parametrize("file_format", ["csv", "xlsx", "json"])
