@@ -125,7 +125,7 @@ def participant_answer_counts(*, participant: Participant) -> dict[str, int]:
 
 def participant_withdraw(*, participant: Participant, actor: Any = None) -> dict[str, int]:
     """Withdraw `participant`: delete every answer they gave (and their survey pages, so progress
-    shows none), mark them withdrawn and returned (they can no longer answer; a layperson's
+    shows none), mark them withdrawn and returned (their link stops working; a layperson's
     Latin-square row is handed out again) and record it. Returns the deleted counts per kind. The
     analysis snapshot no longer matches the study's answers after this, so its next check
     recomputes it (the caller may ask for that at once: evaluation.services)."""
@@ -142,7 +142,10 @@ def participant_withdraw(*, participant: Participant, actor: Any = None) -> dict
         locked.background = {}
         locked.withdrawn_at = now
         locked.returned_at = locked.returned_at or now
-        locked.save(update_fields=["background", "withdrawn_at", "returned_at"])
+        # A new token nobody holds: the link stops working for either role (the radiologist's
+        # pages do not look at returned_at).
+        locked.token = new_participant_token()
+        locked.save(update_fields=["background", "withdrawn_at", "returned_at", "token"])
         activity_record(
             study=locked.study,
             actor=actor,

@@ -129,8 +129,10 @@ def test_withdrawing_counts_deletes_and_recomputes(client, editor):
     assert counts["lay preferences"] == LayPreference.objects.filter(item__participant=layperson).count()
     assert f"<td>lay answers</td><td>{mine}</td>" in confirm.content.decode()
     assert LayAnswer.objects.filter(item__participant=layperson).count() == mine  # nothing deleted by GET
+    old_link = reverse("annotation:entry", args=[layperson.token])
     response = client.post(url)
     assert response.status_code == 302
+    assert client.get(old_link).status_code == 404  # the link no longer opens the survey
     layperson.refresh_from_db()
     assert (
         layperson.withdrawn_at is not None
