@@ -363,6 +363,13 @@ class Participant(models.Model):
     )
     # The language this participant was shown the study in (exports record it).
     language = models.CharField(max_length=16, blank=True)
+    # Who an invited radiologist is, for the team sending the link (identifying: never exported,
+    # shown to owners and editors only, never in the activity log).
+    contact_name = models.CharField(max_length=200, blank=True)
+    contact_email = models.EmailField(blank=True)
+    withdrawn_at = models.DateTimeField(
+        null=True, blank=True, help_text="Withdrawn by the team: their answers were deleted."
+    )
     completion_code = models.CharField(max_length=16, default=new_completion_code)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -767,3 +774,51 @@ class ItemAnswer(models.Model):
 
     def __str__(self) -> str:
         return f"{self.participant_id} {self.item_key} {self.value!r}"
+
+
+# --- Sources uploaded in the browser (the console's upload page) --------------------------------
+
+
+def source_upload_path(instance: SourceUpload, filename: str) -> str:
+    return f"uploads/{instance.study_id}/{secrets.token_hex(8)}-{filename}"
+
+
+class SourceUpload(models.Model):
+    """A sources file uploaded in the browser and imported by a task (annotation/upload_services.py):
+    the same reader and writer as `manage.py import_study`, all or nothing. `errors` holds the
+    reader's refusal as rows of file, row, column and reason; `progress` is 0..1 while it runs."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Importing"
+        SUCCEEDED = "succeeded", "Imported"
+        FAILED = "failed", "Refused"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="uploads")
+    file = models.FileField(upload_to=source_upload_path, max_length=300)
+    original_name = models.CharField(max_length=200)
+    size = models.PositiveBigIntegerField(default=0)
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    phase = models.CharField(max_length=20, blank=True, help_text="checking or writing, while it runs")
+    progress = models.FloatField(default=0.0)
+    rows_read = models.PositiveIntegerField(default=0)
+    errors = models.JSONField(default=list, blank=True)
+    counts = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(progress__gte=0) & Q(progress__lte=1), name="source_upload_progress_0_1"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study_id} {self.original_name} ({self.status})"

@@ -1,6 +1,32 @@
 """The study console's pages, under /console/ (reached from the dashboard's study list)."""
 
-from django.urls import path  # noqa: F401 (the page modules add their routes below)
+from django.urls import path
+
+from console import launch_views, participant_views, upload_views
 
 app_name = "console"
-urlpatterns: list = []
+urlpatterns: list = [
+    path("<slug:slug>/upload/", upload_views.upload, name="upload"),
+    path("<slug:slug>/upload/<int:upload_id>/", upload_views.upload_detail, name="upload-detail"),
+    path("<slug:slug>/generate/", launch_views.launch_generation, name="launch-generation"),
+    path("<slug:slug>/judges/", launch_views.launch_judges, name="launch-judges"),
+    path("<slug:slug>/participants/", participant_views.participants, name="participants"),
+    path(
+        "<slug:slug>/participants/invite/", participant_views.participants_invite, name="participants-invite"
+    ),
+    path(
+        "<slug:slug>/participants/links.csv",
+        participant_views.participants_links_csv,
+        name="participants-links",
+    ),
+    path(
+        "<slug:slug>/participants/<int:participant_id>/link/",
+        participant_views.participant_link,
+        name="participant-link",
+    ),
+    path(
+        "<slug:slug>/participants/<int:participant_id>/withdraw/",
+        participant_views.participant_withdrawal,
+        name="participant-withdraw",
+    ),
+]

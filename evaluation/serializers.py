@@ -93,7 +93,9 @@ class AnswerSerializer(serializers.Serializer):
         allow_blank=True,
         help_text="the language the participant was shown the study in (empty: not recorded)",
     )
-    source = serializers.CharField(allow_blank=True, help_text="source key (empty for attention checks)")
+    source = serializers.CharField(
+        allow_blank=True, help_text="source key (empty for attention checks and background answers)"
+    )
     systems = serializers.CharField(
         allow_blank=True, help_text="';'-joined keys of every system that produced the text"
     )
@@ -101,8 +103,10 @@ class AnswerSerializer(serializers.Serializer):
         allow_blank=True, help_text="the system the Latin square assigned (lay answers)"
     )
     text_id = serializers.IntegerField(allow_null=True, help_text="the distinct text answered about")
-    phase = serializers.CharField(help_text="original, assisted, preference, expert, attention_check")
-    question = serializers.CharField()
+    phase = serializers.CharField(
+        help_text="original, assisted, preference, expert, attention_check, background"
+    )
+    question = serializers.CharField(help_text="the question; for background answers the question's key")
     value = serializers.CharField(
         allow_blank=True, help_text="level name as shown to the participant (or free text)"
     )

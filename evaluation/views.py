@@ -13,7 +13,7 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, Stream
 from django.shortcuts import redirect, render
 from django_htmx.http import HttpResponseClientRefresh
 
-from annotation.access import access_study, researcher_login_required
+from annotation.access import access_study, may_see_identifying, researcher_login_required
 from annotation.activity_services import activity_record
 from annotation.selectors import studies_for_user, study_language_summary
 from evaluation.context import (
@@ -86,6 +86,8 @@ def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
     context = dashboard_context(study=study, state=state, reported=request.GET.get("reported"))
     context["formats"] = sorted(FORMATS)
     context["participant_language"] = study_language_summary(study=study)
+    # Owners and editors get the "with Prolific/external IDs" checkbox (off by default).
+    context["may_see_identifying"] = may_see_identifying(study=study)
     return render(request, "evaluation/study_detail.html", context)
 
 

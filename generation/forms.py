@@ -9,6 +9,7 @@ from django.apps import apps
 from django.conf import settings
 
 from annotation.models import Study
+from generation.backends.configured import default_backend
 from generation.models import GENERATED_SYSTEMS, SYSTEM_LABELS, GenerationBatch
 from generation.prompts.registry import DEFAULT_VERSION, available_versions
 from work.launch_bounds import MAX_CONCURRENCY, MAX_SAMPLE_INDEX, MAX_TOKENS, SEED_MAX, SEED_MIN
@@ -29,7 +30,9 @@ class GenerationBatchForm(forms.Form):
         "asking only for a BS system skips the self-correction loop.",
     )
     backend = forms.ChoiceField(
-        choices=GenerationBatch.Backend.choices, initial=GenerationBatch.Backend.OPENAI
+        choices=GenerationBatch.Backend.choices,
+        # What can run here: the glossary backend unless an OpenAI-compatible server is configured.
+        initial=default_backend,
     )
     model_name = forms.CharField(
         required=False,
@@ -92,4 +95,6 @@ class GenerationBatchForm(forms.Form):
             "sample_index": data["sample_index"],
             "prompt_version": data["prompt_version"],
             "concurrency": data["concurrency"],
+            # Asked before anything is queued: an unreachable server or a refused key is a form error.
+            "check_server": True,
         }

@@ -7,6 +7,7 @@ from typing import Any
 from django import forms
 
 from annotation.models import Study
+from generation.backends.configured import default_backend
 from judging.instrument import INSTRUMENT_TASKS
 from judging.models import JudgeRun
 from judging.prompts.registry import DEFAULT_VERSION, available_versions
@@ -15,7 +16,11 @@ from work.launch_bounds import MAX_CONCURRENCY, MAX_TOKENS, SEED_MAX, SEED_MIN
 
 class JudgeRunForm(forms.Form):
     study = forms.ModelChoiceField(queryset=Study.objects.order_by("slug"))
-    backend = forms.ChoiceField(choices=JudgeRun.Backend.choices, initial=JudgeRun.Backend.OPENAI)
+    backend = forms.ChoiceField(
+        choices=JudgeRun.Backend.choices,
+        # What can run here: the glossary backend unless an OpenAI-compatible server is configured.
+        initial=default_backend,
+    )
     model_name = forms.CharField(
         required=False,
         max_length=300,
@@ -60,4 +65,6 @@ class JudgeRunForm(forms.Form):
             "seed": data["seed"],
             "prompt_version": data["prompt_version"],
             "concurrency": data["concurrency"],
+            # Asked before anything is queued: an unreachable server or a refused key is a form error.
+            "check_server": True,
         }

@@ -41,7 +41,7 @@ from annotation.activity_services import activity_record
 from annotation.models import SimplificationText, Source, Study
 from generation.backends.base import BackendError, ChatBackend, GenerationParams
 from generation.backends.cache import CachedBackend
-from generation.backends.configured import cached_backend
+from generation.backends.configured import cached_backend, openai_server_problem
 from generation.backends.registry import GPU_BACKENDS, get_backend
 from judging.heuristic import HEURISTIC_MODEL, GlossaryHeuristicJudge
 from judging.instrument import (
@@ -115,10 +115,13 @@ def judge_run_create(
     prompt_version: str = "judge-v1",
     concurrency: int | None = None,
     created_by: Any = None,
+    check_server: bool = False,
 ) -> JudgeRun:
     """Create a run with one item per (task, source or distinct simplification text) and send its
-    first items once committed. `temperature` defaults to the prompt set's. ValidationError names
-    the field of a bad request."""
+    first items once committed. `temperature` defaults to the prompt set's. `check_server`: with
+    the openai backend, refuse the launch (naming `backend`) when the configured server is
+    unreachable or refuses the key (generation.backends.configured.openai_server_problem).
+    ValidationError names the field of a bad request."""
     errors: dict[str, str] = {}
     instruments = list(dict.fromkeys(instruments))
     if not instruments or any(name not in INSTRUMENT_TASKS for name in instruments):
@@ -145,6 +148,9 @@ def judge_run_create(
     sources = list(Source.objects.filter(study=study).order_by("position"))
     if not sources:
         errors["study"] = f"Study {study.slug!r} has no sources to judge."
+    if not errors and check_server and backend == JudgeRun.Backend.OPENAI:
+        if problem := openai_server_problem():
+            errors["backend"] = problem
     if errors:
         raise ValidationError(errors)
 

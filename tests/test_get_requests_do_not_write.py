@@ -26,7 +26,14 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
 from annotation import services as annotation_services
-from annotation.models import ActivityEvent, AttentionCheck, LayItem, Participant, Simplification
+from annotation.models import (
+    ActivityEvent,
+    AttentionCheck,
+    LayItem,
+    Participant,
+    Simplification,
+    SourceUpload,
+)
 from annotation.pairs.setup import study_instrument_attach
 from evaluation.models import PowerPlan
 from evaluation.services import analysis_snapshot_compute_here
@@ -113,6 +120,7 @@ def world(monkeypatch, django_capture_on_commit_callbacks):
     rater = annotation_services.participant_create(study=pairs_study, role=Participant.Role.RADIOLOGIST)
     annotation_services.participant_consent(participant=rater, accepted=True)
     pair_text = Simplification.objects.get(source__study=pairs_study).shown_text_id
+    upload = SourceUpload.objects.create(study=study, original_name="sources.csv")
     return {
         "users": {"superuser": superuser, "researcher": researcher, "anonymous": None},
         "values": {
@@ -124,6 +132,8 @@ def world(monkeypatch, django_capture_on_commit_callbacks):
             "check_id": check.pk,
             "panel": "original",
             "text_id": pair_text,
+            "upload_id": upload.pk,
+            "participant_id": lay.pk,
         },
         "tokens": {"r": expert.token, "l": lay.token, "s": lay.token, "p": rater.token},
         "items": {"r": expert_item, "l": lay_item.pk},

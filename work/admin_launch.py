@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.contrib import admin, messages
-from django.core.exceptions import ValidationError
 from django.db.models import Count, Model, Q
 from django.forms import Form
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -16,6 +15,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from annotation.admin_access import StudyScopedAdmin, scope_to_user
+from work.launch_forms import form_launch
 from work.scheduler import TaskQueueUnreachable
 
 
@@ -73,16 +73,12 @@ class LaunchedWorkAdmin(StudyScopedAdmin):
         for name in self.scoped_fields:
             form.fields[name].queryset = scope_to_user(form.fields[name].queryset, request.user)
         if request.method == "POST" and form.is_valid():
-            service = type(self).launch_service
-            try:
-                batch = service(**form.launch_arguments(), created_by=request.user)
-            except ValidationError as exc:
-                for field, errors in exc.message_dict.items():
-                    form.add_error(field if field in form.fields else None, errors)
-            except TaskQueueUnreachable as exc:
-                self.message_user(request, str(exc), messages.WARNING)
-                return HttpResponseRedirect(exc.batch.get_absolute_url())
-            else:
+            launched = form_launch(form, type(self).launch_service, created_by=request.user)
+            batch = launched.batch
+            if launched.warning:
+                self.message_user(request, launched.warning, messages.WARNING)
+                return HttpResponseRedirect(batch.get_absolute_url())
+            if batch is not None:
                 jobs = getattr(batch, self.jobs_relation).count()
                 self.message_user(
                     request,

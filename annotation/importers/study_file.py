@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import re
 from collections.abc import Iterator
@@ -37,6 +38,7 @@ SYSTEM_KEY = re.compile(r"^[a-z0-9][a-z0-9_-]{0,59}$")
 MAX_CELL = 131_072
 MAX_KEY = Source._meta.get_field("key").max_length
 MAX_SLUG = Study._meta.get_field("slug").max_length
+PROGRESS_EVERY = 500
 
 
 def study_slug_check(slug: str) -> str:
@@ -104,6 +106,13 @@ class StudyFile:
             self.kind = "csv"
         else:
             raise ImportFormatError("unknown format: use .csv (wide or long) or .jsonl.", file=self.name)
+        # How far the reading got, for a progress bar (the browser upload's task reads them from
+        # its heartbeat thread): the pass (1: `check`, 2: the writer's `rows`), the row and the
+        # bytes read, updated every PROGRESS_EVERY rows.
+        self.passes = 0
+        self.row_number = 0
+        self.bytes_read = 0
+        self.size = self.path.stat().st_size if self.path.exists() else 0
 
     def check(self) -> StudyFileSummary:
         """Validate the whole file (first pass)."""
@@ -164,6 +173,8 @@ class StudyFile:
 
     def rows(self) -> Iterator[StudyFileRow]:
         """Every row's records, validated one row at a time (cross-row rules are `check`'s)."""
+        self.passes += 1
+        self.row_number = self.bytes_read = 0
         if self.kind == "jsonl":
             yield from self._jsonl_rows()
         else:
@@ -195,6 +206,7 @@ class StudyFile:
                 if "\x00" in joined or len(joined) > MAX_CELL:
                     for column, value in zip(header, cells, strict=True):
                         self._check_cell(value, number, column)
+                self._progress(number)
                 yield self._row(dict(zip(header, cells, strict=True)), number)
 
     def _csv_cells(self, reader) -> Iterator[tuple[int, list[str]]]:
@@ -287,6 +299,7 @@ class StudyFile:
                     self._check_cell(value, number, column)
                     row[column] = value
                 seen_any = True
+                self._progress(number)
                 yield self._row(row, number)
         if not seen_any:
             raise ImportFormatError("the file is empty.", file=self.name)
@@ -295,7 +308,15 @@ class StudyFile:
 
     def _open(self):
         # utf-8-sig drops a BOM; decoding errors surface while reading, with the row they are on.
-        return self.path.open(encoding="utf-8-sig", newline="")
+        # The binary file underneath tells how many bytes were read (text files cannot while
+        # iterated).
+        self._binary = self.path.open("rb")
+        return io.TextIOWrapper(self._binary, encoding="utf-8-sig", newline="")
+
+    def _progress(self, number: int) -> None:
+        if number % PROGRESS_EVERY == 0:
+            self.row_number = number
+            self.bytes_read = self._binary.tell()
 
     def _check_cell(self, value: str, number: int, column: str) -> None:
         if "\x00" in value:

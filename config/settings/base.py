@@ -173,6 +173,8 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env.str("DJANGO_STATIC_ROOT", default=str(BASE_DIR / "staticfiles")))
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every request without it
 MEDIA_ROOT = Path(env.str("DJANGO_MEDIA_ROOT", default=str(BASE_DIR / "var" / "media")))
+# The largest sources file the console's upload page takes (streamed to MEDIA_ROOT, then imported).
+RADLAY_UPLOAD_MAX_MB = env.int("RADLAY_UPLOAD_MAX_MB", default=512)
 LOGIN_URL = "admin:login"
 # A failed CSRF check gets the branded page that says what to do next (config/errors.py).
 CSRF_FAILURE_VIEW = "config.errors.csrf_failure"

@@ -34,7 +34,7 @@ from django.db import connection
 from psycopg import ClientCursor, errors, pq, sql
 
 from annotation import scales
-from annotation.models import LayAnswer, Study
+from annotation.models import LayAnswer, Participant, Study
 from evaluation.exporters.cells import FORMULA_TRIGGERS, PREFIX, csv_cell
 from evaluation.exporters.csv import csv_chunks
 from evaluation.exporters.rows import (
@@ -43,6 +43,7 @@ from evaluation.exporters.rows import (
     answer_columns,
     answer_lookups,
     attention_check_query,
+    background_query,
     expert_rating_query,
     external_ids,
     justification_query,
@@ -376,7 +377,37 @@ def _statements(study: Study, columns: Sequence[str], include_external_ids: bool
             updated_at="a.answered_at",
         )
     )
+    # Background answers: one CSV row per answered question, the keys in code-point order as
+    # rows._background_rows sorts them (the keys any participant of the study gave, read first).
+    keys = sorted(_background_keys(study))
+    statements.append(
+        statement(
+            background_query(study=study, known=lookups),
+            ["participant_id", "background"],
+            [
+                (
+                    key,
+                    f"a.background ->> {_literal(raw, key)} <> ''",
+                    free(f"(a.background ->> {_literal(raw, key)})"),
+                )
+                for key in keys
+            ],
+            phase=_literal(raw, csv_text("background")),
+        )
+        if keys
+        else None
+    )
     return [statement for statement in statements if statement]
+
+
+def _background_keys(study: Study) -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT DISTINCT jsonb_object_keys(background) FROM {Participant._meta.db_table}"
+            " WHERE study_id = %s AND jsonb_typeof(background) = 'object'",
+            [study.pk],
+        )
+        return [key for (key,) in cursor.fetchall()]
 
 
 def _literal(raw, value: Any) -> str:

@@ -281,11 +281,22 @@ def attention_check_query(*, study: Study, known: AnswerLookups | None) -> Answe
     )
 
 
+def background_query(*, study: Study, known: AnswerLookups | None) -> AnswerQuery:
+    """The participants who answered background questions (Study.background_questions): one stored
+    answer per participant, the JSON object of their answers (key → the option or text given)."""
+    return AnswerQuery(
+        Participant.objects.filter(study=study, **_bounds(known, participant="pk"))
+        .exclude(background={})
+        .order_by("pk"),
+        ("pk", "background"),
+    )
+
+
 def answer_rows(*, study: Study, include_external_ids: bool = False) -> Iterator[tuple[Any, ...]]:
     """Yield one row per answer: lay panels 1–2 (one row per question), panel-3 choices (one row per
     chosen text) and justifications, radiologist ratings (one row per aspect) and comments,
-    radiologists' judgements of the originals, attention checks. With `include_external_ids` each
-    row has the participant's external id after `participant`."""
+    radiologists' judgements of the originals, attention checks, background (demographic) answers.
+    With `include_external_ids` each row has the participant's external id after `participant`."""
     if not include_external_ids:
         for _, row in _rows(study):
             yield row
@@ -498,6 +509,30 @@ def _attention_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slu
         )
 
 
+def _background_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slug: str) -> Spread:
+    # Keys in code-point order (JSONB keeps no order); a question left unanswered ("") has no row,
+    # as an unanswered question of the panels has none.
+    people = known.people
+    for values in stored:
+        participant_id, answers = values[:2]
+        label, role = people[participant_id]
+        for n, key in enumerate(sorted(answers)):
+            if answers[key] in ("", None):
+                continue
+            yield (
+                values,
+                n,
+                AnswerRow(
+                    study=slug,
+                    participant=label,
+                    role=role,
+                    phase="background",
+                    question=str(key),
+                    value=str(answers[key]),
+                ),
+            )
+
+
 class Section(NamedTuple):
     """One answer table of the export: its query, how its stored answers become rows, and where
     in a stored answer's values its source and text ids are (None: it has none)."""
@@ -527,4 +562,5 @@ SECTIONS = (
     Section(lambda study, known: expert_rating_query(study=study, known=known), _expert_rows, 1, 2),
     Section(lambda study, known: source_judgement_query(study=study, known=known), _judgement_rows, 1),
     Section(lambda study, known: attention_check_query(study=study, known=known), _attention_rows),
+    Section(lambda study, known: background_query(study=study, known=known), _background_rows),
 )

@@ -55,3 +55,56 @@ def cached_backend(
     options = {**backend_options(name), **extra}
     backend = _instance(build, name, model, tuple(sorted(options.items())))
     return CachedBackend(backend, DbCallCache(backend=name, model=model))
+
+
+# --- Which backend can run here, and whether the configured server answers -------------------------
+
+# One cheap call before a launch: long enough for a server across the internet, short enough for a
+# form submission.
+SERVER_CHECK_TIMEOUT = 5.0
+
+
+def openai_configured() -> bool:
+    """Whether settings name an OpenAI-compatible server (OPENAI_BASE_URL) or OpenAI's own API
+    (OPENAI_API_KEY)."""
+    return bool(settings.OPENAI_BASE_URL or settings.OPENAI_API_KEY)
+
+
+def default_backend() -> str:
+    """The backend a launch form offers first: the OpenAI-compatible one when a server is
+    configured, else the offline glossary backend (which always runs)."""
+    return "openai" if openai_configured() else "glossary"
+
+
+def openai_server_problem(*, timeout: float = SERVER_CHECK_TIMEOUT) -> str:
+    """Why the configured OpenAI-compatible server cannot take a launch now, or "" when it can:
+    one `models.list` call. Unreachable (refused, timed out), a refused key (401/403) and a server
+    error (5xx) are problems; any other answer (a server without /models answers 404) is not."""
+    import openai
+
+    base_url = settings.OPENAI_BASE_URL or None
+    where = base_url or "api.openai.com"
+    if not openai_configured():
+        return (
+            "No OpenAI-compatible server is configured: set OPENAI_BASE_URL (and OPENAI_API_KEY) "
+            "in the server's settings, or choose the glossary backend."
+        )
+    api_key = settings.OPENAI_API_KEY or "EMPTY"
+    client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
+    try:
+        client.models.list()
+    except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+        return f"The server at {where} refused the API key (HTTP {exc.status_code}): check OPENAI_API_KEY."
+    except openai.APITimeoutError:
+        return f"The server at {where} did not answer within {timeout:g} s: is it running?"
+    except openai.APIConnectionError as exc:
+        return (
+            f"No server answers at {where} ({exc.__cause__ or exc}): is it running, and is "
+            "OPENAI_BASE_URL right?"
+        )
+    except openai.APIStatusError as exc:
+        if exc.status_code >= 500:
+            return f"The server at {where} answered HTTP {exc.status_code}: try again when it is back."
+    finally:
+        client.close()
+    return ""

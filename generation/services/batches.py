@@ -26,6 +26,7 @@ from django.db import transaction
 from annotation.activity_services import activity_record
 from annotation.models import Source, Study, System
 from annotation.services import system_upsert
+from generation.backends.configured import openai_server_problem
 from generation.models import (
     GENERATED_SYSTEMS,
     SYSTEM_FAMILY,
@@ -61,12 +62,16 @@ def generation_batch_create(
     concurrency: int | None = None,
     sources: Iterable[Source] | None = None,
     created_by: Any = None,
+    check_server: bool = False,
 ) -> GenerationBatch:
     """Create a batch with one job per (source, family) and send its first jobs once committed.
 
     `model_artifact` (an ml.ModelArtifact) is the transformers model instead of `model_name`.
-    `sources` defaults to every source of the study. Raises ValidationError on a bad request, and
-    TaskQueueUnreachable (carrying the batch, which exists) when the broker refused its first jobs.
+    `sources` defaults to every source of the study. `check_server`: with the openai backend, ask
+    the configured server first (one cheap call) and refuse the launch, naming `backend`, when it
+    is unreachable or refuses the key, instead of queuing jobs that would all fail alike (the
+    launch forms ask for it). Raises ValidationError on a bad request, and TaskQueueUnreachable
+    (carrying the batch, which exists) when the broker refused its first jobs.
     """
     systems = list(dict.fromkeys(systems))
     errors: dict[str, str] = {}
@@ -109,6 +114,9 @@ def generation_batch_create(
         errors["sources"] = "Every source must belong to the study."
     elif not source_list:
         errors["study"] = f"Study {study.slug!r} has no sources to simplify."
+    if not errors and check_server and backend == GenerationBatch.Backend.OPENAI:
+        if problem := openai_server_problem():
+            errors["backend"] = problem
     if errors:
         raise ValidationError(errors)
 

@@ -80,6 +80,12 @@ def study(db):
         participant=radiologist, source=sources[1], simplicity=2, comment=AWKWARD
     )
 
+    # Background answers: formula-like and awkward text, an unanswered question, keys out of order.
+    Participant.objects.filter(pk=lay[0].pk).update(
+        background={"zip": "=1+1", "age": "18-29", "note": AWKWARD, "skipped": ""}
+    )
+    Participant.objects.filter(pk=lay[1].pk).update(background={"age": "30-49", "Zeta": "é"})
+
     check = AttentionCheck.objects.create(
         study=study, position=1, prompt="Pick blue.", options=["Blue", "Red"], expected_answer="Blue"
     )

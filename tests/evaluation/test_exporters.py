@@ -216,3 +216,66 @@ def test_timestamps_are_iso_8601_utc_as_python_writes_them(study):
     assert {r.updated_at for r in rows} == {
         answer.updated_at.astimezone(UTC).isoformat(timespec="microseconds")
     }
+
+
+def _with_background(study):
+    """Background answers of two laypeople of `study` (the lay flow's service writes them)."""
+    from annotation.lay.entry import lay_background_save
+    from annotation.models import Participant
+
+    study.background_questions = [
+        {"key": "age", "question": "Your age?", "options": ["18-29", "30-49", "50+"]},
+        {"key": "education", "question": "Highest education?"},
+    ]
+    study.save(update_fields=["background_questions"])
+    first, second = Participant.objects.filter(study=study, role="layperson").order_by("pk")[:2]
+    lay_background_save(participant=first, data={"age": "30-49", "education": "=HYPERLINK(1)"})
+    lay_background_save(participant=second, data={"age": "18-29"})  # education left unanswered
+    return first, second
+
+
+def _background(rows: list[dict]) -> set[tuple[str, str, str]]:
+    return {
+        (str(r["participant"]), r["question"], str(r["value"])) for r in rows if r["phase"] == "background"
+    }
+
+
+@pytest.mark.parametrize("file_format", ["csv", "xlsx", "json"])
+def test_background_answers_are_in_every_format(study, tmp_path, file_format):
+    first, second = _with_background(study)
+    out = tmp_path / f"answers.{file_format}"
+    call_command("export", "--study", study.slug, "--format", file_format, "--out", str(out))
+    if file_format == "csv":
+        rows = pd.read_csv(out, dtype=str, keep_default_na=False).to_dict("records")
+    elif file_format == "xlsx":
+        rows = pd.read_excel(out, dtype=str, keep_default_na=False).to_dict("records")
+    else:
+        rows = json.loads(out.read_text())
+    expected = {
+        (first.pseudonym, "age", "30-49"),
+        # A spreadsheet would run it: prefixed in CSV, as every free text is (XLSX stores it as text).
+        (first.pseudonym, "education", "'=HYPERLINK(1)" if file_format == "csv" else "=HYPERLINK(1)"),
+        (second.pseudonym, "age", "18-29"),
+    }
+    assert _background(rows) == expected
+
+
+def test_background_answers_are_in_the_api_pages(study, client):
+    from django.contrib.auth import get_user_model
+    from django.urls import reverse
+
+    first, second = _with_background(study)
+    owner = get_user_model().objects.create_user("bg-owner")
+    study.researchers.add(owner)
+    client.force_login(owner)
+    url, rows = reverse("api:answer-list", args=[study.slug]) + "?limit=7", []
+    while url:
+        page = client.get(url).json()
+        rows += page["results"]
+        url = page["next"]
+    assert _background(rows) == {
+        (first.pseudonym, "age", "30-49"),
+        (first.pseudonym, "education", "=HYPERLINK(1)"),
+        (second.pseudonym, "age", "18-29"),
+    }
+    assert all(r["role"] == "layperson" and r["source"] == "" for r in rows if r["phase"] == "background")

@@ -16,7 +16,7 @@ from django.core.management import CommandError, call_command
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from annotation.activity_services import activity_record
-from annotation.models import Participant, Study, StudyMembership
+from annotation.models import Participant, SourceUpload, Study, StudyMembership
 from annotation.team_services import study_member_add, study_member_remove, study_member_role_set
 from generation.services import batches
 from judging import services as judging_services
@@ -70,6 +70,19 @@ ENDPOINTS = [
     Endpoint("generation:batch_detail", "view", args=("batch",)),
     Endpoint("generation:batch_cancel", "edit", method="post", args=("batch",)),
     Endpoint("generation:batch_resume", "edit", method="post", args=("batch",)),
+    Endpoint("console:upload", "edit"),
+    Endpoint("console:upload", "edit", method="post"),
+    Endpoint("console:upload-detail", "edit", args=("upload",)),
+    Endpoint("console:launch-generation", "edit"),
+    Endpoint("console:launch-generation", "edit", method="post", data={"backend": "nonsense"}),
+    Endpoint("console:launch-judges", "edit"),
+    Endpoint("console:launch-judges", "edit", method="post", data={"backend": "nonsense"}),
+    Endpoint("console:participants", "edit"),
+    Endpoint("console:participants-invite", "edit", method="post", data={"role": "layperson", "count": "1"}),
+    Endpoint("console:participants-links", "edit"),
+    Endpoint("console:participant-link", "edit", method="post", args=("participant",)),
+    Endpoint("console:participant-withdraw", "edit", args=("participant",)),
+    Endpoint("console:participant-withdraw", "edit", method="post", args=("participant",)),
     Endpoint("api:study-detail", "view", api=True),
     Endpoint("api:source-list", "view", api=True),
     Endpoint("api:system-list", "view", api=True),
@@ -130,7 +143,10 @@ def team(db):
     from evaluation import plans
 
     plan = plans.plan_create(study=study, parameters={"outcome": "understanding", "effect": 0.25}, user=None)
-    return study, people, {"run": str(run.pk), "batch": str(batch.pk), "plan": str(plan.pk)}
+    upload = SourceUpload.objects.create(study=study, original_name="sources.csv")
+    participant = Participant.objects.create(study=study, role="layperson", pseudonym="L100")
+    ids = {"run": str(run.pk), "batch": str(batch.pk), "plan": str(plan.pk), "upload": str(upload.pk)}
+    return study, people, {**ids, "participant": str(participant.pk)}
 
 
 def _url(endpoint: Endpoint, study: Study, ids: dict[str, str]) -> str:
