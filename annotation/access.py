@@ -95,7 +95,7 @@ def access_participant(*, token: str, role: str | None = None, require_open: boo
 def _admit(participant: Participant, *, role: str | None, require_open: bool) -> Participant:
     if role is not None and participant.role != role:
         raise WrongFlow(f"This link is for a {participant.get_role_display().lower()}, not a {role}.")
-    if require_open and not participant.study.is_open:
+    if require_open and not participant.may_answer:
         raise SurveyClosed(participant.study)
     return participant
 

@@ -46,7 +46,12 @@ SEVERITY_CHOICES = scales.SEVERITY.choices()
 class Study(models.Model):
     class Status(models.TextChoices):
         DRAFT = "draft", "Draft"
+        # Pilot: participants take part as when open, but are flagged (Participant.is_pilot), kept
+        # out of the analysis, and can be discarded in one action before the study opens.
+        PILOT = "pilot", "Pilot"
         OPEN = "open", "Open"
+        # Paused: participants see a "paused" page, their answers so far are kept; resuming reopens.
+        PAUSED = "paused", "Paused"
         CLOSED = "closed", "Closed"
 
     class Unit(models.TextChoices):
@@ -166,7 +171,8 @@ class Study(models.Model):
 
     @property
     def is_open(self) -> bool:
-        return self.status == self.Status.OPEN
+        """Whether participants may answer: open, or piloting (pilot participants are flagged)."""
+        return self.status in (self.Status.OPEN, self.Status.PILOT)
 
 
 class StudyMembership(models.Model):
@@ -352,6 +358,12 @@ class Participant(models.Model):
     )
     # The language this participant was shown the study in (exports record it).
     language = models.CharField(max_length=16, blank=True)
+    # A researcher trying the survey from the console: may answer whatever the study's status,
+    # and is never counted (annotation.selectors.counted_participants).
+    is_preview = models.BooleanField(default=False)
+    # Joined while the study was in pilot: kept apart from the study's data (counted nowhere) and
+    # discarded in one action before opening (annotation.study_setup.pilot_participants_discard).
+    is_pilot = models.BooleanField(default=False)
     completion_code = models.CharField(max_length=16, default=new_completion_code)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -374,6 +386,11 @@ class Participant(models.Model):
     @property
     def is_radiologist(self) -> bool:
         return self.role == self.Role.RADIOLOGIST
+
+    @property
+    def may_answer(self) -> bool:
+        """Whether the study takes this participant's answers now (a preview always may)."""
+        return self.is_preview or self.study.is_open
 
 
 # --- Expert (radiologist) flow ---------------------------------------------------------------

@@ -35,7 +35,7 @@ from annotation.models import (
     Study,
     System,
 )
-from annotation.selectors import systems_by_text
+from annotation.selectors import counted_participants, systems_by_text
 from evaluation.selectors import EXPERT_ASPECTS, LAY_QUESTIONS, participant_label
 
 CHUNK = 5000
@@ -108,9 +108,9 @@ def answer_lookups(*, study: Study) -> AnswerLookups:
     return AnswerLookups(
         people={
             pk: (participant_label(pseudonym, pk), role)
-            for pk, pseudonym, role in Participant.objects.filter(study=study).values_list(
-                "pk", "pseudonym", "role"
-            )
+            for pk, pseudonym, role in Participant.objects.filter(
+                counted_participants(), study=study
+            ).values_list("pk", "pseudonym", "role")
         },
         sources=dict(Source.objects.filter(study=study).values_list("pk", "key")),
         systems=dict(System.objects.filter(study=study).values_list("pk", "key")),
@@ -172,6 +172,7 @@ def _bounds(known: AnswerLookups | None, *, participant: str, source: str = "") 
 def lay_answer_query(*, study: Study, known: AnswerLookups | None) -> AnswerQuery:
     return AnswerQuery(
         LayAnswer.objects.filter(
+            counted_participants(path="item__participant__"),
             item__participant__study=study,
             **_bounds(known, participant="item__participant_id", source="item__source_id"),
         ).order_by("item__participant_id", "item__position", "phase"),
@@ -193,6 +194,7 @@ def preference_query(*, study: Study, known: AnswerLookups | None, side: str) ->
     through = getattr(LayPreference, side).through
     return AnswerQuery(
         through.objects.filter(
+            counted_participants(path="laypreference__item__participant__"),
             laypreference__item__participant__study=study,
             **_bounds(
                 known,
@@ -218,6 +220,7 @@ def preference_query(*, study: Study, known: AnswerLookups | None, side: str) ->
 def justification_query(*, study: Study, known: AnswerLookups | None) -> AnswerQuery:
     return AnswerQuery(
         LayPreference.objects.filter(
+            counted_participants(path="item__participant__"),
             item__participant__study=study,
             **_bounds(known, participant="item__participant_id", source="item__source_id"),
         )
@@ -238,6 +241,7 @@ def justification_query(*, study: Study, known: AnswerLookups | None) -> AnswerQ
 def expert_rating_query(*, study: Study, known: AnswerLookups | None) -> AnswerQuery:
     return AnswerQuery(
         ExpertRating.objects.filter(
+            counted_participants(path="participant__"),
             participant__study=study,
             **_bounds(known, participant="participant_id", source="shown_text__source_id"),
         ).order_by("participant_id", "shown_text__source__position", "shown_text_id"),
@@ -256,6 +260,7 @@ def expert_rating_query(*, study: Study, known: AnswerLookups | None) -> AnswerQ
 def source_judgement_query(*, study: Study, known: AnswerLookups | None) -> AnswerQuery:
     return AnswerQuery(
         ExpertSourceJudgement.objects.filter(
+            counted_participants(path="participant__"),
             participant__study=study,
             **_bounds(known, participant="participant_id", source="source_id"),
         ).order_by("participant_id", "source__position"),
@@ -274,7 +279,9 @@ def source_judgement_query(*, study: Study, known: AnswerLookups | None) -> Answ
 def attention_check_query(*, study: Study, known: AnswerLookups | None) -> AnswerQuery:
     return AnswerQuery(
         AttentionCheckResponse.objects.filter(
-            participant__study=study, **_bounds(known, participant="participant_id")
+            counted_participants(path="participant__"),
+            participant__study=study,
+            **_bounds(known, participant="participant_id"),
         ).order_by("participant_id", "check_item__position"),
         ("participant_id", "check_item__position", "answer", "passed", *_timestamps("answered_at")),
     )
