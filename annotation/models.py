@@ -42,6 +42,28 @@ def text_hash(text: str) -> str:
 
 SEVERITY_CHOICES = scales.SEVERITY.choices()
 
+# Replaced in Study.completion_redirect_url by the participant's own completion code
+# (annotation/lay/entry.py lay_completion_url); the only placeholder the URL may hold.
+COMPLETION_CODE_PLACEHOLDER = "{code}"
+
+
+def completion_redirect_errors(url: str) -> list[str]:
+    """Problems of a completion redirect URL: braces other than the `{code}` placeholder (a
+    mistyped `{Code}` or `{{code}}` would reach the recruiter as written), or a URL that is not
+    http(s) once the placeholder is filled in."""
+    if not url:
+        return []
+    rest = url.replace(COMPLETION_CODE_PLACEHOLDER, "")
+    if "{" in rest or "}" in rest:
+        return [
+            "Completion redirect URL: the only placeholder it may hold is {code} (lower case, single "
+            "braces), replaced by the participant's completion code."
+        ]
+    filled = url.replace(COMPLETION_CODE_PLACEHOLDER, "ABC123")
+    if not filled.startswith(("https://", "http://")):
+        return ["Completion redirect URL: it must start with https:// (or http://)."]
+    return []
+
 
 class Study(models.Model):
     class Status(models.TextChoices):
@@ -165,9 +187,15 @@ class Study(models.Model):
         return self.slug
 
     def clean(self) -> None:
-        errors = json_shapes.background_questions_errors(self.background_questions)
+        errors: dict[str, list[str]] = {}
+        if problems := json_shapes.background_questions_errors(self.background_questions):
+            errors["background_questions"] = problems
+        if problems := completion_redirect_errors(self.completion_redirect_url):
+            errors["completion_redirect_url"] = problems
+        if self.language not in dict(settings.LANGUAGES):
+            errors["language"] = [f"Language: {self.language!r} is not one of the site's languages."]
         if errors:
-            raise ValidationError({"background_questions": errors})
+            raise ValidationError(errors)
 
     @property
     def is_open(self) -> bool:

@@ -83,6 +83,13 @@ def survey_participant(
                 return response
             except SurveyClosed as closed:
                 if request.htmx:
+                    if closed.study.status == closed.study.Status.PAUSED:
+                        return error(
+                            request,
+                            "The survey is paused: this answer was not saved. Your earlier answers "
+                            "are kept; open your link again once the survey is reopened.",
+                            403,
+                        )
                     return error(request, "This study is not open: answers are no longer accepted.", 403)
                 return study_unavailable(request, closed.study)
             except WrongFlow as exc:
