@@ -53,6 +53,22 @@ def _study_with_role(*, user, slug: str) -> tuple[Study, str] | None:
     return (membership.study, membership.role) if membership else None
 
 
+def access_study_create(*, user) -> None:
+    """Whether `user` may create studies (the console's "New study"): staff, or a member who
+    owns or edits some study already (a researcher, not a radiologist's survey account). Raises
+    PermissionDenied otherwise; the creator becomes the new study's owner."""
+    if not user.is_authenticated:
+        raise PermissionDenied("Sign in to create a study.")
+    if user.is_staff or user.is_superuser:
+        return
+    editing = [r for r in StudyMembership.Role if r.allows("edit")]
+    if not StudyMembership.objects.filter(user=user, role__in=editing).exists():
+        raise PermissionDenied(
+            "Only the research team creates studies: ask an administrator to make your account staff "
+            "or to add you to a study as owner or editor."
+        )
+
+
 def may_see_identifying(*, study: Study) -> bool:
     """Whether identifying fields (recruiters' ids, participants' names and e-mails) may reach
     the user `access_study` admitted to `study`: owners and editors, never viewers. The one rule
