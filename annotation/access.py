@@ -53,16 +53,20 @@ def _study_with_role(*, user, slug: str) -> tuple[Study, str] | None:
     return (membership.study, membership.role) if membership else None
 
 
-def access_study_create(*, user) -> None:
-    """Whether `user` may create studies (the console's "New study"): staff, or a member who
-    owns or edits some study already (a researcher, not a radiologist's survey account). Raises
-    PermissionDenied otherwise; the creator becomes the new study's owner."""
+def may_create_study(*, user) -> bool:
+    """Whether `user` may create studies (the console's "New study"): staff, or a member who owns
+    or edits some study already (a researcher, not a radiologist's survey account)."""
     if not user.is_authenticated:
-        raise PermissionDenied("Sign in to create a study.")
+        return False
     if user.is_staff or user.is_superuser:
-        return
-    editing = [r for r in StudyMembership.Role if r.allows("edit")]
-    if not StudyMembership.objects.filter(user=user, role__in=editing).exists():
+        return True
+    editing = [role for role in StudyMembership.Role if role.allows("edit")]
+    return StudyMembership.objects.filter(user=user, role__in=editing).exists()
+
+
+def access_study_create(*, user) -> None:
+    """Refuse (403) a user who may not create studies; the creator becomes the study's owner."""
+    if not may_create_study(user=user):
         raise PermissionDenied(
             "Only the research team creates studies: ask an administrator to make your account staff "
             "or to add you to a study as owner or editor."

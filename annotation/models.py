@@ -192,6 +192,13 @@ class Study(models.Model):
             errors["background_questions"] = problems
         if problems := completion_redirect_errors(self.completion_redirect_url):
             errors["completion_redirect_url"] = problems
+        # The database's checks (Meta.constraints), said here with the field's name.
+        if not 1 <= (self.safety_gate_threshold or 0) <= 5:
+            errors["safety_gate_threshold"] = ["Safety gate threshold: a level from 1 to 5."]
+        if self.screen_out_after_failed_checks is not None and self.screen_out_after_failed_checks < 1:
+            errors["screen_out_after_failed_checks"] = [
+                "Screen out after: at least 1 failed check, or empty for never."
+            ]
         if self.language not in dict(settings.LANGUAGES):
             errors["language"] = [f"Language: {self.language!r} is not one of the site's languages."]
         if errors:

@@ -13,7 +13,7 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, Stream
 from django.shortcuts import redirect, render
 from django_htmx.http import HttpResponseClientRefresh
 
-from annotation.access import access_study, researcher_login_required
+from annotation.access import access_study, may_create_study, researcher_login_required
 from annotation.activity_services import activity_record
 from annotation.selectors import studies_for_user
 from evaluation.context import analysis_document, dashboard_context, not_ready_response, section_context
@@ -37,7 +37,9 @@ def study_list(request: HttpRequest) -> HttpResponse:
         .order_by("-created_at")
     )
     rows = [{"study": study, "progress": progress_by_role(study=study)} for study in studies]
-    return render(request, "evaluation/study_list.html", {"rows": rows})
+    editable = set(studies_for_user(user=request.user, need="edit").values_list("pk", flat=True))
+    context = {"rows": rows, "editable": editable, "may_create": may_create_study(user=request.user)}
+    return render(request, "evaluation/study_list.html", context)
 
 
 def _progress_context(study) -> dict:
