@@ -10,6 +10,7 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
+from django.db import models
 from django.forms import BaseFormSet, formset_factory
 
 from annotation import json_shapes, protocol_texts
@@ -42,6 +43,13 @@ def options_from_lines(text: str) -> list[str]:
     return [line.strip() for line in (text or "").splitlines() if line.strip()]
 
 
+def _formfield(field: models.Field, **kwargs: Any) -> forms.Field | None:
+    # A redirect URL typed without a scheme is a web address: https, as Django 6 will assume.
+    if isinstance(field, models.URLField):
+        kwargs["assume_scheme"] = "https"
+    return field.formfield(**kwargs)
+
+
 class StudyCreateForm(forms.ModelForm):
     class Meta:
         model = Study
@@ -65,6 +73,7 @@ class StudySettingsForm(forms.ModelForm):
 
     class Meta:
         model = Study
+        formfield_callback = _formfield
         fields = [
             "title",
             "description",
@@ -189,7 +198,7 @@ class BaseBackgroundFormSet(BaseFormSet):
         return [entry for _, entry in rows]
 
     def clean(self) -> None:
-        if any(self.errors):
+        if any(self.errors) or self.non_form_errors():  # e.g. a tampered row count
             return
         questions = self.questions()
         for message in json_shapes.background_questions_errors(questions):
@@ -261,7 +270,7 @@ class BaseAttentionCheckFormSet(BaseFormSet):
         ]
 
     def clean(self) -> None:
-        if any(self.errors):
+        if any(self.errors) or self.non_form_errors():  # e.g. a tampered row count
             return
         seen: dict[int, int] = {}
         for index, form in enumerate(self.forms, start=1):
