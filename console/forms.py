@@ -15,6 +15,7 @@ from django.forms import BaseFormSet, formset_factory
 
 from annotation import json_shapes, protocol_texts
 from annotation.models import COMPLETION_CODE_PLACEHOLDER, Study
+from annotation.study_services import SETTINGS_FIELDS
 
 # The participant-facing texts and the default each shows when the study leaves it empty.
 TEXT_DEFAULTS = {
@@ -74,29 +75,8 @@ class StudySettingsForm(forms.ModelForm):
     class Meta:
         model = Study
         formfield_callback = _formfield
-        fields = [
-            "title",
-            "description",
-            "unit",
-            "language",
-            "lay_sources_per_participant",
-            "expert_sources_per_participant",
-            "lay_consent_text",
-            "lay_instructions",
-            "expert_consent_text",
-            "expert_instructions",
-            "consent_contact",
-            "ethics_approval",
-            "expected_duration_minutes",
-            "safety_gate_enabled",
-            "safety_gate_threshold",
-            "ask_urgency",
-            "abandon_after_minutes",
-            "completion_redirect_url",
-            "decline_redirect_url",
-            "screen_out_after_failed_checks",
-            "screened_out_redirect_url",
-        ]
+        # Background questions are rows of their own (BackgroundFormSet).
+        fields = [name for name in SETTINGS_FIELDS if name != "background_questions"]
         labels = {
             "lay_sources_per_participant": "Sources per layperson",
             "expert_sources_per_participant": "Sources per radiologist",

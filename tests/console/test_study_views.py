@@ -303,3 +303,11 @@ def test_viewers_may_not_configure(client, study):
     assert client.post(reverse("console:study-status", args=["setup"]), {"action": "open"}).status_code == 403
     study.refresh_from_db()
     assert study.status == "draft"
+
+
+def test_every_setting_is_on_the_page():
+    from console.forms import StudySettingsForm
+    from console.study_views import SETTINGS_GROUPS
+
+    grouped = [name for _, names in SETTINGS_GROUPS for name in names]
+    assert sorted(grouped) == sorted(StudySettingsForm.base_fields) and len(set(grouped)) == len(grouped)
