@@ -294,13 +294,22 @@ def participant_touch(*, participant: Participant) -> None:
 
 
 def participant_consent(*, participant: Participant, accepted: bool) -> Participant:
+    """Record the participant's consent (or refusal). Whoever first consents while the study is in
+    pilot is a pilot participant, and whoever first consents once it is open is not, whenever
+    their link was made: a pilot participant is one who took part during the pilot."""
     now = timezone.now()
+    fields = ["consented_at", "declined_at"]
     if accepted:
+        if participant.consented_at is None and not participant.is_preview:
+            # The stored status: the caller's study row may predate a status change.
+            status = Study.objects.filter(pk=participant.study_id).values_list("status", flat=True).get()
+            participant.is_pilot = status == Study.Status.PILOT
+            fields.append("is_pilot")
         participant.consented_at = participant.consented_at or now
         participant.declined_at = None
     else:
         participant.declined_at = now
-    participant.save(update_fields=["consented_at", "declined_at"])
+    participant.save(update_fields=fields)
     return participant
 
 

@@ -258,15 +258,16 @@ def study_open_problems(*, study: Study) -> list[str]:
 
 
 def _status_set(*, study: Study, status: str, actor: Any, verb: str, check: bool = False) -> bool:
-    study = Study.objects.select_for_update().get(pk=study.pk)
-    if study.status == status:
+    locked = Study.objects.select_for_update().get(pk=study.pk)
+    study.status = locked.status  # the caller's copy follows
+    if locked.status == status:
         return False
-    if check and (problems := study_open_problems(study=study)):
-        raise ValidationError(f"Study {study.slug!r} cannot be opened: " + " ".join(problems))
-    previous = study.status
-    study.status = status
-    study.save(update_fields=["status", "updated_at"])
-    activity_record(study=study, actor=actor, verb=verb, obj=study, details={"from": previous})
+    if check and (problems := study_open_problems(study=locked)):
+        raise ValidationError(f"Study {locked.slug!r} cannot be opened: " + " ".join(problems))
+    previous = locked.status
+    locked.status = study.status = status
+    locked.save(update_fields=["status", "updated_at"])
+    activity_record(study=locked, actor=actor, verb=verb, obj=locked, details={"from": previous})
     return True
 
 

@@ -394,3 +394,18 @@ def test_discarding_the_pilot_deletes_its_participants_and_answers_only(research
     assert services.participant_create(study=study, role=LAY).pseudonym == "L001"
     with pytest.raises(ValidationError):
         pilot_participants_discard(study=study, actor=researcher, expected=0)  # open: pause first
+
+
+def test_a_pilot_participant_is_one_who_took_part_during_the_pilot(researcher):
+    study = build_study(slug="joined", n_sources=1, status=Study.Status.DRAFT)
+    invited_in_draft = services.participant_create(study=study, role=LAY)
+    study_pilot_start(study=study, actor=researcher)
+    invited_in_pilot = services.participant_create(study=study, role=LAY)
+    assert invited_in_pilot.is_pilot and not invited_in_draft.is_pilot
+    services.participant_consent(participant=invited_in_draft, accepted=True)
+    study_open(study=study, actor=researcher)
+    invited_in_pilot.study.refresh_from_db()
+    services.participant_consent(participant=invited_in_pilot, accepted=True)
+    invited_in_draft.refresh_from_db()
+    invited_in_pilot.refresh_from_db()
+    assert invited_in_draft.is_pilot and not invited_in_pilot.is_pilot
