@@ -116,6 +116,7 @@ def world(monkeypatch, django_capture_on_commit_callbacks):
             "file_format": "csv",
             "check_id": check.pk,
             "panel": "original",
+            "role": "layperson",  # the console's preview (a POST; its GET must write nothing)
         },
         "tokens": {"r": expert.token, "l": lay.token, "s": lay.token},
         "items": {"r": expert_item, "l": lay_item.pk},
