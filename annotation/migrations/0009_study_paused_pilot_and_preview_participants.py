@@ -4,25 +4,34 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0008_study_and_participant_language'),
+        ("annotation", "0008_study_and_participant_language"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='participant',
-            name='is_pilot',
+            model_name="participant",
+            name="is_pilot",
             field=models.BooleanField(default=False),
         ),
         migrations.AddField(
-            model_name='participant',
-            name='is_preview',
+            model_name="participant",
+            name="is_preview",
             field=models.BooleanField(default=False),
         ),
         migrations.AlterField(
-            model_name='study',
-            name='status',
-            field=models.CharField(choices=[('draft', 'Draft'), ('pilot', 'Pilot'), ('open', 'Open'), ('paused', 'Paused'), ('closed', 'Closed')], default='draft', max_length=10),
+            model_name="study",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("draft", "Draft"),
+                    ("pilot", "Pilot"),
+                    ("open", "Open"),
+                    ("paused", "Paused"),
+                    ("closed", "Closed"),
+                ],
+                default="draft",
+                max_length=10,
+            ),
         ),
     ]
