@@ -54,6 +54,26 @@ def _study_with_role(*, user, slug: str) -> tuple[Study, str] | None:
     return (membership.study, membership.role) if membership else None
 
 
+def may_create_study(*, user) -> bool:
+    """Whether `user` may create studies (the console's "New study"): staff, or a member who owns
+    or edits some study already (a researcher, not a radiologist's survey account)."""
+    if not user.is_authenticated:
+        return False
+    if user.is_staff or user.is_superuser:
+        return True
+    editing = [role for role in StudyMembership.Role if role.allows("edit")]
+    return StudyMembership.objects.filter(user=user, role__in=editing).exists()
+
+
+def access_study_create(*, user) -> None:
+    """Refuse (403) a user who may not create studies; the creator becomes the study's owner."""
+    if not may_create_study(user=user):
+        raise PermissionDenied(
+            "Only the research team creates studies: ask an administrator to make your account staff "
+            "or to add you to a study as owner or editor."
+        )
+
+
 def may_see_identifying(*, study: Study) -> bool:
     """Whether identifying fields (recruiters' ids, participants' names and e-mails) may reach
     the user `access_study` admitted to `study`: owners and editors, never viewers. The one rule
@@ -107,7 +127,7 @@ def access_participant(*, token: str, role: str | None = None, require_open: boo
 def _admit(participant: Participant, *, role: str | None, require_open: bool) -> Participant:
     if role is not None and participant.role != role:
         raise WrongFlow(participant, role)
-    if require_open and not participant.study.is_open:
+    if require_open and not participant.may_answer:
         raise SurveyClosed(participant.study)
     return participant
 

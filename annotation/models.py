@@ -42,11 +42,38 @@ def text_hash(text: str) -> str:
 
 SEVERITY_CHOICES = scales.SEVERITY.choices()
 
+# Replaced in Study.completion_redirect_url by the participant's own completion code
+# (annotation/lay/entry.py lay_completion_url); the only placeholder the URL may hold.
+COMPLETION_CODE_PLACEHOLDER = "{code}"
+
+
+def completion_redirect_errors(url: str) -> list[str]:
+    """Problems of a completion redirect URL: braces other than the `{code}` placeholder (a
+    mistyped `{Code}` or `{{code}}` would reach the recruiter as written), or a URL that is not
+    http(s) once the placeholder is filled in."""
+    if not url:
+        return []
+    rest = url.replace(COMPLETION_CODE_PLACEHOLDER, "")
+    if "{" in rest or "}" in rest:
+        return [
+            "Completion redirect URL: the only placeholder it may hold is {code} (lower case, single "
+            "braces), replaced by the participant's completion code."
+        ]
+    filled = url.replace(COMPLETION_CODE_PLACEHOLDER, "ABC123")
+    if not filled.startswith(("https://", "http://")):
+        return ["Completion redirect URL: it must start with https:// (or http://)."]
+    return []
+
 
 class Study(models.Model):
     class Status(models.TextChoices):
         DRAFT = "draft", "Draft"
+        # Pilot: participants take part as when open, but are flagged (Participant.is_pilot), kept
+        # out of the analysis, and can be discarded in one action before the study opens.
+        PILOT = "pilot", "Pilot"
         OPEN = "open", "Open"
+        # Paused: participants see a "paused" page, their answers so far are kept; resuming reopens.
+        PAUSED = "paused", "Paused"
         CLOSED = "closed", "Closed"
 
     class Unit(models.TextChoices):
@@ -162,18 +189,27 @@ class Study(models.Model):
         return self.slug
 
     def clean(self) -> None:
-        errors = json_shapes.background_questions_errors(self.background_questions)
+        errors: dict[str, list[str]] = {}
+        if problems := json_shapes.background_questions_errors(self.background_questions):
+            errors["background_questions"] = problems
+        if problems := completion_redirect_errors(self.completion_redirect_url):
+            errors["completion_redirect_url"] = problems
+        # The database's checks (Meta.constraints), said here with the field's name.
+        if not 1 <= (self.safety_gate_threshold or 0) <= 5:
+            errors["safety_gate_threshold"] = ["Safety gate threshold: a level from 1 to 5."]
+        if self.screen_out_after_failed_checks is not None and self.screen_out_after_failed_checks < 1:
+            errors["screen_out_after_failed_checks"] = [
+                "Screen out after: at least 1 failed check, or empty for never."
+            ]
+        if self.language not in dict(settings.LANGUAGES):
+            errors["language"] = [f"Language: {self.language!r} is not one of the site's languages."]
         if errors:
-            raise ValidationError({"background_questions": errors})
-        offered = [code for code, _ in settings.LANGUAGES]
-        if self.language not in offered:
-            raise ValidationError(
-                {"language": f"{self.language!r} is not a language radlay offers ({', '.join(offered)})."}
-            )
+            raise ValidationError(errors)
 
     @property
     def is_open(self) -> bool:
-        return self.status == self.Status.OPEN
+        """Whether participants may answer: open, or piloting (pilot participants are flagged)."""
+        return self.status in (self.Status.OPEN, self.Status.PILOT)
 
 
 class StudyMembership(models.Model):
@@ -370,6 +406,12 @@ class Participant(models.Model):
     withdrawn_at = models.DateTimeField(
         null=True, blank=True, help_text="Withdrawn by the team: their answers were deleted."
     )
+    # A researcher trying the survey from the console: may answer whatever the study's status,
+    # and is never counted (annotation.selectors.counted_participants).
+    is_preview = models.BooleanField(default=False)
+    # Joined while the study was in pilot: kept apart from the study's data (counted nowhere) and
+    # discarded in one action before opening (annotation.study_setup.pilot_participants_discard).
+    is_pilot = models.BooleanField(default=False)
     completion_code = models.CharField(max_length=16, default=new_completion_code)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -392,6 +434,11 @@ class Participant(models.Model):
     @property
     def is_radiologist(self) -> bool:
         return self.role == self.Role.RADIOLOGIST
+
+    @property
+    def may_answer(self) -> bool:
+        """Whether the study takes this participant's answers now (a preview always may)."""
+        return self.is_preview or self.study.is_open
 
 
 # --- Expert (radiologist) flow ---------------------------------------------------------------

@@ -28,11 +28,20 @@ from annotation.models import (
 from annotation.wording import translation_status
 
 
+def counted_participants(*, path: str = "") -> Q:
+    """The one rule for who counts at all: every participant but the researchers' previews
+    (Participant.is_preview) and the pilot's participants (Participant.is_pilot). Progress, the
+    analysis, the exports, the API, the safety gate and the Latin-square balance all filter with
+    it. `path` leads from the queried model to its participant ("item__participant__" from a
+    LayAnswer)."""
+    return Q(**{f"{path}is_preview": False, f"{path}is_pilot": False})
+
+
 def analysed_participants(*, path: str = "") -> Q:
-    """The one rule for whose answers the analysis uses: every participant but those screened out by
-    failed attention checks (Study.screen_out_after_failed_checks). `path` leads from the queried
-    model to its participant ("item__participant__" from a LayAnswer); the exports keep everyone."""
-    return Q(**{f"{path}screened_out_at__isnull": True})
+    """The one rule for whose answers the analysis uses: the counted participants but those
+    screened out by failed attention checks (Study.screen_out_after_failed_checks); the exports
+    keep the screened-out ones."""
+    return counted_participants(path=path) & Q(**{f"{path}screened_out_at__isnull": True})
 
 
 def roles_allowing(need: str) -> list[str]:
@@ -89,19 +98,22 @@ def study_members(*, study: Study) -> QuerySet[StudyMembership]:
 def study_counts(*, study: Study) -> dict:
     """The counts `manage.py study_stats` prints. An expert rating on a text that several systems
     share counts once per system (rater × simplification pairs rated)."""
+    counted = counted_participants(path="participant__")
     participants = dict(
-        Participant.objects.filter(study=study)
+        Participant.objects.filter(counted_participants(), study=study)
         .values_list("role")
         .annotate(n=Count("id"))
         .values_list("role", "n")
     )
     rating_pairs = (
-        ExpertRating.objects.filter(participant__study=study)
+        ExpertRating.objects.filter(counted, participant__study=study)
         .annotate(n_systems=Count("shown_text__simplifications"))
         .values_list("n_systems", flat=True)
     )
     answers = dict(
-        LayAnswer.objects.filter(item__participant__study=study)
+        LayAnswer.objects.filter(
+            counted_participants(path="item__participant__"), item__participant__study=study
+        )
         .values_list("phase")
         .annotate(n=Count("id"))
         .values_list("phase", "n")
@@ -118,10 +130,14 @@ def study_counts(*, study: Study) -> dict:
         .count(),
         "participants": {role: participants.get(role, 0) for role in Participant.Role.values},
         "expert_ratings": sum(rating_pairs),
-        "expert_source_judgements": ExpertSourceJudgement.objects.filter(participant__study=study).count(),
-        "lay_items": LayItem.objects.filter(participant__study=study).count(),
+        "expert_source_judgements": ExpertSourceJudgement.objects.filter(
+            counted, participant__study=study
+        ).count(),
+        "lay_items": LayItem.objects.filter(counted, participant__study=study).count(),
         "lay_answers": {phase: answers.get(phase, 0) for phase in LayAnswer.Phase.values},
-        "lay_preferences": LayPreference.objects.filter(item__participant__study=study).count(),
+        "lay_preferences": LayPreference.objects.filter(
+            counted_participants(path="item__participant__"), item__participant__study=study
+        ).count(),
     }
 
 

@@ -215,11 +215,22 @@ def _text_delete_if_unused(text_id: int) -> None:
 # --- Participants --------------------------------------------------------------------------------
 
 
-def _next_pseudonym(study: Study, role: str) -> str:
-    """The role's next pseudonym (L001, L002, … / R001, …). Call inside a transaction holding the
-    study row lock: concurrent joins then number one after another instead of colliding."""
+def _next_pseudonym(study: Study, role: str, *, preview: bool = False) -> str:
+    """The role's next pseudonym (L001, L002, … / R001, …; previews: preview-L1, …, so that
+    they take no participant's number). Call inside a transaction holding the study row lock:
+    concurrent joins then number one after another instead of colliding."""
+    if preview:
+        prefix = "preview-R" if role == Participant.Role.RADIOLOGIST else "preview-L"
+        n = Participant.objects.filter(study=study, role=role, is_preview=True).count() + 1
+        while Participant.objects.filter(study=study, pseudonym=f"{prefix}{n}").exists():
+            n += 1
+        return f"{prefix}{n}"
     prefix = "R" if role == Participant.Role.RADIOLOGIST else "L"
-    taken = set(Participant.objects.filter(study=study, role=role).values_list("pseudonym", flat=True))
+    taken = set(
+        Participant.objects.filter(study=study, role=role, is_preview=False).values_list(
+            "pseudonym", flat=True
+        )
+    )
     n = len(taken) + 1
     while f"{prefix}{n:03d}" in taken:
         n += 1
@@ -235,15 +246,20 @@ def participant_create(
     recruitment: Mapping[str, Any] | None = None,
     pseudonym: str = "",
     rater_group: str = "",
+    is_preview: bool = False,
 ) -> Participant:
     """A new participant. Without a given pseudonym the next free one of the role is assigned
-    under the study row lock, so simultaneous joins all succeed with distinct pseudonyms."""
+    under the study row lock, so simultaneous joins all succeed with distinct pseudonyms. A
+    participant made while the study is in pilot is a pilot participant; `is_preview` makes a
+    researcher's preview (counted nowhere)."""
     if role not in Participant.Role.values:
         raise ValidationError({"role": f"Unknown role {role!r}; use radiologist or layperson."})
     with transaction.atomic():
+        rows = Study.objects.filter(pk=study.pk)
+        # The stored status, not the caller's copy: a study opened since it was loaded makes no pilots.
+        status = (rows if pseudonym else rows.select_for_update()).values_list("status", flat=True).get()
         if not pseudonym:
-            Study.objects.select_for_update().filter(pk=study.pk).values_list("pk", flat=True).get()
-            pseudonym = _next_pseudonym(study, role)
+            pseudonym = _next_pseudonym(study, role, preview=is_preview)
         participant = Participant(
             study=study,
             role=role,
@@ -253,6 +269,9 @@ def participant_create(
             pseudonym=pseudonym,
             rater_group=rater_group,
             order_seed=random.SystemRandom().randrange(2**31),
+            is_preview=is_preview,
+            # Whoever joins or is invited during the pilot stays a pilot participant.
+            is_pilot=not is_preview and status == Study.Status.PILOT,
         )
         participant.save()
     return participant
@@ -302,13 +321,22 @@ def participant_language_record(*, participant: Participant, language: str) -> N
 
 
 def participant_consent(*, participant: Participant, accepted: bool) -> Participant:
+    """Record the participant's consent (or refusal). Whoever first consents while the study is in
+    pilot is a pilot participant, and whoever first consents once it is open is not, whenever
+    their link was made: a pilot participant is one who took part during the pilot."""
     now = timezone.now()
+    fields = ["consented_at", "declined_at"]
     if accepted:
+        if participant.consented_at is None and not participant.is_preview:
+            # The stored status: the caller's study row may predate a status change.
+            status = Study.objects.filter(pk=participant.study_id).values_list("status", flat=True).get()
+            participant.is_pilot = status == Study.Status.PILOT
+            fields.append("is_pilot")
         participant.consented_at = participant.consented_at or now
         participant.declined_at = None
     else:
         participant.declined_at = now
-    participant.save(update_fields=["consented_at", "declined_at"])
+    participant.save(update_fields=fields)
     return participant
 
 

@@ -2,10 +2,16 @@
 
 from django.urls import path
 
-from console import launch_views, participant_views, upload_views
+from console import launch_views, participant_views, study_views, upload_views
 
 app_name = "console"
 urlpatterns: list = [
+    path("new/", study_views.study_new, name="study-new"),
+    path("<slug:slug>/", study_views.study_setup, name="study-setup"),
+    path("<slug:slug>/status/", study_views.study_status, name="study-status"),
+    path("<slug:slug>/preview/<str:role>/", study_views.study_preview, name="study-preview"),
+    path("<slug:slug>/pilot/", study_views.study_pilot, name="study-pilot"),
+    path("<slug:slug>/duplicate/", study_views.study_copy, name="study-duplicate"),
     path("<slug:slug>/upload/", upload_views.upload, name="upload"),
     path("<slug:slug>/upload/<int:upload_id>/", upload_views.upload_detail, name="upload-detail"),
     path("<slug:slug>/generate/", launch_views.launch_generation, name="launch-generation"),

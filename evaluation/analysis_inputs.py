@@ -39,7 +39,7 @@ from annotation.models import (
     Study,
     System,
 )
-from annotation.selectors import analysed_participants
+from annotation.selectors import analysed_participants, counted_participants
 from evaluation.analysis import AnalysisOptions, StudyFrames
 from evaluation.selectors import EXPERT_ASPECTS, FETCH_CHUNK, LAY_QUESTIONS, participant_label
 
@@ -194,7 +194,7 @@ def expert_ratings_frame(*, study: Study, lookups: _Lookups | None = None) -> pd
     rated text), with the five aspects as numbers 1–5 (NaN = not rated)."""
     lookups = lookups or _lookups(study)
     rows = (
-        ExpertRating.objects.filter(participant__study=study)
+        ExpertRating.objects.filter(counted_participants(path="participant__"), participant__study=study)
         .order_by("pk")
         .values_list(
             "pk", "participant_id", "shown_text_id", "shown_text__source_id", *EXPERT_ASPECTS, "time_spent_ms"
@@ -227,7 +227,9 @@ def expert_ratings_frame(*, study: Study, lookups: _Lookups | None = None) -> pd
 def expert_judgements_frame(*, study: Study) -> pd.DataFrame:
     """Radiologists' judgements of each original: severity (name and 1–5) and its simplicity."""
     rows = (
-        ExpertSourceJudgement.objects.filter(participant__study=study)
+        ExpertSourceJudgement.objects.filter(
+            counted_participants(path="participant__"), participant__study=study
+        )
         .order_by("pk")
         .values_list("participant_id", "participant__pseudonym", "source__key", "severity", "simplicity")
     )

@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 
 from annotation.access import access_study
 from annotation.models import Simplification, Source, Study, System
-from annotation.selectors import studies_for_user
+from annotation.selectors import counted_participants, studies_for_user
 from evaluation import serializers
 from evaluation.audit import audit_shipped, reported_files
 from evaluation.context import RETRY_AFTER_SECONDS, analysis_document
@@ -68,7 +68,9 @@ class StudyListView(generics.ListAPIView):
             .annotate(
                 n_sources=Count("sources", distinct=True),
                 n_systems=Count("systems", distinct=True),
-                n_participants=Count("participants", distinct=True),
+                n_participants=Count(
+                    "participants", filter=counted_participants(path="participants__"), distinct=True
+                ),
             )
             .order_by("-created_at")
         )

@@ -60,6 +60,7 @@ from annotation.models import (
     Study,
     System,
 )
+from annotation.selectors import counted_participants
 from evaluation.selectors import participant_label
 
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ def participants_progress(*, study: Study, now: datetime | None = None) -> list[
     reached its last stage."""
     now = now or timezone.now()
     participants = (
-        Participant.objects.filter(study=study)
+        Participant.objects.filter(counted_participants(), study=study)
         .select_related("study")
         .annotate(
             lay_total=Count("lay_items", distinct=True),
@@ -108,7 +109,9 @@ def participants_progress(*, study: Study, now: datetime | None = None) -> list[
     )
     expert = {
         row["participant_id"]: row
-        for row in ExpertItem.objects.filter(participant__study=study)
+        for row in ExpertItem.objects.filter(
+            counted_participants(path="participant__"), participant__study=study
+        )
         .values("participant_id")
         .annotate(total=Count("pk"), done=Count("pk", filter=Q(completed_at__isnull=False)))
     }
@@ -254,13 +257,15 @@ def latin_square_balance(
     ):
         systems_of_text[text_id].append(system_id)
     answered_items = set(
-        LayAnswer.objects.filter(item__participant__study=study, phase=ASSISTED)
+        LayAnswer.objects.filter(
+            counted_participants(path="item__participant__"), item__participant__study=study, phase=ASSISTED
+        )
         .exclude(helpfulness="")
         .filter(item__stage__in=[PREFERENCE, DONE])
         .values_list("item_id", flat=True)
     )
     for item_id, participant_id, source_id, system_id, text_id in LayItem.objects.filter(
-        participant__study=study
+        counted_participants(path="participant__"), participant__study=study
     ).values_list("pk", "participant_id", "source_id", "assigned_system_id", "shown_text_id"):
         for other in systems_of_text.get(text_id, ()):
             if (source_id, other) in cells:
@@ -278,7 +283,7 @@ def latin_square_balance(
             cell.pending += 1
     rows: dict[int, Counter] = defaultdict(Counter)
     for row, participant_id in Participant.objects.filter(
-        study=study, role=Participant.Role.LAYPERSON, latin_square_row__isnull=False
+        counted_participants(), study=study, role=Participant.Role.LAYPERSON, latin_square_row__isnull=False
     ).values_list("latin_square_row", "pk"):
         rows[row][statuses.get(participant_id, IN_PROGRESS)] += 1
     return LatinSquareBalance(
@@ -292,7 +297,7 @@ def latin_square_balance(
 
 def _lay_statuses(study: Study, now: datetime | None) -> dict[int, str]:
     participants = (
-        Participant.objects.filter(study=study, role=Participant.Role.LAYPERSON)
+        Participant.objects.filter(counted_participants(), study=study, role=Participant.Role.LAYPERSON)
         .select_related("study")
         .annotate(n_items=Count("lay_items"))
     )
@@ -334,11 +339,13 @@ def study_progress(*, study: Study, now: datetime | None = None) -> StudyProgres
     now = now or timezone.now()
     participants = participants_progress(study=study, now=now)
     lay_statuses = _lay_statuses(study, now)
+    counted = counted_participants(path="responses__participant__")
     checks = [
         AttentionCheckRow(check=check, answered=check.n_answered, failed=check.n_failed)
         for check in AttentionCheck.objects.filter(study=study)
         .annotate(
-            n_answered=Count("responses"), n_failed=Count("responses", filter=Q(responses__passed=False))
+            n_answered=Count("responses", filter=counted),
+            n_failed=Count("responses", filter=counted & Q(responses__passed=False)),
         )
         .order_by("position")
     ]
@@ -348,7 +355,9 @@ def study_progress(*, study: Study, now: datetime | None = None) -> StudyProgres
             prompt=r.check_item.prompt,
             answer=r.answer,
         )
-        for r in AttentionCheckResponse.objects.filter(check_item__study=study, passed=False)
+        for r in AttentionCheckResponse.objects.filter(
+            counted_participants(path="participant__"), check_item__study=study, passed=False
+        )
         .select_related("participant", "check_item")
         .order_by("participant__pseudonym", "participant_id", "check_item__position")
     ]

@@ -23,6 +23,7 @@ from annotation.models import (
     Study,
     System,
 )
+from annotation.selectors import counted_participants
 from evaluation.analysis_document import join_details
 from evaluation.models import AnalysisSnapshot, SystemMetrics, TextMetrics
 
@@ -87,11 +88,13 @@ def system_metrics_stored(
 # The answer tables whose rows the analysis reads; their counts and last change say whether a
 # snapshot still covers the study's data.
 def _coverage_querysets(study: Study) -> dict[str, object]:
+    # Previews' and pilots' answers are in no analysis, so they never make a snapshot stale.
+    lay, expert = counted_participants(path="item__participant__"), counted_participants(path="participant__")
     return {
-        "lay_answers": LayAnswer.objects.filter(item__participant__study=study),
-        "lay_preferences": LayPreference.objects.filter(item__participant__study=study),
-        "expert_ratings": ExpertRating.objects.filter(participant__study=study),
-        "expert_judgements": ExpertSourceJudgement.objects.filter(participant__study=study),
+        "lay_answers": LayAnswer.objects.filter(lay, item__participant__study=study),
+        "lay_preferences": LayPreference.objects.filter(lay, item__participant__study=study),
+        "expert_ratings": ExpertRating.objects.filter(expert, participant__study=study),
+        "expert_judgements": ExpertSourceJudgement.objects.filter(expert, participant__study=study),
         "simplifications": Simplification.objects.filter(source__study=study),
     }
 

@@ -13,7 +13,7 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, Stream
 from django.shortcuts import redirect, render
 from django_htmx.http import HttpResponseClientRefresh
 
-from annotation.access import access_study, may_see_identifying, researcher_login_required
+from annotation.access import access_study, may_create_study, may_see_identifying, researcher_login_required
 from annotation.activity_services import activity_record
 from annotation.selectors import studies_for_user, study_language_summary
 from evaluation.context import (
@@ -42,7 +42,9 @@ def study_list(request: HttpRequest) -> HttpResponse:
         .order_by("-created_at")
     )
     rows = [{"study": study, "progress": progress_by_role(study=study)} for study in studies]
-    return render(request, "evaluation/study_list.html", {"rows": rows})
+    editable = set(studies_for_user(user=request.user, need="edit").values_list("pk", flat=True))
+    context = {"rows": rows, "editable": editable, "may_create": may_create_study(user=request.user)}
+    return render(request, "evaluation/study_list.html", context)
 
 
 def _progress_context(study) -> dict:

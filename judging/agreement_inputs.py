@@ -25,6 +25,7 @@ from annotation.models import (
     Simplification,
     Study,
 )
+from annotation.selectors import counted_participants
 from evaluation.analysis import credit_systems
 from evaluation.analysis_inputs import lay_answers_frame
 from judging.agreement import AgreementInputs
@@ -35,7 +36,7 @@ _Status = JudgeItem.Status
 
 
 def _radiologists(study: Study) -> QuerySet[Participant]:
-    return Participant.objects.filter(study=study, role=Participant.Role.RADIOLOGIST)
+    return Participant.objects.filter(counted_participants(), study=study, role=Participant.Role.RADIOLOGIST)
 
 
 def _rater_name(participant_id: int, pseudonym: str) -> str:

@@ -134,6 +134,7 @@ def world(monkeypatch, django_capture_on_commit_callbacks):
             "text_id": pair_text,
             "upload_id": upload.pk,
             "participant_id": lay.pk,
+            "role": "layperson",  # the console's preview (a POST; its GET must write nothing)
         },
         "tokens": {"r": expert.token, "l": lay.token, "s": lay.token, "p": rater.token},
         "items": {"r": expert_item, "l": lay_item.pk},

@@ -153,6 +153,7 @@ class SafetyFlag:
 def _flagging_ratings(study: Study):
     threshold = study.safety_gate_threshold
     return ExpertRating.objects.filter(
+        selectors.counted_participants(path="participant__"),
         participant__study=study,
         participant__role=Participant.Role.RADIOLOGIST,
         shown_text__source__study=study,
@@ -227,7 +228,10 @@ def lay_live_rows(*, study: Study, now: datetime | None = None) -> list[int]:
     )
     return list(
         Participant.objects.filter(
-            study=study, role=Participant.Role.LAYPERSON, latin_square_row__isnull=False
+            selectors.counted_participants(),
+            study=study,
+            role=Participant.Role.LAYPERSON,
+            latin_square_row__isnull=False,
         )
         .annotate(last_seen=Coalesce("last_activity_at", "started_at", "created_at"))
         .filter(live)

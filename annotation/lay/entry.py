@@ -23,7 +23,13 @@ from annotation import services
 from annotation.lay.design import lay_background_questions
 from annotation.lay.errors import LayFlowError
 from annotation.lay.steps import COMPLETE, lay_next_step
-from annotation.models import AttentionCheck, AttentionCheckResponse, Participant, Study
+from annotation.models import (
+    COMPLETION_CODE_PLACEHOLDER,
+    AttentionCheck,
+    AttentionCheckResponse,
+    Participant,
+    Study,
+)
 from annotation.survey_page import free_text_clean
 
 RECRUITMENT_PARAMS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
@@ -190,4 +196,6 @@ def lay_survey_complete(*, participant: Participant) -> Participant:
 
 def lay_completion_url(*, participant: Participant) -> str:
     url = participant.study.completion_redirect_url
-    return url.replace("{code}", quote(participant.completion_code, safe="")) if url else ""
+    return (
+        url.replace(COMPLETION_CODE_PLACEHOLDER, quote(participant.completion_code, safe="")) if url else ""
+    )

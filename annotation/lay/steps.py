@@ -51,7 +51,7 @@ def lay_standing(*, participant: Participant) -> LayStep | None:
     Where such a participant goes needs no query; `lay_next_step` starts here."""
     if participant.completed_at is not None:
         return LayStep(COMPLETED)
-    if not participant.study.is_open:
+    if not participant.may_answer:
         return LayStep(CLOSED)
     if participant.returned_at is not None:
         return LayStep(RETURNED)

@@ -99,6 +99,15 @@ def survey_participant(
             except SurveyClosed as closed:
                 survey_language_activate(request, study=closed.study)
                 if request.htmx:
+                    if closed.study.status == closed.study.Status.PAUSED:
+                        return error(
+                            request,
+                            _(
+                                "The survey is paused: this answer was not saved. Your earlier answers "
+                                "are kept; open your link again once the survey is reopened."
+                            ),
+                            403,
+                        )
                     return error(request, _("This study is not open: answers are no longer accepted."), 403)
                 return study_unavailable(request, closed.study)
             except WrongFlow as exc:

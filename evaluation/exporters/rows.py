@@ -35,7 +35,7 @@ from annotation.models import (
     Study,
     System,
 )
-from annotation.selectors import systems_by_text
+from annotation.selectors import counted_participants, systems_by_text
 from evaluation.selectors import EXPERT_ASPECTS, LAY_QUESTIONS, participant_label
 
 CHUNK = 5000
@@ -109,9 +109,9 @@ def answer_lookups(*, study: Study) -> AnswerLookups:
     return AnswerLookups(
         people={
             pk: (participant_label(pseudonym, pk), role, language)
-            for pk, pseudonym, role, language in Participant.objects.filter(study=study).values_list(
-                "pk", "pseudonym", "role", "language"
-            )
+            for pk, pseudonym, role, language in Participant.objects.filter(
+                counted_participants(), study=study
+            ).values_list("pk", "pseudonym", "role", "language")
         },
         sources=dict(Source.objects.filter(study=study).values_list("pk", "key")),
         systems=dict(System.objects.filter(study=study).values_list("pk", "key")),
@@ -173,6 +173,7 @@ def _bounds(known: AnswerLookups | None, *, participant: str, source: str = "") 
 def lay_answer_query(*, study: Study, known: AnswerLookups | None) -> AnswerQuery:
     return AnswerQuery(
         LayAnswer.objects.filter(
+            counted_participants(path="item__participant__"),
             item__participant__study=study,
             **_bounds(known, participant="item__participant_id", source="item__source_id"),
         ).order_by("item__participant_id", "item__position", "phase"),
@@ -194,6 +195,7 @@ def preference_query(*, study: Study, known: AnswerLookups | None, side: str) ->
     through = getattr(LayPreference, side).through
     return AnswerQuery(
         through.objects.filter(
+            counted_participants(path="laypreference__item__participant__"),
             laypreference__item__participant__study=study,
             **_bounds(
                 known,
@@ -219,6 +221,7 @@ def preference_query(*, study: Study, known: AnswerLookups | None, side: str) ->
 def justification_query(*, study: Study, known: AnswerLookups | None) -> AnswerQuery:
     return AnswerQuery(
         LayPreference.objects.filter(
+            counted_participants(path="item__participant__"),
             item__participant__study=study,
             **_bounds(known, participant="item__participant_id", source="item__source_id"),
         )
@@ -239,6 +242,7 @@ def justification_query(*, study: Study, known: AnswerLookups | None) -> AnswerQ
 def expert_rating_query(*, study: Study, known: AnswerLookups | None) -> AnswerQuery:
     return AnswerQuery(
         ExpertRating.objects.filter(
+            counted_participants(path="participant__"),
             participant__study=study,
             **_bounds(known, participant="participant_id", source="shown_text__source_id"),
         ).order_by("participant_id", "shown_text__source__position", "shown_text_id"),
@@ -257,6 +261,7 @@ def expert_rating_query(*, study: Study, known: AnswerLookups | None) -> AnswerQ
 def source_judgement_query(*, study: Study, known: AnswerLookups | None) -> AnswerQuery:
     return AnswerQuery(
         ExpertSourceJudgement.objects.filter(
+            counted_participants(path="participant__"),
             participant__study=study,
             **_bounds(known, participant="participant_id", source="source_id"),
         ).order_by("participant_id", "source__position"),
@@ -275,7 +280,9 @@ def source_judgement_query(*, study: Study, known: AnswerLookups | None) -> Answ
 def attention_check_query(*, study: Study, known: AnswerLookups | None) -> AnswerQuery:
     return AnswerQuery(
         AttentionCheckResponse.objects.filter(
-            participant__study=study, **_bounds(known, participant="participant_id")
+            counted_participants(path="participant__"),
+            participant__study=study,
+            **_bounds(known, participant="participant_id"),
         ).order_by("participant_id", "check_item__position"),
         ("participant_id", "check_item__position", "answer", "passed", *_timestamps("answered_at")),
     )
@@ -285,7 +292,7 @@ def background_query(*, study: Study, known: AnswerLookups | None) -> AnswerQuer
     """The participants who answered background questions (Study.background_questions): one stored
     answer per participant, the JSON object of their answers (key → the option or text given)."""
     return AnswerQuery(
-        Participant.objects.filter(study=study, **_bounds(known, participant="pk"))
+        Participant.objects.filter(counted_participants(), study=study, **_bounds(known, participant="pk"))
         .exclude(background={})
         .order_by("pk"),
         ("pk", "background"),
