@@ -27,6 +27,7 @@ import pandas as pd
 
 from annotation import scales
 from evaluation.analysis_document import ORIGINAL
+from evaluation.instrument_items import instrument_items_analysis
 from evaluation.metrics import registry as metric_registry
 from evaluation.stats.agreement import (
     cohen_kappa_pairwise_grid,
@@ -45,6 +46,7 @@ from evaluation.stats.crossed import (
 from evaluation.stats.interval_methods import TOO_FEW
 from evaluation.stats.intervals import bootstrap_mean_ci
 from evaluation.stats.severity import mse_and_accuracy, severity_errors_per_answer
+from instruments.schema import Instrument
 
 EXPERT_ASPECTS: tuple[str, ...] = tuple(scales.EXPERT_ASPECTS)
 LAY_MEASURES: tuple[str, ...] = (
@@ -80,6 +82,12 @@ class StudyFrames:
     lay_answers: pd.DataFrame
     lay_preferences: pd.DataFrame
     title: str = ""
+    # Instrument items beyond the protocol's typed tables (evaluation/instrument_items.py): their
+    # answers, the instrument versions by (key, version), and whether the "Instrument items"
+    # section is shown even before any answer (a non-protocol instrument is set up).
+    instrument_answers: pd.DataFrame | None = None
+    instruments: Mapping[tuple[str, int], Instrument] = field(default_factory=dict)
+    instrument_section: bool = False
 
 
 @dataclass(frozen=True)
@@ -1137,4 +1145,19 @@ def study_analysis(
             "expert_aspects": "1 = strongly disagree … 5 = strongly agree",
         },
     }
+    answers = frames.instrument_answers
+    if frames.instrument_section or (answers is not None and len(answers)):
+        analysis["instrument_items"] = instrument_items_analysis(
+            answers if answers is not None else pd.DataFrame(),
+            frames.instruments,
+            systems=system_keys(frames),
+            per_text=metrics["per_text"],
+            text_metrics=metrics["text_metrics"],
+            corpus=metrics["corpus"],
+            confidence=options.confidence,
+            seed=options.seed,
+            correlation_resamples=options.correlation_resamples,
+            bootstrap_max_pairs=options.correlation_bootstrap_max_pairs,
+            correlations=options.correlations,
+        )
     return analysis
