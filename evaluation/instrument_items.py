@@ -617,3 +617,23 @@ def instrument_items_analysis(
         else [],
     }
 
+
+
+def judge_items_agreement(
+    answers: pd.DataFrame, instruments: Mapping[tuple[str, int], Instrument]
+) -> list[dict[str, Any]]:
+    """Per pooling group and item that a judge answered: each judge's agreement with the humans
+    (the `judges` records of the analysis), for a judge run's own agreement page."""
+    if not len(answers):
+        return []
+    frame = answers.assign(unit=_target(answers))
+    records: list[dict[str, Any]] = []
+    for group in item_groups(answers, instruments):
+        rows = frame[(frame["instrument"] == group.instrument.key) & frame["version"].isin(group.versions)]
+        for item in group.instrument.items:
+            item_rows = rows[rows["item"] == item.key]
+            if item.kind is ItemKind.FREE_TEXT or not item_rows["role"].astype(str).str.startswith(JUDGE_ROLE_PREFIX).any():
+                continue
+            for record in _judges_vs_humans(item, item_rows):
+                records.append({"group": group.label, "item": item.key, "kind": item.kind.value, **record})
+    return records

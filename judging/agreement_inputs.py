@@ -26,6 +26,7 @@ from annotation.models import (
     Study,
 )
 from evaluation.analysis import credit_systems
+from judging.instrument_items import ITEM_TASK
 from evaluation.analysis_inputs import lay_answers_frame
 from judging.agreement import AgreementInputs
 from judging.agreement_terms import RUBRIC_FIELDS
@@ -109,7 +110,13 @@ def agreement_inputs(*, run: JudgeRun) -> AgreementInputs:
             human_rows.append((rater, f"s{source_id}", source_id, "original_simplicity", float(simplicity)))
     human = pd.DataFrame(human_rows, columns=["rater", "unit", "source", "field", "value"])
 
-    answers = JudgeAnswer.objects.filter(item__run=run, item__status=_Status.SUCCEEDED).select_related("item")
+    # The protocol's four tasks; instrument-items answers are compared in the study analysis's
+    # "Instrument items" section and in the run's agreement["instrument_items"].
+    answers = (
+        JudgeAnswer.objects.filter(item__run=run, item__status=_Status.SUCCEEDED)
+        .exclude(item__task=ITEM_TASK)
+        .select_related("item")
+    )
     text_rows: list[tuple] = []
     judge_rows: list[tuple[str, int, str, float]] = []
     lay_original: list[tuple] = []
