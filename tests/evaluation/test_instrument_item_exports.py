@@ -135,3 +135,22 @@ def test_api_exports_and_analysis_section(api, medlay):
         analysis = api.get(f"/api/studies/{medlay.slug}/analysis/")
     section = analysis.json()["instrument_items"]
     assert [item["key"] for item in section["groups"][0]["items"]] == list(CRITERIA)
+
+
+def test_dashboard_and_report_show_the_section_only_where_there_are_items(client, owner, medlay):
+    from tests.annotation.factories import build_study
+
+    client.force_login(owner)
+    page = client.get(f"/dashboard/{medlay.slug}/")
+    if b"Instrument items" not in page.content:  # the first visit queued the analysis (eager in tests)
+        page = client.get(f"/dashboard/{medlay.slug}/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "Instrument items" in text and "Factual Correctness" in text and "α ordinal" in text
+    assert "E1 " in text  # per-rater means, seed 002's Table 4 columns
+    report = client.get(f"/dashboard/{medlay.slug}/report.html").content.decode()
+    assert "Instrument items" in report and "Fluency" in report and "MedLayBench-V" in report
+    plain = build_study(slug="plainreport", n_sources=2)
+    plain.researchers.add(owner)
+    client.get(f"/dashboard/{plain.slug}/")
+    assert "Instrument items" not in client.get(f"/dashboard/{plain.slug}/report.html").content.decode()
