@@ -41,7 +41,11 @@ from annotation.models import (
 )
 from annotation.selectors import analysed_participants
 from evaluation.analysis import AnalysisOptions, StudyFrames
-from evaluation.instrument_inputs import analysis_answers_frame, instruments_outside_protocol, study_instruments
+from evaluation.instrument_inputs import (
+    analysis_answers_frame,
+    instruments_outside_protocol,
+    study_instruments,
+)
 from evaluation.selectors import EXPERT_ASPECTS, FETCH_CHUNK, LAY_QUESTIONS, participant_label
 
 

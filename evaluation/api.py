@@ -28,8 +28,8 @@ from evaluation import serializers
 from evaluation.audit import audit_shipped, reported_files
 from evaluation.context import RETRY_AFTER_SECONDS, analysis_document
 from evaluation.exporters import FORMATS
-from evaluation.exporters.pages import AnswerPosition, answer_page, position_of
 from evaluation.exporters.items import LayoutError
+from evaluation.exporters.pages import AnswerPosition, answer_page, position_of
 from evaluation.exporters.response import export_response, item_export_response
 from evaluation.exporters.rows import answer_columns
 from evaluation.pagination import bounded_int, cursor_payload, cursor_text
@@ -344,8 +344,12 @@ class ItemExportView(APIView):
         parameters=[
             OpenApiParameter("file_format", str, OpenApiParameter.PATH, enum=sorted(FORMATS)),
             OpenApiParameter(
-                "layout", str, enum=["long", "wide"], default="long",
-                description="long: one row per answer; wide: one row per participant × target, one column per item",
+                "layout",
+                str,
+                enum=["long", "wide"],
+                default="long",
+                description="long: one row per answer; wide: one row per participant × target, "
+                "one column per item",
             ),
             OpenApiParameter(
                 "include_external_ids",

@@ -32,27 +32,29 @@ def study_instruments(*, study: Study) -> dict[tuple[str, int], Instrument]:
 
 def instruments_outside_protocol(*, study: Study) -> bool:
     """Whether the study asks an instrument that is not one of the protocol's presets."""
-    return (
-        StudyInstrument.objects.filter(study=study).exclude(preset__in=PROTOCOL_PRESETS).exists()
-    )
+    return StudyInstrument.objects.filter(study=study).exclude(preset__in=PROTOCOL_PRESETS).exists()
 
 
 def answer_rows(*, study: Study, analysed_only: bool = False) -> list[tuple[Any, ...]]:
     """Every ItemAnswer of the study with what names it, one query, ordered by participant and
     target: (participant pk, pseudonym, external_id, role, participant language, answer language,
     instrument key, version, structure fingerprint, item, source key, source position, shown text
-    id, reference text id, value, score, time_spent_ms, created_at, updated_at). `analysed_only`: without participants screened out (the analysis's rule,
+    id, reference text id, value, score, time_spent_ms, created_at, updated_at).
+    `analysed_only`: without participants screened out (the analysis's rule,
     annotation.selectors.analysed_participants); the exports keep everyone."""
     answers = ItemAnswer.objects.filter(participant__study=study)
     if analysed_only:
         answers = answers.filter(analysed_participants(path="participant__"))
     return list(
-        answers
-        .order_by(
-            "participant_id", "instrument__key", "instrument__version", "source__position", "shown_text_id",
-            "reference_text_id", "pk",
-        )
-        .values_list(
+        answers.order_by(
+            "participant_id",
+            "instrument__key",
+            "instrument__version",
+            "source__position",
+            "shown_text_id",
+            "reference_text_id",
+            "pk",
+        ).values_list(
             "participant_id",
             "participant__pseudonym",
             "participant__external_id",
@@ -93,8 +95,23 @@ def instrument_answers_frame(*, study: Study, rows: list[tuple[Any, ...]] | None
         return pd.DataFrame({column: pd.Series(dtype=object) for column in ANSWER_COLUMNS})
     systems = {text: tuple(keys) for text, keys in systems_by_text(study=study).items()}
     (
-        pks, pseudonyms, _external, roles, _participant_language, languages, keys, versions, structures,
-        items, sources, _positions, texts, references, values, scores, *_,
+        pks,
+        pseudonyms,
+        _external,
+        roles,
+        _participant_language,
+        languages,
+        keys,
+        versions,
+        structures,
+        items,
+        sources,
+        _positions,
+        texts,
+        references,
+        values,
+        scores,
+        *_,
     ) = zip(*rows, strict=True)
     return pd.DataFrame(
         {

@@ -64,7 +64,9 @@ ANSWER_COLUMNS: tuple[str, ...] = (
     "value",
     "score",
 )
-NUMERIC_KINDS = frozenset({ItemKind.ORDINAL, ItemKind.COUNT, ItemKind.SENTENCE_MATCHING, ItemKind.ERROR_SPANS})
+NUMERIC_KINDS = frozenset(
+    {ItemKind.ORDINAL, ItemKind.COUNT, ItemKind.SENTENCE_MATCHING, ItemKind.ERROR_SPANS}
+)
 CATEGORY_KINDS = frozenset({ItemKind.SINGLE_CHOICE, ItemKind.PAIRWISE})
 # A judge's answers enter the frame as a rater whose role starts with this (judging/).
 JUDGE_ROLE_PREFIX = "judge:"
@@ -232,7 +234,10 @@ def item_agreement(item: Item, frame: pd.DataFrame) -> dict[str, Any]:
       multiple choice    α with the MASI distance (the protocol's preference sets)
       free text          none"""
     coders = int(frame["participant"].nunique()) if len(frame) else 0
-    result: dict[str, Any] = {"n_coders": coders, "n_units": int(frame["unit"].nunique()) if len(frame) else 0}
+    result: dict[str, Any] = {
+        "n_coders": coders,
+        "n_units": int(frame["unit"].nunique()) if len(frame) else 0,
+    }
     if coders < 2:
         result["note"] = "Agreement needs two or more raters."
         return result
@@ -270,7 +275,9 @@ def item_agreement(item: Item, frame: pd.DataFrame) -> dict[str, Any]:
         result["alpha_nominal"] = _float(krippendorff_alpha(grid, "nominal"))
         result.update(_kappas(grid, grid_coders, labels=None))
     elif kind is ItemKind.MULTIPLE_CHOICE:
-        sets = [frozenset(v) if isinstance(v, (list, tuple, set, frozenset)) else None for v in frame["value"]]
+        sets = [
+            frozenset(v) if isinstance(v, (list, tuple, set, frozenset)) else None for v in frame["value"]
+        ]
         result["alpha_masi"] = _float(krippendorff_alpha_set_cells(frame["unit"].tolist(), sets))
     else:
         result["note"] = "Free text has no agreement measure."
@@ -341,7 +348,9 @@ def _numeric_item(
                     "reason": ci.reason if ci else TOO_FEW,
                 }
             )
-    tests = credited[["source", "system", "score"]].rename(columns={"score": "value"}).dropna(subset=["value"])
+    tests = (
+        credited[["source", "system", "score"]].rename(columns={"score": "value"}).dropna(subset=["value"])
+    )
     tests = tests.assign(_order=tests["system"].map(order)).sort_values(["_order", "source"], kind="stable")
     record: dict[str, Any] = {
         "mean": _interval(overall),
@@ -400,7 +409,12 @@ def _free_text_item(frame: pd.DataFrame) -> dict[str, Any]:
             "text": value,
         }
         for participant, role, source, text_id, value in zip(
-            frame["participant"], frame["role"], frame["source"], frame["text_id"], frame["value"], strict=True
+            frame["participant"],
+            frame["role"],
+            frame["source"],
+            frame["text_id"],
+            frame["value"],
+            strict=True,
         )
         if isinstance(value, str) and value.strip()
     ]
@@ -546,7 +560,11 @@ def instrument_items_analysis(
     item_means: dict[str, pd.DataFrame] = {}
     by_instrument = dict(tuple(frame.groupby(["instrument", "version"], sort=False))) if len(frame) else {}
     for group in groups:
-        parts = [by_instrument[(group.instrument.key, v)] for v in group.versions if (group.instrument.key, v) in by_instrument]
+        parts = [
+            by_instrument[(group.instrument.key, v)]
+            for v in group.versions
+            if (group.instrument.key, v) in by_instrument
+        ]
         rows = pd.concat(parts, ignore_index=True) if parts else frame.iloc[0:0]
         by_item = dict(tuple(rows.groupby("item", sort=False))) if len(rows) else {}
         items = []
@@ -560,7 +578,9 @@ def instrument_items_analysis(
                 n_targets=int(humans["unit"].nunique()) if len(humans) else 0,
             )
             if item.kind in NUMERIC_KINDS:
-                record.update(_numeric_item(item, humans, systems, confidence=confidence) if len(humans) else {})
+                record.update(
+                    _numeric_item(item, humans, systems, confidence=confidence) if len(humans) else {}
+                )
                 item_id = item.key if len(groups) == 1 else f"{group.id}:{item.key}"
                 item_means[item_id] = _text_means(humans)
             elif item.kind is ItemKind.FREE_TEXT:
@@ -618,7 +638,6 @@ def instrument_items_analysis(
     }
 
 
-
 def judge_items_agreement(
     answers: pd.DataFrame, instruments: Mapping[tuple[str, int], Instrument]
 ) -> list[dict[str, Any]]:
@@ -632,7 +651,10 @@ def judge_items_agreement(
         rows = frame[(frame["instrument"] == group.instrument.key) & frame["version"].isin(group.versions)]
         for item in group.instrument.items:
             item_rows = rows[rows["item"] == item.key]
-            if item.kind is ItemKind.FREE_TEXT or not item_rows["role"].astype(str).str.startswith(JUDGE_ROLE_PREFIX).any():
+            if (
+                item.kind is ItemKind.FREE_TEXT
+                or not item_rows["role"].astype(str).str.startswith(JUDGE_ROLE_PREFIX).any()
+            ):
                 continue
             for record in _judges_vs_humans(item, item_rows):
                 records.append({"group": group.label, "item": item.key, "kind": item.kind.value, **record})

@@ -503,7 +503,9 @@ ITEM_AGREEMENT_LABELS = {
 
 
 def _agreement_text(agreement: Mapping[str, Any]) -> str:
-    parts = [f"{label} {fmt(agreement[key])}" for key, label in ITEM_AGREEMENT_LABELS.items() if key in agreement]
+    parts = [
+        f"{label} {fmt(agreement[key])}" for key, label in ITEM_AGREEMENT_LABELS.items() if key in agreement
+    ]
     icc_record = agreement.get("icc") or {}
     if icc_record.get("icc2_1") is not None:
         parts.append(f"ICC(2,1) {fmt(icc_record['icc2_1'])}")
@@ -533,7 +535,10 @@ def instrument_item_tables(analysis: Mapping[str, Any]) -> dict[str, Any] | None
                     "n": item["n_answers"],
                     "participants": item["n_participants"],
                     "mean": cell(mean["mean"], mean) if mean else None,
-                    "systems": [cell((item["by_system"].get(s) or {}).get("mean"), item["by_system"].get(s)) for s in used]
+                    "systems": [
+                        cell((item["by_system"].get(s) or {}).get("mean"), item["by_system"].get(s))
+                        for s in used
+                    ]
                     if "by_system" in item
                     else [],
                     "raters": ", ".join(
@@ -542,7 +547,8 @@ def instrument_item_tables(analysis: Mapping[str, Any]) -> dict[str, Any] | None
                     ),
                     "agreement": _agreement_text(item.get("agreement", {})),
                     "judges": "; ".join(
-                        f"run {j['judge']}: {_agreement_text(j['with_humans'])}" for j in item.get("judges", [])
+                        f"run {j['judge']}: {_agreement_text(j['with_humans'])}"
+                        for j in item.get("judges", [])
                     ),
                     "counts": ", ".join(f"{k} {n}" for k, n in item.get("counts", {}).items()),
                     "texts": item.get("texts", []),
@@ -565,7 +571,9 @@ def instrument_item_tables(analysis: Mapping[str, Any]) -> dict[str, Any] | None
             "item": c["item"],
             "method": c["method"],
             "r": fmt(c.get("r")),
-            "interval": f"[{fmt(c.get('ci_low'))}, {fmt(c.get('ci_high'))}]" if c.get("ci_low") is not None else "",
+            "interval": f"[{fmt(c.get('ci_low'))}, {fmt(c.get('ci_high'))}]"
+            if c.get("ci_low") is not None
+            else "",
             "p": pfmt(c.get("p_value")),
             "n": c.get("n"),
         }

@@ -25,8 +25,8 @@ from annotation.activity_services import activity_record
 from annotation.selectors import studies_for_user
 from evaluation.context import analysis_document, dashboard_context, not_ready_response, section_context
 from evaluation.exporters import FORMATS
-from evaluation.exporters.metrics_table import metrics_csv
 from evaluation.exporters.items import LayoutError
+from evaluation.exporters.metrics_table import metrics_csv
 from evaluation.exporters.response import export_response, item_export_response
 from evaluation.progress import latin_square_balance, participants_progress, progress_by_role, study_progress
 from evaluation.report import study_report_html

@@ -26,10 +26,10 @@ from annotation.models import (
     Study,
 )
 from evaluation.analysis import credit_systems
-from judging.instrument_items import ITEM_TASK
 from evaluation.analysis_inputs import lay_answers_frame
 from judging.agreement import AgreementInputs
 from judging.agreement_terms import RUBRIC_FIELDS
+from judging.instrument_items import ITEM_TASK
 from judging.models import JudgeAnswer, JudgeItem, JudgeRun
 
 _Status = JudgeItem.Status

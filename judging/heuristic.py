@@ -151,7 +151,9 @@ class GlossaryHeuristicJudge:
         feedback = self._feedback("radiologist", sentence=sentence, simplification=text)
         missing, added = _points(feedback, "Missing"), _points(feedback, "Added")
         unclear = self._unclear(text) if text else self._unclear(sentence)
-        answer: dict[str, Any] = {"justification": f"{HEURISTIC_LABEL}: {missing} missing, {added} added facts"}
+        answer: dict[str, Any] = {
+            "justification": f"{HEURISTIC_LABEL}: {missing} missing, {added} added facts"
+        }
         for item in context.get("items", []):
             cue = f"{item['key']} {item.get('title', '')}".lower()
             kind = item["kind"]

@@ -138,7 +138,7 @@ def item_prompt(
     language = language or instrument.default_language
     lines = [
         f"You are a {role.replace('_', ' ')} taking part in a study "
-        f"(\"{_text(instrument.title, language)}\"). Answer each question as such a rater would.",
+        f'("{_text(instrument.title, language)}"). Answer each question as such a rater would.',
         "",
         f"Original radiology text: {sentence}",
     ]
@@ -226,7 +226,9 @@ def aggregate_item_samples(
         counted = Counter(json.dumps(s, sort_keys=True) for s in stored)
         best = max(counted.values())
         values[item.key] = next(s for s in stored if counted[json.dumps(s, sort_keys=True)] == best)
-        coded = [item_value_code(item, item_value_validate(item, s)) if s is not None else None for s in stored]
+        coded = [
+            item_value_code(item, item_value_validate(item, s)) if s is not None else None for s in stored
+        ]
         numbers = [c for c in coded if isinstance(c, float)]
         scores[item.key] = float(statistics.median(numbers)) if numbers else None
         if numbers:

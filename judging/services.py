@@ -44,6 +44,8 @@ from generation.backends.base import BackendError, ChatBackend, GenerationParams
 from generation.backends.cache import CachedBackend
 from generation.backends.configured import cached_backend
 from generation.backends.registry import GPU_BACKENDS, get_backend
+from instruments.schema import AppliesTo, Instrument
+from instruments.validation import instrument_from_data
 from judging.heuristic import HEURISTIC_MODEL, GlossaryHeuristicJudge
 from judging.instrument import (
     INSTRUMENT_TASKS,
@@ -61,8 +63,6 @@ from judging.instrument_items import (
     parse_item_answer,
 )
 from judging.models import JudgeAnswer, JudgeItem, JudgeRun
-from instruments.schema import AppliesTo, Instrument
-from instruments.validation import instrument_from_data
 from judging.prompts.registry import available_versions, load_judge_prompts
 from work import lease, limits, scheduler
 from work.runner import DATABASE_ERRORS
@@ -140,7 +140,10 @@ def judge_run_create(
         )
     }
     if not instruments or any(name not in INSTRUMENT_TASKS and name not in asked for name in instruments):
-        offered = [*INSTRUMENT_TASKS, *StudyInstrument.objects.filter(study=study, is_current=True).values_list("key", flat=True)]
+        offered = [
+            *INSTRUMENT_TASKS,
+            *StudyInstrument.objects.filter(study=study, is_current=True).values_list("key", flat=True),
+        ]
         errors["instruments"] = f"Choose instruments among {', '.join(offered)}."
     if backend not in JudgeRun.Backend.values:
         errors["backend"] = f"Unknown backend {backend!r}; use one of {', '.join(JudgeRun.Backend.values)}."
@@ -237,11 +240,18 @@ def _instrument_targets(
         targets += [{"instrument": row, "source": source} for source in sources]
     if AppliesTo.SIMPLIFICATION in kinds:
         targets += [
-            {"instrument": row, "source_id": t.source_id, "shown_text": t} for t in texts if t.pk not in reference_only
+            {"instrument": row, "source_id": t.source_id, "shown_text": t}
+            for t in texts
+            if t.pk not in reference_only
         ]
     if AppliesTo.PAIR in kinds:
         targets += [
-            {"instrument": row, "source_id": t.source_id, "shown_text": t, "reference_text_id": references[t.source_id]}
+            {
+                "instrument": row,
+                "source_id": t.source_id,
+                "shown_text": t,
+                "reference_text_id": references[t.source_id],
+            }
             for t in texts
             if t.pk not in reference_only and t.source_id in references
         ]

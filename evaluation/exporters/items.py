@@ -141,7 +141,10 @@ class ItemAnswerExport:
         return [*head, role, participant_language, language, key, version]
 
     def _long(
-        self, stored: list[tuple[Any, ...]], systems: Mapping[int, str], kinds: Mapping[tuple[str, int, str], ItemKind]
+        self,
+        stored: list[tuple[Any, ...]],
+        systems: Mapping[int, str],
+        kinds: Mapping[tuple[str, int, str], ItemKind],
     ) -> Iterator[tuple[Any, ...]]:
         for row in stored:
             (*_, key, version, _structure, item, source, _position, text, reference, value, score,
@@ -163,7 +166,10 @@ class ItemAnswerExport:
             )
 
     def _wide(
-        self, stored: list[tuple[Any, ...]], systems: Mapping[int, str], kinds: Mapping[tuple[str, int, str], ItemKind]
+        self,
+        stored: list[tuple[Any, ...]],
+        systems: Mapping[int, str],
+        kinds: Mapping[tuple[str, int, str], ItemKind],
     ) -> Iterator[tuple[Any, ...]]:
         columns = self.item_columns()
         position = {name: i for i, name in enumerate(columns)}

@@ -18,7 +18,9 @@ from instruments.versioning import instrument_fingerprint, instrument_structure_
 REFERENCE = "expert"
 
 
-def instrument_add(*, study: Study, instrument: Instrument, preset: str = "", flow: str = "pairs") -> StudyInstrument:
+def instrument_add(
+    *, study: Study, instrument: Instrument, preset: str = "", flow: str = "pairs"
+) -> StudyInstrument:
     StudyInstrument.objects.filter(study=study, key=instrument.key).update(is_current=False)
     return StudyInstrument.objects.create(
         study=study,
@@ -84,13 +86,22 @@ def pairs_study(
             study=study, key=f"s{i + 1:02d}", text=f"Finding {i + 1}: a {i + 1} mm nodule in the right lung."
         )
         reference_text = services.simplification_upsert(
-            source=source, system=ref, text=f"There is a small {i + 1} mm spot in the right lung. It is not urgent."
+            source=source,
+            system=ref,
+            text=f"There is a small {i + 1} mm spot in the right lung. It is not urgent.",
         ).shown_text
         for j, system in enumerate(rows):
-            words = ["There is a", ("small", "tiny", "little")[(i + j) % 3], f"{i + 1} mm spot", "in the lung."]
+            words = [
+                "There is a",
+                ("small", "tiny", "little")[(i + j) % 3],
+                f"{i + 1} mm spot",
+                "in the lung.",
+            ]
             if (i * 7 + j) % 3 == 0:
                 words.append("It is not urgent.")
-            shown = services.simplification_upsert(source=source, system=system, text=" ".join(words)).shown_text
+            shown = services.simplification_upsert(
+                source=source, system=system, text=" ".join(words)
+            ).shown_text
             pairs[system.key].append((shown, reference_text))
     return study, pairs
 
@@ -111,15 +122,28 @@ def seed002_study(*, slug: str = "medlay", n_sources: int = 12, systems=("scgr",
             base = 5 - ((i + s) % 3)  # a quality per pair that raters share, so agreement is real
             for r, rater in enumerate(raters):
                 for item in instrument.items:
-                    score = min(5, max(1, base - (1 if rng.random() < 0.25 else 0) + (r == 2 and item.key == "simplicity")))
+                    score = min(
+                        5,
+                        max(
+                            1,
+                            base - (1 if rng.random() < 0.25 else 0) + (r == 2 and item.key == "simplicity"),
+                        ),
+                    )
                     answer_add(
-                        participant=rater, row=row, instrument=instrument, item_key=item.key,
-                        raw=score, shown=shown, reference=reference,
+                        participant=rater,
+                        row=row,
+                        instrument=instrument,
+                        item_key=item.key,
+                        raw=score,
+                        shown=shown,
+                        reference=reference,
                     )
     return study, instrument, raters
 
 
-def seed000_study(*, slug: str = "laymanrrg", n_sources: int = 10, systems=("layman", "prof", "mixed"), seed: int = 0):
+def seed000_study(
+    *, slug: str = "laymanrrg", n_sources: int = 10, systems=("layman", "prof", "mixed"), seed: int = 0
+):
     """Seed 000 section 4.4: three annotators match the sentences of each generated report against
     its reference; the report's score is the matched proportion."""
     study, pairs = pairs_study(slug=slug, systems=systems, n_sources=n_sources)
@@ -138,7 +162,12 @@ def seed000_study(*, slug: str = "laymanrrg", n_sources: int = 10, systems=("lay
                 if rng.random() < 0.3:  # an annotator disagrees now and then
                     matches[0] = [] if matches[0] else [0]
                 answer_add(
-                    participant=annotator, row=row, instrument=instrument, item_key="sentence_match",
-                    raw={"generated_count": generated, "matches": matches}, shown=shown, reference=reference,
+                    participant=annotator,
+                    row=row,
+                    instrument=instrument,
+                    item_key="sentence_match",
+                    raw={"generated_count": generated, "matches": matches},
+                    shown=shown,
+                    reference=reference,
                 )
     return study, instrument, annotators

@@ -55,7 +55,9 @@ def test_long_and_wide_csv_reproduce_the_analysis(client, owner, medlay):
     assert len(long) == ItemAnswer.objects.filter(participant__study=medlay).count()
     assert set(long["instrument"]) == {"medlaybench_002"} and set(long["language"]) == {"en"}
     assert set(long["item_kind"]) == {"ordinal"} and "external_id" not in long.columns
-    wide = pd.read_csv(io.BytesIO(_body(client.get(f"/dashboard/{medlay.slug}/items.csv", {"layout": "wide"}))))
+    wide = pd.read_csv(
+        io.BytesIO(_body(client.get(f"/dashboard/{medlay.slug}/items.csv", {"layout": "wide"})))
+    )
     # One row per participant × pair, one column per criterion.
     assert len(wide) == 3 * 8 * 2
     assert [f"medlaybench_002.{c}" for c in CRITERIA] == [c for c in wide.columns if c.startswith("medlay")]
@@ -72,7 +74,9 @@ def test_long_and_wide_csv_reproduce_the_analysis(client, owner, medlay):
         grid = wide.pivot_table(index="participant", columns=["text_id", "reference_text_id"], values=column)
         assert record["agreement"]["alpha_ordinal"] == pytest.approx(
             krippendorff.alpha(
-                reliability_data=grid.to_numpy(float), level_of_measurement="ordinal", value_domain=[1, 2, 3, 4, 5]
+                reliability_data=grid.to_numpy(float),
+                level_of_measurement="ordinal",
+                value_domain=[1, 2, 3, 4, 5],
             )
         )
 
@@ -96,14 +100,22 @@ def test_sentence_matching_values_are_typed_in_json_and_text_in_csv(client, owne
     study.researchers.add(owner)
     client.force_login(owner)
     records = json.loads(_body(client.get(f"/dashboard/{study.slug}/items.json")))
-    assert isinstance(records[0]["value"], dict) and set(records[0]["value"]) == {"generated_count", "matches"}
-    stored = {(a.participant.pseudonym, a.shown_text_id): a for a in ItemAnswer.objects.filter(participant__study=study)}
+    assert isinstance(records[0]["value"], dict) and set(records[0]["value"]) == {
+        "generated_count",
+        "matches",
+    }
+    stored = {
+        (a.participant.pseudonym, a.shown_text_id): a
+        for a in ItemAnswer.objects.filter(participant__study=study)
+    }
     for record in records:
         answer = stored[(record["participant"], record["text_id"])]
         assert record["value"] == answer.value and record["score"] == answer.score
     long = pd.read_csv(io.BytesIO(_body(client.get(f"/dashboard/{study.slug}/items.csv"))))
     assert json.loads(long["value"][0]) == records[0]["value"]
-    wide = pd.read_csv(io.BytesIO(_body(client.get(f"/dashboard/{study.slug}/items.csv", {"layout": "wide"}))))
+    wide = pd.read_csv(
+        io.BytesIO(_body(client.get(f"/dashboard/{study.slug}/items.csv", {"layout": "wide"})))
+    )
     assert wide["layman_rrg_000_matching.sentence_match"].tolist() == pytest.approx(long["score"].tolist())
 
 

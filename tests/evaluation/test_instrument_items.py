@@ -15,7 +15,7 @@ from sklearn.metrics import cohen_kappa_score
 from annotation.models import ItemAnswer
 from evaluation.analysis import AnalysisOptions, study_analysis
 from evaluation.analysis_inputs import study_frames
-from instruments.answers import sentence_matching_proportion, item_value_validate
+from instruments.answers import item_value_validate, sentence_matching_proportion
 from tests.annotation.factories import build_study
 from tests.evaluation.instrument_studies import answer_add, instrument_add, seed000_study, seed002_study
 
@@ -37,7 +37,9 @@ def _answers(study) -> pd.DataFrame:
         "score",
         "shown_text__simplifications__system__key",  # each text here has one system
     )
-    return pd.DataFrame.from_records(rows).rename(columns={"shown_text__simplifications__system__key": "system"})
+    return pd.DataFrame.from_records(rows).rename(
+        columns={"shown_text__simplifications__system__key": "system"}
+    )
 
 
 def _items(analysis) -> dict:
@@ -59,7 +61,11 @@ def test_seed002_means_per_criterion_rater_and_system_and_alpha():
     items = _items(analysis)
     assert list(items) == ["factual_correctness", "completeness", "simplicity", "fluency"]
     answers = _answers(study)
-    assert analysis["instrument_items"]["n"] == {"answers": len(answers), "participants": 3, "judge_answers": 0}
+    assert analysis["instrument_items"]["n"] == {
+        "answers": len(answers),
+        "participants": 3,
+        "judge_answers": 0,
+    }
     for key, record in items.items():
         rows = answers[answers["item_key"] == key]
         assert record["mean"]["mean"] == pytest.approx(rows["value"].astype(float).mean())
@@ -77,7 +83,9 @@ def test_seed002_means_per_criterion_rater_and_system_and_alpha():
             index="participant__pseudonym", columns=["shown_text_id", "reference_text_id"], values="value"
         )
         expected = krippendorff.alpha(
-            reliability_data=grid.to_numpy(float), level_of_measurement="ordinal", value_domain=[1, 2, 3, 4, 5]
+            reliability_data=grid.to_numpy(float),
+            level_of_measurement="ordinal",
+            value_domain=[1, 2, 3, 4, 5],
         )
         assert record["agreement"]["alpha_ordinal"] == pytest.approx(expected)
         assert record["agreement"]["alpha_interval"] == pytest.approx(
@@ -85,8 +93,14 @@ def test_seed002_means_per_criterion_rater_and_system_and_alpha():
         )
         # Quadratic-weighted κ of the two radiologists, with sklearn.
         e1, e2 = grid.loc["E1"].to_numpy(), grid.loc["E2"].to_numpy()
-        pair = next(p for p in record["agreement"]["kappa_quadratic_pairs"] if {p["rater_a"], p["rater_b"]} == {"E1", "E2"})
-        assert pair["kappa"] == pytest.approx(cohen_kappa_score(e1, e2, weights="quadratic", labels=[1, 2, 3, 4, 5]))
+        pair = next(
+            p
+            for p in record["agreement"]["kappa_quadratic_pairs"]
+            if {p["rater_a"], p["rater_b"]} == {"E1", "E2"}
+        )
+        assert pair["kappa"] == pytest.approx(
+            cohen_kappa_score(e1, e2, weights="quadratic", labels=[1, 2, 3, 4, 5])
+        )
         # Agreement among the radiologists alone (the lay reader is a group of one).
         assert set(record["agreement_by_role"]) == {"radiologist"}
         assert record["agreement_by_role"]["radiologist"]["cohen_kappa"] == pytest.approx(
@@ -121,7 +135,8 @@ def test_seed000_matched_proportions_kappa_and_correlation_with_bleu():
     answers = _answers(study)
     item = instrument.item("sentence_match")
     answers["proportion"] = [
-        sentence_matching_proportion(item_value_validate(item, v), item.proportion_of) for v in answers["value"]
+        sentence_matching_proportion(item_value_validate(item, v), item.proportion_of)
+        for v in answers["value"]
     ]
     assert record["mean"]["mean"] == pytest.approx(answers["proportion"].dropna().mean())
     assert 0.0 <= record["mean"]["low"] <= record["mean"]["high"] <= 1.0
@@ -136,11 +151,15 @@ def test_seed000_matched_proportions_kappa_and_correlation_with_bleu():
         (a, b): cohen_kappa_score([decisions[a][k] for k in keys], [decisions[b][k] for k in keys])
         for a, b in (("A1", "A2"), ("A1", "A3"), ("A2", "A3"))
     }
-    got = {(p["rater_a"], p["rater_b"]): p["kappa"] for p in record["agreement"]["sentence_cohen_kappa_pairs"]}
+    got = {
+        (p["rater_a"], p["rater_b"]): p["kappa"] for p in record["agreement"]["sentence_cohen_kappa_pairs"]
+    }
     assert got == pytest.approx(kappas)
     assert record["agreement"]["sentence_cohen_kappa"] == pytest.approx(np.mean(list(kappas.values())))
     # The report score (mean over annotators) against per-report BLEU and ROUGE-L, with scipy.
-    per_report = answers.groupby(["source__key", "shown_text_id", "system"])["proportion"].mean().reset_index()
+    per_report = (
+        answers.groupby(["source__key", "shown_text_id", "system"])["proportion"].mean().reset_index()
+    )
     metrics = pd.DataFrame(analysis["metrics"]["per_simplification"])
     joined = per_report.merge(
         metrics, left_on=["source__key", "shown_text_id", "system"], right_on=["source", "text_id", "system"]
@@ -158,7 +177,9 @@ def test_seed000_matched_proportions_kappa_and_correlation_with_bleu():
         assert spearman["r"] == pytest.approx(stats.spearmanr(joined[metric], joined["proportion"]).statistic)
     # Corpus BLEU per system against the systems' mean scores (three systems).
     corpus = next(
-        c for c in correlations if (c["level"], c["metric"], c["method"]) == ("system", "corpus_bleu", "pearson")
+        c
+        for c in correlations
+        if (c["level"], c["metric"], c["method"]) == ("system", "corpus_bleu", "pearson")
     )
     system_means = joined.groupby("system")["proportion"].mean()
     corpus_bleu = {s: analysis["metrics"]["per_system"][s]["corpus_bleu"] for s in system_means.index}
@@ -179,15 +200,28 @@ def test_versions_pool_only_when_their_structure_is_equal():
     data3["version"] = 3
     data3["items"] = data3["items"][:1]  # a structural change: items removed
     shortened = instrument_from_data(data3)
-    rows = {2: instrument_add(study=study, instrument=reworded), 3: instrument_add(study=study, instrument=shortened)}
+    rows = {
+        2: instrument_add(study=study, instrument=reworded),
+        3: instrument_add(study=study, instrument=shortened),
+    }
     shown = ItemAnswer.objects.filter(participant__study=study).first()
     extra = answer_add(
-        participant=raters[0], row=rows[2], instrument=reworded, item_key="factual_correctness", raw=1,
-        shown=shown.shown_text, reference=shown.reference_text,
+        participant=raters[0],
+        row=rows[2],
+        instrument=reworded,
+        item_key="factual_correctness",
+        raw=1,
+        shown=shown.shown_text,
+        reference=shown.reference_text,
     )
     answer_add(
-        participant=raters[1], row=rows[3], instrument=shortened, item_key="factual_correctness", raw=2,
-        shown=shown.shown_text, reference=shown.reference_text,
+        participant=raters[1],
+        row=rows[3],
+        instrument=shortened,
+        item_key="factual_correctness",
+        raw=2,
+        shown=shown.shown_text,
+        reference=shown.reference_text,
     )
     analysis = study_analysis(study_frames(study=study), options=OPTIONS)
     groups = analysis["instrument_items"]["groups"]

@@ -40,7 +40,9 @@ def test_the_prompt_and_schema_come_from_the_items():
         assert item.wording["en"] in prompt and item.title["en"] in prompt
     assert "1 - strongly disagree" in prompt and "5 - strongly agree" in prompt
     schema = answer_schema(items)
-    assert schema["required"] == list(CRITERIA) and schema["properties"]["fluency"] == {"enum": [1, 2, 3, 4, 5]}
+    assert schema["required"] == list(CRITERIA) and schema["properties"]["fluency"] == {
+        "enum": [1, 2, 3, 4, 5]
+    }
     assert judge_items(MEDLAY, AppliesTo.SOURCE) == ()
 
 
@@ -55,14 +57,16 @@ def test_answers_are_validated_like_a_humans():
         parse_item_answer(items, json.dumps({"factual_correctness": 5}))
     assert missing.value.kind == "schema"
     matching = judge_items(preset_load("layman_rrg_000_matching"), AppliesTo.PAIR)
-    parsed = parse_item_answer(matching, json.dumps({"sentence_match": [[0], [0, 2]]}), generated=3, references=2)
+    parsed = parse_item_answer(
+        matching, json.dumps({"sentence_match": [[0], [0, 2]]}), generated=3, references=2
+    )
     assert parsed["sentence_match"] == {"generated_count": 3, "matches": [[0], [0, 2]]}
     with pytest.raises(AnswerError):
         parse_item_answer(matching, json.dumps({"sentence_match": [[3], []]}), generated=3, references=2)
-    values, scores, spread = aggregate_item_samples(
-        items, [dict(good, fluency=f) for f in (5, 4, 4)]
+    values, scores, spread = aggregate_item_samples(items, [dict(good, fluency=f) for f in (5, 4, 4)])
+    assert (
+        values["fluency"] == 4 and scores["fluency"] == 4.0 and spread["fluency"]["values"] == [5.0, 4.0, 4.0]
     )
-    assert values["fluency"] == 4 and scores["fluency"] == 4.0 and spread["fluency"]["values"] == [5.0, 4.0, 4.0]
 
 
 @pytest.fixture
@@ -97,12 +101,15 @@ def test_the_glossary_judge_answers_seed002s_criteria_offline_and_enters_agreeme
     )
     assert values(run) == values(again)
     # Judges are not participants and write no human answer.
-    assert ItemAnswer.objects.count() == humans_before and Participant.objects.filter(study=study).count() == 3
+    assert (
+        ItemAnswer.objects.count() == humans_before and Participant.objects.filter(study=study).count() == 3
+    )
     # The run's agreement and the study analysis set the judge beside the humans, per item.
     records = {r["item"]: r for r in run.agreement["instrument_items"]}
     assert set(records) == set(CRITERIA)
     analysis = study_analysis(
-        study_frames(study=study), options=AnalysisOptions(n_resamples=20, correlations=False, metric_families=("readability",))
+        study_frames(study=study),
+        options=AnalysisOptions(n_resamples=20, correlations=False, metric_families=("readability",)),
     )
     (group,) = analysis["instrument_items"]["groups"]
     assert analysis["instrument_items"]["n"]["judge_answers"] == 2 * 12 * 4
@@ -113,13 +120,20 @@ def test_the_glossary_judge_answers_seed002s_criteria_offline_and_enters_agreeme
     units = sorted({(a.shown_text_id, a.reference_text_id) for a in humans})
     grid = np.full((4, len(units)), np.nan)
     for a in humans:
-        grid[["E1", "E2", "L"].index(a.participant.pseudonym), units.index((a.shown_text_id, a.reference_text_id))] = a.score
+        grid[
+            ["E1", "E2", "L"].index(a.participant.pseudonym),
+            units.index((a.shown_text_id, a.reference_text_id)),
+        ] = a.score
     for answer in JudgeAnswer.objects.filter(item__run=run):
-        grid[3, units.index((answer.item.shown_text_id, answer.item.reference_text_id))] = answer.item_scores["fluency"]
+        grid[3, units.index((answer.item.shown_text_id, answer.item.reference_text_id))] = answer.item_scores[
+            "fluency"
+        ]
     assert mine["with_humans"]["n_coders"] == 4
     if np.unique(grid[~np.isnan(grid)]).size > 1:
         assert mine["with_humans"]["alpha_ordinal"] == pytest.approx(
-            krippendorff.alpha(reliability_data=grid, level_of_measurement="ordinal", value_domain=[1, 2, 3, 4, 5])
+            krippendorff.alpha(
+                reliability_data=grid, level_of_measurement="ordinal", value_domain=[1, 2, 3, 4, 5]
+            )
         )
     assert records["fluency"]["with_humans"]["alpha_ordinal"] == mine["with_humans"]["alpha_ordinal"]
 
@@ -149,8 +163,16 @@ def test_a_models_answers_are_validated_and_an_unknown_instrument_is_named(launc
     run = launch(study=study, backend="openai", model_name="judge-model", instruments=["medlaybench_002"])
     assert run.items.exclude(status="succeeded").count() == 0
     first = run.items.order_by("pk").first()
-    assert [entry.get("kind") for entry in first.transcript][:2] in (["refusal", "out_of_range"], ["malformed", "out_of_range"])
-    assert [a.item_values for a in JudgeAnswer.objects.filter(item__run=run)] == [dict.fromkeys(CRITERIA, 4)] * 2
+    assert [entry.get("kind") for entry in first.transcript][:2] in (
+        ["refusal", "out_of_range"],
+        ["malformed", "out_of_range"],
+    )
+    assert [a.item_values for a in JudgeAnswer.objects.filter(item__run=run)] == [
+        dict.fromkeys(CRITERIA, 4)
+    ] * 2
     with pytest.raises(ValidationError) as error:
         launch(study=study, backend="glossary", instruments=["no_such_instrument"])
-    assert "instruments" in error.value.message_dict and "medlaybench_002" in error.value.message_dict["instruments"][0]
+    assert (
+        "instruments" in error.value.message_dict
+        and "medlaybench_002" in error.value.message_dict["instruments"][0]
+    )
