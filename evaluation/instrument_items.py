@@ -190,7 +190,9 @@ def _kappas(grid: np.ndarray, coders: Sequence[Hashable], *, labels: Sequence[An
 
 def _icc(frame: pd.DataFrame, value: str) -> dict[str, Any]:
     try:
-        result = icc(frame.dropna(subset=[value]), unit="unit", rater="participant", score=value)
+        # A constant grid gives 0/0 (NaN, reported as None), not an error.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            result = icc(frame.dropna(subset=[value]), unit="unit", rater="participant", score=value)
     except ValueError as exc:
         return {"error": str(exc)}
     return {

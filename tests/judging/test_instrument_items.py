@@ -176,3 +176,30 @@ def test_a_models_answers_are_validated_and_an_unknown_instrument_is_named(launc
         "instruments" in error.value.message_dict
         and "medlaybench_002" in error.value.message_dict["instruments"][0]
     )
+
+
+@pytest.mark.django_db
+def test_the_judge_answers_csv_carries_the_item_answers(launch, client):
+    import csv
+    import io
+
+    from django.contrib.auth import get_user_model
+
+    study, instrument, raters = seed002_study(slug="medcsv", n_sources=2, systems=("scgr",))
+    run = launch(study=study, backend="glossary", instruments=["medlaybench_002"])
+    user = get_user_model().objects.create_user("ada", password="pw-ada-123")
+    study.researchers.add(user)
+    client.force_login(user)
+    response = client.get(f"/judging/{study.slug}/judge-answers.csv")
+    assert response.status_code == 200
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig"))))
+    assert {row["task"] for row in rows} == {ITEM_TASK} and len(rows) == run.items.count() == 2
+    stored = {a.item.shown_text_id: a for a in JudgeAnswer.objects.filter(item__run=run)}
+    for row in rows:
+        answer = stored[int(row["text_id"])]
+        assert (
+            row["instrument"] == "medlaybench_002 v1"
+            and int(row["reference_text_id"]) == answer.item.reference_text_id
+        )
+        assert json.loads(row["item_values"]) == answer.item_values
+        assert json.loads(row["item_scores"]) == answer.item_scores
