@@ -305,17 +305,19 @@ class _FirstRenderer(BaseContentNegotiation):
         return renderers[0], renderers[0].media_type
 
 
+FORMAT_PARAMETER = OpenApiParameter("file_format", str, OpenApiParameter.PATH, enum=sorted(FORMATS))
+EXTERNAL_IDS_PARAMETER = OpenApiParameter(
+    "include_external_ids", bool, description="add recruiters' ids (personal data; owners and editors only)"
+)
+
+
 class ExportView(APIView):
     content_negotiation_class = _FirstRenderer
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("file_format", str, OpenApiParameter.PATH, enum=sorted(FORMATS)),
-            OpenApiParameter(
-                "include_external_ids",
-                bool,
-                description="add recruiters' ids (personal data; owners and editors only)",
-            ),
+            FORMAT_PARAMETER,
+            EXTERNAL_IDS_PARAMETER,
         ],
         responses={
             (200, exporter.CONTENT_TYPE.split(";")[0]): OpenApiResponse(
@@ -342,7 +344,7 @@ class ItemExportView(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("file_format", str, OpenApiParameter.PATH, enum=sorted(FORMATS)),
+            FORMAT_PARAMETER,
             OpenApiParameter(
                 "layout",
                 str,
@@ -351,11 +353,7 @@ class ItemExportView(APIView):
                 description="long: one row per answer; wide: one row per participant × target, "
                 "one column per item",
             ),
-            OpenApiParameter(
-                "include_external_ids",
-                bool,
-                description="add recruiters' ids (personal data; owners and editors only)",
-            ),
+            EXTERNAL_IDS_PARAMETER,
         ],
         responses={
             (200, exporter.CONTENT_TYPE.split(";")[0]): OpenApiResponse(

@@ -45,8 +45,12 @@ from evaluation.stats.agreement import (
 )
 from evaluation.stats.comparisons import paired_system_comparisons
 from evaluation.stats.correlation import BOOTSTRAP_MAX_PAIRS, correlate_columns
-from evaluation.stats.crossed import CrossedInterval, crossed_group_intervals, crossed_mean_ci
-from evaluation.stats.interval_methods import TOO_FEW
+from evaluation.stats.crossed import (
+    crossed_group_intervals,
+    crossed_mean_ci,
+    difference_records,
+    interval_record,
+)
 from instruments.schema import NOT_APPLICABLE, Instrument, Item, ItemKind
 
 ANSWER_COLUMNS: tuple[str, ...] = (
@@ -92,19 +96,6 @@ def _float(value: Any) -> float | None:
         return None
     value = float(value)
     return value if math.isfinite(value) else None
-
-
-def _interval(ci: CrossedInterval) -> dict[str, Any]:
-    return {
-        "mean": _float(ci.estimate),
-        "low": _float(ci.low),
-        "high": _float(ci.high),
-        "n": ci.n,
-        "participants": ci.n_rows,
-        "sources": ci.n_columns,
-        "method": ci.method,
-        "reason": ci.reason,
-    }
 
 
 def item_groups(answers: pd.DataFrame, instruments: Mapping[tuple[str, int], Instrument]) -> list[ItemGroup]:
@@ -329,36 +320,20 @@ def _numeric_item(
         bounds=bounds,
         differences=len(present) >= 2,
     )
-    empty = _interval(crossed_mean_ci([], [], []))
+    empty = interval_record(crossed_mean_ci([], [], []))
     by_system = {
-        system: _interval(group_means[float(i)]) if float(i) in group_means else dict(empty)
+        system: interval_record(group_means[float(i)]) if float(i) in group_means else dict(empty)
         for system, i in order.items()
     }
-    differences = []
-    for i, a in enumerate(present):
-        for j in range(i + 1, len(present)):
-            ci = group_differences.get((float(i), float(j)))
-            differences.append(
-                {
-                    "system_a": a,
-                    "system_b": present[j],
-                    "difference": _float(ci.estimate) if ci else None,
-                    "low": _float(ci.low) if ci else None,
-                    "high": _float(ci.high) if ci else None,
-                    "n": ci.n if ci else 0,
-                    "method": ci.method if ci else None,
-                    "reason": ci.reason if ci else TOO_FEW,
-                }
-            )
     tests = (
         credited[["source", "system", "score"]].rename(columns={"score": "value"}).dropna(subset=["value"])
     )
     tests = tests.assign(_order=tests["system"].map(order)).sort_values(["_order", "source"], kind="stable")
     record: dict[str, Any] = {
-        "mean": _interval(overall),
+        "mean": interval_record(overall),
         "sd": _float(answered.std(ddof=1)) if answered.size >= 2 else None,
         "by_system": by_system,
-        "differences": differences,
+        "differences": difference_records(present, group_differences),
         "comparisons": paired_system_comparisons(tests) if tests["system"].nunique() >= 2 else [],
         "by_participant": _by_participant(frame),
         "by_role": {

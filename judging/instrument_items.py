@@ -25,7 +25,7 @@ from jsonschema import Draft202012Validator
 
 from instruments.answers import InvalidAnswer, item_value_code, item_value_validate
 from instruments.schema import OPTIONS_FROM_TEXTS, AppliesTo, Instrument, Item, ItemKind
-from judging.instrument import _FENCE, _REFUSAL, AnswerError
+from judging.instrument import AnswerError, parse_json_answer
 
 ITEM_TASK = "instrument_items"
 # Numbered sentences a sentence-matching item shows the judge (the same split for the heuristic).
@@ -168,25 +168,8 @@ def parse_item_answer(
 ) -> dict[str, Any]:
     """The validated answer in `text`: {item key: its value as item_value_validate accepts it, in
     JSON form (`stored_value`)}, plus "justification" when given; AnswerError otherwise."""
-    body = text.strip()
-    fenced = _FENCE.match(body)
-    if fenced:
-        body = fenced.group("body").strip()
-    try:
-        data = json.loads(body)
-    except json.JSONDecodeError as exc:
-        if _REFUSAL.search(text):
-            raise AnswerError("refusal", "the model declined to answer") from None
-        raise AnswerError("malformed", f"not a JSON object ({exc.msg} at character {exc.pos})") from None
-    if not isinstance(data, dict):
-        raise AnswerError("malformed", f"a JSON {type(data).__name__}, not an object")
     schema = answer_schema(items, generated=generated, references=references)
-    errors = sorted(Draft202012Validator(schema).iter_errors(data), key=lambda e: list(e.absolute_path))
-    if errors:
-        first = errors[0]
-        where = ".".join(str(p) for p in first.absolute_path) or "answer"
-        kind = "out_of_range" if first.validator in ("minimum", "maximum", "enum") else "schema"
-        raise AnswerError(kind, f"{where}: {first.message}")
+    data = parse_json_answer(text, Draft202012Validator(schema))
     answer: dict[str, Any] = {}
     for item in items:
         raw = data.get(item.key)

@@ -46,18 +46,11 @@ LONG_COLUMNS = (
     "created_at",
     "updated_at",
 )
-WIDE_KEY_COLUMNS = (
-    "study",
-    "participant",
-    "role",
-    "participant_language",
-    "language",
-    "instrument",
-    "instrument_version",
-    "source",
-    "systems",
-    "text_id",
-    "reference_text_id",
+# A wide row names its target as the long rows do; its item columns follow.
+WIDE_KEY_COLUMNS = tuple(
+    c
+    for c in LONG_COLUMNS
+    if c not in ("item", "item_kind", "value", "score", "time_spent_ms", "created_at", "updated_at")
 )
 _NUMERIC = frozenset({ItemKind.ORDINAL, ItemKind.COUNT, ItemKind.SENTENCE_MATCHING, ItemKind.ERROR_SPANS})
 
