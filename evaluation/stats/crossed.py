@@ -1045,7 +1045,9 @@ def crossed_difference_ci(
     return differences.get((0.0, 1.0), empty)
 
 
-def _finite(value: float) -> float | None:
+def _finite(value: float | None) -> float | None:
+    if value is None:
+        return None
     value = float(value)
     return value if math.isfinite(value) else None
 
