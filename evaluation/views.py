@@ -150,7 +150,9 @@ def study_export(request: HttpRequest, slug: str, file_format: str) -> Streaming
 
 
 @researcher_login_required
-def study_item_export(request: HttpRequest, slug: str, file_format: str) -> HttpResponse:
+def study_item_export(
+    request: HttpRequest, slug: str, file_format: str
+) -> HttpResponse | StreamingHttpResponse:
     """The instrument-item answers, ?layout=long (one row per answer, the default) or wide (one
     column per item), as CSV, XLSX or JSON."""
     study = access_study(user=request.user, slug=slug)

@@ -49,7 +49,9 @@ class JudgeRunForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["prompt_version"].choices = [(v, v) for v in available_versions()]
         keys = StudyInstrument.objects.filter(is_current=True).values_list("key", flat=True).distinct()
-        self.fields["instruments"].choices = [
+        instruments = self.fields["instruments"]
+        assert isinstance(instruments, forms.MultipleChoiceField)
+        instruments.choices = [
             *((name, name) for name in INSTRUMENT_TASKS),
             *((key, f"{key} (instrument items)") for key in sorted(set(keys))),
         ]

@@ -375,7 +375,7 @@ class _Question:
             else AppliesTo.SIMPLIFICATION
         )
         self.items = judge_items(instrument, kind)
-        reference = item.reference_text.text if item.reference_text_id else None
+        reference = item.reference_text.text if item.reference_text is not None else None
         generated = split_sentences(self.simplification or "")
         referenced = split_sentences(reference or "")
         role = next((r for i in self.items for r in i.roles), "rater")
