@@ -27,7 +27,7 @@ import pandas as pd
 
 from annotation import scales
 from evaluation.analysis_document import ORIGINAL
-from evaluation.instrument_items import instrument_items_analysis
+from evaluation.instrument_items import correlation_rows, instrument_items_analysis
 from evaluation.metrics import registry as metric_registry
 from evaluation.stats.agreement import (
     cohen_kappa_pairwise_grid,
@@ -1016,19 +1016,7 @@ def correlations(
             confidence=options.confidence,
             bootstrap_max_pairs=options.correlation_bootstrap_max_pairs,
         )
-        for (metric, measure), pair_records in table_records.items():
-            for record in pair_records:
-                records.append(
-                    {
-                        "level": level,
-                        "metric": metric,
-                        "measure": measure,
-                        **{
-                            k: (_float(v) if k not in ("method", "n", "interval") else v)
-                            for k, v in record.items()
-                        },
-                    }
-                )
+        records += correlation_rows(table_records, level=level, measure_key="measure")
     return records
 
 

@@ -458,20 +458,25 @@ def item_correlations(
                 confidence=confidence,
                 bootstrap_max_pairs=bootstrap_max_pairs,
             )
-            for (metric, measure), pair_records in correlated.items():
-                for record in pair_records:
-                    records.append(
-                        {
-                            "level": level,
-                            "metric": metric,
-                            "item": measure,
-                            **{
-                                k: (_float(v) if k not in ("method", "n", "interval") else v)
-                                for k, v in record.items()
-                            },
-                        }
-                    )
+            records += correlation_rows(correlated, level=level, measure_key="item")
     return records
+
+
+def correlation_rows(
+    correlated: Mapping[tuple[str, str], Sequence[Mapping[str, Any]]], *, level: str, measure_key: str
+) -> list[dict[str, Any]]:
+    """`correlate_columns`' records as the analysis document lists them: one row per (metric,
+    human measure, method), its figures JSON-ready, the measure under `measure_key`."""
+    return [
+        {
+            "level": level,
+            "metric": metric,
+            measure_key: measure,
+            **{k: (_float(v) if k not in ("method", "n", "interval") else v) for k, v in record.items()},
+        }
+        for (metric, measure), pair_records in correlated.items()
+        for record in pair_records
+    ]
 
 
 def _text_means(frame: pd.DataFrame) -> pd.DataFrame:
