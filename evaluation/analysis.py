@@ -27,6 +27,7 @@ import pandas as pd
 
 from annotation import scales
 from evaluation.analysis_document import ORIGINAL
+from evaluation.instrument_items import correlation_rows, instrument_items_analysis
 from evaluation.metrics import registry as metric_registry
 from evaluation.stats.agreement import (
     cohen_kappa_pairwise_grid,
@@ -37,14 +38,15 @@ from evaluation.stats.agreement import (
 from evaluation.stats.comparisons import paired_system_comparisons
 from evaluation.stats.correlation import BOOTSTRAP_MAX_PAIRS, correlate_columns
 from evaluation.stats.crossed import (
-    CrossedInterval,
     crossed_group_intervals,
     crossed_mean_ci,
+    difference_records,
     group_components,
+    interval_record,
 )
-from evaluation.stats.interval_methods import TOO_FEW
 from evaluation.stats.intervals import bootstrap_mean_ci
 from evaluation.stats.severity import mse_and_accuracy, severity_errors_per_answer
+from instruments.schema import Instrument
 
 EXPERT_ASPECTS: tuple[str, ...] = tuple(scales.EXPERT_ASPECTS)
 LAY_MEASURES: tuple[str, ...] = (
@@ -80,6 +82,12 @@ class StudyFrames:
     lay_answers: pd.DataFrame
     lay_preferences: pd.DataFrame
     title: str = ""
+    # Instrument items beyond the protocol's typed tables (evaluation/instrument_items.py): their
+    # answers, the instrument versions by (key, version), and whether the "Instrument items"
+    # section is shown even before any answer (a non-protocol instrument is set up).
+    instrument_answers: pd.DataFrame | None = None
+    instruments: Mapping[tuple[str, int], Instrument] = field(default_factory=dict)
+    instrument_section: bool = False
 
 
 @dataclass(frozen=True)
@@ -725,19 +733,6 @@ def measure_bounds(measure: str) -> tuple[float, float] | None:
     return None
 
 
-def _interval_record(ci: CrossedInterval) -> dict[str, Any]:
-    return {
-        "mean": _float(ci.estimate),
-        "low": _float(ci.low),
-        "high": _float(ci.high),
-        "n": ci.n,
-        "participants": ci.n_rows,
-        "sources": ci.n_columns,
-        "method": ci.method,
-        "reason": ci.reason,
-    }
-
-
 def _crossed_frame(
     frame: pd.DataFrame, column: str, options: AnalysisOptions, measure: str
 ) -> dict[str, Any]:
@@ -748,7 +743,7 @@ def _crossed_frame(
         confidence=options.confidence,
         bounds=measure_bounds(measure),
     )
-    return _interval_record(ci)
+    return interval_record(ci)
 
 
 def _severity_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -812,7 +807,7 @@ def confidence_intervals(
         )
         for level in scales.CONFIDENCE.levels:
             ci = level_means.get(float(level.value))
-            record = _interval_record(ci) if ci else _interval_record(crossed_mean_ci([], [], []))
+            record = interval_record(ci) if ci else interval_record(crossed_mean_ci([], [], []))
             intervals["confidence_vs_accuracy"].setdefault(level.name, {})[key] = record
     intervals["differences"] = by_system["differences"]
     intervals["variance_components"] = by_system.get("components", {})
@@ -865,7 +860,7 @@ def system_intervals(
     means: dict[str, dict[str, Any]] = {}
     differences: dict[str, list[dict[str, Any]]] = {}
     components: dict[str, dict[str, Any]] = {}
-    empty = _interval_record(crossed_mean_ci([], [], []))
+    empty = interval_record(crossed_mean_ci([], [], []))
     for name, frame in measures.items():
         codes = _positions(frame["system"], list(order))
         group_means, group_differences = crossed_group_intervals(
@@ -877,26 +872,10 @@ def system_intervals(
             bounds=measure_bounds(name),
         )
         means[name] = {
-            system: _interval_record(group_means[float(i)]) if float(i) in group_means else dict(empty)
+            system: interval_record(group_means[float(i)]) if float(i) in group_means else dict(empty)
             for system, i in order.items()
         }
-        records = []
-        for i, a in enumerate(systems):
-            for j in range(i + 1, len(systems)):
-                ci = group_differences.get((float(i), float(j)))
-                records.append(
-                    {
-                        "system_a": a,
-                        "system_b": systems[j],
-                        "difference": _float(ci.estimate) if ci else None,
-                        "low": _float(ci.low) if ci else None,
-                        "high": _float(ci.high) if ci else None,
-                        "n": ci.n if ci else 0,
-                        "method": ci.method if ci else None,
-                        "reason": ci.reason if ci else TOO_FEW,
-                    }
-                )
-        differences[name] = records
+        differences[name] = difference_records(systems, group_differences)
         fitted = group_components(
             frame["value"].to_numpy(np.float64),
             frame["participant"].to_numpy(),
@@ -1037,19 +1016,7 @@ def correlations(
             confidence=options.confidence,
             bootstrap_max_pairs=options.correlation_bootstrap_max_pairs,
         )
-        for (metric, measure), pair_records in table_records.items():
-            for record in pair_records:
-                records.append(
-                    {
-                        "level": level,
-                        "metric": metric,
-                        "measure": measure,
-                        **{
-                            k: (_float(v) if k not in ("method", "n", "interval") else v)
-                            for k, v in record.items()
-                        },
-                    }
-                )
+        records += correlation_rows(table_records, level=level, measure_key="measure")
     return records
 
 
@@ -1137,4 +1104,19 @@ def study_analysis(
             "expert_aspects": "1 = strongly disagree … 5 = strongly agree",
         },
     }
+    answers = frames.instrument_answers
+    if frames.instrument_section or (answers is not None and len(answers)):
+        analysis["instrument_items"] = instrument_items_analysis(
+            answers if answers is not None else pd.DataFrame(),
+            frames.instruments,
+            systems=system_keys(frames),
+            per_text=metrics["per_text"],
+            text_metrics=metrics["text_metrics"],
+            corpus=metrics["corpus"],
+            confidence=options.confidence,
+            seed=options.seed,
+            correlation_resamples=options.correlation_resamples,
+            bootstrap_max_pairs=options.correlation_bootstrap_max_pairs,
+            correlations=options.correlations,
+        )
     return analysis

@@ -41,6 +41,11 @@ from annotation.models import (
 )
 from annotation.selectors import analysed_participants, counted_participants
 from evaluation.analysis import AnalysisOptions, StudyFrames
+from evaluation.instrument_inputs import (
+    analysis_answers_frame,
+    instruments_outside_protocol,
+    study_instruments,
+)
 from evaluation.selectors import EXPERT_ASPECTS, FETCH_CHUNK, LAY_QUESTIONS, participant_label
 
 
@@ -450,6 +455,9 @@ def study_frames(*, study: Study) -> StudyFrames:
         expert_judgements=expert_judgements_frame(study=study),
         lay_answers=lay_answers_frame(study=study, lookups=lookups, items=items),
         lay_preferences=lay_preferences_frame(study=study, lookups=lookups, items=items),
+        instrument_answers=analysis_answers_frame(study=study),
+        instruments=study_instruments(study=study),
+        instrument_section=instruments_outside_protocol(study=study),
     )
 
 

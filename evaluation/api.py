@@ -28,8 +28,9 @@ from evaluation import serializers
 from evaluation.audit import audit_shipped, reported_files
 from evaluation.context import RETRY_AFTER_SECONDS, analysis_document
 from evaluation.exporters import FORMATS
+from evaluation.exporters.items import LayoutError
 from evaluation.exporters.pages import AnswerPosition, answer_page, position_of
-from evaluation.exporters.response import export_response
+from evaluation.exporters.response import export_response, item_export_response
 from evaluation.exporters.rows import answer_columns
 from evaluation.pagination import bounded_int, cursor_payload, cursor_text
 from evaluation.progress import participants_progress
@@ -306,17 +307,19 @@ class _FirstRenderer(BaseContentNegotiation):
         return renderers[0], renderers[0].media_type
 
 
+FORMAT_PARAMETER = OpenApiParameter("file_format", str, OpenApiParameter.PATH, enum=sorted(FORMATS))
+EXTERNAL_IDS_PARAMETER = OpenApiParameter(
+    "include_external_ids", bool, description="add recruiters' ids (personal data; owners and editors only)"
+)
+
+
 class ExportView(APIView):
     content_negotiation_class = _FirstRenderer
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("file_format", str, OpenApiParameter.PATH, enum=sorted(FORMATS)),
-            OpenApiParameter(
-                "include_external_ids",
-                bool,
-                description="add recruiters' ids (personal data; owners and editors only)",
-            ),
+            FORMAT_PARAMETER,
+            EXTERNAL_IDS_PARAMETER,
         ],
         responses={
             (200, exporter.CONTENT_TYPE.split(";")[0]): OpenApiResponse(
@@ -336,3 +339,45 @@ class ExportView(APIView):
         return export_response(
             study=study, file_format=file_format, include_external_ids=asked, user=request.user
         )
+
+
+class ItemExportView(APIView):
+    content_negotiation_class = _FirstRenderer
+
+    @extend_schema(
+        parameters=[
+            FORMAT_PARAMETER,
+            OpenApiParameter(
+                "layout",
+                str,
+                enum=["long", "wide"],
+                default="long",
+                description="long: one row per answer; wide: one row per participant × target, "
+                "one column per item",
+            ),
+            EXTERNAL_IDS_PARAMETER,
+        ],
+        responses={
+            (200, exporter.CONTENT_TYPE.split(";")[0]): OpenApiResponse(
+                OpenApiTypes.BINARY if name != "json" else OpenApiTypes.OBJECT,
+                description=f"the instrument-item answers as {name.upper()}, streamed",
+            )
+            for name, exporter in sorted(FORMATS.items())
+        },
+    )
+    def get(self, request: Request, slug: str, file_format: str) -> StreamingHttpResponse:
+        """The answers to instrument items (evaluation/exporters/items.py), long or wide, streamed."""
+        study = access_study(user=request.user, slug=slug)
+        if file_format not in FORMATS:
+            raise NotFound(f"unknown format {file_format!r}; use one of {', '.join(sorted(FORMATS))}")
+        asked = request.query_params.get("include_external_ids", "").lower() in {"1", "true", "yes"}
+        try:
+            return item_export_response(
+                study=study,
+                file_format=file_format,
+                layout=request.query_params.get("layout", "long"),
+                include_external_ids=asked,
+                user=request.user,
+            )
+        except LayoutError as exc:
+            raise ValidationError({"layout": [str(exc)]}) from None

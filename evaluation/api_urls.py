@@ -21,6 +21,7 @@ urlpatterns = [
     path("studies/<slug:slug>/analysis/", api.AnalysisView.as_view(), name="analysis"),
     path("studies/<slug:slug>/audit/", api.AuditView.as_view(), name="audit"),
     path("studies/<slug:slug>/exports/<str:file_format>/", api.ExportView.as_view(), name="export"),
+    path("studies/<slug:slug>/items/<str:file_format>/", api.ItemExportView.as_view(), name="item-export"),
     path("studies/<slug:slug>/plans/", plan_api.PlanListView.as_view(), name="plan-list"),
     path("studies/<slug:slug>/plans/<int:plan_id>/", plan_api.PlanDetailView.as_view(), name="plan-detail"),
 ]

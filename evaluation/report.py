@@ -489,6 +489,99 @@ def correlation_heatmap(
     }
 
 
+# Agreement figures an item's kind has, in the order shown (evaluation/instrument_items.py).
+ITEM_AGREEMENT_LABELS = {
+    "alpha_ordinal": "α ordinal",
+    "alpha_interval": "α interval",
+    "alpha_ratio": "α ratio",
+    "alpha_nominal": "α nominal",
+    "alpha_masi": "α MASI",
+    "kappa_quadratic_mean": "κ quadratic",
+    "cohen_kappa": "Cohen's κ",
+    "sentence_cohen_kappa": "Cohen's κ (sentences)",
+}
+
+
+def _agreement_text(agreement: Mapping[str, Any]) -> str:
+    parts = [
+        f"{label} {fmt(agreement[key])}" for key, label in ITEM_AGREEMENT_LABELS.items() if key in agreement
+    ]
+    icc_record = agreement.get("icc") or {}
+    if icc_record.get("icc2_1") is not None:
+        parts.append(f"ICC(2,1) {fmt(icc_record['icc2_1'])}")
+    return "; ".join(parts) or agreement.get("note", "—")
+
+
+def instrument_item_tables(analysis: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The "Instrument items" section (None when the study has none): per pooling group, one row
+    per item with its mean and interval, each system's mean, each rater's mean ± SD (seed 002's
+    Table 4), the agreement its kind has, the judges' agreement with the humans; choices' counts;
+    free texts listed; then the item–metric correlations."""
+    section = analysis.get("instrument_items")
+    if section is None:
+        return None
+    systems = [ORIGINAL, *analysis.get("systems", [])]
+    groups = []
+    for group in section["groups"]:
+        used = [s for s in systems if any(s in item.get("by_system", {}) for item in group["items"])]
+        rows = []
+        for item in group["items"]:
+            mean = item.get("mean")
+            rows.append(
+                {
+                    "key": item["key"],
+                    "title": item["title"],
+                    "kind": item["kind"].replace("_", " "),
+                    "n": item["n_answers"],
+                    "participants": item["n_participants"],
+                    "mean": cell(mean["mean"], mean) if mean else None,
+                    "systems": [
+                        cell((item["by_system"].get(s) or {}).get("mean"), item["by_system"].get(s))
+                        for s in used
+                    ]
+                    if "by_system" in item
+                    else [],
+                    "raters": ", ".join(
+                        f"{r['participant']} {fmt(r['mean'], digits=2)}±{fmt(r['sd'], digits=2)}"
+                        for r in item.get("by_participant", [])
+                    ),
+                    "agreement": _agreement_text(item.get("agreement", {})),
+                    "judges": "; ".join(
+                        f"run {j['judge']}: {_agreement_text(j['with_humans'])}"
+                        for j in item.get("judges", [])
+                    ),
+                    "counts": ", ".join(f"{k} {n}" for k, n in item.get("counts", {}).items()),
+                    "texts": item.get("texts", []),
+                }
+            )
+        groups.append(
+            {
+                "label": group["label"],
+                "title": group["title"],
+                "note": group["note"],
+                "citation": group["citation"],
+                "systems": [system_label(analysis, s) for s in used],
+                "rows": rows,
+            }
+        )
+    correlations = [
+        {
+            "level": c["level"],
+            "metric": c["metric"],
+            "item": c["item"],
+            "method": c["method"],
+            "r": fmt(c.get("r")),
+            "interval": f"[{fmt(c.get('ci_low'))}, {fmt(c.get('ci_high'))}]"
+            if c.get("ci_low") is not None
+            else "",
+            "p": pfmt(c.get("p_value")),
+            "n": c.get("n"),
+        }
+        for c in section.get("correlations", [])
+    ]
+    return {"groups": groups, "correlations": correlations, "n": section["n"]}
+
+
 SECTIONS = {
     "table1": table1,
     "table2": table2,
@@ -499,6 +592,7 @@ SECTIONS = {
     "differences": difference_rows,
     "correlations": correlation_rows,
     "correlation_heatmap": correlation_heatmap,
+    "instrument_items": instrument_item_tables,
 }
 
 

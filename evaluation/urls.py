@@ -24,6 +24,7 @@ urlpatterns = [
     path("<slug:slug>/progress/", views.study_progress_page, name="study-progress"),
     path("<slug:slug>/correlations/", views.study_correlations, name="study-correlations"),
     path("<slug:slug>/export.<str:file_format>", views.study_export, name="study-export"),
+    path("<slug:slug>/items.<str:file_format>", views.study_item_export, name="study-item-export"),
     path("<slug:slug>/analysis.json", views.study_analysis_json, name="study-analysis"),
     path("<slug:slug>/archive.zip", views.study_archive, name="study-archive"),
     path("<slug:slug>/metrics.csv", views.study_metrics_csv, name="study-metrics-csv"),

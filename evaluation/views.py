@@ -9,7 +9,14 @@ import json
 import tempfile
 
 from django.db.models import Count
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import (
+    FileResponse,
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    StreamingHttpResponse,
+)
 from django.shortcuts import redirect, render
 from django_htmx.http import HttpResponseClientRefresh
 
@@ -24,8 +31,9 @@ from evaluation.context import (
     study_report_html,
 )
 from evaluation.exporters import FORMATS
+from evaluation.exporters.items import LayoutError
 from evaluation.exporters.metrics_table import metrics_csv
-from evaluation.exporters.response import export_response
+from evaluation.exporters.response import export_response, item_export_response
 from evaluation.progress import latin_square_balance, participants_progress, progress_by_role, study_progress
 from evaluation.services import analysis_snapshot_refresh
 from evaluation.study_archive import study_archive_write
@@ -149,6 +157,28 @@ def study_export(request: HttpRequest, slug: str, file_format: str) -> Streaming
     return export_response(
         study=study, file_format=file_format, include_external_ids=asked, user=request.user
     )
+
+
+@researcher_login_required
+def study_item_export(
+    request: HttpRequest, slug: str, file_format: str
+) -> HttpResponse | StreamingHttpResponse:
+    """The instrument-item answers, ?layout=long (one row per answer, the default) or wide (one
+    column per item), as CSV, XLSX or JSON."""
+    study = access_study(user=request.user, slug=slug)
+    if file_format not in FORMATS:
+        raise Http404("Unknown export format.")
+    asked = request.GET.get("include_external_ids") in {"1", "true", "yes"}
+    try:
+        return item_export_response(
+            study=study,
+            file_format=file_format,
+            layout=request.GET.get("layout", "long"),
+            include_external_ids=asked,
+            user=request.user,
+        )
+    except LayoutError as exc:
+        return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
 
 
 @researcher_login_required

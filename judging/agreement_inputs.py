@@ -30,6 +30,7 @@ from evaluation.analysis import credit_systems
 from evaluation.analysis_inputs import lay_answers_frame
 from judging.agreement import AgreementInputs
 from judging.agreement_terms import RUBRIC_FIELDS
+from judging.instrument_items import ITEM_TASK
 from judging.models import JudgeAnswer, JudgeItem, JudgeRun
 
 _Status = JudgeItem.Status
@@ -110,7 +111,13 @@ def agreement_inputs(*, run: JudgeRun) -> AgreementInputs:
             human_rows.append((rater, f"s{source_id}", source_id, "original_simplicity", float(simplicity)))
     human = pd.DataFrame(human_rows, columns=["rater", "unit", "source", "field", "value"])
 
-    answers = JudgeAnswer.objects.filter(item__run=run, item__status=_Status.SUCCEEDED).select_related("item")
+    # The protocol's four tasks; instrument-items answers are compared in the study analysis's
+    # "Instrument items" section and in the run's agreement["instrument_items"].
+    answers = (
+        JudgeAnswer.objects.filter(item__run=run, item__status=_Status.SUCCEEDED)
+        .exclude(item__task=ITEM_TASK)
+        .select_related("item")
+    )
     text_rows: list[tuple] = []
     judge_rows: list[tuple[str, int, str, float]] = []
     lay_original: list[tuple] = []

@@ -15,7 +15,6 @@ from rest_framework.views import APIView
 
 from annotation.access import access_study
 from judging import selectors, services
-from judging.instrument import INSTRUMENT_TASKS
 from judging.models import JudgeRun
 from judging.prompts.registry import DEFAULT_VERSION
 from judging.views import judge_answers_response
@@ -26,8 +25,10 @@ class JudgeRunLaunchSerializer(serializers.Serializer):
     backend = serializers.ChoiceField(choices=JudgeRun.Backend.values)
     model = serializers.CharField(required=False, allow_blank=True, default="")
     samples = serializers.IntegerField(required=False, default=1, min_value=1, max_value=services.MAX_SAMPLES)
+    # The protocol's judges (radiologist, lay) or the key of an instrument the study asks; the
+    # service names an unknown one under "instruments".
     instruments = serializers.ListField(
-        child=serializers.ChoiceField(choices=list(INSTRUMENT_TASKS)),
+        child=serializers.SlugField(),
         required=False,
         default=["radiologist", "lay"],
     )

@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 
-from annotation.models import Study
+from annotation.models import Study, StudyInstrument
 from generation.backends.configured import default_backend
 from judging.instrument import INSTRUMENT_TASKS
 from judging.models import JudgeRun
@@ -28,6 +28,8 @@ class JudgeRunForm(forms.Form):
         help_text="openai: the model name (e.g. gpt-4o-mini); transformers: a local model directory; "
         "glossary: leave empty (the offline heuristic, not an LLM).",
     )
+    # The protocol's judges and every instrument key any study asks (the service refuses a key the
+    # chosen study does not have, naming the field).
     instruments = forms.MultipleChoiceField(
         choices=[(name, name) for name in INSTRUMENT_TASKS],
         initial=list(INSTRUMENT_TASKS),
@@ -51,6 +53,13 @@ class JudgeRunForm(forms.Form):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["prompt_version"].choices = [(v, v) for v in available_versions()]
+        keys = StudyInstrument.objects.filter(is_current=True).values_list("key", flat=True).distinct()
+        instruments = self.fields["instruments"]
+        assert isinstance(instruments, forms.MultipleChoiceField)
+        instruments.choices = [
+            *((name, name) for name in INSTRUMENT_TASKS),
+            *((key, f"{key} (instrument items)") for key in sorted(set(keys))),
+        ]
 
     def launch_arguments(self) -> dict[str, Any]:
         data = dict(self.cleaned_data)

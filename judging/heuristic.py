@@ -21,6 +21,7 @@ from typing import Any
 
 from generation.backends.base import BackendError, ChatBackend, Completion, GenerationParams
 from generation.backends.registry import get_backend
+from judging.instrument_items import ITEM_TASK
 
 HEURISTIC_MODEL = "radlay-glossary-heuristic-v1"
 HEURISTIC_LABEL = "glossary heuristic (not an LLM)"
@@ -57,6 +58,14 @@ def guess_severity(text: str) -> str:
 
 def _points(feedback: str, prefix: str) -> int:
     return sum(1 for line in feedback.splitlines() if line.lstrip("- ").startswith(prefix))
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a | b else 0.0
 
 
 def _clamp(value: int, low: int = 1, high: int = 5) -> int:
@@ -128,6 +137,58 @@ class GlossaryHeuristicJudge:
             return answer
         raise BackendError(f"glossary heuristic judge: unknown task {task!r}", transient=False)
 
+    def answer_items(self, context: dict[str, Any]) -> dict[str, Any]:
+        """An instrument's items (judging/instrument_items.py), answered from the same cues: an
+        ordinal item drops one point from the top of its scale per unclear word when its title or
+        key speaks of simplicity, fluency or understanding, per missing fact for completeness or
+        loss, per added fact for hallucination or misinterpretation, per missing or added fact
+        otherwise (a higher code is taken as better); a count is the missing facts for loss or
+        omission items, the added ones for misinterpretation or error items, both otherwise; a
+        generated sentence matches a reference sentence when half their words are shared
+        (Jaccard ≥ 0.5); a choice takes its first option."""
+        sentence = context.get("sentence", "")
+        text = context.get("simplification") or ""
+        feedback = self._feedback("radiologist", sentence=sentence, simplification=text)
+        missing, added = _points(feedback, "Missing"), _points(feedback, "Added")
+        unclear = self._unclear(text) if text else self._unclear(sentence)
+        answer: dict[str, Any] = {
+            "justification": f"{HEURISTIC_LABEL}: {missing} missing, {added} added facts"
+        }
+        for item in context.get("items", []):
+            cue = f"{item['key']} {item.get('title', '')}".lower()
+            kind = item["kind"]
+            if kind == "ordinal":
+                if any(word in cue for word in ("simpl", "fluen", "understand", "read", "clear")):
+                    penalty = unclear
+                elif any(word in cue for word in ("complete", "loss", "omi")):
+                    penalty = missing
+                elif any(word in cue for word in ("halluc", "misinterpret")):
+                    penalty = added
+                else:
+                    penalty = missing + added
+                codes = sorted(item["codes"])
+                answer[item["key"]] = codes[max(0, len(codes) - 1 - penalty)]
+            elif kind == "count":
+                if any(word in cue for word in ("loss", "miss", "omi")):
+                    count = missing
+                elif any(word in cue for word in ("misinterpret", "error", "halluc", "added")):
+                    count = added
+                else:
+                    count = missing + added
+                limit = item.get("max_count")
+                answer[item["key"]] = count if limit is None else min(count, limit)
+            elif kind == "sentence_matching":
+                generated = [_words(s) for s in context.get("generated_sentences", [])]
+                answer[item["key"]] = [
+                    [j for j, words in enumerate(generated) if _jaccard(words, _words(reference)) >= 0.5]
+                    for reference in context.get("reference_sentences", [])
+                ]
+            elif kind == "multiple_choice":
+                answer[item["key"]] = item["options"][:1]
+            else:
+                answer[item["key"]] = item["options"][0]
+        return answer
+
     def complete(
         self,
         messages: list[dict[str, str]],
@@ -140,7 +201,10 @@ class GlossaryHeuristicJudge:
             raise BackendError(
                 "glossary heuristic judge: needs the judge task in the context", transient=False
             )
-        answer = self.answer(context["task"], context.get("sentence", ""), context.get("simplification"))
+        if context["task"] == ITEM_TASK:
+            answer = self.answer_items(context)
+        else:
+            answer = self.answer(context["task"], context.get("sentence", ""), context.get("simplification"))
         text = json.dumps(answer, ensure_ascii=False)
         return Completion(
             text=text,

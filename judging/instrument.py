@@ -118,6 +118,12 @@ class AnswerError(ValueError):
 def parse_answer(task: str, text: str) -> dict[str, Any]:
     """The validated answer of `task` in `text` (the fields of TASKS[task] and maybe a
     justification), or AnswerError."""
+    return parse_json_answer(text, _VALIDATORS[task])
+
+
+def parse_json_answer(text: str, validator: Draft202012Validator) -> dict[str, Any]:
+    """The one JSON object in `text` (maybe in one fenced block), valid against `validator`'s
+    schema, or AnswerError: refusal, malformed, out_of_range (a bound or an enum) or schema."""
     body = text.strip()
     fenced = _FENCE.match(body)
     if fenced:
@@ -130,7 +136,7 @@ def parse_answer(task: str, text: str) -> dict[str, Any]:
         raise AnswerError("malformed", f"not a JSON object ({exc.msg} at character {exc.pos})") from None
     if not isinstance(data, dict):
         raise AnswerError("malformed", f"a JSON {type(data).__name__}, not an object")
-    errors = sorted(_VALIDATORS[task].iter_errors(data), key=lambda e: list(e.absolute_path))
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
         first = errors[0]
         where = ".".join(str(p) for p in first.absolute_path) or "answer"

@@ -22,6 +22,7 @@ from django.urls import reverse
 
 from judging.heuristic import HEURISTIC_LABEL
 from judging.instrument import INSTRUMENT_TASKS, TASKS
+from judging.instrument_items import ITEM_TASK
 from work.models import ScheduledBatch, ScheduledJob
 
 # Field → (low, high) of its coding, for the database checks.
@@ -92,7 +93,7 @@ class JudgeRun(ScheduledBatch):
 
 
 class JudgeItem(ScheduledJob):
-    Task = models.TextChoices("Task", [(task, task.replace("_", " ")) for task in TASKS])
+    Task = models.TextChoices("Task", [(task, task.replace("_", " ")) for task in (*TASKS, ITEM_TASK)])
 
     run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="items")
     task = models.CharField(max_length=24, choices=Task.choices)
@@ -104,6 +105,22 @@ class JudgeItem(ScheduledJob):
         on_delete=models.CASCADE,
         related_name="judge_items",
         help_text="The simplification judged; empty for a question on the original sentence.",
+    )
+    # An instrument-items task (judging/instrument_items.py): the instrument version asked, and the
+    # reference text of a (simplification, reference) pair.
+    instrument = models.ForeignKey(
+        "annotation.StudyInstrument",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="judge_items",
+    )
+    reference_text = models.ForeignKey(
+        "annotation.SimplificationText",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
     )
     # Raised when failed items are retried on purpose, so their calls are new samples, not cache hits.
     retry_round = models.PositiveIntegerField(default=0)
@@ -118,19 +135,32 @@ class JudgeItem(ScheduledJob):
         constraints = [
             models.UniqueConstraint(
                 fields=["run", "task", "shown_text"],
-                condition=Q(shown_text__isnull=False),
+                condition=Q(shown_text__isnull=False, instrument__isnull=True),
                 name="judge_item_unique_text",
             ),
             models.UniqueConstraint(
                 fields=["run", "task", "source"],
-                condition=Q(shown_text__isnull=True),
+                condition=Q(shown_text__isnull=True, instrument__isnull=True),
                 name="judge_item_unique_source",
+            ),
+            # One instrument-items task per instrument and target (NULLs equal: the source alone,
+            # a text alone, a text and its reference).
+            models.UniqueConstraint(
+                fields=["run", "instrument", "source", "shown_text", "reference_text"],
+                condition=Q(instrument__isnull=False),
+                nulls_distinct=False,
+                name="judge_item_unique_instrument_target",
+            ),
+            models.CheckConstraint(
+                condition=Q(task=ITEM_TASK, instrument__isnull=False)
+                | (~Q(task=ITEM_TASK) & Q(instrument__isnull=True, reference_text__isnull=True)),
+                name="judge_item_instrument_task",
             ),
             models.CheckConstraint(
                 condition=Q(status__in=["pending", "running", "succeeded", "failed", "cancelled"]),
                 name="judge_item_status",
             ),
-            models.CheckConstraint(condition=Q(task__in=list(TASKS)), name="judge_item_task"),
+            models.CheckConstraint(condition=Q(task__in=[*TASKS, ITEM_TASK]), name="judge_item_task"),
         ]
         indexes = [models.Index(fields=["run", "status"], name="judge_item_run_status")]
 
@@ -170,6 +200,11 @@ class JudgeAnswer(models.Model):
     raw_outputs = models.JSONField(
         default=list, blank=True, help_text="The model text each sample came from."
     )
+    # An instrument-items task's answer per item key: the stored value (as
+    # instruments.answers.item_value_validate accepts it; the modal one of K samples) and its
+    # numeric coding (the median of K; null where the item has none). Empty for the protocol's tasks.
+    item_values = models.JSONField(default=dict, blank=True)
+    item_scores = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     FIELDS = tuple(ANSWER_BOUNDS)

@@ -74,6 +74,12 @@ ANSWER_COLUMNS = [
     "n_samples",
     "spread",
     "raw_outputs",
+    # An instrument-items task (judging/instrument_items.py): the instrument and version asked, the
+    # reference text of a pair, and the answer per item key (value and numeric score).
+    "instrument",
+    "reference_text_id",
+    "item_values",
+    "item_scores",
 ]
 
 
@@ -99,7 +105,7 @@ def judge_answer_rows(*, study: Study):
         systems_of.setdefault(text_id, []).append(key)
     items = (
         JudgeItem.objects.filter(run__study=study)
-        .select_related("run", "source", "answer")
+        .select_related("run", "source", "answer", "instrument")
         .order_by("run_id", "source__position", "task", "shown_text_id")
     )
     for item in items.iterator(chunk_size=500):
@@ -121,6 +127,10 @@ def judge_answer_rows(*, study: Study):
             "n_samples": answer.n_samples if answer else None,
             "spread": answer.spread if answer else None,
             "raw_outputs": answer.raw_outputs if answer else None,
+            "instrument": f"{item.instrument.key} v{item.instrument.version}" if item.instrument else "",
+            "reference_text_id": item.reference_text_id or "",
+            "item_values": answer.item_values if answer and answer.item_values else "",
+            "item_scores": answer.item_scores if answer and answer.item_scores else "",
         }
 
 

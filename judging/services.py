@@ -38,11 +38,14 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
 from annotation.activity_services import activity_record
-from annotation.models import SimplificationText, Source, Study
+from annotation.models import Simplification, SimplificationText, Source, Study, StudyInstrument
+from evaluation.metrics.sentences import split_sentences
 from generation.backends.base import BackendError, ChatBackend, GenerationParams
 from generation.backends.cache import CachedBackend
 from generation.backends.configured import cached_backend, openai_server_problem
 from generation.backends.registry import GPU_BACKENDS, get_backend
+from instruments.schema import AppliesTo, Instrument
+from instruments.validation import instrument_from_data
 from judging.heuristic import HEURISTIC_MODEL, GlossaryHeuristicJudge
 from judging.instrument import (
     INSTRUMENT_TASKS,
@@ -51,6 +54,13 @@ from judging.instrument import (
     aggregate_samples,
     parse_answer,
     retry_message,
+)
+from judging.instrument_items import (
+    ITEM_TASK,
+    aggregate_item_samples,
+    item_prompt,
+    judge_items,
+    parse_item_answer,
 )
 from judging.models import JudgeAnswer, JudgeItem, JudgeRun
 from judging.prompts.registry import available_versions, load_judge_prompts
@@ -124,8 +134,20 @@ def judge_run_create(
     ValidationError names the field of a bad request."""
     errors: dict[str, str] = {}
     instruments = list(dict.fromkeys(instruments))
-    if not instruments or any(name not in INSTRUMENT_TASKS for name in instruments):
-        errors["instruments"] = f"Choose instruments among {', '.join(INSTRUMENT_TASKS)}."
+    # Besides the protocol's two judges, any instrument the study asks, by key (its current
+    # version): its items are the judge's questions (judging/instrument_items.py).
+    asked = {
+        row.key: row
+        for row in StudyInstrument.objects.filter(
+            study=study, is_current=True, key__in=[n for n in instruments if n not in INSTRUMENT_TASKS]
+        )
+    }
+    if not instruments or any(name not in INSTRUMENT_TASKS and name not in asked for name in instruments):
+        offered = [
+            *INSTRUMENT_TASKS,
+            *StudyInstrument.objects.filter(study=study, is_current=True).values_list("key", flat=True),
+        ]
+        errors["instruments"] = f"Choose instruments among {', '.join(offered)}."
     if backend not in JudgeRun.Backend.values:
         errors["backend"] = f"Unknown backend {backend!r}; use one of {', '.join(JudgeRun.Backend.values)}."
     model_name = (model_name or "").strip()
@@ -162,8 +184,9 @@ def judge_run_create(
         "samples": int(samples),
     }
     texts = list(SimplificationText.objects.filter(source__study=study).order_by("source__position", "pk"))
-    tasks = [task for name in instruments for task in INSTRUMENT_TASKS[name]]
-    n_items = sum(len(sources) if task in SOURCE_TASKS else len(texts) for task in tasks)
+    tasks = [task for name in instruments if name in INSTRUMENT_TASKS for task in INSTRUMENT_TASKS[name]]
+    targets = [target for row in asked.values() for target in _instrument_targets(study, row, sources, texts)]
+    n_items = sum(len(sources) if task in SOURCE_TASKS else len(texts) for task in tasks) + len(targets)
     with transaction.atomic():
         limits.check_launch(QUEUE, study=study, user=created_by, size=n_items * int(samples), unit="calls")
         run = JudgeRun.objects.create(
@@ -192,10 +215,53 @@ def judge_run_create(
                 items.extend(
                     JudgeItem(run=run, task=task, source_id=t.source_id, shown_text=t) for t in texts
                 )
+        items.extend(JudgeItem(run=run, task=ITEM_TASK, **target) for target in targets)
         JudgeItem.objects.bulk_create(items)
         dispatch = scheduler.dispatch_locked(QUEUE, run)
     scheduler.raise_if_unsent(QUEUE, dispatch, batch=run, action="created")
     return run
+
+
+def _instrument_targets(
+    study: Study, row: StudyInstrument, sources: Sequence[Source], texts: Sequence[SimplificationText]
+) -> list[dict[str, Any]]:
+    """The targets a judge asks `row`'s items about, one per kind of target its items apply to:
+    each source, each simplification text, and each (text, its source's reference text) pair.
+    Reference texts are those of the study's reference systems; they are not judged against
+    themselves."""
+    instrument = instrument_from_data(row.definition)
+    kinds = {kind for kind in AppliesTo if judge_items(instrument, kind)}
+    references: dict[int, int] = {}
+    reference_only: set[int] = set()
+    produced: dict[int, set[bool]] = {}
+    for source_id, text_id, is_reference in Simplification.objects.filter(source__study=study).values_list(
+        "source_id", "shown_text_id", "system__is_reference"
+    ):
+        produced.setdefault(text_id, set()).add(is_reference)
+        if is_reference:
+            references.setdefault(source_id, text_id)
+    reference_only = {text_id for text_id, flags in produced.items() if flags == {True}}
+    targets: list[dict[str, Any]] = []
+    if AppliesTo.SOURCE in kinds:
+        targets += [{"instrument": row, "source": source} for source in sources]
+    if AppliesTo.SIMPLIFICATION in kinds:
+        targets += [
+            {"instrument": row, "source_id": t.source_id, "shown_text": t}
+            for t in texts
+            if t.pk not in reference_only
+        ]
+    if AppliesTo.PAIR in kinds:
+        targets += [
+            {
+                "instrument": row,
+                "source_id": t.source_id,
+                "shown_text": t,
+                "reference_text_id": references[t.source_id],
+            }
+            for t in texts
+            if t.pk not in reference_only and t.source_id in references
+        ]
+    return targets
 
 
 def judge_run_cancel(*, run: JudgeRun) -> int:
@@ -280,19 +346,88 @@ class _Outcome:
         self.cost_usd = 0.0
 
 
+class _Question:
+    """What one item asks: the prompt, the backend's agent and context, and the answer's parser."""
+
+    def __init__(self, item: JudgeItem) -> None:
+        self.sentence = item.source.text
+        self.simplification = item.shown_text.text if item.shown_text_id else None
+        if item.task == ITEM_TASK:
+            self._items(item)
+            return
+        prompts = load_judge_prompts(item.run.prompt_version)
+        values = (
+            {"sentence": self.sentence}
+            if self.simplification is None
+            else {"sentence": self.sentence, "simplification": self.simplification}
+        )
+        self.prompt = prompts.render(item.task, **values)
+        self.agent = prompts.templates[item.task].agent
+        self.context: dict[str, Any] = {
+            "task": item.task,
+            "sentence": self.sentence,
+            "simplification": self.simplification,
+        }
+        self.parse = lambda text: parse_answer(item.task, text)
+
+    def _items(self, item: JudgeItem) -> None:
+        assert item.instrument is not None
+        instrument: Instrument = instrument_from_data(item.instrument.definition)
+        kind = (
+            AppliesTo.SOURCE
+            if not item.shown_text_id
+            else AppliesTo.PAIR
+            if item.reference_text_id
+            else AppliesTo.SIMPLIFICATION
+        )
+        self.items = judge_items(instrument, kind)
+        reference = item.reference_text.text if item.reference_text is not None else None
+        generated = split_sentences(self.simplification or "")
+        referenced = split_sentences(reference or "")
+        role = next((r for i in self.items for r in i.roles), "rater")
+        self.prompt = item_prompt(
+            instrument,
+            self.items,
+            role=role,
+            sentence=self.sentence,
+            text=self.simplification,
+            reference=reference,
+            generated_sentences=generated,
+            reference_sentences=referenced,
+        )
+        self.agent = "radiologist"  # LLM backends ignore it; the cache key keeps it stable
+        self.context = {
+            "task": ITEM_TASK,
+            "sentence": self.sentence,
+            "simplification": self.simplification,
+            "reference": reference,
+            "generated_sentences": generated,
+            "reference_sentences": referenced,
+            "items": [_item_context(i) for i in self.items],
+        }
+        self.parse = lambda text: parse_item_answer(
+            self.items, text, generated=len(generated), references=len(referenced)
+        )
+
+
+def _item_context(item) -> dict[str, Any]:
+    """What the offline heuristic judge reads of an item (judging/heuristic.py)."""
+    return {
+        "key": item.key,
+        "kind": item.kind.value,
+        "title": " ".join(item.title.values()),
+        "codes": list(item.scale.codes) if item.scale is not None else [],
+        "options": [option.key for option in item.options],
+        "max_count": item.max_count,
+        "required": item.required,
+    }
+
+
 def _item_judge(item: JudgeItem) -> _Outcome:
     run = item.run
     prompts = load_judge_prompts(run.prompt_version)
-    sentence = item.source.text
-    simplification = item.shown_text.text if item.shown_text_id else None
-    values = (
-        {"sentence": sentence}
-        if simplification is None
-        else {"sentence": sentence, "simplification": simplification}
-    )
-    prompt = prompts.render(item.task, **values)
-    agent = prompts.templates[item.task].agent
-    context = {"task": item.task, "sentence": sentence, "simplification": simplification}
+    question = _Question(item)
+    prompt, agent, context = question.prompt, question.agent, question.context
     backend = run_backend(run)
     p = run.parameters
     max_calls = max(1, int(_setting("RADLAY_JUDGE_PARSE_ATTEMPTS", 3)))
@@ -314,7 +449,7 @@ def _item_judge(item: JudgeItem) -> _Outcome:
             outcome.cost_usd += completion.cost_usd
             entry = {"sample": sample, "call": call, "output": completion.text, "cached": completion.cached}
             try:
-                answer = parse_answer(item.task, completion.text)
+                answer = question.parse(completion.text)
             except AnswerError as exc:
                 entry.update(error=str(exc), kind=exc.kind)
                 outcome.transcript.append(entry)
@@ -354,7 +489,12 @@ def _item_record(item: JudgeItem, outcome: _Outcome) -> JudgeItem:
         return _item_fail(
             item, error=str(outcome.failure), kind=outcome.failure.kind, transient=False, outcome=outcome
         )
-    medians, spread = aggregate_samples(item.task, outcome.samples)
+    extra: dict[str, Any]
+    if item.task == ITEM_TASK:
+        values, scores, spread = aggregate_item_samples(_Question(item).items, outcome.samples)
+        extra = {"item_values": values, "item_scores": scores}
+    else:
+        extra, spread = aggregate_samples(item.task, outcome.samples)
 
     def record(run: JudgeRun) -> None:
         JudgeAnswer.objects.filter(item=item).delete()
@@ -364,7 +504,7 @@ def _item_record(item: JudgeItem, outcome: _Outcome) -> JudgeItem:
             spread=spread,
             samples=outcome.samples,
             raw_outputs=outcome.raw_outputs,
-            **medians,
+            **extra,
         )
         answer.full_clean()
         answer.save()
@@ -416,11 +556,26 @@ def judge_run_agreement_compute(*, run: JudgeRun, n_resamples: int | None = None
     data = agreement_inputs(run=run)
     result = judge_agreement(data, n_resamples=n_resamples)
     result["n_resamples"] = n_resamples
+    if run.items.filter(task=ITEM_TASK).exists():
+        result["instrument_items"] = _instrument_items_agreement(run)
     JudgeRun.objects.filter(pk=run.pk).update(
         agreement=result, agreement_computed_at=timezone.now(), agreement_error=""
     )
     run.refresh_from_db(fields=["agreement", "agreement_computed_at", "agreement_error"])
     return result
+
+
+def _instrument_items_agreement(run: JudgeRun) -> list[dict[str, Any]]:
+    """The run's instrument-items answers against the humans', per item (evaluation/instrument_items)."""
+    import pandas as pd
+
+    from evaluation.instrument_inputs import instrument_answers_frame, judge_answers_frame, study_instruments
+    from evaluation.instrument_items import judge_items_agreement
+
+    humans = instrument_answers_frame(study=run.study)
+    judged = judge_answers_frame(study=run.study, run_id=run.pk)
+    frame = pd.concat([humans, judged], ignore_index=True) if len(humans) else judged
+    return judge_items_agreement(frame, study_instruments(study=run.study))
 
 
 def judge_run_agreement_request(*, run: JudgeRun) -> None:

@@ -114,7 +114,9 @@ def judge_answers_response(*, slug: str, study, user) -> StreamingHttpResponse:
     columns = selectors.ANSWER_COLUMNS
     rows = (
         [
-            json.dumps(row[c]) if c in ("spread", "raw_outputs") and row[c] is not None else row[c]
+            json.dumps(row[c])
+            if c in ("spread", "raw_outputs", "item_values", "item_scores") and row[c] not in (None, "")
+            else row[c]
             for c in columns
         ]
         for row in selectors.judge_answer_rows(study=study)

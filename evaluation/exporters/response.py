@@ -8,6 +8,7 @@ from annotation.access import may_see_identifying
 from annotation.activity_services import activity_record
 from annotation.models import Study
 from evaluation.exporters.answers import AnswerExport
+from evaluation.exporters.items import ItemAnswerExport
 
 
 def export_response(
@@ -23,5 +24,25 @@ def export_response(
     suffix = "-with-external-ids" if include_external_ids else ""
     response["Content-Disposition"] = (
         f'attachment; filename="{study.slug}-answers{suffix}.{export.exporter.EXTENSION}"'
+    )
+    return response
+
+
+def item_export_response(
+    *, study: Study, file_format: str, layout: str, include_external_ids: bool, user
+) -> StreamingHttpResponse:
+    """The study's instrument-item answers (evaluation/exporters/items.py) in `layout` (long or
+    wide), under the same rule for identifying fields as the raw answers. LayoutError (a
+    ValueError naming the parameter) for an unknown layout, before anything is recorded."""
+    include_external_ids = include_external_ids and may_see_identifying(study=study)
+    export = ItemAnswerExport(
+        study=study, file_format=file_format, layout=layout, include_external_ids=include_external_ids
+    )
+    details = {"file": f"items-{layout}.{file_format}", "external_ids": include_external_ids}
+    activity_record(study=study, actor=user, verb="export.downloaded", details=details)
+    response = StreamingHttpResponse(iter(export), content_type=export.exporter.CONTENT_TYPE)
+    suffix = "-with-external-ids" if include_external_ids else ""
+    response["Content-Disposition"] = (
+        f'attachment; filename="{study.slug}-items-{layout}{suffix}.{export.exporter.EXTENSION}"'
     )
     return response

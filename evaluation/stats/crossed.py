@@ -1034,3 +1034,49 @@ def crossed_difference_ci(
         None, None, None, None, None, int(values_a.size + values_b.size), 0, 0, reason=TOO_FEW
     )
     return differences.get((0.0, 1.0), empty)
+
+
+def _finite(value: float | None) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def interval_record(ci: CrossedInterval) -> dict[str, Any]:
+    """A mean's interval as the analysis document holds it (JSON-ready: None where not finite)."""
+    return {
+        "mean": _finite(ci.estimate),
+        "low": _finite(ci.low),
+        "high": _finite(ci.high),
+        "n": ci.n,
+        "participants": ci.n_rows,
+        "sources": ci.n_columns,
+        "method": ci.method,
+        "reason": ci.reason,
+    }
+
+
+def difference_records(
+    groups: Sequence[Any], differences: dict[tuple[Any, Any], CrossedInterval]
+) -> list[dict[str, Any]]:
+    """Every pair of `groups` (in order; group i has the code float(i) in `differences`, as
+    crossed_group_intervals returns them) as the analysis document holds a difference: a − b with
+    its interval, or no figure and TOO_FEW where the pair had too few answers."""
+    records = []
+    for i, a in enumerate(groups):
+        for j in range(i + 1, len(groups)):
+            ci = differences.get((float(i), float(j)))
+            records.append(
+                {
+                    "system_a": a,
+                    "system_b": groups[j],
+                    "difference": _finite(ci.estimate) if ci else None,
+                    "low": _finite(ci.low) if ci else None,
+                    "high": _finite(ci.high) if ci else None,
+                    "n": ci.n if ci else 0,
+                    "method": ci.method if ci else None,
+                    "reason": ci.reason if ci else TOO_FEW,
+                }
+            )
+    return records

@@ -50,6 +50,7 @@ ENDPOINTS = [
     Endpoint("evaluation:study-progress", "view"),
     Endpoint("evaluation:study-correlations", "view"),
     Endpoint("evaluation:study-export", "view", args=("csv",)),
+    Endpoint("evaluation:study-item-export", "view", args=("csv",)),
     Endpoint("evaluation:study-analysis", "view"),
     Endpoint("evaluation:study-metrics-csv", "view"),
     Endpoint("evaluation:study-archive", "edit"),
@@ -100,6 +101,7 @@ ENDPOINTS = [
     Endpoint("api:analysis", "view", api=True),
     Endpoint("api:audit", "view", api=True),
     Endpoint("api:export", "view", args=("csv",), api=True),
+    Endpoint("api:item-export", "view", args=("csv",), api=True),
     Endpoint("api:plan-list", "view", api=True),
     Endpoint("api:plan-list", "edit", method="post", data={"outcome": "nonsense"}, api=True),
     Endpoint("api:plan-detail", "view", args=("plan",), api=True),
@@ -213,7 +215,9 @@ def _export(client, user, url: str) -> list[str]:
     return next(csv.reader(io.StringIO(body)))
 
 
-@pytest.mark.parametrize("name", ["evaluation:study-export", "api:export"])
+@pytest.mark.parametrize(
+    "name", ["evaluation:study-export", "api:export", "evaluation:study-item-export", "api:item-export"]
+)
 def test_viewers_exports_have_no_identifying_columns(client, team, name):
     study, people, _ = team
     Participant.objects.create(

@@ -1,0 +1,183 @@
+"""What the instrument-item analysis and exports read: a study's ItemAnswer rows as one frame (the
+column contract of evaluation/instrument_items.py), read in one query, and its instrument versions
+parsed back to `instruments.schema.Instrument`s."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from annotation.models import ItemAnswer, Study, StudyInstrument
+from annotation.selectors import analysed_participants, systems_by_text
+from evaluation.instrument_items import ANSWER_COLUMNS, JUDGE_ROLE_PREFIX
+from evaluation.selectors import participant_label
+from instruments.schema import Instrument
+from instruments.validation import instrument_from_data
+
+# Presets whose items the protocol's typed tables (Tables 1–3) already analyse.
+PROTOCOL_PRESETS = frozenset({"protocol_003_radiologist", "protocol_003_layperson"})
+
+
+def study_instruments(*, study: Study) -> dict[tuple[str, int], Instrument]:
+    """Every instrument version the study has, by (key, version), as validated instruments."""
+    return {
+        (key, version): instrument_from_data(definition)
+        for key, version, definition in StudyInstrument.objects.filter(study=study).values_list(
+            "key", "version", "definition"
+        )
+    }
+
+
+def instruments_outside_protocol(*, study: Study) -> bool:
+    """Whether the study asks an instrument that is not one of the protocol's presets."""
+    return StudyInstrument.objects.filter(study=study).exclude(preset__in=PROTOCOL_PRESETS).exists()
+
+
+def answer_rows(*, study: Study, analysed_only: bool = False) -> list[tuple[Any, ...]]:
+    """Every ItemAnswer of the study with what names it, one query, ordered by participant and
+    target: (participant pk, pseudonym, external_id, role, participant language, answer language,
+    instrument key, version, structure fingerprint, item, source key, source position, shown text
+    id, reference text id, value, score, time_spent_ms, created_at, updated_at).
+    `analysed_only`: without participants screened out (the analysis's rule,
+    annotation.selectors.analysed_participants); the exports keep everyone."""
+    answers = ItemAnswer.objects.filter(participant__study=study)
+    if analysed_only:
+        answers = answers.filter(analysed_participants(path="participant__"))
+    return list(
+        answers.order_by(
+            "participant_id",
+            "instrument__key",
+            "instrument__version",
+            "source__position",
+            "shown_text_id",
+            "reference_text_id",
+            "pk",
+        ).values_list(
+            "participant_id",
+            "participant__pseudonym",
+            "participant__external_id",
+            "participant__role",
+            "participant__language",
+            "language",
+            "instrument__key",
+            "instrument__version",
+            "instrument__structure_fingerprint",
+            "item_key",
+            "source__key",
+            "source__position",
+            "shown_text_id",
+            "reference_text_id",
+            "value",
+            "score",
+            "time_spent_ms",
+            "created_at",
+            "updated_at",
+        )
+    )
+
+
+def analysis_answers_frame(*, study: Study) -> pd.DataFrame:
+    """What the analysis reads: the humans' item answers and the judges' (judge_answers_frame)."""
+    humans, judges = instrument_answers_frame(study=study), judge_answers_frame(study=study)
+    if not len(judges):
+        return humans
+    if not len(humans):
+        return judges
+    return pd.concat([humans, judges], ignore_index=True)
+
+
+def instrument_answers_frame(*, study: Study, rows: list[tuple[Any, ...]] | None = None) -> pd.DataFrame:
+    """The study's item answers as evaluation/instrument_items.py's frame (ANSWER_COLUMNS)."""
+    rows = answer_rows(study=study, analysed_only=True) if rows is None else rows
+    if not rows:
+        return pd.DataFrame({column: pd.Series(dtype=object) for column in ANSWER_COLUMNS})
+    systems = {text: tuple(keys) for text, keys in systems_by_text(study=study).items()}
+    (
+        pks,
+        pseudonyms,
+        _external,
+        roles,
+        _participant_language,
+        languages,
+        keys,
+        versions,
+        structures,
+        items,
+        sources,
+        _positions,
+        texts,
+        references,
+        values,
+        scores,
+        *_,
+    ) = zip(*rows, strict=True)
+    return pd.DataFrame(
+        {
+            "participant": [participant_label(p, pk) for pk, p in zip(pks, pseudonyms, strict=True)],
+            "role": list(roles),
+            "language": list(languages),
+            "instrument": list(keys),
+            "version": np.asarray(versions, dtype=np.int64),
+            "structure": list(structures),
+            "item": list(items),
+            "source": list(sources),
+            "text_id": np.asarray([np.nan if t is None else t for t in texts], dtype=np.float64),
+            "reference_id": np.asarray([np.nan if r is None else r for r in references], dtype=np.float64),
+            "systems": [systems.get(t, ()) if t is not None else () for t in texts],
+            "value": list(values),
+            "score": np.asarray([np.nan if s is None else s for s in scores], dtype=np.float64),
+        },
+        columns=list(ANSWER_COLUMNS),
+    )
+
+
+def judge_answers_frame(*, study: Study, run_id: int | None = None) -> pd.DataFrame:
+    """The instrument-item answers of the study's judge runs (or of one run) in the same frame,
+    one row per (judge item, item key), each run a rater of its own: participant "judge <run>",
+    role "judge:<run>" (JUDGE_ROLE_PREFIX), so the analysis keeps them out of the human figures and
+    sets them beside the humans only in the judge-vs-human agreement. One query."""
+    from judging.instrument_items import ITEM_TASK
+    from judging.models import JudgeAnswer
+
+    answers = JudgeAnswer.objects.filter(item__run__study=study, item__task=ITEM_TASK)
+    if run_id is not None:
+        answers = answers.filter(item__run_id=run_id)
+    rows = answers.values_list(
+        "item__run_id",
+        "item__instrument__key",
+        "item__instrument__version",
+        "item__instrument__structure_fingerprint",
+        "item__source__key",
+        "item__shown_text_id",
+        "item__reference_text_id",
+        "item_values",
+        "item_scores",
+    )
+    systems = {text: tuple(keys) for text, keys in systems_by_text(study=study).items()}
+    records = []
+    for run, key, version, structure, source, text, reference, values, scores in rows:
+        for item, value in values.items():
+            score = scores.get(item)
+            records.append(
+                (
+                    f"judge {run}",
+                    f"{JUDGE_ROLE_PREFIX}{run}",
+                    "",
+                    key,
+                    version,
+                    structure,
+                    item,
+                    source,
+                    np.nan if text is None else text,
+                    np.nan if reference is None else reference,
+                    systems.get(text, ()) if text is not None else (),
+                    value,
+                    np.nan if score is None else score,
+                )
+            )
+    if not records:
+        return pd.DataFrame({column: pd.Series(dtype=object) for column in ANSWER_COLUMNS})
+    frame = pd.DataFrame.from_records(records, columns=list(ANSWER_COLUMNS))
+    return frame.astype({"text_id": np.float64, "reference_id": np.float64, "score": np.float64})
