@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from annotation.models import ItemAnswer, Study, StudyInstrument
-from annotation.selectors import analysed_participants, systems_by_text
+from annotation.selectors import analysed_participants, counted_participants, systems_by_text
 from evaluation.instrument_items import ANSWER_COLUMNS, JUDGE_ROLE_PREFIX
 from evaluation.selectors import participant_label
 from instruments.schema import Instrument
@@ -41,8 +41,9 @@ def answer_rows(*, study: Study, analysed_only: bool = False) -> list[tuple[Any,
     instrument key, version, structure fingerprint, item, source key, source position, shown text
     id, reference text id, value, score, time_spent_ms, created_at, updated_at).
     `analysed_only`: without participants screened out (the analysis's rule,
-    annotation.selectors.analysed_participants); the exports keep everyone."""
-    answers = ItemAnswer.objects.filter(participant__study=study)
+    annotation.selectors.analysed_participants); the exports keep every counted participant
+    (previews and the pilot's are in neither)."""
+    answers = ItemAnswer.objects.filter(counted_participants(path="participant__"), participant__study=study)
     if analysed_only:
         answers = answers.filter(analysed_participants(path="participant__"))
     return list(
