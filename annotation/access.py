@@ -90,7 +90,10 @@ class SurveyClosed(Exception):
 
 
 class WrongFlow(Exception):
-    """A token of one role asked for the other role's pages."""
+    """A token of one role asked for the other role's pages (`role`: the role the pages are for,
+    or PAIRS_FLOW for the pairs flow's)."""
+
+    PAIRS_FLOW = "pairs"
 
     def __init__(self, participant: Participant, role: str):
         self.participant = participant
@@ -99,6 +102,8 @@ class WrongFlow(Exception):
 
     def message(self) -> str:
         """The refusal in the active language (the survey views switch to the study's first)."""
+        if self.role == self.PAIRS_FLOW:
+            return gettext("This link is not for the pair ratings.")
         if self.participant.role == Participant.Role.LAYPERSON:
             return gettext("This link is for a layperson, not a radiologist.")
         return gettext("This link is for a radiologist, not a layperson.")

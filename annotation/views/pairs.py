@@ -57,7 +57,7 @@ def _error(request: HttpRequest, message: str, status: int) -> HttpResponse:
 
 def _in_pairs_flow(participant: Participant) -> Participant:
     if not design.pairs_participant(participant):
-        raise WrongFlow("This link is not for the pair ratings.")
+        raise WrongFlow(participant, WrongFlow.PAIRS_FLOW)
     return participant
 
 
