@@ -27,7 +27,7 @@ urlpatterns = [
     path("", include("annotation.urls")),
     # A cut or mistyped survey link gets the survey's own "link not valid" page, in the demo too
     # (DEBUG shows Django's URL list for an unmatched address otherwise).
-    re_path(r"^(?:s|l|r)/", survey_link_invalid),
+    re_path(r"^(?:s|l|r|p)/", survey_link_invalid),
     path("favicon.ico", errors.favicon),
 ]
 

@@ -15,6 +15,7 @@ from django.utils import timezone
 from annotation import services
 from annotation.access import SurveyClosed, WrongFlow, access_participant
 from annotation.models import Participant
+from annotation.pairwise.selectors import pairwise_flow_for
 from annotation.views.errors import study_unavailable, survey_link_invalid
 
 __all__ = ["messages_of", "participant_entry", "study_unavailable", "survey_participant"]
@@ -34,6 +35,9 @@ def participant_entry(request: HttpRequest, token: str) -> HttpResponse:
         return study_unavailable(request, closed.study)
     except Http404:
         return survey_link_invalid(request)
+    # A pairwise study (annotation/pairwise/) sends the roles its instrument asks to that flow.
+    if pairwise_flow_for(participant=participant) is not None:
+        return redirect("annotation:pairwise-start", token=token)
     if participant.role == Participant.Role.RADIOLOGIST:
         return redirect("annotation:expert-start", token=token)
     return redirect("annotation:lay-start", token=token)
@@ -48,15 +52,15 @@ def messages_of(exc: ValidationError) -> list[str]:
 
 def survey_participant(
     *,
-    role: str,
+    role: str | None,
     error: ErrorPage,
     require_open: bool = True,
     refused: tuple[type[ValidationError], ...] = (),
     active: Callable[[Participant], bool] | None = None,
     page: Callable[..., Any] | None = None,
 ) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
-    """A view decorator: resolve `token` to a participant of `role` (of an open study unless told
-    otherwise) and pass it on instead. A closed study, the other role's token and a missing page
+    """A view decorator: resolve `token` to a participant of `role` (any role when None; of an
+    open study unless told otherwise) and pass it on instead. A closed study, the other role's token and a missing page
     become 403/404 answers; the flow's own refusals (`refused`) become 409 with their messages.
 
     The participant's activity (started_at, last_activity_at) is recorded here and nowhere else in

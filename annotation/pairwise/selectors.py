@@ -1,0 +1,138 @@
+"""Reads of the pairwise flow: the study's pairwise instrument, a participant's pages, and every
+comparison of a study (asked, and derived from the lay most/least preferences) for the ranking."""
+
+from __future__ import annotations
+
+from django.db.models import F
+from django.http import Http404
+
+from annotation.models import (
+    ItemAnswer,
+    LayPreference,
+    PairwiseTask,
+    Participant,
+    Simplification,
+    Study,
+    StudyInstrument,
+)
+from evaluation.stats.pairwise import Comparison, preferences_to_pairs
+
+
+def pairwise_instrument_current(*, study: Study) -> StudyInstrument | None:
+    return StudyInstrument.objects.filter(
+        study=study, flow=StudyInstrument.Flow.PAIRWISE, is_current=True
+    ).first()
+
+
+def pairwise_flow_for(*, participant: Participant) -> StudyInstrument | None:
+    """The pairwise instrument this participant answers, when the study is a pairwise study for
+    their role (the invite link then opens the pairwise flow)."""
+    instrument = pairwise_instrument_current(study=participant.study)
+    if instrument is None:
+        return None
+    roles = {role for item in instrument.definition.get("items", []) for role in item.get("roles", [])}
+    return instrument if participant.role in roles else None
+
+
+def _tasks(participant: Participant):
+    return PairwiseTask.objects.filter(participant=participant).select_related(
+        "instrument", "source", "left__shown_text", "right__shown_text"
+    )
+
+
+def access_pairwise_task(*, participant: Participant, task_id: int) -> PairwiseTask:
+    task = _tasks(participant).filter(pk=task_id).first()
+    if task is None:
+        raise Http404("This comparison is not part of your survey.")
+    task.participant = participant
+    return task
+
+
+def pairwise_pages(*, participant: Participant) -> list[tuple[PairwiseTask, dict | None]]:
+    """The participant's pages in order, each with its saved answer's value (None if unanswered):
+    two queries, whatever the number of pages."""
+    tasks = list(_tasks(participant).order_by("position"))
+    answers = {
+        (a.shown_text_id, a.reference_text_id): a.value
+        for a in ItemAnswer.objects.filter(
+            participant=participant, instrument__flow=StudyInstrument.Flow.PAIRWISE
+        ).only("shown_text_id", "reference_text_id", "value")
+    }
+    return [(task, answers.get((task.left.shown_text_id, task.right.shown_text_id))) for task in tasks]
+
+
+def pairwise_comparisons(*, study: Study) -> list[Comparison]:
+    """Every pairwise answer of the study as a Comparison (rater = participant, left/right = system
+    keys, outcome = the choice, lengths in words), in one query: each answer joined to the page
+    that showed it. Returned-or-withdrawn participants are left out."""
+    rows = (
+        PairwiseTask.objects.filter(
+            participant__study=study, participant__returned_at__isnull=True, instrument__flow="pairwise"
+        )
+        # One filter() call: the three conditions hold on the same joined answer.
+        .filter(
+            participant__item_answers__instrument_id=F("instrument_id"),
+            participant__item_answers__shown_text_id=F("left__shown_text_id"),
+            participant__item_answers__reference_text_id=F("right__shown_text_id"),
+        )
+        .values_list(
+            "participant_id",
+            "source_id",
+            "left__system__key",
+            "right__system__key",
+            "participant__item_answers__value",
+            "left__shown_text__text",
+            "right__shown_text__text",
+        )
+        .order_by("participant_id", "position")
+    )
+    return [
+        Comparison(
+            rater=rater,
+            source=source,
+            left=left,
+            right=right,
+            outcome=value["choice"],
+            left_length=float(len(left_text.split())),
+            right_length=float(len(right_text.split())),
+        )
+        for rater, source, left, right, value, left_text, right_text in rows
+    ]
+
+
+def derived_comparisons(*, study: Study) -> list[Comparison]:
+    """The lay most/least preferences of the protocol's panel 3 as derived pairwise comparisons
+    (evaluation.stats.pairwise.preferences_to_pairs: most beats every other text shown, every text
+    shown beats least), marked derived. A text several systems share counts for each of them, in
+    each pair that involves it. Four queries, whatever the study's size."""
+    preferences = list(
+        LayPreference.objects.filter(
+            item__participant__study=study, item__participant__returned_at__isnull=True
+        ).values_list("pk", "item__participant_id", "item__source_id", "order_shown")
+    )
+    chosen: dict[str, dict[int, list[int]]] = {"most": {}, "least": {}}
+    for name in chosen:
+        through = getattr(LayPreference, name).through
+        for preference_id, text_id in through.objects.filter(
+            laypreference__item__participant__study=study
+        ).values_list("laypreference_id", "simplificationtext_id"):
+            chosen[name].setdefault(preference_id, []).append(text_id)
+    systems: dict[int, list[str]] = {}
+    for text_id, key in Simplification.objects.filter(source__study=study).values_list(
+        "shown_text_id", "system__key"
+    ):
+        systems.setdefault(text_id, []).append(key)
+    out: list[Comparison] = []
+    for pk, rater, source, shown in preferences:
+        for pair in preferences_to_pairs(
+            chosen["most"].get(pk, []),
+            chosen["least"].get(pk, []),
+            list(shown or []),
+            rater=rater,
+            source=source,
+        ):
+            for winner in systems.get(pair.left, []):
+                for loser in systems.get(pair.right, []):
+                    if winner != loser:
+                        out.append(Comparison(rater, source, winner, loser, "left", derived=True))
+    return out
