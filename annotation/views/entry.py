@@ -60,8 +60,9 @@ def survey_participant(
     page: Callable[..., Any] | None = None,
 ) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
     """A view decorator: resolve `token` to a participant of `role` (any role when None; of an
-    open study unless told otherwise) and pass it on instead. A closed study, the other role's token and a missing page
-    become 403/404 answers; the flow's own refusals (`refused`) become 409 with their messages.
+    open study unless told otherwise) and pass it on instead. A closed study, the other role's
+    token and a missing page become 403/404 answers; the flow's own refusals (`refused`) become
+    409 with their messages.
 
     The participant's activity (started_at, last_activity_at) is recorded here and nowhere else in
     the views: after a view answered, when `active(participant)` says the flow counts the
