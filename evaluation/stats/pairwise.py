@@ -645,3 +645,34 @@ def preferences_to_pairs(
     middle = [k for k in shown_list if k not in most_set and k not in least_set]
     pairs += [(w, loser) for w in middle for loser in least_set]
     return [Comparison(rater, source, w, loser, "left", derived=True) for w, loser in pairs]
+
+
+# --- what a study's analysis reports ------------------------------------------------------------
+
+
+def pairwise_summary(
+    asked: Sequence[Comparison],
+    derived: Sequence[Comparison],
+    *,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any] | None:
+    """The rankings a study's analysis shows: from the pairwise answers (``asked``), the same with
+    length control when every asked comparison has both lengths, and from the lay most/least
+    preferences (``derived``, preferences_to_pairs), each a ``pairwise_ranking`` or None when
+    there is nothing to rank. None when both are empty."""
+    if not asked and not derived:
+        return None
+    with_lengths = bool(asked) and all(
+        c.left_length is not None and c.right_length is not None and c.left_length + c.right_length > 0
+        for c in asked
+    )
+    return {
+        "asked": pairwise_ranking(asked, confidence=confidence, seed=seed) if asked else None,
+        "length_controlled": (
+            pairwise_ranking(asked, confidence=confidence, seed=seed, length_control=True)
+            if with_lengths
+            else None
+        ),
+        "derived": pairwise_ranking(derived, confidence=confidence, seed=seed) if derived else None,
+    }
