@@ -183,10 +183,9 @@ def study_analysis_compute(*, study: Study, options: AnalysisOptions | None = No
     where stored and stored where not (TextMetricsStore). For workers and commands, never a web
     request."""
     # pandas, scipy, scikit-learn and the metrics load here, in the task or command that computes.
+    from annotation.pairwise.selectors import derived_comparisons, pairwise_comparisons
     from evaluation.analysis import study_analysis
     from evaluation.analysis_inputs import analysis_options_from_settings, study_frames
-
-    from annotation.pairwise.selectors import derived_comparisons, pairwise_comparisons
     from evaluation.stats.pairwise import pairwise_summary
 
     options = options or analysis_options_from_settings()

@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from annotation import services as annotation_services
 from annotation.models import ActivityEvent, AttentionCheck, LayItem, Participant, Simplification
+from annotation.pairwise.services import pairwise_instrument_attach, pairwise_tasks_prepare
 from evaluation.models import PowerPlan
 from evaluation.services import analysis_snapshot_compute_here
 from generation.services import batches
@@ -40,6 +41,8 @@ pytestmark = pytest.mark.django_db
 SURVEY_WRITES = {
     # A radiologist's page records the participant's last activity (annotation.services.participant_touch).
     "annotation:expert-page",
+    # So does a pairwise comparison page (annotation/pairwise/views.py).
+    "annotation:pairwise-task",
 }
 
 
@@ -103,6 +106,12 @@ def world(monkeypatch, django_capture_on_commit_callbacks):
     # The study's analysis snapshot is up to date, as after its task ran: a stale or missing one is
     # computed when first read (evaluation's derived cache, outside the job layer).
     analysis_snapshot_compute_here(study=study)
+    # A pairwise study's rater with their pages drawn (the one write of their first visit).
+    pairwise_study = build_study(slug="sweep-pairwise", n_sources=2, systems=("a", "b"))
+    rater = annotation_services.participant_create(study=pairwise_study, role=Participant.Role.RADIOLOGIST)
+    pairwise_task = pairwise_tasks_prepare(
+        participant=rater, instrument=pairwise_instrument_attach(study=pairwise_study)
+    )[0]
     check = AttentionCheck.objects.create(
         study=study, position=1, prompt="Pick B", options=["A", "B"], expected_answer="B"
     )
@@ -116,8 +125,9 @@ def world(monkeypatch, django_capture_on_commit_callbacks):
             "file_format": "csv",
             "check_id": check.pk,
             "panel": "original",
+            "task_id": pairwise_task.pk,
         },
-        "tokens": {"r": expert.token, "l": lay.token, "s": lay.token},
+        "tokens": {"r": expert.token, "l": lay.token, "s": lay.token, "p": rater.token},
         "items": {"r": expert_item, "l": lay_item.pk},
     }
 

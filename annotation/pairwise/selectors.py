@@ -3,6 +3,8 @@ comparison of a study (asked, and derived from the lay most/least preferences) f
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.db.models import F
 from django.http import Http404
 
@@ -15,7 +17,9 @@ from annotation.models import (
     Study,
     StudyInstrument,
 )
-from evaluation.stats.pairwise import Comparison, preferences_to_pairs
+
+if TYPE_CHECKING:
+    from evaluation.stats.pairwise import Comparison
 
 
 def pairwise_instrument_current(*, study: Study) -> StudyInstrument | None:
@@ -65,6 +69,10 @@ def pairwise_comparisons(*, study: Study) -> list[Comparison]:
     """Every pairwise answer of the study as a Comparison (rater = participant, left/right = system
     keys, outcome = the choice, lengths in words), in one query: each answer joined to the page
     that showed it. Returned-or-withdrawn participants are left out."""
+    # numpy and scipy load in the worker that computes, never in a web worker (the survey's entry
+    # view imports this module).
+    from evaluation.stats.pairwise import Comparison
+
     rows = (
         PairwiseTask.objects.filter(
             participant__study=study, participant__returned_at__isnull=True, instrument__flow="pairwise"
@@ -105,6 +113,8 @@ def derived_comparisons(*, study: Study) -> list[Comparison]:
     (evaluation.stats.pairwise.preferences_to_pairs: most beats every other text shown, every text
     shown beats least), marked derived. A text several systems share counts for each of them, in
     each pair that involves it. Four queries, whatever the study's size."""
+    from evaluation.stats.pairwise import Comparison, preferences_to_pairs
+
     preferences = list(
         LayPreference.objects.filter(
             item__participant__study=study, item__participant__returned_at__isnull=True

@@ -26,7 +26,10 @@ def _error(request: HttpRequest, message: str, status: int) -> HttpResponse:
     return survey_error_page(request, message, status)
 
 
-pairwise_flow = survey_participant(role=None, error=_error, active=lambda p: p.started_at is not None)
+# Resolve `token` to a participant of an open study (either role). A comparison page records the
+# participant's activity (and their start); the start and end pages only read.
+pairwise_flow = survey_participant(role=None, error=_error)
+pairwise_page = survey_participant(role=None, error=_error, active=lambda participant: True)
 
 
 def _instrument(participant: Participant) -> StudyInstrument:
@@ -40,10 +43,9 @@ def _instrument(participant: Participant) -> StudyInstrument:
 @never_cache
 @pairwise_flow
 def pairwise_start(request: HttpRequest, participant: Participant) -> HttpResponse:
-    """The invite link lands here: the pages are drawn once, then the first unanswered one."""
+    """The invite link lands here: the pages are drawn once (the only write, on the first visit),
+    then the first unanswered one."""
     pairwise_tasks_prepare(participant=participant, instrument=_instrument(participant))
-    if participant.started_at is None:
-        services.participant_touch(participant=participant)
     for task, answer in selectors.pairwise_pages(participant=participant):
         if answer is None:
             return redirect("annotation:pairwise-task", token=participant.token, task_id=task.pk)
@@ -52,7 +54,7 @@ def pairwise_start(request: HttpRequest, participant: Participant) -> HttpRespon
 
 @require_http_methods(["GET", "POST"])
 @never_cache
-@pairwise_flow
+@pairwise_page
 def pairwise_task(request: HttpRequest, participant: Participant, task_id: int) -> HttpResponse:
     task = selectors.access_pairwise_task(participant=participant, task_id=task_id)
     errors: list[str] = []
