@@ -127,7 +127,7 @@ def derived_comparisons(*, study: Study) -> list[Comparison]:
             laypreference__item__participant__study=study
         ).values_list("laypreference_id", "simplificationtext_id"):
             chosen[name].setdefault(preference_id, []).append(text_id)
-    systems: dict[int, list[str]] = {}
+    systems: dict[object, list[str]] = {}  # text id -> system keys
     for text_id, key in Simplification.objects.filter(source__study=study).values_list(
         "shown_text_id", "system__key"
     ):
