@@ -112,7 +112,8 @@ def derived_comparisons(*, study: Study) -> list[Comparison]:
     """The lay most/least preferences of the protocol's panel 3 as derived pairwise comparisons
     (evaluation.stats.pairwise.preferences_to_pairs: most beats every other text shown, every text
     shown beats least), marked derived. A text several systems share counts for each of them, in
-    each pair that involves it. Four queries, whatever the study's size."""
+    each pair that involves it; a text ticked both most and least counts as neither. Four queries,
+    whatever the study's size."""
     from evaluation.stats.pairwise import Comparison, preferences_to_pairs
 
     preferences = list(
@@ -128,19 +129,19 @@ def derived_comparisons(*, study: Study) -> list[Comparison]:
         ).values_list("laypreference_id", "simplificationtext_id"):
             chosen[name].setdefault(preference_id, []).append(text_id)
     systems: dict[object, list[str]] = {}  # text id -> system keys
-    for text_id, key in Simplification.objects.filter(source__study=study).values_list(
-        "shown_text_id", "system__key"
+    texts_of: dict[int, list[int]] = {}  # source id -> its texts, for answers that stored no order
+    for source_id, text_id, key in Simplification.objects.filter(source__study=study).values_list(
+        "source_id", "shown_text_id", "system__key"
     ):
         systems.setdefault(text_id, []).append(key)
+        texts_of.setdefault(source_id, []).append(text_id)
     out: list[Comparison] = []
     for pk, rater, source, shown in preferences:
-        for pair in preferences_to_pairs(
-            chosen["most"].get(pk, []),
-            chosen["least"].get(pk, []),
-            list(shown or []),
-            rater=rater,
-            source=source,
-        ):
+        most, least = set(chosen["most"].get(pk, [])), set(chosen["least"].get(pk, []))
+        # A text ticked both most and least says nothing about it: it counts as neither.
+        most, least = most - least, least - most
+        order = list(dict.fromkeys([*(shown or texts_of.get(source, [])), *sorted(most | least)]))
+        for pair in preferences_to_pairs(sorted(most), sorted(least), order, rater=rater, source=source):
             for winner in systems.get(pair.left, []):
                 for loser in systems.get(pair.right, []):
                     if winner != loser:

@@ -172,3 +172,19 @@ def test_lay_preferences_become_derived_comparisons(db):
     expected = preferences_to_pairs(["b"], ["c"], list(SYSTEMS))
     assert sorted((c.left, c.right) for c in derived) == sorted((c.left, c.right) for c in expected)
     assert all(c.derived and c.rater == person.pk and c.source == source.pk for c in derived)
+
+
+def test_a_text_ticked_both_most_and_least_counts_as_neither(db):
+    from annotation.models import LayPreference
+    from tests.annotation.factories import lay_item_of
+
+    study = build_study(slug="lay-both", n_sources=1, systems=SYSTEMS)
+    person = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    source = study.sources.get()
+    item = lay_item_of(person, source, study.systems.get(key="a"))
+    texts = {s.system.key: s.shown_text for s in source.simplifications.select_related("system", "shown_text")}
+    preference = LayPreference.objects.create(item=item, order_shown=[])  # no stored order: all texts
+    preference.most.set([texts["a"], texts["b"]])
+    preference.least.set([texts["b"]])
+    derived = derived_comparisons(study=study)
+    assert sorted((c.left, c.right) for c in derived) == [("a", "b"), ("a", "c")]
