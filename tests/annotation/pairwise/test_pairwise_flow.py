@@ -182,7 +182,9 @@ def test_a_text_ticked_both_most_and_least_counts_as_neither(db):
     person = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     source = study.sources.get()
     item = lay_item_of(person, source, study.systems.get(key="a"))
-    texts = {s.system.key: s.shown_text for s in source.simplifications.select_related("system", "shown_text")}
+    texts = {
+        s.system.key: s.shown_text for s in source.simplifications.select_related("system", "shown_text")
+    }
     preference = LayPreference.objects.create(item=item, order_shown=[])  # no stored order: all texts
     preference.most.set([texts["a"], texts["b"]])
     preference.least.set([texts["b"]])
