@@ -66,9 +66,11 @@ def pairwise_pages(*, participant: Participant) -> list[tuple[PairwiseTask, dict
 
 
 def pairwise_comparisons(*, study: Study) -> list[Comparison]:
-    """Every pairwise answer of the study as a Comparison (rater = participant, left/right = system
-    keys, outcome = the choice, lengths in words), in one query: each answer joined to the page
-    that showed it. Returned-or-withdrawn participants are left out."""
+    """Every pairwise answer of the study as a Comparison (rater = the participant's pseudonym,
+    source = the source's key, left/right = system keys, outcome = the choice, lengths in words),
+    in one query: each answer joined to the page that showed it. Returned-or-withdrawn participants
+    are left out. Ids and order come from what a study archive keeps (pseudonyms, keys, positions),
+    so a moved study's analysis is the same to the last digit."""
     # numpy and scipy load in the worker that computes, never in a web worker (the survey's entry
     # view imports this module).
     from evaluation.stats.pairwise import Comparison
@@ -84,15 +86,15 @@ def pairwise_comparisons(*, study: Study) -> list[Comparison]:
             participant__item_answers__reference_text_id=F("right__shown_text_id"),
         )
         .values_list(
-            "participant_id",
-            "source_id",
+            "participant__pseudonym",
+            "source__key",
             "left__system__key",
             "right__system__key",
             "participant__item_answers__value",
             "left__shown_text__text",
             "right__shown_text__text",
         )
-        .order_by("participant_id", "position")
+        .order_by("participant__pseudonym", "position")
     )
     return [
         Comparison(
@@ -119,7 +121,11 @@ def derived_comparisons(*, study: Study) -> list[Comparison]:
     preferences = list(
         LayPreference.objects.filter(
             item__participant__study=study, item__participant__returned_at__isnull=True
-        ).values_list("pk", "item__participant_id", "item__source_id", "order_shown")
+        )
+        .values_list(
+            "pk", "item__participant__pseudonym", "item__source_id", "item__source__key", "order_shown"
+        )
+        .order_by("item__participant__pseudonym", "item__source__position")
     )
     chosen: dict[str, dict[int, list[int]]] = {"most": {}, "least": {}}
     for name in chosen:
@@ -130,20 +136,36 @@ def derived_comparisons(*, study: Study) -> list[Comparison]:
             chosen[name].setdefault(preference_id, []).append(text_id)
     systems: dict[object, list[str]] = {}  # text id -> system keys
     texts_of: dict[int, list[int]] = {}  # source id -> its texts, for answers that stored no order
-    for source_id, text_id, key in Simplification.objects.filter(source__study=study).values_list(
-        "source_id", "shown_text_id", "system__key"
+    for source_id, text_id, key in (
+        Simplification.objects.filter(source__study=study)
+        .order_by("source__position", "system__position", "system__key")
+        .values_list("source_id", "shown_text_id", "system__key")
     ):
         systems.setdefault(text_id, []).append(key)
         texts_of.setdefault(source_id, []).append(text_id)
     out: list[Comparison] = []
-    for pk, rater, source, shown in preferences:
+    for pk, rater, source, source_key, shown in preferences:
         most, least = set(chosen["most"].get(pk, [])), set(chosen["least"].get(pk, []))
         # A text ticked both most and least says nothing about it: it counts as neither.
         most, least = most - least, least - most
-        order = list(dict.fromkeys([*(shown or texts_of.get(source, [])), *sorted(most | least)]))
-        for pair in preferences_to_pairs(sorted(most), sorted(least), order, rater=rater, source=source):
+        own = list(dict.fromkeys(texts_of.get(source, [])))
+        order = list(dict.fromkeys(shown or []))
+        if not order or not set(order) <= set(own):
+            # No stored order, or one naming texts this study does not hold (an archive keeps the
+            # ids of the study it came from): the source's texts, as the panel shows all of them.
+            order = own
+        # A ticked text missing from the stored order (never expected) is still counted as shown.
+        order += [t for t in own if t in most | least and t not in order]
+        for pair in preferences_to_pairs(
+            [t for t in order if t in most],
+            [t for t in order if t in least],
+            order,
+            rater=rater,
+            source=source_key,
+        ):
             for winner in systems.get(pair.left, []):
                 for loser in systems.get(pair.right, []):
                     if winner != loser:
-                        out.append(Comparison(rater, source, winner, loser, "left", derived=True))
-    return out
+                        out.append(Comparison(rater, source_key, winner, loser, "left", derived=True))
+    # In an order of their own (not the database's ids), so that a moved study ranks the same.
+    return sorted(out, key=lambda c: (str(c.rater), str(c.source), str(c.left), str(c.right)))

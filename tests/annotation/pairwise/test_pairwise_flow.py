@@ -141,8 +141,10 @@ def test_the_selector_reads_every_answer_in_one_query(study, django_assert_num_q
         (a.participant_id, a.shown_text_id, a.reference_text_id): a.value["choice"]
         for a in ItemAnswer.objects.all()
     }
-    for task in PairwiseTask.objects.select_related("left__system", "right__system"):
-        match = [c for c in comparisons if c.rater == task.participant_id and c.source == task.source_id]
+    for task in PairwiseTask.objects.select_related("participant", "source", "left__system", "right__system"):
+        match = [
+            c for c in comparisons if c.rater == task.participant.pseudonym and c.source == task.source.key
+        ]
         assert len(match) == 1
         assert (match[0].left, match[0].right) == (task.left.system.key, task.right.system.key)
         assert (
@@ -171,7 +173,7 @@ def test_lay_preferences_become_derived_comparisons(db):
     derived = derived_comparisons(study=study)
     expected = preferences_to_pairs(["b"], ["c"], list(SYSTEMS))
     assert sorted((c.left, c.right) for c in derived) == sorted((c.left, c.right) for c in expected)
-    assert all(c.derived and c.rater == person.pk and c.source == source.pk for c in derived)
+    assert all(c.derived and c.rater == person.pseudonym and c.source == source.key for c in derived)
 
 
 def test_a_text_ticked_both_most_and_least_counts_as_neither(db):
