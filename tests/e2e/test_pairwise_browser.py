@@ -73,7 +73,7 @@ def test_three_raters_rank_three_systems_and_the_dashboard_shows_the_bradley_ter
         viewport = PHONE if rater == 1 else {"width": 1024, "height": 768}
         context = browser.new_context(base_url=live_server.url, viewport=viewport)
         page = context.new_page()
-        page.set_default_timeout(15_000)
+        page.set_default_timeout(30_000)  # a loaded CI machine
         if rater == 1:
             page.goto(f"/s/{person.token}/")
             # Fine at 390 px: the two texts stack and nothing scrolls sideways.
