@@ -736,6 +736,7 @@ class StudyInstrument(models.Model):
         EXPERT = "expert", "Radiologist page (one source, every text)"
         LAY = "lay", "Lay three-panel flow (original, assisted, preference)"
         PAIRS = "pairs", "Rate each pair (one text, or a text and its reference, a page)"
+        PAIRWISE = "pairwise", "Pairwise comparison (two texts of one source side by side)"
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="instruments")
     key = models.SlugField(max_length=60, help_text="the instrument's key (its `key` field)")
@@ -869,3 +870,29 @@ class SourceUpload(models.Model):
 
     def __str__(self) -> str:
         return f"{self.study_id} {self.original_name} ({self.status})"
+
+
+class PairwiseTask(models.Model):
+    """One page of the pairwise flow (annotation/pairwise/): a participant compares two
+    simplifications of one source, `left` shown as A on the left. Which systems are paired and
+    which side each takes are drawn per participant (seeded, annotation/pairwise/assignment.py)
+    and stored here, so the answer (an ItemAnswer with shown_text = left's text, reference_text =
+    right's) is read back with the systems it compared."""
+
+    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="pairwise_tasks")
+    instrument = models.ForeignKey(StudyInstrument, on_delete=models.PROTECT, related_name="pairwise_tasks")
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="pairwise_tasks")
+    left = models.ForeignKey(Simplification, on_delete=models.CASCADE, related_name="+")
+    right = models.ForeignKey(Simplification, on_delete=models.CASCADE, related_name="+")
+    position = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["participant", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["participant", "position"], name="pairwise_task_unique_position"),
+            models.UniqueConstraint(fields=["participant", "source"], name="pairwise_task_one_per_source"),
+            models.CheckConstraint(condition=~Q(left=models.F("right")), name="pairwise_task_two_texts"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.participant_id} #{self.position}"

@@ -44,7 +44,24 @@ def analysis_context(
         "plots": dict(figures),
         "audit": audit_display(audit_shipped(analysis, reported or None)),
         "reported": reported or "",
+        "pairwise_rankings": pairwise_rankings(analysis.get("pairwise")),
     }
+
+
+def pairwise_rankings(summary: Mapping[str, Any] | None) -> list[tuple[str, Any, str]]:
+    """The pairwise section's tables (label, ranking, kind), in the order shown; the lay
+    preferences' ranking is labelled derived (evaluation.stats.pairwise.pairwise_summary)."""
+    if not summary:
+        return []
+    return [
+        ("From the pairwise answers", summary.get("asked"), "asked"),
+        (
+            "From the pairwise answers, length-controlled",
+            summary.get("length_controlled"),
+            "length_controlled",
+        ),
+        ("Derived from the lay most/least preferences", summary.get("derived"), "derived"),
+    ]
 
 
 def dashboard_context(*, study: Study, state: SnapshotState, reported: str | None) -> dict[str, Any]:

@@ -183,13 +183,23 @@ def study_analysis_compute(*, study: Study, options: AnalysisOptions | None = No
     where stored and stored where not (TextMetricsStore). For workers and commands, never a web
     request."""
     # pandas, scipy, scikit-learn and the metrics load here, in the task or command that computes.
+    from annotation.pairwise.selectors import derived_comparisons, pairwise_comparisons
     from evaluation.analysis import study_analysis
     from evaluation.analysis_inputs import analysis_options_from_settings, study_frames
+    from evaluation.stats.pairwise import pairwise_summary
 
     options = options or analysis_options_from_settings()
     frames = study_frames(study=study)
     _freed_memory_returned()
-    return study_analysis(frames, options=options, store=TextMetricsStore(study))
+    analysis = study_analysis(frames, options=options, store=TextMetricsStore(study))
+    # Issue 33: the ranking from pairwise answers, and from the lay most/least preferences (derived).
+    analysis["pairwise"] = pairwise_summary(
+        pairwise_comparisons(study=study),
+        derived_comparisons(study=study),
+        confidence=options.confidence,
+        seed=options.seed,
+    )
+    return analysis
 
 
 # --- analysis snapshots ----------------------------------------------------------------------------

@@ -10,7 +10,8 @@ Stored values, by kind:
   free_text          the text, stripped
   sentence_matching  SentenceMatches: per reference sentence, the generated sentences matching it
   error_spans        a tuple of ErrorSpan (issue 33; no flow shows it yet)
-  pairwise           the outcome's option key (issue 33; no flow shows it yet)
+  pairwise           the outcome's option key (the pairwise flow stores it as the ItemAnswer's
+                     {"choice": key, "reason": text}, annotation/pairwise/)
 """
 
 from __future__ import annotations

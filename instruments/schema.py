@@ -19,7 +19,8 @@ class ItemKind(StrEnum):
     COUNT = "count"
     FREE_TEXT = "free_text"
     SENTENCE_MATCHING = "sentence_matching"
-    # Issue 33: the structure is validated and values are coded, but no flow shows them yet.
+    # Issue 33: error spans are validated and coded, but no flow shows them yet; pairwise items are
+    # asked by the pairwise flow (annotation/pairwise/).
     ERROR_SPANS = "error_spans"
     PAIRWISE = "pairwise"
 

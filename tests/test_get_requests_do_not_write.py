@@ -35,6 +35,7 @@ from annotation.models import (
     SourceUpload,
 )
 from annotation.pairs.setup import study_instrument_attach
+from annotation.pairwise.services import pairwise_instrument_attach, pairwise_tasks_prepare
 from evaluation.models import PowerPlan
 from evaluation.services import analysis_snapshot_compute_here
 from generation.services import batches
@@ -48,6 +49,8 @@ pytestmark = pytest.mark.django_db
 SURVEY_WRITES = {
     # A radiologist's page records the participant's last activity (annotation.services.participant_touch).
     "annotation:expert-page",
+    # So does a pairwise comparison page (annotation/pairwise/views.py).
+    "annotation:pairwise-task",
 }
 
 
@@ -111,6 +114,12 @@ def world(monkeypatch, django_capture_on_commit_callbacks):
     # The study's analysis snapshot is up to date, as after its task ran: a stale or missing one is
     # computed when first read (evaluation's derived cache, outside the job layer).
     analysis_snapshot_compute_here(study=study)
+    # A pairwise study's rater with their pages drawn (the one write of their first visit).
+    pairwise_study = build_study(slug="sweep-pairwise", n_sources=2, systems=("a", "b"))
+    comparer = annotation_services.participant_create(study=pairwise_study, role=Participant.Role.RADIOLOGIST)
+    pairwise_task = pairwise_tasks_prepare(
+        participant=comparer, instrument=pairwise_instrument_attach(study=pairwise_study)
+    )[0]
     check = AttentionCheck.objects.create(
         study=study, position=1, prompt="Pick B", options=["A", "B"], expected_answer="B"
     )
@@ -135,8 +144,9 @@ def world(monkeypatch, django_capture_on_commit_callbacks):
             "upload_id": upload.pk,
             "participant_id": lay.pk,
             "role": "layperson",  # the console's preview (a POST; its GET must write nothing)
+            "task_id": pairwise_task.pk,
         },
-        "tokens": {"r": expert.token, "l": lay.token, "s": lay.token, "p": rater.token},
+        "tokens": {"r": expert.token, "l": lay.token, "s": lay.token, "p": rater.token, "c": comparer.token},
         "items": {"r": expert_item, "l": lay_item.pk},
     }
 

@@ -17,6 +17,7 @@ from annotation import services
 from annotation.access import SurveyClosed, WrongFlow, access_participant
 from annotation.models import Participant
 from annotation.pairs.design import pairs_participant
+from annotation.pairwise.selectors import pairwise_flow_for
 from annotation.survey_language import survey_language_activate, survey_language_guess
 from annotation.views.errors import study_unavailable, survey_link_invalid
 
@@ -40,6 +41,9 @@ def participant_entry(request: HttpRequest, token: str) -> HttpResponse:
     survey_language_activate(request, study=participant.study, participant=participant)
     if pairs_participant(participant):
         return redirect("annotation:pairs-start", token=token)
+    # A pairwise study (annotation/pairwise/) sends the roles its instrument asks to that flow.
+    if pairwise_flow_for(participant=participant) is not None:
+        return redirect("annotation:pairwise-start", token=token)
     if participant.role == Participant.Role.RADIOLOGIST:
         return redirect("annotation:expert-start", token=token)
     return redirect("annotation:lay-start", token=token)

@@ -1,0 +1,194 @@
+from collections import Counter
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.urls import reverse
+
+from annotation import services
+from annotation.models import ItemAnswer, PairwiseTask, Participant, StudyInstrument
+from annotation.pairwise.assignment import Candidate, pairwise_plan
+from annotation.pairwise.selectors import derived_comparisons, pairwise_comparisons
+from annotation.pairwise.services import (
+    pairwise_answer_save,
+    pairwise_instrument_attach,
+    pairwise_tasks_prepare,
+)
+from evaluation.stats.pairwise import preferences_to_pairs
+from tests.annotation.factories import build_study
+
+SYSTEMS = ("a", "b", "c")
+
+
+def test_the_plan_balances_the_pairs_across_participants_and_randomises_sides():
+    sources = [
+        (s, [Candidate(10 * s + i, key, 10 * s + i) for i, key in enumerate(SYSTEMS)]) for s in range(6)
+    ]
+    shown = Counter()
+    sides = Counter()
+    for p in range(30):
+        plan = pairwise_plan(sources=sources, participant_index=p, seed=1000 + p)
+        assert sorted(pair.source for pair in plan) == list(range(6))
+        for pair in plan:
+            systems = (SYSTEMS[pair.left % 10], SYSTEMS[pair.right % 10])
+            shown[(pair.source, frozenset(systems))] += 1
+            sides[systems[0]] += 1
+        assert plan == pairwise_plan(sources=sources, participant_index=p, seed=1000 + p)
+    # Over 30 participants each of the 3 pairs is shown 10 times per source; each system 60 times.
+    assert set(shown.values()) == {10}
+    assert 40 < sides["a"] < 80 and sum(sides.values()) == 180
+
+
+def test_two_systems_with_the_same_text_are_never_paired():
+    sources = [(1, [Candidate(1, "a", 7), Candidate(2, "b", 7), Candidate(3, "c", 8)])]
+    for p in range(6):
+        (pair,) = pairwise_plan(sources=sources, participant_index=p, seed=p)
+        assert 3 in (pair.left, pair.right)
+    assert (
+        pairwise_plan(
+            sources=[(1, [Candidate(1, "a", 7), Candidate(2, "b", 7)])], participant_index=0, seed=0
+        )
+        == []
+    )
+
+
+@pytest.fixture
+def study(db):
+    study = build_study(slug="pw", n_sources=4, systems=SYSTEMS)
+    pairwise_instrument_attach(study=study)
+    return study
+
+
+def test_attach_is_idempotent_and_the_tasks_are_drawn_once(study):
+    instrument = pairwise_instrument_attach(study=study)
+    assert StudyInstrument.objects.filter(study=study, flow="pairwise").count() == 1
+    assert study.activity.filter(verb="instrument.attached").count() == 1
+    person = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    first = pairwise_tasks_prepare(participant=person, instrument=instrument)
+    again = pairwise_tasks_prepare(participant=person, instrument=instrument)
+    assert [t.pk for t in first] == [t.pk for t in again] and len(first) == 4
+    assert PairwiseTask.objects.filter(participant=person).count() == 4
+
+
+def _task(study):
+    person = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    instrument = StudyInstrument.objects.get(study=study, flow="pairwise")
+    pairwise_tasks_prepare(participant=person, instrument=instrument)
+    return person, PairwiseTask.objects.select_related(
+        "instrument", "participant__study", "left", "right"
+    ).filter(participant=person)
+
+
+def test_an_answer_is_stored_as_an_item_answer_and_changing_it_updates_it(study):
+    person, tasks = _task(study)
+    task = tasks[0]
+    pairwise_answer_save(task=task, choice="left", reason="  clearer  ")
+    answer = pairwise_answer_save(task=task, choice="neither", reason="")
+    stored = ItemAnswer.objects.get(participant=person)
+    assert stored.pk == answer.pk
+    assert stored.value == {"choice": "neither", "reason": ""}
+    assert stored.shown_text_id == task.left.shown_text_id
+    assert stored.reference_text_id == task.right.shown_text_id
+    assert stored.item_key == "preference" and stored.language == "en"
+
+
+def test_a_bad_choice_is_a_named_error_and_writes_nothing(study):
+    _, tasks = _task(study)
+    with pytest.raises(ValidationError) as error:
+        pairwise_answer_save(task=tasks[0], choice="better")
+    assert "'better' is not one of left, right, tie, neither" in str(error.value.message_dict["choice"])
+    with pytest.raises(ValidationError) as error:
+        pairwise_answer_save(task=tasks[0], choice="tie", reason="x" * 2001)
+    assert "reason" in error.value.message_dict
+    assert not ItemAnswer.objects.exists()
+
+
+def test_the_views_walk_through_the_pages_and_refuse_bad_input_with_a_4xx(client, study):
+    person = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    response = client.get(reverse("annotation:entry", args=[person.token]))
+    assert response.url == reverse("annotation:pairwise-start", args=[person.token])
+    response = client.get(response.url)
+    task_url = response.url
+    page = client.get(task_url)
+    assert page.status_code == 200
+    assert b"Neither is acceptable" in page.content and b"Comparison 1 of 4" in page.content
+    bad = client.post(task_url, {"choice": "better"})
+    assert bad.status_code == 422 and b"is not one of" in bad.content
+    assert client.post(task_url, {}).status_code == 422
+    for _ in range(4):
+        response = client.post(
+            client.get(reverse("annotation:pairwise-start", args=[person.token])).url, {"choice": "tie"}
+        )
+        assert response.status_code == 302
+    done = client.get(reverse("annotation:pairwise-start", args=[person.token]))
+    assert done.url == reverse("annotation:pairwise-done", args=[person.token])
+    assert client.get(done.url).status_code == 200
+    person.refresh_from_db()
+    assert person.completed_at is not None
+    other = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    foreign = client.get(task_url.replace(person.token, other.token))
+    assert foreign.status_code == 404
+
+
+def test_the_selector_reads_every_answer_in_one_query(study, django_assert_num_queries):
+    for choice in ("left", "right", "tie"):
+        person, tasks = _task(study)
+        for task in tasks:
+            pairwise_answer_save(task=task, choice=choice)
+    with django_assert_num_queries(1):
+        comparisons = pairwise_comparisons(study=study)
+    assert len(comparisons) == 12
+    stored = {
+        (a.participant_id, a.shown_text_id, a.reference_text_id): a.value["choice"]
+        for a in ItemAnswer.objects.all()
+    }
+    for task in PairwiseTask.objects.select_related("participant", "source", "left__system", "right__system"):
+        match = [
+            c for c in comparisons if c.rater == task.participant.pseudonym and c.source == task.source.key
+        ]
+        assert len(match) == 1
+        assert (match[0].left, match[0].right) == (task.left.system.key, task.right.system.key)
+        assert (
+            match[0].outcome
+            == stored[(task.participant_id, task.left.shown_text_id, task.right.shown_text_id)]
+        )
+        assert match[0].left_length > 0
+
+
+def test_lay_preferences_become_derived_comparisons(db):
+    from tests.annotation.factories import lay_item_of
+
+    study = build_study(slug="lay-derived", n_sources=1, systems=SYSTEMS)
+    person = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    source = study.sources.get()
+    item = lay_item_of(person, source, study.systems.get(key="a"))
+    texts = {
+        s.system.key: s.shown_text for s in source.simplifications.select_related("system", "shown_text")
+    }
+    order = [texts[k].pk for k in SYSTEMS]
+    from annotation.models import LayPreference
+
+    preference = LayPreference.objects.create(item=item, order_shown=order)
+    preference.most.set([texts["b"]])
+    preference.least.set([texts["c"]])
+    derived = derived_comparisons(study=study)
+    expected = preferences_to_pairs(["b"], ["c"], list(SYSTEMS))
+    assert sorted((c.left, c.right) for c in derived) == sorted((c.left, c.right) for c in expected)
+    assert all(c.derived and c.rater == person.pseudonym and c.source == source.key for c in derived)
+
+
+def test_a_text_ticked_both_most_and_least_counts_as_neither(db):
+    from annotation.models import LayPreference
+    from tests.annotation.factories import lay_item_of
+
+    study = build_study(slug="lay-both", n_sources=1, systems=SYSTEMS)
+    person = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    source = study.sources.get()
+    item = lay_item_of(person, source, study.systems.get(key="a"))
+    texts = {
+        s.system.key: s.shown_text for s in source.simplifications.select_related("system", "shown_text")
+    }
+    preference = LayPreference.objects.create(item=item, order_shown=[])  # no stored order: all texts
+    preference.most.set([texts["a"], texts["b"]])
+    preference.least.set([texts["b"]])
+    derived = derived_comparisons(study=study)
+    assert sorted((c.left, c.right) for c in derived) == [("a", "b"), ("a", "c")]
