@@ -1,6 +1,5 @@
-"""The radiologist flow (seed 003 Figure 5): which sources a radiologist rates and in what order,
-what one page holds, when a page and the survey are complete, where to resume, and how a page's
-form is saved. Views stay thin: they parse the request and call one function here.
+"""One radiologist page (seed 003 Figure 5): what it holds, when it is complete, and how its form
+is saved; and the signed render time that times a page without JavaScript.
 
 A page's form fields are named after the blind labels, never after ids, so the HTML carries
 nothing that could hint at a system (text ids are created in system order):
@@ -18,10 +17,11 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Count, F, FilteredRelation, Max, Min, Q
+from django.db.models import F, FilteredRelation, Q
 from django.utils import timezone
 
 from annotation import protocol_texts, scales, services
+from annotation.expert.progress import Progress, expert_page_place
 from annotation.models import (
     ExpertItem,
     ExpertRating,
@@ -30,13 +30,12 @@ from annotation.models import (
     SimplificationText,
     Source,
 )
-from annotation.prepared_queries import PreparedAggregate, PreparedQuery, PreparedUpdate
+from annotation.prepared_queries import PreparedQuery, PreparedUpdate
 from annotation.survey_page import (  # noqa: F401  (re-exported: views and tests time pages here)
     MAX_INTERVAL_MS,
     elapsed_ms_clean,
     render_stamp,
     render_stamp_elapsed_ms,
-    seeded_shuffle,
     text_label,
 )
 
@@ -48,58 +47,6 @@ NON_ANSWER_FIELDS = frozenset({"csrfmiddlewaretoken", "elapsed_ms", "rendered_at
 _ANSWER_FIELD = re.compile(r"^(?P<row>[^-]+)-(?P<name>[^-]+)$")
 
 _STAMP_SALT = "annotation.expert_flow.page_stamp"
-
-
-# --- Page assignment -------------------------------------------------------------------------
-
-
-def _wanted_count(participant: Participant, n_sources: int) -> int:
-    # 0 and empty both mean "every source": a study asking radiologists to rate nothing is a typo.
-    subset = participant.study.expert_sources_per_participant
-    return n_sources if not subset else min(subset, n_sources)
-
-
-def _source_order(participant: Participant, sources: list[tuple[int, int]]) -> list[int]:
-    """The participant's page order of the study's (source id, position)s: shuffled by the
-    participant's own seed, so order effects (fatigue, anchoring) spread over sources when several
-    radiologists rate."""
-    ordered = [pk for pk, _ in sorted(sources, key=lambda source: source[1])]
-    return seeded_shuffle(ordered, seed=participant.order_seed, purpose="expert-sources")
-
-
-def expert_pages_prepare(*, participant: Participant) -> None:
-    """Create the participant's pages on first visit (every source, or the first
-    `Study.expert_sources_per_participant` of their seeded order). Idempotent; sources added to
-    the study later are appended while the participant is short of their quota. A constant number
-    of queries whatever the study's size, and no model instance per page: every invite link
-    opened asks this, and a first visit writes thousands of pages."""
-    if not participant.is_radiologist:
-        raise ValidationError("Only radiologists have rating pages.")
-    with transaction.atomic():
-        # Serialises two first visits (two tabs, a double click) so positions never collide. The
-        # participant's row only (`of`): read through its default ordering, which joins the study,
-        # the study's row was locked too and every first visit of the study waited for the one before.
-        Participant.objects.select_for_update(of=("self",)).filter(pk=participant.pk).exists()
-        pages = list(ExpertItem.objects.filter(participant=participant).values_list("source_id", "position"))
-        sources = list(
-            Source.objects.filter(study_id=participant.study_id).order_by().values_list("pk", "position")
-        )
-        wanted = _wanted_count(participant, len(sources))
-        if len(pages) >= wanted:
-            return
-        have = {source_id for source_id, _ in pages}
-        missing = [pk for pk in _source_order(participant, sources) if pk not in have]
-        services.expert_items_create(
-            participant=participant,
-            source_ids=missing[: wanted - len(pages)],
-            first_position=max((position for _, position in pages), default=0) + 1,
-        )
-
-
-def expert_items_ensure(*, participant: Participant) -> list[ExpertItem]:
-    """expert_pages_prepare, then the participant's pages in page order."""
-    expert_pages_prepare(participant=participant)
-    return list(ExpertItem.objects.filter(participant=participant).order_by("position"))
 
 
 # --- Reading a page ----------------------------------------------------------------------------------
@@ -253,141 +200,6 @@ def expert_page_get(*, item: ExpertItem) -> ExpertPage:
     queries."""
     texts, ratings = _page_rows(item)
     return _page_build(item, texts, ratings, _judgement_of(item))
-
-
-@dataclass(frozen=True)
-class Progress:
-    done: int
-    total: int
-
-    @property
-    def percent(self) -> int:
-        return round(100 * self.done / self.total) if self.total else 100
-
-
-@dataclass(frozen=True)
-class IndexEntry:
-    item_id: int
-    position: int
-    number: int  # 1-based page number shown to the rater
-    complete: bool
-
-
-@dataclass(frozen=True)
-class PagePlace:
-    """Where a page stands in the participant's survey: its number, the survey's progress, and the
-    pages before and after it (None at either end)."""
-
-    number: int
-    progress: Progress
-    previous_id: int | None
-    following_id: int | None
-
-
-def _wanted_total(participant: Participant, assigned: int) -> int:
-    # The planned number while no page has been created yet (the instructions page says it).
-    if assigned:
-        return assigned
-    return _wanted_count(participant, Source.objects.filter(study_id=participant.study_id).count())
-
-
-def expert_progress(*, participant: Participant) -> Progress:
-    """Pages done / pages assigned (the planned number while no page has been created yet)."""
-    counts = ExpertItem.objects.filter(participant=participant).aggregate(
-        total=Count("pk"), done=Count("pk", filter=Q(completed_at__isnull=False))
-    )
-    return Progress(done=counts["done"], total=_wanted_total(participant, counts["total"]))
-
-
-# Asked by every page view and submit: SQL compiled once per process (prepared_queries.py).
-_place_counts = PreparedAggregate(
-    lambda participant_id, position: (
-        ExpertItem.objects.filter(participant_id=participant_id),
-        "participant_id",
-        {
-            "total": Count("pk"),
-            "done": Count("pk", filter=Q(completed_at__isnull=False)),
-            "number": Count("pk", filter=Q(position__lte=position)),
-            "previous": Max("position", filter=Q(position__lt=position)),
-            "following": Min("position", filter=Q(position__gt=position)),
-        },
-    )
-)
-_neighbour_rows = PreparedQuery(
-    lambda participant_id, positions: ExpertItem.objects.filter(
-        participant_id=participant_id, position__in=positions
-    ).values_list("position", "pk")
-)
-
-
-def expert_page_place(*, item: ExpertItem, neighbours: bool = True) -> PagePlace:
-    """One aggregate over the participant's pages (plus one lookup for the neighbours' ids), however
-    many pages there are and however far the participant got."""
-    counts = _place_counts.values(participant_id=item.participant_id, position=item.position)
-    ids: dict[int, int] = {}
-    wanted = tuple(counts[key] for key in ("previous", "following") if counts[key] is not None)
-    if neighbours and wanted:
-        ids = dict(_neighbour_rows.rows(participant_id=item.participant_id, positions=wanted))
-    return PagePlace(
-        number=counts["number"],
-        progress=Progress(done=counts["done"], total=counts["total"]),
-        previous_id=ids.get(counts["previous"]),
-        following_id=ids.get(counts["following"]),
-    )
-
-
-INDEX_PAGE_SIZE = 200
-
-
-def expert_index(*, participant: Participant, start: int = 0, count: int | None = None) -> list[IndexEntry]:
-    """The participant's pages in order, `count` of them from the `start`-th (all by default)."""
-    end = None if count is None else start + count
-    rows = ExpertItem.objects.filter(participant=participant).order_by("position")
-    rows = rows.values_list("pk", "position", "completed_at")[start:end]
-    return [
-        IndexEntry(item_id=pk, position=position, number=start + n, complete=completed_at is not None)
-        for n, (pk, position, completed_at) in enumerate(rows, 1)
-    ]
-
-
-@dataclass(frozen=True)
-class Unfinished:
-    """The first page with unanswered rows, for telling a rater why they were sent to it."""
-
-    item: ExpertItem
-    number: int
-    missing: int
-
-
-def expert_resume_item(*, participant: Participant) -> ExpertItem | None:
-    """Where a returning radiologist continues: their first incomplete page (None when all are done)."""
-    return (
-        ExpertItem.objects.filter(participant=participant, completed_at__isnull=True)
-        .select_related("source")
-        .order_by("position")
-        .first()
-    )
-
-
-def expert_first_unfinished(*, participant: Participant) -> Unfinished | None:
-    """The first incomplete page with its number and how many answers it still lacks."""
-    item = expert_resume_item(participant=participant)
-    if item is None:
-        return None
-    number = ExpertItem.objects.filter(participant=participant, position__lte=item.position).count()
-    return Unfinished(item=item, number=number, missing=len(expert_page_get(item=item).missing))
-
-
-def expert_participations(*, user: Any) -> list[tuple[Participant, Progress]]:
-    """The radiologist participations of a logged-in user, with their progress (for the study list)."""
-    if not getattr(user, "is_authenticated", False):
-        return []
-    participants = (
-        Participant.objects.filter(user=user, role=Participant.Role.RADIOLOGIST)
-        .select_related("study")
-        .order_by("-study__created_at", "pk")
-    )
-    return [(p, expert_progress(participant=p)) for p in participants]
 
 
 # --- Saving a page ---------------------------------------------------------------------------------
