@@ -23,6 +23,7 @@ from django.utils import timezone
 from annotation import scales
 from annotation.activity_services import activity_record
 from annotation.importers.bulk_insert import rows_insert
+from annotation.instrument_services import study_instruments_attach
 from annotation.models import (
     AnswerRevision,
     ConsentRefusal,
@@ -74,6 +75,9 @@ def study_get_or_create(*, slug: str, title: str = "") -> tuple[Study, bool]:
         return study, False
     study.full_clean(validate_unique=False, validate_constraints=False)
     study.save()
+    if created:
+        # Every new study asks the protocol's instruments until its researchers change them.
+        study_instruments_attach(study=study)
     return study, created
 
 
