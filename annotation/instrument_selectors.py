@@ -13,7 +13,8 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from annotation.instrument_binding import (
     LAYPERSON_PRESET,
@@ -54,6 +55,8 @@ class CurrentInstrument:
 
     row_id: int | None
     instrument: Instrument
+    # What the flows derive from this version (a page's wording per language), kept with it.
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def language(self, wanted: str) -> str:
         """The language to show: the study's when the instrument offers it, else its default."""

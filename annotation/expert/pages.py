@@ -6,6 +6,13 @@ nothing that could hint at a system (text ids are created in system order):
 
     A-correctness … A-simplicity, A-comment      one per distinct simplification text (A, B, C …)
     original-severity, original-simplicity, original-comment
+    A-<item key>, original-<item key>            the items a study added to its instrument
+
+The questions come from the study's current radiologist instrument, in the study's language: the
+protocol's items (bound to ExpertRating and ExpertSourceJudgement, annotation/instrument_binding.py)
+keep their rows and their wording from the instrument; every added item is asked beside them (an
+item about the simplification in each text's card, one about the source under the original) and
+stored in ItemAnswer.
 """
 
 from __future__ import annotations
@@ -22,10 +29,14 @@ from django.utils import timezone
 
 from annotation import protocol_texts, scales, services
 from annotation.expert.progress import Progress, expert_page_place
+from annotation.instrument_selectors import EXPERT, CurrentInstrument, study_instrument_current
+from annotation.instrument_services import item_answer_save
+from annotation.item_questions import ItemQuestion, item_question, shown
 from annotation.models import (
     ExpertItem,
     ExpertRating,
     ExpertSourceJudgement,
+    ItemAnswer,
     Participant,
     SimplificationText,
     Source,
@@ -38,6 +49,7 @@ from annotation.survey_page import (  # noqa: F401  (re-exported: views and test
     render_stamp_elapsed_ms,
     text_label,
 )
+from instruments.schema import AppliesTo, ItemKind
 
 ORIGINAL = "original"
 ORIGINAL_FIELDS = ("severity", "simplicity")
@@ -66,12 +78,75 @@ class AspectCell(Cell):
     aspect: protocol_texts.ExpertAspect | None = None
 
 
+@dataclass(frozen=True)
+class ShownLevel:
+    """A scale point as a row shows it: `name` is what the form posts and the column stores (the
+    severity level's English name, the Likert code's label), `label` what the rater reads."""
+
+    name: str
+    value: int
+    definition: str = ""
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class PageWording:
+    """The protocol rows' texts in one language, from the instrument."""
+
+    aspects: tuple[protocol_texts.ExpertAspect, ...]
+    severity_title: str
+    severity_question: str
+    severity_levels: tuple[ShownLevel, ...]
+    simplicity_title: str
+    simplicity_question: str
+    likert_levels: tuple[ShownLevel, ...]
+
+
+def page_wording(current: CurrentInstrument, language: str) -> PageWording:
+    """Built once per instrument version and language (kept with the cached instrument)."""
+    memo = current.memo.get(("expert-wording", language))
+    if memo is not None:
+        return memo
+    instrument = current.instrument
+    aspects = tuple(
+        protocol_texts.ExpertAspect(
+            key,
+            shown(instrument.item(key).title, language),
+            shown(instrument.item(key).wording, language),
+            shown(instrument.item(key).short_wording, language),
+        )
+        for key in scales.EXPERT_ASPECTS
+    )
+    severity, simplicity = instrument.item("severity"), instrument.item("original_simplicity")
+    assert severity.scale is not None and simplicity.scale is not None
+    # The severity column stores the level's English name (annotation/scales.py), whatever is shown.
+    names = {level.value: level.name for level in scales.SEVERITY.levels}
+    wording = PageWording(
+        aspects=aspects,
+        severity_title=shown(severity.title, language),
+        severity_question=shown(severity.wording, language),
+        severity_levels=tuple(
+            ShownLevel(names[p.code], p.code, shown(p.definition, language), shown(p.label, language))
+            for p in severity.scale.points
+        ),
+        simplicity_title=shown(simplicity.title, language),
+        simplicity_question=shown(simplicity.wording, language),
+        likert_levels=tuple(
+            ShownLevel(shown(p.label, language), p.code, label=shown(p.label, language))
+            for p in simplicity.scale.points
+        ),
+    )
+    current.memo[("expert-wording", language)] = wording
+    return wording
+
+
 @dataclass
 class TextRow:
     label: str
     text: str
     aspects: list[AspectCell]
     comment: str
+    added: list[ItemQuestion] = field(default_factory=list)
 
     @property
     def comment_field(self) -> str:
@@ -79,7 +154,9 @@ class TextRow:
 
     @property
     def complete(self) -> bool:
-        return all(cell.value is not None for cell in self.aspects)
+        return all(cell.value is not None for cell in self.aspects) and all(
+            q.answered for q in self.added if q.required
+        )
 
 
 @dataclass
@@ -91,6 +168,10 @@ class ExpertPage:
     simplicity: Cell
     comment: str
     missing: list[str] = field(default_factory=list)
+    wording: PageWording | None = None
+    original_added: list[ItemQuestion] = field(default_factory=list)
+    # How many required answers the page asks (its rows, added items included).
+    required: int = 0
     # Set by a save that changed the page's completion: the survey's progress and the page's number
     # as of that save (None when the save left both as they were).
     progress: Progress | None = None
@@ -103,7 +184,7 @@ class ExpertPage:
     @property
     def started(self) -> bool:
         """Whether any rating of the page is answered (the comments do not count)."""
-        return len(self.missing) < sum(len(text.aspects) for text in self.texts) + 2
+        return len(self.missing) < self.required
 
     @property
     def original_comment_field(self) -> str:
@@ -154,25 +235,76 @@ def _judgement_of(item: ExpertItem) -> ExpertSourceJudgement | None:
     ).first()
 
 
+@dataclass(frozen=True)
+class _Asked:
+    """What the study's instrument asks on a radiologist page, in the language shown."""
+
+    current: CurrentInstrument
+    language: str
+    wording: PageWording
+
+    @property
+    def added(self) -> tuple[Any, ...]:
+        return self.current.added_items
+
+
+def _asked(participant: Participant) -> _Asked:
+    """No query: the study (loaded with the participant) names its cached instrument."""
+    study = participant.study
+    current = study_instrument_current(study=study, flow=EXPERT)
+    language = current.language(study.language)
+    return _Asked(current=current, language=language, wording=page_wording(current, language))
+
+
+def _added_answers(item: ExpertItem, asked: _Asked) -> dict[tuple[str, int | None], Any]:
+    """This participant's answers to the added items on the page, by (item key, text id); no query
+    when the instrument adds none."""
+    if not asked.added or asked.current.row_id is None:
+        return {}
+    rows = ItemAnswer.objects.filter(
+        participant_id=item.participant_id, instrument_id=asked.current.row_id, source_id=item.source_id
+    ).values_list("item_key", "shown_text_id", "value")
+    return {(key, text_id): value for key, text_id, value in rows}
+
+
 def _page_build(
     item: ExpertItem,
     texts: list[tuple[str, SimplificationText]],
     ratings: Mapping[int, ExpertRating],
     judgement: ExpertSourceJudgement | None,
+    asked: _Asked,
+    added: Mapping[tuple[str, int | None], Any],
 ) -> ExpertPage:
     rows = []
     missing: list[str] = []
+    required = 0
+    about_text = [i for i in asked.added if i.applies_to is AppliesTo.SIMPLIFICATION]
+    about_source = [i for i in asked.added if i.applies_to is AppliesTo.SOURCE]
     for label, text in texts:
         rating = ratings.get(text.pk)
         cells = []
-        for aspect in protocol_texts.EXPERT_ASPECTS:
+        for aspect in asked.wording.aspects:
             value = getattr(rating, aspect.key) if rating else None
             cell = AspectCell(field=f"{label}-{aspect.key}", key=aspect.key, value=value, aspect=aspect)
             cells.append(cell)
             if value is None:
                 missing.append(cell.field)
+        questions = [
+            item_question(
+                i, field=f"{label}-{i.key}", language=asked.language, value=added.get((i.key, text.pk))
+            )
+            for i in about_text
+        ]
+        missing += [q.field for q in questions if q.required and not q.answered]
+        required += len(cells) + sum(1 for q in questions if q.required)
         rows.append(
-            TextRow(label=label, text=text.text, aspects=cells, comment=rating.comment if rating else "")
+            TextRow(
+                label=label,
+                text=text.text,
+                aspects=cells,
+                comment=rating.comment if rating else "",
+                added=questions,
+            )
         )
     severity = Cell(
         field=f"{ORIGINAL}-severity",
@@ -183,6 +315,12 @@ def _page_build(
         field=f"{ORIGINAL}-simplicity", key="simplicity", value=judgement.simplicity if judgement else None
     )
     missing += [cell.field for cell in (severity, simplicity) if cell.value is None]
+    original_added = [
+        item_question(i, field=f"{ORIGINAL}-{i.key}", language=asked.language, value=added.get((i.key, None)))
+        for i in about_source
+    ]
+    missing += [q.field for q in original_added if q.required and not q.answered]
+    required += 2 + sum(1 for q in original_added if q.required)
     return ExpertPage(
         item=item,
         source=item.source,
@@ -191,15 +329,19 @@ def _page_build(
         simplicity=simplicity,
         comment=judgement.comment if judgement else "",
         missing=missing,
+        wording=asked.wording,
+        original_added=original_added,
+        required=required,
     )
 
 
 def expert_page_get(*, item: ExpertItem) -> ExpertPage:
     """Everything one page shows: the original, its texts under blind labels with this
     participant's answers (never anyone else's), and which required answers are missing. Two
-    queries."""
+    queries (three when the study's instrument adds items)."""
+    asked = _asked(item.participant)
     texts, ratings = _page_rows(item)
-    return _page_build(item, texts, ratings, _judgement_of(item))
+    return _page_build(item, texts, ratings, _judgement_of(item), asked, _added_answers(item, asked))
 
 
 # --- Saving a page ---------------------------------------------------------------------------------
@@ -212,11 +354,16 @@ def _field_errors(exc: ValidationError, row: str) -> dict[str, list[str]]:
     return {row: list(exc.messages)}
 
 
-def _parse(data: Mapping[str, Any], labels: dict[str, SimplificationText]):
+def _parse(data: Mapping[str, Any], labels: dict[str, SimplificationText], asked: _Asked):
     per_text: dict[str, dict[str, str]] = {}
     original: dict[str, str] = {}
+    added: dict[tuple[str, str], Any] = {}
     errors: dict[str, list[str]] = {}
     allowed = {*scales.EXPERT_ASPECTS, COMMENT}
+    added_about = {
+        kind: {i.key for i in asked.added if i.applies_to is kind}
+        for kind in (AppliesTo.SOURCE, AppliesTo.SIMPLIFICATION)
+    }
     for key in data:
         if key in NON_ANSWER_FIELDS:
             continue
@@ -227,17 +374,21 @@ def _parse(data: Mapping[str, Any], labels: dict[str, SimplificationText]):
             continue
         row, name = match["row"], match["name"]
         if row == ORIGINAL:
-            if name not in {*ORIGINAL_FIELDS, COMMENT}:
+            if name in added_about[AppliesTo.SOURCE]:
+                added[(row, name)] = value
+            elif name not in {*ORIGINAL_FIELDS, COMMENT}:
                 errors[key] = [f"{key!r} is not a question about the original sentence."]
             else:
                 original[name] = value
         elif row not in labels:
             errors[key] = [f"There is no simplification {row} on this page."]
+        elif name in added_about[AppliesTo.SIMPLIFICATION]:
+            added[(row, name)] = value
         elif name not in allowed:
             errors[key] = [f"{name!r} is not an aspect ({', '.join(scales.EXPERT_ASPECTS)})."]
         else:
             per_text.setdefault(row, {})[name] = value
-    return per_text, original, errors
+    return per_text, original, added, errors
 
 
 @dataclass(frozen=True)
@@ -300,10 +451,11 @@ def expert_page_save(
         item.completed_at = was_completed = locked.completed_at
         texts, ratings = _page_rows(item)
         labels = dict(texts)
-        per_text, original, errors = _parse(data, labels)
+        asked = _asked(participant)
+        per_text, original, added, errors = _parse(data, labels, asked)
         if errors:
             raise ValidationError(errors)
-        one_row = len(per_text) + (1 if original else 0) == 1
+        one_row = len({*per_text, *([ORIGINAL] if original else []), *(row for row, _ in added)}) == 1
         row_time = time_spent_ms if one_row else 0
         judgement = locked.judgement
         for label, fields in sorted(per_text.items(), key=lambda entry: labels[entry[0]].pk):
@@ -341,9 +493,33 @@ def expert_page_save(
                     )
                 except ValidationError as exc:
                     errors.update(_field_errors(exc, ORIGINAL))
+        answers = _added_answers(item, asked)
+        for (row, key), raw in added.items():
+            # Added items exist only in an instrument row of the study (never in the bare preset).
+            assert asked.current.row_id is not None
+            text_id = None if row == ORIGINAL else labels[row].pk
+            asked_item = asked.current.instrument.item(key)
+            try:
+                saved = item_answer_save(
+                    participant=participant,
+                    instrument_id=asked.current.row_id,
+                    item=asked_item,
+                    raw=raw,
+                    source_id=item.source_id,
+                    shown_text_id=text_id,
+                    language=asked.language,
+                    time_spent_ms=row_time,
+                )
+            except ValidationError as exc:
+                errors.update(_field_errors(exc, row))
+                continue
+            if saved is not None:
+                answers[(key, text_id)] = saved.value
+            elif asked_item.kind is ItemKind.FREE_TEXT:
+                answers.pop((key, text_id), None)  # an emptied text clears its answer
         if errors:
             raise ValidationError(errors)  # leaving the atomic block by an exception rolls it all back
-        page = _page_build(item, texts, ratings, judgement)
+        page = _page_build(item, texts, ratings, judgement, asked, answers)
         _item_record(item=item, complete=page.complete, time_spent_ms=time_spent_ms)
         if (item.completed_at is None) != (was_completed is None):
             # Only a change of the page's completion changes the survey's progress: counted then

@@ -112,8 +112,9 @@ def _page_context(participant: Participant, item: ExpertItem, page: pages.Expert
         ),
         "current": item.pk,
         "texts": protocol_texts,
-        "likert_levels": scales.LIKERT.levels,
-        "severity_levels": scales.SEVERITY.levels,
+        # The scales' points as the study's instrument words them, in the study's language.
+        "likert_levels": page.wording.likert_levels,
+        "severity_levels": page.wording.severity_levels,
     }
 
 

@@ -1,0 +1,199 @@
+"""Items a study adds to the protocol's instruments, through the survey views: the radiologist page
+asks an added item about each simplification and one about the original; the lay panel 2 asks an
+added free-text item. They render in the study's language, autosave, are refused by name when bad,
+are stored in ItemAnswer with their code as score, and count for completion; the protocol's own
+questions and the queries of a protocol page stay as they were."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from annotation import services
+from annotation.expert import pages
+from annotation.instrument_services import study_instrument_save
+from annotation.models import ExpertItem, ItemAnswer, Participant, Study
+from instruments.presets import preset_load
+from instruments.schema import AppliesTo, Item, ItemKind, Point, Scale
+from tests.annotation.factories import build_study
+
+pytestmark = pytest.mark.django_db
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+ACTIONABILITY = Item(
+    key="actionability",
+    kind=ItemKind.ORDINAL,
+    applies_to=AppliesTo.SIMPLIFICATION,
+    roles=("radiologist",),
+    title={"en": "Actionability", "es": "Accionabilidad"},
+    wording={"en": "It tells the patient what to do next.", "es": "Le dice al paciente qué hacer después."},
+    scale=Scale(
+        points=(
+            Point(code=1, label={"en": "Not at all", "es": "En absoluto"}),
+            Point(code=2, label={"en": "Partly", "es": "En parte"}),
+            Point(code=3, label={"en": "Fully", "es": "Del todo"}),
+        )
+    ),
+)
+FINDINGS = Item(
+    key="findings",
+    kind=ItemKind.COUNT,
+    applies_to=AppliesTo.SOURCE,
+    roles=("radiologist",),
+    wording={
+        "en": "How many findings does the sentence report?",
+        "es": "¿Cuántos hallazgos describe la frase?",
+    },
+    required=False,
+    max_count=20,
+)
+
+
+def expert_study(slug: str, *items: Item, language: str = "en") -> Study:
+    study = build_study(slug=slug, n_sources=2, systems=("a", "b"))
+    preset = preset_load("protocol_003_radiologist")
+    study_instrument_save(
+        study=study, instrument=dataclasses.replace(preset, items=(*preset.items, *items)), actor=None
+    )
+    Study.objects.filter(pk=study.pk).update(language=language)
+    study.refresh_from_db()
+    return study
+
+
+def started(client, participant) -> list[ExpertItem]:
+    client.get(reverse("annotation:entry", args=[participant.token]))
+    client.post(reverse("annotation:expert-instructions", args=[participant.token]))
+    return list(ExpertItem.objects.filter(participant=participant).order_by("position"))
+
+
+def page_url(participant, item) -> str:
+    return reverse("annotation:expert-page", args=[participant.token, item.pk])
+
+
+def test_the_radiologist_page_asks_added_items_where_they_apply_and_stores_them(client):
+    study = expert_study("added-expert", ACTIONABILITY, FINDINGS)
+    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    item = started(client, participant)[0]
+    html = client.get(page_url(participant, item)).content.decode()
+    assert html.count("It tells the patient what to do next.") == 2  # one per simplification (A, B)
+    assert 'name="A-actionability" value="3"' in html and 'name="B-actionability"' in html
+    assert 'name="original-findings"' in html and "(optional)" in html
+    # In each card the added item comes after the rubric and before the justification.
+    card = html[html.index('data-label="A"') :]
+    assert card.index("Simplicity") < card.index("Actionability") < card.index('name="A-comment"')
+    page = pages.expert_page_get(item=item)
+    assert {"A-actionability", "B-actionability"} <= set(page.missing)
+    assert "original-findings" not in page.missing  # optional
+
+    response = client.post(page_url(participant, item), {"A-actionability": "2", "elapsed_ms": "700"}, **HTMX)
+    assert response.status_code == 200 and "Saved" in response.content.decode()
+    (answer,) = ItemAnswer.objects.filter(participant=participant)
+    assert (answer.item_key, answer.value, answer.score, answer.language) == ("actionability", 2, 2.0, "en")
+    assert answer.shown_text_id == item.text_order[0] and answer.time_spent_ms == 700
+    response = client.post(page_url(participant, item), {"original-findings": "3"}, **HTMX)
+    assert response.status_code == 200
+    assert ItemAnswer.objects.get(item_key="findings").shown_text_id is None
+
+    # After a reload the answers are there.
+    html = client.get(page_url(participant, item)).content.decode()
+    assert 'name="A-actionability" value="2" data-key="2" checked' in html
+    assert 'name="original-findings" min="0" step="1" inputmode="numeric" max="20" value="3"' in html
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("A-actionability", "9", "actionability: 9 is not a point of the scale"),
+        ("original-findings", "-2", "findings: a count cannot be negative"),
+        ("original-findings", "many", "findings: a count must be a whole number"),
+    ],
+)
+def test_a_bad_value_of_an_added_item_is_refused_by_name_and_saves_nothing(client, field, value, message):
+    study = expert_study(f"bad-{field.lower()}-{value}".replace("-", ""), ACTIONABILITY, FINDINGS)
+    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    item = started(client, participant)[0]
+    response = client.post(page_url(participant, item), {field: value, "A-correctness": "4"}, **HTMX)
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    assert not ItemAnswer.objects.exists()
+    assert not participant.expert_ratings.exists()  # all or nothing
+
+
+def test_a_required_added_item_holds_the_page_open_until_answered():
+    study = expert_study("required-added", ACTIONABILITY)
+    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    item = started_directly(participant)
+    data = {"original-severity": "Mild", "original-simplicity": "3"}
+    data |= {
+        f"{label}-{aspect}": "4"
+        for label in "AB"
+        for aspect in ("correctness", "completeness", "hallucination", "structure", "simplicity")
+    }
+    page = pages.expert_page_save(participant=participant, item=item, data=data)
+    assert page.missing == ["A-actionability", "B-actionability"] and not page.complete
+    page = pages.expert_page_save(
+        participant=participant, item=item, data={"A-actionability": "1", "B-actionability": "3"}
+    )
+    assert page.complete
+    item.refresh_from_db()
+    assert item.completed_at is not None
+
+
+def started_directly(participant: Participant) -> ExpertItem:
+    from annotation.expert import assignment
+
+    services.participant_touch(participant=participant)
+    item = assignment.expert_items_ensure(participant=participant)[0]
+    return ExpertItem.objects.select_related("participant__study", "source").get(pk=item.pk)
+
+
+def test_the_page_is_worded_in_the_studys_language():
+    study = expert_study("spanish-expert", ACTIONABILITY, language="es")
+    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    page = pages.expert_page_get(item=started_directly(participant))
+    assert page.wording is not None
+    assert (
+        page.wording.severity_question
+        == "¿Cuál es la gravedad de la afección médica descrita en la frase original?"
+    )
+    assert [a.title for a in page.wording.aspects][0] == "Corrección"
+    assert page.texts[0].added[0].wording == "Le dice al paciente qué hacer después."
+    # What the form posts and the column stores does not change with the language.
+    assert [(level.name, level.label) for level in page.wording.severity_levels][0] == ("Critical", "Crítico")
+
+
+# Pinned from measured counts: a protocol study's page costs what it cost before instruments were
+# data (tests/annotation/test_expert_scale.py pins those); an added item costs one read of its
+# answers, and saving one costs its upsert.
+PROTOCOL_GET, PROTOCOL_AUTOSAVE = 5, 7
+ADDED_GET, ADDED_AUTOSAVE = PROTOCOL_GET + 1, PROTOCOL_AUTOSAVE + 1
+
+
+def _count(client, method: str, url: str, data=None) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        response = getattr(client, method)(url, data, **HTMX) if data else client.get(url)
+    assert response.status_code == 200
+    return len(captured.captured_queries)
+
+
+def test_the_queries_of_a_survey_request_are_pinned(client):
+    plain = build_study(slug="plain-queries", n_sources=2, systems=("a", "b"))
+    participant = services.participant_create(study=plain, role=Participant.Role.RADIOLOGIST)
+    item = started(client, participant)[0]
+    url = page_url(participant, item)
+    client.get(url)  # a process reads a study's instruments once per version (then cached)
+    assert _count(client, "get", url) == PROTOCOL_GET
+    assert _count(client, "post", url, {"A-correctness": "3"}) == PROTOCOL_AUTOSAVE
+
+    study = expert_study("added-queries", ACTIONABILITY)
+    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    item = started(client, participant)[0]
+    url = page_url(participant, item)
+    assert _count(client, "get", url) == ADDED_GET + 1  # the first read of this version's instrument
+    assert _count(client, "get", url) == ADDED_GET
+    assert _count(client, "post", url, {"A-correctness": "3"}) == ADDED_AUTOSAVE
