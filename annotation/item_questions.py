@@ -49,6 +49,11 @@ class ItemQuestion:
     errors: list[str] = field(default_factory=list)
 
     @property
+    def name(self) -> str:
+        """The form field (as the lay flow's questions call it)."""
+        return self.field
+
+    @property
     def template(self) -> str:
         return _PARTIAL[ItemKind(self.kind)]
 

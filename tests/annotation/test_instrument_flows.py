@@ -197,3 +197,114 @@ def test_the_queries_of_a_survey_request_are_pinned(client):
     assert _count(client, "get", url) == ADDED_GET + 1  # the first read of this version's instrument
     assert _count(client, "get", url) == ADDED_GET
     assert _count(client, "post", url, {"A-correctness": "3"}) == ADDED_AUTOSAVE
+
+
+# --- The lay flow: an added free-text item and an added scale on panel 2 ---------------------------------
+
+STILL_UNCLEAR = Item(
+    key="still_unclear",
+    kind=ItemKind.FREE_TEXT,
+    applies_to=AppliesTo.SIMPLIFICATION,
+    roles=("layperson",),
+    phases=("assisted",),
+    required=False,
+    max_length=40,
+    wording={
+        "en": "Which words are still unclear to you?",
+        "es": "¿Qué palabras le siguen resultando confusas?",
+    },
+)
+TRUST = Item(
+    key="trust",
+    kind=ItemKind.ORDINAL,
+    applies_to=AppliesTo.SIMPLIFICATION,
+    roles=("layperson",),
+    phases=("assisted",),
+    number="Q4b",
+    wording={"en": "Would you trust this explanation?", "es": "¿Confiaría en esta explicación?"},
+    scale=Scale(
+        points=(Point(code=0, label={"en": "No", "es": "No"}), Point(code=1, label={"en": "Yes", "es": "Sí"}))
+    ),
+)
+PANEL1 = {"understanding": "Some parts of it", "confidence": "With low confidence", "severity_guess": "Mild"}
+PANEL2 = {
+    "understanding": "Most of it",
+    "confidence": "With high confidence",
+    "severity_guess": "Moderate",
+    "helpfulness": "I understand much better",
+}
+
+
+def lay_study(slug: str) -> Study:
+    study = build_study(slug=slug, n_sources=1, systems=("a", "b"))
+    preset = preset_load("protocol_003_layperson")
+    study_instrument_save(
+        study=study,
+        instrument=dataclasses.replace(preset, items=(*preset.items, STILL_UNCLEAR, TRUST)),
+        actor=None,
+    )
+    study.refresh_from_db()
+    return study
+
+
+def at_panel_2(client, study):
+    participant = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    services.participant_consent(participant=participant, accepted=True)
+    client.post(reverse("annotation:lay-instructions", kwargs={"token": participant.token}))
+    item = participant.lay_items.get()
+    url = reverse(
+        "annotation:lay-panel", kwargs={"token": participant.token, "item_id": item.pk, "panel": "original"}
+    )
+    assert "Which words are still unclear" not in client.get(url).content.decode()  # panel 2's, not panel 1's
+    assert client.post(url, {**PANEL1, "continue": "1"}).status_code == 302
+    return participant, item, url.replace("/original/", "/assisted/")
+
+
+def test_the_lay_panel_2_asks_added_items_after_the_protocols_and_stores_them(client):
+    study = lay_study("lay-added")
+    participant, item, url = at_panel_2(client, study)
+    page = client.get(url).content.decode()
+    # In the instrument's order, after the protocol's questions of the panel.
+    assert (
+        page.index("Has the simplified sentence improved")
+        < page.index("Which words are still unclear to you?")
+        < page.index("Q4b:")
+    )
+
+    assert '<textarea id="f-still_unclear" name="still_unclear"' in page and 'maxlength="40"' in page
+    # The lock of panel 1 is untouched: it is shown read-only and refuses changes.
+    assert "(locked)" in page
+    response = client.post(
+        url, {"still_unclear": "  effusion  ", "trust": "1", "autosave": "1", "elapsed_ms": "400"}, **HTMX
+    )
+    assert response.status_code == 200
+    answers = {a.item_key: a for a in ItemAnswer.objects.filter(participant=participant)}
+    assert answers["still_unclear"].value == "effusion" and answers["still_unclear"].score is None
+    assert answers["trust"].value == 1 and answers["trust"].score == 1.0
+    assert {a.shown_text_id for a in answers.values()} == {item.shown_text_id}
+    page = client.get(url).content.decode()
+    assert ">effusion</textarea>" in page and 'name="trust" value="1" checked' in page
+    # Emptying the text clears its answer; the scale answer stays.
+    client.post(url, {"still_unclear": "", "autosave": "1"}, **HTMX)
+    assert set(ItemAnswer.objects.values_list("item_key", flat=True)) == {"trust"}
+    response = client.post(url, {**PANEL2, "continue": "1"})
+    assert response.status_code == 302
+
+
+def test_a_required_added_lay_item_holds_the_panel_and_bad_values_are_refused_by_name(client):
+    study = lay_study("lay-added-bad")
+    participant, item, url = at_panel_2(client, study)
+    response = client.post(url, {**PANEL2, "continue": "1"})
+    assert response.status_code == 400 and "Please answer this question." in response.content.decode()
+    item.refresh_from_db()
+    assert item.stage == "assisted"
+    bad = {**PANEL2, "understanding": "Completely", "still_unclear": "x" * 41, "trust": "1", "autosave": "1"}
+    response = client.post(url, bad, **HTMX)
+    assert response.status_code == 400
+    assert "still_unclear: at most 40 characters (got 41)" in response.content.decode()
+    response = client.post(url, {"trust": "7", "autosave": "1"}, **HTMX)
+    assert response.status_code == 400 and "trust: 7 is not a point of the scale" in response.content.decode()
+    assert not ItemAnswer.objects.exists()
+    # All or nothing: the panel's answer beside the bad one was not changed either.
+    assert item.answers.get(phase="assisted").understanding == "Most of it"
+    assert client.post(url, {**PANEL2, "trust": "0", "continue": "1"}).status_code == 302
