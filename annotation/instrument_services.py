@@ -44,6 +44,10 @@ from instruments.versioning import (
 PAGE_KINDS = frozenset({ItemKind.ORDINAL, ItemKind.SINGLE_CHOICE, ItemKind.COUNT, ItemKind.FREE_TEXT})
 # Where a lay item may be added: the panels whose form asks one source and (panel 2) one text.
 LAY_ADDED_PHASES = ("original", "assisted")
+# The lay panels' form fields besides answers: an added item may not take their names.
+_LAY_FORM_FIELDS = frozenset(
+    {"fields", "continue", "autosave", "rendered_at", "elapsed_ms", "csrfmiddlewaretoken"}
+)
 _FLOW_ROLE = {EXPERT: Participant.Role.RADIOLOGIST.value, LAY: Participant.Role.LAYPERSON.value}
 
 
@@ -137,6 +141,10 @@ def _flow_errors(instrument: Instrument, flow: str) -> list[str]:
             errors.append(
                 f"{where}: an added lay item is asked in exactly one of {', '.join(LAY_ADDED_PHASES)}"
             )
+        if flow == LAY and item.key in _LAY_FORM_FIELDS:
+            errors.append(f"{where}: {item.key!r} is a field of the lay panels' form; choose another key")
+        if flow == LAY and "original" in item.phases and item.applies_to is not AppliesTo.SOURCE:
+            errors.append(f"{where}: panel 1 shows no simplification, so its items apply to the source")
     return errors
 
 
