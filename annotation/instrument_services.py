@@ -48,6 +48,7 @@ LAY_ADDED_PHASES = ("original", "assisted")
 _LAY_FORM_FIELDS = frozenset(
     {"fields", "continue", "autosave", "rendered_at", "elapsed_ms", "csrfmiddlewaretoken"}
 )
+ATTACHED_NOTE = "attached when the study was created"
 _FLOW_ROLE = {EXPERT: Participant.Role.RADIOLOGIST.value, LAY: Participant.Role.LAYPERSON.value}
 
 
@@ -86,7 +87,14 @@ def study_instruments_attach(*, study: Study) -> list[StudyInstrument]:
             StudyInstrument.objects.filter(study=study, is_current=True).values_list("flow", flat=True)
         )
         made = [
-            _row_new(study=study, instrument=preset_load(name), flow=flow, preset=name, actor=None, note="")
+            _row_new(
+                study=study,
+                instrument=preset_load(name),
+                flow=flow,
+                preset=name,
+                actor=None,
+                note=ATTACHED_NOTE,
+            )
             for flow, name in PROTOCOL_PRESETS.items()
             if flow not in have
         ]

@@ -284,3 +284,39 @@ def test_the_release_reads_back_through_the_engine_after_the_migration(release_d
                     text_of[(rating.source_key, rating.system)],
                 )
                 assert rating.comment in merged_comments[key]
+
+
+def test_the_instrument_command_prints_saves_and_lists_versions(tmp_path):
+    from django.core.management.base import CommandError
+
+    from instruments.validation import instrument_from_yaml, instrument_to_yaml
+
+    study = build_study(slug="command", n_sources=1, systems=("a", "b"))
+    out = io.StringIO()
+    call_command("instrument", "--study", "command", "--flow", "expert", stdout=out)
+    assert instrument_from_yaml(out.getvalue()) == preset_load("protocol_003_radiologist")
+    path = tmp_path / "radiologist.yaml"
+    path.write_text(instrument_to_yaml(with_items("protocol_003_radiologist", ACTIONABILITY)))
+    call_command("instrument", "--study", "command", "--save", str(path), stdout=io.StringIO())
+    _rate_one(study)
+    with pytest.raises(CommandError, match=r"x\.yaml"):
+        call_command(
+            "instrument", "--study", "command", "--save", str(tmp_path / "x.yaml"), stdout=io.StringIO()
+        )
+    retitled = dataclasses.replace(
+        with_items("protocol_003_radiologist", ACTIONABILITY), title={"en": "Ours", "es": "Nuestro"}
+    )
+    path.write_text(instrument_to_yaml(retitled))
+    with pytest.raises(CommandError, match="answers exist under version 1"):
+        call_command("instrument", "--study", "command", "--save", str(path), stdout=io.StringIO())
+    path.write_text(instrument_to_yaml(dataclasses.replace(retitled, version=2)))
+    call_command(
+        "instrument", "--study", "command", "--save", str(path), "--note", "our title", stdout=io.StringIO()
+    )
+    out = io.StringIO()
+    call_command("instrument", "--study", "command", "--versions", stdout=out)
+    assert out.getvalue().splitlines() == [
+        "expert\tprotocol_003_radiologist\tv1\tkept\tattached when the study was created",
+        "expert\tprotocol_003_radiologist\tv2\tcurrent\tour title",
+        "lay\tprotocol_003_layperson\tv1\tcurrent\tattached when the study was created",
+    ]
