@@ -124,22 +124,22 @@ def instrument_answers(*, study: Study, flow: str) -> dict[AnswerKey, AnswerValu
 
     if flow == EXPERT:
         aspects = [key for key, b in bindings.items() if b.model is ExpertRating]
-        rows = ExpertRating.objects.filter(participant__study=study).values_list(
+        rated = ExpertRating.objects.filter(participant__study=study).values_list(
             "participant_id", "shown_text__source_id", "shown_text_id", *(bindings[k].column for k in aspects)
         )
-        for participant_id, source_id, text_id, *values in rows:
+        for participant_id, source_id, text_id, *values in rated:
             for key, stored in zip(aspects, values, strict=True):
                 put(AnswerKey(participant_id, key, source_id, text_id), stored)
         judged = [key for key, b in bindings.items() if b.model is ExpertSourceJudgement]
-        rows = ExpertSourceJudgement.objects.filter(participant__study=study).values_list(
+        judgements = ExpertSourceJudgement.objects.filter(participant__study=study).values_list(
             "participant_id", "source_id", *(bindings[k].column for k in judged)
         )
-        for participant_id, source_id, *values in rows:
+        for participant_id, source_id, *values in judgements:
             for key, stored in zip(judged, values, strict=True):
                 put(AnswerKey(participant_id, key, source_id), stored)
     elif flow == LAY:
         questions = [key for key, b in bindings.items() if b.model is LayAnswer]
-        rows = LayAnswer.objects.filter(item__participant__study=study).values_list(
+        lay_answers = LayAnswer.objects.filter(item__participant__study=study).values_list(
             "item__participant_id",
             "item__source_id",
             "item__shown_text_id",
@@ -147,30 +147,30 @@ def instrument_answers(*, study: Study, flow: str) -> dict[AnswerKey, AnswerValu
             *(bindings[k].column for k in questions),
         )
         item_of = {item.key: item for item in current.instrument.items}
-        for participant_id, source_id, text_id, phase, *values in rows:
+        for participant_id, source_id, text_id, phase, *values in lay_answers:
             for key, stored in zip(questions, values, strict=True):
                 # Q4 (helpfulness) is about the simplification shown; Q1-Q3 about the sentence.
                 target = text_id if item_of[key].applies_to == "simplification" else None
                 put(AnswerKey(participant_id, key, source_id, target, phase), stored)
         preferences = LayPreference.objects.filter(item__participant__study=study).select_related("item")
         for preference in preferences.prefetch_related("most", "least"):
-            item = preference.item
+            lay_item = preference.item
             for key, b in bindings.items():
                 if b.model is not LayPreference:
                     continue
                 stored = getattr(preference, b.column)
                 if b.column in ("most", "least"):
                     stored = {text.pk for text in stored.all()}
-                put(AnswerKey(item.participant_id, key, item.source_id, None, "preference"), stored)
+                put(AnswerKey(lay_item.participant_id, key, lay_item.source_id, None, "preference"), stored)
     definitions = dict(StudyInstrument.objects.filter(study=study, flow=flow).values_list("pk", "definition"))
     items = {
         pk: {item.key: item for item in instrument_from_data(definition).items}
         for pk, definition in definitions.items()
     }
-    rows = ItemAnswer.objects.filter(instrument__in=definitions.keys()).values_list(
+    added = ItemAnswer.objects.filter(instrument__in=definitions.keys()).values_list(
         "participant_id", "instrument_id", "item_key", "source_id", "shown_text_id", "value"
     )
-    for participant_id, instrument_id, item_key, source_id, text_id, value in rows:
+    for participant_id, instrument_id, item_key, source_id, text_id, value in added:
         item = items[instrument_id][item_key]
         phase = item.phases[0] if item.phases else ""
         answers[AnswerKey(participant_id, item_key, source_id, text_id, phase)] = item_value_from_json(

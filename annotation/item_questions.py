@@ -5,8 +5,9 @@ flows' own rows, with their wording taken from the same instrument."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from instruments.schema import NOT_APPLICABLE, Item, ItemKind
@@ -46,7 +47,7 @@ class ItemQuestion:
     max_length: int | None = None
     max_count: int | None = None
     value: Any = None
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def name(self) -> str:

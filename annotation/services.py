@@ -77,6 +77,7 @@ def study_get_or_create(*, slug: str, title: str = "") -> tuple[Study, bool]:
     study.save()
     if created:
         # Every new study asks the protocol's instruments until its researchers change them.
+        assert study is not None
         study_instruments_attach(study=study)
     return study, created
 

@@ -167,8 +167,8 @@ class ExpertPage:
     severity: Cell
     simplicity: Cell
     comment: str
+    wording: PageWording
     missing: list[str] = field(default_factory=list)
-    wording: PageWording | None = None
     original_added: list[ItemQuestion] = field(default_factory=list)
     # How many required answers the page asks (its rows, added items included).
     required: int = 0

@@ -473,7 +473,7 @@ def panel_questions(
     state: PanelState,
     errors: Mapping[str, list[str]],
     conflicts: Mapping[str, Mapping[int, str]] | None = None,
-) -> list[Question]:
+) -> list[Question | ItemQuestion]:
     """The questions of the panel as the page shows them, with the answers so far, any errors and
     the panel-3 ticks refused as overlapping (`conflicts`, as PreferenceConflict has them)."""
     conflicts = conflicts or {}

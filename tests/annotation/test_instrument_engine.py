@@ -28,31 +28,11 @@ from annotation.instrument_selectors import (
 from annotation.instrument_services import item_answer_save, study_instrument_save
 from annotation.models import ItemAnswer, Participant, SimplificationText, Study, StudyInstrument
 from instruments.presets import preset_load
-from instruments.schema import AppliesTo, Item, ItemKind, Point, Scale
+from instruments.schema import AppliesTo, ItemKind, Point, Scale
 from instruments.validation import instrument_from_data, instrument_to_data
-from tests.annotation.factories import build_study
+from tests.annotation.factories import ACTIONABILITY, build_study, instrument_with
 
 pytestmark = pytest.mark.django_db
-
-ACTIONABILITY = Item(
-    key="actionability",
-    kind=ItemKind.ORDINAL,
-    applies_to=AppliesTo.SIMPLIFICATION,
-    roles=("radiologist",),
-    wording={"en": "It tells the patient what to do next.", "es": "Le dice al paciente qué hacer."},
-    title={"en": "Actionability", "es": "Accionabilidad"},
-    scale=Scale(
-        points=tuple(
-            Point(code=c, label={"en": label, "es": label})
-            for c, label in ((1, "No"), (2, "Partly"), (3, "Yes"))
-        )
-    ),
-)
-
-
-def with_items(name: str, *items: Item, version: int = 1):
-    preset = preset_load(name)
-    return dataclasses.replace(preset, version=version, items=(*preset.items, *items))
 
 
 def created_study(slug: str = "engine") -> Study:
@@ -112,7 +92,10 @@ def test_before_any_answer_an_instrument_is_edited_in_place():
     row = StudyInstrument.objects.get(study=study, flow=EXPERT)
     stamp = study.instruments_stamp
     saved = study_instrument_save(
-        study=study, instrument=with_items("protocol_003_radiologist", ACTIONABILITY), actor=None, note="add"
+        study=study,
+        instrument=instrument_with("protocol_003_radiologist", ACTIONABILITY),
+        actor=None,
+        note="add",
     )
     assert saved.pk == row.pk and saved.version == 1
     assert StudyInstrument.objects.filter(study=study, flow=EXPERT).count() == 1
@@ -134,7 +117,7 @@ def test_once_answers_exist_a_change_is_a_new_recorded_version():
     study = build_study(slug="versioned", n_sources=1, systems=("a", "b"))
     _rate_one(study)
     user = get_user_model().objects.create_user("editor")
-    changed = with_items("protocol_003_radiologist", ACTIONABILITY)
+    changed = instrument_with("protocol_003_radiologist", ACTIONABILITY)
     with pytest.raises(ValidationError) as refused:
         study_instrument_save(study=study, instrument=changed, actor=user, note="same version")
     assert "answers exist under version 1" in str(refused.value)
@@ -167,7 +150,7 @@ def test_a_bound_items_structure_and_what_a_flow_cannot_show_are_refused_by_name
     )
     with pytest.raises(ValidationError) as refused:
         study_instrument_save(
-            study=study, instrument=with_items("protocol_003_radiologist", matching), actor=None
+            study=study, instrument=instrument_with("protocol_003_radiologist", matching), actor=None
         )
     assert "(matched): the expert pages cannot show a sentence_matching item" in str(refused.value)
 
@@ -178,7 +161,7 @@ def test_a_bound_items_structure_and_what_a_flow_cannot_show_are_refused_by_name
 def test_an_added_items_answer_is_validated_by_name_and_stored_with_its_code():
     study = build_study(slug="added", n_sources=1, systems=("a",))
     study_instrument_save(
-        study=study, instrument=with_items("protocol_003_radiologist", ACTIONABILITY), actor=None
+        study=study, instrument=instrument_with("protocol_003_radiologist", ACTIONABILITY), actor=None
     )
     source = study.sources.get()
     simplification = source.simplifications.get()
@@ -296,7 +279,7 @@ def test_the_instrument_command_prints_saves_and_lists_versions(tmp_path):
     call_command("instrument", "--study", "command", "--flow", "expert", stdout=out)
     assert instrument_from_yaml(out.getvalue()) == preset_load("protocol_003_radiologist")
     path = tmp_path / "radiologist.yaml"
-    path.write_text(instrument_to_yaml(with_items("protocol_003_radiologist", ACTIONABILITY)))
+    path.write_text(instrument_to_yaml(instrument_with("protocol_003_radiologist", ACTIONABILITY)))
     call_command("instrument", "--study", "command", "--save", str(path), stdout=io.StringIO())
     _rate_one(study)
     with pytest.raises(CommandError, match=r"x\.yaml"):
@@ -304,7 +287,7 @@ def test_the_instrument_command_prints_saves_and_lists_versions(tmp_path):
             "instrument", "--study", "command", "--save", str(tmp_path / "x.yaml"), stdout=io.StringIO()
         )
     retitled = dataclasses.replace(
-        with_items("protocol_003_radiologist", ACTIONABILITY), title={"en": "Ours", "es": "Nuestro"}
+        instrument_with("protocol_003_radiologist", ACTIONABILITY), title={"en": "Ours", "es": "Nuestro"}
     )
     path.write_text(instrument_to_yaml(retitled))
     with pytest.raises(CommandError, match="answers exist under version 1"):

@@ -6,8 +6,6 @@ questions and the queries of a protocol page stay as they were."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -17,29 +15,13 @@ from annotation import services
 from annotation.expert import pages
 from annotation.instrument_services import study_instrument_save
 from annotation.models import ExpertItem, ItemAnswer, Participant, Study
-from instruments.presets import preset_load
 from instruments.schema import AppliesTo, Item, ItemKind, Point, Scale
-from tests.annotation.factories import build_study
+from tests.annotation.factories import ACTIONABILITY, build_study, instrument_with
 
 pytestmark = pytest.mark.django_db
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
-ACTIONABILITY = Item(
-    key="actionability",
-    kind=ItemKind.ORDINAL,
-    applies_to=AppliesTo.SIMPLIFICATION,
-    roles=("radiologist",),
-    title={"en": "Actionability", "es": "Accionabilidad"},
-    wording={"en": "It tells the patient what to do next.", "es": "Le dice al paciente qué hacer después."},
-    scale=Scale(
-        points=(
-            Point(code=1, label={"en": "Not at all", "es": "En absoluto"}),
-            Point(code=2, label={"en": "Partly", "es": "En parte"}),
-            Point(code=3, label={"en": "Fully", "es": "Del todo"}),
-        )
-    ),
-)
 FINDINGS = Item(
     key="findings",
     kind=ItemKind.COUNT,
@@ -56,9 +38,8 @@ FINDINGS = Item(
 
 def expert_study(slug: str, *items: Item, language: str = "en") -> Study:
     study = build_study(slug=slug, n_sources=2, systems=("a", "b"))
-    preset = preset_load("protocol_003_radiologist")
     study_instrument_save(
-        study=study, instrument=dataclasses.replace(preset, items=(*preset.items, *items)), actor=None
+        study=study, instrument=instrument_with("protocol_003_radiologist", *items), actor=None
     )
     Study.objects.filter(pk=study.pk).update(language=language)
     study.refresh_from_db()
@@ -237,11 +218,8 @@ PANEL2 = {
 
 def lay_study(slug: str) -> Study:
     study = build_study(slug=slug, n_sources=1, systems=("a", "b"))
-    preset = preset_load("protocol_003_layperson")
     study_instrument_save(
-        study=study,
-        instrument=dataclasses.replace(preset, items=(*preset.items, STILL_UNCLEAR, TRUST)),
-        actor=None,
+        study=study, instrument=instrument_with("protocol_003_layperson", STILL_UNCLEAR, TRUST), actor=None
     )
     study.refresh_from_db()
     return study

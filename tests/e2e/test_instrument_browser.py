@@ -13,19 +13,13 @@ from annotation import services
 from annotation.instrument_services import study_instrument_save
 from annotation.models import ExpertItem, ItemAnswer, Participant
 from instruments.presets import preset_load
-from instruments.schema import AppliesTo, Item, ItemKind
-from tests.annotation.factories import build_study
+from tests.annotation.factories import ACTIONABILITY, build_study, instrument_with
 from tests.e2e.polling import wait_for
 
 LIKERT = preset_load("protocol_003_radiologist").item("correctness").scale
-ACTIONABILITY = Item(
-    key="actionability",
-    kind=ItemKind.ORDINAL,
-    applies_to=AppliesTo.SIMPLIFICATION,
-    roles=("radiologist",),
-    title={"en": "Actionability", "es": "Accionabilidad"},
-    wording={"en": "It tells the patient what to do next.", "es": "Le dice al paciente qué hacer después."},
-    scale=LIKERT,
+# The added item on the protocol's own 1-5 Likert scale.
+LIKERT_ACTIONABILITY = dataclasses.replace(
+    ACTIONABILITY, scale=preset_load("protocol_003_radiologist").item("correctness").scale
 )
 
 
@@ -34,9 +28,8 @@ def test_a_radiologist_answers_an_added_likert_item_and_sees_it_after_a_reload(p
     from playwright.sync_api import expect
 
     study = build_study(slug="added-browser", n_sources=1, systems=("a", "b"))
-    preset = preset_load("protocol_003_radiologist")
     study_instrument_save(
-        study=study, instrument=dataclasses.replace(preset, items=(*preset.items, ACTIONABILITY)), actor=None
+        study=study, instrument=instrument_with("protocol_003_radiologist", LIKERT_ACTIONABILITY), actor=None
     )
     participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
 
