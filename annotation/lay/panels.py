@@ -469,6 +469,36 @@ class Question:
     template: str = "annotation/lay/_question.html"
 
 
+_Wording = tuple[tuple[str, str, str, tuple[tuple[str, str, str], ...]], ...]
+
+
+def _protocol_wording(current: CurrentInstrument, language: str, study: Study, panel: str) -> _Wording:
+    """Panel 1 or 2's protocol questions as (name, number, wording, (posted value, label,
+    definition) per level), worded by the instrument in `language`: built once per instrument
+    version, language and panel, and kept with the cached instrument (every panel GET asks it)."""
+    asked_names = lay_panel_questions(study=study, panel=panel)
+    memo_key = ("lay-wording", language, asked_names)
+    wording = current.memo.get(memo_key)
+    if wording is None:
+        built = []
+        for name in asked_names:
+            asked = current.instrument.item(name)
+            assert asked.scale is not None
+            points = {point.code: point for point in asked.scale.points}
+            # Posted and stored as the level's name (annotation/scales.py); worded by the instrument.
+            levels = tuple(
+                (
+                    level.name,
+                    shown(points[level.value].label, language),
+                    shown(points[level.value].definition, language),
+                )
+                for level in scales.LAY_SCALES[name].levels
+            )
+            built.append((name, asked.number, shown(asked.wording, language), levels))
+        wording = current.memo[memo_key] = tuple(built)
+    return wording
+
+
 def panel_questions(
     state: PanelState,
     errors: Mapping[str, list[str]],
@@ -481,25 +511,12 @@ def panel_questions(
     current, language = _asked(study)
     if state.panel in (ORIGINAL, ASSISTED):
         questions: list[Question | ItemQuestion] = []
-        for name in lay_panel_questions(study=study, panel=state.panel):
-            # Posted and stored as the level's name (annotation/scales.py); worded by the instrument.
-            asked = current.instrument.item(name)
-            assert asked.scale is not None
-            points = {point.code: point for point in asked.scale.points}
+        for name, number, wording, levels in _protocol_wording(current, language, study, state.panel):
+            chosen = state.answers.get(name)
             options = [
-                Option(
-                    level.name,
-                    shown(points[level.value].label, language),
-                    shown(points[level.value].definition, language),
-                    state.answers.get(name) == level.name,
-                )
-                for level in scales.LAY_SCALES[name].levels
+                Option(value, label, definition, chosen == value) for value, label, definition in levels
             ]
-            questions.append(
-                Question(
-                    name, asked.number, shown(asked.wording, language), options, errors=errors.get(name, [])
-                )
-            )
+            questions.append(Question(name, number, wording, options, errors=errors.get(name, [])))
         for asked in lay_panel_added(study=study, panel=state.panel):
             question = item_question(
                 asked, field=asked.key, language=language, value=state.added.get(asked.key)
