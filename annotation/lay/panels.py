@@ -512,9 +512,9 @@ def panel_questions(
     if state.panel in (ORIGINAL, ASSISTED):
         questions: list[Question | ItemQuestion] = []
         for name, number, wording, levels in _protocol_wording(current, language, study, state.panel):
-            chosen = state.answers.get(name)
+            answer = state.answers.get(name)
             options = [
-                Option(value, label, definition, chosen == value) for value, label, definition in levels
+                Option(value, label, definition, answer == value) for value, label, definition in levels
             ]
             questions.append(Question(name, number, wording, options, errors=errors.get(name, [])))
         for asked in lay_panel_added(study=study, panel=state.panel):
