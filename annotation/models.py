@@ -165,6 +165,12 @@ class Study(models.Model):
     # The language participants see (the interface through Django's i18n, the instrument's wording
     # through its per-language texts): one of settings.LANGUAGES, checked where it is set.
     language = models.CharField(max_length=16, default="en")
+    # A digest of the study's current instrument versions (StudyInstrument: row id and fingerprint of
+    # each), written in the same transaction as they change. Survey requests load the study anyway,
+    # so the instruments they ask are cached per process under it at no query
+    # (annotation/instrument_selectors.py); empty for a study with no instrument row (the protocol
+    # presets then apply).
+    instruments_stamp = models.CharField(max_length=64, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

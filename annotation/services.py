@@ -24,6 +24,7 @@ from django.utils.translation import gettext_lazy
 from annotation import scales
 from annotation.activity_services import activity_record
 from annotation.importers.bulk_insert import rows_insert
+from annotation.instrument_services import study_instruments_attach
 from annotation.models import (
     AnswerRevision,
     ConsentRefusal,
@@ -80,6 +81,10 @@ def study_get_or_create(*, slug: str, title: str = "", language: str = "") -> tu
         return study, False
     study.full_clean(validate_unique=False, validate_constraints=False)
     study.save()
+    if created:
+        # Every new study asks the protocol's instruments until its researchers change them.
+        assert study is not None
+        study_instruments_attach(study=study)
     return study, created
 
 

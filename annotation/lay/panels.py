@@ -26,6 +26,9 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from annotation import scales, services
+from annotation.instrument_selectors import LAY, CurrentInstrument, study_instrument_current
+from annotation.instrument_services import item_answer_save
+from annotation.item_questions import ItemQuestion, item_question, shown
 from annotation.lay.assignment import lay_item_apply_safety_gate
 from annotation.lay.design import (
     ASSISTED,
@@ -38,11 +41,19 @@ from annotation.lay.design import (
 )
 from annotation.lay.errors import PanelClosed, PreferenceConflict
 from annotation.lay.steps import lay_item_for_save, lay_standing
-from annotation.models import LayAnswer, LayItem, LayPreference, Participant, SimplificationText, Study
+from annotation.models import (
+    ItemAnswer,
+    LayAnswer,
+    LayItem,
+    LayPreference,
+    Participant,
+    SimplificationText,
+    Study,
+)
 from annotation.prepared_queries import Joined, PreparedQuery
 from annotation.survey_language import participant_language
 from annotation.survey_page import free_text_clean, page_elapsed_ms, render_stamp, text_label
-from annotation.wording import protocol_wording
+from instruments.schema import AppliesTo, Item, ItemKind
 
 MAX_TEXT_ANSWER = 2000
 _STAMP_SALT = "annotation.lay.panel_stamp"
@@ -57,6 +68,20 @@ def lay_panel_questions(*, study: Study, panel: str) -> tuple[str, ...]:
     if panel == ASSISTED:
         asked.add("helpfulness")
     return tuple(name for name in scales.LAY_QUESTIONS if name in asked)
+
+
+def _asked(study: Study, participant: Participant | None = None) -> tuple[CurrentInstrument, str]:
+    """The study's lay instrument and the language it is shown in (no query: cached by the study);
+    the participant keeps the language they first saw (annotation/survey_language.py)."""
+    current = study_instrument_current(study=study, flow=LAY)
+    return current, current.language(participant_language(study=study, participant=participant))
+
+
+def lay_panel_added(*, study: Study, panel: str) -> tuple[Item, ...]:
+    """The items the study added to its lay instrument for panel 1 or 2, in the instrument's order
+    (asked after the protocol's questions of that panel; stored in ItemAnswer)."""
+    current, _ = _asked(study)
+    return tuple(item for item in current.added_items if panel in item.phases)
 
 
 # --- State ---------------------------------------------------------------------------------------------
@@ -76,6 +101,7 @@ class PanelState:
     most_justification: str = ""
     least_justification: str = ""
     missing: list[str] = field(default_factory=list)
+    added: dict[str, Any] = field(default_factory=dict)  # this panel's added items' answers, by key
 
     @property
     def complete(self) -> bool:
@@ -83,7 +109,7 @@ class PanelState:
 
     @property
     def answered(self) -> bool:
-        return bool(self.answers or self.most or self.least)
+        return bool(self.answers or self.most or self.least or self.added)
 
 
 def _answer_dict(answer: LayAnswer | None) -> dict[str, str]:
@@ -99,6 +125,30 @@ _item_answer_rows = PreparedQuery(
 )
 
 
+def _target(item: LayItem, asked: Item) -> int | None:
+    """The text an added item of panel 2 is about (None: the sentence)."""
+    return item.shown_text_id if asked.applies_to is AppliesTo.SIMPLIFICATION else None
+
+
+def _added_answers(item: LayItem, added: tuple[Item, ...]) -> dict[str, Any]:
+    """This item's answers to the panel's added items, by key; no query when there are none."""
+    if not added:
+        return {}
+    current, _ = _asked(item.participant.study)
+    targets = {(i.key, _target(item, i)) for i in added}
+    rows = ItemAnswer.objects.filter(
+        participant_id=item.participant_id,
+        instrument_id=current.row_id,
+        source_id=item.source_id,
+        item_key__in=[key for key, _ in targets],
+    ).values_list("item_key", "shown_text_id", "value")
+    return {key: value for key, text_id, value in rows if (key, text_id) in targets}
+
+
+def _missing_added(added: tuple[Item, ...], answers: Mapping[str, Any]) -> list[str]:
+    return [i.key for i in added if i.required and answers.get(i.key) in (None, "")]
+
+
 def lay_panel_state(*, item: LayItem, panel: str) -> PanelState:
     study = item.participant.study
     state = PanelState(item=item, panel=panel)
@@ -107,6 +157,9 @@ def lay_panel_state(*, item: LayItem, panel: str) -> PanelState:
         state.original_answers = _answer_dict(answers.get(ORIGINAL))
         state.answers = _answer_dict(answers.get(panel))
         state.missing = [q for q in lay_panel_questions(study=study, panel=panel) if q not in state.answers]
+        added = lay_panel_added(study=study, panel=panel)
+        state.added = _added_answers(item, added)
+        state.missing += _missing_added(added, state.added)
         return state
     texts = SimplificationText.objects.in_bulk(item.preference_order)
     state.texts = [(text_label(n), texts[t]) for n, t in enumerate(item.preference_order) if t in texts]
@@ -189,6 +242,11 @@ def _parse_answers(study: Study, panel: str, data: Mapping[str, Any]) -> dict[st
     return answers
 
 
+def _parse_added(added: tuple[Item, ...], data: Mapping[str, Any]) -> dict[str, Any]:
+    """The added items' raw answers the form sent (checked by item_answer_save)."""
+    return {i.key: data.get(i.key) for i in added if i.key in data}
+
+
 def _parse_ids(name: str, values: list[str]) -> list[int]:
     ids = []
     for raw in values:
@@ -222,7 +280,10 @@ def _unchanged(item: LayItem, panel: str, data: Mapping[str, Any]) -> bool:
     try:
         if panel in (ORIGINAL, ASSISTED):
             given = _parse_answers(item.participant.study, panel, data)
-            return all(state.answers.get(k) == v for k, v in given.items())
+            extra = _parse_added(lay_panel_added(study=item.participant.study, panel=panel), data)
+            return all(state.answers.get(k) == v for k, v in given.items()) and all(
+                str(state.added.get(k, "")) == str(v or "").strip() for k, v in extra.items()
+            )
         fields = set(_getlist(data, "fields"))
         for name, chosen in (("most", state.most), ("least", state.least)):
             if (name in fields or _getlist(data, name)) and set(
@@ -290,6 +351,7 @@ def lay_panel_save(
                 )
                 answered = _answer_dict(row)
                 missing = [q for q in lay_panel_questions(study=study, panel=panel) if q not in answered]
+                missing += _added_save(participant, item, panel, data, time_spent_ms)
             else:
                 missing, refused = _preference_save(item, data, time_spent_ms)
         except services.AnswerLocked:
@@ -354,6 +416,36 @@ def _preference_save(
     return [name for name, ids in (("most", saved.most), ("least", saved.least)) if not ids], saved.refused
 
 
+def _added_save(
+    participant: Participant, item: LayItem, panel: str, data: Mapping[str, Any], time_spent_ms: int
+) -> list[str]:
+    """Save the panel's added items the form sent (a bad value raises ValidationError keyed by the
+    item, and the panel's transaction saves nothing); returns the required ones still unanswered."""
+    added = lay_panel_added(study=item.participant.study, panel=panel)
+    if not added:
+        return []
+    current, language = _asked(item.participant.study, item.participant)
+    assert current.row_id is not None  # added items exist only in an instrument row of the study
+    answers = _added_answers(item, added)
+    for key, raw in _parse_added(added, data).items():
+        asked = current.instrument.item(key)
+        saved = item_answer_save(
+            participant=participant,
+            instrument_id=current.row_id,
+            item=asked,
+            raw=raw,
+            source_id=item.source_id,
+            shown_text_id=_target(item, asked),
+            language=language,
+            time_spent_ms=time_spent_ms,
+        )
+        if saved is not None:
+            answers[key] = saved.value
+        elif asked.kind is ItemKind.FREE_TEXT:
+            answers.pop(key, None)
+    return _missing_added(added, answers)
+
+
 def _advance(item: LayItem, panel: str) -> None:
     panels = lay_item_panels(item=item)
     following = panels[panels.index(panel) + 1] if panels.index(panel) + 1 < len(panels) else DONE
@@ -385,55 +477,85 @@ class Question:
     errors: list[str] = field(default_factory=list)
     justification: str | None = None  # panel 3: the justification field's name
     justification_value: str = ""
+    template: str = "annotation/lay/_question.html"
+
+
+_Wording = tuple[tuple[str, str, str, tuple[tuple[str, str, str], ...]], ...]
+
+
+def _protocol_wording(current: CurrentInstrument, language: str, study: Study, panel: str) -> _Wording:
+    """Panel 1 or 2's protocol questions as (name, number, wording, (posted value, label,
+    definition) per level), worded by the instrument in `language`: built once per instrument
+    version, language and panel, and kept with the cached instrument (every panel GET asks it)."""
+    asked_names = lay_panel_questions(study=study, panel=panel)
+    memo_key = ("lay-wording", language, asked_names)
+    wording = current.memo.get(memo_key)
+    if wording is None:
+        built = []
+        for name in asked_names:
+            asked = current.instrument.item(name)
+            assert asked.scale is not None
+            points = {point.code: point for point in asked.scale.points}
+            # Posted and stored as the level's name (annotation/scales.py); worded by the instrument.
+            levels = tuple(
+                (
+                    level.name,
+                    shown(points[level.value].label, language),
+                    shown(points[level.value].definition, language),
+                )
+                for level in scales.LAY_SCALES[name].levels
+            )
+            built.append((name, asked.number, shown(asked.wording, language), levels))
+        wording = current.memo[memo_key] = tuple(built)
+    return wording
 
 
 def panel_questions(
     state: PanelState,
     errors: Mapping[str, list[str]],
     conflicts: Mapping[str, Mapping[int, str]] | None = None,
-) -> list[Question]:
+) -> list[Question | ItemQuestion]:
     """The questions of the panel as the page shows them, with the answers so far, any errors and
     the panel-3 ticks refused as overlapping (`conflicts`, as PreferenceConflict has them)."""
     conflicts = conflicts or {}
-    participant = state.item.participant
-    study = participant.study
-    language = participant_language(study=study, participant=participant)
+    study = state.item.participant.study
+    current, language = _asked(study, state.item.participant)
     if state.panel in (ORIGINAL, ASSISTED):
-        questions = []
-        for name in lay_panel_questions(study=study, panel=state.panel):
-            scale = scales.LAY_SCALES[name]
-            # The value sent and stored is the level's name; the label is in the study's language.
+        questions: list[Question | ItemQuestion] = []
+        for name, number, wording, levels in _protocol_wording(current, language, study, state.panel):
+            answer = state.answers.get(name)
             options = [
-                Option(
-                    level.name,
-                    protocol_wording(f"level:{scale.key}:{level.name}", language),
-                    protocol_wording(f"definition:{scale.key}:{level.name}", language),
-                    state.answers.get(name) == level.name,
-                )
-                for level in scale.levels
+                Option(value, label, definition, answer == value) for value, label, definition in levels
             ]
-            questions.append(
-                Question(
-                    name,
-                    scales.LAY_QUESTION_NUMBERS[name],
-                    protocol_wording(f"question:{name}", language),
-                    options,
-                    errors=errors.get(name, []),
-                )
+            questions.append(Question(name, number, wording, options, errors=errors.get(name, [])))
+        for asked in lay_panel_added(study=study, panel=state.panel):
+            question = item_question(
+                asked, field=asked.key, language=language, value=state.added.get(asked.key)
             )
+            if asked.kind in (ItemKind.ORDINAL, ItemKind.SINGLE_CHOICE):
+                options = [
+                    Option(c.value, c.label, c.definition, question.shown_value == c.value)
+                    for c in question.choices
+                ]
+                questions.append(
+                    Question(
+                        asked.key, asked.number, question.wording, options, errors=errors.get(asked.key, [])
+                    )
+                )
+            else:
+                question.errors = errors.get(asked.key, [])
+                questions.append(question)
         return questions
-    questions = []
-    for name, text, chosen in (
-        ("most", protocol_wording("question:most", language), state.most),
-        ("least", protocol_wording("question:least", language), state.least),
-    ):
+    preference: list[Question | ItemQuestion] = []
+    for name, chosen in (("most", state.most), ("least", state.least)):
         refused = conflicts.get(name, {})
         options = [Option(str(t.pk), label, "", t.pk in chosen, t.pk in refused) for label, t in state.texts]
-        questions.append(
+        asked = current.instrument.item(name)
+        preference.append(
             Question(
                 name,
-                scales.PREFERENCE_QUESTION_NUMBERS[name],
-                text,
+                asked.number,
+                shown(asked.wording, language),
                 options,
                 multiple=True,
                 errors=[*errors.get(name, []), *errors.get(f"{name}_justification", [])],
@@ -441,26 +563,22 @@ def panel_questions(
                 justification_value=getattr(state, f"{name}_justification"),
             )
         )
-    return questions
+    return preference
 
 
 def locked_answers(state: PanelState) -> list[tuple[str, str, str]]:
-    """Panel 1's answers as panel 2 shows them (number, question, answer), in the study's language."""
-    participant = state.item.participant
-    study = participant.study
-    language = participant_language(study=study, participant=participant)
-
-    def shown(name: str) -> str:
-        answer = state.original_answers.get(name)
-        if not answer:
-            return "—"
-        return protocol_wording(f"level:{scales.LAY_SCALES[name].key}:{answer}", language)
-
-    return [
-        (
-            scales.LAY_QUESTION_NUMBERS[name],
-            protocol_wording(f"question:{name}", language),
-            shown(name),
-        )
-        for name in lay_panel_questions(study=study, panel=ORIGINAL)
-    ]
+    """Panel 1's answers as panel 2 shows them (number, question, answer)."""
+    study = state.item.participant.study
+    current, language = _asked(study, state.item.participant)
+    shown_answers = []
+    for name in lay_panel_questions(study=study, panel=ORIGINAL):
+        asked = current.instrument.item(name)
+        assert asked.scale is not None
+        # Stored as the level's name: shown as the instrument's label of that level's point.
+        stored = state.original_answers.get(name)
+        answer = "—"
+        if stored:
+            code = scales.LAY_SCALES[name].value_of(stored)
+            answer = next(shown(p.label, language) for p in asked.scale.points if p.code == code)
+        shown_answers.append((asked.number, shown(asked.wording, language), answer))
+    return shown_answers

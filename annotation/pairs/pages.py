@@ -28,7 +28,7 @@ from django.db.models import F
 from django.http import QueryDict
 
 from annotation import services
-from annotation.expert_flow import Progress
+from annotation.expert.progress import Progress
 from annotation.models import ItemAnswer, Participant
 from annotation.pairs.design import (
     PageItem,

@@ -1,5 +1,5 @@
 """The radiologist survey flow (seed 003 Figure 5) in the browser. Views parse the request, call one
-function of annotation/expert_flow.py, and render; access goes through annotation/access.py.
+function of annotation/expert/, and render; access goes through annotation/access.py.
 
 Every answer is saved the moment it is given (htmx autosave, one field per request) and the same
 page form works without JavaScript (a plain POST saves the whole page). A closed study, the other
@@ -17,8 +17,9 @@ from django.utils import translation
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotation import expert_flow, protocol_texts, scales, services
+from annotation import protocol_texts, scales, services
 from annotation.access import access_expert_page
+from annotation.expert import assignment, pages, progress
 from annotation.models import ExpertItem, Participant
 from annotation.views.entry import messages_of, survey_participant
 from annotation.views.errors import survey_error_page
@@ -53,11 +54,11 @@ WHY_RESUME = "resume"  # back from the instructions (or the invite link) to wher
 
 
 def _redirect_resume(participant: Participant, *, why: str = "") -> HttpResponse:
-    item = expert_flow.expert_resume_item(participant=participant)
+    item = progress.expert_resume_item(participant=participant)
     if item is None:
         return redirect("annotation:expert-done", token=participant.token)
     url = reverse("annotation:expert-page", args=[participant.token, item.pk])
-    if why == WHY_RESUME and expert_flow.expert_progress(participant=participant).done == 0:
+    if why == WHY_RESUME and progress.expert_progress(participant=participant).done == 0:
         why = ""  # a first start needs no explanation
     return redirect(f"{url}?why={why}" if why else url)
 
@@ -68,7 +69,7 @@ def _redirect_resume(participant: Participant, *, why: str = "") -> HttpResponse
 def expert_start(request: HttpRequest, participant: Participant) -> HttpResponse:
     """The invite link lands here: instructions until the first page was opened, then the first
     incomplete page (resume), or the end page when all are done."""
-    expert_flow.expert_pages_prepare(participant=participant)
+    assignment.expert_pages_prepare(participant=participant)
     if participant.started_at is None:
         return redirect("annotation:expert-instructions", token=participant.token)
     return _redirect_resume(participant, why=WHY_RESUME)
@@ -87,7 +88,7 @@ def expert_instructions(request: HttpRequest, participant: Participant) -> HttpR
         if participant.consented_at is None:
             services.participant_consent(participant=participant, accepted=True)
         services.participant_touch(participant=participant)
-        expert_flow.expert_pages_prepare(participant=participant)
+        assignment.expert_pages_prepare(participant=participant)
         return _redirect_resume(participant, why=WHY_RESUME)
     context = {
         "participant": participant,
@@ -96,13 +97,13 @@ def expert_instructions(request: HttpRequest, participant: Participant) -> HttpR
         "consent_text": consent_text,
         "texts": protocol_texts,
         "severity_levels": scales.SEVERITY.levels,
-        "progress": expert_flow.expert_progress(participant=participant),
+        "progress": progress.expert_progress(participant=participant),
     }
     return render(request, TEMPLATES + "instructions.html", context)
 
 
-def _page_context(participant: Participant, item: ExpertItem, page: expert_flow.ExpertPage) -> dict:
-    place = expert_flow.expert_page_place(item=item)
+def _page_context(participant: Participant, item: ExpertItem, page: pages.ExpertPage) -> dict:
+    place = progress.expert_page_place(item=item)
     return {
         "participant": participant,
         "study": participant.study,
@@ -110,13 +111,14 @@ def _page_context(participant: Participant, item: ExpertItem, page: expert_flow.
         "item": item,
         "place": place,
         "progress": place.progress,
-        "entry": expert_flow.IndexEntry(
+        "entry": progress.IndexEntry(
             item_id=item.pk, position=item.position, number=place.number, complete=page.complete
         ),
         "current": item.pk,
         "texts": protocol_texts,
-        "likert_levels": scales.LIKERT.levels,
-        "severity_levels": scales.SEVERITY.levels,
+        # The scales' points as the study's instrument words them, in the study's language.
+        "likert_levels": page.wording.likert_levels,
+        "severity_levels": page.wording.severity_levels,
     }
 
 
@@ -129,13 +131,13 @@ def _render_page(
     show_missing: bool = False,
     status: int = 200,
 ) -> HttpResponse:
-    page = expert_flow.expert_page_get(item=item)
+    page = pages.expert_page_get(item=item)
     why = request.GET.get("why", "") if not page.complete else ""
     # Rows are flagged after a submit attempt ("finish", ?missing=1) or when the rater left some
     # (back on a page begun earlier), never on a page the rater has not started.
     flagged = why == WHY_FINISH or (why == WHY_RESUME and page.started)
     context = _page_context(participant, item, page) | {
-        "stamp": expert_flow.page_stamp(item=item),
+        "stamp": pages.page_stamp(item=item),
         "errors": sorted((errors or {}).items()),
         "show_missing": show_missing or flagged,
         "why": why,
@@ -160,9 +162,9 @@ def expert_page(request: HttpRequest, participant: Participant, item: ExpertItem
 
 
 def _autosave(request: HttpRequest, participant: Participant, item: ExpertItem) -> HttpResponse:
-    elapsed = expert_flow.elapsed_ms_clean(request.POST.get("elapsed_ms"))
+    elapsed = pages.elapsed_ms_clean(request.POST.get("elapsed_ms"))
     try:
-        page = expert_flow.expert_page_save(
+        page = pages.expert_page_save(
             participant=participant, item=item, data=request.POST, time_spent_ms=elapsed
         )
     except ValidationError as exc:
@@ -173,7 +175,7 @@ def _autosave(request: HttpRequest, participant: Participant, item: ExpertItem) 
     if page.progress is not None:
         context |= {
             "progress": page.progress,
-            "entry": expert_flow.IndexEntry(
+            "entry": progress.IndexEntry(
                 item_id=item.pk, position=item.position, number=page.number, complete=page.complete
             ),
             "current": item.pk,
@@ -185,17 +187,17 @@ def _autosave(request: HttpRequest, participant: Participant, item: ExpertItem) 
 def _submit(request: HttpRequest, participant: Participant, item: ExpertItem) -> HttpResponse:
     # With JavaScript the client sends the ms since its last autosave; without, the signed render time.
     if request.POST.get("elapsed_ms"):
-        elapsed = expert_flow.elapsed_ms_clean(request.POST["elapsed_ms"])
+        elapsed = pages.elapsed_ms_clean(request.POST["elapsed_ms"])
     else:
-        elapsed = expert_flow.page_stamp_elapsed_ms(item=item, stamp=request.POST.get("rendered_at", ""))
+        elapsed = pages.page_stamp_elapsed_ms(item=item, stamp=request.POST.get("rendered_at", ""))
     try:
-        page = expert_flow.expert_page_save(
+        page = pages.expert_page_save(
             participant=participant, item=item, data=request.POST, time_spent_ms=elapsed
         )
     except ValidationError as exc:
         errors = exc.message_dict if hasattr(exc, "error_dict") else {"page": exc.messages}
         return _render_page(request, participant, item, errors=errors, status=400)
-    place = expert_flow.expert_page_place(item=item)
+    place = progress.expert_page_place(item=item)
     action = request.POST.get("action", "next")
     if action == "previous" and place.previous_id is not None:
         return redirect("annotation:expert-page", token=participant.token, item_id=place.previous_id)
@@ -216,11 +218,11 @@ def _page_base(participant: Participant) -> str:
 
 
 def _index_context(participant: Participant, start: int) -> dict:
-    total = expert_flow.expert_progress(participant=participant).total
-    size = expert_flow.INDEX_PAGE_SIZE
+    total = progress.expert_progress(participant=participant).total
+    size = progress.INDEX_PAGE_SIZE
     start = max(0, min(start - start % size, max(0, total - 1) // size * size))
     return {
-        "index": expert_flow.expert_index(participant=participant, start=start, count=size),
+        "index": progress.expert_index(participant=participant, start=start, count=size),
         "index_earlier": start - size if start > 0 else None,
         "index_later": start + size if start + size < total else None,
         "index_total": total,
@@ -254,14 +256,14 @@ def expert_index(request: HttpRequest, participant: Participant) -> HttpResponse
 @never_cache
 @radiologist_flow
 def expert_done(request: HttpRequest, participant: Participant) -> HttpResponse:
-    expert_flow.expert_pages_prepare(participant=participant)
-    if expert_flow.expert_resume_item(participant=participant) is not None:
+    assignment.expert_pages_prepare(participant=participant)
+    if progress.expert_resume_item(participant=participant) is not None:
         return _redirect_resume(participant, why=WHY_FINISH)
     services.participant_complete(participant=participant)
     context = _index_context(participant, 0) | {
         "participant": participant,
         "study": participant.study,
-        "progress": expert_flow.expert_progress(participant=participant),
+        "progress": progress.expert_progress(participant=participant),
         "current": None,
         "texts": protocol_texts,
     }
@@ -282,5 +284,5 @@ expert_logout = auth_views.LogoutView.as_view(next_page=reverse_lazy("annotation
 @never_cache
 @login_required(login_url=reverse_lazy("annotation:expert-login"))
 def expert_studies(request: HttpRequest) -> HttpResponse:
-    participations = expert_flow.expert_participations(user=request.user)
+    participations = progress.expert_participations(user=request.user)
     return render(request, TEMPLATES + "studies.html", {"participations": participations})

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import factory
 
 from annotation import services
 from annotation.models import LayItem, Participant, Source, Study, System
+from instruments.presets import preset_load
+from instruments.schema import AppliesTo, Instrument, Item, ItemKind, Point, Scale
 
 
 class StudyFactory(factory.django.DjangoModelFactory):
@@ -89,3 +93,27 @@ def lay_item_of(person: Participant, source: Source, system: System, *, position
         shown_text=source.simplifications.get(system=system).shown_text,
         assigned_system=system,
     )
+
+
+# An aspect a team adds to the protocol's radiologist rubric (issue 30's example).
+ACTIONABILITY = Item(
+    key="actionability",
+    kind=ItemKind.ORDINAL,
+    applies_to=AppliesTo.SIMPLIFICATION,
+    roles=("radiologist",),
+    title={"en": "Actionability", "es": "Accionabilidad"},
+    wording={"en": "It tells the patient what to do next.", "es": "Le dice al paciente qué hacer después."},
+    scale=Scale(
+        points=(
+            Point(code=1, label={"en": "Not at all", "es": "En absoluto"}),
+            Point(code=2, label={"en": "Partly", "es": "En parte"}),
+            Point(code=3, label={"en": "Fully", "es": "Del todo"}),
+        )
+    ),
+)
+
+
+def instrument_with(preset: str, *items: Item, version: int = 1) -> Instrument:
+    """The preset with `items` added at the end, as `version`."""
+    instrument = preset_load(preset)
+    return dataclasses.replace(instrument, version=version, items=(*instrument.items, *items))

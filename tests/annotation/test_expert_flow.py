@@ -1,5 +1,5 @@
-"""annotation/expert_flow.py: page assignment, page reading and saving, completeness, progress,
-resume, timing; and the default texts of annotation/protocol_texts.py."""
+"""annotation/expert/ (assignment, pages, progress): page assignment, page reading and saving,
+completeness, progress, resume, timing; and the default texts of annotation/protocol_texts.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import connection
 
-from annotation import expert_flow, protocol_texts, scales, services
+from annotation import protocol_texts, scales, services
+from annotation.expert import assignment, pages, progress
 from annotation.models import (
     ExpertItem,
     ExpertRating,
@@ -29,7 +30,7 @@ def radiologist(study, seed: int = 7) -> Participant:
     return participant
 
 
-def full_answers(page: expert_flow.ExpertPage, value: int = 4, severity: str = "Mild") -> dict[str, str]:
+def full_answers(page: pages.ExpertPage, value: int = 4, severity: str = "Mild") -> dict[str, str]:
     data = {"original-severity": severity, "original-simplicity": "3"}
     for row in page.texts:
         for cell in row.aspects:
@@ -37,9 +38,9 @@ def full_answers(page: expert_flow.ExpertPage, value: int = 4, severity: str = "
     return data
 
 
-def first_page(participant: Participant) -> expert_flow.ExpertPage:
-    item = expert_flow.expert_items_ensure(participant=participant)[0]
-    return expert_flow.expert_page_get(item=item)
+def first_page(participant: Participant) -> pages.ExpertPage:
+    item = assignment.expert_items_ensure(participant=participant)[0]
+    return pages.expert_page_get(item=item)
 
 
 # --- labels and texts --------------------------------------------------------------------------
@@ -49,7 +50,7 @@ def first_page(participant: Participant) -> expert_flow.ExpertPage:
     ("index", "label"), [(0, "A"), (1, "B"), (25, "Z"), (26, "AA"), (27, "AB"), (701, "ZZ"), (702, "AAA")]
 )
 def test_text_label_is_spreadsheet_style(index, label):
-    assert expert_flow.text_label(index) == label
+    assert pages.text_label(index) == label
 
 
 def test_default_expert_instructions_hold_the_whole_rubric_and_severity_scale():
@@ -77,19 +78,19 @@ def test_default_lay_texts_describe_the_three_panels_and_severity_levels():
 def test_every_source_gets_one_page_in_a_seeded_order_and_a_second_visit_adds_nothing():
     study = build_study(n_sources=6)
     participant = radiologist(study, seed=11)
-    items = expert_flow.expert_items_ensure(participant=participant)
+    items = assignment.expert_items_ensure(participant=participant)
     assert sorted(i.source_id for i in items) == sorted(study.sources.values_list("pk", flat=True))
     assert [i.position for i in items] == [1, 2, 3, 4, 5, 6]
-    again = expert_flow.expert_items_ensure(participant=participant)
+    again = assignment.expert_items_ensure(participant=participant)
     assert [i.pk for i in again] == [i.pk for i in items]
     assert ExpertItem.objects.filter(participant=participant).count() == 6
 
     order = [i.source_id for i in items]
     ExpertItem.objects.filter(participant=participant).delete()
-    assert [i.source_id for i in expert_flow.expert_items_ensure(participant=participant)] == order
+    assert [i.source_id for i in assignment.expert_items_ensure(participant=participant)] == order
 
     other = radiologist(study, seed=12)
-    other_order = [i.source_id for i in expert_flow.expert_items_ensure(participant=other)]
+    other_order = [i.source_id for i in assignment.expert_items_ensure(participant=other)]
     assert sorted(other_order) == sorted(order)
     assert other_order != order  # seeds 11 and 12 give different permutations of 6 sources
 
@@ -104,7 +105,7 @@ def test_a_first_visit_locks_its_participant_not_the_study():
     study = build_study(n_sources=3)
     participant = radiologist(study, seed=1)
     with study_row_held(study):
-        expert_flow.expert_pages_prepare(participant=participant)
+        assignment.expert_pages_prepare(participant=participant)
     assert ExpertItem.objects.filter(participant=participant).count() == 3
 
 
@@ -113,20 +114,20 @@ def test_configured_subset_is_deterministic_per_participant():
     study.expert_sources_per_participant = 2
     study.save()
     participant = radiologist(study, seed=5)
-    items = expert_flow.expert_items_ensure(participant=participant)
+    items = assignment.expert_items_ensure(participant=participant)
     assert len(items) == 2
     chosen = [i.source_id for i in items]
     ExpertItem.objects.filter(participant=participant).delete()
-    assert [i.source_id for i in expert_flow.expert_items_ensure(participant=participant)] == chosen
-    assert expert_flow.expert_progress(participant=participant) == expert_flow.Progress(done=0, total=2)
+    assert [i.source_id for i in assignment.expert_items_ensure(participant=participant)] == chosen
+    assert progress.expert_progress(participant=participant) == progress.Progress(done=0, total=2)
 
 
 def test_a_source_added_later_is_appended_as_a_new_last_page():
     study = build_study(n_sources=2)
     participant = radiologist(study)
-    items = expert_flow.expert_items_ensure(participant=participant)
+    items = assignment.expert_items_ensure(participant=participant)
     new = services.source_upsert(study=study, key="late", text="A late sentence.")
-    items = expert_flow.expert_items_ensure(participant=participant)
+    items = assignment.expert_items_ensure(participant=participant)
     assert [i.position for i in items] == [1, 2, 3]
     assert items[-1].source_id == new.pk
 
@@ -144,17 +145,17 @@ def test_a_layperson_gets_no_rating_pages():
     study = build_study(n_sources=1)
     lay = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     with pytest.raises(ValidationError):
-        expert_flow.expert_items_ensure(participant=lay)
+        assignment.expert_items_ensure(participant=lay)
     assert not ExpertItem.objects.exists()
 
 
 def test_a_deleted_text_is_skipped_and_the_other_labels_keep_their_letters():
     study = build_study(n_sources=1)
     participant = radiologist(study)
-    item = expert_flow.expert_items_ensure(participant=participant)[0]
+    item = assignment.expert_items_ensure(participant=participant)[0]
     item.text_order = [item.text_order[0], 10**9, item.text_order[1]]
     item.save()
-    page = expert_flow.expert_page_get(item=item)
+    page = pages.expert_page_get(item=item)
     assert [row.label for row in page.texts] == ["A", "C"]
 
 
@@ -168,16 +169,16 @@ def test_page_is_complete_only_when_every_aspect_severity_and_simplicity_are_giv
     item = page.item
     data = full_answers(page)
     del data["A-structure"]
-    page = expert_flow.expert_page_save(participant=participant, item=item, data=data)
+    page = pages.expert_page_save(participant=participant, item=item, data=data)
     assert page.missing == ["A-structure"]
     item.refresh_from_db()
     assert item.completed_at is None
 
-    page = expert_flow.expert_page_save(participant=participant, item=item, data={"A-structure": "2"})
+    page = pages.expert_page_save(participant=participant, item=item, data={"A-structure": "2"})
     assert page.complete  # no justification needed
     item.refresh_from_db()
     assert item.completed_at is not None
-    assert expert_flow.expert_progress(participant=participant) == expert_flow.Progress(done=1, total=2)
+    assert progress.expert_progress(participant=participant) == progress.Progress(done=1, total=2)
     participant.refresh_from_db()
     assert participant.completed_at is None  # one page still to go
 
@@ -188,7 +189,7 @@ def test_severity_and_simplicity_of_the_original_are_both_required():
     page = first_page(participant)
     data = full_answers(page)
     del data["original-simplicity"]
-    assert expert_flow.expert_page_save(participant=participant, item=page.item, data=data).missing == [
+    assert pages.expert_page_save(participant=participant, item=page.item, data=data).missing == [
         "original-simplicity"
     ]
 
@@ -196,19 +197,19 @@ def test_severity_and_simplicity_of_the_original_are_both_required():
 def test_resume_goes_to_the_first_incomplete_page_and_the_last_page_completes_the_survey():
     study = build_study(n_sources=3)
     participant = radiologist(study)
-    items = expert_flow.expert_items_ensure(participant=participant)
-    assert expert_flow.expert_resume_item(participant=participant) == items[0]
+    items = assignment.expert_items_ensure(participant=participant)
+    assert progress.expert_resume_item(participant=participant) == items[0]
     for item in (items[0], items[2]):
-        page = expert_flow.expert_page_get(item=item)
-        expert_flow.expert_page_save(participant=participant, item=item, data=full_answers(page))
-    assert expert_flow.expert_resume_item(participant=participant) == items[1]
-    assert [e.complete for e in expert_flow.expert_index(participant=participant)] == [True, False, True]
+        page = pages.expert_page_get(item=item)
+        pages.expert_page_save(participant=participant, item=item, data=full_answers(page))
+    assert progress.expert_resume_item(participant=participant) == items[1]
+    assert [e.complete for e in progress.expert_index(participant=participant)] == [True, False, True]
     participant.refresh_from_db()
     assert participant.completed_at is None
 
-    page = expert_flow.expert_page_get(item=items[1])
-    expert_flow.expert_page_save(participant=participant, item=items[1], data=full_answers(page))
-    assert expert_flow.expert_resume_item(participant=participant) is None
+    page = pages.expert_page_get(item=items[1])
+    pages.expert_page_save(participant=participant, item=items[1], data=full_answers(page))
+    assert progress.expert_resume_item(participant=participant) is None
     participant.refresh_from_db()
     assert participant.completed_at is not None
 
@@ -217,12 +218,10 @@ def test_saving_twice_updates_the_one_row():
     study = build_study(n_sources=1)
     participant = radiologist(study)
     page = first_page(participant)
-    expert_flow.expert_page_save(participant=participant, item=page.item, data={"A-correctness": "2"})
-    expert_flow.expert_page_save(participant=participant, item=page.item, data={"A-correctness": "5"})
-    expert_flow.expert_page_save(participant=participant, item=page.item, data={"original-severity": "Mild"})
-    expert_flow.expert_page_save(
-        participant=participant, item=page.item, data={"original-severity": "Serious"}
-    )
+    pages.expert_page_save(participant=participant, item=page.item, data={"A-correctness": "2"})
+    pages.expert_page_save(participant=participant, item=page.item, data={"A-correctness": "5"})
+    pages.expert_page_save(participant=participant, item=page.item, data={"original-severity": "Mild"})
+    pages.expert_page_save(participant=participant, item=page.item, data={"original-severity": "Serious"})
     assert ExpertRating.objects.get().correctness == 5
     assert ExpertSourceJudgement.objects.get().severity == "Serious"
 
@@ -235,7 +234,7 @@ def test_an_out_of_range_value_saves_nothing_not_even_the_valid_fields_beside_it
     data = full_answers(page)
     data["B-hallucination"] = bad
     with pytest.raises(ValidationError) as caught:
-        expert_flow.expert_page_save(participant=participant, item=page.item, data=data, time_spent_ms=500)
+        pages.expert_page_save(participant=participant, item=page.item, data=data, time_spent_ms=500)
     assert list(caught.value.message_dict) == ["B-hallucination"]
     assert not ExpertRating.objects.exists()
     assert not ExpertSourceJudgement.objects.exists()
@@ -252,7 +251,7 @@ def test_a_field_that_is_not_a_question_on_the_page_is_refused(field):
     participant = radiologist(study)
     page = first_page(participant)
     with pytest.raises(ValidationError) as caught:
-        expert_flow.expert_page_save(
+        pages.expert_page_save(
             participant=participant, item=page.item, data={field: "3", "A-correctness": "3"}
         )
     assert field in caught.value.message_dict
@@ -262,10 +261,10 @@ def test_a_field_that_is_not_a_question_on_the_page_is_refused(field):
 def test_a_text_of_another_source_cannot_be_reached_by_its_id():
     study = build_study(n_sources=2)
     participant = radiologist(study)
-    items = expert_flow.expert_items_ensure(participant=participant)
+    items = assignment.expert_items_ensure(participant=participant)
     other_text = items[1].text_order[0]
     with pytest.raises(ValidationError):
-        expert_flow.expert_page_save(
+        pages.expert_page_save(
             participant=participant, item=items[0], data={f"{other_text}-correctness": "3"}
         )
     assert not ExpertRating.objects.exists()
@@ -276,9 +275,7 @@ def test_a_severity_that_is_not_a_level_is_refused():
     participant = radiologist(study)
     page = first_page(participant)
     with pytest.raises(ValidationError) as caught:
-        expert_flow.expert_page_save(
-            participant=participant, item=page.item, data={"original-severity": "Fatal"}
-        )
+        pages.expert_page_save(participant=participant, item=page.item, data={"original-severity": "Fatal"})
     assert list(caught.value.message_dict) == ["original-severity"]
     assert not ExpertSourceJudgement.objects.exists()
 
@@ -288,7 +285,7 @@ def test_another_participants_page_is_refused():
     owner, intruder = radiologist(study, 1), radiologist(study, 2)
     page = first_page(owner)
     with pytest.raises(ValidationError):
-        expert_flow.expert_page_save(participant=intruder, item=page.item, data={"A-correctness": "3"})
+        pages.expert_page_save(participant=intruder, item=page.item, data={"A-correctness": "3"})
     assert not ExpertRating.objects.exists()
 
 
@@ -296,7 +293,7 @@ def test_empty_values_never_clear_an_answer_and_an_empty_justification_creates_n
     study = build_study(n_sources=1)
     participant = radiologist(study)
     page = first_page(participant)
-    expert_flow.expert_page_save(
+    pages.expert_page_save(
         participant=participant,
         item=page.item,
         data={"A-comment": "", "original-comment": "", "B-correctness": ""},
@@ -304,10 +301,10 @@ def test_empty_values_never_clear_an_answer_and_an_empty_justification_creates_n
     assert not ExpertRating.objects.exists()
     assert not ExpertSourceJudgement.objects.exists()
 
-    expert_flow.expert_page_save(
+    pages.expert_page_save(
         participant=participant, item=page.item, data={"A-correctness": "4", "A-comment": "ok"}
     )
-    expert_flow.expert_page_save(
+    pages.expert_page_save(
         participant=participant, item=page.item, data={"A-correctness": "", "A-comment": ""}
     )
     rating = ExpertRating.objects.get()
@@ -333,18 +330,18 @@ def test_a_row_written_outside_the_page_lock_is_updated_not_duplicated_nor_lost(
 def test_a_save_that_completes_a_page_returns_the_surveys_progress_and_the_pages_number():
     study = build_study(n_sources=3)
     participant = radiologist(study)
-    items = expert_flow.expert_items_ensure(participant=participant)
-    page = expert_flow.expert_page_save(
-        participant=participant, item=items[1], data=full_answers(expert_flow.expert_page_get(item=items[1]))
+    items = assignment.expert_items_ensure(participant=participant)
+    page = pages.expert_page_save(
+        participant=participant, item=items[1], data=full_answers(pages.expert_page_get(item=items[1]))
     )
     assert page.complete and page.number == 2
     assert (page.progress.done, page.progress.total) == (1, 3)
     counted = ExpertItem.objects.filter(participant=participant, completed_at__isnull=False).count()
     assert counted == page.progress.done
     # Saves that leave every page's completion as it was change neither: none is counted.
-    page = expert_flow.expert_page_save(participant=participant, item=items[1], data={"A-correctness": "3"})
+    page = pages.expert_page_save(participant=participant, item=items[1], data={"A-correctness": "3"})
     assert page.complete and page.progress is None and page.number is None
-    page = expert_flow.expert_page_save(participant=participant, item=items[0], data={"A-correctness": "3"})
+    page = pages.expert_page_save(participant=participant, item=items[0], data={"A-correctness": "3"})
     assert not page.complete and page.progress is None
 
 
@@ -352,10 +349,10 @@ def test_time_goes_to_the_page_and_to_the_row_an_autosave_answers():
     study = build_study(n_sources=1)
     participant = radiologist(study)
     page = first_page(participant)
-    expert_flow.expert_page_save(
+    pages.expert_page_save(
         participant=participant, item=page.item, data={"A-correctness": "4"}, time_spent_ms=1500
     )
-    expert_flow.expert_page_save(
+    pages.expert_page_save(
         participant=participant,
         item=page.item,
         data={"A-completeness": "4", "original-severity": "Mild"},
@@ -370,7 +367,7 @@ def test_a_page_shows_only_its_own_raters_answers():
     study = build_study(n_sources=1)
     first, second = radiologist(study, 1), radiologist(study, 2)
     page = first_page(first)
-    expert_flow.expert_page_save(participant=first, item=page.item, data=full_answers(page))
+    pages.expert_page_save(participant=first, item=page.item, data=full_answers(page))
     other = first_page(second)
     assert all(cell.value is None for row in other.texts for cell in row.aspects)
     assert other.severity.value is None and len(other.missing) == 4 * 5 + 2
@@ -379,13 +376,13 @@ def test_a_page_shows_only_its_own_raters_answers():
 def test_completion_mark_follows_the_answers():
     study = build_study(n_sources=1)
     participant = radiologist(study)
-    item = expert_flow.expert_items_ensure(participant=participant)[0]
-    expert_flow.expert_item_mark_completion(item=item, complete=True)
+    item = assignment.expert_items_ensure(participant=participant)[0]
+    pages.expert_item_mark_completion(item=item, complete=True)
     first_mark = ExpertItem.objects.get(pk=item.pk).completed_at
     assert first_mark is not None
-    expert_flow.expert_item_mark_completion(item=item, complete=True)
+    pages.expert_item_mark_completion(item=item, complete=True)
     assert ExpertItem.objects.get(pk=item.pk).completed_at == first_mark
-    expert_flow.expert_item_mark_completion(item=item, complete=False)
+    pages.expert_item_mark_completion(item=item, complete=False)
     assert ExpertItem.objects.get(pk=item.pk).completed_at is None
 
 
@@ -403,28 +400,23 @@ def test_completion_mark_follows_the_answers():
         (None, 0),
         ("", 0),
         ("inf", 0),
-        (str(10**12), expert_flow.MAX_INTERVAL_MS),
+        (str(10**12), pages.MAX_INTERVAL_MS),
     ],
 )
 def test_client_elapsed_ms_is_clamped_and_never_fails(raw, expected):
-    assert expert_flow.elapsed_ms_clean(raw) == expected
+    assert pages.elapsed_ms_clean(raw) == expected
 
 
 def test_the_signed_page_stamp_times_a_page_without_javascript():
     study = build_study(n_sources=2)
     participant = radiologist(study)
-    first, second = expert_flow.expert_items_ensure(participant=participant)
-    stamp = expert_flow.page_stamp(item=first, now=1000.0)
-    assert expert_flow.page_stamp_elapsed_ms(item=first, stamp=stamp, now=1012.5) == 12500
-    assert (
-        expert_flow.page_stamp_elapsed_ms(item=second, stamp=stamp, now=1012.5) == 0
-    )  # another page's stamp
-    assert expert_flow.page_stamp_elapsed_ms(item=first, stamp=stamp + "x", now=1012.5) == 0  # tampered
-    assert expert_flow.page_stamp_elapsed_ms(item=first, stamp=stamp, now=999.0) == 0
-    assert (
-        expert_flow.page_stamp_elapsed_ms(item=first, stamp=stamp, now=1000.0 + 86400)
-        == expert_flow.MAX_INTERVAL_MS
-    )
+    first, second = assignment.expert_items_ensure(participant=participant)
+    stamp = pages.page_stamp(item=first, now=1000.0)
+    assert pages.page_stamp_elapsed_ms(item=first, stamp=stamp, now=1012.5) == 12500
+    assert pages.page_stamp_elapsed_ms(item=second, stamp=stamp, now=1012.5) == 0  # another page's stamp
+    assert pages.page_stamp_elapsed_ms(item=first, stamp=stamp + "x", now=1012.5) == 0  # tampered
+    assert pages.page_stamp_elapsed_ms(item=first, stamp=stamp, now=999.0) == 0
+    assert pages.page_stamp_elapsed_ms(item=first, stamp=stamp, now=1000.0 + 86400) == pages.MAX_INTERVAL_MS
 
 
 # --- radiologists with accounts ------------------------------------------------------------------------
@@ -437,5 +429,5 @@ def test_participations_list_only_the_users_own_radiologist_roles():
     mine = services.participant_create(study=one, role=Participant.Role.RADIOLOGIST, user=alice)
     services.participant_create(study=two, role=Participant.Role.LAYPERSON, user=alice)
     services.participant_create(study=two, role=Participant.Role.RADIOLOGIST, user=bob)
-    listed = expert_flow.expert_participations(user=alice)
-    assert [(p.pk, progress) for p, progress in listed] == [(mine.pk, expert_flow.Progress(done=0, total=2))]
+    listed = progress.expert_participations(user=alice)
+    assert [(p.pk, standing) for p, standing in listed] == [(mine.pk, progress.Progress(done=0, total=2))]

@@ -12,7 +12,8 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
-from annotation import expert_flow, services
+from annotation import services
+from annotation.expert import pages, progress
 from annotation.models import ExpertItem, ExpertRating, ExpertSourceJudgement, Participant
 from tests.annotation.factories import build_study
 
@@ -34,7 +35,7 @@ def page_url(participant, item) -> str:
 
 
 def full_answers(item, value: int = 4) -> dict[str, str]:
-    page = expert_flow.expert_page_get(item=item)
+    page = pages.expert_page_get(item=item)
     data = {"original-severity": "Moderate", "original-simplicity": "2"}
     data.update({cell.field: str(value) for row in page.texts for cell in row.aspects})
     return data
@@ -56,7 +57,7 @@ def test_page_autosave_and_submit_cost_a_fixed_number_of_queries(
     items = started(client, participant)
     # Progress must not matter either: finish all but the last two pages first.
     for item in items[:-2]:
-        expert_flow.expert_page_save(participant=participant, item=item, data=full_answers(item))
+        pages.expert_page_save(participant=participant, item=item, data=full_answers(item))
     item = items[-2]
     url = page_url(participant, item)
 
@@ -72,7 +73,7 @@ def test_page_autosave_and_submit_cost_a_fixed_number_of_queries(
     assert response.status_code == 200
     answers = full_answers(item)
     last = answers.popitem()
-    expert_flow.expert_page_save(participant=participant, item=item, data=answers)
+    pages.expert_page_save(participant=participant, item=item, data=answers)
     with django_assert_max_num_queries(COMPLETING_AUTOSAVE_QUERIES):
         response = client.post(url, dict([last]) | {"elapsed_ms": "900"}, **HTMX)
     assert response.status_code == 200 and "Page complete" in response.content.decode()
@@ -108,7 +109,7 @@ def test_a_rating_page_links_its_neighbours_and_leaves_the_index_to_a_lazy_reque
 
 @pytest.mark.django_db
 def test_the_index_comes_200_sentences_at_a_time(client, monkeypatch):
-    monkeypatch.setattr(expert_flow, "INDEX_PAGE_SIZE", 2)
+    monkeypatch.setattr(progress, "INDEX_PAGE_SIZE", 2)
     study = build_study(slug="paged", n_sources=5, systems=("a",))
     participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     items = started(client, participant)

@@ -17,13 +17,14 @@ from django.test import Client
 from django.urls import reverse
 
 call_command("migrate", verbosity=0)
-from annotation import expert_flow, services
+from annotation import services
+from annotation.expert import assignment
 from annotation.models import ExpertRating, Participant
 from tests.annotation.factories import build_study
 
 study = build_study(slug="sqlite", n_sources=3, systems=("a", "b", "c"))
 raters = [services.participant_create(study=study, role=Participant.Role.RADIOLOGIST) for _ in range(4)]
-pages = {r.pk: expert_flow.expert_items_ensure(participant=r) for r in raters}
+rater_pages = {r.pk: assignment.expert_items_ensure(participant=r) for r in raters}
 for r in raters:
     services.participant_touch(participant=r)
 journal = connection.cursor().execute("PRAGMA journal_mode").fetchone()[0]
@@ -45,7 +46,7 @@ def rater(participant, items):
     finally:
         connection.close()
 
-threads = [threading.Thread(target=rater, args=(r, pages[r.pk])) for r in raters]
+threads = [threading.Thread(target=rater, args=(r, rater_pages[r.pk])) for r in raters]
 for t in threads: t.start()
 for t in threads: t.join()
 stored = ExpertRating.objects.filter(correctness=3, completeness=3, hallucination=3, structure=3,

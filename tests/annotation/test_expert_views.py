@@ -13,7 +13,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.urls import reverse
 
-from annotation import expert_flow, protocol_texts, scales, services
+from annotation import protocol_texts, scales, services
+from annotation.expert import pages
 from annotation.models import (
     AnswerRevision,
     ExpertItem,
@@ -44,7 +45,7 @@ def page_url(participant, item) -> str:
 
 
 def full_answers(item, value: int = 4) -> dict[str, str]:
-    page = expert_flow.expert_page_get(item=item)
+    page = pages.expert_page_get(item=item)
     data = {"original-severity": "Moderate", "original-simplicity": "2"}
     data.update({cell.field: str(value) for row in page.texts for cell in row.aspects})
     return data
@@ -88,7 +89,7 @@ def test_start_link_resumes_at_the_first_incomplete_page(client):
     response = client.get(reverse("annotation:expert-start", args=[participant.token]))
     assert response.url == page_url(participant, items[1]) + "?why=resume"
     html = client.get(response.url).content.decode()
-    missing = len(expert_flow.expert_page_get(item=items[1]).missing)
+    missing = len(pages.expert_page_get(item=items[1]).missing)
     # The count sits in a span that expert.js updates as rows get answered.
     assert f"Sentence 2 is the first one not finished: {missing} unanswered rows" in re.sub(
         r"<[^>]+>", "", html
@@ -346,10 +347,10 @@ def test_the_page_form_is_timed_from_its_signed_render_time_or_the_clients_count
     study = build_study(n_sources=2)
     participant = radiologist(study)
     items = started(client, participant)
-    stamp = expert_flow.page_stamp(item=items[0], now=time.time() - 20)
+    stamp = pages.page_stamp(item=items[0], now=time.time() - 20)
     client.post(page_url(participant, items[0]), {"A-correctness": "3", "rendered_at": stamp})
     spent = ExpertItem.objects.get(pk=items[0].pk).time_spent_ms
-    assert 20000 <= spent < expert_flow.MAX_INTERVAL_MS
+    assert 20000 <= spent < pages.MAX_INTERVAL_MS
     client.post(
         page_url(participant, items[1]), {"A-correctness": "3", "rendered_at": stamp, "elapsed_ms": "4321"}
     )
@@ -376,7 +377,7 @@ def test_done_page_sends_back_to_unfinished_work_then_completes_the_participant(
     done = reverse("annotation:expert-done", args=[participant.token])
     assert client.get(done).url == page_url(participant, items[0]) + "?why=finish"
     html = client.get(page_url(participant, items[0]) + "?why=finish").content.decode()
-    missing = len(expert_flow.expert_page_get(item=items[0]).missing)
+    missing = len(pages.expert_page_get(item=items[0]).missing)
     assert f"Not finished yet: sentence 1 still has {missing} unanswered rows" in re.sub(r"<[^>]+>", "", html)
     client.post(page_url(participant, items[0]), full_answers(items[0]))
     response = client.post(page_url(participant, items[1]), full_answers(items[1]))

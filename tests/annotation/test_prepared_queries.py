@@ -12,7 +12,8 @@ from django.db.models import Count, F, FilteredRelation, Max, Min, Q
 from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 
-from annotation import expert_flow, services
+from annotation import services
+from annotation.expert import assignment
 from annotation.models import ExpertItem, Participant, SimplificationText, Source
 from annotation.prepared_queries import Joined, PreparedAggregate, PreparedQuery, PreparedUpdate
 from tests.annotation.factories import build_study
@@ -226,7 +227,8 @@ django.setup()
 from django.core.management import call_command
 from django.db.models import F
 call_command("migrate", verbosity=0)
-from annotation import expert_flow, services
+from annotation import services
+from annotation.expert import assignment
 from annotation.models import ExpertItem, Participant, Source
 from annotation.prepared_queries import PreparedQuery, PreparedUpdate
 from tests.annotation.factories import build_study
@@ -261,7 +263,7 @@ def test_prepared_reads_and_updates_adapt_datetimes_on_sqlite(tmp_path):
 def test_a_locking_read_needs_a_transaction():
     study = build_study(slug="locking", n_sources=1, systems=("a",))
     participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
-    (item,) = expert_flow.expert_items_ensure(participant=participant)
+    (item,) = assignment.expert_items_ensure(participant=participant)
     prepared = PreparedQuery(
         lambda item_id: ExpertItem.objects.select_for_update().filter(pk=item_id).values_list("pk")
     )

@@ -229,9 +229,9 @@ def test_seventeen_answers_typed_fast_survive_closing_the_tab_on_postgresql(brow
     study = build_study(slug="fast", n_sources=1, systems=("a", "b", "c"))
     participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     services.participant_touch(participant=participant)
-    from annotation import expert_flow
+    from annotation.expert import assignment
 
-    item = expert_flow.expert_items_ensure(participant=participant)[0]
+    item = assignment.expert_items_ensure(participant=participant)[0]
     context = browser.new_context(base_url=live_server.url)
     page = context.new_page()
     pressed = type_fast_and_close(page, f"/r/{participant.token}/page/{item.pk}/")
@@ -274,12 +274,13 @@ def test_seventeen_answers_typed_fast_survive_closing_the_tab_on_sqlite(browser,
     manage = [sys.executable, str(root / "manage.py")]
     subprocess.run([*manage, "migrate", "-v0"], cwd=root, env=env, check=True, timeout=300)
     setup = (
-        "from annotation import expert_flow, services; from annotation.models import Participant; "
+        "from annotation import services; from annotation.expert import assignment; "
+        "from annotation.models import Participant; "
         "from tests.annotation.factories import build_study; import json; "
         "s = build_study(slug='fast', n_sources=1, systems=('a', 'b', 'c')); "
         "p = services.participant_create(study=s, role=Participant.Role.RADIOLOGIST); "
         "services.participant_touch(participant=p); "
-        "i = expert_flow.expert_items_ensure(participant=p)[0]; "
+        "i = assignment.expert_items_ensure(participant=p)[0]; "
         "print(json.dumps({'token': p.token, 'item': i.pk, 'order': i.text_order, 'participant': p.pk}))"
     )
     out = subprocess.run(
@@ -347,12 +348,12 @@ def test_rating_page_keyboard_and_layout_tell_the_rater_what_is_going_on(browser
     never covers the "Simplification A" heading the keyboard brings into view."""
     from playwright.sync_api import expect
 
-    from annotation import expert_flow
+    from annotation.expert import assignment
 
     study = build_study(slug="keys", n_sources=2, systems=("a", "b", "c"))
     participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     services.participant_touch(participant=participant)
-    item = expert_flow.expert_items_ensure(participant=participant)[0]
+    item = assignment.expert_items_ensure(participant=participant)[0]
     context = browser.new_context(base_url=live_server.url, viewport={"width": 390, "height": 740})
     page = context.new_page()
     page.goto(f"/r/{participant.token}/page/{item.pk}/")

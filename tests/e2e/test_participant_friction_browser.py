@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 
-from annotation import expert_flow, services
+from annotation import services
+from annotation.expert import assignment as expert_assignment
+from annotation.expert import pages
 from annotation.lay import assignment, panels
 from annotation.models import LayAnswer, LayItem, Participant
 from tests.annotation.factories import build_study
@@ -127,7 +129,7 @@ def _radiologist(slug: str, n_sources: int):
     study = build_study(slug=slug, n_sources=n_sources, systems=("a", "b"))
     participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     services.participant_touch(participant=participant)
-    return participant, expert_flow.expert_items_ensure(participant=participant)
+    return participant, expert_assignment.expert_items_ensure(participant=participant)
 
 
 def _ready(page, url: str) -> None:
@@ -159,8 +161,8 @@ def test_welcome_back_is_focused_in_view_and_its_count_follows_the_answers(page)
     from playwright.sync_api import expect
 
     participant, items = _radiologist("welcome", 2)
-    expert_flow.expert_page_save(participant=participant, item=items[0], data=full_answers(items[0]))
-    expert_flow.expert_page_save(participant=participant, item=items[1], data={"A-correctness": "3"})
+    pages.expert_page_save(participant=participant, item=items[0], data=full_answers(items[0]))
+    pages.expert_page_save(participant=participant, item=items[1], data={"A-correctness": "3"})
     page.goto(f"/s/{participant.token}/")
     page.wait_for_selector("#expert-form[data-ready]", state="attached")
     assert page.url.endswith(f"/page/{items[1].pk}/?why=resume")
@@ -181,7 +183,7 @@ def test_a_page_not_begun_flags_no_row_on_welcome_back(page):
     from playwright.sync_api import expect
 
     participant, items = _radiologist("not-begun", 2)
-    expert_flow.expert_page_save(participant=participant, item=items[0], data=full_answers(items[0]))
+    pages.expert_page_save(participant=participant, item=items[0], data=full_answers(items[0]))
     page.goto(f"/s/{participant.token}/")
     page.wait_for_selector("#expert-form[data-ready]", state="attached")
     expect(page.locator("#why-here")).to_have_text(

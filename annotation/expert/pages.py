@@ -1,12 +1,18 @@
-"""The radiologist flow (seed 003 Figure 5): which sources a radiologist rates and in what order,
-what one page holds, when a page and the survey are complete, where to resume, and how a page's
-form is saved. Views stay thin: they parse the request and call one function here.
+"""One radiologist page (seed 003 Figure 5): what it holds, when it is complete, and how its form
+is saved; and the signed render time that times a page without JavaScript.
 
 A page's form fields are named after the blind labels, never after ids, so the HTML carries
 nothing that could hint at a system (text ids are created in system order):
 
     A-correctness … A-simplicity, A-comment      one per distinct simplification text (A, B, C …)
     original-severity, original-simplicity, original-comment
+    A-<item key>, original-<item key>            the items a study added to its instrument
+
+The questions come from the study's current radiologist instrument, in the study's language: the
+protocol's items (bound to ExpertRating and ExpertSourceJudgement, annotation/instrument_binding.py)
+keep their rows and their wording from the instrument; every added item is asked beside them (an
+item about the simplification in each text's card, one about the source under the original) and
+stored in ItemAnswer.
 """
 
 from __future__ import annotations
@@ -18,28 +24,33 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Count, F, FilteredRelation, Max, Min, Q
-from django.utils import timezone, translation
+from django.db.models import F, FilteredRelation, Q
+from django.utils import timezone
 
 from annotation import protocol_texts, scales, services
+from annotation.expert.progress import Progress, expert_page_place
+from annotation.instrument_selectors import EXPERT, CurrentInstrument, study_instrument_current
+from annotation.instrument_services import item_answer_save
+from annotation.item_questions import ItemQuestion, item_question, shown
 from annotation.models import (
     ExpertItem,
     ExpertRating,
     ExpertSourceJudgement,
+    ItemAnswer,
     Participant,
     SimplificationText,
     Source,
 )
-from annotation.prepared_queries import PreparedAggregate, PreparedQuery, PreparedUpdate
+from annotation.prepared_queries import PreparedQuery, PreparedUpdate
+from annotation.survey_language import participant_language
 from annotation.survey_page import (  # noqa: F401  (re-exported: views and tests time pages here)
     MAX_INTERVAL_MS,
     elapsed_ms_clean,
     render_stamp,
     render_stamp_elapsed_ms,
-    seeded_shuffle,
     text_label,
 )
-from annotation.wording import expert_aspects
+from instruments.schema import AppliesTo, ItemKind
 
 ORIGINAL = "original"
 ORIGINAL_FIELDS = ("severity", "simplicity")
@@ -49,58 +60,6 @@ NON_ANSWER_FIELDS = frozenset({"csrfmiddlewaretoken", "elapsed_ms", "rendered_at
 _ANSWER_FIELD = re.compile(r"^(?P<row>[^-]+)-(?P<name>[^-]+)$")
 
 _STAMP_SALT = "annotation.expert_flow.page_stamp"
-
-
-# --- Page assignment -------------------------------------------------------------------------
-
-
-def _wanted_count(participant: Participant, n_sources: int) -> int:
-    # 0 and empty both mean "every source": a study asking radiologists to rate nothing is a typo.
-    subset = participant.study.expert_sources_per_participant
-    return n_sources if not subset else min(subset, n_sources)
-
-
-def _source_order(participant: Participant, sources: list[tuple[int, int]]) -> list[int]:
-    """The participant's page order of the study's (source id, position)s: shuffled by the
-    participant's own seed, so order effects (fatigue, anchoring) spread over sources when several
-    radiologists rate."""
-    ordered = [pk for pk, _ in sorted(sources, key=lambda source: source[1])]
-    return seeded_shuffle(ordered, seed=participant.order_seed, purpose="expert-sources")
-
-
-def expert_pages_prepare(*, participant: Participant) -> None:
-    """Create the participant's pages on first visit (every source, or the first
-    `Study.expert_sources_per_participant` of their seeded order). Idempotent; sources added to
-    the study later are appended while the participant is short of their quota. A constant number
-    of queries whatever the study's size, and no model instance per page: every invite link
-    opened asks this, and a first visit writes thousands of pages."""
-    if not participant.is_radiologist:
-        raise ValidationError("Only radiologists have rating pages.")
-    with transaction.atomic():
-        # Serialises two first visits (two tabs, a double click) so positions never collide. The
-        # participant's row only (`of`): read through its default ordering, which joins the study,
-        # the study's row was locked too and every first visit of the study waited for the one before.
-        Participant.objects.select_for_update(of=("self",)).filter(pk=participant.pk).exists()
-        pages = list(ExpertItem.objects.filter(participant=participant).values_list("source_id", "position"))
-        sources = list(
-            Source.objects.filter(study_id=participant.study_id).order_by().values_list("pk", "position")
-        )
-        wanted = _wanted_count(participant, len(sources))
-        if len(pages) >= wanted:
-            return
-        have = {source_id for source_id, _ in pages}
-        missing = [pk for pk in _source_order(participant, sources) if pk not in have]
-        services.expert_items_create(
-            participant=participant,
-            source_ids=missing[: wanted - len(pages)],
-            first_position=max((position for _, position in pages), default=0) + 1,
-        )
-
-
-def expert_items_ensure(*, participant: Participant) -> list[ExpertItem]:
-    """expert_pages_prepare, then the participant's pages in page order."""
-    expert_pages_prepare(participant=participant)
-    return list(ExpertItem.objects.filter(participant=participant).order_by("position"))
 
 
 # --- Reading a page ----------------------------------------------------------------------------------
@@ -120,12 +79,75 @@ class AspectCell(Cell):
     aspect: protocol_texts.ExpertAspect | None = None
 
 
+@dataclass(frozen=True)
+class ShownLevel:
+    """A scale point as a row shows it: `name` is what the form posts and the column stores (the
+    severity level's English name, the Likert code's label), `label` what the rater reads."""
+
+    name: str
+    value: int
+    definition: str = ""
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class PageWording:
+    """The protocol rows' texts in one language, from the instrument."""
+
+    aspects: tuple[protocol_texts.ExpertAspect, ...]
+    severity_title: str
+    severity_question: str
+    severity_levels: tuple[ShownLevel, ...]
+    simplicity_title: str
+    simplicity_question: str
+    likert_levels: tuple[ShownLevel, ...]
+
+
+def page_wording(current: CurrentInstrument, language: str) -> PageWording:
+    """Built once per instrument version and language (kept with the cached instrument)."""
+    memo = current.memo.get(("expert-wording", language))
+    if memo is not None:
+        return memo
+    instrument = current.instrument
+    aspects = tuple(
+        protocol_texts.ExpertAspect(
+            key,
+            shown(instrument.item(key).title, language),
+            shown(instrument.item(key).wording, language),
+            shown(instrument.item(key).short_wording, language),
+        )
+        for key in scales.EXPERT_ASPECTS
+    )
+    severity, simplicity = instrument.item("severity"), instrument.item("original_simplicity")
+    assert severity.scale is not None and simplicity.scale is not None
+    # The severity column stores the level's English name (annotation/scales.py), whatever is shown.
+    names = {level.value: level.name for level in scales.SEVERITY.levels}
+    wording = PageWording(
+        aspects=aspects,
+        severity_title=shown(severity.title, language),
+        severity_question=shown(severity.wording, language),
+        severity_levels=tuple(
+            ShownLevel(names[p.code], p.code, shown(p.definition, language), shown(p.label, language))
+            for p in severity.scale.points
+        ),
+        simplicity_title=shown(simplicity.title, language),
+        simplicity_question=shown(simplicity.wording, language),
+        likert_levels=tuple(
+            ShownLevel(shown(p.label, language), p.code, label=shown(p.label, language))
+            for p in simplicity.scale.points
+        ),
+    )
+    current.memo[("expert-wording", language)] = wording
+    return wording
+
+
 @dataclass
 class TextRow:
     label: str
     text: str
     aspects: list[AspectCell]
     comment: str
+    added: list[ItemQuestion] = field(default_factory=list)
 
     @property
     def comment_field(self) -> str:
@@ -133,7 +155,9 @@ class TextRow:
 
     @property
     def complete(self) -> bool:
-        return all(cell.value is not None for cell in self.aspects)
+        return all(cell.value is not None for cell in self.aspects) and all(
+            q.answered for q in self.added if q.required
+        )
 
 
 @dataclass
@@ -144,7 +168,11 @@ class ExpertPage:
     severity: Cell
     simplicity: Cell
     comment: str
+    wording: PageWording
     missing: list[str] = field(default_factory=list)
+    original_added: list[ItemQuestion] = field(default_factory=list)
+    # How many required answers the page asks (its rows, added items included).
+    required: int = 0
     # Set by a save that changed the page's completion: the survey's progress and the page's number
     # as of that save (None when the save left both as they were).
     progress: Progress | None = None
@@ -157,7 +185,7 @@ class ExpertPage:
     @property
     def started(self) -> bool:
         """Whether any rating of the page is answered (the comments do not count)."""
-        return len(self.missing) < sum(len(text.aspects) for text in self.texts) + 2
+        return len(self.missing) < self.required
 
     @property
     def original_comment_field(self) -> str:
@@ -208,27 +236,77 @@ def _judgement_of(item: ExpertItem) -> ExpertSourceJudgement | None:
     ).first()
 
 
+@dataclass(frozen=True)
+class _Asked:
+    """What the study's instrument asks on a radiologist page, in the language shown."""
+
+    current: CurrentInstrument
+    language: str
+    wording: PageWording
+
+    @property
+    def added(self) -> tuple[Any, ...]:
+        return self.current.added_items
+
+
+def _asked(participant: Participant) -> _Asked:
+    """No query: the study (loaded with the participant) names its cached instrument."""
+    study = participant.study
+    current = study_instrument_current(study=study, flow=EXPERT)
+    # The participant keeps the language they first saw (annotation/survey_language.py).
+    language = current.language(participant_language(study=study, participant=participant))
+    return _Asked(current=current, language=language, wording=page_wording(current, language))
+
+
+def _added_answers(item: ExpertItem, asked: _Asked) -> dict[tuple[str, int | None], Any]:
+    """This participant's answers to the added items on the page, by (item key, text id); no query
+    when the instrument adds none."""
+    if not asked.added or asked.current.row_id is None:
+        return {}
+    rows = ItemAnswer.objects.filter(
+        participant_id=item.participant_id, instrument_id=asked.current.row_id, source_id=item.source_id
+    ).values_list("item_key", "shown_text_id", "value")
+    return {(key, text_id): value for key, text_id, value in rows}
+
+
 def _page_build(
     item: ExpertItem,
     texts: list[tuple[str, SimplificationText]],
     ratings: Mapping[int, ExpertRating],
     judgement: ExpertSourceJudgement | None,
+    asked: _Asked,
+    added: Mapping[tuple[str, int | None], Any],
 ) -> ExpertPage:
     rows = []
     missing: list[str] = []
-    # Worded in the page's language (the survey views activate the study's).
-    aspects = expert_aspects(translation.get_language())
+    required = 0
+    about_text = [i for i in asked.added if i.applies_to is AppliesTo.SIMPLIFICATION]
+    about_source = [i for i in asked.added if i.applies_to is AppliesTo.SOURCE]
     for label, text in texts:
         rating = ratings.get(text.pk)
         cells = []
-        for aspect in aspects:
+        for aspect in asked.wording.aspects:
             value = getattr(rating, aspect.key) if rating else None
             cell = AspectCell(field=f"{label}-{aspect.key}", key=aspect.key, value=value, aspect=aspect)
             cells.append(cell)
             if value is None:
                 missing.append(cell.field)
+        questions = [
+            item_question(
+                i, field=f"{label}-{i.key}", language=asked.language, value=added.get((i.key, text.pk))
+            )
+            for i in about_text
+        ]
+        missing += [q.field for q in questions if q.required and not q.answered]
+        required += len(cells) + sum(1 for q in questions if q.required)
         rows.append(
-            TextRow(label=label, text=text.text, aspects=cells, comment=rating.comment if rating else "")
+            TextRow(
+                label=label,
+                text=text.text,
+                aspects=cells,
+                comment=rating.comment if rating else "",
+                added=questions,
+            )
         )
     severity = Cell(
         field=f"{ORIGINAL}-severity",
@@ -239,6 +317,12 @@ def _page_build(
         field=f"{ORIGINAL}-simplicity", key="simplicity", value=judgement.simplicity if judgement else None
     )
     missing += [cell.field for cell in (severity, simplicity) if cell.value is None]
+    original_added = [
+        item_question(i, field=f"{ORIGINAL}-{i.key}", language=asked.language, value=added.get((i.key, None)))
+        for i in about_source
+    ]
+    missing += [q.field for q in original_added if q.required and not q.answered]
+    required += 2 + sum(1 for q in original_added if q.required)
     return ExpertPage(
         item=item,
         source=item.source,
@@ -247,150 +331,19 @@ def _page_build(
         simplicity=simplicity,
         comment=judgement.comment if judgement else "",
         missing=missing,
+        wording=asked.wording,
+        original_added=original_added,
+        required=required,
     )
 
 
 def expert_page_get(*, item: ExpertItem) -> ExpertPage:
     """Everything one page shows: the original, its texts under blind labels with this
     participant's answers (never anyone else's), and which required answers are missing. Two
-    queries."""
+    queries (three when the study's instrument adds items)."""
+    asked = _asked(item.participant)
     texts, ratings = _page_rows(item)
-    return _page_build(item, texts, ratings, _judgement_of(item))
-
-
-@dataclass(frozen=True)
-class Progress:
-    done: int
-    total: int
-
-    @property
-    def percent(self) -> int:
-        return round(100 * self.done / self.total) if self.total else 100
-
-
-@dataclass(frozen=True)
-class IndexEntry:
-    item_id: int
-    position: int
-    number: int  # 1-based page number shown to the rater
-    complete: bool
-
-
-@dataclass(frozen=True)
-class PagePlace:
-    """Where a page stands in the participant's survey: its number, the survey's progress, and the
-    pages before and after it (None at either end)."""
-
-    number: int
-    progress: Progress
-    previous_id: int | None
-    following_id: int | None
-
-
-def _wanted_total(participant: Participant, assigned: int) -> int:
-    # The planned number while no page has been created yet (the instructions page says it).
-    if assigned:
-        return assigned
-    return _wanted_count(participant, Source.objects.filter(study_id=participant.study_id).count())
-
-
-def expert_progress(*, participant: Participant) -> Progress:
-    """Pages done / pages assigned (the planned number while no page has been created yet)."""
-    counts = ExpertItem.objects.filter(participant=participant).aggregate(
-        total=Count("pk"), done=Count("pk", filter=Q(completed_at__isnull=False))
-    )
-    return Progress(done=counts["done"], total=_wanted_total(participant, counts["total"]))
-
-
-# Asked by every page view and submit: SQL compiled once per process (prepared_queries.py).
-_place_counts = PreparedAggregate(
-    lambda participant_id, position: (
-        ExpertItem.objects.filter(participant_id=participant_id),
-        "participant_id",
-        {
-            "total": Count("pk"),
-            "done": Count("pk", filter=Q(completed_at__isnull=False)),
-            "number": Count("pk", filter=Q(position__lte=position)),
-            "previous": Max("position", filter=Q(position__lt=position)),
-            "following": Min("position", filter=Q(position__gt=position)),
-        },
-    )
-)
-_neighbour_rows = PreparedQuery(
-    lambda participant_id, positions: ExpertItem.objects.filter(
-        participant_id=participant_id, position__in=positions
-    ).values_list("position", "pk")
-)
-
-
-def expert_page_place(*, item: ExpertItem, neighbours: bool = True) -> PagePlace:
-    """One aggregate over the participant's pages (plus one lookup for the neighbours' ids), however
-    many pages there are and however far the participant got."""
-    counts = _place_counts.values(participant_id=item.participant_id, position=item.position)
-    ids: dict[int, int] = {}
-    wanted = tuple(counts[key] for key in ("previous", "following") if counts[key] is not None)
-    if neighbours and wanted:
-        ids = dict(_neighbour_rows.rows(participant_id=item.participant_id, positions=wanted))
-    return PagePlace(
-        number=counts["number"],
-        progress=Progress(done=counts["done"], total=counts["total"]),
-        previous_id=ids.get(counts["previous"]),
-        following_id=ids.get(counts["following"]),
-    )
-
-
-INDEX_PAGE_SIZE = 200
-
-
-def expert_index(*, participant: Participant, start: int = 0, count: int | None = None) -> list[IndexEntry]:
-    """The participant's pages in order, `count` of them from the `start`-th (all by default)."""
-    end = None if count is None else start + count
-    rows = ExpertItem.objects.filter(participant=participant).order_by("position")
-    rows = rows.values_list("pk", "position", "completed_at")[start:end]
-    return [
-        IndexEntry(item_id=pk, position=position, number=start + n, complete=completed_at is not None)
-        for n, (pk, position, completed_at) in enumerate(rows, 1)
-    ]
-
-
-@dataclass(frozen=True)
-class Unfinished:
-    """The first page with unanswered rows, for telling a rater why they were sent to it."""
-
-    item: ExpertItem
-    number: int
-    missing: int
-
-
-def expert_resume_item(*, participant: Participant) -> ExpertItem | None:
-    """Where a returning radiologist continues: their first incomplete page (None when all are done)."""
-    return (
-        ExpertItem.objects.filter(participant=participant, completed_at__isnull=True)
-        .select_related("source")
-        .order_by("position")
-        .first()
-    )
-
-
-def expert_first_unfinished(*, participant: Participant) -> Unfinished | None:
-    """The first incomplete page with its number and how many answers it still lacks."""
-    item = expert_resume_item(participant=participant)
-    if item is None:
-        return None
-    number = ExpertItem.objects.filter(participant=participant, position__lte=item.position).count()
-    return Unfinished(item=item, number=number, missing=len(expert_page_get(item=item).missing))
-
-
-def expert_participations(*, user: Any) -> list[tuple[Participant, Progress]]:
-    """The radiologist participations of a logged-in user, with their progress (for the study list)."""
-    if not getattr(user, "is_authenticated", False):
-        return []
-    participants = (
-        Participant.objects.filter(user=user, role=Participant.Role.RADIOLOGIST)
-        .select_related("study")
-        .order_by("-study__created_at", "pk")
-    )
-    return [(p, expert_progress(participant=p)) for p in participants]
+    return _page_build(item, texts, ratings, _judgement_of(item), asked, _added_answers(item, asked))
 
 
 # --- Saving a page ---------------------------------------------------------------------------------
@@ -403,11 +356,16 @@ def _field_errors(exc: ValidationError, row: str) -> dict[str, list[str]]:
     return {row: list(exc.messages)}
 
 
-def _parse(data: Mapping[str, Any], labels: dict[str, SimplificationText]):
+def _parse(data: Mapping[str, Any], labels: dict[str, SimplificationText], asked: _Asked):
     per_text: dict[str, dict[str, str]] = {}
     original: dict[str, str] = {}
+    added: dict[tuple[str, str], Any] = {}
     errors: dict[str, list[str]] = {}
     allowed = {*scales.EXPERT_ASPECTS, COMMENT}
+    added_about = {
+        kind: {i.key for i in asked.added if i.applies_to is kind}
+        for kind in (AppliesTo.SOURCE, AppliesTo.SIMPLIFICATION)
+    }
     for key in data:
         if key in NON_ANSWER_FIELDS:
             continue
@@ -418,17 +376,21 @@ def _parse(data: Mapping[str, Any], labels: dict[str, SimplificationText]):
             continue
         row, name = match["row"], match["name"]
         if row == ORIGINAL:
-            if name not in {*ORIGINAL_FIELDS, COMMENT}:
+            if name in added_about[AppliesTo.SOURCE]:
+                added[(row, name)] = value
+            elif name not in {*ORIGINAL_FIELDS, COMMENT}:
                 errors[key] = [f"{key!r} is not a question about the original sentence."]
             else:
                 original[name] = value
         elif row not in labels:
             errors[key] = [f"There is no simplification {row} on this page."]
+        elif name in added_about[AppliesTo.SIMPLIFICATION]:
+            added[(row, name)] = value
         elif name not in allowed:
             errors[key] = [f"{name!r} is not an aspect ({', '.join(scales.EXPERT_ASPECTS)})."]
         else:
             per_text.setdefault(row, {})[name] = value
-    return per_text, original, errors
+    return per_text, original, added, errors
 
 
 @dataclass(frozen=True)
@@ -491,10 +453,11 @@ def expert_page_save(
         item.completed_at = was_completed = locked.completed_at
         texts, ratings = _page_rows(item)
         labels = dict(texts)
-        per_text, original, errors = _parse(data, labels)
+        asked = _asked(participant)
+        per_text, original, added, errors = _parse(data, labels, asked)
         if errors:
             raise ValidationError(errors)
-        one_row = len(per_text) + (1 if original else 0) == 1
+        one_row = len({*per_text, *([ORIGINAL] if original else []), *(row for row, _ in added)}) == 1
         row_time = time_spent_ms if one_row else 0
         judgement = locked.judgement
         for label, fields in sorted(per_text.items(), key=lambda entry: labels[entry[0]].pk):
@@ -532,9 +495,33 @@ def expert_page_save(
                     )
                 except ValidationError as exc:
                     errors.update(_field_errors(exc, ORIGINAL))
+        answers = _added_answers(item, asked)
+        for (row, key), raw in added.items():
+            # Added items exist only in an instrument row of the study (never in the bare preset).
+            assert asked.current.row_id is not None
+            text_id = None if row == ORIGINAL else labels[row].pk
+            asked_item = asked.current.instrument.item(key)
+            try:
+                saved = item_answer_save(
+                    participant=participant,
+                    instrument_id=asked.current.row_id,
+                    item=asked_item,
+                    raw=raw,
+                    source_id=item.source_id,
+                    shown_text_id=text_id,
+                    language=asked.language,
+                    time_spent_ms=row_time,
+                )
+            except ValidationError as exc:
+                errors.update(_field_errors(exc, row))
+                continue
+            if saved is not None:
+                answers[(key, text_id)] = saved.value
+            elif asked_item.kind is ItemKind.FREE_TEXT:
+                answers.pop((key, text_id), None)  # an emptied text clears its answer
         if errors:
             raise ValidationError(errors)  # leaving the atomic block by an exception rolls it all back
-        page = _page_build(item, texts, ratings, judgement)
+        page = _page_build(item, texts, ratings, judgement, asked, answers)
         _item_record(item=item, complete=page.complete, time_spent_ms=time_spent_ms)
         if (item.completed_at is None) != (was_completed is None):
             # Only a change of the page's completion changes the survey's progress: counted then

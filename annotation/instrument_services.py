@@ -1,0 +1,290 @@
+"""Writing a study's instruments and the answers the typed columns do not hold.
+
+- `study_instruments_attach`: a new study gets the protocol presets (radiologist page, lay flow);
+- `study_instrument_save`: the version rule of instruments/versioning.py, enforced where it is
+  written: before any answer an instrument is edited in place; once answers exist (ItemAnswer rows
+  under it, or answers in the bound typed columns of its flow) a change is a new version row, with
+  who made it and why, the old row kept and the current flag moved in one transaction;
+- `item_answer_save`: one answer to an unbound item (a team's added item), validated by
+  instruments.answers.item_value_validate, stored with its analysis code as `score`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from annotation.activity_services import activity_record
+from annotation.instrument_binding import binding_errors, item_value_to_json
+from annotation.instrument_selectors import EXPERT, LAY, PROTOCOL_PRESETS, instruments_stamp
+from annotation.models import (
+    ExpertRating,
+    ExpertSourceJudgement,
+    ItemAnswer,
+    LayAnswer,
+    LayPreference,
+    Participant,
+    Study,
+    StudyInstrument,
+)
+from instruments.answers import InvalidAnswer, item_value_code, item_value_validate
+from instruments.presets import preset_load
+from instruments.schema import AppliesTo, Instrument, Item, ItemKind
+from instruments.validation import instrument_from_data, instrument_to_data
+from instruments.versioning import (
+    instrument_change_allowed,
+    instrument_fingerprint,
+    instrument_structure_fingerprint,
+)
+
+# The kinds the radiologist page and the lay panels show for an added item; the others (sentence
+# matching, error spans, pairwise) belong to the rate-each-pair flow.
+PAGE_KINDS = frozenset({ItemKind.ORDINAL, ItemKind.SINGLE_CHOICE, ItemKind.COUNT, ItemKind.FREE_TEXT})
+# Where a lay item may be added: the panels whose form asks one source and (panel 2) one text.
+LAY_ADDED_PHASES = ("original", "assisted")
+# The lay panels' form fields besides answers: an added item may not take their names.
+_LAY_FORM_FIELDS = frozenset(
+    {"fields", "continue", "autosave", "rendered_at", "elapsed_ms", "csrfmiddlewaretoken"}
+)
+ATTACHED_NOTE = "attached when the study was created"
+_FLOW_ROLE = {EXPERT: Participant.Role.RADIOLOGIST.value, LAY: Participant.Role.LAYPERSON.value}
+
+
+def _stamp_refresh(study: Study) -> None:
+    """Call inside the transaction that changed the study's current instruments."""
+    rows = StudyInstrument.objects.filter(study=study, is_current=True).values_list("pk", "fingerprint")
+    study.instruments_stamp = instruments_stamp(rows)
+    Study.objects.filter(pk=study.pk).update(instruments_stamp=study.instruments_stamp)
+
+
+def _row_new(
+    *, study: Study, instrument: Instrument, flow: str, preset: str, actor: Any, note: str
+) -> StudyInstrument:
+    row = StudyInstrument(
+        study=study,
+        key=instrument.key,
+        version=instrument.version,
+        flow=flow,
+        definition=instrument_to_data(instrument),
+        fingerprint=instrument_fingerprint(instrument),
+        structure_fingerprint=instrument_structure_fingerprint(instrument),
+        preset=preset,
+        created_by=actor if getattr(actor, "is_authenticated", False) else None,
+        change_note=note,
+    )
+    row.full_clean(validate_constraints=False)
+    row.save()
+    return row
+
+
+def study_instruments_attach(*, study: Study) -> list[StudyInstrument]:
+    """Give `study` the protocol presets for the flows that have no instrument yet (idempotent).
+    Called where studies are created (services.study_get_or_create)."""
+    with transaction.atomic():
+        have = set(
+            StudyInstrument.objects.filter(study=study, is_current=True).values_list("flow", flat=True)
+        )
+        made = [
+            _row_new(
+                study=study,
+                instrument=preset_load(name),
+                flow=flow,
+                preset=name,
+                actor=None,
+                note=ATTACHED_NOTE,
+            )
+            for flow, name in PROTOCOL_PRESETS.items()
+            if flow not in have
+        ]
+        if made:
+            _stamp_refresh(study)
+    return made
+
+
+def instrument_has_answers(*, row: StudyInstrument) -> bool:
+    """Whether any answer was given under this version: its ItemAnswer rows, or (for a protocol
+    instrument, whose bound items are not versioned in their typed columns) any answer of its flow
+    in the study."""
+    if ItemAnswer.objects.filter(instrument=row).exists():
+        return True
+    if row.flow == EXPERT:
+        return (
+            ExpertRating.objects.filter(participant__study_id=row.study_id).exists()
+            or ExpertSourceJudgement.objects.filter(participant__study_id=row.study_id).exists()
+        )
+    if row.flow == LAY:
+        return (
+            LayAnswer.objects.filter(item__participant__study_id=row.study_id).exists()
+            or LayPreference.objects.filter(item__participant__study_id=row.study_id).exists()
+        )
+    return False
+
+
+def _flow_errors(instrument: Instrument, flow: str) -> list[str]:
+    """What the flow's pages cannot ask: a protocol flow lays out its protocol instrument's bound
+    items and shows an added item of a page kind, for its role, about the source or the text shown
+    (a lay item in one of panels 1-2)."""
+    if flow not in PROTOCOL_PRESETS:
+        return []
+    if instrument.key != PROTOCOL_PRESETS[flow]:
+        return [
+            f"the {flow} flow asks the protocol instrument {PROTOCOL_PRESETS[flow]!r} (with any items "
+            f"you add to it); {instrument.key!r} runs in the rate-each-pair flow"
+        ]
+    errors = binding_errors(instrument)
+    preset_keys = {item.key for item in preset_load(instrument.key).items}
+    for item in instrument.items:
+        if item.key in preset_keys:
+            continue
+        where = f"items[{instrument.items.index(item)}] ({item.key})"
+        if item.kind not in PAGE_KINDS:
+            errors.append(f"{where}: the {flow} pages cannot show a {item.kind.value} item")
+        if item.applies_to is AppliesTo.PAIR:
+            errors.append(f"{where}: the {flow} pages show no (simplification, reference) pair")
+        if _FLOW_ROLE[flow] not in item.roles:
+            errors.append(f"{where}: roles must include {_FLOW_ROLE[flow]!r} to be asked in the {flow} flow")
+        if flow == LAY and (len(item.phases) != 1 or item.phases[0] not in LAY_ADDED_PHASES):
+            errors.append(
+                f"{where}: an added lay item is asked in exactly one of {', '.join(LAY_ADDED_PHASES)}"
+            )
+        if flow == LAY and item.key in _LAY_FORM_FIELDS:
+            errors.append(f"{where}: {item.key!r} is a field of the lay panels' form; choose another key")
+        if flow == LAY and "original" in item.phases and item.applies_to is not AppliesTo.SOURCE:
+            errors.append(f"{where}: panel 1 shows no simplification, so its items apply to the source")
+    return errors
+
+
+def study_instrument_save(
+    *,
+    study: Study,
+    instrument: Instrument,
+    actor: Any,
+    note: str = "",
+    flow: str | None = None,
+    preset: str = "",
+) -> StudyInstrument:
+    """Make `instrument` the study's current version of its key. Before any answer the current row
+    is edited in place; once answers exist the change must carry a higher version and becomes a
+    new row (the old one kept, no longer current). Refused with a ValidationError naming the reason
+    (an edit under the same version once answers exist, a bound item's structure changed, an item
+    its flow cannot show). `flow` is needed only for a key the study does not have yet."""
+    with transaction.atomic():
+        Study.objects.select_for_update().filter(pk=study.pk).exists()  # one writer of a study's instruments
+        current = (
+            StudyInstrument.objects.select_for_update()
+            .filter(study=study, key=instrument.key, is_current=True)
+            .first()
+        )
+        flow = current.flow if current is not None else flow
+        if flow is None:
+            raise ValidationError(
+                {"flow": f"the study has no instrument {instrument.key!r}: say which flow asks it"}
+            )
+        errors = _flow_errors(instrument, flow)
+        if errors:
+            raise ValidationError({"instrument": errors})
+        if current is None:
+            if (
+                StudyInstrument.objects.filter(study=study, flow=flow, is_current=True).exists()
+                and flow in PROTOCOL_PRESETS
+            ):
+                raise ValidationError({"flow": f"the {flow} flow already asks another instrument"})
+            row = _row_new(
+                study=study, instrument=instrument, flow=flow, preset=preset, actor=actor, note=note
+            )
+        else:
+            old = instrument_from_data(current.definition)
+            has_answers = instrument_has_answers(row=current)
+            allowed, reason = instrument_change_allowed(old, instrument, has_answers=has_answers)
+            if not allowed:
+                raise ValidationError({"instrument": [reason]})
+            if reason == "unchanged":
+                return current
+            if not has_answers:
+                current.version = instrument.version
+                current.definition = instrument_to_data(instrument)
+                current.fingerprint = instrument_fingerprint(instrument)
+                current.structure_fingerprint = instrument_structure_fingerprint(instrument)
+                current.change_note = note or current.change_note
+                current.save(
+                    update_fields=[
+                        "version",
+                        "definition",
+                        "fingerprint",
+                        "structure_fingerprint",
+                        "change_note",
+                    ]
+                )
+                row = current
+            else:
+                # The partial unique constraint allows one current row per key: the old one first.
+                StudyInstrument.objects.filter(pk=current.pk).update(is_current=False)
+                row = _row_new(
+                    study=study,
+                    instrument=instrument,
+                    flow=flow,
+                    preset=current.preset,
+                    actor=actor,
+                    note=note or reason,
+                )
+        _stamp_refresh(study)
+        activity_record(
+            study=study,
+            actor=actor,
+            verb="instrument saved",
+            obj=row,
+            details={"key": row.key, "version": row.version, "note": note},
+        )
+    return row
+
+
+def item_answer_save(
+    *,
+    participant: Participant,
+    instrument_id: int,
+    item: Item,
+    raw: object,
+    source_id: int,
+    shown_text_id: int | None = None,
+    language: str = "",
+    time_spent_ms: int = 0,
+) -> ItemAnswer | None:
+    """Save one answer to an unbound item. An empty answer clears a free-text answer and is ignored
+    otherwise ("not given" never clears a rating); a bad value raises ValidationError keyed by the
+    item's key, with item_value_validate's message. Returns the row (None when there is none)."""
+    lookup = {
+        "participant": participant,
+        "instrument_id": instrument_id,
+        "item_key": item.key,
+        "source_id": source_id,
+        "shown_text_id": shown_text_id,
+        "reference_text": None,
+    }
+    empty = raw is None or (isinstance(raw, str) and not raw.strip())
+    if empty:
+        if item.kind is ItemKind.FREE_TEXT:
+            ItemAnswer.objects.filter(**lookup).delete()
+        return None
+    try:
+        value = item_value_validate(item, raw)
+    except InvalidAnswer as exc:
+        raise ValidationError({item.key: [str(exc)]}) from None
+    code = item_value_code(item, value)
+    row, created = ItemAnswer.objects.get_or_create(
+        **lookup,
+        defaults={
+            "value": item_value_to_json(value),
+            "score": code if isinstance(code, float) else None,
+            "language": language,
+            "time_spent_ms": max(0, int(time_spent_ms)),
+        },
+    )
+    if not created:
+        row.value = item_value_to_json(value)
+        row.score = code if isinstance(code, float) else None
+        row.language = language
+        row.time_spent_ms += max(0, int(time_spent_ms))
+        row.save(update_fields=["value", "score", "language", "time_spent_ms", "updated_at"])
+    return row

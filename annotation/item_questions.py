@@ -1,0 +1,96 @@
+"""An instrument item as a survey page shows it, in one language: its wording, its choices and the
+answer so far. Both flows build their added items' questions here and render them with one
+template partial per kind (templates/annotation/items/); the protocol's bound items keep their
+flows' own rows, with their wording taken from the same instrument."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from instruments.schema import NOT_APPLICABLE, Item, ItemKind
+
+# The partial of each kind a page can show (instrument_services.PAGE_KINDS).
+_PARTIAL = {
+    ItemKind.ORDINAL: "annotation/items/_choice.html",
+    ItemKind.SINGLE_CHOICE: "annotation/items/_choice.html",
+    ItemKind.COUNT: "annotation/items/_count.html",
+    ItemKind.FREE_TEXT: "annotation/items/_free_text.html",
+}
+
+
+def shown(texts: Mapping[str, str], language: str) -> str:
+    """An item's text in `language` ("" for an optional text the item does not have)."""
+    return texts.get(language, "") if texts else ""
+
+
+@dataclass(frozen=True)
+class Choice:
+    value: str  # what the form posts: a point's code, "not_applicable" or an option's key
+    label: str
+    definition: str = ""
+
+
+@dataclass
+class ItemQuestion:
+    field: str
+    key: str
+    kind: str
+    title: str
+    wording: str
+    help: str
+    number: str
+    required: bool
+    choices: tuple[Choice, ...] = ()
+    max_length: int | None = None
+    max_count: int | None = None
+    value: Any = None
+    errors: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        """The form field (as the lay flow's questions call it)."""
+        return self.field
+
+    @property
+    def template(self) -> str:
+        return _PARTIAL[ItemKind(self.kind)]
+
+    @property
+    def shown_value(self) -> str:
+        return "" if self.value is None else str(self.value)
+
+    @property
+    def answered(self) -> bool:
+        return self.value is not None and self.value != ""
+
+
+def item_choices(item: Item, language: str) -> tuple[Choice, ...]:
+    if item.scale is not None:
+        points = tuple(
+            Choice(str(p.code), shown(p.label, language), shown(p.definition, language))
+            for p in item.scale.points
+        )
+        if item.scale.not_applicable:
+            points += (Choice(NOT_APPLICABLE, shown(item.scale.not_applicable, language)),)
+        return points
+    return tuple(Choice(option.key, shown(option.label, language)) for option in item.options)
+
+
+def item_question(item: Item, *, field: str, language: str, value: Any = None) -> ItemQuestion:
+    return ItemQuestion(
+        field=field,
+        key=item.key,
+        kind=item.kind.value,
+        title=shown(item.title, language),
+        wording=shown(item.wording, language),
+        help=shown(item.help, language),
+        number=item.number,
+        required=item.required,
+        choices=item_choices(item, language),
+        max_length=item.max_length,
+        max_count=item.max_count,
+        value=value,
+    )

@@ -1,0 +1,288 @@
+"""Items a study adds to the protocol's instruments, through the survey views: the radiologist page
+asks an added item about each simplification and one about the original; the lay panel 2 asks an
+added free-text item. They render in the study's language, autosave, are refused by name when bad,
+are stored in ItemAnswer with their code as score, and count for completion; the protocol's own
+questions and the queries of a protocol page stay as they were."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from annotation import services
+from annotation.expert import pages
+from annotation.instrument_services import study_instrument_save
+from annotation.models import ExpertItem, ItemAnswer, Participant, Study
+from instruments.schema import AppliesTo, Item, ItemKind, Point, Scale
+from tests.annotation.factories import ACTIONABILITY, build_study, instrument_with
+
+pytestmark = pytest.mark.django_db
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+FINDINGS = Item(
+    key="findings",
+    kind=ItemKind.COUNT,
+    applies_to=AppliesTo.SOURCE,
+    roles=("radiologist",),
+    wording={
+        "en": "How many findings does the sentence report?",
+        "es": "¿Cuántos hallazgos describe la frase?",
+    },
+    required=False,
+    max_count=20,
+)
+
+
+def expert_study(slug: str, *items: Item, language: str = "en") -> Study:
+    study = build_study(slug=slug, n_sources=2, systems=("a", "b"))
+    study_instrument_save(
+        study=study, instrument=instrument_with("protocol_003_radiologist", *items), actor=None
+    )
+    Study.objects.filter(pk=study.pk).update(language=language)
+    study.refresh_from_db()
+    return study
+
+
+def started(client, participant) -> list[ExpertItem]:
+    client.get(reverse("annotation:entry", args=[participant.token]))
+    client.post(reverse("annotation:expert-instructions", args=[participant.token]))
+    return list(ExpertItem.objects.filter(participant=participant).order_by("position"))
+
+
+def page_url(participant, item) -> str:
+    return reverse("annotation:expert-page", args=[participant.token, item.pk])
+
+
+def test_the_radiologist_page_asks_added_items_where_they_apply_and_stores_them(client):
+    study = expert_study("added-expert", ACTIONABILITY, FINDINGS)
+    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    item = started(client, participant)[0]
+    html = client.get(page_url(participant, item)).content.decode()
+    assert html.count("It tells the patient what to do next.") == 2  # one per simplification (A, B)
+    assert 'name="A-actionability" value="3"' in html and 'name="B-actionability"' in html
+    assert 'name="original-findings"' in html and "(optional)" in html
+    # In each card the added item comes after the rubric and before the justification.
+    card = html[html.index('data-label="A"') :]
+    assert card.index("Simplicity") < card.index("Actionability") < card.index('name="A-comment"')
+    page = pages.expert_page_get(item=item)
+    assert {"A-actionability", "B-actionability"} <= set(page.missing)
+    assert "original-findings" not in page.missing  # optional
+
+    response = client.post(page_url(participant, item), {"A-actionability": "2", "elapsed_ms": "700"}, **HTMX)
+    assert response.status_code == 200 and "Saved" in response.content.decode()
+    (answer,) = ItemAnswer.objects.filter(participant=participant)
+    assert (answer.item_key, answer.value, answer.score, answer.language) == ("actionability", 2, 2.0, "en")
+    assert answer.shown_text_id == item.text_order[0] and answer.time_spent_ms == 700
+    response = client.post(page_url(participant, item), {"original-findings": "3"}, **HTMX)
+    assert response.status_code == 200
+    assert ItemAnswer.objects.get(item_key="findings").shown_text_id is None
+
+    # After a reload the answers are there.
+    html = client.get(page_url(participant, item)).content.decode()
+    assert 'name="A-actionability" value="2" data-key="2" checked' in html
+    assert 'name="original-findings" min="0" step="1" inputmode="numeric" max="20" value="3"' in html
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("A-actionability", "9", "actionability: 9 is not a point of the scale"),
+        ("original-findings", "-2", "findings: a count cannot be negative"),
+        ("original-findings", "many", "findings: a count must be a whole number"),
+    ],
+)
+def test_a_bad_value_of_an_added_item_is_refused_by_name_and_saves_nothing(client, field, value, message):
+    study = expert_study(f"bad-{field.lower()}-{value}".replace("-", ""), ACTIONABILITY, FINDINGS)
+    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    item = started(client, participant)[0]
+    response = client.post(page_url(participant, item), {field: value, "A-correctness": "4"}, **HTMX)
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    assert not ItemAnswer.objects.exists()
+    assert not participant.expert_ratings.exists()  # all or nothing
+
+
+def test_a_required_added_item_holds_the_page_open_until_answered():
+    study = expert_study("required-added", ACTIONABILITY)
+    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    item = started_directly(participant)
+    data = {"original-severity": "Mild", "original-simplicity": "3"}
+    data |= {
+        f"{label}-{aspect}": "4"
+        for label in "AB"
+        for aspect in ("correctness", "completeness", "hallucination", "structure", "simplicity")
+    }
+    page = pages.expert_page_save(participant=participant, item=item, data=data)
+    assert page.missing == ["A-actionability", "B-actionability"] and not page.complete
+    page = pages.expert_page_save(
+        participant=participant, item=item, data={"A-actionability": "1", "B-actionability": "3"}
+    )
+    assert page.complete
+    item.refresh_from_db()
+    assert item.completed_at is not None
+
+
+def started_directly(participant: Participant) -> ExpertItem:
+    from annotation.expert import assignment
+
+    services.participant_touch(participant=participant)
+    item = assignment.expert_items_ensure(participant=participant)[0]
+    return ExpertItem.objects.select_related("participant__study", "source").get(pk=item.pk)
+
+
+def test_the_page_is_worded_in_the_studys_language():
+    study = expert_study("spanish-expert", ACTIONABILITY, language="es")
+    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    page = pages.expert_page_get(item=started_directly(participant))
+    assert page.wording is not None
+    assert (
+        page.wording.severity_question
+        == "¿Cuál es la gravedad de la afección médica descrita en la frase original?"
+    )
+    assert [a.title for a in page.wording.aspects][0] == "Corrección"
+    assert page.texts[0].added[0].wording == "Le dice al paciente qué hacer después."
+    # What the form posts and the column stores does not change with the language.
+    assert [(level.name, level.label) for level in page.wording.severity_levels][0] == ("Critical", "Crítico")
+
+
+# Pinned from measured counts: a protocol study's page costs what it cost before instruments were
+# data (tests/annotation/test_expert_scale.py pins those); an added item costs one read of its
+# answers, and saving one costs its upsert.
+PROTOCOL_GET, PROTOCOL_AUTOSAVE = 5, 7
+ADDED_GET, ADDED_AUTOSAVE = PROTOCOL_GET + 1, PROTOCOL_AUTOSAVE + 1
+
+
+def _count(client, method: str, url: str, data=None) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        response = getattr(client, method)(url, data, **HTMX) if data else client.get(url)
+    assert response.status_code == 200
+    return len(captured.captured_queries)
+
+
+def test_the_queries_of_a_survey_request_are_pinned(client):
+    plain = build_study(slug="plain-queries", n_sources=2, systems=("a", "b"))
+    participant = services.participant_create(study=plain, role=Participant.Role.RADIOLOGIST)
+    item = started(client, participant)[0]
+    url = page_url(participant, item)
+    client.get(url)  # a process reads a study's instruments once per version (then cached)
+    assert _count(client, "get", url) == PROTOCOL_GET
+    assert _count(client, "post", url, {"A-correctness": "3"}) == PROTOCOL_AUTOSAVE
+
+    study = expert_study("added-queries", ACTIONABILITY)
+    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    item = started(client, participant)[0]
+    url = page_url(participant, item)
+    assert _count(client, "get", url) == ADDED_GET + 1  # the first read of this version's instrument
+    assert _count(client, "get", url) == ADDED_GET
+    assert _count(client, "post", url, {"A-correctness": "3"}) == ADDED_AUTOSAVE
+
+
+# --- The lay flow: an added free-text item and an added scale on panel 2 ---------------------------------
+
+STILL_UNCLEAR = Item(
+    key="still_unclear",
+    kind=ItemKind.FREE_TEXT,
+    applies_to=AppliesTo.SIMPLIFICATION,
+    roles=("layperson",),
+    phases=("assisted",),
+    required=False,
+    max_length=40,
+    wording={
+        "en": "Which words are still unclear to you?",
+        "es": "¿Qué palabras le siguen resultando confusas?",
+    },
+)
+TRUST = Item(
+    key="trust",
+    kind=ItemKind.ORDINAL,
+    applies_to=AppliesTo.SIMPLIFICATION,
+    roles=("layperson",),
+    phases=("assisted",),
+    number="Q4b",
+    wording={"en": "Would you trust this explanation?", "es": "¿Confiaría en esta explicación?"},
+    scale=Scale(
+        points=(Point(code=0, label={"en": "No", "es": "No"}), Point(code=1, label={"en": "Yes", "es": "Sí"}))
+    ),
+)
+PANEL1 = {"understanding": "Some parts of it", "confidence": "With low confidence", "severity_guess": "Mild"}
+PANEL2 = {
+    "understanding": "Most of it",
+    "confidence": "With high confidence",
+    "severity_guess": "Moderate",
+    "helpfulness": "I understand much better",
+}
+
+
+def lay_study(slug: str) -> Study:
+    study = build_study(slug=slug, n_sources=1, systems=("a", "b"))
+    study_instrument_save(
+        study=study, instrument=instrument_with("protocol_003_layperson", STILL_UNCLEAR, TRUST), actor=None
+    )
+    study.refresh_from_db()
+    return study
+
+
+def at_panel_2(client, study):
+    participant = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    services.participant_consent(participant=participant, accepted=True)
+    client.post(reverse("annotation:lay-instructions", kwargs={"token": participant.token}))
+    item = participant.lay_items.get()
+    url = reverse(
+        "annotation:lay-panel", kwargs={"token": participant.token, "item_id": item.pk, "panel": "original"}
+    )
+    assert "Which words are still unclear" not in client.get(url).content.decode()  # panel 2's, not panel 1's
+    assert client.post(url, {**PANEL1, "continue": "1"}).status_code == 302
+    return participant, item, url.replace("/original/", "/assisted/")
+
+
+def test_the_lay_panel_2_asks_added_items_after_the_protocols_and_stores_them(client):
+    study = lay_study("lay-added")
+    participant, item, url = at_panel_2(client, study)
+    page = client.get(url).content.decode()
+    # In the instrument's order, after the protocol's questions of the panel.
+    assert (
+        page.index("Has the simplified sentence improved")
+        < page.index("Which words are still unclear to you?")
+        < page.index("Q4b:")
+    )
+
+    assert '<textarea id="f-still_unclear" name="still_unclear"' in page and 'maxlength="40"' in page
+    # The lock of panel 1 is untouched: it is shown read-only and refuses changes.
+    assert "(locked)" in page
+    response = client.post(
+        url, {"still_unclear": "  effusion  ", "trust": "1", "autosave": "1", "elapsed_ms": "400"}, **HTMX
+    )
+    assert response.status_code == 200
+    answers = {a.item_key: a for a in ItemAnswer.objects.filter(participant=participant)}
+    assert answers["still_unclear"].value == "effusion" and answers["still_unclear"].score is None
+    assert answers["trust"].value == 1 and answers["trust"].score == 1.0
+    assert {a.shown_text_id for a in answers.values()} == {item.shown_text_id}
+    page = client.get(url).content.decode()
+    assert ">effusion</textarea>" in page and 'name="trust" value="1" checked' in page
+    # Emptying the text clears its answer; the scale answer stays.
+    client.post(url, {"still_unclear": "", "autosave": "1"}, **HTMX)
+    assert set(ItemAnswer.objects.values_list("item_key", flat=True)) == {"trust"}
+    response = client.post(url, {**PANEL2, "continue": "1"})
+    assert response.status_code == 302
+
+
+def test_a_required_added_lay_item_holds_the_panel_and_bad_values_are_refused_by_name(client):
+    study = lay_study("lay-added-bad")
+    participant, item, url = at_panel_2(client, study)
+    response = client.post(url, {**PANEL2, "continue": "1"})
+    assert response.status_code == 400 and "Please answer this question." in response.content.decode()
+    item.refresh_from_db()
+    assert item.stage == "assisted"
+    bad = {**PANEL2, "understanding": "Completely", "still_unclear": "x" * 41, "trust": "1", "autosave": "1"}
+    response = client.post(url, bad, **HTMX)
+    assert response.status_code == 400
+    assert "still_unclear: at most 40 characters (got 41)" in response.content.decode()
+    response = client.post(url, {"trust": "7", "autosave": "1"}, **HTMX)
+    assert response.status_code == 400 and "trust: 7 is not a point of the scale" in response.content.decode()
+    assert not ItemAnswer.objects.exists()
+    # All or nothing: the panel's answer beside the bad one was not changed either.
+    assert item.answers.get(phase="assisted").understanding == "Most of it"
+    assert client.post(url, {**PANEL2, "trust": "0", "continue": "1"}).status_code == 302

@@ -1,0 +1,55 @@
+"""A study adds one Likert item to the protocol's radiologist instrument: in headless Chromium the
+radiologist sees it in each simplification's card, answers it by clicking (autosaved), reloads the
+page and sees the answer kept; the database holds it as an ItemAnswer with its code."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+
+from annotation import services
+from annotation.instrument_services import study_instrument_save
+from annotation.models import ExpertItem, ItemAnswer, Participant
+from instruments.presets import preset_load
+from tests.annotation.factories import ACTIONABILITY, build_study, instrument_with
+from tests.e2e.polling import wait_for
+
+LIKERT = preset_load("protocol_003_radiologist").item("correctness").scale
+# The added item on the protocol's own 1-5 Likert scale.
+LIKERT_ACTIONABILITY = dataclasses.replace(
+    ACTIONABILITY, scale=preset_load("protocol_003_radiologist").item("correctness").scale
+)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_radiologist_answers_an_added_likert_item_and_sees_it_after_a_reload(page, live_server):
+    from playwright.sync_api import expect
+
+    study = build_study(slug="added-browser", n_sources=1, systems=("a", "b"))
+    study_instrument_save(
+        study=study, instrument=instrument_with("protocol_003_radiologist", LIKERT_ACTIONABILITY), actor=None
+    )
+    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+
+    page.goto(f"/s/{participant.token}/")
+    page.click("#begin")
+    item = ExpertItem.objects.get(participant=participant)
+    expect(page).to_have_url(re.compile(rf"/r/{participant.token}/page/{item.pk}/$"))
+    page.wait_for_selector("#expert-form[data-ready]", state="attached")
+    row = page.locator('[data-field="A-actionability"]')
+    expect(row).to_contain_text("It tells the patient what to do next.")
+    expect(page.locator('[data-field="B-actionability"]')).to_be_visible()
+
+    row.locator('label:has(input[value="4"])').click()
+    expect(row.locator(".row-status .saved")).to_be_visible()
+    assert wait_for(lambda: ItemAnswer.objects.filter(participant=participant).exists(), True)
+    answer = ItemAnswer.objects.get(participant=participant)
+    assert (answer.item_key, answer.value, answer.score) == ("actionability", 4, 4.0)
+    assert answer.shown_text_id == item.text_order[0]
+
+    page.reload()
+    page.wait_for_selector("#expert-form[data-ready]", state="attached")
+    expect(page.locator('[data-field="A-actionability"] input[value="4"]')).to_be_checked()
+    expect(page.locator('[data-field="B-actionability"] input:checked')).to_have_count(0)
