@@ -52,6 +52,12 @@ ATTACHED_NOTE = "attached when the study was created"
 _FLOW_ROLE = {EXPERT: Participant.Role.RADIOLOGIST.value, LAY: Participant.Role.LAYPERSON.value}
 
 
+def study_instruments_stamp_refresh(*, study: Study) -> None:
+    """Rewrite Study.instruments_stamp from the study's current instrument rows: call inside the
+    transaction that changed them (here, and where a study's rows are copied)."""
+    _stamp_refresh(study)
+
+
 def _stamp_refresh(study: Study) -> None:
     """Call inside the transaction that changed the study's current instruments."""
     rows = StudyInstrument.objects.filter(study=study, is_current=True).values_list("pk", "fingerprint")

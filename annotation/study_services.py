@@ -14,6 +14,7 @@ from django.db import transaction
 
 from annotation import services
 from annotation.activity_services import activity_record
+from annotation.instrument_services import study_instruments_attach, study_instruments_stamp_refresh
 from annotation.models import (
     AttentionCheck,
     Participant,
@@ -88,6 +89,8 @@ def study_create(
     study = Study(slug=slug, title=title, **{k: v for k, v in (settings or {}).items() if k != "title"})
     study.full_clean()
     study.save()
+    # The protocol's instruments, as every study gets them (services.study_get_or_create).
+    study_instruments_attach(study=study)
     if getattr(actor, "is_authenticated", False):
         StudyMembership.objects.create(study=study, user=actor, role=StudyMembership.Role.OWNER)
     _attention_checks_set(study=study, checks=attention_checks)
@@ -228,6 +231,8 @@ def study_duplicate(*, study: Study, slug: str, title: str, actor: Any) -> Study
         _copy(i, study_id=copy.pk, created_by_id=getattr(actor, "pk", None))
         for i in StudyInstrument.objects.filter(study=study)
     )
+    # The copy's surveys name its own instrument rows (the cached current instrument's key).
+    study_instruments_stamp_refresh(study=copy)
     details = {"slug": slug, "duplicated_from": study.slug}
     activity_record(study=copy, actor=actor, verb="study.created", obj=copy, details=details)
     activity_record(study=study, actor=actor, verb="study.duplicated", obj=study, details={"copy": slug})

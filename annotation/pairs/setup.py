@@ -9,6 +9,7 @@ from django.db import transaction
 
 from annotation import services
 from annotation.activity_services import activity_record
+from annotation.instrument_services import study_instruments_stamp_refresh
 from annotation.models import Participant, Study, StudyInstrument
 from annotation.pairs.design import instrument_of, pairs_item_problems, study_rater_groups
 from instruments.presets import preset_load, preset_names
@@ -63,6 +64,7 @@ def study_instrument_attach(*, study: Study, preset_name: str, actor: Any = None
                 setattr(row, name, value)
         row.full_clean()
         row.save()
+        study_instruments_stamp_refresh(study=study)
         activity_record(
             study=study,
             actor=actor,

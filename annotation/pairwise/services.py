@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from annotation.activity_services import activity_record
+from annotation.instrument_services import study_instruments_stamp_refresh
 from annotation.models import ItemAnswer, PairwiseTask, Participant, Simplification, Study, StudyInstrument
 from annotation.pairwise.assignment import Candidate, pairwise_plan
 from annotation.pairwise.selectors import pairwise_instrument_current
@@ -42,6 +43,7 @@ def pairwise_instrument_attach(*, study: Study, preset: str = PRESET, actor: Any
             preset=preset,
             created_by=actor if getattr(actor, "is_authenticated", False) else None,
         )
+        study_instruments_stamp_refresh(study=study)
         activity_record(
             study=study,
             actor=actor,
