@@ -408,11 +408,10 @@ PAIRS_SPANISH_TITLES = {
 def _pairs_study_es(*, spanish_items: bool) -> Study:
     """A Spanish study in the pairs flow asking seed 002's four criteria: the shipped preset (English
     only), or the same instrument with a Spanish version of its titles, statements and points."""
-    from annotation.models import StudyInstrument
     from annotation.pairs.setup import study_instrument_attach
     from instruments.presets import preset_load
     from instruments.validation import instrument_from_data, instrument_to_data
-    from instruments.versioning import instrument_fingerprint, instrument_structure_fingerprint
+    from tests.evaluation.instrument_studies import instrument_add
 
     study = build_study(slug="pares", n_sources=2, systems=("a", "b"))
     study.language = "es"
@@ -430,17 +429,7 @@ def _pairs_study_es(*, spanish_items: bool) -> Study:
         item["wording"]["es"] = f"Enunciado en español de {PAIRS_SPANISH_TITLES[item['key']]}."
         for point in item["scale"]["points"]:
             point["label"]["es"] = f"punto {point['code']}"
-    instrument = instrument_from_data(data)
-    StudyInstrument.objects.create(
-        study=study,
-        key=instrument.key,
-        version=1,
-        flow=StudyInstrument.Flow.PAIRS,
-        definition=instrument_to_data(instrument),
-        fingerprint=instrument_fingerprint(instrument),
-        structure_fingerprint=instrument_structure_fingerprint(instrument),
-        preset="medlaybench_002",
-    )
+    instrument_add(study=study, instrument=instrument_from_data(data), preset="medlaybench_002")
     return study
 
 
