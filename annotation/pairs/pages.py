@@ -26,6 +26,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F
 from django.http import QueryDict
+from django.utils.translation import gettext as _
 
 from annotation import services
 from annotation.expert.progress import Progress
@@ -280,12 +281,12 @@ def _grid_posted(page_item: PageItem, data: QueryDict) -> tuple[set[tuple[int, i
     for cell in data.getlist(page_item.field):
         parts = str(cell).split("-")
         if len(parts) != 2 or not all(p.isdigit() for p in parts):
-            raise InvalidAnswer(f"{key}: {cell!r} is not a cell of the grid")
+            raise InvalidAnswer(f"{key}: " + _("%(cell)s is not a cell of the grid") % {"cell": repr(cell)})
         ticks.add((int(parts[0]), int(parts[1])))
     nones = set()
     for row in data.getlist(page_item.field + NONE_SUFFIX):
         if not str(row).isdigit():
-            raise InvalidAnswer(f"{key}: {row!r} is not a row of the grid")
+            raise InvalidAnswer(f"{key}: " + _("%(row)s is not a row of the grid") % {"row": repr(row)})
         nones.add(int(row))
     return ticks, nones
 
@@ -298,18 +299,25 @@ def _grid_raw(page_item: PageItem, data: QueryDict, *, references: int, generate
         return None
     for r, g in ticks:
         if not (0 <= r < references and 0 <= g < generated):
-            raise InvalidAnswer(f"{key}: {r}-{g} is not a cell of the grid")
+            raise InvalidAnswer(f"{key}: " + _("%(cell)s is not a cell of the grid") % {"cell": f"{r}-{g}"})
     if any(not 0 <= r < references for r in nones):
-        raise InvalidAnswer(f"{key}: a 'none' box outside the grid")
+        raise InvalidAnswer(f"{key}: " + _("a “None” box outside the grid"))
     rows = [sorted(g for rr, g in ticks if rr == r) for r in range(references)]
     both = [r + 1 for r in range(references) if rows[r] and r in nones]
     if both:
-        raise InvalidAnswer(f"{key}: reference sentence {both[0]} is ticked both as matching and as 'none'")
+        raise InvalidAnswer(
+            f"{key}: "
+            + _("reference sentence %(n)s is ticked both as matching and as “None”") % {"n": both[0]}
+        )
     open_rows = [r + 1 for r in range(references) if not rows[r] and r not in nones]
     if open_rows:
         raise InvalidAnswer(
-            f"{key}: reference sentence {open_rows[0]} has no answer yet: tick the generated sentences "
-            "that match it, or 'none'"
+            f"{key}: "
+            + _(
+                "reference sentence %(n)s has no answer yet: tick the generated sentences that match "
+                "it, or “None”"
+            )
+            % {"n": open_rows[0]}
         )
     return {"generated_count": generated, "matches": rows}
 
@@ -332,9 +340,9 @@ def pair_answers_save(
     keyed by each refused item's field). Returns the fields written or cleared. `time_spent_ms` is
     added to the page's first answer written (a page's time is the sum over its answers)."""
     if participant.consented_at is None:
-        raise PairsFlowError("Please read and agree to the study information first.")
+        raise PairsFlowError(_("Please read and agree to the study information first."))
     if participant.completed_at is not None:
-        raise PairsFlowError("You have finished this survey; answers can no longer be changed.")
+        raise PairsFlowError(_("You have finished this survey; answers can no longer be changed."))
     items = pairs_page_items(study=participant.study, group=rater_group(participant))
     shown_text, reference = pair_texts(pair)
     writes: list[tuple[PageItem, Any]] = []
@@ -358,10 +366,18 @@ def pair_answers_save(
                 clears.append(page_item)
                 continue
             if isinstance(raw, str) and "\x00" in raw:
-                raise InvalidAnswer(f"{item.key}: contains a character that cannot be saved (NUL)")
+                raise InvalidAnswer(f"{item.key}: " + _("contains a character that cannot be saved (NUL)"))
             writes.append((page_item, item_value_validate(item, raw)))
         except InvalidAnswer as exc:
-            title = worded(item.title, page_item.asked.instrument.default_language, "") or item.key
+            # Named as the page shows it (the participant's language of the instrument).
+            title = (
+                worded(
+                    item.title,
+                    participant_language(participant, page_item.asked.instrument),
+                    page_item.asked.instrument.default_language,
+                )
+                or item.key
+            )
             errors[page_item.field] = [f"{title}: {str(exc).split(': ', 1)[-1]}"]
     if errors:
         raise ValidationError(errors)
@@ -371,7 +387,7 @@ def pair_answers_save(
         first = True
         for page_item, value in writes:
             code = item_value_code(page_item.item, value)
-            answer, _ = ItemAnswer.objects.update_or_create(
+            answer, _created = ItemAnswer.objects.update_or_create(
                 participant=participant,
                 instrument=page_item.asked.row,
                 item_key=page_item.item.key,
@@ -394,7 +410,7 @@ def pair_answers_save(
                 item_key=page_item.item.key,
                 **_target(pair, page_item),
             ).delete()
-    return [page_item.field for page_item, _ in writes] + [page_item.field for page_item in clears]
+    return [page_item.field for page_item, _value in writes] + [page_item.field for page_item in clears]
 
 
 def pairs_consent_accept(*, participant: Participant) -> Participant:

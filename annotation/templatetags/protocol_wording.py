@@ -22,7 +22,7 @@ def wording(*parts: object) -> str:
 
 @register.simple_tag
 def survey_strings() -> SafeString:
-    """The few messages the survey scripts write themselves (static/radlay/lay.js, expert.js), in
+    """The few messages the survey scripts write themselves (static/radlay/lay.js, expert.js, pairs.js), in
     the page's language, as a JSON block the scripts read (no inline script: the CSP forbids it)."""
     return json_script(
         {
@@ -37,6 +37,9 @@ def survey_strings() -> SafeString:
                 "This sentence still has %(n)s unanswered rows: the first one is highlighted. "
                 "Answer them to go on, or use “Skip for now”."
             ),
+            # The pairs flow's sentence-matching grid (static/radlay/pairs.js).
+            "grid_open_one": _("%(n)s reference sentence still to answer before this is saved"),
+            "grid_open_other": _("%(n)s reference sentences still to answer before this is saved"),
         },
         "survey-strings",
     )

@@ -12,6 +12,8 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -28,8 +30,9 @@ TEMPLATES = "annotation/pairs/"
 STAMP_SALT = "radlay.pairs.page"
 
 # radlay's own wording (no paper publishes one), shown when the study has no consent text of its
-# own for the participant's role.
-PAIRS_CONSENT_DEFAULT = """\
+# own for the participant's role; in the participant's language (the catalogue has it whole).
+PAIRS_CONSENT_DEFAULT = gettext_lazy(
+    """\
 You are invited to take part in a research study on making medical texts easier to understand.
 
 What you will do: on each page you will read a text and the text it was made from (or a reference \
@@ -42,6 +45,7 @@ Taking part is voluntary. You may stop at any time without giving a reason. If y
 about the study, please contact the research team that invited you.
 
 By choosing "I agree" you confirm that you have read this information and agree to take part."""
+)
 
 
 def _autosave(request: HttpRequest) -> bool:
@@ -68,7 +72,7 @@ pairs_flow = survey_participant(role=None, error=_error, refused=(pages.PairsFlo
 def _consent_text(participant: Participant) -> str:
     study = participant.study
     own = study.expert_consent_text if participant.is_radiologist else study.lay_consent_text
-    return own.strip() or PAIRS_CONSENT_DEFAULT
+    return own.strip() or str(PAIRS_CONSENT_DEFAULT)
 
 
 def _page_url(participant: Participant, pair: design.Pair) -> str:
@@ -128,7 +132,7 @@ def pairs_consent(request: HttpRequest, participant: Participant) -> HttpRespons
 def _pair(participant: Participant, text_id: int) -> design.Pair:
     pair = design.pair_of(participant=participant, shown_text_id=text_id)
     if pair is None:
-        raise Http404("This text is not part of your survey.")
+        raise Http404(_("This text is not part of your survey."))
     return pair
 
 
@@ -165,7 +169,7 @@ def pairs_page(request: HttpRequest, participant: Participant, text_id: int) -> 
     _in_pairs_flow(participant)
     if participant.consented_at is None or participant.declined_at is not None:
         if request.method == "POST":
-            raise pages.PairsFlowError("Please read and agree to the study information first.")
+            raise pages.PairsFlowError(_("Please read and agree to the study information first."))
         return redirect("annotation:pairs-consent", token=participant.token)
     pair = _pair(participant, text_id)
     if request.method == "GET":

@@ -7,6 +7,14 @@
   const form = document.getElementById("pairs-form");
   if (!form) return;
   const NONE = ".none";
+  // The page's messages in the study's language ({% survey_strings %}); English where it is absent.
+  const stringsBlock = document.getElementById("survey-strings");
+  const STRINGS = stringsBlock ? JSON.parse(stringsBlock.textContent) : {};
+  function escaped(text) {
+    const span = document.createElement("span");
+    span.textContent = text;
+    return span.innerHTML;
+  }
 
   function itemOf(name) {
     const field = name.slice(-NONE.length) === NONE ? name.slice(0, -NONE.length) : name;
@@ -41,9 +49,11 @@
       }
       const open = gridOpenRows(item);
       if (open) {
+        const template = open === 1
+          ? STRINGS.grid_open_one || "%(n)s reference sentence still to answer before this is saved"
+          : STRINGS.grid_open_other || "%(n)s reference sentences still to answer before this is saved";
         item.querySelector(".row-status").innerHTML =
-          '<span class="muted">' + open + " reference sentence" + (open === 1 ? "" : "s") +
-          " still to answer before this is saved</span>";
+          '<span class="muted">' + escaped(template.replace("%(n)s", String(open))) + "</span>";
         return null;
       }
       out[field] = checked(field);
@@ -66,8 +76,8 @@
   }
 
   const STATES = {
-    sending: '<span class="muted">Saving…</span>',
-    pending: '<span class="offline">Not saved yet — retrying…</span>',
+    sending: '<span class="muted">' + escaped(STRINGS.sending || "Saving…") + "</span>",
+    pending: '<span class="offline">' + escaped(STRINGS.pending_short || "Not saved yet — retrying…") + "</span>",
   };
   RadlaySurvey.autosave(form, {
     watch: watch,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gettext
 import io
+import json
 import re
 import shutil
 import subprocess
@@ -26,7 +27,7 @@ from django.utils.translation.template import templatize
 
 from annotation import protocol_texts, scales, services
 from annotation.lay import assignment
-from annotation.models import LayItem, Participant, Study
+from annotation.models import ItemAnswer, LayItem, Participant, Study
 from annotation.wording import protocol_wording, translation_status
 from evaluation.exporters.rows import answer_columns, answer_rows
 from tests.annotation.factories import build_study
@@ -346,6 +347,43 @@ def test_every_participant_string_has_a_spanish_translation():
     assert "#, fuzzy" not in text
 
 
+# Words a participant template may show untranslated: key names and the product's name.
+UNTRANSLATED_WORDS = {"Enter", "Tab", "radlay"}
+
+
+def _untranslated_words(template: str) -> list[str]:
+    """The words of a template a participant would read that no {% translate %} or
+    {% blocktranslate %} wraps: its text between tags and its title/aria-label/placeholder/alt."""
+    text = re.sub(r"{%\s*blocktranslate.*?{%\s*endblocktranslate\s*%}", "", template, flags=re.S)
+    text = re.sub(r"{%\s*block body_class\s*%}.*?{%\s*endblock\s*%}", "", text, flags=re.S)
+    text = re.sub(r"{#.*?#}|{%.*?%}|{{.*?}}", "", text, flags=re.S)
+    words = []
+    for value in re.findall(r'\b(?:title|aria-label|placeholder|alt)="([^"]*)"', text):
+        words += re.findall(r"[A-Za-z]{2,}", value)
+    words += re.findall(r"[A-Za-z]{2,}", re.sub(r"<[^>]*>", " ", text))
+    return [word for word in words if word not in UNTRANSLATED_WORDS]
+
+
+def test_no_participant_template_shows_text_outside_the_catalogue():
+    # The scan finds what it is for (a template with a bare sentence and attribute).
+    assert _untranslated_words('<p title="Saved earlier">Text to rate {{ n }}</p>') == [
+        "Saved",
+        "earlier",
+        "Text",
+        "to",
+        "rate",
+    ]
+    pairs = sorted((REPO / "templates" / "annotation" / "pairs").glob("*.html"))
+    assert len(pairs) >= 8 and set(pairs) <= set(PARTICIPANT_TEMPLATES)
+    left = {}
+    for path in PARTICIPANT_TEMPLATES:
+        words = _untranslated_words(path.read_text(encoding="utf-8"))
+        # templates/base.html's footer cites the protocol's paper to researchers only (in English).
+        if words and path != REPO / "templates" / "base.html":
+            left[str(path.relative_to(REPO))] = words
+    assert not left, left
+
+
 @pytest.mark.skipif(shutil.which("msgfmt") is None, reason="msgfmt (gettext) is not installed")
 def test_the_committed_mo_is_what_msgfmt_compiles_from_the_po(tmp_path):
     compiled = tmp_path / "django.mo"
@@ -355,3 +393,121 @@ def test_the_committed_mo_is_what_msgfmt_compiles_from_the_po(tmp_path):
     # Another gettext version may lay the file out differently: the messages must still agree.
     with compiled.open("rb") as fresh, MO.open("rb") as committed:
         assert gettext.GNUTranslations(fresh)._catalog == gettext.GNUTranslations(committed)._catalog  # type: ignore[attr-defined]
+
+
+# --- The pairs flow ---------------------------------------------------------------------------------
+
+PAIRS_SPANISH_TITLES = {
+    "factual_correctness": "Corrección factual",
+    "completeness": "Exhaustividad",
+    "simplicity": "Sencillez",
+    "fluency": "Fluidez",
+}
+
+
+def _pairs_study_es(*, spanish_items: bool) -> Study:
+    """A Spanish study in the pairs flow asking seed 002's four criteria: the shipped preset (English
+    only), or the same instrument with a Spanish version of its titles, statements and points."""
+    from annotation.pairs.setup import study_instrument_attach
+    from instruments.presets import preset_load
+    from instruments.validation import instrument_from_data, instrument_to_data
+    from tests.evaluation.instrument_studies import instrument_add
+
+    study = build_study(slug="pares", n_sources=2, systems=("a", "b"))
+    study.language = "es"
+    study.save(update_fields=["language"])
+    if not spanish_items:
+        study_instrument_attach(study=study, preset_name="medlaybench_002", actor="test")
+        return study
+    data = instrument_to_data(preset_load("medlaybench_002"))
+    data["languages"] = ["en", "es"]
+    data["translation_status"] = {"en": "source", "es": "unvalidated translation"}
+    data["title"]["es"] = "Evaluación humana de MedLayBench-V"
+    data["description"]["es"] = "Valore cada par en cada criterio, de 1 a 5."
+    for item in data["items"]:
+        item["title"]["es"] = PAIRS_SPANISH_TITLES[item["key"]]
+        item["wording"]["es"] = f"Enunciado en español de {PAIRS_SPANISH_TITLES[item['key']]}."
+        for point in item["scale"]["points"]:
+            point["label"]["es"] = f"punto {point['code']}"
+    instrument_add(study=study, instrument=instrument_from_data(data), preset="medlaybench_002")
+    return study
+
+
+def _pairs_walk_es(client: Client, study: Study) -> tuple[Participant, dict[str, str]]:
+    """Consent, every pair answered with a plain submit (one refused first), the done page: the
+    pages' HTML by name."""
+    from django.urls import reverse
+
+    from annotation.pairs import design
+
+    person = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    seen = {"consent": client.get(reverse("annotation:pairs-consent", args=[person.token])).content.decode()}
+    assert Participant.objects.get(pk=person.pk).language == "es"
+    client.post(reverse("annotation:pairs-consent", args=[person.token]), {"choice": "accept"})
+    order = design.participant_pairs(participant=person)
+    first = reverse("annotation:pairs-page", args=[person.token, order[0].shown_text_id])
+    seen["page"] = client.get(first).content.decode()
+    refused = client.post(first, {"medlaybench_002.fluency": "9", "action": "next"})
+    assert refused.status_code == 400
+    seen["refused"] = refused.content.decode()
+    seen["missing"] = client.get(first + "?missing=1").content.decode()
+    for pair in order:
+        url = reverse("annotation:pairs-page", args=[person.token, pair.shown_text_id])
+        answers = {f"medlaybench_002.{key}": "4" for key in PAIRS_SPANISH_TITLES}
+        response = client.post(url, {**answers, "action": "next"})
+        assert response.status_code == 302, response.content.decode()[:500]
+    seen["done"] = client.get(response.url).content.decode()
+    return person, seen
+
+
+def _assert_spanish_interface(seen: dict[str, str], person: Participant) -> None:
+    for name, html in seen.items():
+        assert '<html lang="es">' in html, name
+    consent = seen["consent"]
+    assert "Información y consentimiento" in consent and "Acepto, continuar" in consent
+    assert "No deseo participar" in consent and "I agree, continue" not in consent
+    # radlay's default consent text, in Spanish.
+    assert "Le invitamos a participar en un estudio" in consent and "You are invited" not in consent
+    assert "pares que valorar" in consent and "to rate" not in consent
+    page = seen["page"]
+    assert "Par 1 de " in page and "Texto que debe valorar" in page and "Texto original" in page
+    assert "Guardar y siguiente" in page and "Saltar por ahora" in page
+    assert "Las respuestas se guardan a medida que las da" in page
+    assert "Save and next" not in page and "Text to rate" not in page and "pairs done" not in page
+    assert "pares hechos" in page
+    # The autosave's own messages come with the page, in Spanish (static/radlay/pairs.js reads them).
+    strings = json.loads(re.search(r'id="survey-strings"[^>]*>(.*?)</script>', page, re.S).group(1))
+    assert strings["sending"] == "Guardando…"
+    assert "frases de referencia" in strings["grid_open_other"]
+    assert "No se ha guardado nada de esta página" in seen["refused"]
+    assert "aún les falta una respuesta" in seen["missing"] or "aún le falta una respuesta" in seen["missing"]
+    done = seen["done"]
+    assert "Gracias, ha terminado" in done and "Su código de finalización:" in done
+    assert person.completion_code in done and "Thank you" not in done
+
+
+def test_a_spanish_pairs_study_with_spanish_items_is_all_spanish_and_records_es(client, db):
+    study = _pairs_study_es(spanish_items=True)
+    person, seen = _pairs_walk_es(client, study)
+    _assert_spanish_interface(seen, person)
+    # The instrument's Spanish wording, not its English.
+    assert "Corrección factual" in seen["page"] and "punto 5" in seen["page"]
+    assert "Valore cada par en cada criterio" in seen["consent"] and "Rate each pair" not in seen["consent"]
+    assert "Factual Correctness" not in seen["page"] and "strongly agree" not in seen["page"]
+    # A refused answer is named by the title the page shows.
+    assert "Fluidez:" in seen["refused"]
+    person.refresh_from_db()
+    assert person.language == "es" and person.completed_at is not None
+    languages = set(ItemAnswer.objects.filter(participant=person).values_list("language", flat=True))
+    assert languages == {"es"} and ItemAnswer.objects.filter(participant=person).count() > 0
+
+
+def test_a_spanish_pairs_study_with_an_english_only_preset_translates_the_interface(client, db):
+    study = _pairs_study_es(spanish_items=False)
+    person, seen = _pairs_walk_es(client, study)
+    _assert_spanish_interface(seen, person)
+    # medlaybench_002 offers English only: its items stay in English, and the answers say so.
+    assert "Factual Correctness" in seen["page"] and "strongly agree" in seen["page"]
+    person.refresh_from_db()
+    assert person.language == "es"
+    assert set(ItemAnswer.objects.filter(participant=person).values_list("language", flat=True)) == {"en"}

@@ -172,3 +172,51 @@ def test_seed_000_three_annotators_match_sentences(page, live_server, artifacts_
         assert answer.score == pytest.approx(expected)
         assert answer.value == {"generated_count": generated, "matches": rows}
         assert answer.reference_text_id == source.simplifications.get(system__key="reference").shown_text_id
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_spanish_study_runs_the_pairs_flow_in_spanish(page, live_server):
+    """The interface in the study's language, the scripts' own messages too (static/radlay/pairs.js
+    reads them from the page); the English-only preset's questions stay in English and the answer
+    records that, the participant records Spanish."""
+    from playwright.sync_api import expect
+
+    study = build_study(slug="emparejar", n_sources=1, systems=("reference", "gen_a"))
+    study.language = "es"
+    study.save(update_fields=["language"])
+    services.system_upsert(study=study, key="reference", is_reference=True)
+    source = study.sources.get()
+    services.simplification_upsert(
+        source=source,
+        system=study.systems.get(key="reference"),
+        text="The lungs are clear. The heart is normal in size. There is no fluid.",
+    )
+    services.simplification_upsert(
+        source=source,
+        system=study.systems.get(key="gen_a"),
+        text="Your lungs look clear. Your heart is fine.",
+    )
+    study_instrument_attach(study=study, preset_name="layman_rrg_000_matching", actor="test")
+    annotator = pairs_participants_invite(study=study, rater_group="annotator", role="layperson", count=1)[0]
+    field = "layman_rrg_000_matching.sentence_match"
+    page.goto(f"/s/{annotator.token}/")
+    expect(page.locator("html")).to_have_attribute("lang", "es")
+    expect(page.locator("h2", has_text="Información y consentimiento")).to_be_visible()
+    page.click("#agree")
+    page.wait_for_selector("#pairs-form[data-ready]", state="attached")
+    expect(page.locator("#pair-heading")).to_have_text("Par 1 de 1")
+    expect(page.locator(".match-grid thead th").first).to_have_text("Frase de referencia")
+    status = page.locator(f'.item[data-field="{field}"] .row-status')
+    page.locator(f'.item[data-field="{field}"] input[value="0-0"]').check()
+    expect(status).to_have_text("Faltan responder 2 frases de referencia antes de guardar esto")
+    page.locator(f'.item[data-field="{field}"] input[value="1-1"]').check()
+    expect(status).to_have_text("Falta responder 1 frase de referencia antes de guardar esto")
+    page.locator(f'.item[data-field="{field}"] input[name="{field}.none"][value="2"]').check()
+    expect(status.locator(".saved")).to_have_text("Guardado")
+    expect(page.locator("#progress-label")).to_have_text("1 de 1 par hecho")
+    page.click("#next-page")
+    expect(page.locator("#done h1")).to_have_text("Gracias, ha terminado")
+    annotator.refresh_from_db()
+    assert annotator.language == "es"
+    answer = ItemAnswer.objects.get(participant=annotator)
+    assert answer.language == "en" and answer.value["matches"] == [[0], [1], []]
