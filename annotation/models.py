@@ -201,8 +201,9 @@ class Study(models.Model):
         if problems := completion_redirect_errors(self.completion_redirect_url):
             errors["completion_redirect_url"] = problems
         # The database's checks (Meta.constraints), said here with the field's name.
-        if not 1 <= (self.safety_gate_threshold or 0) <= 5:
-            errors["safety_gate_threshold"] = ["Safety gate threshold: a level from 1 to 5."]
+        lowest, highest = scales.LIKERT.lowest, scales.LIKERT.highest
+        if not lowest <= (self.safety_gate_threshold or 0) <= highest:
+            errors["safety_gate_threshold"] = [f"Safety gate threshold: a level from {lowest} to {highest}."]
         if self.screen_out_after_failed_checks is not None and self.screen_out_after_failed_checks < 1:
             errors["screen_out_after_failed_checks"] = [
                 "Screen out after: at least 1 failed check, or empty for never."
@@ -838,7 +839,7 @@ def source_upload_path(instance: SourceUpload, filename: str) -> str:
 
 
 class SourceUpload(models.Model):
-    """A sources file uploaded in the browser and imported by a task (annotation/upload_services.py):
+    """A sources file uploaded in the browser and imported by a task (console/upload_services.py):
     the same reader and writer as `manage.py import_study`, all or nothing. `errors` holds the
     reader's refusal as rows of file, row, column and reason; `progress` is 0..1 while it runs."""
 

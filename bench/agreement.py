@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evaluation.stats.agreement import krippendorff_alpha_sets  # noqa: E402
+from measures.stats.agreement import krippendorff_alpha_sets  # noqa: E402
 
 SYSTEMS = ("human", "gpt", "sc", "llama")
 LABELS = [frozenset(c) for r in range(1, len(SYSTEMS) + 1) for c in itertools.combinations(SYSTEMS, r)]

@@ -33,8 +33,8 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evaluation.stats.correlation import correlate  # noqa: E402
-from evaluation.stats.intervals import bootstrap_ci, bootstrap_mean_ci  # noqa: E402
+from measures.stats.correlation import correlate  # noqa: E402
+from measures.stats.intervals import bootstrap_ci, bootstrap_mean_ci  # noqa: E402
 
 SCIPY = {"pearson": stats.pearsonr, "spearman": stats.spearmanr, "kendall": stats.kendalltau}
 RESAMPLES = 1000

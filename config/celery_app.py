@@ -28,7 +28,7 @@ app.conf.task_routes = {
     "judging.tasks.judge_run_agreement": {"queue": "heavy"},
     "ml.tasks.*": {"queue": "gpu"},
     "evaluation.tasks.power_plan_run": {"queue": "heavy"},
-    "annotation.tasks.source_upload_run": {"queue": "heavy"},
+    "console.tasks.source_upload_run": {"queue": "heavy"},
 }
 app.autodiscover_tasks()
 

@@ -14,8 +14,6 @@ from django.template import loader
 from django.templatetags.static import static
 from django.utils.translation import gettext as _
 
-from annotation.survey_language import survey_language_from_url
-
 
 def error_page(
     request: HttpRequest,
@@ -69,23 +67,6 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
         heading=_("Something is wrong with this request"),
         message=_("The page could not understand what your browser sent. Nothing was changed."),
         next_step=_("Go back, reload the page and try again."),
-    )
-
-
-def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
-    """CSRF_FAILURE_VIEW: usually a page left open for a long time, or cookies switched off."""
-    survey_language_from_url(request)  # refused before the survey view: the study's language
-    return error_page(
-        request,
-        status=403,
-        heading=_("Your page had expired"),
-        message=_(
-            "For your security, this page could not be sent: it was open for a long time, or "
-            "your browser does not keep cookies for this site. What you sent on this page was not saved."
-        ),
-        next_step=_(
-            "Go back, reload the page and answer again. If it happens again, allow cookies for this site."
-        ),
     )
 
 

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_http_methods
 
 from annotation.access import access_study, researcher_login_required
 from annotation.models import SourceUpload
-from annotation.upload_services import source_upload_create, upload_is_stalled
+from console.upload_services import source_upload_create, upload_is_stalled
 
 POLL_SECONDS = 1
 RECENT = 10

@@ -28,24 +28,24 @@ import pandas as pd
 from annotation import scales
 from evaluation.analysis_document import ORIGINAL
 from evaluation.instrument_items import correlation_rows, instrument_items_analysis
-from evaluation.metrics import registry as metric_registry
-from evaluation.stats.agreement import (
+from measures.metrics import registry as metric_registry
+from measures.stats.agreement import (
     cohen_kappa_pairwise_grid,
     icc,
     krippendorff_alpha,
     krippendorff_alpha_set_cells,
 )
-from evaluation.stats.comparisons import paired_system_comparisons
-from evaluation.stats.correlation import BOOTSTRAP_MAX_PAIRS, correlate_columns
-from evaluation.stats.crossed import (
+from measures.stats.comparisons import paired_system_comparisons
+from measures.stats.correlation import BOOTSTRAP_MAX_PAIRS, correlate_columns
+from measures.stats.crossed import (
     crossed_group_intervals,
     crossed_mean_ci,
     difference_records,
     group_components,
     interval_record,
 )
-from evaluation.stats.intervals import bootstrap_mean_ci
-from evaluation.stats.severity import mse_and_accuracy, severity_errors_per_answer
+from measures.stats.intervals import bootstrap_mean_ci
+from measures.stats.severity import mse_and_accuracy, severity_errors_per_answer
 from instruments.schema import Instrument
 
 EXPERT_ASPECTS: tuple[str, ...] = tuple(scales.EXPERT_ASPECTS)
@@ -764,7 +764,7 @@ def confidence_intervals(
     """An interval for every mean of Tables 1 and 2 and every difference between two systems.
 
     Human answers are crossed (participants × sources, both samples of larger populations): their
-    means get the crossed-design intervals of evaluation/stats/crossed.py, with the variance
+    means get the crossed-design intervals of measures/stats/crossed.py, with the variance
     components of a table's systems (or confidence levels) estimated together. Readability is one
     value per text, so its only random factor is the source: a percentile bootstrap over texts.
     """
@@ -853,7 +853,7 @@ def system_intervals(
     measures: Mapping[str, pd.DataFrame], systems: Sequence[str], options: AnalysisOptions
 ) -> dict[str, Any]:
     """Per human measure: every system's mean and every difference between two systems, with
-    their crossed-design intervals (evaluation/stats/crossed.crossed_group_intervals).
+    their crossed-design intervals (measures/stats/crossed.crossed_group_intervals).
     {"means": {measure: {system: record}}, "differences": {measure: [record per pair]},
     "components": {measure: the variance components behind them (crossed.group_components)}}."""
     order = {system: i for i, system in enumerate(systems)}

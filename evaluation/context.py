@@ -50,7 +50,7 @@ def analysis_context(
 
 def pairwise_rankings(summary: Mapping[str, Any] | None) -> list[tuple[str, Any, str]]:
     """The pairwise section's tables (label, ranking, kind), in the order shown; the lay
-    preferences' ranking is labelled derived (evaluation.stats.pairwise.pairwise_summary)."""
+    preferences' ranking is labelled derived (measures.stats.pairwise.pairwise_summary)."""
     if not summary:
         return []
     return [

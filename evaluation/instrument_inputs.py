@@ -4,6 +4,7 @@ parsed back to `instruments.schema.Instrument`s."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,7 @@ import pandas as pd
 
 from annotation.models import ItemAnswer, Study, StudyInstrument
 from annotation.selectors import analysed_participants, counted_participants, systems_by_text
-from evaluation.instrument_items import ANSWER_COLUMNS, JUDGE_ROLE_PREFIX
+from evaluation.instrument_items import ANSWER_COLUMNS
 from evaluation.selectors import participant_label
 from instruments.schema import Instrument
 from instruments.validation import instrument_from_data
@@ -79,14 +80,25 @@ def answer_rows(*, study: Study, analysed_only: bool = False) -> list[tuple[Any,
     )
 
 
+# Raters of instrument items that other apps hold (judging's LLM judges): each a function
+# (study=...) -> frame in ANSWER_COLUMNS, registered from that app's AppConfig.ready(), so that
+# evaluation imports none of the apps that build on it.
+_ITEM_RATERS: dict[str, Callable[..., pd.DataFrame]] = {}
+
+
+def item_raters_register(key: str, frame: Callable[..., pd.DataFrame]) -> None:
+    """Add (or, under the same key, replace) a source of non-human raters' item answers."""
+    _ITEM_RATERS[key] = frame
+
+
 def analysis_answers_frame(*, study: Study) -> pd.DataFrame:
-    """What the analysis reads: the humans' item answers and the judges' (judge_answers_frame)."""
-    humans, judges = instrument_answers_frame(study=study), judge_answers_frame(study=study)
-    if not len(judges):
-        return humans
-    if not len(humans):
-        return judges
-    return pd.concat([humans, judges], ignore_index=True)
+    """What the analysis reads: the humans' item answers and the registered raters' (the judges')."""
+    frames = [instrument_answers_frame(study=study)]
+    frames += [_ITEM_RATERS[key](study=study) for key in sorted(_ITEM_RATERS)]
+    frames = [frame for frame in frames if len(frame)]
+    if not frames:
+        return instrument_answers_frame(study=study, rows=[])
+    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
 
 def instrument_answers_frame(*, study: Study, rows: list[tuple[Any, ...]] | None = None) -> pd.DataFrame:
@@ -132,53 +144,3 @@ def instrument_answers_frame(*, study: Study, rows: list[tuple[Any, ...]] | None
         },
         columns=list(ANSWER_COLUMNS),
     )
-
-
-def judge_answers_frame(*, study: Study, run_id: int | None = None) -> pd.DataFrame:
-    """The instrument-item answers of the study's judge runs (or of one run) in the same frame,
-    one row per (judge item, item key), each run a rater of its own: participant "judge <run>",
-    role "judge:<run>" (JUDGE_ROLE_PREFIX), so the analysis keeps them out of the human figures and
-    sets them beside the humans only in the judge-vs-human agreement. One query."""
-    from judging.instrument_items import ITEM_TASK
-    from judging.models import JudgeAnswer
-
-    answers = JudgeAnswer.objects.filter(item__run__study=study, item__task=ITEM_TASK)
-    if run_id is not None:
-        answers = answers.filter(item__run_id=run_id)
-    rows = answers.values_list(
-        "item__run_id",
-        "item__instrument__key",
-        "item__instrument__version",
-        "item__instrument__structure_fingerprint",
-        "item__source__key",
-        "item__shown_text_id",
-        "item__reference_text_id",
-        "item_values",
-        "item_scores",
-    )
-    systems = {text: tuple(keys) for text, keys in systems_by_text(study=study).items()}
-    records = []
-    for run, key, version, structure, source, text, reference, values, scores in rows:
-        for item, value in values.items():
-            score = scores.get(item)
-            records.append(
-                (
-                    f"judge {run}",
-                    f"{JUDGE_ROLE_PREFIX}{run}",
-                    "",
-                    key,
-                    version,
-                    structure,
-                    item,
-                    source,
-                    np.nan if text is None else text,
-                    np.nan if reference is None else reference,
-                    systems.get(text, ()) if text is not None else (),
-                    value,
-                    np.nan if score is None else score,
-                )
-            )
-    if not records:
-        return pd.DataFrame({column: pd.Series(dtype=object) for column in ANSWER_COLUMNS})
-    frame = pd.DataFrame.from_records(records, columns=list(ANSWER_COLUMNS))
-    return frame.astype({"text_id": np.float64, "reference_id": np.float64, "score": np.float64})

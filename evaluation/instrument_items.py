@@ -4,7 +4,7 @@ computation: no Django. `evaluation/instrument_inputs.py::instrument_answers_fra
 from the study's ItemAnswer rows (one query); a notebook can build it from an export's long format.
 
 Per item and system: the mean with the crossed-design interval (participants × sources, the
-protocol's evaluation/stats/crossed.py), each pair of systems' difference with its interval and the
+protocol's measures/stats/crossed.py), each pair of systems' difference with its interval and the
 paired Wilcoxon test of the protocol's comparisons; per participant (seed 002's Table 4: E1, E2, L)
 the mean and SD; agreement chosen by the item's kind; metric–human correlations per item. Counts
 and matched proportions are numbers; choices are categories; free text is listed, never averaged.
@@ -37,15 +37,15 @@ import numpy as np
 import pandas as pd
 
 from evaluation.analysis_document import ORIGINAL
-from evaluation.stats.agreement import (
+from measures.stats.agreement import (
     cohen_kappa_pairwise_grid,
     icc,
     krippendorff_alpha,
     krippendorff_alpha_set_cells,
 )
-from evaluation.stats.comparisons import paired_system_comparisons
-from evaluation.stats.correlation import BOOTSTRAP_MAX_PAIRS, correlate_columns
-from evaluation.stats.crossed import (
+from measures.stats.comparisons import paired_system_comparisons
+from measures.stats.correlation import BOOTSTRAP_MAX_PAIRS, correlate_columns
+from measures.stats.crossed import (
     crossed_group_intervals,
     crossed_mean_ci,
     difference_records,
@@ -423,7 +423,7 @@ def item_correlations(
     confidence: float,
     bootstrap_max_pairs: int,
 ) -> list[dict[str, Any]]:
-    """Pearson, Spearman and Kendall (evaluation/stats/correlation.py) between each numeric item's
+    """Pearson, Spearman and Kendall (measures/stats/correlation.py) between each numeric item's
     mean per text (over its raters: seed 000 averages its three annotators' matched proportions per
     report) and every per-text metric, and — per system — between the item's system means and the
     metrics' system means and corpus-level scores (corpus BLEU …). `item_means[item]` has columns

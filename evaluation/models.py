@@ -112,7 +112,7 @@ class AnalysisSnapshot(models.Model):
 class TextMetrics(models.Model):
     """One metric family's automatic per-text values for one text of a study (a simplification's
     text, or an original), computed once by the analysis (never in a web request) and read by
-    every later one: evaluation.metrics.registry.compute_all with services.TextMetricsStore.
+    every later one: measures.metrics.registry.compute_all with services.TextMetricsStore.
 
     The invalidation rule: a row is used only while its `configuration` (the family, its version —
     code, libraries and data —, metric names, options and embedder: registry.text_configuration)

@@ -18,7 +18,7 @@ from typing import Any
 
 from annotation import scales
 from evaluation.analysis_document import ORIGINAL, system_label
-from evaluation.stats import interval_methods as interval_names
+from measures.stats import interval_methods as interval_names
 
 READABILITY_LABELS = {
     "fkgl": "FKGL ↓",
@@ -123,7 +123,7 @@ def cell(value: float | None, interval: Mapping[str, Any] | None = None, *, perc
 
 def interval_methods(analysis: Mapping[str, Any]) -> dict[str, Any]:
     """What each interval of the tables is, worded from the constants of the code that computes
-    it (evaluation/stats/crossed.py, evaluation/stats/intervals.py), so caption and computation
+    it (measures/stats/crossed.py, measures/stats/intervals.py), so caption and computation
     cannot drift apart."""
     options = analysis.get("options", {})
     confidence = options.get("confidence") or 0.95

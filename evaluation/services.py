@@ -64,7 +64,7 @@ from work.services import worker_heartbeat_stamp
 
 if TYPE_CHECKING:
     from evaluation.analysis import AnalysisOptions
-    from evaluation.metrics.registry import MetricRecord, MetricValue
+    from measures.metrics.registry import MetricRecord, MetricValue
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ def _storable(values: Mapping[str, MetricValue]) -> dict[str, Any]:
 
 
 class TextMetricsStore:
-    """The database behind evaluation.metrics.registry's TextMetricStore for one study's texts and
+    """The database behind measures.metrics.registry's TextMetricStore for one study's texts and
     systems (see TextMetrics and SystemMetrics for when a stored row is used)."""
 
     def __init__(self, study: Study) -> None:
@@ -186,7 +186,7 @@ def study_analysis_compute(*, study: Study, options: AnalysisOptions | None = No
     from annotation.pairwise.selectors import derived_comparisons, pairwise_comparisons
     from evaluation.analysis import study_analysis
     from evaluation.analysis_inputs import analysis_options_from_settings, study_frames
-    from evaluation.stats.pairwise import pairwise_summary
+    from measures.stats.pairwise import pairwise_summary
 
     options = options or analysis_options_from_settings()
     frames = study_frames(study=study)

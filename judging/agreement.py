@@ -13,7 +13,7 @@ Inputs (``AgreementInputs``, built from the database by judging.agreement_inputs
 
 Per field, the judge is compared with each radiologist and, with two or more, with the radiologists'
 mean: Krippendorff's α (ordinal and interval; the ``krippendorff`` package via
-evaluation.stats.agreement), quadratic-weighted Cohen's κ (scikit-learn's formula; values on the half-point
+measures.stats.agreement), quadratic-weighted Cohen's κ (scikit-learn's formula; values on the half-point
 grid of the scale, as a median of an even number of samples or a mean of two raters can fall
 between levels), ICC(2,1) (two-way random, absolute agreement, single rater; Shrout & Fleiss),
 Spearman's ρ and Kendall's τ-b (scipy). Each has a percentile bootstrap interval that resamples
@@ -23,7 +23,7 @@ System ranking: per rubric aspect, the systems' mean scores by the judge and by 
 Kendall's τ-b between them, and how many system pairs the judge orders as the humans do.
 
 Lay judge: severity MSE and accuracy before (original only) and after (with a simplification) beside
-the laypeople's, overall and per system (evaluation.stats.severity).
+the laypeople's, overall and per system (measures.stats.severity).
 
 Human ceiling: with two or more radiologists, their own agreement per field (α, mean pairwise κ,
 ICC(2,1)), the level a judge cannot be expected to exceed.
@@ -42,10 +42,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from evaluation.stats.agreement import cohen_kappa_pairwise, icc, krippendorff_alpha
-from evaluation.stats.intervals import percentile_interval
-from evaluation.stats.severity import mse_and_accuracy
 from judging.agreement_terms import FIELDS, RUBRIC_FIELDS, SCALE, STATISTICS
+from measures.stats.agreement import cohen_kappa_pairwise, icc, krippendorff_alpha
+from measures.stats.intervals import percentile_interval
+from measures.stats.severity import mse_and_accuracy
 
 HALF_POINT_CODES = list(range(2 * SCALE[0], 2 * SCALE[1] + 1))  # 1, 1.5, …, 5 as 2, 3, …, 10
 

@@ -9,8 +9,13 @@ class JudgingConfig(AppConfig):
     def ready(self) -> None:
         # Judging adds its section to evaluation's study report and a link to the dashboard
         # through evaluation's registry: judging imports evaluation, never the other way round.
+        from evaluation.instrument_inputs import item_raters_register
         from evaluation.report_sections import ReportSection, report_section_register
+        from judging.instrument_answers import judge_answers_frame
         from judging.report import judge_report_section
+
+        # The judges' answers to instrument items, beside the humans' in the item analysis.
+        item_raters_register("judges", judge_answers_frame)
 
         report_section_register(
             ReportSection(

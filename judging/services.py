@@ -39,7 +39,6 @@ from kombu.exceptions import OperationalError as BrokerError
 
 from annotation.activity_services import activity_record
 from annotation.models import Simplification, SimplificationText, Source, Study, StudyInstrument
-from evaluation.metrics.sentences import split_sentences
 from generation.backends.base import BackendError, ChatBackend, GenerationParams
 from generation.backends.cache import CachedBackend
 from generation.backends.configured import cached_backend, openai_server_problem
@@ -64,6 +63,7 @@ from judging.instrument_items import (
 )
 from judging.models import JudgeAnswer, JudgeItem, JudgeRun
 from judging.prompts.registry import available_versions, load_judge_prompts
+from measures.metrics.sentences import split_sentences
 from work import lease, limits, scheduler
 from work.runner import DATABASE_ERRORS
 
@@ -569,8 +569,9 @@ def _instrument_items_agreement(run: JudgeRun) -> list[dict[str, Any]]:
     """The run's instrument-items answers against the humans', per item (evaluation/instrument_items)."""
     import pandas as pd
 
-    from evaluation.instrument_inputs import instrument_answers_frame, judge_answers_frame, study_instruments
+    from evaluation.instrument_inputs import instrument_answers_frame, study_instruments
     from evaluation.instrument_items import judge_items_agreement
+    from judging.instrument_answers import judge_answers_frame
 
     humans = instrument_answers_frame(study=run.study)
     judged = judge_answers_frame(study=run.study, run_id=run.pk)

@@ -18,7 +18,7 @@ in backward passes) can make them differ in the last digits.
 The split into training and validation is by source (seeded), so one source's several reference
 simplifications never straddle it. Validation reports teacher-forced loss, BLEU (sacrebleu, all
 references of a source), mean FKGL (textstat) of the predictions and of the references, and corpus
-SARI as EASSE computes it (`evaluation.metrics.reference.corpus_sari`; key "corpus_sari").
+SARI as EASSE computes it (`measures.metrics.reference.corpus_sari`; key "corpus_sari").
 """
 
 from __future__ import annotations
@@ -301,7 +301,7 @@ def evaluate_simplifier(
     import sacrebleu
     import textstat
 
-    from evaluation.metrics.reference import corpus_sari  # Django-free, like this module
+    from measures.metrics.reference import corpus_sari  # Django-free, like this module
 
     if not records:
         return {}

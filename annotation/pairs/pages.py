@@ -9,7 +9,7 @@ ticked) removes the stored one. An autosave carries the controls that changed; a
 whole page.
 
 Sentence matching (seed 000 section 4.4) is asked as a grid: the reference's sentences as rows, the
-shown (generated) text's sentences as columns, split by `evaluation.metrics.sentences.split_sentences`
+shown (generated) text's sentences as columns, split by `measures.metrics.sentences.split_sentences`
 (the splitter the reference-based metrics use; a line break ends a sentence). Each row is answered by
 ticking the generated sentences that match it or its "none" box, so "nothing matches" is told apart
 from "not answered yet"; a grid is stored once every row is answered, and its score is
@@ -42,7 +42,7 @@ from annotation.pairs.design import (
     rater_group,
     worded,
 )
-from evaluation.metrics.sentences import split_sentences
+from measures.metrics.sentences import split_sentences
 from instruments.answers import (
     InvalidAnswer,
     SentenceMatches,

@@ -19,7 +19,7 @@ from annotation.models import (
 )
 
 if TYPE_CHECKING:
-    from evaluation.stats.pairwise import Comparison
+    from measures.stats.pairwise import Comparison
 
 
 def pairwise_instrument_current(*, study: Study) -> StudyInstrument | None:
@@ -73,7 +73,7 @@ def pairwise_comparisons(*, study: Study) -> list[Comparison]:
     so a moved study's analysis is the same to the last digit."""
     # numpy and scipy load in the worker that computes, never in a web worker (the survey's entry
     # view imports this module).
-    from evaluation.stats.pairwise import Comparison
+    from measures.stats.pairwise import Comparison
 
     rows = (
         PairwiseTask.objects.filter(
@@ -112,11 +112,11 @@ def pairwise_comparisons(*, study: Study) -> list[Comparison]:
 
 def derived_comparisons(*, study: Study) -> list[Comparison]:
     """The lay most/least preferences of the protocol's panel 3 as derived pairwise comparisons
-    (evaluation.stats.pairwise.preferences_to_pairs: most beats every other text shown, every text
+    (measures.stats.pairwise.preferences_to_pairs: most beats every other text shown, every text
     shown beats least), marked derived. A text several systems share counts for each of them, in
     each pair that involves it; a text ticked both most and least counts as neither. Four queries,
     whatever the study's size."""
-    from evaluation.stats.pairwise import Comparison, preferences_to_pairs
+    from measures.stats.pairwise import Comparison, preferences_to_pairs
 
     preferences = list(
         LayPreference.objects.filter(

@@ -10,7 +10,11 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from annotation.models import Study
-from annotation.survey_language import survey_language_activate, survey_language_guess
+from annotation.survey_language import (
+    survey_language_activate,
+    survey_language_from_url,
+    survey_language_guess,
+)
 from config.errors import error_page
 
 HEADINGS = {
@@ -55,3 +59,21 @@ def study_unavailable(request: HttpRequest, study: Study) -> HttpResponse:
     """A draft or closed study: 403 with a page that says which, without naming the study."""
     survey_language_activate(request, study=study)
     return render(request, "annotation/study_unavailable.html", {"study": study}, status=403)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW (here, beside the survey pages, because it speaks the study's language):
+    usually a page left open for a long time, or cookies switched off."""
+    survey_language_from_url(request)  # refused before the survey view: the study's language
+    return error_page(
+        request,
+        status=403,
+        heading=_("Your page had expired"),
+        message=_(
+            "For your security, this page could not be sent: it was open for a long time, or "
+            "your browser does not keep cookies for this site. What you sent on this page was not saved."
+        ),
+        next_step=_(
+            "Go back, reload the page and answer again. If it happens again, allow cookies for this site."
+        ),
+    )

@@ -177,7 +177,7 @@ MEDIA_ROOT = Path(env.str("DJANGO_MEDIA_ROOT", default=str(BASE_DIR / "var" / "m
 RADLAY_UPLOAD_MAX_MB = env.int("RADLAY_UPLOAD_MAX_MB", default=512)
 LOGIN_URL = "admin:login"
 # A failed CSRF check gets the branded page that says what to do next (config/errors.py).
-CSRF_FAILURE_VIEW = "config.errors.csrf_failure"
+CSRF_FAILURE_VIEW = "annotation.views.errors.csrf_failure"
 LOGIN_REDIRECT_URL = "/dashboard/"
 
 REST_FRAMEWORK = {

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from evaluation.planning.outcomes import Outcome
-from evaluation.stats.severity import severity_errors
+from measures.stats.severity import severity_errors
 
 COLUMNS = ["participant", "source", "system", "value"]
 

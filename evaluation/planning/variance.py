@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evaluation.stats.crossed import group_components
+from measures.stats.crossed import group_components
 
 # statsmodels' MixedLM builds dense (answers × levels) matrices for crossed effects: its cost
 # grows with their product (2,400 answers × 140 levels took 26 s on a loaded 2-core machine).
@@ -49,7 +49,7 @@ class VarianceComponents:
     system_se: dict[str, float] = field(default_factory=dict)
     intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
     note: str = ""
-    # Moment estimates (evaluation/stats/crossed.py): the participant × system interaction, the
+    # Moment estimates (measures/stats/crossed.py): the participant × system interaction, the
     # mean over the pilot's pairs of systems (None: no pair with enough participants and sources),
     # and each system's residual variance from its own answers.
     interaction: float | None = None
@@ -186,7 +186,7 @@ def _mixedlm(
 
 def system_components(frame: pd.DataFrame) -> tuple[float | None, dict[str, float]]:
     """(participant × system interaction, residual variance per system) of `frame` by the moment
-    estimators of the crossed intervals (evaluation/stats/crossed.py): the interaction of each
+    estimators of the crossed intervals (measures/stats/crossed.py): the interaction of each
     pair of systems from their answers (adjusted for sources), averaged over the pairs; each
     system's residual from its own answers."""
     fitted = group_components(

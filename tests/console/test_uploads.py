@@ -8,7 +8,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile, TemporaryUploadedFile
 from django.urls import reverse
 
-from annotation import upload_services
+from console import upload_services
 from annotation.importers.study_file import StudyFile
 from annotation.models import ActivityEvent, Simplification, Source, SourceUpload
 

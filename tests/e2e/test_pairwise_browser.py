@@ -13,7 +13,7 @@ from annotation import services
 from annotation.models import ItemAnswer, PairwiseTask, Participant
 from annotation.pairwise.services import pairwise_instrument_attach
 from evaluation import services as evaluation_services
-from evaluation.stats.pairwise import bradley_terry
+from measures.stats.pairwise import bradley_terry
 from tests.annotation.factories import build_study
 from tests.evaluation.conftest import FAST_ANALYSIS_OPTIONS
 

@@ -18,7 +18,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from evaluation import analysis as A
 from evaluation.analysis_document import join_details, split_details
-from evaluation.stats.interval_methods import TOO_FEW
+from measures.stats.interval_methods import TOO_FEW
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evaluation import report
-from evaluation.stats import interval_methods
+from measures.stats import interval_methods
 from tests.evaluation.test_analysis import FAST, make_frames
 
 

@@ -124,9 +124,9 @@ def test_controls_on_the_release_sentences(release_dir):
     "module",
     [
         "generation.controls",
-        "evaluation.stats.pairwise",
-        "evaluation.stats.rater_reliability",
-        "evaluation.stats.span_agreement",
+        "measures.stats.pairwise",
+        "measures.stats.rater_reliability",
+        "measures.stats.span_agreement",
     ],
 )
 def test_the_cores_import_no_django(module):

@@ -67,7 +67,7 @@ def test_a_preset_cites_its_paper_and_section(name):
 
 
 def test_pairwise_clinical_asks_the_arena_outcomes_with_an_optional_reason():
-    from evaluation.stats.pairwise import OUTCOMES
+    from measures.stats.pairwise import OUTCOMES
 
     instrument = preset_load("pairwise_clinical")
     preference, reason = instrument.item("preference"), instrument.item("reason")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from evaluation.stats.correlation import correlate
+from measures.stats.correlation import correlate
 from judging.agreement_terms import RUBRIC_FIELDS
 from judging.selectors import leaderboard, metric_rows
 from tests.annotation.factories import build_study

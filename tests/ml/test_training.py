@@ -104,7 +104,7 @@ def test_validation_metrics_match_sacrebleu_and_textstat_on_the_saved_model(tiny
     expected_fkgl = sum(textstat.flesch_kincaid_grade(p) for p in predictions) / len(predictions)
     assert metrics["fkgl"] == pytest.approx(expected_fkgl)
     assert metrics["loss"] > 0
-    reference = pytest.importorskip("evaluation.metrics.reference")
+    reference = pytest.importorskip("measures.metrics.reference")
     expected_sari = reference.corpus_sari(
         [r.source for r in validation], predictions, [list(r.targets) for r in validation]
     )

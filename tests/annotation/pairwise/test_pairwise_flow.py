@@ -13,7 +13,7 @@ from annotation.pairwise.services import (
     pairwise_instrument_attach,
     pairwise_tasks_prepare,
 )
-from evaluation.stats.pairwise import preferences_to_pairs
+from measures.stats.pairwise import preferences_to_pairs
 from tests.annotation.factories import build_study
 
 SYSTEMS = ("a", "b", "c")
