@@ -522,7 +522,7 @@ def _background_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, sl
     people = known.people
     for values in stored:
         participant_id, answers = values[:2]
-        label, role = people[participant_id]
+        label, role, language = people[participant_id]
         for n, key in enumerate(sorted(answers)):
             if answers[key] in ("", None):
                 continue
@@ -533,6 +533,7 @@ def _background_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, sl
                     study=slug,
                     participant=label,
                     role=role,
+                    language=language,
                     phase="background",
                     question=str(key),
                     value=str(answers[key]),

@@ -209,6 +209,8 @@ def test_a_researcher_runs_a_whole_study_from_the_browser(page, browser, live_se
     ]
     assert participants_progress(study=study) == []
     assert study_counts(study=study)["participants"] == {"radiologist": 0, "layperson": 0}
+    page.goto("/dashboard/")
+    expect(page.locator("tbody tr").first).to_contain_text("0/0 completed")
 
     # 6. Invites: one radiologist with name and e-mail, three laypeople.
     page.goto("/console/liver/")
@@ -252,6 +254,7 @@ def test_a_researcher_runs_a_whole_study_from_the_browser(page, browser, live_se
 
     # 10. Exports from the dashboard hold the background answers.
     page.goto("/dashboard/liver/")
+    page.check("input[name=include_external_ids]")
     with page.expect_download() as download:
         page.get_by_role("button", name="Answers · CSV").click()
     with open(download.value.path(), encoding="utf-8") as exported:
@@ -259,21 +262,24 @@ def test_a_researcher_runs_a_whole_study_from_the_browser(page, browser, live_se
     background = {(r["participant"], r["question"], r["value"]) for r in rows if r["phase"] == "background"}
     assert background == {("L001", "age_group", "40-64"), ("L002", "age_group", "65+")}
     assert {r["participant"] for r in rows} >= {"R001", "L001"}
+    assert "external_id" in rows[0]
     answers = page.request.get("/dashboard/liver/export.json")
     assert answers.ok, answers.status
     assert {
         (r["participant"], r["value"]) for r in json.loads(answers.body()) if r["phase"] == "background"
     } == {("L001", "40-64"), ("L002", "65+")}
 
-    # 11. Withdraw L002: the confirmation page counts what goes, then it is gone.
+    # 11. Withdraw L001: the confirmation page counts what goes, then it is gone.
     _follow(page, "Participants")
     with page.expect_navigation():
-        page.locator("tr[data-participant=L002]").get_by_role("link", name="Withdraw…").click()
+        page.locator("tr[data-participant=L001]").get_by_role("link", name="Withdraw…").click()
     expect(page.locator("table.withdraw-counts")).to_contain_text("background answers")
+    expect(page.locator("table.withdraw-counts tr:has-text('lay answers') td").nth(1)).to_have_text("1")
     with page.expect_navigation():
-        page.get_by_role("button", name="Withdraw L002 and delete these answers").click()
-    expect(page.locator("tr[data-participant=L002] [data-status]")).to_have_text("withdrawn")
-    assert Participant.objects.get(study=study, pseudonym="L002").background == {}
+        page.get_by_role("button", name="Withdraw L001 and delete these answers").click()
+    expect(page.locator("tr[data-participant=L001] [data-status]")).to_have_text("withdrawn")
+    withdrawn = Participant.objects.get(study=study, pseudonym="L001")
+    assert withdrawn.background == {} and not withdrawn.lay_items.exists()
 
     # 12. Every step is on the Activity page, by the researcher.
     _follow(page, "Activity")
