@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth import authenticate
 from django.core.management import call_command
 
-from annotation.models import Participant, Study
+from annotation.models import ActivityEvent, Participant, Study
 from annotation.selectors import study_counts
 from config.celery_app import app as celery_app
 
@@ -36,6 +36,12 @@ def test_demo_creates_an_open_study_logins_and_links():
     assert study.researchers.filter(pk=user.pk).exists()
     # The researcher's entry is the dashboard's own login, not the admin.
     assert re.search(r"Researcher login: http://testserver/dashboard/login/ +user researcher", output)
+    # The console is where a researcher goes next: this study's set-up page and a new study.
+    assert "Study set-up:     http://testserver/console/demo/" in output
+    assert "New study:        http://testserver/console/new/" in output
+    # Created like a study made in the console: its Activity page starts with the creation.
+    created = ActivityEvent.objects.get(study=study, verb="study.created")
+    assert created.actor_label == "manage.py demo" and created.details == {"slug": "demo"}
     links = re.findall(r"http://testserver/s/([\w-]+)/", output)
     assert set(links) == set(Participant.objects.filter(study=study).values_list("token", flat=True))
 
@@ -46,6 +52,7 @@ def test_demo_is_idempotent():
     assert first == second
     assert Participant.objects.count() == 5
     assert Study.objects.count() == 1
+    assert ActivityEvent.objects.filter(verb="study.created").count() == 1
 
 
 def test_celery_declares_the_four_queues_and_plans_go_to_heavy():

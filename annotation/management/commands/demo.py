@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.urls import reverse
 
+from annotation.activity_services import activity_record
 from annotation.importers.study_file import read_study_file
 from annotation.importers.write import study_records_write
 from annotation.models import Participant, Study
@@ -19,6 +20,7 @@ DEMO_FILE = Path(__file__).resolve().parents[2] / "demo" / "demo_study.csv"
 DEMO_SLUG = "demo"
 DEMO_USER = "researcher"
 DEMO_PASSWORD = "radlay-demo"
+COMMAND = "manage.py demo"
 WANTED = {Participant.Role.RADIOLOGIST: 1, Participant.Role.LAYPERSON: 4}
 
 
@@ -45,6 +47,11 @@ class Command(BaseCommand):
                 )
                 study.save(update_fields=["description"])
                 study_set_status(study=study, status=Study.Status.OPEN)
+                # The same entry a study created in the console gets, so the demo's Activity page
+                # starts where a researcher's own study would.
+                activity_record(
+                    study=study, actor=COMMAND, verb="study.created", obj=study, details={"slug": study.slug}
+                )
             user, user_created = get_user_model().objects.get_or_create(
                 username=DEMO_USER, defaults={"is_staff": True, "is_superuser": True}
             )
@@ -65,6 +72,11 @@ class Command(BaseCommand):
         self.stdout.write(
             f"  Dashboard:        {base}{reverse('evaluation:study-detail', args=[study.slug])}"
         )
+        self.stdout.write(
+            f"  Study set-up:     {base}{reverse('console:study-setup', args=[study.slug])}"
+            "   (texts, questions, sources, invites)"
+        )
+        self.stdout.write(f"  New study:        {base}{reverse('console:study-new')}")
         self.stdout.write(f"  Admin (set-up):   {base}{reverse('admin:index')}")
         for role in WANTED:
             for participant in study.participants.filter(role=role, recruitment={}).order_by("id")[
