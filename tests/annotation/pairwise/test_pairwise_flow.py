@@ -174,9 +174,8 @@ def test_consent_comes_before_the_first_comparison_and_declining_is_recorded(cli
     lay = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     html = client.get(reverse("annotation:pairwise-consent", args=[lay.token])).content.decode()
     assert "two simpler versions of it, side by side" in html
-    assert client.post(reverse("annotation:pairwise-consent", args=[lay.token]), {"choice": "accept"}).url == (
-        reverse("annotation:pairwise-start", args=[lay.token])
-    )
+    agreed = client.post(reverse("annotation:pairwise-consent", args=[lay.token]), {"choice": "accept"})
+    assert agreed.url == reverse("annotation:pairwise-start", args=[lay.token])
     lay.refresh_from_db()
     assert lay.consented_at is not None and lay.declined_at is None and lay.last_activity_at is not None
     first = client.get(reverse("annotation:pairwise-start", args=[lay.token]))
