@@ -114,9 +114,10 @@ def world(monkeypatch, django_capture_on_commit_callbacks):
     # The study's analysis snapshot is up to date, as after its task ran: a stale or missing one is
     # computed when first read (evaluation's derived cache, outside the job layer).
     analysis_snapshot_compute_here(study=study)
-    # A pairwise study's rater with their pages drawn (the one write of their first visit).
+    # A pairwise study's consented rater with their pages drawn (the one write of their first visit).
     pairwise_study = build_study(slug="sweep-pairwise", n_sources=2, systems=("a", "b"))
     comparer = annotation_services.participant_create(study=pairwise_study, role=Participant.Role.RADIOLOGIST)
+    annotation_services.participant_consent(participant=comparer, accepted=True)
     pairwise_task = pairwise_tasks_prepare(
         participant=comparer, instrument=pairwise_instrument_attach(study=pairwise_study)
     )[0]

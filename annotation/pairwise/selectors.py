@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from django.db.models import F
 from django.http import Http404
+from django.utils.translation import gettext as _
 
 from annotation.models import (
     ItemAnswer,
@@ -47,7 +48,7 @@ def _tasks(participant: Participant):
 def access_pairwise_task(*, participant: Participant, task_id: int) -> PairwiseTask:
     task = _tasks(participant).filter(pk=task_id).first()
     if task is None:
-        raise Http404("This comparison is not part of your survey.")
+        raise Http404(_("This comparison is not part of your survey."))
     task.participant = participant
     return task
 

@@ -7,7 +7,9 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils.translation import gettext as _
 
+from annotation import services
 from annotation.activity_services import activity_record
 from annotation.instrument_services import study_instruments_stamp_refresh
 from annotation.models import ItemAnswer, PairwiseTask, Participant, Simplification, Study, StudyInstrument
@@ -52,6 +54,13 @@ def pairwise_instrument_attach(*, study: Study, preset: str = PRESET, actor: Any
             details={"flow": attached.flow, "preset": preset},
         )
     return attached
+
+
+def pairwise_consent_accept(*, participant: Participant) -> Participant:
+    """The participant agreed to take part: record it and their activity."""
+    services.participant_consent(participant=participant, accepted=True)
+    services.participant_touch(participant=participant)
+    return participant
 
 
 def pairwise_tasks_prepare(*, participant: Participant, instrument: StudyInstrument) -> list[PairwiseTask]:
@@ -101,9 +110,15 @@ def pairwise_answer_save(
         if reason_item is not None:
             value["reason"] = item_value_validate(reason_item, reason) or ""
     except InvalidAnswer as exc:
-        field = "choice" if str(exc).startswith(preference.key) else "reason"
-        raise ValidationError({field: str(exc)}) from None
-    answer, _ = ItemAnswer.objects.update_or_create(
+        # The participant reads the message (in their language); the instrument's own wording of
+        # the fault (item key, allowed values) is for researchers.
+        if str(exc).startswith(preference.key):
+            raise ValidationError({"choice": _("Please choose one of the answers.")}) from None
+        limit = reason_item.max_length if reason_item is not None else 0
+        raise ValidationError(
+            {"reason": _("The reason is too long: at most %(limit)s characters.") % {"limit": limit}}
+        ) from None
+    answer, _created = ItemAnswer.objects.update_or_create(
         participant=task.participant,
         instrument=task.instrument,
         item_key=preference.key,

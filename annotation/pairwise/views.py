@@ -1,25 +1,48 @@
 """The pairwise flow's pages. Views parse, call one service or selector, render; the token goes
 through annotation.views.entry.survey_participant (either role: the study's pairwise instrument
-says who answers). Works without JavaScript (a plain form POST); pairwise.js adds keys 1–4."""
+says who answers). Consent comes first, as in the other flows. Works without JavaScript (a plain
+form POST); pairwise.js adds keys 1–4. Every participant-facing word is in the study's language
+(the decorator switches it; the instrument's wording is picked per language)."""
 
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotation import services
 from annotation.models import Participant, StudyInstrument
 from annotation.pairwise import selectors
-from annotation.pairwise.services import pairwise_answer_save, pairwise_tasks_prepare
+from annotation.pairwise.services import (
+    pairwise_answer_save,
+    pairwise_consent_accept,
+    pairwise_tasks_prepare,
+)
 from annotation.views.entry import messages_of, survey_participant
 from annotation.views.errors import survey_error_page
-from instruments.schema import ItemKind
+from instruments.schema import Instrument, ItemKind
 from instruments.validation import instrument_from_data
 
 TEMPLATES = "annotation/pairwise/"
+
+# radlay's own wording (no paper publishes one; the protocol's defaults describe other tasks),
+# shown when the study has no consent text of its own for the participant's role.
+PAIRWISE_CONSENT_DEFAULT = gettext_lazy(
+    "You are invited to take part in a research study on making medical texts easier to "
+    "understand.\n\n"
+    "What you will do: on each page you will see a text and two simpler versions of it, side by "
+    "side, and say which version would serve a patient better (or that both are equally good, or "
+    "that neither is acceptable). Giving a reason is optional.\n\n"
+    "Your answers: they are stored under a random code, not your name, and are reported as group "
+    "results or under that code.\n\n"
+    "Taking part is voluntary. You may stop at any time without giving a reason. If you have "
+    "questions about the study, please contact the research team that invited you.\n\n"
+    'By choosing "I agree" you confirm that you have read this information and agree to take part.'
+)
 
 
 def _error(request: HttpRequest, message: str, status: int) -> HttpResponse:
@@ -29,22 +52,36 @@ def _error(request: HttpRequest, message: str, status: int) -> HttpResponse:
 # Resolve `token` to a participant of an open study (either role). A comparison page records the
 # participant's activity (and their start); the start and end pages only read.
 pairwise_flow = survey_participant(role=None, error=_error)
-pairwise_page = survey_participant(role=None, error=_error, active=lambda participant: True)
+pairwise_page = survey_participant(
+    role=None, error=_error, active=lambda participant: participant.consented_at is not None
+)
 
 
 def _instrument(participant: Participant) -> StudyInstrument:
     instrument = selectors.pairwise_flow_for(participant=participant)
     if instrument is None:
-        raise Http404("This study has no pairwise comparison for you.")
+        raise Http404(_("This study has no pairwise comparison for you."))
     return instrument
+
+
+def _consented(participant: Participant) -> bool:
+    return participant.consented_at is not None and participant.declined_at is None
+
+
+def _language(participant: Participant, instrument: Instrument) -> str:
+    """The instrument's wording in the participant's language, else in its default language."""
+    language = participant.language or participant.study.language
+    return language if language in instrument.languages else instrument.default_language
 
 
 @require_GET
 @never_cache
 @pairwise_flow
 def pairwise_start(request: HttpRequest, participant: Participant) -> HttpResponse:
-    """The invite link lands here: the pages are drawn once (the only write, on the first visit),
-    then the first unanswered one."""
+    """The invite link lands here: consent first; then the pages are drawn once (the only write, on
+    the first visit after consenting), then the first unanswered one."""
+    if not _consented(participant):
+        return redirect("annotation:pairwise-consent", token=participant.token)
     pairwise_tasks_prepare(participant=participant, instrument=_instrument(participant))
     for task, answer in selectors.pairwise_pages(participant=participant):
         if answer is None:
@@ -54,8 +91,40 @@ def pairwise_start(request: HttpRequest, participant: Participant) -> HttpRespon
 
 @require_http_methods(["GET", "POST"])
 @never_cache
+@pairwise_flow
+def pairwise_consent(request: HttpRequest, participant: Participant) -> HttpResponse:
+    """The study's information and consent (the study's own text for the participant's role, else
+    radlay's default); agreeing leads to the first comparison, declining is recorded."""
+    stored = _instrument(participant)
+    study = participant.study
+    if request.method == "POST":
+        if request.POST.get("choice") == "decline":
+            services.participant_consent(participant=participant, accepted=False)
+            return render(request, TEMPLATES + "declined.html", {"participant": participant, "study": study})
+        pairwise_consent_accept(participant=participant)
+        return redirect("annotation:pairwise-start", token=participant.token)
+    instrument = instrument_from_data(stored.definition)
+    own = study.expert_consent_text if participant.is_radiologist else study.lay_consent_text
+    context = {
+        "participant": participant,
+        "study": study,
+        "consent_text": own.strip() or str(PAIRWISE_CONSENT_DEFAULT),
+        "instructions": (
+            study.expert_instructions if participant.is_radiologist else study.lay_instructions
+        ).strip(),
+        "description": instrument.description.get(_language(participant, instrument), ""),
+    }
+    return render(request, TEMPLATES + "consent.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+@never_cache
 @pairwise_page
 def pairwise_task(request: HttpRequest, participant: Participant, task_id: int) -> HttpResponse:
+    if not _consented(participant):
+        if request.method == "POST":
+            return _error(request, _("Please read and agree to the study information first."), 409)
+        return redirect("annotation:pairwise-consent", token=participant.token)
     task = selectors.access_pairwise_task(participant=participant, task_id=task_id)
     errors: list[str] = []
     if request.method == "POST":
@@ -74,8 +143,7 @@ def pairwise_task(request: HttpRequest, participant: Participant, task_id: int) 
     number = next(i for i, (other, _) in enumerate(pages, start=1) if other.pk == task.pk)
     saved = next(answer for other, answer in pages if other.pk == task.pk) or {}
     instrument = instrument_from_data(task.instrument.definition)
-    language = participant.language or participant.study.language
-    language = language if language in instrument.languages else instrument.default_language
+    language = _language(participant, instrument)
     preference = next(item for item in instrument.items if item.kind is ItemKind.PAIRWISE)
     reason = next((item for item in instrument.items if item.kind is ItemKind.FREE_TEXT), None)
     context = {
@@ -100,6 +168,8 @@ def pairwise_task(request: HttpRequest, participant: Participant, task_id: int) 
 @never_cache
 @pairwise_flow
 def pairwise_done(request: HttpRequest, participant: Participant) -> HttpResponse:
+    if not _consented(participant):
+        return redirect("annotation:pairwise-consent", token=participant.token)
     pages = selectors.pairwise_pages(participant=participant)
     if pages and all(answer is not None for _, answer in pages):
         services.participant_complete(participant=participant)

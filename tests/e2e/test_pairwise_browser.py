@@ -39,6 +39,9 @@ def _decide(rater: int, number: int, left: str, right: str) -> str:
 
 def _answer_all(page, token: str, rater: int, *, keyboard: bool) -> int:
     page.goto(f"/s/{token}/")
+    if "/consent/" in page.url:
+        with page.expect_navigation():
+            page.get_by_role("button", name="I agree, continue").click()
     answered = 0
     while "/compare/" in page.url:
         left = _system_of(page.get_by_test_id("text-a").inner_text())
@@ -76,6 +79,9 @@ def test_three_raters_rank_three_systems_and_the_dashboard_shows_the_bradley_ter
         page.set_default_timeout(30_000)  # a loaded CI machine
         if rater == 1:
             page.goto(f"/s/{person.token}/")
+            assert "/consent/" in page.url  # consent before the first comparison
+            with page.expect_navigation():
+                page.get_by_role("button", name="I agree, continue").click()
             # Fine at 390 px: the two texts stack and nothing scrolls sideways.
             assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
             a_box = page.get_by_test_id("text-a").bounding_box()

@@ -10,6 +10,7 @@ from annotation.pairwise.assignment import Candidate, pairwise_plan
 from annotation.pairwise.selectors import derived_comparisons, pairwise_comparisons
 from annotation.pairwise.services import (
     pairwise_answer_save,
+    pairwise_consent_accept,
     pairwise_instrument_attach,
     pairwise_tasks_prepare,
 )
@@ -95,9 +96,10 @@ def test_a_bad_choice_is_a_named_error_and_writes_nothing(study):
     _, tasks = _task(study)
     with pytest.raises(ValidationError) as error:
         pairwise_answer_save(task=tasks[0], choice="better")
-    assert "'better' is not one of left, right, tie, neither" in str(error.value.message_dict["choice"])
+    assert error.value.message_dict["choice"] == ["Please choose one of the answers."]
     with pytest.raises(ValidationError) as error:
         pairwise_answer_save(task=tasks[0], choice="tie", reason="x" * 2001)
+    assert error.value.message_dict["reason"] == ["The reason is too long: at most 2000 characters."]
     assert "reason" in error.value.message_dict
     assert not ItemAnswer.objects.exists()
 
@@ -107,12 +109,15 @@ def test_the_views_walk_through_the_pages_and_refuse_bad_input_with_a_4xx(client
     response = client.get(reverse("annotation:entry", args=[person.token]))
     assert response.url == reverse("annotation:pairwise-start", args=[person.token])
     response = client.get(response.url)
+    assert response.url == reverse("annotation:pairwise-consent", args=[person.token])
+    response = client.post(response.url, {"choice": "accept"})
+    response = client.get(response.url)
     task_url = response.url
     page = client.get(task_url)
     assert page.status_code == 200
     assert b"Neither is acceptable" in page.content and b"Comparison 1 of 4" in page.content
     bad = client.post(task_url, {"choice": "better"})
-    assert bad.status_code == 422 and b"is not one of" in bad.content
+    assert bad.status_code == 422 and b"Please choose one of the answers." in bad.content
     assert client.post(task_url, {}).status_code == 422
     for _ in range(4):
         response = client.post(
@@ -124,9 +129,57 @@ def test_the_views_walk_through_the_pages_and_refuse_bad_input_with_a_4xx(client
     assert client.get(done.url).status_code == 200
     person.refresh_from_db()
     assert person.completed_at is not None
-    other = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    other = pairwise_consent_accept(
+        participant=services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    )
     foreign = client.get(task_url.replace(person.token, other.token))
     assert foreign.status_code == 404
+
+
+def test_consent_comes_before_the_first_comparison_and_declining_is_recorded(client, study):
+    study.expert_consent_text = "Our own consent text for radiologists."
+    study.save(update_fields=["expert_consent_text"])
+    person = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    start = reverse("annotation:pairwise-start", args=[person.token])
+    consent = reverse("annotation:pairwise-consent", args=[person.token])
+    assert client.get(start).url == consent
+    page = client.get(consent)
+    html = page.content.decode()
+    assert page.status_code == 200 and "Our own consent text for radiologists." in html
+    assert "I agree, continue" in html
+    # Nothing is drawn or recorded before consent; no page and no answer can be reached.
+    assert not PairwiseTask.objects.filter(participant=person).exists()
+    person.refresh_from_db()
+    assert person.consented_at is None and person.started_at is None
+    assert client.get(reverse("annotation:pairwise-done", args=[person.token])).url == consent
+    # A page of someone else's (drawn for them) is not answerable by this participant either way.
+    other = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    pairwise_consent_accept(participant=other)
+    (task, *_) = pairwise_tasks_prepare(
+        participant=other, instrument=StudyInstrument.objects.get(study=study, flow="pairwise")
+    )
+    own_url = reverse("annotation:pairwise-task", args=[person.token, task.pk])
+    assert client.get(own_url).url == consent
+    refused = client.post(own_url, {"choice": "tie"})
+    assert refused.status_code == 409 and b"Please read and agree" in refused.content
+    assert not ItemAnswer.objects.exists()
+
+    declined = client.post(consent, {"choice": "decline"})
+    assert declined.status_code == 200 and b"You chose not to take part" in declined.content
+    person.refresh_from_db()
+    assert person.declined_at is not None and person.consented_at is None
+    assert client.get(start).url == consent  # declined: back to the information, not the pages
+
+    # A layperson with no study text sees radlay's default, which describes this task.
+    lay = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    html = client.get(reverse("annotation:pairwise-consent", args=[lay.token])).content.decode()
+    assert "two simpler versions of it, side by side" in html
+    agreed = client.post(reverse("annotation:pairwise-consent", args=[lay.token]), {"choice": "accept"})
+    assert agreed.url == reverse("annotation:pairwise-start", args=[lay.token])
+    lay.refresh_from_db()
+    assert lay.consented_at is not None and lay.declined_at is None and lay.last_activity_at is not None
+    first = client.get(reverse("annotation:pairwise-start", args=[lay.token]))
+    assert "/compare/" in first.url
 
 
 def test_the_selector_reads_every_answer_in_one_query(study, django_assert_num_queries):
