@@ -39,11 +39,13 @@ def survey_language_activate(
     request: HttpRequest, *, study: Study, participant: Participant | None = None
 ) -> str:
     """Switch this request to the study's participant-facing language (and record it on the
-    participant the first time); returns it."""
+    participant at their first POST: consent, or a first answer); returns it. A GET writes nothing
+    (tests/test_get_requests_do_not_write.py): every flow's first POST comes from a page shown in
+    this same language, so the record is the language the participant saw."""
     language = participant_language(study=study, participant=participant)
     translation.activate(language)
     request.LANGUAGE_CODE = language  # type: ignore[attr-defined]
-    if participant is not None and not participant.language:
+    if participant is not None and not participant.language and request.method == "POST":
         services.participant_language_record(participant=participant, language=language)
     return language
 

@@ -140,6 +140,9 @@ def test_a_spanish_study_shows_its_layperson_spanish_and_records_it(spanish_stud
     assert "Información y consentimiento" in html
     assert "Acepto, continuar" in html and "I agree, continue" not in html
     assert protocol_wording("lay_consent", "es").split("\n")[0] in html
+    # Reading a page writes nothing; the first POST (the consent) records the language.
+    assert Participant.objects.get(pk=person.pk).language == ""
+    client.post(f"/l/{person.token}/consent/", {"choice": "accept"})
     assert Participant.objects.get(pk=person.pk).language == "es"
     # The next request of the same thread is a researcher's: English again.
     login = client.get("/dashboard/login/")
