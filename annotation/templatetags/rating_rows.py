@@ -11,11 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from django import template
-from django.utils import translation
 from django.utils.html import format_html_join
 from django.utils.safestring import SafeString, mark_safe
-
-from annotation.wording import protocol_wording
 
 register = template.Library()
 
@@ -24,9 +21,8 @@ _CHECKED = mark_safe(" checked")
 
 @register.simple_tag
 def likert_choices(cell, levels: Sequence) -> SafeString:
-    """One `<label><input type="radio">` per level, the one given already checked; the level's name
-    in the page's language (the value sent stays the number)."""
-    language = translation.get_language()
+    """One `<label><input type="radio">` per level, the one given already checked; the level's label
+    as the instrument words it in the page's language (the value sent stays the number)."""
     return format_html_join(
         "",
         '\n    <label title="{} – {}"><input type="radio" name="{}" value="{}" data-key="{}"{}>'
@@ -34,7 +30,7 @@ def likert_choices(cell, levels: Sequence) -> SafeString:
         (
             (
                 level.value,
-                protocol_wording(f"level:likert:{level.name}", language),
+                level.label,
                 cell.field,
                 level.value,
                 number,

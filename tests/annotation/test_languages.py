@@ -228,9 +228,11 @@ def test_a_server_error_in_a_spanish_survey_is_in_spanish(spanish_study, monkeyp
 def test_a_started_participant_keeps_the_language_they_were_shown(spanish_study, client):
     person = services.participant_create(study=spanish_study, role=Participant.Role.LAYPERSON)
     client.get(f"/l/{person.token}/consent/")
+    client.post(f"/l/{person.token}/consent/", {"choice": "accept"})  # the first POST records it
     spanish_study.language = "en"
     spanish_study.save()
-    assert "Información y consentimiento" in client.get(f"/l/{person.token}/consent/").content.decode()
+    assert '<html lang="es">' in client.get(f"/l/{person.token}/", follow=True).content.decode()
+    assert Participant.objects.get(pk=person.pk).language == "es"
     newcomer = services.participant_create(study=spanish_study, role=Participant.Role.LAYPERSON)
     assert "Information and consent" in client.get(f"/l/{newcomer.token}/consent/").content.decode()
 
@@ -445,8 +447,9 @@ def _pairs_walk_es(client: Client, study: Study) -> tuple[Participant, dict[str,
 
     person = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     seen = {"consent": client.get(reverse("annotation:pairs-consent", args=[person.token])).content.decode()}
-    assert Participant.objects.get(pk=person.pk).language == "es"
+    assert Participant.objects.get(pk=person.pk).language == ""  # a GET writes nothing
     client.post(reverse("annotation:pairs-consent", args=[person.token]), {"choice": "accept"})
+    assert Participant.objects.get(pk=person.pk).language == "es"
     order = design.participant_pairs(participant=person)
     first = reverse("annotation:pairs-page", args=[person.token, order[0].shown_text_id])
     seen["page"] = client.get(first).content.decode()
