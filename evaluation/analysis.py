@@ -28,6 +28,7 @@ import pandas as pd
 from annotation import scales
 from evaluation.analysis_document import ORIGINAL
 from evaluation.instrument_items import correlation_rows, instrument_items_analysis
+from instruments.schema import Instrument
 from measures.metrics import registry as metric_registry
 from measures.stats.agreement import (
     cohen_kappa_pairwise_grid,
@@ -46,7 +47,6 @@ from measures.stats.crossed import (
 )
 from measures.stats.intervals import bootstrap_mean_ci
 from measures.stats.severity import mse_and_accuracy, severity_errors_per_answer
-from instruments.schema import Instrument
 
 EXPERT_ASPECTS: tuple[str, ...] = tuple(scales.EXPERT_ASPECTS)
 LAY_MEASURES: tuple[str, ...] = (

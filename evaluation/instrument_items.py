@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from evaluation.analysis_document import ORIGINAL
+from instruments.schema import NOT_APPLICABLE, Instrument, Item, ItemKind
 from measures.stats.agreement import (
     cohen_kappa_pairwise_grid,
     icc,
@@ -51,7 +52,6 @@ from measures.stats.crossed import (
     difference_records,
     interval_record,
 )
-from instruments.schema import NOT_APPLICABLE, Instrument, Item, ItemKind
 
 ANSWER_COLUMNS: tuple[str, ...] = (
     "participant",

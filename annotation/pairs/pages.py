@@ -42,7 +42,6 @@ from annotation.pairs.design import (
     rater_group,
     worded,
 )
-from measures.metrics.sentences import split_sentences
 from instruments.answers import (
     InvalidAnswer,
     SentenceMatches,
@@ -50,6 +49,7 @@ from instruments.answers import (
     item_value_validate,
 )
 from instruments.schema import AppliesTo, ItemKind
+from measures.metrics.sentences import split_sentences
 
 # The autosave's list of checkbox groups it carries (survey.js `listField`): a group with nothing
 # ticked then still reaches the server as "none ticked" rather than as "not sent".

@@ -36,6 +36,9 @@ from typing import Literal
 from nltk.tokenize import TreebankWordTokenizer
 
 import lexicon
+from lexicon.common_words import CommonWords, load_common_words
+from lexicon.facts import content_stems, phrase_count, phrase_stems, stem_counts
+from lexicon.glossary import GLOSS, Glossary, GlossaryEntry, load_glossary
 from measures.metrics.reference import corpus_bleu, sentence_bleu
 from measures.metrics.registry import (
     MetricContext,
@@ -46,9 +49,6 @@ from measures.metrics.registry import (
     register,
 )
 from measures.metrics.sentences import split_sentences
-from lexicon.common_words import CommonWords, load_common_words
-from lexicon.facts import content_stems, phrase_count, phrase_stems, stem_counts
-from lexicon.glossary import GLOSS, Glossary, GlossaryEntry, load_glossary
 
 __all__ = [
     "ASCORE_ALPHA",

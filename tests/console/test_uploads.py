@@ -8,9 +8,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile, TemporaryUploadedFile
 from django.urls import reverse
 
-from console import upload_services
 from annotation.importers.study_file import StudyFile
 from annotation.models import ActivityEvent, Simplification, Source, SourceUpload
+from console import upload_services
 
 GOOD = (
     "source_key,source_text,plain_bs\n"

@@ -17,9 +17,9 @@ from annotation import services
 from annotation.models import ItemAnswer
 from annotation.pairs import design
 from annotation.pairs.setup import pairs_participants_invite, study_instrument_attach
-from measures.metrics.sentences import split_sentences
 from instruments.answers import SentenceMatches, sentence_matching_proportion
 from instruments.schema import ProportionOf
+from measures.metrics.sentences import split_sentences
 from tests.annotation.factories import build_study
 
 CRITERIA = ("factual_correctness", "completeness", "simplicity", "fluency")

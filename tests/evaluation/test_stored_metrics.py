@@ -12,10 +12,10 @@ from annotation.models import Simplification, Source
 from evaluation import analysis as A
 from evaluation.analysis import AnalysisOptions, study_analysis
 from evaluation.analysis_inputs import study_frames
-from measures.metrics import registry
-from measures.metrics.registry import MetricRecord
 from evaluation.models import AnalysisSnapshot, SystemMetrics, TextMetrics
 from evaluation.services import TextMetricsStore, analysis_snapshot_compute_here, study_analysis_compute
+from measures.metrics import registry
+from measures.metrics.registry import MetricRecord
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from measures.stats.correlation import correlate
 from judging.agreement_terms import RUBRIC_FIELDS
 from judging.selectors import leaderboard, metric_rows
+from measures.stats.correlation import correlate
 from tests.annotation.factories import build_study
 
 
