@@ -9,7 +9,7 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from annotation import services
+from annotation import participant_services
 from annotation.activity_services import activity_record
 from annotation.admin_access import ScopedRelatedFields, StudyScopedAdmin
 from annotation.admin_extensions import study_admin_actions, study_admin_inlines
@@ -372,7 +372,7 @@ class ParticipantAdmin(StudyScopedAdmin):
 
     @admin.action(description="Mark as returned/withdrawn (their Latin-square row is handed out again)")
     def mark_returned(self, request, queryset):
-        updated = services.participants_mark_returned(participants=queryset, actor=request.user)
+        updated = participant_services.participants_mark_returned(participants=queryset, actor=request.user)
         self.message_user(request, f"{updated} participant(s) marked as returned.")
 
     @admin.display(description="progress")

@@ -1,35 +1,45 @@
-"""Writes of the console's participants page: invites with names and e-mails, a new link for a
-participant, and withdrawing one (their answers deleted). Creating participants is
-`services.participants_invite`'s and marking them returned `services.participants_mark_returned`'s;
-these add what the page needs on top, each recorded in the activity log (pseudonyms only: names,
+"""Writes of participants: creating them (pseudonyms assigned under the study row lock), invites,
+consent and its refusal, activity stamps, the language first seen, completion, returns; and for the
+console's participants page invites with names and e-mails, a new link, and withdrawing one (their
+answers deleted). Researcher actions are recorded in the activity log (pseudonyms only: names,
 e-mails and recruiters' ids never enter the log)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import random
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
-from django.core.validators import validate_email
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from annotation.activity_services import activity_record
 from annotation.models import (
     AnswerRevision,
-    AttentionCheckResponse,
+    ConsentRefusal,
     ExpertItem,
     ExpertRating,
     ExpertSourceJudgement,
-    ItemAnswer,
     LayAnswer,
     LayItem,
     LayPreference,
     Participant,
     Study,
+)
+
+if TYPE_CHECKING:
+    pass
+
+
+from django.core.validators import validate_email
+
+from annotation.models import (
+    AttentionCheckResponse,
+    ItemAnswer,
     new_participant_token,
 )
-from annotation.services import participants_invite
 
 # One form submission invites at most this many (a typo of 100000 must not create them).
 MAX_INVITES = 1000
@@ -179,3 +189,163 @@ def participant_links_export(
         details={"file": "participant-links.csv", "links": len(lines)},
     )
     return lines
+
+
+def _next_pseudonym(study: Study, role: str, *, preview: bool = False) -> str:
+    """The role's next pseudonym (L001, L002, … / R001, …; previews: preview-L1, …, so that
+    they take no participant's number). Call inside a transaction holding the study row lock:
+    concurrent joins then number one after another instead of colliding."""
+    if preview:
+        prefix = "preview-R" if role == Participant.Role.RADIOLOGIST else "preview-L"
+        n = Participant.objects.filter(study=study, role=role, is_preview=True).count() + 1
+        while Participant.objects.filter(study=study, pseudonym=f"{prefix}{n}").exists():
+            n += 1
+        return f"{prefix}{n}"
+    prefix = "R" if role == Participant.Role.RADIOLOGIST else "L"
+    taken = set(
+        Participant.objects.filter(study=study, role=role, is_preview=False).values_list(
+            "pseudonym", flat=True
+        )
+    )
+    n = len(taken) + 1
+    while f"{prefix}{n:03d}" in taken:
+        n += 1
+    return f"{prefix}{n:03d}"
+
+
+def participant_create(
+    *,
+    study: Study,
+    role: str,
+    external_id: str = "",
+    user: Any = None,
+    recruitment: Mapping[str, Any] | None = None,
+    pseudonym: str = "",
+    rater_group: str = "",
+    is_preview: bool = False,
+) -> Participant:
+    """A new participant. Without a given pseudonym the next free one of the role is assigned
+    under the study row lock, so simultaneous joins all succeed with distinct pseudonyms. A
+    participant made while the study is in pilot is a pilot participant; `is_preview` makes a
+    researcher's preview (counted nowhere)."""
+    if role not in Participant.Role.values:
+        raise ValidationError({"role": f"Unknown role {role!r}; use radiologist or layperson."})
+    with transaction.atomic():
+        rows = Study.objects.filter(pk=study.pk)
+        # The stored status, not the caller's copy: a study opened since it was loaded makes no pilots.
+        status = (rows if pseudonym else rows.select_for_update()).values_list("status", flat=True).get()
+        if not pseudonym:
+            pseudonym = _next_pseudonym(study, role, preview=is_preview)
+        participant = Participant(
+            study=study,
+            role=role,
+            external_id=external_id,
+            user=user,
+            recruitment=dict(recruitment or {}),
+            pseudonym=pseudonym,
+            rater_group=rater_group,
+            order_seed=random.SystemRandom().randrange(2**31),
+            is_preview=is_preview,
+            # Whoever joins or is invited during the pilot stays a pilot participant.
+            is_pilot=not is_preview and status == Study.Status.PILOT,
+        )
+        participant.save()
+    return participant
+
+
+def participants_invite(
+    *, study: Study, role: str, count: int, actor: Any = None, rater_group: str = ""
+) -> list[Participant]:
+    """`rater_group`: the instrument group they answer as, where it is not the role (checked by
+    annotation.pairs.setup.pairs_participants_invite)."""
+    if count < 1:
+        raise ValidationError({"count": "Invite at least one participant."})
+    with transaction.atomic():
+        participants = [
+            participant_create(study=study, role=role, rater_group=rater_group) for _ in range(count)
+        ]
+        details: dict[str, Any] = {"role": role, "count": count}
+        if rater_group:
+            details["rater_group"] = rater_group
+        activity_record(
+            study=study,
+            actor=actor,
+            verb="participants.invited",
+            details={**details, "pseudonyms": [p.pseudonym for p in participants]},
+        )
+    return participants
+
+
+def participant_touch(*, participant: Participant) -> None:
+    now = timezone.now()
+    updates = {"last_activity_at": now}
+    if participant.started_at is None:
+        updates["started_at"] = now
+        participant.started_at = now
+    participant.last_activity_at = now
+    Participant.objects.filter(pk=participant.pk).update(**updates)
+
+
+def participant_language_record(*, participant: Participant, language: str) -> None:
+    """Record the language the participant is shown the study in, once: the first survey request
+    sets it and later ones keep it (a study's language changed mid-fieldwork does not rewrite what
+    earlier participants saw). Concurrent first requests write the same value once."""
+    if participant.language:
+        return
+    Participant.objects.filter(pk=participant.pk, language="").update(language=language)
+    participant.language = language
+
+
+def participant_consent(*, participant: Participant, accepted: bool) -> Participant:
+    """Record the participant's consent (or refusal). Whoever first consents while the study is in
+    pilot is a pilot participant, and whoever first consents once it is open is not, whenever
+    their link was made: a pilot participant is one who took part during the pilot."""
+    now = timezone.now()
+    fields = ["consented_at", "declined_at"]
+    if accepted:
+        if participant.consented_at is None and not participant.is_preview:
+            # The stored status: the caller's study row may predate a status change.
+            status = Study.objects.filter(pk=participant.study_id).values_list("status", flat=True).get()
+            participant.is_pilot = status == Study.Status.PILOT
+            fields.append("is_pilot")
+        participant.consented_at = participant.consented_at or now
+        participant.declined_at = None
+    else:
+        participant.declined_at = now
+    participant.save(update_fields=fields)
+    return participant
+
+
+def consent_refusal_record(*, study: Study, role: str) -> ConsentRefusal:
+    return ConsentRefusal.objects.create(study=study, role=role)
+
+
+@transaction.atomic
+def participants_mark_returned(*, participants: QuerySet[Participant], actor: Any = None) -> int:
+    """Mark participants returned or withdrawn (e.g. on Prolific): they can no longer answer, and a
+    layperson's Latin-square row is handed out again. Completed ones are left as they are; returns
+    how many were marked. Each study's activity log records whom."""
+    marked = list(
+        participants.filter(completed_at__isnull=True, returned_at__isnull=True)
+        .select_for_update()
+        .select_related("study")
+    )
+    Participant.objects.filter(pk__in=[p.pk for p in marked]).update(returned_at=timezone.now())
+    by_study: dict[int, list[Participant]] = {}
+    for participant in marked:
+        by_study.setdefault(participant.study_id, []).append(participant)
+    for group in by_study.values():
+        activity_record(
+            study=group[0].study,
+            actor=actor,
+            verb="participants.returned",
+            details={"pseudonyms": [p.pseudonym or str(p.pk) for p in group]},
+        )
+    return len(marked)
+
+
+def participant_complete(*, participant: Participant) -> Participant:
+    if participant.completed_at is None:
+        participant.completed_at = timezone.now()
+        participant.save(update_fields=["completed_at"])
+    return participant

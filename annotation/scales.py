@@ -122,7 +122,7 @@ HELPFULNESS = Scale(
 )
 
 # Radiologist rubric (seed 003 Figure 5 / appendix A.1): 1-5 Likert per aspect. The one place its
-# bounds are written: the answer check (annotation.services) and the database's range checks
+# bounds are written: the answer check (annotation.answer_writes) and the database's range checks
 # (annotation.models) read LIKERT.lowest and LIKERT.highest.
 LIKERT = Scale(
     key="likert",

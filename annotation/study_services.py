@@ -7,24 +7,32 @@ and report whether anything changed. Every change is recorded in the activity lo
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from annotation import services
 from annotation.activity_services import activity_record
-from annotation.instrument_services import study_instruments_attach, study_instruments_stamp_refresh
+from annotation.instrument_services import study_instruments_attach
 from annotation.models import (
-    AttentionCheck,
     Participant,
     Simplification,
     SimplificationText,
     Source,
     Study,
+    System,
+)
+
+if TYPE_CHECKING:
+    pass
+
+
+from annotation import participant_services
+from annotation.instrument_services import study_instruments_stamp_refresh
+from annotation.models import (
+    AttentionCheck,
     StudyInstrument,
     StudyMembership,
-    System,
 )
 
 Status = Study.Status
@@ -89,7 +97,7 @@ def study_create(
     study = Study(slug=slug, title=title, **{k: v for k, v in (settings or {}).items() if k != "title"})
     study.full_clean()
     study.save()
-    # The protocol's instruments, as every study gets them (services.study_get_or_create).
+    # The protocol's instruments, as every study gets them (study_get_or_create).
     study_instruments_attach(study=study)
     if getattr(actor, "is_authenticated", False):
         StudyMembership.objects.create(study=study, user=actor, role=StudyMembership.Role.OWNER)
@@ -325,7 +333,7 @@ def study_close(*, study: Study, actor: Any = None) -> bool:
 def preview_participant_create(*, study: Study, role: str, actor: Any) -> Participant:
     """A researcher's preview of the real survey of `role`: a participant who may answer whatever
     the study's status and is counted nowhere (annotation.selectors.counted_participants)."""
-    participant = services.participant_create(study=study, role=role, is_preview=True)
+    participant = participant_services.participant_create(study=study, role=role, is_preview=True)
     activity_record(study=study, actor=actor, verb="study.previewed", obj=participant, details={"role": role})
     return participant
 
@@ -358,3 +366,35 @@ def pilot_participants_discard(*, study: Study, actor: Any, expected: int | None
         details={"count": len(pseudonyms), "pseudonyms": pseudonyms},
     )
     return len(pseudonyms)
+
+
+def study_get_or_create(*, slug: str, title: str = "", language: str = "") -> tuple[Study, bool]:
+    """Call inside a transaction when more writes follow, so that a failure leaves no new study and
+    no changed title. `language` (one of settings.LANGUAGES) sets the participants' language; empty
+    leaves it as it is (English for a new study)."""
+    study = Study.objects.filter(slug=slug).first()
+    created = study is None
+    if study is None:
+        study = Study(slug=slug, title=title or slug, language=language or "en")
+    elif (title and study.title != title) or (language and study.language != language):
+        study.title = title or study.title
+        study.language = language or study.language
+    else:
+        return study, False
+    study.full_clean(validate_unique=False, validate_constraints=False)
+    study.save()
+    if created:
+        # Every new study asks the protocol's instruments until its researchers change them.
+        assert study is not None
+        study_instruments_attach(study=study)
+    return study, created
+
+
+def study_set_status(*, study: Study, status: str) -> Study:
+    if status not in Study.Status.values:
+        raise ValidationError(
+            {"status": f"Unknown status {status!r}; use one of {', '.join(Study.Status.values)}."}
+        )
+    study.status = status
+    study.save(update_fields=["status", "updated_at"])
+    return study

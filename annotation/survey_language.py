@@ -17,7 +17,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponseBase
 from django.utils import translation
 
-from annotation import services
+from annotation import participant_services
 from annotation.models import Participant, Study
 
 
@@ -46,7 +46,7 @@ def survey_language_activate(
     translation.activate(language)
     request.LANGUAGE_CODE = language  # type: ignore[attr-defined]
     if participant is not None and not participant.language and request.method == "POST":
-        services.participant_language_record(participant=participant, language=language)
+        participant_services.participant_language_record(participant=participant, language=language)
     return language
 
 

@@ -94,7 +94,7 @@ django.setup()
 from django.core.management import call_command
 call_command("migrate", verbosity=0)
 call_command("collectstatic", "--noinput", verbosity=0)
-from annotation import services
+from annotation import participant_services
 from annotation.models import (Participant, Simplification, SimplificationText, Source, Study, System,
                                text_hash)
 
@@ -114,7 +114,7 @@ shown = iter(texts)
 Simplification.objects.bulk_create(
     [Simplification(source=s, system=y, shown_text=next(shown)) for s in sources for y in systems]
 )
-invited = {role: services.participants_invite(study=study, role=role, count=n_raters)
+invited = {role: participant_services.participants_invite(study=study, role=role, count=n_raters)
            for role in (Participant.Role.RADIOLOGIST, Participant.Role.LAYPERSON)}
 print(json.dumps({role: [[p.pk, p.token] for p in people] for role, people in invited.items()}))
 """

@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 from rest_framework.throttling import SimpleRateThrottle
 from rest_framework.views import APIView
 
-from annotation import services
+from annotation import participant_services
 from annotation.models import ConsentRefusal, Participant
 from config.request_limits import CACHE_ERRORS, AnonThrottle, UserThrottle, client_ip
 from tests.annotation.factories import build_study
@@ -117,7 +117,9 @@ def test_open_enrolments_are_capped(client, open_study, settings):
 def test_consent_is_limited_per_ip(client, open_study, settings):
     settings.RATELIMIT_ENABLE = True
     settings.RADLAY_CONSENT_RATE_PER_IP = "2/h"
-    invited = services.participants_invite(study=open_study, role=Participant.Role.LAYPERSON, count=3)
+    invited = participant_services.participants_invite(
+        study=open_study, role=Participant.Role.LAYPERSON, count=3
+    )
     statuses = [
         client.post(f"/l/{p.token}/consent/", {"choice": "decline"}, REMOTE_ADDR="10.0.3.1").status_code
         for p in invited
@@ -214,7 +216,9 @@ def test_rotating_forwarded_for_escapes_no_join_or_consent_limit(spoofed, client
         for i in range(3)
     ]
     assert statuses == [200, 200, 429]
-    invited = services.participants_invite(study=open_study, role=Participant.Role.LAYPERSON, count=3)
+    invited = participant_services.participants_invite(
+        study=open_study, role=Participant.Role.LAYPERSON, count=3
+    )
     statuses = [
         client.post(f"/l/{p.token}/consent/", {"choice": "decline"}, **spoofed(i)).status_code
         for i, p in enumerate(invited)
@@ -283,7 +287,9 @@ def test_limits_fail_open_when_the_cache_is_down(
     assert response.status_code == 302
     participant = Participant.objects.get(external_id="NEW1")
     assert client.get("/join/recruit/?PROLIFIC_PID=NEW1&SESSION_ID=S1").status_code == 302  # resumes
-    invited = services.participants_invite(study=open_study, role=Participant.Role.LAYPERSON, count=1)[0]
+    invited = participant_services.participants_invite(
+        study=open_study, role=Participant.Role.LAYPERSON, count=1
+    )[0]
     assert client.post(f"/l/{invited.token}/consent/", {"choice": "accept"}).status_code == 302
     # The API answers (its throttles let everything through), so does the token endpoint.
     user = get_user_model().objects.create_user("ada", password="pw-123-right")

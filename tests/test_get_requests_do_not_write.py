@@ -25,7 +25,8 @@ from django.db import transaction
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
-from annotation import services as annotation_services
+from annotation import participant_services
+from annotation.expert import answers as expert_answers
 from annotation.models import (
     ActivityEvent,
     AttentionCheck,
@@ -47,7 +48,8 @@ pytestmark = pytest.mark.django_db
 
 # Survey pages that write on GET on purpose (not the job layer's to change); everything else may not.
 SURVEY_WRITES = {
-    # A radiologist's page records the participant's last activity (annotation.services.participant_touch).
+    # A radiologist's page records the participant's last activity
+    # (annotation.participant_services.participant_touch).
     "annotation:expert-page",
     # So does a pairwise comparison page (annotation/pairwise/views.py).
     "annotation:pairwise-task",
@@ -97,12 +99,12 @@ def world(monkeypatch, django_capture_on_commit_callbacks):
     batch.jobs.update(dispatched_at=long_ago)
     run.items.update(dispatched_at=long_ago)
     plan = PowerPlan.objects.create(study=study, outcome="severity", parameters={"outcome": "severity"})
-    expert = annotation_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    expert = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     with transaction.atomic():
-        expert_item = annotation_services.expert_items_create(
+        expert_item = expert_answers.expert_items_create(
             participant=expert, source_ids=list(study.sources.values_list("pk", flat=True)), first_position=0
         )[0]
-    lay = annotation_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    lay = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     simplification = Simplification.objects.filter(source__study=study).first()
     lay_item = LayItem.objects.create(
         participant=lay,
@@ -116,8 +118,10 @@ def world(monkeypatch, django_capture_on_commit_callbacks):
     analysis_snapshot_compute_here(study=study)
     # A pairwise study's consented rater with their pages drawn (the one write of their first visit).
     pairwise_study = build_study(slug="sweep-pairwise", n_sources=2, systems=("a", "b"))
-    comparer = annotation_services.participant_create(study=pairwise_study, role=Participant.Role.RADIOLOGIST)
-    annotation_services.participant_consent(participant=comparer, accepted=True)
+    comparer = participant_services.participant_create(
+        study=pairwise_study, role=Participant.Role.RADIOLOGIST
+    )
+    participant_services.participant_consent(participant=comparer, accepted=True)
     pairwise_task = pairwise_tasks_prepare(
         participant=comparer, instrument=pairwise_instrument_attach(study=pairwise_study)
     )[0]
@@ -127,8 +131,8 @@ def world(monkeypatch, django_capture_on_commit_callbacks):
     # A consented rater of the pairs flow (a study of its own: seed 002's instrument).
     pairs_study = build_study(slug="sweep-pairs", n_sources=1, systems=("lay",))
     study_instrument_attach(study=pairs_study, preset_name="medlaybench_002", actor="test")
-    rater = annotation_services.participant_create(study=pairs_study, role=Participant.Role.RADIOLOGIST)
-    annotation_services.participant_consent(participant=rater, accepted=True)
+    rater = participant_services.participant_create(study=pairs_study, role=Participant.Role.RADIOLOGIST)
+    participant_services.participant_consent(participant=rater, accepted=True)
     pair_text = Simplification.objects.get(source__study=pairs_study).shown_text_id
     upload = SourceUpload.objects.create(study=study, original_name="sources.csv")
     return {

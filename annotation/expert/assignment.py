@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from annotation import services
+from annotation.expert import answers as expert_answers
 from annotation.models import ExpertItem, Participant, Source
 from annotation.survey_page import seeded_shuffle
 
@@ -47,7 +47,7 @@ def expert_pages_prepare(*, participant: Participant) -> None:
             return
         have = {source_id for source_id, _ in pages}
         missing = [pk for pk in _source_order(participant, sources) if pk not in have]
-        services.expert_items_create(
+        expert_answers.expert_items_create(
             participant=participant,
             source_ids=missing[: wanted - len(pages)],
             first_position=max((position for _, position in pages), default=0) + 1,

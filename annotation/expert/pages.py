@@ -27,7 +27,8 @@ from django.db import transaction
 from django.db.models import F, FilteredRelation, Q
 from django.utils import timezone
 
-from annotation import protocol_texts, scales, services
+from annotation import participant_services, protocol_texts, scales
+from annotation.expert import answers as expert_answers
 from annotation.expert.progress import Progress, expert_page_place
 from annotation.instrument_selectors import EXPERT, CurrentInstrument, study_instrument_current
 from annotation.instrument_services import item_answer_save
@@ -468,7 +469,7 @@ def expert_page_save(
             if not scores and not comment and current is None:
                 continue  # an empty justification box of an unrated text is not an answer
             try:
-                ratings[shown_text.pk] = services.expert_rating_save(
+                ratings[shown_text.pk] = expert_answers.expert_rating_save(
                     participant=participant,
                     shown_text=shown_text,
                     scores=scores,
@@ -484,7 +485,7 @@ def expert_page_save(
             comment = original.get(COMMENT)
             if severity or simplicity or comment or judgement is not None:
                 try:
-                    judgement = services.expert_source_judgement_save(
+                    judgement = expert_answers.expert_source_judgement_save(
                         participant=participant,
                         source=item.source,
                         severity=severity,
@@ -529,7 +530,7 @@ def expert_page_save(
             place = expert_page_place(item=item, neighbours=False)
             page.progress, page.number = place.progress, place.number
             if page.complete and place.progress.done >= place.progress.total:
-                services.participant_complete(participant=participant)
+                participant_services.participant_complete(participant=participant)
     return page
 
 

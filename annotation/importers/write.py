@@ -8,12 +8,14 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from annotation import services
+from annotation import participant_services, source_services, study_services
 from annotation.activity_services import activity_record
+from annotation.expert import answers as expert_answers
 from annotation.importers.bulk_insert import rows_insert
 from annotation.importers.errors import ImportFormatError
 from annotation.importers.records import ReleaseRecords, SimplificationRecord, SourceRecord, StudyRecords
 from annotation.importers.study_file import StudyFile, study_slug_check
+from annotation.lay import answers as lay_answers
 from annotation.models import (
     LayItem,
     Participant,
@@ -47,7 +49,7 @@ def study_file_import(
     study_slug_check(slug)
     summary = study_file.check()
     with transaction.atomic():
-        study, created = services.study_get_or_create(slug=slug, title=title, language=language)
+        study, created = study_services.study_get_or_create(slug=slug, title=title, language=language)
         if created:
             activity_record(study=study, actor=actor, verb="study.created", obj=study)
         if owner is not None:
@@ -88,7 +90,7 @@ def study_records_write(*, study: Study, records: StudyRecords, file: str = "") 
 
 class StudyBulkWriter:
     """Adds or updates sources and simplifications in batches: a few queries per `BATCH` rows,
-    whatever the study's size. Same rules as annotation.services' source_upsert and
+    whatever the study's size. Same rules as annotation.source_services' source_upsert and
     simplification_upsert (new sources take the next free position; identical texts of a source
     share one SimplificationText; a text no longer used by anything is removed). Call inside a
     transaction."""
@@ -96,7 +98,7 @@ class StudyBulkWriter:
     def __init__(self, *, study: Study, systems: list[str], labels: dict[str, str] | None = None, file: str):
         self.study = study
         self.systems = {
-            key: services.system_upsert(study=study, key=key, label=(labels or {}).get(key, "")).pk
+            key: source_services.system_upsert(study=study, key=key, label=(labels or {}).get(key, "")).pk
             for key in systems
         }
         self.provenance = {"origin": "import", "backend": "", "parameters": {"file": file} if file else {}}
@@ -260,7 +262,7 @@ def release_records_write(*, study: Study, records: ReleaseRecords) -> dict[str,
         for person in records.participants:
             participant = Participant.objects.filter(study=study, pseudonym=person.pseudonym).first()
             if participant is None:
-                participant = services.participant_create(
+                participant = participant_services.participant_create(
                     study=study,
                     role=person.role,
                     pseudonym=person.pseudonym,
@@ -285,7 +287,7 @@ def release_records_write(*, study: Study, records: ReleaseRecords) -> dict[str,
 def _write_expert(participant, person, sources, text_of) -> None:
     merged: dict[int, tuple[SimplificationText, dict[str, int], list[str]]] = {}
     for position, key in enumerate(dict.fromkeys(r.source_key for r in person.expert_ratings)):
-        services.expert_item_create(participant=participant, source=sources[key], position=position)
+        expert_answers.expert_item_create(participant=participant, source=sources[key], position=position)
     for record in person.expert_ratings:
         shown = text_of[(record.source_key, record.system)]
         if shown.pk in merged:
@@ -301,11 +303,11 @@ def _write_expert(participant, person, sources, text_of) -> None:
         else:
             merged[shown.pk] = (shown, dict(record.scores), [record.comment] if record.comment else [])
     for shown, scores, comments in merged.values():
-        services.expert_rating_save(
+        expert_answers.expert_rating_save(
             participant=participant, shown_text=shown, scores=scores, comment="\n\n".join(comments)
         )
     for judgement in person.expert_judgements:
-        services.expert_source_judgement_save(
+        expert_answers.expert_source_judgement_save(
             participant=participant,
             source=sources[judgement.source_key],
             severity=judgement.severity,
@@ -322,7 +324,7 @@ def _write_lay(participant, person, sources, text_of, systems) -> None:
         if item is None:
             # The release does not record panel 3's display order: texts in system order.
             order = list(dict.fromkeys(text_of[(record.source_key, k)].pk for k in systems))
-            item = services.lay_item_create(
+            item = lay_answers.lay_item_create(
                 participant=participant,
                 source=source,
                 position=record.position,
@@ -330,16 +332,16 @@ def _write_lay(participant, person, sources, text_of, systems) -> None:
                 assigned_system=systems[record.systems[0]],
                 preference_order=order,
             )
-        services.lay_answer_save(item=item, phase="original", answers=record.original)
-        services.lay_item_lock_original(item=item)
-        services.lay_answer_save(item=item, phase="assisted", answers=record.assisted)
+        lay_answers.lay_answer_save(item=item, phase="original", answers=record.original)
+        lay_answers.lay_item_lock_original(item=item)
+        lay_answers.lay_answer_save(item=item, phase="assisted", answers=record.assisted)
         if (
             record.most is not None
             or record.least is not None
             or record.most_justification
             or record.least_justification
         ):
-            services.lay_preference_save(
+            lay_answers.lay_preference_save(
                 item=item,
                 most=[text_of[(record.source_key, k)].pk for k in record.most or []],
                 least=[text_of[(record.source_key, k)].pk for k in record.least or []],

@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from annotation import services
+from annotation import participant_services
 from annotation.lay.design import lay_background_questions
 from annotation.lay.errors import LayFlowError
 from annotation.lay.steps import COMPLETE, lay_next_step
@@ -100,7 +100,7 @@ def lay_participant_join(*, study: Study, recruitment: Mapping[str, str]) -> Par
     if participant is None:
         try:
             with transaction.atomic():
-                participant = services.participant_create(
+                participant = participant_services.participant_create(
                     study=study, role=Participant.Role.LAYPERSON, external_id=pid, recruitment=recruitment
                 )
         except IntegrityError:
@@ -109,8 +109,8 @@ def lay_participant_join(*, study: Study, recruitment: Mapping[str, str]) -> Par
                 raise
     if participant.role != Participant.Role.LAYPERSON:
         raise LayFlowError(_("This link is for laypeople; your participant ID belongs to another role."))
-    services.participant_consent(participant=participant, accepted=True)
-    services.participant_touch(participant=participant)
+    participant_services.participant_consent(participant=participant, accepted=True)
+    participant_services.participant_touch(participant=participant)
     return participant
 
 
@@ -191,7 +191,7 @@ def participant_screen_out_check(*, participant: Participant) -> bool:
 def lay_survey_complete(*, participant: Participant) -> Participant:
     if lay_next_step(participant=participant).kind != COMPLETE:
         raise LayFlowError(_("The survey is not finished yet."))
-    return services.participant_complete(participant=participant)
+    return participant_services.participant_complete(participant=participant)
 
 
 def lay_completion_url(*, participant: Participant) -> str:

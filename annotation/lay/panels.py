@@ -3,7 +3,7 @@ saving it, and moving on — and the panel-1 lock, whose whole rule lives here:
 
     Panel 1 (the original alone) is locked once the simplification is shown: `lay_panel_open`
     sets `LayItem.original_locked_at` when panel 2 is first shown, and from then on no save
-    changes panel 1's answers (`services.lay_answer_save` refuses with AnswerLocked, which
+    changes panel 1's answers (`lay_answers.lay_answer_save` refuses with AnswerLocked, which
     `lay_panel_save` reports with the same message as any other change to panel 1).
 
 More generally a panel the participant has left accepts no changes (a repeated identical save, e.g.
@@ -25,10 +25,11 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from annotation import scales, services
+from annotation import answer_writes, scales
 from annotation.instrument_selectors import LAY, CurrentInstrument, study_instrument_current
 from annotation.instrument_services import item_answer_save
 from annotation.item_questions import ItemQuestion, item_question, shown
+from annotation.lay import answers as lay_answers
 from annotation.lay.assignment import lay_item_apply_safety_gate
 from annotation.lay.design import (
     ASSISTED,
@@ -57,7 +58,7 @@ from instruments.schema import AppliesTo, Item, ItemKind
 
 MAX_TEXT_ANSWER = 2000
 _STAMP_SALT = "annotation.lay.panel_stamp"
-LOCKED_MESSAGE = services.AnswerLocked.MESSAGE
+LOCKED_MESSAGE = answer_writes.AnswerLocked.MESSAGE
 
 
 def lay_panel_questions(*, study: Study, panel: str) -> tuple[str, ...]:
@@ -165,7 +166,7 @@ def lay_panel_state(*, item: LayItem, panel: str) -> PanelState:
     state.texts = [(text_label(n), texts[t]) for n, t in enumerate(item.preference_order) if t in texts]
     preference = LayPreference.objects.filter(item=item).first()
     if preference is not None:
-        chosen = services.lay_preference_choices(preference_id=preference.pk)
+        chosen = lay_answers.lay_preference_choices(preference_id=preference.pk)
         state.most, state.least = chosen["most"], chosen["least"]
         state.most_justification = preference.most_justification
         state.least_justification = preference.least_justification
@@ -182,7 +183,7 @@ def _open(item: LayItem, panel: str) -> LayItem:
         item = lay_item_apply_safety_gate(item=item)
     if panel == ASSISTED and item.stage == ASSISTED and item.original_locked_at is None:
         # The lock rule: the simplification is about to be shown.
-        item = services.lay_item_lock_original(item=item)
+        item = lay_answers.lay_item_lock_original(item=item)
     return item
 
 
@@ -197,7 +198,7 @@ def lay_panel_open(*, item: LayItem, panel: str) -> LayItem:
         return item
     if panel == ASSISTED and not gate and item.stage == ASSISTED:
         # Panel 2 first shown, nothing to re-check: panel 1 is locked by one UPDATE.
-        if services.lay_item_lock_original_shown(item=item):
+        if lay_answers.lay_item_lock_original_shown(item=item):
             return item
     with transaction.atomic():
         locked = (
@@ -342,7 +343,7 @@ def lay_panel_save(
             refused: Mapping[str, frozenset[int]] = {}
             if panel in (ORIGINAL, ASSISTED):
                 study = item.participant.study
-                row = services.lay_answer_save(
+                row = lay_answers.lay_answer_save(
                     item=item,
                     phase=panel,
                     answers=_parse_answers(study, panel, data),
@@ -354,7 +355,7 @@ def lay_panel_save(
                 missing += _added_save(participant, item, panel, data, time_spent_ms)
             else:
                 missing, refused = _preference_save(item, data, time_spent_ms)
-        except services.AnswerLocked:
+        except answer_writes.AnswerLocked:
             raise PanelClosed(LOCKED_MESSAGE) from None
         if not submit:
             missing = []  # an autosave shows nothing but "Saved" (or the refused ticks)
@@ -405,7 +406,7 @@ def _preference_save(
     for name in ("most", "least"):
         values = _getlist(data, name)
         chosen[name] = _parse_ids(name, values) if (name in fields or values) else None
-    saved = services.lay_preference_save(
+    saved = lay_answers.lay_preference_save(
         item=item,
         most=chosen["most"],
         least=chosen["least"],

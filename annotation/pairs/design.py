@@ -115,9 +115,10 @@ def pairs_participant(participant: Participant) -> bool:
 
 
 def study_rater_groups(*, study: Study) -> set[str]:
-    """Every rater group the study's current instruments (any flow) name."""
+    """Every rater group the study's current pairs-flow instruments name (the protocol's
+    instruments, which every study has, name the radiologist page's and the lay flow's roles)."""
     groups: set[str] = set()
-    for row in StudyInstrument.objects.filter(study=study, is_current=True):
+    for row in StudyInstrument.objects.filter(study=study, is_current=True, flow=StudyInstrument.Flow.PAIRS):
         for item in instrument_of(row).items:
             groups.update(item.roles)
     return groups

@@ -28,7 +28,7 @@ from django.db.models import F
 from django.http import QueryDict
 from django.utils.translation import gettext as _
 
-from annotation import services
+from annotation import participant_services
 from annotation.expert.progress import Progress
 from annotation.models import ItemAnswer, Participant
 from annotation.pairs.design import (
@@ -416,8 +416,8 @@ def pair_answers_save(
 def pairs_consent_accept(*, participant: Participant) -> Participant:
     """The participant agreed: record it, their activity, and the language they are shown the
     questions in (the exports record it), where none is recorded yet."""
-    services.participant_consent(participant=participant, accepted=True)
-    services.participant_touch(participant=participant)
+    participant_services.participant_consent(participant=participant, accepted=True)
+    participant_services.participant_touch(participant=participant)
     items = pairs_page_items(study=participant.study, group=rater_group(participant))
     if items and not participant.language:
         participant.language = participant_language(participant, items[0].asked.instrument)

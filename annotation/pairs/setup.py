@@ -7,7 +7,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from annotation import services
+from annotation import participant_services
 from annotation.activity_services import activity_record
 from annotation.instrument_services import study_instruments_stamp_refresh
 from annotation.models import Participant, Study, StudyInstrument
@@ -99,4 +99,6 @@ def pairs_participants_invite(
         raise ValidationError({"role": f"Say whether the {rater_group} group are radiologists or laypeople."})
     else:
         group = rater_group
-    return services.participants_invite(study=study, role=role, count=count, actor=actor, rater_group=group)
+    return participant_services.participants_invite(
+        study=study, role=role, count=count, actor=actor, rater_group=group
+    )

@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from annotation import services
+from annotation import participant_services
 from annotation.activity_services import activity_record
 from annotation.instrument_services import study_instruments_stamp_refresh
 from annotation.models import ItemAnswer, PairwiseTask, Participant, Simplification, Study, StudyInstrument
@@ -58,8 +58,8 @@ def pairwise_instrument_attach(*, study: Study, preset: str = PRESET, actor: Any
 
 def pairwise_consent_accept(*, participant: Participant) -> Participant:
     """The participant agreed to take part: record it and their activity."""
-    services.participant_consent(participant=participant, accepted=True)
-    services.participant_touch(participant=participant)
+    participant_services.participant_consent(participant=participant, accepted=True)
+    participant_services.participant_touch(participant=participant)
     return participant
 
 

@@ -14,7 +14,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotation import services
+from annotation import participant_services
 from annotation.models import Participant, StudyInstrument
 from annotation.pairwise import selectors
 from annotation.pairwise.services import (
@@ -99,7 +99,7 @@ def pairwise_consent(request: HttpRequest, participant: Participant) -> HttpResp
     study = participant.study
     if request.method == "POST":
         if request.POST.get("choice") == "decline":
-            services.participant_consent(participant=participant, accepted=False)
+            participant_services.participant_consent(participant=participant, accepted=False)
             return render(request, TEMPLATES + "declined.html", {"participant": participant, "study": study})
         pairwise_consent_accept(participant=participant)
         return redirect("annotation:pairwise-start", token=participant.token)
@@ -172,7 +172,7 @@ def pairwise_done(request: HttpRequest, participant: Participant) -> HttpRespons
         return redirect("annotation:pairwise-consent", token=participant.token)
     pages = selectors.pairwise_pages(participant=participant)
     if pages and all(answer is not None for _, answer in pages):
-        services.participant_complete(participant=participant)
+        participant_services.participant_complete(participant=participant)
     return render(request, TEMPLATES + "done.html", {"participant": participant, "pages": pages})
 
 

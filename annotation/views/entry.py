@@ -13,7 +13,7 @@ from django.shortcuts import redirect
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from annotation import services
+from annotation import participant_services
 from annotation.access import SurveyClosed, WrongFlow, access_participant
 from annotation.models import Participant
 from annotation.pairs.design import pairs_participant
@@ -136,4 +136,4 @@ def activity_touch(participant: Participant) -> None:
     """Record the participant's activity, at most once per TOUCH_INTERVAL."""
     last = participant.last_activity_at
     if participant.started_at is None or last is None or timezone.now() - last >= TOUCH_INTERVAL:
-        services.participant_touch(participant=participant)
+        participant_services.participant_touch(participant=participant)

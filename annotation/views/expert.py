@@ -17,7 +17,7 @@ from django.utils import translation
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotation import protocol_texts, scales, services
+from annotation import answer_writes, participant_services, protocol_texts, scales
 from annotation.access import access_expert_page
 from annotation.expert import assignment, pages, progress
 from annotation.models import ExpertItem, Participant
@@ -86,8 +86,8 @@ def expert_instructions(request: HttpRequest, participant: Participant) -> HttpR
     )
     if request.method == "POST":
         if participant.consented_at is None:
-            services.participant_consent(participant=participant, accepted=True)
-        services.participant_touch(participant=participant)
+            participant_services.participant_consent(participant=participant, accepted=True)
+        participant_services.participant_touch(participant=participant)
         assignment.expert_pages_prepare(participant=participant)
         return _redirect_resume(participant, why=WHY_RESUME)
     context = {
@@ -141,7 +141,7 @@ def _render_page(
         "errors": sorted((errors or {}).items()),
         "show_missing": show_missing or flagged,
         "why": why,
-        "comment_max_length": services.COMMENT_MAX_LENGTH,
+        "comment_max_length": answer_writes.COMMENT_MAX_LENGTH,
     }
     return render(request, TEMPLATES + "page.html", context, status=status)
 
@@ -153,7 +153,7 @@ def expert_page(request: HttpRequest, participant: Participant, item: ExpertItem
     """One source: GET shows it; an htmx POST autosaves the answers it carries; a plain POST
     saves the whole form and moves on (or shows what is missing)."""
     if participant.started_at is None:
-        services.participant_touch(participant=participant)
+        participant_services.participant_touch(participant=participant)
     if request.method == "GET":
         return _render_page(request, participant, item, show_missing=request.GET.get("missing") == "1")
     if request.htmx:
@@ -259,7 +259,7 @@ def expert_done(request: HttpRequest, participant: Participant) -> HttpResponse:
     assignment.expert_pages_prepare(participant=participant)
     if progress.expert_resume_item(participant=participant) is not None:
         return _redirect_resume(participant, why=WHY_FINISH)
-    services.participant_complete(participant=participant)
+    participant_services.participant_complete(participant=participant)
     context = _index_context(participant, 0) | {
         "participant": participant,
         "study": participant.study,

@@ -28,7 +28,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
-from annotation import protocol_texts, scales, services
+from annotation import participant_services, protocol_texts, scales
 from annotation.access import access_attention_check, access_lay_item, access_study_for_join
 from annotation.enrolment_limits import consent_limits, join_limits, resume_blocked, resume_refusal_count
 from annotation.lay import assignment, entry, panels, steps
@@ -208,7 +208,7 @@ def lay_consent(request: HttpRequest, participant: Participant) -> HttpResponse:
     if request.method == "POST":
         if (choice := _consent_choice(request)) is None:
             return _error(request, CHOICE_MESSAGE, 400)
-        services.participant_consent(participant=participant, accepted=choice == "accept")
+        participant_services.participant_consent(participant=participant, accepted=choice == "accept")
         if choice == "decline":
             return render(request, TEMPLATES + "declined.html", _base_context(participant))
         return redirect("annotation:lay-start", token=participant.token)
@@ -299,9 +299,9 @@ def lay_join(request: HttpRequest, slug: str) -> HttpResponse:
             return _error(request, CHOICE_MESSAGE, 400)
         if choice == "decline":
             if existing is not None:
-                services.participant_consent(participant=existing, accepted=False)
+                participant_services.participant_consent(participant=existing, accepted=False)
             else:
-                services.consent_refusal_record(study=study, role=LAY)
+                participant_services.consent_refusal_record(study=study, role=LAY)
             return render(request, TEMPLATES + "declined.html", {"study": study, "joined": True})
         try:
             participant = entry.lay_participant_join(study=study, recruitment=recruitment)

@@ -17,7 +17,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotation import services
+from annotation import participant_services
 from annotation.access import WrongFlow
 from annotation.lay.entry import lay_completion_url
 from annotation.models import Participant
@@ -105,7 +105,7 @@ def pairs_consent(request: HttpRequest, participant: Participant) -> HttpRespons
     study = participant.study
     if request.method == "POST":
         if request.POST.get("choice") == "decline":
-            services.participant_consent(participant=participant, accepted=False)
+            participant_services.participant_consent(participant=participant, accepted=False)
             return render(request, TEMPLATES + "declined.html", {"participant": participant, "study": study})
         pages.pairs_consent_accept(participant=participant)
         return _resume(participant)
@@ -228,7 +228,7 @@ def pairs_done(request: HttpRequest, participant: Participant) -> HttpResponse:
         return redirect("annotation:pairs-consent", token=participant.token)
     if pages.pairs_resume(participant=participant) is not None:
         return _resume(participant, missing=True)
-    services.participant_complete(participant=participant)
+    participant_services.participant_complete(participant=participant)
     context = {
         "participant": participant,
         "study": participant.study,

@@ -25,7 +25,7 @@ from django.db import transaction
 
 from annotation.activity_services import activity_record
 from annotation.models import Source, Study, System
-from annotation.services import system_upsert
+from annotation.source_services import system_upsert
 from generation.backends.configured import openai_server_problem
 from generation.models import (
     GENERATED_SYSTEMS,

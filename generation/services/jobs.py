@@ -26,7 +26,7 @@ from django.core.exceptions import ValidationError
 from django.db import DatabaseError
 
 from annotation.models import Simplification, System
-from annotation.services import simplification_upsert, system_upsert
+from annotation.source_services import simplification_upsert, system_upsert
 from generation.backends.base import BackendError
 from generation.models import SYSTEM_LABELS, GenerationBatch, GenerationJob
 from generation.services import outcomes

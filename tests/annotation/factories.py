@@ -6,7 +6,8 @@ import dataclasses
 
 import factory
 
-from annotation import services
+from annotation import source_services, study_services
+from annotation.lay import answers as lay_answers
 from annotation.models import LayItem, Participant, Source, Study, System
 from instruments.presets import preset_load
 from instruments.schema import AppliesTo, Instrument, Item, ItemKind, Point, Scale
@@ -64,12 +65,12 @@ def build_study(
 ) -> Study:
     """A study with `n_sources` sources and one simplification per (source, system). `shared`
     lists (source index, system a, system b) pairs whose texts are made identical."""
-    study, _ = services.study_get_or_create(slug=slug, title=f"Study {slug}")
+    study, _ = study_services.study_get_or_create(slug=slug, title=f"Study {slug}")
     study.status = status
     study.save()
-    system_rows = [services.system_upsert(study=study, key=key) for key in systems]
+    system_rows = [source_services.system_upsert(study=study, key=key) for key in systems]
     for i in range(n_sources):
-        source = services.source_upsert(
+        source = source_services.source_upsert(
             study=study,
             key=f"s{i + 1:02d}",
             text=f"Sentence {i + 1}: a 1.{i} cm hypodense lesion in the liver.",
@@ -80,13 +81,13 @@ def build_study(
             if index == i:
                 texts[b] = texts[a]
         for system in system_rows:
-            services.simplification_upsert(source=source, system=system, text=texts[system.key])
+            source_services.simplification_upsert(source=source, system=system, text=texts[system.key])
     return study
 
 
 def lay_item_of(person: Participant, source: Source, system: System, *, position: int = 0) -> LayItem:
     """A lay item of `person`: `source`, with `system`'s text in panel 2."""
-    return services.lay_item_create(
+    return lay_answers.lay_item_create(
         participant=person,
         source=source,
         position=position,

@@ -4,7 +4,7 @@ import pytest
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 
-from annotation import models, services
+from annotation import models, participant_services
 from annotation.models import Participant
 from tests.annotation.factories import build_study
 
@@ -48,7 +48,7 @@ def test_answers_are_read_only(rf):
 def test_changelists_render(client):
     build_study(slug="adm", n_sources=2)
     study = models.Study.objects.get(slug="adm")
-    services.participant_create(study=study, role="radiologist")
+    participant_services.participant_create(study=study, role="radiologist")
     client.force_login(get_user_model().objects.create_superuser("root", "root@example.org", "pw"))
     for model in [
         models.Study,
@@ -63,9 +63,9 @@ def test_changelists_render(client):
 
 def test_mark_returned_action(client):
     study = build_study(slug="ret", n_sources=1)
-    active = services.participant_create(study=study, role="layperson")
-    done = services.participant_create(study=study, role="layperson")
-    services.participant_complete(participant=done)
+    active = participant_services.participant_create(study=study, role="layperson")
+    done = participant_services.participant_create(study=study, role="layperson")
+    participant_services.participant_complete(participant=done)
     client.force_login(get_user_model().objects.create_superuser("root", "root@example.org", "pw"))
     response = client.post(
         "/admin/annotation/participant/",

@@ -8,7 +8,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotation import services
+from annotation import participant_services
+from annotation.expert import answers as expert_answers
+from annotation.lay import answers as lay_answers
 from annotation.models import AnswerRevision, ExpertRating, LayAnswer, Simplification, SimplificationText
 from tests.annotation.factories import build_study
 
@@ -19,11 +21,11 @@ PANEL1 = {"understanding": "Some parts of it", "confidence": "With low confidenc
 @pytest.fixture
 def lay_item():
     study = build_study(slug="rev", n_sources=1)
-    participant = services.participant_create(study=study, role="layperson")
+    participant = participant_services.participant_create(study=study, role="layperson")
     simplification = (
         Simplification.objects.filter(source__study=study).select_related("source", "system").first()
     )
-    return services.lay_item_create(
+    return lay_answers.lay_item_create(
         participant=participant,
         source=simplification.source,
         position=0,
@@ -34,7 +36,7 @@ def lay_item():
 
 def _save(item, answers) -> tuple[LayAnswer, list[str]]:
     with CaptureQueriesContext(connection) as queries:
-        answer = services.lay_answer_save(item=item, phase="original", answers=answers, time_spent_ms=10)
+        answer = lay_answers.lay_answer_save(item=item, phase="original", answers=answers, time_spent_ms=10)
     return answer, [q["sql"] for q in queries.captured_queries]
 
 
@@ -70,17 +72,17 @@ def test_filling_in_a_field_for_the_first_time_is_not_a_revision(lay_item):
 
 def test_a_changed_expert_rating_read_under_the_page_lock_keeps_its_previous_value(lay_item):
     study = lay_item.participant.study
-    radiologist = services.participant_create(study=study, role="radiologist")
+    radiologist = participant_services.participant_create(study=study, role="radiologist")
     text = SimplificationText.objects.filter(source__study=study).first()
-    services.expert_rating_save(participant=radiologist, shown_text=text, scores={"correctness": 4})
+    expert_answers.expert_rating_save(participant=radiologist, shown_text=text, scores={"correctness": 4})
     current = ExpertRating.objects.get()
     with CaptureQueriesContext(connection) as same:
-        services.expert_rating_save(
+        expert_answers.expert_rating_save(
             participant=radiologist, shown_text=text, scores={"correctness": 4}, current=current
         )
     current = ExpertRating.objects.get()
     with CaptureQueriesContext(connection) as changed:
-        services.expert_rating_save(
+        expert_answers.expert_rating_save(
             participant=radiologist, shown_text=text, scores={"correctness": 2}, current=current
         )
     assert len(changed.captured_queries) == len(same.captured_queries) + 1
@@ -88,7 +90,7 @@ def test_a_changed_expert_rating_read_under_the_page_lock_keeps_its_previous_val
     assert revision.previous == {"correctness": 4} and revision.participant_id == radiologist.pk
     assert revision.answer_type == "annotation.ExpertRating"
     # Without the caller's read (the locked path): the old value comes back from the UPDATE itself.
-    services.expert_rating_save(participant=radiologist, shown_text=text, scores={"correctness": 5})
+    expert_answers.expert_rating_save(participant=radiologist, shown_text=text, scores={"correctness": 5})
     assert list(AnswerRevision.objects.order_by("id").values_list("previous", flat=True)) == [
         {"correctness": 4},
         {"correctness": 2},
@@ -101,17 +103,19 @@ import django
 django.setup()
 from django.core.management import call_command
 call_command("migrate", verbosity=0)
-from annotation import services
+from annotation import participant_services
+from annotation.lay import answers as lay_answers
 from annotation.models import AnswerRevision, Simplification
 from tests.annotation.factories import build_study
 
 study = build_study(slug="rev", n_sources=1)
-participant = services.participant_create(study=study, role="layperson")
+participant = participant_services.participant_create(study=study, role="layperson")
 s = Simplification.objects.filter(source__study=study).select_related("source", "system").first()
-item = services.lay_item_create(participant=participant, source=s.source, position=0, shown_text=s.shown_text,
-                                assigned_system=s.system)
+item = lay_answers.lay_item_create(
+    participant=participant, source=s.source, position=0, shown_text=s.shown_text, assigned_system=s.system
+)
 for value in ("Some parts of it", "Some parts of it", "Completely"):
-    services.lay_answer_save(item=item, phase="original", answers={"understanding": value})
+    lay_answers.lay_answer_save(item=item, phase="original", answers={"understanding": value})
 print(json.dumps({"previous": list(AnswerRevision.objects.values_list("previous", flat=True))}))
 """
 

@@ -8,7 +8,8 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import connection
 
-from annotation import protocol_texts, scales, services
+from annotation import participant_services, protocol_texts, scales, source_services
+from annotation.expert import answers as expert_answers
 from annotation.expert import assignment, pages, progress
 from annotation.models import (
     ExpertItem,
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.django_db
 
 
 def radiologist(study, seed: int = 7) -> Participant:
-    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     participant.order_seed = seed
     participant.save(update_fields=["order_seed"])
     return participant
@@ -126,7 +127,7 @@ def test_a_source_added_later_is_appended_as_a_new_last_page():
     study = build_study(n_sources=2)
     participant = radiologist(study)
     items = assignment.expert_items_ensure(participant=participant)
-    new = services.source_upsert(study=study, key="late", text="A late sentence.")
+    new = source_services.source_upsert(study=study, key="late", text="A late sentence.")
     items = assignment.expert_items_ensure(participant=participant)
     assert [i.position for i in items] == [1, 2, 3]
     assert items[-1].source_id == new.pk
@@ -143,7 +144,7 @@ def test_a_page_shows_each_distinct_text_once_under_blind_labels():
 
 def test_a_layperson_gets_no_rating_pages():
     study = build_study(n_sources=1)
-    lay = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    lay = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     with pytest.raises(ValidationError):
         assignment.expert_items_ensure(participant=lay)
     assert not ExpertItem.objects.exists()
@@ -317,10 +318,10 @@ def test_a_row_written_outside_the_page_lock_is_updated_not_duplicated_nor_lost(
     page = first_page(participant)
     text = SimplificationText.objects.get(pk=page.item.text_order[0])
     # Another writer stored this row after the page was read: the page save believed there was none.
-    services.expert_rating_save(
+    expert_answers.expert_rating_save(
         participant=participant, shown_text=text, scores={"structure": 2}, time_spent_ms=300
     )
-    services.expert_rating_save(
+    expert_answers.expert_rating_save(
         participant=participant, shown_text=text, scores={"correctness": 5}, time_spent_ms=100, current=None
     )
     rating = ExpertRating.objects.get()
@@ -426,8 +427,8 @@ def test_participations_list_only_the_users_own_radiologist_roles():
     user_model = get_user_model()
     alice, bob = user_model.objects.create_user("alice"), user_model.objects.create_user("bob")
     one, two = build_study(slug="one", n_sources=2), build_study(slug="two", n_sources=3)
-    mine = services.participant_create(study=one, role=Participant.Role.RADIOLOGIST, user=alice)
-    services.participant_create(study=two, role=Participant.Role.LAYPERSON, user=alice)
-    services.participant_create(study=two, role=Participant.Role.RADIOLOGIST, user=bob)
+    mine = participant_services.participant_create(study=one, role=Participant.Role.RADIOLOGIST, user=alice)
+    participant_services.participant_create(study=two, role=Participant.Role.LAYPERSON, user=alice)
+    participant_services.participant_create(study=two, role=Participant.Role.RADIOLOGIST, user=bob)
     listed = progress.expert_participations(user=alice)
     assert [(p.pk, standing) for p, standing in listed] == [(mine.pk, progress.Progress(done=0, total=2))]

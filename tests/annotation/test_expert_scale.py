@@ -12,7 +12,7 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
-from annotation import services
+from annotation import answer_writes, participant_services
 from annotation.expert import pages, progress
 from annotation.models import ExpertItem, ExpertRating, ExpertSourceJudgement, Participant
 from tests.annotation.factories import build_study
@@ -53,7 +53,7 @@ def test_page_autosave_and_submit_cost_a_fixed_number_of_queries(
     client, django_assert_max_num_queries, n_sources
 ):
     study = build_study(slug=f"scale{n_sources}", n_sources=n_sources, systems=("a", "b", "c"))
-    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     items = started(client, participant)
     # Progress must not matter either: finish all but the last two pages first.
     for item in items[:-2]:
@@ -88,7 +88,7 @@ def test_page_autosave_and_submit_cost_a_fixed_number_of_queries(
 @pytest.mark.django_db
 def test_a_rating_page_links_its_neighbours_and_leaves_the_index_to_a_lazy_request(client):
     study = build_study(slug="index", n_sources=5, systems=("a", "b"))
-    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     items = started(client, participant)
     html = client.get(page_url(participant, items[2])).content.decode()
     assert "<h1" in html and "Sentence 3 of 5" in html
@@ -111,7 +111,7 @@ def test_a_rating_page_links_its_neighbours_and_leaves_the_index_to_a_lazy_reque
 def test_the_index_comes_200_sentences_at_a_time(client, monkeypatch):
     monkeypatch.setattr(progress, "INDEX_PAGE_SIZE", 2)
     study = build_study(slug="paged", n_sources=5, systems=("a",))
-    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     items = started(client, participant)
     index_url = reverse("annotation:expert-index", args=[participant.token])
     html = client.get(f"{index_url}?from=3").content.decode()
@@ -125,7 +125,7 @@ def test_the_index_comes_200_sentences_at_a_time(client, monkeypatch):
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_full_page_posts_in_different_field_orders_neither_deadlock_nor_lose_answers():
     study = build_study(slug="race", n_sources=1, systems=("a", "b", "c"))
-    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     item = started(Client(), participant)[0]
     url = page_url(participant, item)
     fields = list(full_answers(item))
@@ -170,13 +170,13 @@ def test_concurrent_full_page_posts_in_different_field_orders_neither_deadlock_n
     [
         ("A-comment", "a\x00b", "NUL character"),
         ("original-comment", "a\x00b", "NUL character"),
-        ("A-comment", "x" * (services.COMMENT_MAX_LENGTH + 1), "at most 5000"),
-        ("original-comment", "x" * (services.COMMENT_MAX_LENGTH + 1), "at most 5000"),
+        ("A-comment", "x" * (answer_writes.COMMENT_MAX_LENGTH + 1), "at most 5000"),
+        ("original-comment", "x" * (answer_writes.COMMENT_MAX_LENGTH + 1), "at most 5000"),
     ],
 )
 def test_a_comment_with_a_nul_or_over_the_limit_is_a_clear_400(client, field, text, message):
     study = build_study(slug="text", n_sources=1, systems=("a",))
-    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     item = started(client, participant)[0]
     url = page_url(participant, item)
     response = client.post(url, {field: text}, **HTMX)
@@ -187,5 +187,5 @@ def test_a_comment_with_a_nul_or_over_the_limit_is_a_clear_400(client, field, te
     assert "Nothing on this page was saved" in html and message in html
     assert not ExpertRating.objects.exists() and not ExpertSourceJudgement.objects.exists()
     # The limit itself is accepted.
-    ok = "y" * services.COMMENT_MAX_LENGTH
+    ok = "y" * answer_writes.COMMENT_MAX_LENGTH
     assert client.post(url, {field: ok}, **HTMX).status_code == 200

@@ -17,16 +17,18 @@ from django.test import Client
 from django.urls import reverse
 
 call_command("migrate", verbosity=0)
-from annotation import services
+from annotation import participant_services
 from annotation.expert import assignment
 from annotation.models import ExpertRating, Participant
 from tests.annotation.factories import build_study
 
 study = build_study(slug="sqlite", n_sources=3, systems=("a", "b", "c"))
-raters = [services.participant_create(study=study, role=Participant.Role.RADIOLOGIST) for _ in range(4)]
+raters = [
+    participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST) for _ in range(4)
+]
 rater_pages = {r.pk: assignment.expert_items_ensure(participant=r) for r in raters}
 for r in raters:
-    services.participant_touch(participant=r)
+    participant_services.participant_touch(participant=r)
 journal = connection.cursor().execute("PRAGMA journal_mode").fetchone()[0]
 statuses, errors = [], []
 

@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.urls import reverse
 
-from annotation import protocol_texts, scales, services
+from annotation import participant_services, protocol_texts, scales, source_services, study_services
 from annotation.expert import pages
 from annotation.models import (
     AnswerRevision,
@@ -30,7 +30,7 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
 def radiologist(study, **kwargs) -> Participant:
-    return services.participant_create(study=study, role=Participant.Role.RADIOLOGIST, **kwargs)
+    return participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST, **kwargs)
 
 
 def started(client, participant) -> list[ExpertItem]:
@@ -126,7 +126,7 @@ def test_page_shows_original_texts_rubric_and_progress_but_never_a_system_name(c
     study.systems.filter(key="cot_sc").update(label="ChatGPT CoT self-corrected")
     for source in study.sources.all():  # texts that do not themselves name their system
         for n, simplification in enumerate(source.simplifications.all()):
-            services.simplification_upsert(
+            source_services.simplification_upsert(
                 source=source,
                 system=simplification.system,
                 text=f"Plain words, version {n}, for {source.key}.",
@@ -238,7 +238,7 @@ def test_unknown_token_is_a_clear_404(client):
 
 def test_a_laypersons_token_cannot_open_radiologist_pages(client):
     study = build_study(n_sources=1)
-    lay = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    lay = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     owner = radiologist(study)
     item = started(client, owner)[0]
     for url in (
@@ -262,7 +262,7 @@ def test_a_study_that_is_not_open_shows_a_clear_page_and_saves_nothing(client, s
     study = build_study(n_sources=1)
     participant = radiologist(study)
     item = started(client, participant)[0]
-    services.study_set_status(study=study, status=status)
+    study_services.study_set_status(study=study, status=status)
     response = client.get(page_url(participant, item))
     assert response.status_code == 403 and "This survey is not open" in response.content.decode()
     assert client.get(reverse("annotation:expert-start", args=[participant.token])).status_code == 403

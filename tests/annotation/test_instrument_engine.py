@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
 
-from annotation import scales, services
+from annotation import participant_services, scales, study_services
 from annotation.expert import assignment, pages
 from annotation.importers.release import read_release
 from annotation.instrument_binding import PROTOCOL_BINDINGS, binding_of, unbound_items
@@ -36,7 +36,7 @@ pytestmark = pytest.mark.django_db
 
 
 def created_study(slug: str = "engine") -> Study:
-    study, _ = services.study_get_or_create(slug=slug, title="Engine")
+    study, _ = study_services.study_get_or_create(slug=slug, title="Engine")
     return study
 
 
@@ -107,7 +107,7 @@ def test_before_any_answer_an_instrument_is_edited_in_place():
 
 
 def _rate_one(study: Study) -> Participant:
-    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     item = assignment.expert_items_ensure(participant=participant)[0]
     pages.expert_page_save(participant=participant, item=item, data={"A-correctness": "4"})
     return participant
@@ -165,7 +165,7 @@ def test_an_added_items_answer_is_validated_by_name_and_stored_with_its_code():
     )
     source = study.sources.get()
     simplification = source.simplifications.get()
-    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     row_id = StudyInstrument.objects.get(study=study, flow=EXPERT).pk
     with pytest.raises(ValidationError) as refused:
         item_answer_save(

@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotation import services
+from annotation import participant_services
 from annotation.expert import pages
 from annotation.instrument_services import study_instrument_save
 from annotation.models import ExpertItem, ItemAnswer, Participant, Study
@@ -58,7 +58,7 @@ def page_url(participant, item) -> str:
 
 def test_the_radiologist_page_asks_added_items_where_they_apply_and_stores_them(client):
     study = expert_study("added-expert", ACTIONABILITY, FINDINGS)
-    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     item = started(client, participant)[0]
     html = client.get(page_url(participant, item)).content.decode()
     assert html.count("It tells the patient what to do next.") == 2  # one per simplification (A, B)
@@ -96,7 +96,7 @@ def test_the_radiologist_page_asks_added_items_where_they_apply_and_stores_them(
 )
 def test_a_bad_value_of_an_added_item_is_refused_by_name_and_saves_nothing(client, field, value, message):
     study = expert_study(f"bad-{field.lower()}-{value}".replace("-", ""), ACTIONABILITY, FINDINGS)
-    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     item = started(client, participant)[0]
     response = client.post(page_url(participant, item), {field: value, "A-correctness": "4"}, **HTMX)
     assert response.status_code == 400
@@ -107,7 +107,7 @@ def test_a_bad_value_of_an_added_item_is_refused_by_name_and_saves_nothing(clien
 
 def test_a_required_added_item_holds_the_page_open_until_answered():
     study = expert_study("required-added", ACTIONABILITY)
-    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     item = started_directly(participant)
     data = {"original-severity": "Mild", "original-simplicity": "3"}
     data |= {
@@ -128,14 +128,14 @@ def test_a_required_added_item_holds_the_page_open_until_answered():
 def started_directly(participant: Participant) -> ExpertItem:
     from annotation.expert import assignment
 
-    services.participant_touch(participant=participant)
+    participant_services.participant_touch(participant=participant)
     item = assignment.expert_items_ensure(participant=participant)[0]
     return ExpertItem.objects.select_related("participant__study", "source").get(pk=item.pk)
 
 
 def test_the_page_is_worded_in_the_studys_language():
     study = expert_study("spanish-expert", ACTIONABILITY, language="es")
-    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     page = pages.expert_page_get(item=started_directly(participant))
     assert page.wording is not None
     assert (
@@ -164,7 +164,7 @@ def _count(client, method: str, url: str, data=None) -> int:
 
 def test_the_queries_of_a_survey_request_are_pinned(client):
     plain = build_study(slug="plain-queries", n_sources=2, systems=("a", "b"))
-    participant = services.participant_create(study=plain, role=Participant.Role.RADIOLOGIST)
+    participant = participant_services.participant_create(study=plain, role=Participant.Role.RADIOLOGIST)
     item = started(client, participant)[0]
     url = page_url(participant, item)
     client.get(url)  # a process reads a study's instruments once per version (then cached)
@@ -172,7 +172,7 @@ def test_the_queries_of_a_survey_request_are_pinned(client):
     assert _count(client, "post", url, {"A-correctness": "3"}) == PROTOCOL_AUTOSAVE
 
     study = expert_study("added-queries", ACTIONABILITY)
-    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     item = started(client, participant)[0]
     url = page_url(participant, item)
     assert _count(client, "get", url) == ADDED_GET + 1  # the first read of this version's instrument
@@ -226,8 +226,8 @@ def lay_study(slug: str) -> Study:
 
 
 def at_panel_2(client, study):
-    participant = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
-    services.participant_consent(participant=participant, accepted=True)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    participant_services.participant_consent(participant=participant, accepted=True)
     client.post(reverse("annotation:lay-instructions", kwargs={"token": participant.token}))
     item = participant.lay_items.get()
     url = reverse(

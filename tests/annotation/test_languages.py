@@ -25,7 +25,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import translation
 from django.utils.translation.template import templatize
 
-from annotation import protocol_texts, scales, services
+from annotation import participant_services, protocol_texts, scales
 from annotation.lay import assignment
 from annotation.models import ItemAnswer, LayItem, Participant, Study
 from annotation.wording import protocol_wording, translation_status
@@ -130,7 +130,7 @@ def spanish_study(db) -> Study:
 
 
 def test_a_spanish_study_shows_its_layperson_spanish_and_records_it(spanish_study, client):
-    person = services.participant_create(study=spanish_study, role=Participant.Role.LAYPERSON)
+    person = participant_services.participant_create(study=spanish_study, role=Participant.Role.LAYPERSON)
     assert person.language == ""
     page = client.get(f"/l/{person.token}/consent/")
     html = page.content.decode()
@@ -151,8 +151,8 @@ def test_a_spanish_study_shows_its_layperson_spanish_and_records_it(spanish_stud
 
 
 def test_panel_one_questions_and_labels_in_spanish_the_stored_value_unchanged(spanish_study, client):
-    person = services.participant_create(study=spanish_study, role=Participant.Role.LAYPERSON)
-    services.participant_consent(participant=person, accepted=True)
+    person = participant_services.participant_create(study=spanish_study, role=Participant.Role.LAYPERSON)
+    participant_services.participant_consent(participant=person, accepted=True)
     assignment.lay_survey_start(participant=person)
     item = LayItem.objects.filter(participant=person).order_by("position").first()
     url = f"/l/{person.token}/sentence/{item.pk}/original/"
@@ -175,8 +175,8 @@ def test_activation_costs_no_query(spanish_study, client):
     english = build_study(slug="english", n_sources=2, systems=("a", "b"))
     counts = {}
     for study in (english, spanish_study):
-        person = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
-        services.participant_consent(participant=person, accepted=True)
+        person = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+        participant_services.participant_consent(participant=person, accepted=True)
         assignment.lay_survey_start(participant=person)
         item = LayItem.objects.filter(participant=person).order_by("position").first()
         url = f"/l/{person.token}/sentence/{item.pk}/original/"
@@ -188,7 +188,7 @@ def test_activation_costs_no_query(spanish_study, client):
 
 
 def test_refusals_before_the_view_are_in_the_studys_language(spanish_study):
-    person = services.participant_create(study=spanish_study, role=Participant.Role.LAYPERSON)
+    person = participant_services.participant_create(study=spanish_study, role=Participant.Role.LAYPERSON)
     strict = Client(enforce_csrf_checks=True)
     refused = strict.post(f"/l/{person.token}/consent/", {"choice": "accept"})
     assert refused.status_code == 403
@@ -211,7 +211,7 @@ def test_refusals_before_the_view_are_in_the_studys_language(spanish_study):
 def test_a_server_error_in_a_spanish_survey_is_in_spanish(spanish_study, monkeypatch):
     """The 500 page is rendered after the view raised, still in the study's language; the next
     request is English again."""
-    person = services.participant_create(study=spanish_study, role=Participant.Role.LAYPERSON)
+    person = participant_services.participant_create(study=spanish_study, role=Participant.Role.LAYPERSON)
 
     def broken(**kwargs):
         raise RuntimeError("the database went away")
@@ -226,19 +226,19 @@ def test_a_server_error_in_a_spanish_survey_is_in_spanish(spanish_study, monkeyp
 
 
 def test_a_started_participant_keeps_the_language_they_were_shown(spanish_study, client):
-    person = services.participant_create(study=spanish_study, role=Participant.Role.LAYPERSON)
+    person = participant_services.participant_create(study=spanish_study, role=Participant.Role.LAYPERSON)
     client.get(f"/l/{person.token}/consent/")
     client.post(f"/l/{person.token}/consent/", {"choice": "accept"})  # the first POST records it
     spanish_study.language = "en"
     spanish_study.save()
     assert '<html lang="es">' in client.get(f"/l/{person.token}/", follow=True).content.decode()
     assert Participant.objects.get(pk=person.pk).language == "es"
-    newcomer = services.participant_create(study=spanish_study, role=Participant.Role.LAYPERSON)
+    newcomer = participant_services.participant_create(study=spanish_study, role=Participant.Role.LAYPERSON)
     assert "Information and consent" in client.get(f"/l/{newcomer.token}/consent/").content.decode()
 
 
 def test_the_radiologist_page_in_spanish(spanish_study, client):
-    person = services.participant_create(study=spanish_study, role=Participant.Role.RADIOLOGIST)
+    person = participant_services.participant_create(study=spanish_study, role=Participant.Role.RADIOLOGIST)
     html = client.get(f"/r/{person.token}/instructions/").content.decode()
     assert "Acepto — empezar" in html and "Corrección" in html
     client.post(f"/r/{person.token}/instructions/")
@@ -250,8 +250,8 @@ def test_the_radiologist_page_in_spanish(spanish_study, client):
 
 
 def test_exports_record_the_language_each_participant_saw(spanish_study, client):
-    person = services.participant_create(study=spanish_study, role=Participant.Role.LAYPERSON)
-    services.participant_consent(participant=person, accepted=True)
+    person = participant_services.participant_create(study=spanish_study, role=Participant.Role.LAYPERSON)
+    participant_services.participant_consent(participant=person, accepted=True)
     assignment.lay_survey_start(participant=person)
     item = LayItem.objects.filter(participant=person).order_by("position").first()
     client.post(
@@ -445,7 +445,7 @@ def _pairs_walk_es(client: Client, study: Study) -> tuple[Participant, dict[str,
 
     from annotation.pairs import design
 
-    person = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    person = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     seen = {"consent": client.get(reverse("annotation:pairs-consent", args=[person.token])).content.decode()}
     assert Participant.objects.get(pk=person.pk).language == ""  # a GET writes nothing
     client.post(reverse("annotation:pairs-consent", args=[person.token]), {"choice": "accept"})

@@ -12,7 +12,7 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
-from annotation import services
+from annotation import participant_services
 from annotation.lay import assignment
 from annotation.models import LayItem, Participant
 from tests.annotation.factories import build_study
@@ -69,8 +69,8 @@ def test_simultaneous_first_requests_with_one_pid_make_one_participant():
 
 def _consented(study, n: int) -> list[Participant]:
     return [
-        services.participant_consent(
-            participant=services.participant_create(study=study, role=Participant.Role.LAYPERSON),
+        participant_services.participant_consent(
+            participant=participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON),
             accepted=True,
         )
         for _ in range(n)

@@ -12,7 +12,9 @@ from django.db import connection
 from django.http import Http404
 from django.utils import timezone
 
-from annotation import services, survey_page
+from annotation import answer_writes, participant_services, survey_page
+from annotation.expert import answers as expert_answers
+from annotation.lay import answers as lay_answers
 from annotation.lay import assignment, design, entry, panels, steps
 from annotation.lay.errors import LayFlowError, PanelClosed, PreferenceConflict, StudyNotReady
 from annotation.models import (
@@ -43,8 +45,8 @@ PANEL2 = {
 
 
 def _lay(study, **kwargs) -> Participant:
-    participant = services.participant_create(study=study, role=LAY, **kwargs)
-    return services.participant_consent(participant=participant, accepted=True)
+    participant = participant_services.participant_create(study=study, role=LAY, **kwargs)
+    return participant_services.participant_consent(participant=participant, accepted=True)
 
 
 def _started(study, **kwargs) -> Participant:
@@ -144,7 +146,7 @@ def test_display_order_is_random_per_participant_and_reproducible():
 
 def test_start_requires_consent():
     study = build_study()
-    participant = services.participant_create(study=study, role=LAY)
+    participant = participant_services.participant_create(study=study, role=LAY)
     with pytest.raises(LayFlowError):
         assignment.lay_survey_start(participant=participant)
     assert not LayItem.objects.filter(participant=participant).exists()
@@ -222,11 +224,11 @@ def test_identical_texts_are_shown_once_and_credited_to_every_system():
 def _rate(study, source, system_key, *, hallucination=5, correctness=5, comment="", pseudonym="R001"):
     expert = Participant.objects.filter(
         study=study, pseudonym=pseudonym
-    ).first() or services.participant_create(
+    ).first() or participant_services.participant_create(
         study=study, role=Participant.Role.RADIOLOGIST, pseudonym=pseudonym
     )
     text = Simplification.objects.get(source=source, system__key=system_key).shown_text
-    services.expert_rating_save(
+    expert_answers.expert_rating_save(
         participant=expert,
         shown_text=text,
         comment=comment,
@@ -370,8 +372,8 @@ def test_panel_1_is_locked_once_panel_2_is_shown():
     assert item.original_locked_at is not None
     with pytest.raises(PanelClosed):
         _save(item, "original", data={**PANEL1, "understanding": "Completely"})
-    with pytest.raises(services.AnswerLocked):  # the service refuses as well
-        services.lay_answer_save(item=item, phase="original", answers={"understanding": "Completely"})
+    with pytest.raises(answer_writes.AnswerLocked):  # the service refuses as well
+        lay_answers.lay_answer_save(item=item, phase="original", answers={"understanding": "Completely"})
     # A retried identical save is harmless.
     _save(item, "original", data=PANEL1)
     assert LayAnswer.objects.get(item=item, phase="original").understanding == "Some parts of it"
@@ -567,7 +569,7 @@ def test_the_stored_tick_wins_whichever_question_came_first_and_a_fresh_pair_is_
 
 
 def test_preference_overlap_rule_keeps_the_stored_tick():
-    from annotation.services import preference_overlap_refused
+    from annotation.lay.answers import preference_overlap_refused
 
     assert preference_overlap_refused(
         stored={"most": {1}, "least": {2}}, wanted={"most": {1, 2, 3}, "least": {1, 2, 3, 4}}
@@ -710,7 +712,7 @@ def test_join_race_loser_rereads_the_winner(monkeypatch):
     def racing_lookup(**kwargs):
         lookups.append(kwargs)
         if len(lookups) == 1:  # the other request inserts the same PID just after our lookup
-            services.participant_create(study=study, role=LAY, external_id=pid, pseudonym="L900")
+            participant_services.participant_create(study=study, role=LAY, external_id=pid, pseudonym="L900")
             return None
         return real_lookup(**kwargs)
 

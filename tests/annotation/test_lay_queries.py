@@ -13,7 +13,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotation import services
+from annotation import participant_services
 from annotation.lay import panels, steps
 from annotation.models import (
     AttentionCheck,
@@ -85,8 +85,8 @@ def _big_study(slug: str, n_sources: int) -> Study:
 
 
 def _participant(study: Study) -> Participant:
-    participant = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
-    return services.participant_consent(participant=participant, accepted=True)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    return participant_services.participant_consent(participant=participant, accepted=True)
 
 
 def _url(participant, item, panel) -> str:

@@ -14,7 +14,7 @@ from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
-from annotation import services
+from annotation import participant_services, study_services
 from annotation.lay import panels
 from annotation.models import (
     AttentionCheck,
@@ -50,8 +50,8 @@ def _panel_url(participant, item, panel):
 
 
 def _consented(study, **kwargs):
-    participant = services.participant_create(study=study, role=LAY, **kwargs)
-    return services.participant_consent(participant=participant, accepted=True)
+    participant = participant_services.participant_create(study=study, role=LAY, **kwargs)
+    return participant_services.participant_consent(participant=participant, accepted=True)
 
 
 def _rendered(item, panel: str, seconds_ago: float) -> dict:
@@ -86,7 +86,7 @@ def _follow_to(client, url):
 
 def test_invite_link_goes_through_consent_and_instructions_to_panel_1(client):
     study = build_study(n_sources=2)
-    participant = services.participant_create(study=study, role=LAY)
+    participant = participant_services.participant_create(study=study, role=LAY)
     response = client.get(reverse("annotation:entry", kwargs={"token": participant.token}), follow=True)
     assert response.redirect_chain[-1][0] == _url("lay-consent", participant)
     assert "research study" in response.content.decode()  # the protocol's default consent text
@@ -110,7 +110,7 @@ def test_invite_link_goes_through_consent_and_instructions_to_panel_1(client):
 
 def test_invite_decline_records_only_declined_at(client):
     study = build_study(n_sources=1)
-    participant = services.participant_create(study=study, role=LAY)
+    participant = participant_services.participant_create(study=study, role=LAY)
     response = client.post(_url("lay-consent", participant), {"choice": "decline"})
     assert response.status_code == 200 and "not to take part" in response.content.decode()
     participant.refresh_from_db()
@@ -123,7 +123,7 @@ def test_invite_decline_records_only_declined_at(client):
 
 
 def test_consent_bad_choice_is_400(client):
-    participant = services.participant_create(study=build_study(n_sources=1), role=LAY)
+    participant = participant_services.participant_create(study=build_study(n_sources=1), role=LAY)
     assert client.post(_url("lay-consent", participant), {"choice": "maybe"}).status_code == 400
     participant.refresh_from_db()
     assert participant.consented_at is None and participant.declined_at is None
@@ -269,7 +269,7 @@ def test_join_bad_links(client):
     base = reverse("annotation:lay-join", kwargs={"slug": study.slug})
     assert client.get(base + "?PROLIFIC_PID=%3Cscript%3E").status_code == 400
     assert client.get(reverse("annotation:lay-join", kwargs={"slug": "nope"})).status_code == 404
-    services.study_set_status(study=study, status=Study.Status.CLOSED)
+    study_services.study_set_status(study=study, status=Study.Status.CLOSED)
     response = client.get(base + "?PROLIFIC_PID=abc")
     assert response.status_code == 403 and "closed" in response.content.decode()
     assert not Participant.objects.exists()
@@ -396,7 +396,7 @@ def test_preference_panel_and_completion(client):
     assert participant.completed_at is not None
     assert participant.completion_code in page and study.completion_redirect_url in page
     # The code stays reachable after the study closed.
-    services.study_set_status(study=study, status=Study.Status.CLOSED)
+    study_services.study_set_status(study=study, status=Study.Status.CLOSED)
     assert participant.completion_code in client.get(_url("lay-done", participant)).content.decode()
 
 
@@ -532,7 +532,7 @@ def test_access_rules(client):
     item = _begin(client, participant)[0]
     other = _consented(study)
     _begin(client, other)
-    radiologist = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    radiologist = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     # A radiologist's token on lay pages: 403.
     for name in ("lay-start", "lay-consent", "lay-instructions", "lay-done"):
         assert client.get(_url(name, radiologist)).status_code == 403
@@ -544,7 +544,7 @@ def test_access_rules(client):
     # An unknown token: 404.
     assert client.get(reverse("annotation:lay-start", kwargs={"token": "nope"})).status_code == 404
     # A closed study: a clear 403 page, and autosave refused.
-    services.study_set_status(study=study, status=Study.Status.CLOSED)
+    study_services.study_set_status(study=study, status=Study.Status.CLOSED)
     response = client.get(_panel_url(participant, item, "original"))
     assert response.status_code == 403 and "closed" in response.content.decode()
     assert (

@@ -4,7 +4,9 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from annotation import services
+from annotation import answer_writes, participant_services, source_services
+from annotation.expert import answers as expert_answers
+from annotation.lay import answers as lay_answers
 from annotation.models import (
     ExpertRating,
     ExpertSourceJudgement,
@@ -27,12 +29,12 @@ def study():
 
 @pytest.fixture
 def radiologist(study):
-    return services.participant_create(study=study, role="radiologist")
+    return participant_services.participant_create(study=study, role="radiologist")
 
 
 @pytest.fixture
 def layperson(study):
-    return services.participant_create(study=study, role="layperson")
+    return participant_services.participant_create(study=study, role="layperson")
 
 
 def test_identical_texts_share_one_row(study):
@@ -47,8 +49,8 @@ def test_identical_texts_share_one_row(study):
 
 def test_whitespace_differences_are_the_same_text(study):
     source = Source.objects.get(study=study, key="s02")
-    a = services.simplification_text_get_or_create(source=source, text="Two  small\nspots. ")
-    b = services.simplification_text_get_or_create(source=source, text=" Two small spots.")
+    a = source_services.simplification_text_get_or_create(source=source, text="Two  small\nspots. ")
+    b = source_services.simplification_text_get_or_create(source=source, text=" Two small spots.")
     assert a.pk == b.pk
 
 
@@ -56,12 +58,12 @@ def test_changing_a_text_removes_the_orphan(study):
     source = Source.objects.get(study=study, key="s02")
     system = study.systems.get(key="plain_bs")
     old = Simplification.objects.get(source=source, system=system).shown_text_id
-    services.simplification_upsert(source=source, system=system, text="A brand new text.")
+    source_services.simplification_upsert(source=source, system=system, text="A brand new text.")
     assert not SimplificationText.objects.filter(pk=old).exists()
 
 
 def test_token_has_at_least_128_bits(layperson, study):
-    other = services.participant_create(study=study, role="layperson")
+    other = participant_services.participant_create(study=study, role="layperson")
     assert len(layperson.token) >= 43  # 32 bytes url-safe base64
     assert layperson.token != other.token
     assert layperson.pseudonym != other.pseudonym
@@ -69,10 +71,10 @@ def test_token_has_at_least_128_bits(layperson, study):
 
 def test_expert_rating_is_idempotent_and_partial(study, radiologist):
     text = SimplificationText.objects.filter(source__study=study).first()
-    services.expert_rating_save(
+    expert_answers.expert_rating_save(
         participant=radiologist, shown_text=text, scores={"correctness": 4}, time_spent_ms=500
     )
-    services.expert_rating_save(
+    expert_answers.expert_rating_save(
         participant=radiologist, shown_text=text, scores={"correctness": 5, "structure": 3}, time_spent_ms=250
     )
     rating = ExpertRating.objects.get()
@@ -86,10 +88,12 @@ def test_expert_rating_rejects_out_of_range(study, radiologist, value):
     text = SimplificationText.objects.filter(source__study=study).first()
     if value is None:
         with pytest.raises(ValidationError):
-            services.expert_rating_save(participant=radiologist, shown_text=text, scores={"harmfulness": 3})
+            expert_answers.expert_rating_save(
+                participant=radiologist, shown_text=text, scores={"harmfulness": 3}
+            )
     else:
         with pytest.raises(ValidationError):
-            services.expert_rating_save(
+            expert_answers.expert_rating_save(
                 participant=radiologist, shown_text=text, scores={"correctness": value}
             )
     assert ExpertRating.objects.count() == 0
@@ -100,11 +104,13 @@ def test_expert_rating_refuses_laypeople_and_other_studies(study, layperson, rad
     foreign_text = SimplificationText.objects.filter(source__study=other).first()
     own_text = SimplificationText.objects.filter(source__study=study).first()
     with pytest.raises(ValidationError):
-        services.expert_rating_save(
+        expert_answers.expert_rating_save(
             participant=radiologist, shown_text=foreign_text, scores={"correctness": 3}
         )
     with pytest.raises(ValidationError):
-        services.expert_rating_save(participant=layperson, shown_text=own_text, scores={"correctness": 3})
+        expert_answers.expert_rating_save(
+            participant=layperson, shown_text=own_text, scores={"correctness": 3}
+        )
 
 
 def test_database_refuses_likert_out_of_range(study, radiologist):
@@ -122,7 +128,7 @@ def test_database_refuses_duplicate_rating(study, radiologist):
 
 def test_database_refuses_unknown_levels_and_helpfulness_in_panel_1(study, layperson):
     source = Source.objects.get(study=study, key="s01")
-    item = services.lay_item_create(
+    item = lay_answers.lay_item_create(
         participant=layperson,
         source=source,
         position=0,
@@ -139,28 +145,28 @@ def test_database_refuses_unknown_levels_and_helpfulness_in_panel_1(study, laype
 
 def test_source_judgement_idempotent(study, radiologist):
     source = Source.objects.get(study=study, key="s01")
-    services.expert_source_judgement_save(participant=radiologist, source=source, severity="Mild")
-    services.expert_source_judgement_save(participant=radiologist, source=source, simplicity=2)
-    services.expert_source_judgement_save(participant=radiologist, source=source, severity="Serious")
+    expert_answers.expert_source_judgement_save(participant=radiologist, source=source, severity="Mild")
+    expert_answers.expert_source_judgement_save(participant=radiologist, source=source, simplicity=2)
+    expert_answers.expert_source_judgement_save(participant=radiologist, source=source, severity="Serious")
     judgement = ExpertSourceJudgement.objects.get()
     assert (judgement.severity, judgement.simplicity) == ("Serious", 2)
     with pytest.raises(ValidationError):
-        services.expert_source_judgement_save(participant=radiologist, source=source, severity="Fatal")
+        expert_answers.expert_source_judgement_save(participant=radiologist, source=source, severity="Fatal")
 
 
 def test_lay_answers_idempotent_locked_and_validated(study, layperson):
     source = Source.objects.get(study=study, key="s01")
-    item = services.lay_item_create(
+    item = lay_answers.lay_item_create(
         participant=layperson,
         source=source,
         position=0,
         shown_text=source.texts.first(),
         assigned_system=None,
     )
-    services.lay_answer_save(
+    lay_answers.lay_answer_save(
         item=item, phase="original", answers={"understanding": "Not at all"}, time_spent_ms=10
     )
-    services.lay_answer_save(
+    lay_answers.lay_answer_save(
         item=item,
         phase="original",
         answers={"understanding": "Most of it", "severity_guess": "Mild"},
@@ -169,22 +175,24 @@ def test_lay_answers_idempotent_locked_and_validated(study, layperson):
     answer = LayAnswer.objects.get(item=item, phase="original")
     assert (answer.understanding, answer.severity_guess, answer.time_spent_ms) == ("Most of it", "Mild", 15)
     with pytest.raises(ValidationError):
-        services.lay_answer_save(item=item, phase="original", answers={"helpfulness": "It did not help"})
+        lay_answers.lay_answer_save(item=item, phase="original", answers={"helpfulness": "It did not help"})
     with pytest.raises(ValidationError):
-        services.lay_answer_save(item=item, phase="assisted", answers={"confidence": "Very"})
-    services.lay_item_lock_original(item=item)
-    with pytest.raises(services.AnswerLocked):
-        services.lay_answer_save(item=item, phase="original", answers={"understanding": "Completely"})
+        lay_answers.lay_answer_save(item=item, phase="assisted", answers={"confidence": "Very"})
+    lay_answers.lay_item_lock_original(item=item)
+    with pytest.raises(answer_writes.AnswerLocked):
+        lay_answers.lay_answer_save(item=item, phase="original", answers={"understanding": "Completely"})
     # Re-sending the same value (a double submit) is not a change and is accepted.
-    services.lay_answer_save(item=item, phase="original", answers={"understanding": "Most of it"})
+    lay_answers.lay_answer_save(item=item, phase="original", answers={"understanding": "Most of it"})
     assert LayAnswer.objects.get(item=item, phase="original").understanding == "Most of it"
-    services.lay_answer_save(item=item, phase="assisted", answers={"helpfulness": "I understand much better"})
+    lay_answers.lay_answer_save(
+        item=item, phase="assisted", answers={"helpfulness": "I understand much better"}
+    )
     assert LayAnswer.objects.filter(item=item).count() == 2
 
 
 def test_lay_preference_sets_and_foreign_texts(study, layperson):
     source = Source.objects.get(study=study, key="s01")
-    item = services.lay_item_create(
+    item = lay_answers.lay_item_create(
         participant=layperson,
         source=source,
         position=0,
@@ -193,28 +201,28 @@ def test_lay_preference_sets_and_foreign_texts(study, layperson):
     )
     assert sorted(item.preference_order) == sorted(source.texts.values_list("pk", flat=True))
     a, b = item.preference_order[:2]
-    services.lay_preference_save(item=item, most=[a, b], most_justification="clear")
-    services.lay_preference_save(item=item, least=[b], most=[a])
+    lay_answers.lay_preference_save(item=item, most=[a, b], most_justification="clear")
+    lay_answers.lay_preference_save(item=item, least=[b], most=[a])
     preference = LayPreference.objects.get()
     assert list(preference.most.values_list("pk", flat=True)) == [a]
     assert list(preference.least.values_list("pk", flat=True)) == [b]
     assert preference.most_justification == "clear"
     foreign = SimplificationText.objects.filter(source__key="s02", source__study=study).first()
     with pytest.raises(ValidationError):
-        services.lay_preference_save(item=item, most=[foreign.pk])
+        lay_answers.lay_preference_save(item=item, most=[foreign.pk])
 
 
 def test_external_id_unique_per_study(study):
-    services.participant_create(study=study, role="layperson", external_id="PID1")
+    participant_services.participant_create(study=study, role="layperson", external_id="PID1")
     with pytest.raises(IntegrityError), transaction.atomic():
-        services.participant_create(study=study, role="layperson", external_id="PID1")
+        participant_services.participant_create(study=study, role="layperson", external_id="PID1")
     other = build_study(slug="other2", n_sources=1)
-    services.participant_create(study=other, role="layperson", external_id="PID1")
+    participant_services.participant_create(study=other, role="layperson", external_id="PID1")
     assert Participant.objects.filter(external_id="PID1").count() == 2
 
 
 def test_source_positions_are_stable_on_update(study):
-    services.source_upsert(study=study, key="s01", text="Updated text.")
-    new = services.source_upsert(study=study, key="s99", text="New one.")
+    source_services.source_upsert(study=study, key="s01", text="Updated text.")
+    new = source_services.source_upsert(study=study, key="s99", text="New one.")
     assert Source.objects.get(study=study, key="s01").position == 0
     assert new.position == 2

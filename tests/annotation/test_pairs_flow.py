@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.http import QueryDict
 from django.urls import reverse
 
-from annotation import services
+from annotation import participant_services, source_services
 from annotation.models import ItemAnswer, Participant, Simplification, Study, StudyInstrument, System
 from annotation.pairs import design, pages
 from annotation.pairs.setup import pairs_participants_invite, study_instrument_attach
@@ -37,7 +37,7 @@ def _post(**fields) -> QueryDict:
 
 
 def _consented(participant: Participant) -> Participant:
-    return services.participant_consent(participant=participant, accepted=True)
+    return participant_services.participant_consent(participant=participant, accepted=True)
 
 
 @pytest.fixture
@@ -50,14 +50,14 @@ def medlay() -> Study:
 @pytest.fixture
 def matching() -> Study:
     study = build_study(slug="match", n_sources=2, systems=("ref", "gen1", "gen2"))
-    services.system_upsert(study=study, key="ref", is_reference=True)
+    source_services.system_upsert(study=study, key="ref", is_reference=True)
     source = study.sources.get(key="s01")
-    services.simplification_upsert(
+    source_services.simplification_upsert(
         source=source,
         system=study.systems.get(key="ref"),
         text="The liver has a spot. It is small. Nothing else.",
     )
-    services.simplification_upsert(
+    source_services.simplification_upsert(
         source=source,
         system=study.systems.get(key="gen1"),
         text="There is a small spot in the liver. All else is fine.",
@@ -67,7 +67,8 @@ def matching() -> Study:
 
 
 def test_attach_stores_the_preset_once_and_refuses_what_the_flow_cannot_ask(medlay):
-    row = StudyInstrument.objects.get(study=medlay)
+    # Every study also has the protocol's two instruments (the radiologist page's and the lay flow's).
+    row = StudyInstrument.objects.get(study=medlay, flow="pairs")
     assert (row.key, row.version, row.flow, row.preset, row.is_current) == (
         "medlaybench_002",
         1,
@@ -76,7 +77,7 @@ def test_attach_stores_the_preset_once_and_refuses_what_the_flow_cannot_ask(medl
         True,
     )
     again = study_instrument_attach(study=medlay, preset_name="medlaybench_002")
-    assert again.pk == row.pk and StudyInstrument.objects.filter(study=medlay).count() == 1
+    assert again.pk == row.pk and StudyInstrument.objects.filter(study=medlay, flow="pairs").count() == 1
     with pytest.raises(ValidationError) as refused:
         study_instrument_attach(study=medlay, preset_name="protocol_003_layperson")
     assert "applies to the source" in str(refused.value)
@@ -109,7 +110,7 @@ def test_with_a_reference_system_texts_are_paired_with_its_text_and_sources_with
 
 
 def test_each_participant_has_a_stable_order_of_their_own(medlay):
-    one, two = (services.participant_create(study=medlay, role="radiologist") for _ in range(2))
+    one, two = (participant_services.participant_create(study=medlay, role="radiologist") for _ in range(2))
     one.order_seed, two.order_seed = 1, 2
     first = design.participant_pairs(participant=one)
     assert first == design.participant_pairs(participant=one)
@@ -128,11 +129,13 @@ def test_invites_take_the_rater_groups_the_instruments_name(matching):
     with pytest.raises(ValidationError, match="radiologists or laypeople"):
         pairs_participants_invite(study=matching, rater_group="annotator", count=1)
     # A layperson without the group is not asked anything here: the lay flow is theirs.
-    assert not design.pairs_participant(services.participant_create(study=matching, role="layperson"))
+    assert not design.pairs_participant(
+        participant_services.participant_create(study=matching, role="layperson")
+    )
 
 
 def test_a_page_is_saved_all_or_nothing_with_each_refused_item_named(medlay):
-    person = _consented(services.participant_create(study=medlay, role="layperson"))
+    person = _consented(participant_services.participant_create(study=medlay, role="layperson"))
     pair = design.participant_pairs(participant=person)[0]
     with pytest.raises(ValidationError) as refused:
         pages.pair_answers_save(
@@ -172,7 +175,7 @@ def test_a_page_is_saved_all_or_nothing_with_each_refused_item_named(medlay):
 
 
 def test_progress_and_resume_follow_the_required_answers(medlay):
-    person = _consented(services.participant_create(study=medlay, role="radiologist"))
+    person = _consented(participant_services.participant_create(study=medlay, role="radiologist"))
     order = design.participant_pairs(participant=person)
     assert pages.pairs_progress(participant=person).done == 0
     assert pages.pairs_resume(participant=person) == order[0]
@@ -235,7 +238,7 @@ def test_sentence_matching_stores_the_grid_and_its_proportion(matching):
 
 
 def test_pages_walk_from_the_invite_link_to_the_end(client, medlay):
-    person = services.participant_create(study=medlay, role="radiologist")
+    person = participant_services.participant_create(study=medlay, role="radiologist")
     start = client.get(reverse("annotation:entry", args=[person.token]))
     assert start.url == reverse("annotation:pairs-start", args=[person.token])
     assert client.get(start.url).url == reverse("annotation:pairs-consent", args=[person.token])
@@ -262,7 +265,7 @@ def test_pages_walk_from_the_invite_link_to_the_end(client, medlay):
 
 
 def test_odd_requests_get_4xx_never_500(client, medlay, matching):
-    person = _consented(services.participant_create(study=medlay, role="layperson"))
+    person = _consented(participant_services.participant_create(study=medlay, role="layperson"))
     pair = design.participant_pairs(participant=person)[0]
     url = reverse("annotation:pairs-page", args=[person.token, pair.shown_text_id])
     assert client.post(url, {"medlaybench_002.fluency": "7"}).status_code == 400
@@ -274,10 +277,10 @@ def test_odd_requests_get_4xx_never_500(client, medlay, matching):
     assert client.get(reverse("annotation:pairs-page", args=[person.token, foreign])).status_code == 404
     assert client.get(reverse("annotation:pairs-page", args=["nope", pair.shown_text_id])).status_code == 404
     # The lay flow's own participant (no pairs instrument asks them anything there) is refused here.
-    lay = services.participant_create(study=other, role="layperson")
+    lay = participant_services.participant_create(study=other, role="layperson")
     assert client.get(reverse("annotation:pairs-start", args=[lay.token])).status_code == 403
     # Not consented yet: a save is refused, a page sends to consent.
-    fresh = services.participant_create(study=medlay, role="radiologist")
+    fresh = participant_services.participant_create(study=medlay, role="radiologist")
     fresh_url = reverse("annotation:pairs-page", args=[fresh.token, pair.shown_text_id])
     assert client.post(fresh_url, {"medlaybench_002.fluency": "3"}).status_code == 409
     assert client.get(fresh_url).status_code == 302
@@ -309,7 +312,7 @@ def test_import_study_attaches_the_instrument_and_marks_the_reference(tmp_path):
         "reference",
     )
     study = Study.objects.get(slug="imp")
-    assert study.instruments.get().key == "layman_rrg_000_matching"
+    assert study.instruments.get(flow="pairs").key == "layman_rrg_000_matching"
     assert list(study.systems.filter(is_reference=True).values_list("key", flat=True)) == ["reference"]
     assert len(design.study_pairs(study=study)) == 1
 
@@ -458,7 +461,7 @@ def test_the_invite_command_takes_a_rater_group(matching, capsys):
 def test_declining_is_recorded_and_shows_the_thank_you_page(client, medlay):
     medlay.expert_consent_text = "Our own consent text for radiologists."
     medlay.save()
-    person = services.participant_create(study=medlay, role="radiologist")
+    person = participant_services.participant_create(study=medlay, role="radiologist")
     consent_url = reverse("annotation:pairs-consent", args=[person.token])
     assert b"Our own consent text for radiologists." in client.get(consent_url).content
     response = client.post(consent_url, {"choice": "decline"})

@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError
 from django.urls import reverse
 
-from annotation import protocol_texts, services
+from annotation import participant_services, protocol_texts
 from annotation.lay import design
 from annotation.models import AttentionCheck, LayAnswer, LayItem, Participant
 from annotation.selectors import analysed_participants
@@ -125,7 +125,7 @@ def test_the_consent_pages_show_the_studys_duration_ethics_approval_and_contact(
     study.ethics_approval = "University Ethics Board, ref. IRB-2026-0142"
     study.consent_contact = "Dr A. Researcher\nradlay-study@example.org"
     study.save()
-    lay = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    lay = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     pages = [
         client.get(_url("lay-consent", lay)).content.decode(),
         client.get(reverse("annotation:lay-join", args=[study.slug]) + "?PROLIFIC_PID=p1").content.decode(),
@@ -141,7 +141,7 @@ def test_the_consent_pages_show_the_studys_duration_ethics_approval_and_contact(
 
 def test_no_consent_details_are_shown_when_none_are_set(client):
     study = build_study(n_sources=1)
-    lay = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    lay = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     assert "consent-details" not in client.get(_url("lay-consent", lay)).content.decode()
 
 
@@ -182,7 +182,7 @@ def test_declining_links_back_to_the_platform_when_the_study_has_a_return_url(cl
     study.save()
     html = client.post(join, {"choice": "decline"}).content.decode()
     assert 'id="return-link" href="https://app.prolific.com/submissions/complete?cc=NOCONSENT"' in html
-    invited = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    invited = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     html = client.post(_url("lay-consent", invited), {"choice": "decline"}).content.decode()
     assert 'id="return-link"' in html
 

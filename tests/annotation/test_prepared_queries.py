@@ -12,7 +12,8 @@ from django.db.models import Count, F, FilteredRelation, Max, Min, Q
 from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 
-from annotation import services
+from annotation import participant_services
+from annotation.expert import answers as expert_answers
 from annotation.expert import assignment
 from annotation.models import ExpertItem, Participant, SimplificationText, Source
 from annotation.prepared_queries import Joined, PreparedAggregate, PreparedQuery, PreparedUpdate
@@ -24,11 +25,12 @@ from tests.annotation.sqlite_run import run_on_sqlite
 def pages(db):
     study = build_study(slug="prepared", n_sources=4, systems=("a", "b", "c"))
     participants = [
-        services.participant_create(study=study, role=Participant.Role.RADIOLOGIST) for _ in range(2)
+        participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+        for _ in range(2)
     ]
     sources = list(Source.objects.filter(study=study).order_by("pk").values_list("pk", flat=True))
     for participant in participants:
-        services.expert_items_create(participant=participant, source_ids=sources, first_position=0)
+        expert_answers.expert_items_create(participant=participant, source_ids=sources, first_position=0)
     return list(ExpertItem.objects.select_related("participant__study", "source").order_by("pk"))
 
 
@@ -48,7 +50,7 @@ def texts_with_ratings(text_ids, participant_id):
 def test_rows_equal_the_querysets_for_every_argument_and_shape(pages):
     item = pages[0]
     participant = item.participant
-    services.expert_rating_save(
+    expert_answers.expert_rating_save(
         participant=participant,
         shown_text=SimplificationText.objects.get(pk=item.text_order[1]),
         scores={"correctness": 2},
@@ -227,15 +229,16 @@ django.setup()
 from django.core.management import call_command
 from django.db.models import F
 call_command("migrate", verbosity=0)
-from annotation import services
+from annotation import participant_services
+from annotation.expert import answers as expert_answers
 from annotation.expert import assignment
 from annotation.models import ExpertItem, Participant, Source
 from annotation.prepared_queries import PreparedQuery, PreparedUpdate
 from tests.annotation.factories import build_study
 
 study = build_study(slug="lite", n_sources=3, systems=("a", "b"))
-rater = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
-ids = services.expert_items_create(
+rater = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+ids = expert_answers.expert_items_create(
     participant=rater, source_ids=list(Source.objects.values_list("pk", flat=True)), first_position=0)
 items = list(ExpertItem.objects.filter(pk__in=ids).order_by("pk"))
 update = PreparedUpdate(lambda item_id, at: (ExpertItem.objects.filter(pk=item_id), {"completed_at": at}))
@@ -262,7 +265,7 @@ def test_prepared_reads_and_updates_adapt_datetimes_on_sqlite(tmp_path):
 @pytest.mark.django_db(transaction=True)
 def test_a_locking_read_needs_a_transaction():
     study = build_study(slug="locking", n_sources=1, systems=("a",))
-    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     (item,) = assignment.expert_items_ensure(participant=participant)
     prepared = PreparedQuery(
         lambda item_id: ExpertItem.objects.select_for_update().filter(pk=item_id).values_list("pk")

@@ -10,8 +10,10 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 from rest_framework.test import APIClient
 
-from annotation import services
+from annotation import participant_services
 from annotation.access import SurveyClosed, access_participant
+from annotation.expert import answers as expert_answers
+from annotation.lay import answers as lay_answers
 from annotation.lay import assignment, design, entry
 from annotation.models import (
     ActivityEvent,
@@ -93,7 +95,7 @@ def test_the_completion_placeholder_is_the_one_the_survey_replaces():
     study = build_study(slug="done", n_sources=1)
     study.completion_redirect_url = "https://x.org/done?cc={code}"
     study.save()
-    participant = services.participant_create(study=study, role=LAY)
+    participant = participant_services.participant_create(study=study, role=LAY)
     assert entry.lay_completion_url(participant=participant) == (
         f"https://x.org/done?cc={participant.completion_code}"
     )
@@ -147,7 +149,7 @@ def test_attention_checks_swap_places_and_an_answered_one_cannot_be_removed(rese
         "A?": 1,
         "B?": 0,
     }
-    participant = services.participant_create(study=study, role=LAY)
+    participant = participant_services.participant_create(study=study, role=LAY)
     AttentionCheckResponse.objects.create(participant=participant, check_item=first, answer="a", passed=True)
     with pytest.raises(ValidationError) as refused:
         study_configure(study=study, actor=researcher, settings={}, attention_checks=swapped[1:])
@@ -188,9 +190,9 @@ def test_duplicate_copies_the_set_up_and_no_participant_or_answer(researcher):
         fingerprint="f",
         structure_fingerprint="s",
     )
-    rater = services.participant_create(study=study, role=RAD)
+    rater = participant_services.participant_create(study=study, role=RAD)
     text = SimplificationText.objects.filter(source__study=study).first()
-    services.expert_rating_save(participant=rater, shown_text=text, scores={"correctness": 4})
+    expert_answers.expert_rating_save(participant=rater, shown_text=text, scores={"correctness": 4})
 
     copy = study_duplicate(study=study, slug="orig-2", title="Orig 2", actor=researcher)
 
@@ -242,7 +244,7 @@ def test_open_says_why_it_cannot(researcher):
 
 def test_pause_keeps_answers_and_refuses_new_ones_until_resumed(researcher):
     study = build_study(slug="p", n_sources=2)
-    participant = services.participant_create(study=study, role=LAY)
+    participant = participant_services.participant_create(study=study, role=LAY)
     with pytest.raises(ValidationError):
         study_pilot_start(study=study, actor=researcher)  # open already: no pilot
     assert (
@@ -265,14 +267,14 @@ def test_pause_keeps_answers_and_refuses_new_ones_until_resumed(researcher):
 
 
 def _lay_answering(participant: Participant) -> None:
-    services.participant_consent(participant=participant, accepted=True)
+    participant_services.participant_consent(participant=participant, accepted=True)
     items = assignment.lay_survey_start(participant=participant)
-    services.lay_answer_save(item=items[0], phase="original", answers={"understanding": "Completely"})
+    lay_answers.lay_answer_save(item=items[0], phase="original", answers={"understanding": "Completely"})
 
 
 def _rating(participant: Participant, study: Study) -> None:
     for text in SimplificationText.objects.filter(source__study=study):
-        services.expert_rating_save(
+        expert_answers.expert_rating_save(
             participant=participant,
             shown_text=text,
             scores={
@@ -280,7 +282,7 @@ def _rating(participant: Participant, study: Study) -> None:
             },
         )
     for source in study.sources.all():
-        services.expert_source_judgement_save(
+        expert_answers.expert_source_judgement_save(
             participant=participant, source=source, severity="Mild", simplicity=2
         )
 
@@ -293,11 +295,13 @@ def test_a_preview_answers_in_a_draft_study_and_takes_no_participant_number(rese
     _lay_answering(preview)
     assert LayAnswer.objects.filter(item__participant=preview).count() == 1
     study_open(study=study, actor=researcher)
-    real = services.participant_create(study=study, role=LAY)
+    real = participant_services.participant_create(study=study, role=LAY)
     assert real.pseudonym == "L001"
     with pytest.raises(SurveyClosed):
         access_participant(
-            token=services.participant_create(study=build_study(slug="d2", status="draft"), role=LAY).token
+            token=participant_services.participant_create(
+                study=build_study(slug="d2", status="draft"), role=LAY
+            ).token
         )
     assert "study.previewed" in _verbs(study)
 
@@ -310,8 +314,8 @@ def test_previews_and_pilots_leak_into_nothing_that_counts(researcher, django_us
     study.save()
     StudyMembership.objects.create(study=study, user=researcher, role="owner")
     study_pilot_start(study=study, actor=researcher)
-    pilot_lay = services.participant_create(study=study, role=LAY)
-    pilot_rad = services.participant_create(study=study, role=RAD)
+    pilot_lay = participant_services.participant_create(study=study, role=LAY)
+    pilot_rad = participant_services.participant_create(study=study, role=RAD)
     assert pilot_lay.is_pilot and pilot_rad.is_pilot
     preview_lay = preview_participant_create(study=study, role=LAY, actor=researcher)
     preview_rad = preview_participant_create(study=study, role=RAD, actor=researcher)
@@ -320,11 +324,11 @@ def test_previews_and_pilots_leak_into_nothing_that_counts(researcher, django_us
     for person in (pilot_rad, preview_rad):
         _rating(person, study)
     study_open(study=study, actor=researcher)
-    real_lay = services.participant_create(study=study, role=LAY)
-    real_rad = services.participant_create(study=study, role=RAD)
+    real_lay = participant_services.participant_create(study=study, role=LAY)
+    real_rad = participant_services.participant_create(study=study, role=RAD)
     assert not real_lay.is_pilot and not real_lay.is_preview
     _lay_answering(real_lay)
-    services.expert_source_judgement_save(
+    expert_answers.expert_source_judgement_save(
         participant=real_rad, source=study.sources.first(), severity="Mild", simplicity=3
     )
     counted = {real_lay.pseudonym, real_rad.pseudonym}
@@ -376,7 +380,7 @@ def test_previews_and_pilots_leak_into_nothing_that_counts(researcher, django_us
 def test_discarding_the_pilot_deletes_its_participants_and_answers_only(researcher):
     study = build_study(slug="pilot", n_sources=2, status=Study.Status.DRAFT)
     study_pilot_start(study=study, actor=researcher)
-    pilots = [services.participant_create(study=study, role=LAY) for _ in range(2)]
+    pilots = [participant_services.participant_create(study=study, role=LAY) for _ in range(2)]
     for person in pilots:
         _lay_answering(person)
     preview = preview_participant_create(study=study, role=LAY, actor=researcher)
@@ -391,21 +395,21 @@ def test_discarding_the_pilot_deletes_its_participants_and_answers_only(research
     event = ActivityEvent.objects.get(study=study, verb="pilot.discarded")
     assert event.details == {"count": 2, "pseudonyms": ["L001", "L002"]}
     study_open(study=study, actor=researcher)
-    assert services.participant_create(study=study, role=LAY).pseudonym == "L001"
+    assert participant_services.participant_create(study=study, role=LAY).pseudonym == "L001"
     with pytest.raises(ValidationError):
         pilot_participants_discard(study=study, actor=researcher, expected=0)  # open: pause first
 
 
 def test_a_pilot_participant_is_one_who_took_part_during_the_pilot(researcher):
     study = build_study(slug="joined", n_sources=1, status=Study.Status.DRAFT)
-    invited_in_draft = services.participant_create(study=study, role=LAY)
+    invited_in_draft = participant_services.participant_create(study=study, role=LAY)
     study_pilot_start(study=study, actor=researcher)
-    invited_in_pilot = services.participant_create(study=study, role=LAY)
+    invited_in_pilot = participant_services.participant_create(study=study, role=LAY)
     assert invited_in_pilot.is_pilot and not invited_in_draft.is_pilot
-    services.participant_consent(participant=invited_in_draft, accepted=True)
+    participant_services.participant_consent(participant=invited_in_draft, accepted=True)
     study_open(study=study, actor=researcher)
     invited_in_pilot.study.refresh_from_db()
-    services.participant_consent(participant=invited_in_pilot, accepted=True)
+    participant_services.participant_consent(participant=invited_in_pilot, accepted=True)
     invited_in_draft.refresh_from_db()
     invited_in_pilot.refresh_from_db()
     assert invited_in_draft.is_pilot and not invited_in_pilot.is_pilot

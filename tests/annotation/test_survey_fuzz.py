@@ -11,7 +11,7 @@ from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from annotation import scales, services
+from annotation import participant_services, scales
 from annotation.models import ExpertItem, ExpertRating, LayAnswer, LayItem, Participant
 from tests.annotation.factories import build_study
 
@@ -60,8 +60,8 @@ def _ok(response) -> None:
 @pytest.fixture
 def lay_setup(db):
     study = build_study(n_sources=3)
-    participant = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
-    services.participant_consent(participant=participant, accepted=True)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    participant_services.participant_consent(participant=participant, accepted=True)
     client = Client()
     client.post(reverse("annotation:lay-instructions", kwargs={"token": participant.token}))
     items = list(LayItem.objects.filter(participant=participant).order_by("position"))
@@ -111,7 +111,7 @@ def test_open_recruitment_never_fails(db, data):
 @pytest.fixture
 def expert_setup(db):
     study = build_study(n_sources=2)
-    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     client = Client()
     client.get(reverse("annotation:entry", args=[participant.token]))
     client.post(reverse("annotation:expert-instructions", args=[participant.token]))

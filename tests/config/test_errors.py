@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.staticfiles import finders
 from django.test import Client, override_settings
 
-from annotation import services
+from annotation import participant_services
 from annotation.models import Participant, Study
 from tests.annotation.factories import build_study
 
@@ -54,7 +54,7 @@ def test_draft_or_closed_study_names_neither_study_nor_paper(client, status, rol
     study = build_study(slug="hidden", n_sources=1, status=status)
     study.title = "ChatGPT self-correction versus plain prompting"
     study.save()
-    participant = services.participant_create(study=study, role=role)
+    participant = participant_services.participant_create(study=study, role=role)
     heading = "has closed" if status == Study.Status.CLOSED else "has not opened yet"
     for url in (f"/s/{participant.token}/", f"/{'r' if role == 'radiologist' else 'l'}/{participant.token}/"):
         html = assert_branded(client.get(url), 403, heading)
@@ -64,15 +64,15 @@ def test_draft_or_closed_study_names_neither_study_nor_paper(client, status, rol
 
 def test_wrong_role_says_so_and_what_to_do(client):
     study = build_study(slug="roles", n_sources=1)
-    radiologist = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
-    lay = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    radiologist = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    lay = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     assert_branded(client.get(f"/l/{radiologist.token}/"), 403, "This link is for a radiologist")
     assert_branded(client.get(f"/r/{lay.token}/instructions/"), 403, "This link is for a layperson")
 
 
 def test_csrf_failure_gets_the_branded_page():
     study = build_study(slug="csrf", n_sources=1)
-    participant = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     client = Client(enforce_csrf_checks=True)
     html = assert_branded(client.post(f"/l/{participant.token}/consent/", {"consent": "yes"}), 403)
     assert "reload the page" in html

@@ -268,10 +268,10 @@ def test_preview_opens_the_real_survey_as_a_preview_participant(client, study, r
 
 def test_the_pilot_page_lists_and_discards_with_the_count_confirmed(client, study):
     client.post(reverse("console:study-status", args=["setup"]), {"action": "pilot"})
-    from annotation import services
+    from annotation import participant_services
 
     for _ in range(3):
-        services.participant_create(study=study, role="layperson")
+        participant_services.participant_create(study=study, role="layperson")
     page = client.get(reverse("console:study-pilot", args=["setup"])).content.decode()
     assert "This deletes 3 pilot participants and every answer they gave." in page
     assert client.post(reverse("console:study-pilot", args=["setup"]), {"expected": "2"}).status_code == 400

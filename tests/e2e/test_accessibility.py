@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from django.contrib.auth import get_user_model
 
-from annotation import services
+from annotation import participant_services
 from annotation.models import AttentionCheck, Participant, Study
 from tests.annotation.factories import build_study
 
@@ -140,7 +140,7 @@ def open_context(browser, live_server, viewport: dict, javascript: bool):
 def test_every_participant_page_has_no_serious_violation(
     browser, live_server, survey_study, role, viewport, javascript
 ):
-    participant = services.participant_create(study=survey_study, role=role)
+    participant = participant_services.participant_create(study=survey_study, role=role)
     context = open_context(browser, live_server, viewport, javascript)
     checker_context, checker = (None, None) if javascript else no_js_checker(browser, live_server, viewport)
     page = context.new_page()
@@ -168,7 +168,7 @@ def test_every_participant_page_has_no_serious_violation(
 
 def test_error_and_closed_pages_have_no_serious_violation(browser, live_server, transactional_db):
     closed = build_study(slug="a11y-closed", n_sources=1, status=Study.Status.CLOSED)
-    participant = services.participant_create(study=closed, role=Participant.Role.LAYPERSON)
+    participant = participant_services.participant_create(study=closed, role=Participant.Role.LAYPERSON)
     problems = {}
     for viewport in (DESKTOP, PHONE):
         context = open_context(browser, live_server, viewport, True)

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from annotation import scales, services
+from annotation import participant_services, scales
 from annotation.models import ExpertItem, ExpertRating, ExpertSourceJudgement, Participant
 from tests.annotation.factories import build_study
 from tests.e2e.polling import wait_for
@@ -67,7 +67,7 @@ def test_a_radiologist_rates_a_study_reloads_goes_back_and_everything_is_stored(
     from playwright.sync_api import expect
 
     study = build_study(slug="browser", n_sources=3, shared=((1, "plain_bs", "cot_bs"),))
-    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     given: dict[int, dict] = {}  # item id -> field -> value, what the rater did
 
     page.goto(f"/s/{participant.token}/")
@@ -227,8 +227,8 @@ def stored_answers(ratings: list[tuple], judgement: tuple | None, text_order: li
 @pytest.mark.django_db(transaction=True)
 def test_seventeen_answers_typed_fast_survive_closing_the_tab_on_postgresql(browser, live_server):
     study = build_study(slug="fast", n_sources=1, systems=("a", "b", "c"))
-    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
-    services.participant_touch(participant=participant)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    participant_services.participant_touch(participant=participant)
     from annotation.expert import assignment
 
     item = assignment.expert_items_ensure(participant=participant)[0]
@@ -274,12 +274,12 @@ def test_seventeen_answers_typed_fast_survive_closing_the_tab_on_sqlite(browser,
     manage = [sys.executable, str(root / "manage.py")]
     subprocess.run([*manage, "migrate", "-v0"], cwd=root, env=env, check=True, timeout=300)
     setup = (
-        "from annotation import services; from annotation.expert import assignment; "
+        "from annotation import participant_services; from annotation.expert import assignment; "
         "from annotation.models import Participant; "
         "from tests.annotation.factories import build_study; import json; "
         "s = build_study(slug='fast', n_sources=1, systems=('a', 'b', 'c')); "
-        "p = services.participant_create(study=s, role=Participant.Role.RADIOLOGIST); "
-        "services.participant_touch(participant=p); "
+        "p = participant_services.participant_create(study=s, role=Participant.Role.RADIOLOGIST); "
+        "participant_services.participant_touch(participant=p); "
         "i = assignment.expert_items_ensure(participant=p)[0]; "
         "print(json.dumps({'token': p.token, 'item': i.pk, 'order': i.text_order, 'participant': p.pk}))"
     )
@@ -351,8 +351,8 @@ def test_rating_page_keyboard_and_layout_tell_the_rater_what_is_going_on(browser
     from annotation.expert import assignment
 
     study = build_study(slug="keys", n_sources=2, systems=("a", "b", "c"))
-    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
-    services.participant_touch(participant=participant)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    participant_services.participant_touch(participant=participant)
     item = assignment.expert_items_ensure(participant=participant)[0]
     context = browser.new_context(base_url=live_server.url, viewport={"width": 390, "height": 740})
     page = context.new_page()

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from annotation import services
+from annotation import participant_services
 from annotation.instrument_services import study_instrument_save
 from annotation.models import ExpertItem, ItemAnswer, Participant
 from instruments.presets import preset_load
@@ -31,7 +31,7 @@ def test_a_radiologist_answers_an_added_likert_item_and_sees_it_after_a_reload(p
     study_instrument_save(
         study=study, instrument=instrument_with("protocol_003_radiologist", LIKERT_ACTIONABILITY), actor=None
     )
-    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
 
     page.goto(f"/s/{participant.token}/")
     page.click("#begin")

@@ -10,7 +10,7 @@ import re
 import pytest
 from django.urls import get_resolver
 
-from annotation import services
+from annotation import participant_services
 from annotation.models import (
     AttentionCheck,
     AttentionCheckResponse,
@@ -219,7 +219,7 @@ def test_two_laypeople_complete_the_survey_on_a_phone(phone, live_server, artifa
         options=["Critical", "Mild", "Healthy"],
         expected_answer="Mild",
     )
-    invited = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    invited = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     given: dict[str, dict] = {"invited": {}, "joined": {}}
 
     # Participant 1: invite link, number keys on the first panel, screenshots.
@@ -290,8 +290,8 @@ def test_missing_answers_are_shown_where_they_are_and_go_away_once_answered(phon
     from playwright.sync_api import expect
 
     study = build_study(slug="lay-gaps", n_sources=1)
-    participant = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
-    services.participant_consent(participant=participant, accepted=True)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    participant_services.participant_consent(participant=participant, accepted=True)
     page = phone()
     page.goto(f"/l/{participant.token}/instructions/")
     with page.expect_navigation():
@@ -328,8 +328,8 @@ def _started_lay(slug: str):
     from annotation.lay import assignment
 
     study = build_study(slug=slug, n_sources=1)
-    participant = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
-    services.participant_consent(participant=participant, accepted=True)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    participant_services.participant_consent(participant=participant, accepted=True)
     assignment.lay_survey_start(participant=participant)
     return participant, LayItem.objects.get(participant=participant)
 

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from annotation import services
+from annotation import source_services
 from annotation.models import ItemAnswer
 from annotation.pairs import design
 from annotation.pairs.setup import pairs_participants_invite, study_instrument_attach
@@ -115,7 +115,7 @@ def test_seed_000_three_annotators_match_sentences(page, live_server, artifacts_
     from playwright.sync_api import expect
 
     study = build_study(slug="layman", n_sources=1, systems=("reference", "gen_a", "gen_b"))
-    services.system_upsert(study=study, key="reference", is_reference=True)
+    source_services.system_upsert(study=study, key="reference", is_reference=True)
     source = study.sources.get()
     texts = {
         "reference": "The lungs are clear. The heart is normal in size. There is no fluid.",
@@ -123,7 +123,7 @@ def test_seed_000_three_annotators_match_sentences(page, live_server, artifacts_
         "gen_b": "The heart looks normal. There is a small spot on the left lung. No fluid is seen.",
     }
     for key, text in texts.items():
-        services.simplification_upsert(source=source, system=study.systems.get(key=key), text=text)
+        source_services.simplification_upsert(source=source, system=study.systems.get(key=key), text=text)
     study_instrument_attach(study=study, preset_name="layman_rrg_000_matching", actor="test")
     annotators = pairs_participants_invite(study=study, rater_group="annotator", role="layperson", count=3)
     field = "layman_rrg_000_matching.sentence_match"
@@ -184,14 +184,14 @@ def test_a_spanish_study_runs_the_pairs_flow_in_spanish(page, live_server):
     study = build_study(slug="emparejar", n_sources=1, systems=("reference", "gen_a"))
     study.language = "es"
     study.save(update_fields=["language"])
-    services.system_upsert(study=study, key="reference", is_reference=True)
+    source_services.system_upsert(study=study, key="reference", is_reference=True)
     source = study.sources.get()
-    services.simplification_upsert(
+    source_services.simplification_upsert(
         source=source,
         system=study.systems.get(key="reference"),
         text="The lungs are clear. The heart is normal in size. There is no fluid.",
     )
-    services.simplification_upsert(
+    source_services.simplification_upsert(
         source=source,
         system=study.systems.get(key="gen_a"),
         text="Your lungs look clear. Your heart is fine.",

@@ -9,7 +9,7 @@ import re
 import pytest
 from django.contrib.auth import get_user_model
 
-from annotation import services
+from annotation import participant_services
 from annotation.models import ItemAnswer, PairwiseTask, Participant
 from annotation.pairwise.services import pairwise_instrument_attach
 from evaluation import services as evaluation_services
@@ -70,7 +70,7 @@ def test_three_raters_rank_three_systems_and_the_dashboard_shows_the_bradley_ter
     settings.RADLAY_ANALYSIS_OPTIONS = FAST_ANALYSIS_OPTIONS
     study = build_study(slug="pairwise-e2e", n_sources=8, systems=SYSTEMS)
     pairwise_instrument_attach(study=study)
-    raters = services.participants_invite(study=study, role=Participant.Role.RADIOLOGIST, count=3)
+    raters = participant_services.participants_invite(study=study, role=Participant.Role.RADIOLOGIST, count=3)
 
     for rater, person in enumerate(raters):
         viewport = PHONE if rater == 1 else {"width": 1024, "height": 768}

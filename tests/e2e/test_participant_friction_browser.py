@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from annotation import services
+from annotation import participant_services
 from annotation.expert import assignment as expert_assignment
 from annotation.expert import pages
 from annotation.lay import assignment, panels
@@ -25,8 +25,8 @@ PANEL2 = {**PANEL1, "helpfulness": "It did not help"}
 def _lay_at(slug: str, panel: str) -> tuple[Participant, LayItem]:
     """A layperson of a one-sentence study, at `panel` of their item."""
     study = build_study(slug=slug, n_sources=1)
-    participant = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
-    services.participant_consent(participant=participant, accepted=True)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    participant_services.participant_consent(participant=participant, accepted=True)
     assignment.lay_survey_start(participant=participant)
     item = LayItem.objects.get(participant=participant)
     for done, answers in (("original", PANEL1), ("assisted", PANEL2)):
@@ -127,8 +127,8 @@ def test_a_fully_answered_panel_takes_digits_and_enter(page):
 
 def _radiologist(slug: str, n_sources: int):
     study = build_study(slug=slug, n_sources=n_sources, systems=("a", "b"))
-    participant = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
-    services.participant_touch(participant=participant)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    participant_services.participant_touch(participant=participant)
     return participant, expert_assignment.expert_items_ensure(participant=participant)
 
 

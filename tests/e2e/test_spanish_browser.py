@@ -10,7 +10,7 @@ import re
 import pytest
 from django.urls import get_resolver
 
-from annotation import services
+from annotation import participant_services
 from annotation.models import LayAnswer, LayItem, Participant
 from annotation.wording import protocol_wording
 from evaluation.exporters.rows import answer_columns, answer_rows
@@ -45,7 +45,7 @@ def _choose(page, field: str, stored: str) -> None:
 def test_a_spanish_layperson_takes_the_protocol_and_the_export_says_es(page, live_server, spanish_study):
     from playwright.sync_api import expect
 
-    person = services.participant_create(study=spanish_study, role=Participant.Role.LAYPERSON)
+    person = participant_services.participant_create(study=spanish_study, role=Participant.Role.LAYPERSON)
     page.goto(f"/s/{person.token}/")
     expect(page.locator("html")).to_have_attribute("lang", "es")
     expect(page.locator("h2.panel-intro")).to_have_text("Información y consentimiento")
@@ -110,7 +110,7 @@ def test_a_spanish_layperson_takes_the_protocol_and_the_export_says_es(page, liv
 def test_a_spanish_radiologist_rates_in_spanish(page, live_server, spanish_study):
     from playwright.sync_api import expect
 
-    person = services.participant_create(study=spanish_study, role=Participant.Role.RADIOLOGIST)
+    person = participant_services.participant_create(study=spanish_study, role=Participant.Role.RADIOLOGIST)
     page.goto(f"/s/{person.token}/")
     expect(page.locator("html")).to_have_attribute("lang", "es")
     expect(page.locator("h2", has_text="Instrucciones")).to_be_visible()

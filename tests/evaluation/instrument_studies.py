@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from annotation import services
+from annotation import participant_services, source_services, study_services
 from annotation.models import ItemAnswer, Participant, SimplificationText, Study, StudyInstrument
 from instruments.answers import item_value_code, item_value_validate
 from instruments.presets import preset_load
@@ -75,17 +75,17 @@ def pairs_study(
 ) -> tuple[Study, dict[str, list[tuple[SimplificationText, SimplificationText]]]]:
     """A study whose sources each have a reference text (system `reference`, is_reference) and one
     text per system; returns the (shown, reference) pairs per system."""
-    study, _ = services.study_get_or_create(slug=slug, title=f"Study {slug}")
+    study, _ = study_services.study_get_or_create(slug=slug, title=f"Study {slug}")
     study.status = Study.Status.OPEN
     study.save()
-    ref = services.system_upsert(study=study, key=reference, is_reference=True)
-    rows = [services.system_upsert(study=study, key=key) for key in systems]
+    ref = source_services.system_upsert(study=study, key=reference, is_reference=True)
+    rows = [source_services.system_upsert(study=study, key=key) for key in systems]
     pairs: dict[str, list[tuple[SimplificationText, SimplificationText]]] = {key: [] for key in systems}
     for i in range(n_sources):
-        source = services.source_upsert(
+        source = source_services.source_upsert(
             study=study, key=f"s{i + 1:02d}", text=f"Finding {i + 1}: a {i + 1} mm nodule in the right lung."
         )
-        reference_text = services.simplification_upsert(
+        reference_text = source_services.simplification_upsert(
             source=source,
             system=ref,
             text=f"There is a small {i + 1} mm spot in the right lung. It is not urgent.",
@@ -99,7 +99,7 @@ def pairs_study(
             ]
             if (i * 7 + j) % 3 == 0:
                 words.append("It is not urgent.")
-            shown = services.simplification_upsert(
+            shown = source_services.simplification_upsert(
                 source=source, system=system, text=" ".join(words)
             ).shown_text
             pairs[system.key].append((shown, reference_text))
@@ -113,7 +113,7 @@ def seed002_study(*, slug: str = "medlay", n_sources: int = 12, systems=("scgr",
     instrument = preset_load("medlaybench_002")
     row = instrument_add(study=study, instrument=instrument, preset="medlaybench_002")
     raters = [
-        services.participant_create(study=study, role=role, pseudonym=name)
+        participant_services.participant_create(study=study, role=role, pseudonym=name)
         for name, role in (("E1", "radiologist"), ("E2", "radiologist"), ("L", "layperson"))
     ]
     rng = random.Random(seed)
@@ -150,7 +150,8 @@ def seed000_study(
     instrument = preset_load("layman_rrg_000_matching")
     row = instrument_add(study=study, instrument=instrument, preset="layman_rrg_000_matching")
     annotators = [
-        services.participant_create(study=study, role="layperson", pseudonym=f"A{k + 1}") for k in range(3)
+        participant_services.participant_create(study=study, role="layperson", pseudonym=f"A{k + 1}")
+        for k in range(3)
     ]
     rng = random.Random(seed)
     for system in systems:

@@ -13,10 +13,9 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from annotation.activity_services import activity_record
+from annotation.lay.answers import lay_answer_save, lay_item_create
 from annotation.models import ActivityEvent, Participant, Study
-from annotation.services import (
-    lay_answer_save,
-    lay_item_create,
+from annotation.participant_services import (
     participant_create,
     participants_invite,
     participants_mark_returned,

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from annotation import services
+from annotation import participant_services
+from annotation.expert import answers as expert_answers
+from annotation.lay import answers as lay_answers
 from annotation.models import LayItem, LayPreference, Participant, SimplificationText, Study
 from evaluation import analysis_inputs
 from tests.annotation.factories import build_study, lay_item_of
@@ -39,12 +41,12 @@ def build_answered_study(
     sources = list(study.sources.order_by("position"))
     systems = {s.key: s for s in study.systems.all()}
     for r in range(n_radiologists):
-        radiologist = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+        radiologist = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
         for i, source in enumerate(sources):
-            services.expert_item_create(participant=radiologist, source=source, position=i)
+            expert_answers.expert_item_create(participant=radiologist, source=source, position=i)
             for j, text in enumerate(SimplificationText.objects.filter(source=source).order_by("pk")):
                 score = 1 + (i + j + r) % 5
-                services.expert_rating_save(
+                expert_answers.expert_rating_save(
                     participant=radiologist,
                     shown_text=text,
                     scores={
@@ -56,12 +58,12 @@ def build_answered_study(
                     },
                     comment="ok" if j == 0 else None,
                 )
-            services.expert_source_judgement_save(
+            expert_answers.expert_source_judgement_save(
                 participant=radiologist, source=source, severity=SEVERITY[i % 5], simplicity=1 + i % 5
             )
-        services.participant_complete(participant=radiologist)
+        participant_services.participant_complete(participant=radiologist)
     for p in range(n_lay):
-        person = services.participant_create(
+        person = participant_services.participant_create(
             study=study,
             role=Participant.Role.LAYPERSON,
             external_id=f"PROLIFIC{p:04d}" if external_ids else "",
@@ -71,10 +73,10 @@ def build_answered_study(
         for i, source in enumerate(sources):
             system = systems[SYSTEMS[(p + i) % 4]]
             shown = source.simplifications.get(system=system).shown_text
-            item = services.lay_item_create(
+            item = lay_answers.lay_item_create(
                 participant=person, source=source, position=i, shown_text=shown, assigned_system=system
             )
-            services.lay_answer_save(
+            lay_answers.lay_answer_save(
                 item=item,
                 phase="original",
                 answers={
@@ -84,8 +86,8 @@ def build_answered_study(
                 },
                 time_spent_ms=1000,
             )
-            services.lay_item_lock_original(item=item)
-            services.lay_answer_save(
+            lay_answers.lay_item_lock_original(item=item)
+            lay_answers.lay_answer_save(
                 item=item,
                 phase="assisted",
                 answers={
@@ -97,7 +99,7 @@ def build_answered_study(
                 time_spent_ms=2000,
             )
             texts = item.preference_order
-            services.lay_preference_save(
+            lay_answers.lay_preference_save(
                 item=item,
                 most=[texts[p % len(texts)]],
                 least=[texts[-1]],
@@ -106,7 +108,7 @@ def build_answered_study(
             )
             item.stage = LayItem.Stage.DONE
             item.save(update_fields=["stage"])
-        services.participant_complete(participant=person)
+        participant_services.participant_complete(participant=person)
     return study
 
 
@@ -160,10 +162,10 @@ def test_preferences_frame_keeps_its_study_when_another_studys_preferences_lie_b
     first = build_answered_study(slug="first", n_lay=1)
     second = build_answered_study(slug="second", n_lay=2)
     # A later layperson of the first study: its preference ids come after the second study's.
-    person = services.participant_create(study=first, role=Participant.Role.LAYPERSON)
+    person = participant_services.participant_create(study=first, role=Participant.Role.LAYPERSON)
     item = lay_item_of(person, first.sources.get(position=1), first.systems.get(key="cot_sc"))
     texts = item.preference_order
-    services.lay_preference_save(item=item, most=texts[:2], least=[texts[-1]])
+    lay_answers.lay_preference_save(item=item, most=texts[:2], least=[texts[-1]])
     for study in (first, second):
         frame = analysis_inputs.lay_preferences_frame(study=study)
         stored = LayPreference.objects.filter(item__participant__study=study).prefetch_related(

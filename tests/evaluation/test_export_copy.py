@@ -15,7 +15,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import connection
 
-from annotation import services
+from annotation import participant_services
+from annotation.expert import answers as expert_answers
+from annotation.lay import answers as lay_answers
 from annotation.models import (
     AttentionCheck,
     AttentionCheckResponse,
@@ -57,26 +59,30 @@ def study(db):
         ("+1", "-1"),
     ]
     for item, (most, least) in zip(items, justifications, strict=False):
-        services.lay_preference_save(item=item, most_justification="x", least_justification="x")
+        lay_answers.lay_preference_save(item=item, most_justification="x", least_justification="x")
         # Written directly: the service strips the leading tab and CR that this test needs.
         LayPreference.objects.filter(item=item).update(most_justification=most, least_justification=least)
 
     # A layperson who answered only some questions, on an item with no assigned system.
-    person = services.participant_create(study=study, role=Participant.Role.LAYPERSON, external_id="X1")
+    person = participant_services.participant_create(
+        study=study, role=Participant.Role.LAYPERSON, external_id="X1"
+    )
     text = SimplificationText.objects.filter(source=sources[2]).order_by("pk").first()
-    item = services.lay_item_create(
+    item = lay_answers.lay_item_create(
         participant=person, source=sources[2], position=0, shown_text=text, assigned_system=None
     )
-    services.lay_answer_save(item=item, phase="original", answers={"understanding": "Completely"})
-    services.lay_answer_save(item=item, phase="assisted", answers={"helpfulness": "It further confused me"})
+    lay_answers.lay_answer_save(item=item, phase="original", answers={"understanding": "Completely"})
+    lay_answers.lay_answer_save(
+        item=item, phase="assisted", answers={"helpfulness": "It further confused me"}
+    )
 
     # A radiologist with a partial rating, a judgement without severity and formula-like comments.
-    radiologist = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
-    services.expert_item_create(participant=radiologist, source=sources[1], position=0)
-    services.expert_rating_save(
+    radiologist = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    expert_answers.expert_item_create(participant=radiologist, source=sources[1], position=0)
+    expert_answers.expert_rating_save(
         participant=radiologist, shown_text=text, scores={"correctness": 3}, comment="@SUM(1,2)"
     )
-    services.expert_source_judgement_save(
+    expert_answers.expert_source_judgement_save(
         participant=radiologist, source=sources[1], simplicity=2, comment=AWKWARD
     )
 

@@ -12,7 +12,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from annotation import services
+from annotation import participant_services
+from annotation.expert import answers as expert_answers
+from annotation.lay import answers as lay_answers
 from annotation.models import Participant, Source, Study
 from evaluation.exporters.metrics_table import metrics_csv
 
@@ -39,25 +41,25 @@ def study(db, tmp_path):
         s.system.key: s.shown_text for s in source.simplifications.select_related("system", "shown_text")
     }
 
-    person = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
-    item = services.lay_item_create(
+    person = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    item = lay_answers.lay_item_create(
         participant=person,
         source=source,
         position=0,
         shown_text=texts["plain"],
         assigned_system=source.simplifications.get(system__key="plain").system,
     )
-    services.lay_answer_save(item=item, phase="original", answers={"understanding": "Completely"})
-    services.lay_preference_save(
+    lay_answers.lay_answer_save(item=item, phase="original", answers={"understanding": "Completely"})
+    lay_answers.lay_preference_save(
         item=item,
         most=[texts["plain"].pk],
         least=[texts["cot"].pk],
         most_justification=PAYLOADS["most_justification"],
         least_justification=PAYLOADS["least_justification"] + "\tand\rmore",
     )
-    radiologist = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
-    services.expert_item_create(participant=radiologist, source=source, position=0)
-    services.expert_rating_save(
+    radiologist = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    expert_answers.expert_item_create(participant=radiologist, source=source, position=0)
+    expert_answers.expert_rating_save(
         participant=radiologist,
         shown_text=texts["plain"],
         scores={"correctness": 5, "completeness": 5, "hallucination": 5, "structure": 5, "simplicity": 5},

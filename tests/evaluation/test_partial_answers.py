@@ -12,7 +12,9 @@ from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from annotation import scales, services
+from annotation import participant_services, scales, source_services
+from annotation.expert import answers as expert_answers
+from annotation.lay import answers as lay_answers
 from annotation.models import Participant, Simplification, SimplificationText, Source, Study
 from evaluation import services as evaluation_services
 from evaluation.analysis import AnalysisOptions
@@ -33,13 +35,13 @@ def _halfway_study() -> Study:
     """build_answered_study's four complete laypeople, and one who answered Q1 of panel 1 and left
     (what the autosave of the first question stores: Q2 and Q3 not yet answered)."""
     study = build_answered_study(slug="halfway", n_lay=4)
-    person = services.participant_create(
+    person = participant_services.participant_create(
         study=study, role=Participant.Role.LAYPERSON, external_id="halfway01"
     )
     item = lay_item_of(
         person, study.sources.order_by("position").first(), study.systems.order_by("position").first()
     )
-    services.lay_answer_save(item=item, phase="original", answers={"understanding": "Most of it"})
+    lay_answers.lay_answer_save(item=item, phase="original", answers={"understanding": "Most of it"})
     return study
 
 
@@ -115,7 +117,7 @@ def _saved_study(data) -> tuple[Study, dict]:
     shown_systems = data.draw(st.lists(st.sampled_from(range(3)), min_size=1, max_size=3, unique=True))
     saved: dict = {"original": [], "assisted": [], "preferences": [], "ratings": [], "reference": reference}
     for p in range(data.draw(st.integers(0, 3))):
-        person = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+        person = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
         positions = data.draw(st.lists(st.sampled_from(range(3)), unique=True))
         for position, i in enumerate(positions):
             system = systems[shown_systems[(p + i) % len(shown_systems)]]
@@ -124,34 +126,34 @@ def _saved_study(data) -> tuple[Study, dict]:
             # Panel 1 only, panels 1 and 2, panel 2 without panel 1 (imported), or nothing at all.
             if data.draw(st.booleans()):
                 answers = _answers(data, PANEL_ONE)
-                services.lay_answer_save(item=item, phase="original", answers=answers)
+                lay_answers.lay_answer_save(item=item, phase="original", answers=answers)
                 saved["original"].append((sources[i].key, answers))
             if data.draw(st.booleans()):
-                services.lay_item_lock_original(item=item)
+                lay_answers.lay_item_lock_original(item=item)
                 answers = _answers(data, PANEL_TWO)
-                services.lay_answer_save(item=item, phase="assisted", answers=answers)
+                lay_answers.lay_answer_save(item=item, phase="assisted", answers=answers)
                 saved["assisted"].append((sources[i].key, text_systems[shown.pk], answers))
             if data.draw(st.booleans()):
                 order = list(item.preference_order)
                 most = data.draw(st.none() | st.lists(st.sampled_from(order), unique=True))
                 least = data.draw(st.none() | st.lists(st.sampled_from(order), unique=True))
-                services.lay_preference_save(item=item, most=most, least=least)
+                lay_answers.lay_preference_save(item=item, most=most, least=least)
                 saved["preferences"].append((most or [], least or []))
     for _ in range(data.draw(st.integers(0, 2))):
-        radiologist = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+        radiologist = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
         for i, source in enumerate(sources):
             if not data.draw(st.booleans()):
                 continue
-            services.expert_item_create(participant=radiologist, source=source, position=i)
+            expert_answers.expert_item_create(participant=radiologist, source=source, position=i)
             for text in SimplificationText.objects.filter(source=source).order_by("pk"):
                 if data.draw(st.booleans()):  # a row of the page left unanswered, or (part of) it
                     aspects = data.draw(st.lists(st.sampled_from(list(scales.EXPERT_ASPECTS)), unique=True))
                     scores = {aspect: data.draw(st.integers(1, 5)) for aspect in aspects}
-                    services.expert_rating_save(participant=radiologist, shown_text=text, scores=scores)
+                    expert_answers.expert_rating_save(participant=radiologist, shown_text=text, scores=scores)
                     saved["ratings"].append((text_systems[text.pk], scores))
             severity = data.draw(st.none() | st.sampled_from(scales.SEVERITY.names))
             simplicity = data.draw(st.none() | st.integers(1, 5))
-            services.expert_source_judgement_save(
+            expert_answers.expert_source_judgement_save(
                 participant=radiologist, source=source, severity=severity, simplicity=simplicity
             )
     saved["text_systems"] = text_systems
@@ -218,12 +220,12 @@ def test_any_partial_answer_set_of_both_flows_is_analysed_from_the_answers_prese
 @pytest.mark.django_db
 def test_a_system_without_texts_and_a_source_without_simplifications_are_analysed():
     study = build_study(slug="gaps", n_sources=2, systems=("a", "b"))
-    services.system_upsert(study=study, key="never_generated")
-    services.source_upsert(study=study, key="s03", text="Sentence 3: no simplification yet.")
-    person = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    source_services.system_upsert(study=study, key="never_generated")
+    source_services.source_upsert(study=study, key="s03", text="Sentence 3: no simplification yet.")
+    person = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     item = lay_item_of(person, study.sources.get(key="s01"), study.systems.get(key="a"))
-    services.lay_answer_save(item=item, phase="original", answers={"severity_guess": "Critical"})
-    services.lay_preference_save(item=item, most=[item.preference_order[0]])
+    lay_answers.lay_answer_save(item=item, phase="original", answers={"severity_guess": "Critical"})
+    lay_answers.lay_preference_save(item=item, most=[item.preference_order[0]])
 
     analysis = evaluation_services.study_analysis_compute(study=study, options=FAST)
 

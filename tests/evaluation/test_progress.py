@@ -11,7 +11,8 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation import services
+from annotation import participant_services
+from annotation.expert import answers as expert_answers
 from annotation.lay import assignment
 from annotation.models import AttentionCheck, LayItem, Participant, Simplification
 from evaluation import progress
@@ -23,8 +24,8 @@ LAY = Participant.Role.LAYPERSON
 
 
 def _consented(study, **kwargs) -> Participant:
-    participant = services.participant_create(study=study, role=LAY, **kwargs)
-    return services.participant_consent(participant=participant, accepted=True)
+    participant = participant_services.participant_create(study=study, role=LAY, **kwargs)
+    return participant_services.participant_consent(participant=participant, accepted=True)
 
 
 def test_balance_counts_assigned_and_credited():
@@ -60,14 +61,14 @@ def test_one_status_vocabulary_for_every_stage_of_a_layperson():
     study = build_study(n_sources=2)
     study.abandon_after_minutes = 60
     study.save()
-    invited = services.participant_create(study=study, role=LAY)
+    invited = participant_services.participant_create(study=study, role=LAY)
     consented = _consented(study)
-    declined = services.participant_consent(
-        participant=services.participant_create(study=study, role=LAY), accepted=False
+    declined = participant_services.participant_consent(
+        participant=participant_services.participant_create(study=study, role=LAY), accepted=False
     )
     active, idle, returned = (_consented(study) for _ in range(3))
     for participant in (active, idle, returned):
-        services.participant_touch(participant=participant)
+        participant_services.participant_touch(participant=participant)
         assignment.lay_survey_start(participant=participant)
     Participant.objects.filter(pk=idle.pk).update(last_activity_at=timezone.now() - timedelta(hours=2))
     Participant.objects.filter(pk=returned.pk).update(returned_at=timezone.now())
@@ -107,9 +108,11 @@ def gated_study():
     study.safety_gate_enabled = True
     study.save()
     source = study.sources.get(position=0)
-    expert = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST, pseudonym="R007")
+    expert = participant_services.participant_create(
+        study=study, role=Participant.Role.RADIOLOGIST, pseudonym="R007"
+    )
     text = Simplification.objects.get(source=source, system__key="cot_bs").shown_text
-    services.expert_rating_save(
+    expert_answers.expert_rating_save(
         participant=expert, shown_text=text, scores={"hallucination": 1}, comment="Invents a tumour."
     )
     return study
@@ -126,7 +129,7 @@ def test_progress_page_for_the_studys_researchers_only_staff_or_not(client, gate
     study.researchers.add(researcher)
     client.force_login(researcher)
     participant = _consented(study, external_id="PROLIFIC-SECRET-1")
-    services.participant_touch(participant=participant)
+    participant_services.participant_touch(participant=participant)
     assignment.lay_survey_start(participant=participant)
     check = AttentionCheck.objects.create(
         study=study, position=0, prompt="Choose Blue.", options=["Red", "Blue"], expected_answer="Blue"

@@ -448,7 +448,7 @@ def test_a_failed_snapshot_shows_its_reason_and_the_next_answer_retries_it(clien
 
 
 def test_a_batch_page_says_when_no_worker_runs(client, settings, broker_mode):
-    from annotation.services import source_upsert
+    from annotation.source_services import source_upsert
     from generation.services import batches
 
     other = Study.objects.create(slug="gen", title="gen")

@@ -10,7 +10,7 @@ from django.contrib.auth.models import Permission
 from django.urls import reverse
 
 from annotation.models import Simplification, Study
-from annotation.services import source_upsert
+from annotation.source_services import source_upsert
 from generation import tasks
 from generation.models import GenerationBatch
 from generation.services import batches, jobs

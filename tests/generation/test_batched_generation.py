@@ -19,7 +19,7 @@ import pytest
 from django.utils import timezone
 
 from annotation.models import Simplification, Study
-from annotation.services import source_upsert
+from annotation.source_services import source_upsert
 from generation import tasks
 from generation.backends.base import BackendError, Completion, GenerationParams
 from generation.backends.cache import CachedBackend, InMemoryCallCache

@@ -27,7 +27,7 @@ from django.conf import settings
 from django.db import connection
 
 from annotation.models import Simplification, Study
-from annotation.services import source_upsert
+from annotation.source_services import source_upsert
 from config.celery_app import app as celery_app
 from generation.models import GenerationBatch, GenerationJob, LLMCallCache
 from generation.services import batches

@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import connection
 
 from annotation.models import Simplification, Study
-from annotation.services import source_upsert
+from annotation.source_services import source_upsert
 from generation.models import GenerationBatch, GenerationJob
 from generation.services import batches
 from tests.generation.test_celery_worker import (

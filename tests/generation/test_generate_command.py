@@ -10,7 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.models import Simplification, Study
-from annotation.services import source_upsert
+from annotation.source_services import source_upsert
 from generation.models import GenerationBatch, GenerationJob
 
 pytestmark = pytest.mark.django_db(transaction=True)

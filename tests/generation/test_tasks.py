@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import Simplification, Study
-from annotation.services import source_upsert
+from annotation.source_services import source_upsert
 from config.celery_app import app as celery_app
 from generation import tasks
 from generation.models import GenerationJob

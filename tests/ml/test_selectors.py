@@ -1,6 +1,8 @@
 import pytest
 
-from annotation import services as annotation_services
+from annotation import participant_services
+from annotation.expert import answers as expert_answers
+from annotation.lay import answers as lay_answers
 from annotation.models import Participant, Simplification, SimplificationText
 from ml.corpora import SimplificationPair
 from ml.selectors import PairFilter, training_pairs_for_study
@@ -18,7 +20,7 @@ def text_of(study, source_key, system_key) -> SimplificationText:
 
 
 def rate(participant, text, *scores):
-    annotation_services.expert_rating_save(
+    expert_answers.expert_rating_save(
         participant=participant, shown_text=text, scores=dict(zip(ASPECTS, scores, strict=True))
     )
 
@@ -48,7 +50,7 @@ def test_all_gives_every_distinct_text_once(study):
 
 def test_expert_min_needs_every_radiologist_at_or_above_k_on_all_aspects(study):
     r1, r2 = (
-        annotation_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST) for _ in "ab"
+        participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST) for _ in "ab"
     )
     good = text_of(study, "s01", "plain_bs")
     rate(r1, good, 5, 4, 5, 4, 4)
@@ -57,7 +59,7 @@ def test_expert_min_needs_every_radiologist_at_or_above_k_on_all_aspects(study):
     rate(r1, one_low, 5, 5, 5, 5, 5)
     rate(r2, one_low, 5, 5, 3, 5, 5)  # r2 found a hallucination
     partial = text_of(study, "s02", "plain_bs")
-    annotation_services.expert_rating_save(participant=r1, shown_text=partial, scores={"correctness": 5})
+    expert_answers.expert_rating_save(participant=r1, shown_text=partial, scores={"correctness": 5})
     shared = text_of(study, "s02", "plain_sc")
     rate(r1, shared, 4, 4, 4, 4, 4)
     # A layperson cannot rate; texts nobody rated (s03) never qualify.
@@ -76,16 +78,16 @@ def test_expert_min_needs_every_radiologist_at_or_above_k_on_all_aspects(study):
 
 def test_lay_preferred_keeps_each_sources_most_voted_texts(study):
     def vote(source_key, *system_keys):
-        participant = annotation_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+        participant = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
         source = study.sources.get(key=source_key)
-        item = annotation_services.lay_item_create(
+        item = lay_answers.lay_item_create(
             participant=participant,
             source=source,
             position=0,
             shown_text=text_of(study, source_key, "plain_bs"),
             assigned_system=None,
         )
-        annotation_services.lay_preference_save(
+        lay_answers.lay_preference_save(
             item=item, most=[text_of(study, source_key, k).pk for k in system_keys]
         )
 

@@ -3,7 +3,8 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation import services as annotation_services
+from annotation import participant_services
+from annotation.expert import answers as expert_answers
 from annotation.models import Participant, Simplification
 from ml import services
 from ml.models import ModelArtifact, TrainingJob
@@ -62,9 +63,9 @@ def test_study_training_through_the_queue_in_eager_mode(tiny_t5, settings, tmp_p
     # inside the command, as in the embedded mode.
     settings.RADLAY_MODEL_DIR = tmp_path / "models"
     study = build_study(slug="cmd", n_sources=3, systems=("plain_bs", "cot_bs"))
-    radiologist = annotation_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    radiologist = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     for simplification in Simplification.objects.filter(source__study=study, system__key="cot_bs"):
-        annotation_services.expert_rating_save(
+        expert_answers.expert_rating_save(
             participant=radiologist,
             shown_text=simplification.shown_text,
             scores=dict.fromkeys(

@@ -23,7 +23,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
 from annotation.models import Study
-from annotation.services import source_upsert
+from annotation.source_services import source_upsert
 from generation import selectors as generation_selectors
 from generation import tasks as generation_tasks
 from generation.models import GenerationBatch, GenerationJob

@@ -14,7 +14,8 @@ from annotation.activity_services import activity_record
 from annotation.importers.study_file import read_study_file
 from annotation.importers.write import study_records_write
 from annotation.models import Participant, Study
-from annotation.services import participants_invite, study_get_or_create, study_set_status
+from annotation.participant_services import participants_invite
+from annotation.study_services import study_get_or_create, study_set_status
 
 DEMO_FILE = Path(__file__).resolve().parents[2] / "demo" / "demo_study.csv"
 DEMO_SLUG = "demo"

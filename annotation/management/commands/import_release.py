@@ -16,7 +16,7 @@ from annotation.management.commands.import_study import (
     warn_if_ownerless,
 )
 from annotation.models import StudyMembership
-from annotation.services import study_get_or_create
+from annotation.study_services import study_get_or_create
 from annotation.team_services import study_member_add
 
 ACTOR = "manage.py import_release"

@@ -4,7 +4,7 @@ from django.urls import reverse
 
 from annotation.models import Participant, Study
 from annotation.pairs.setup import pairs_participants_invite
-from annotation.services import participants_invite
+from annotation.participant_services import participants_invite
 
 
 class Command(BaseCommand):

@@ -4,7 +4,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
-from annotation import services
+from annotation import participant_services
 from annotation.models import ItemAnswer, PairwiseTask, Participant, StudyInstrument
 from annotation.pairwise.assignment import Candidate, pairwise_plan
 from annotation.pairwise.selectors import derived_comparisons, pairwise_comparisons
@@ -63,7 +63,7 @@ def test_attach_is_idempotent_and_the_tasks_are_drawn_once(study):
     instrument = pairwise_instrument_attach(study=study)
     assert StudyInstrument.objects.filter(study=study, flow="pairwise").count() == 1
     assert study.activity.filter(verb="instrument.attached").count() == 1
-    person = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    person = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     first = pairwise_tasks_prepare(participant=person, instrument=instrument)
     again = pairwise_tasks_prepare(participant=person, instrument=instrument)
     assert [t.pk for t in first] == [t.pk for t in again] and len(first) == 4
@@ -71,7 +71,7 @@ def test_attach_is_idempotent_and_the_tasks_are_drawn_once(study):
 
 
 def _task(study):
-    person = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    person = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     instrument = StudyInstrument.objects.get(study=study, flow="pairwise")
     pairwise_tasks_prepare(participant=person, instrument=instrument)
     return person, PairwiseTask.objects.select_related(
@@ -105,7 +105,7 @@ def test_a_bad_choice_is_a_named_error_and_writes_nothing(study):
 
 
 def test_the_views_walk_through_the_pages_and_refuse_bad_input_with_a_4xx(client, study):
-    person = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    person = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     response = client.get(reverse("annotation:entry", args=[person.token]))
     assert response.url == reverse("annotation:pairwise-start", args=[person.token])
     response = client.get(response.url)
@@ -130,7 +130,7 @@ def test_the_views_walk_through_the_pages_and_refuse_bad_input_with_a_4xx(client
     person.refresh_from_db()
     assert person.completed_at is not None
     other = pairwise_consent_accept(
-        participant=services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+        participant=participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     )
     foreign = client.get(task_url.replace(person.token, other.token))
     assert foreign.status_code == 404
@@ -139,7 +139,7 @@ def test_the_views_walk_through_the_pages_and_refuse_bad_input_with_a_4xx(client
 def test_consent_comes_before_the_first_comparison_and_declining_is_recorded(client, study):
     study.expert_consent_text = "Our own consent text for radiologists."
     study.save(update_fields=["expert_consent_text"])
-    person = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    person = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     start = reverse("annotation:pairwise-start", args=[person.token])
     consent = reverse("annotation:pairwise-consent", args=[person.token])
     assert client.get(start).url == consent
@@ -153,7 +153,7 @@ def test_consent_comes_before_the_first_comparison_and_declining_is_recorded(cli
     assert person.consented_at is None and person.started_at is None
     assert client.get(reverse("annotation:pairwise-done", args=[person.token])).url == consent
     # A page of someone else's (drawn for them) is not answerable by this participant either way.
-    other = services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    other = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     pairwise_consent_accept(participant=other)
     (task, *_) = pairwise_tasks_prepare(
         participant=other, instrument=StudyInstrument.objects.get(study=study, flow="pairwise")
@@ -171,7 +171,7 @@ def test_consent_comes_before_the_first_comparison_and_declining_is_recorded(cli
     assert client.get(start).url == consent  # declined: back to the information, not the pages
 
     # A layperson with no study text sees radlay's default, which describes this task.
-    lay = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    lay = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     html = client.get(reverse("annotation:pairwise-consent", args=[lay.token])).content.decode()
     assert "two simpler versions of it, side by side" in html
     agreed = client.post(reverse("annotation:pairwise-consent", args=[lay.token]), {"choice": "accept"})
@@ -211,7 +211,7 @@ def test_lay_preferences_become_derived_comparisons(db):
     from tests.annotation.factories import lay_item_of
 
     study = build_study(slug="lay-derived", n_sources=1, systems=SYSTEMS)
-    person = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    person = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     source = study.sources.get()
     item = lay_item_of(person, source, study.systems.get(key="a"))
     texts = {
@@ -234,7 +234,7 @@ def test_a_text_ticked_both_most_and_least_counts_as_neither(db):
     from tests.annotation.factories import lay_item_of
 
     study = build_study(slug="lay-both", n_sources=1, systems=SYSTEMS)
-    person = services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    person = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     source = study.sources.get()
     item = lay_item_of(person, source, study.systems.get(key="a"))
     texts = {

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from django.urls import reverse
 
-from annotation import services
+from annotation import participant_services
 from annotation.models import ItemAnswer, Participant, Study
 from annotation.pairwise.services import pairwise_instrument_attach
 from tests.annotation.factories import build_study
@@ -35,7 +35,7 @@ def test_a_spanish_pairwise_participant_sees_spanish_throughout_and_it_is_record
     preference = next(item for item in preset["items"] if item["key"] == "preference")
     reason = next(item for item in preset["items"] if item["key"] == "reason")
 
-    person = services.participant_create(study=spanish_study, role=Participant.Role.LAYPERSON)
+    person = participant_services.participant_create(study=spanish_study, role=Participant.Role.LAYPERSON)
     start = client.get(reverse("annotation:entry", args=[person.token]))
     consent_url = client.get(start.url).url
     consent = client.get(consent_url)
@@ -76,7 +76,7 @@ def test_a_spanish_pairwise_participant_sees_spanish_throughout_and_it_is_record
 
 
 def test_declining_in_spanish(spanish_study, client):
-    person = services.participant_create(study=spanish_study, role=Participant.Role.RADIOLOGIST)
+    person = participant_services.participant_create(study=spanish_study, role=Participant.Role.RADIOLOGIST)
     declined = client.post(reverse("annotation:pairwise-consent", args=[person.token]), {"choice": "decline"})
     html = declined.content.decode()
     assert '<html lang="es">' in html and "Ha decidido no participar" in html
