@@ -219,7 +219,10 @@ def test_duplicate_copies_the_set_up_and_no_participant_or_answer(researcher):
         == 11
     )
     assert list(copy.attention_checks.values_list("prompt", flat=True)) == ["A?"]
-    assert list(copy.instruments.values_list("key", "version")) == [("lay", 1)]
+    # Every version of every instrument (the protocol's two, which every study has, and the added one).
+    versions = sorted(copy.instruments.values_list("key", "version", "fingerprint"))
+    assert versions == sorted(study.instruments.values_list("key", "version", "fingerprint"))
+    assert ("lay", 1, "f") in versions
     assert (
         not copy.participants.exists()
         and not ExpertRating.objects.filter(shown_text__source__study=copy).exists()
