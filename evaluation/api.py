@@ -313,6 +313,15 @@ EXTERNAL_IDS_PARAMETER = OpenApiParameter(
 )
 
 
+def _export_request(request: Request, slug: str, file_format: str) -> tuple[Study, bool]:
+    """The study of an export request (the role rule), its format checked, and whether it asks
+    for the external ids (`include_external_ids`)."""
+    study = access_study(user=request.user, slug=slug)
+    if file_format not in FORMATS:
+        raise NotFound(f"unknown format {file_format!r}; use one of {', '.join(sorted(FORMATS))}")
+    return study, request.query_params.get("include_external_ids", "").lower() in {"1", "true", "yes"}
+
+
 class ExportView(APIView):
     content_negotiation_class = _FirstRenderer
 
@@ -332,10 +341,7 @@ class ExportView(APIView):
     )
     def get(self, request: Request, slug: str, file_format: str) -> StreamingHttpResponse:
         """Every raw answer as CSV, XLSX or JSON (one row per answer), streamed."""
-        study = access_study(user=request.user, slug=slug)
-        if file_format not in FORMATS:
-            raise NotFound(f"unknown format {file_format!r}; use one of {', '.join(sorted(FORMATS))}")
-        asked = request.query_params.get("include_external_ids", "").lower() in {"1", "true", "yes"}
+        study, asked = _export_request(request, slug, file_format)
         return export_response(
             study=study, file_format=file_format, include_external_ids=asked, user=request.user
         )
@@ -367,10 +373,7 @@ class ItemExportView(APIView):
     )
     def get(self, request: Request, slug: str, file_format: str) -> StreamingHttpResponse:
         """The answers to instrument items (evaluation/exporters/items.py), long or wide, streamed."""
-        study = access_study(user=request.user, slug=slug)
-        if file_format not in FORMATS:
-            raise NotFound(f"unknown format {file_format!r}; use one of {', '.join(sorted(FORMATS))}")
-        asked = request.query_params.get("include_external_ids", "").lower() in {"1", "true", "yes"}
+        study, asked = _export_request(request, slug, file_format)
         try:
             return item_export_response(
                 study=study,

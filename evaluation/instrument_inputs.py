@@ -4,12 +4,14 @@ parsed back to `instruments.schema.Instrument`s."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from annotation.instrument_binding import PROTOCOL_BINDINGS
 from annotation.models import ItemAnswer, Study, StudyInstrument
 from annotation.selectors import analysed_participants, counted_participants, systems_by_text
 from evaluation.instrument_items import ANSWER_COLUMNS
@@ -22,13 +24,28 @@ PROTOCOL_PRESETS = frozenset({"protocol_003_radiologist", "protocol_003_layperso
 
 
 def study_instruments(*, study: Study) -> dict[tuple[str, int], Instrument]:
-    """Every instrument version the study has, by (key, version), as validated instruments."""
-    return {
-        (key, version): instrument_from_data(definition)
-        for key, version, definition in StudyInstrument.objects.filter(study=study).values_list(
-            "key", "version", "definition"
-        )
-    }
+    """Every instrument version the study has, by (key, version), as validated instruments — but
+    the protocol's: its bound items are the typed tables' (Tables 1–3), so a protocol version is
+    here only with the items a team added to it, and only once one of them was answered."""
+    answered = set(
+        ItemAnswer.objects.filter(participant__study=study)
+        .values_list("instrument__key", "instrument__version")
+        .distinct()
+    )
+    found: dict[tuple[str, int], Instrument] = {}
+    for key, version, definition in StudyInstrument.objects.filter(study=study).values_list(
+        "key", "version", "definition"
+    ):
+        instrument = instrument_from_data(definition)
+        bound = PROTOCOL_BINDINGS.get(key)
+        if bound is not None:
+            if (key, version) not in answered:
+                continue
+            instrument = dataclasses.replace(
+                instrument, items=tuple(item for item in instrument.items if item.key not in bound)
+            )
+        found[(key, version)] = instrument
+    return found
 
 
 def instruments_outside_protocol(*, study: Study) -> bool:

@@ -1,16 +1,12 @@
 import csv
 import re
-import subprocess
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from generation.controls import CATEGORIES, KINDS, SEVERITIES, plant_control, plant_controls
 from lexicon.facts import check_facts, extract_entities
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.django_free import assert_imports_without_django
 
 SOURCE = (
     "No evidence of fracture. 3 mm hypodense lesion in the left kidney, too small to characterize. "
@@ -130,16 +126,4 @@ def test_controls_on_the_release_sentences(release_dir):
     ],
 )
 def test_the_cores_import_no_django(module):
-    # A fresh interpreter where importing django fails: these modules must not need it.
-    code = (
-        "import sys\n"
-        "class Block:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'django' or name.startswith('django.'):\n"
-        "            raise ImportError('django is blocked')\n"
-        "sys.meta_path.insert(0, Block())\n"
-        f"import {module}\n"
-        "assert not any(m == 'django' or m.startswith('django.') for m in sys.modules)\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
+    assert_imports_without_django(module)

@@ -1,9 +1,6 @@
 """The one common-word rule (seed 001's top-3000 lemmas) and the Patient agent's check built on it."""
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -16,8 +13,8 @@ from lexicon.common_words import (
     read_word_list,
     word_candidates,
 )
+from tests.django_free import assert_imports_without_django
 
-REPO = Path(__file__).resolve().parents[2]
 IRREGULAR = ("children", "went", "women", "feet", "teeth")
 
 
@@ -79,19 +76,9 @@ def test_shipped_common_word_list():
 
 @pytest.mark.parametrize("module", ["lexicon", "lexicon.glossary", "lexicon.common_words", "lexicon.facts"])
 def test_lexicon_imports_no_django(module):
-    # A fresh interpreter where importing django fails: the package must not need it.
-    code = (
-        "import sys\n"
-        "class Block:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'django' or name.startswith('django.'):\n"
-        "            raise ImportError('django is blocked')\n"
-        "sys.meta_path.insert(0, Block())\n"
-        f"import {module}\n"
-        "from lexicon.glossary import find_terms\n"
+    assert_imports_without_django(
+        module,
+        then="from lexicon.glossary import find_terms\n"
         "from lexicon.common_words import is_common\n"
-        "assert find_terms('Mild cardiomegaly.') and is_common('went')\n"
-        "assert not any(m == 'django' or m.startswith('django.') for m in sys.modules)\n"
+        "assert find_terms('Mild cardiomegaly.') and is_common('went')\n",
     )
-    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
