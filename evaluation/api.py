@@ -365,7 +365,8 @@ class ItemExportView(APIView):
         ],
         responses={
             (200, exporter.CONTENT_TYPE.split(";")[0]): OpenApiResponse(
-                OpenApiTypes.BINARY if name != "json" else OpenApiTypes.OBJECT,
+                # JSON: a list of answer records (long) or of participant × target rows (wide).
+                OpenApiTypes.BINARY if name != "json" else {"type": "array", "items": {"type": "object"}},
                 description=f"the instrument-item answers as {name.upper()}, streamed",
             )
             for name, exporter in sorted(FORMATS.items())
