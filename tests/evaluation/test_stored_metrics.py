@@ -57,7 +57,10 @@ def tamper(queryset, **values):
 def test_the_analysis_stores_every_text_and_system_and_reads_them_back_unchanged(study):
     first = analyse(study)
     A._METRIC_TABLES.clear()
-    assert first == study_analysis(study_frames(study=study), options=OPTIONS)
+    # The computed analysis adds the pairwise ranking (read from the pairs, not from the frames).
+    assert {k: v for k, v in first.items() if k != "pairwise"} == study_analysis(
+        study_frames(study=study), options=OPTIONS
+    )
     counts = {}
     for kind, family in TextMetrics.objects.values_list("kind", "family"):
         counts[(kind, family)] = counts.get((kind, family), 0) + 1
