@@ -41,11 +41,8 @@ from annotation.models import (
 )
 from annotation.selectors import analysed_participants, counted_participants
 from evaluation.analysis import AnalysisOptions, StudyFrames
-from evaluation.instrument_inputs import (
-    analysis_answers_frame,
-    instruments_outside_protocol,
-    study_instruments,
-)
+from evaluation.instrument_inputs import analysis_answers_frame
+from evaluation.instrument_rows import instruments_outside_protocol, study_instruments
 from evaluation.selectors import EXPERT_ASPECTS, FETCH_CHUNK, LAY_QUESTIONS, participant_label
 
 

@@ -9,13 +9,12 @@ class JudgingConfig(AppConfig):
     def ready(self) -> None:
         # Judging adds its section to evaluation's study report and a link to the dashboard
         # through evaluation's registry: judging imports evaluation, never the other way round.
-        from evaluation.instrument_inputs import item_raters_register
+        from evaluation.item_raters import item_raters_register
         from evaluation.report_sections import ReportSection, report_section_register
-        from judging.instrument_answers import judge_answers_frame
         from judging.report import judge_report_section
 
         # The judges' answers to instrument items, beside the humans' in the item analysis.
-        item_raters_register("judges", judge_answers_frame)
+        item_raters_register("judges", _judge_answers_frame)
 
         report_section_register(
             ReportSection(
@@ -27,3 +26,10 @@ class JudgingConfig(AppConfig):
                 page_label="LLM judges",
             )
         )
+
+
+def _judge_answers_frame(*, study):
+    # Imported when the analysis asks (pandas): a web worker starts without the scientific stack.
+    from judging.instrument_answers import judge_answers_frame
+
+    return judge_answers_frame(study=study)

@@ -569,8 +569,9 @@ def _instrument_items_agreement(run: JudgeRun) -> list[dict[str, Any]]:
     """The run's instrument-items answers against the humans', per item (evaluation/instrument_items)."""
     import pandas as pd
 
-    from evaluation.instrument_inputs import instrument_answers_frame, study_instruments
+    from evaluation.instrument_inputs import instrument_answers_frame
     from evaluation.instrument_items import judge_items_agreement
+    from evaluation.instrument_rows import study_instruments
     from judging.instrument_answers import judge_answers_frame
 
     humans = instrument_answers_frame(study=run.study)

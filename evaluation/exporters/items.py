@@ -7,7 +7,7 @@ format modules as the raw answers (csv, xlsx, json):
   column per item (`<instrument>.<item>`): the score for numeric items (ordinal code, count,
   matched proportion), the option key(s) for choices, the text for free text.
 
-The answers are read in one query (evaluation/instrument_inputs.answer_rows), ordered so that a
+The answers are read in one query (evaluation/instrument_rows.answer_rows), ordered so that a
 wide row's answers are adjacent. `external_id` is added only when asked for and the user's role
 allows identifying fields (annotation.access.may_see_identifying)."""
 
@@ -21,7 +21,7 @@ from typing import Any
 
 from annotation.models import Study
 from annotation.selectors import systems_by_text
-from evaluation.instrument_inputs import answer_rows, study_instruments
+from evaluation.instrument_rows import answer_rows, study_instruments
 from evaluation.selectors import participant_label
 from instruments.schema import Instrument, ItemKind
 
