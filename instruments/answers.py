@@ -9,7 +9,8 @@ Stored values, by kind:
   count              a non-negative int
   free_text          the text, stripped
   sentence_matching  SentenceMatches: per reference sentence, the generated sentences matching it
-  error_spans        a tuple of ErrorSpan (issue 33; no flow shows it yet)
+  error_spans        a tuple of ErrorSpan: character offsets into the shown text (end exclusive),
+                     a category (an option key) and a severity (a severities key)
   pairwise           the outcome's option key (the pairwise flow stores it as the ItemAnswer's
                      {"choice": key, "reason": text}, annotation/pairwise/)
 """
@@ -46,7 +47,8 @@ class SentenceMatches:
 class ErrorSpan:
     start: int
     end: int
-    label: str
+    category: str
+    severity: str
 
 
 AnswerValue = int | str | frozenset[str] | SentenceMatches | tuple[ErrorSpan, ...] | None
@@ -76,10 +78,13 @@ def _is_empty(raw: object) -> bool:
     )
 
 
-def item_value_validate(item: Item, raw: object, *, texts: Sequence[str] = ()) -> AnswerValue:
+def item_value_validate(
+    item: Item, raw: object, *, texts: Sequence[str] = (), text_length: int | None = None
+) -> AnswerValue:
     """The stored value of `raw` as an answer to `item`, or InvalidAnswer. `texts` are the keys of
-    the texts a page showed, for a choice item whose options are those texts. An empty answer is
-    None where the item is optional."""
+    the texts a page showed, for a choice item whose options are those texts; `text_length` is the
+    length of the text an error-span item marks (spans must lie inside it). An empty answer is None
+    where the item is optional."""
     if _is_empty(raw):
         if item.required:
             raise InvalidAnswer(f"{item.key}: an answer is required")
@@ -116,7 +121,7 @@ def item_value_validate(item: Item, raw: object, *, texts: Sequence[str] = ()) -
         return text
     if item.kind is ItemKind.SENTENCE_MATCHING:
         return _sentence_matches(item, raw)
-    return _error_spans(item, raw)
+    return _error_spans(item, raw, text_length)
 
 
 def _ordinal(item: Item, raw: object) -> int | str:
@@ -157,27 +162,36 @@ def _sentence_matches(item: Item, raw: object) -> SentenceMatches:
     return SentenceMatches(generated_count=generated, matches=tuple(matches))
 
 
-def _error_spans(item: Item, raw: object) -> tuple[ErrorSpan, ...]:
-    """`raw` is a list of {"start", "end", "label"}: character offsets into the text, end exclusive."""
-    labels = {option.key for option in item.options}
+def _error_spans(item: Item, raw: object, text_length: int | None) -> tuple[ErrorSpan, ...]:
+    """`raw` is a list of {"start", "end", "category", "severity"}: character offsets into the shown
+    text (end exclusive). The same span marked twice is kept once; overlapping spans are allowed
+    (one phrase can be both jargon and a wrong finding)."""
+    categories = [option.key for option in item.options]
+    severities = [option.key for option in item.severities]
+    shape = "{start, end, category, severity}"
     if isinstance(raw, (str, Mapping)) or not isinstance(raw, Iterable):
-        raise InvalidAnswer(f"{item.key}: error spans are a list of {{start, end, label}}")
-    spans = []
+        raise InvalidAnswer(f"{item.key}: error spans are a list of {shape}")
+    spans = set()
     for i, span in enumerate(raw):
-        if not isinstance(span, Mapping) or set(span) != {"start", "end", "label"}:
-            raise InvalidAnswer(f"{item.key}: spans[{i}] is {{start, end, label}}")
+        if not isinstance(span, Mapping) or set(span) != {"start", "end", "category", "severity"}:
+            raise InvalidAnswer(f"{item.key}: spans[{i}] is {shape}")
         start, end = (
             _as_int(item, span["start"], f"spans[{i}].start"),
             _as_int(item, span["end"], f"spans[{i}].end"),
         )
         if not 0 <= start < end:
             raise InvalidAnswer(f"{item.key}: spans[{i}] must have 0 <= start < end")
-        if span["label"] not in labels:
+        if text_length is not None and end > text_length:
             raise InvalidAnswer(
-                f"{item.key}: spans[{i}].label {span['label']!r} is not one of {sorted(labels)}"
+                f"{item.key}: spans[{i}] ends at {end}, after the text's {text_length} characters"
             )
-        spans.append(ErrorSpan(start=start, end=end, label=str(span["label"])))
-    return tuple(sorted(spans, key=lambda s: (s.start, s.end, s.label)))
+        for field, allowed in (("category", categories), ("severity", severities)):
+            if span[field] not in allowed:
+                raise InvalidAnswer(f"{item.key}: spans[{i}].{field} {span[field]!r} is not one of {allowed}")
+        spans.add(
+            ErrorSpan(start=start, end=end, category=str(span["category"]), severity=str(span["severity"]))
+        )
+    return tuple(sorted(spans, key=lambda s: (s.start, s.end, s.category, s.severity)))
 
 
 def sentence_matching_proportion(matches: SentenceMatches, proportion_of: ProportionOf) -> float | None:
