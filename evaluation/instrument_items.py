@@ -6,7 +6,8 @@ from the study's ItemAnswer rows (one query); a notebook can build it from an ex
 Per item and system: the mean with the crossed-design interval (participants × sources, the
 protocol's measures/stats/crossed.py), each pair of systems' difference with its interval and the
 paired Wilcoxon test of the protocol's comparisons; per participant (seed 002's Table 4: E1, E2, L)
-the mean and SD; agreement chosen by the item's kind; metric–human correlations per item. Counts
+the mean and SD; per target (seed 000's report score) the mean over its raters; agreement chosen
+by the item's kind; metric–human correlations per item. Counts
 and matched proportions are numbers; choices are categories; free text is listed, never averaged.
 
 Versions of one instrument pool only when their structure fingerprints are equal (only texts
@@ -295,6 +296,34 @@ def _by_participant(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return records
 
 
+def _by_target(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Each target's mean over its human raters, in the order of source, shown text and reference:
+    for seed 000's sentence matching the report's score (the mean of its annotators' matched
+    proportions, section 4.4). A target whose every answer is "not applicable" has n 0, mean None."""
+    if not len(frame):
+        return []
+    grouped = frame.groupby("unit", sort=False).agg(
+        source=("source", "first"),
+        text_id=("text_id", "first"),
+        reference_id=("reference_id", "first"),
+        systems=("systems", "first"),
+        n=("score", "count"),
+        mean=("score", "mean"),
+    )
+    grouped = grouped.sort_values(["source", "text_id", "reference_id"], kind="stable", na_position="first")
+    return [
+        {
+            "source": str(source),
+            "text_id": None if pd.isna(text_id) else int(text_id),
+            "reference_id": None if pd.isna(reference_id) else int(reference_id),
+            "systems": list(systems),
+            "n": int(n),
+            "mean": _float(mean) if n else None,
+        }
+        for source, text_id, reference_id, systems, n, mean in grouped.itertuples(index=False)
+    ]
+
+
 def _numeric_item(
     item: Item, frame: pd.DataFrame, systems: Sequence[str], *, confidence: float
 ) -> dict[str, Any]:
@@ -336,6 +365,7 @@ def _numeric_item(
         "differences": difference_records(present, group_differences),
         "comparisons": paired_system_comparisons(tests) if tests["system"].nunique() >= 2 else [],
         "by_participant": _by_participant(frame),
+        "by_target": _by_target(frame),
         "by_role": {
             role: {
                 "n": int(rows["score"].notna().sum()),

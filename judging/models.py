@@ -143,13 +143,26 @@ class JudgeItem(ScheduledJob):
                 condition=Q(shown_text__isnull=True, instrument__isnull=True),
                 name="judge_item_unique_source",
             ),
-            # One instrument-items task per instrument and target (NULLs equal: the source alone,
-            # a text alone, a text and its reference).
-            models.UniqueConstraint(
-                fields=["run", "instrument", "source", "shown_text", "reference_text"],
-                condition=Q(instrument__isnull=False),
-                nulls_distinct=False,
-                name="judge_item_unique_instrument_target",
+            # One instrument-items task per instrument and target: the source alone, a text alone,
+            # a text and its reference (and, for completeness, a reference without a text). NULLs
+            # count as equal, written as one partial index per combination of the nullable columns
+            # rather than with nulls_distinct=False, which SQLite cannot create (models.W047).
+            *(
+                models.UniqueConstraint(
+                    fields=["run", "instrument", "source", *nullable],
+                    condition=Q(
+                        instrument__isnull=False,
+                        shown_text__isnull="shown_text" not in nullable,
+                        reference_text__isnull="reference_text" not in nullable,
+                    ),
+                    name=f"judge_item_unique_instrument_{target}",
+                )
+                for target, nullable in (
+                    ("source", ()),
+                    ("text", ("shown_text",)),
+                    ("pair", ("shown_text", "reference_text")),
+                    ("reference", ("reference_text",)),
+                )
             ),
             models.CheckConstraint(
                 condition=Q(task=ITEM_TASK, instrument__isnull=False)

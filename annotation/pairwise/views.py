@@ -105,6 +105,7 @@ def pairwise_consent(request: HttpRequest, participant: Participant) -> HttpResp
         return redirect("annotation:pairwise-start", token=participant.token)
     instrument = instrument_from_data(stored.definition)
     own = study.expert_consent_text if participant.is_radiologist else study.lay_consent_text
+    description = instrument.description.get(_language(participant, instrument), "")
     context = {
         "participant": participant,
         "study": study,
@@ -112,7 +113,7 @@ def pairwise_consent(request: HttpRequest, participant: Participant) -> HttpResp
         "instructions": (
             study.expert_instructions if participant.is_radiologist else study.lay_instructions
         ).strip(),
-        "description": instrument.description.get(_language(participant, instrument), ""),
+        "descriptions": [description] if description else [],
     }
     return render(request, TEMPLATES + "consent.html", context)
 

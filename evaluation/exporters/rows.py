@@ -328,13 +328,20 @@ def _rows(study: Study) -> Iterator[tuple[int, AnswerRow]]:
 Spread = Iterator[tuple[tuple[Any, ...], int, AnswerRow]]
 
 
+def _who(known: AnswerLookups, participant_id: int, slug: str) -> dict[str, Any]:
+    """The columns every row of a participant's answer starts with: study, participant, role,
+    language."""
+    label, role, language = known.people[participant_id]
+    return {"study": slug, "participant": label, "role": role, "language": language}
+
+
 def _lay_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slug: str) -> Spread:
-    people, sources, systems, text_systems = known
+    _, sources, systems, text_systems = known
     codes = [scales.LAY_SCALES[question].codes for question in LAY_QUESTIONS]
     last = 5 + len(LAY_QUESTIONS)
     for values in stored:
         participant_id, source_id, text_id, system_id, phase = values[:5]
-        label, role, language = people[participant_id]
+        who = _who(known, participant_id, slug)
         source, assigned = sources[source_id], systems.get(system_id, "")
         shown_by = text_systems.get(text_id, "")
         time_spent, created, updated = values[last : last + 3]
@@ -345,10 +352,7 @@ def _lay_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slug: str
                     values,
                     n,
                     AnswerRow(
-                        study=slug,
-                        participant=label,
-                        role=role,
-                        language=language,
+                        **who,
                         source=source,
                         systems=shown_by,
                         assigned_system=assigned,
@@ -366,18 +370,15 @@ def _lay_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slug: str
 
 def _preference_rows(side: str) -> Callable[[Iterable[tuple[Any, ...]], AnswerLookups, str], Spread]:
     def rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slug: str) -> Spread:
-        people, sources, systems, text_systems = known
+        _, sources, systems, text_systems = known
         for values in stored:
             participant_id, source_id, system_id, text_id, time_spent, created, updated = values[:7]
-            label, role, language = people[participant_id]
+            who = _who(known, participant_id, slug)
             yield (
                 values,
                 0,
                 AnswerRow(
-                    study=slug,
-                    participant=label,
-                    role=role,
-                    language=language,
+                    **who,
                     source=sources[source_id],
                     systems=text_systems.get(text_id, ""),
                     assigned_system=systems.get(system_id, ""),
@@ -396,20 +397,17 @@ def _preference_rows(side: str) -> Callable[[Iterable[tuple[Any, ...]], AnswerLo
 
 
 def _justification_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slug: str) -> Spread:
-    people, sources, systems, _ = known
+    _, sources, systems, _ = known
     for values in stored:
         participant_id, source_id, system_id, most, least, time_spent, created, updated = values[:8]
-        label, role, language = people[participant_id]
+        who = _who(known, participant_id, slug)
         for n, (question, text) in enumerate((("most_justification", most), ("least_justification", least))):
             if text:
                 yield (
                     values,
                     n,
                     AnswerRow(
-                        study=slug,
-                        participant=label,
-                        role=role,
-                        language=language,
+                        **who,
                         source=sources[source_id],
                         assigned_system=systems.get(system_id, ""),
                         phase="preference",
@@ -423,18 +421,14 @@ def _justification_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups,
 
 
 def _expert_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slug: str) -> Spread:
-    people, sources, _, text_systems = known
+    _, sources, _, text_systems = known
     likert = {level.value: level.name for level in scales.LIKERT.levels}
     last = 3 + len(EXPERT_ASPECTS)
     for values in stored:
         participant_id, source_id, text_id = values[:3]
         comment, time_spent, created, updated = values[last : last + 4]
-        label, role, language = people[participant_id]
         common = {
-            "study": slug,
-            "participant": label,
-            "role": role,
-            "language": language,
+            **_who(known, participant_id, slug),
             "source": sources[source_id],
             "systems": text_systems.get(text_id, ""),
             "text_id": text_id,
@@ -455,17 +449,13 @@ def _expert_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slug: 
 
 
 def _judgement_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slug: str) -> Spread:
-    people, sources, _, _ = known
+    sources = known.sources
     likert = {level.value: level.name for level in scales.LIKERT.levels}
     severity = scales.SEVERITY.codes
     for values in stored:
         participant_id, source_id, level, simplicity, comment, time_spent, created, updated = values[:8]
-        label, role, language = people[participant_id]
         common = {
-            "study": slug,
-            "participant": label,
-            "role": role,
-            "language": language,
+            **_who(known, participant_id, slug),
             "source": sources[source_id],
             "phase": "original",
             "time_spent_ms": time_spent,
@@ -494,18 +484,14 @@ def _judgement_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slu
 
 
 def _attention_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slug: str) -> Spread:
-    people = known.people
     for values in stored:
         participant_id, position, answer, passed, answered = values[:5]
-        label, role, language = people[participant_id]
+        who = _who(known, participant_id, slug)
         yield (
             values,
             0,
             AnswerRow(
-                study=slug,
-                participant=label,
-                role=role,
-                language=language,
+                **who,
                 phase="attention_check",
                 question=f"attention_check_{position}",
                 value=answer,
@@ -519,10 +505,9 @@ def _attention_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slu
 def _background_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slug: str) -> Spread:
     # Keys in code-point order (JSONB keeps no order); a question left unanswered ("") has no row,
     # as an unanswered question of the panels has none.
-    people = known.people
     for values in stored:
         participant_id, answers = values[:2]
-        label, role, language = people[participant_id]
+        who = _who(known, participant_id, slug)
         for n, key in enumerate(sorted(answers)):
             if answers[key] in ("", None):
                 continue
@@ -530,10 +515,7 @@ def _background_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, sl
                 values,
                 n,
                 AnswerRow(
-                    study=slug,
-                    participant=label,
-                    role=role,
-                    language=language,
+                    **who,
                     phase="background",
                     question=str(key),
                     value=str(answers[key]),

@@ -1,12 +1,15 @@
 """The protocol in Spanish, end to end in headless Chromium (issue 30, done-when (c)): a layperson
 of a Spanish study sees the consent, the instructions, panel 1's questions and the completion page
-in Spanish, answers by the Spanish labels, and the export says "es" for every answer; a radiologist
-of the same study gets the instructions and the rating page in Spanish."""
+in Spanish, answers by the Spanish labels, and the answers export a researcher downloads from the
+dashboard says "es" for every answer; a radiologist of the same study gets the instructions and the
+rating page in Spanish."""
 
 from __future__ import annotations
 
+import io
 import re
 
+import pandas as pd
 import pytest
 from django.urls import get_resolver
 
@@ -15,6 +18,8 @@ from annotation.models import LayAnswer, LayItem, Participant
 from annotation.wording import protocol_wording
 from evaluation.exporters.rows import answer_columns, answer_rows
 from tests.annotation.factories import build_study
+from tests.e2e.dashboard import download, researcher_page
+from tests.evaluation.conftest import FAST_ANALYSIS_OPTIONS
 
 
 @pytest.fixture
@@ -42,8 +47,12 @@ def _choose(page, field: str, stored: str) -> None:
     assert saved.value.status == 200
 
 
-def test_a_spanish_layperson_takes_the_protocol_and_the_export_says_es(page, live_server, spanish_study):
+def test_a_spanish_layperson_takes_the_protocol_and_the_export_says_es(
+    page, browser, live_server, spanish_study, settings
+):
     from playwright.sync_api import expect
+
+    settings.RADLAY_ANALYSIS_OPTIONS = FAST_ANALYSIS_OPTIONS
 
     person = participant_services.participant_create(study=spanish_study, role=Participant.Role.LAYPERSON)
     page.goto(f"/s/{person.token}/")
@@ -102,9 +111,18 @@ def test_a_spanish_layperson_takes_the_protocol_and_the_export_says_es(page, liv
     assert {answer.understanding for answer in stored} == {"Most of it"}  # stored as the level name
     assert LayItem.objects.filter(participant=person).count() == 2
     rows = list(answer_rows(study=spanish_study))
-    language = answer_columns().index("language")
     assert len(rows) >= 2 * (3 + 4)
-    assert {row[language] for row in rows} == {"es"}
+    # The file a researcher downloads: every row names the language the participant saw.
+    context, dashboard = researcher_page(browser, live_server, spanish_study)
+    exported = pd.read_csv(
+        io.BytesIO(download(dashboard, dashboard.locator(":is(a, button)", has_text="Answers · CSV"))),
+        keep_default_na=False,
+    )
+    context.close()
+    assert list(exported.columns) == list(answer_columns())
+    assert len(exported) == len(rows)
+    assert set(exported["phase"]) >= {"original", "assisted", "preference"}
+    assert set(exported["language"]) == {"es"}
 
 
 def test_a_spanish_radiologist_rates_in_spanish(page, live_server, spanish_study):

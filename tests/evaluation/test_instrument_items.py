@@ -188,6 +188,78 @@ def test_seed000_matched_proportions_kappa_and_correlation_with_bleu():
     )
 
 
+def test_seed000_report_scores_per_target_and_corpus_rouge():
+    """Each report's score (its annotators' mean matched proportion) is in the analysis, kept in the
+    snapshot's details; the systems' means correlate with corpus ROUGE (the mean F-measure over a
+    system's reports, as rouge-score reports a corpus) and corpus BLEU (sacrebleu)."""
+    import json
+
+    import sacrebleu
+    from rouge_score import rouge_scorer
+
+    from annotation.models import SimplificationText
+    from evaluation.analysis_document import join_details, split_details
+
+    study, instrument, _ = seed000_study(slug="reports", n_sources=10)
+    options = dataclasses.replace(OPTIONS, metric_families=("reference",), correlation_metrics=None)
+    analysis = json.loads(json.dumps(study_analysis(study_frames(study=study), options=options)))
+    record = _items(analysis)["sentence_match"]
+    answers = _answers(study)
+    item = instrument.item("sentence_match")
+    answers["proportion"] = [
+        len(set().union(*map(set, v["matches"]))) / v["generated_count"] for v in answers["value"]
+    ]
+    assert answers["proportion"].tolist() == pytest.approx(
+        [
+            sentence_matching_proportion(item_value_validate(item, v), item.proportion_of)
+            for v in answers["value"]
+        ]
+    )
+    per_report = answers.groupby(["shown_text_id", "reference_text_id", "system", "source__key"])[
+        "proportion"
+    ]
+    expected = {
+        (int(text), int(reference)): (source, [system], len(rows), rows.mean())
+        for (text, reference, system, source), rows in per_report
+    }
+    got = {
+        (t["text_id"], t["reference_id"]): (t["source"], t["systems"], t["n"], t["mean"])
+        for t in record["by_target"]
+    }
+    assert got.keys() == expected.keys()
+    for key, (source, systems, n, mean) in expected.items():
+        assert got[key][:3] == (source, systems, n) and got[key][3] == pytest.approx(mean)
+    # Kept with the details (it grows with the reports), and put back where it was.
+    summary, details = split_details(analysis)
+    assert all("by_target" not in i for g in summary["instrument_items"]["groups"] for i in g["items"])
+    assert join_details(summary, details) == analysis
+
+    texts = dict(SimplificationText.objects.filter(source__study=study).values_list("pk", "text"))
+    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    by_system: dict[str, list] = {}
+    for (text, reference), (_, (system,), _, mean) in expected.items():
+        by_system.setdefault(system, []).append((texts[text], texts[reference], mean))
+    systems = sorted(by_system)
+    human = [np.mean([m for *_, m in by_system[s]]) for s in systems]
+    corpus_rouge = [
+        np.mean([scorer.score(r, c)["rougeL"].fmeasure for c, r, _ in by_system[s]]) for s in systems
+    ]
+    corpus_bleu = [
+        sacrebleu.corpus_bleu([c for c, _, _ in by_system[s]], [[r for _, r, _ in by_system[s]]]).score
+        for s in systems
+    ]
+    rows = {
+        (c["metric"], c["method"]): c
+        for c in analysis["instrument_items"]["correlations"]
+        if c["level"] == "system"
+    }
+    for metric, values in (("rouge_l", corpus_rouge), ("corpus_bleu", corpus_bleu)):
+        assert rows[(metric, "pearson")]["n"] == len(systems) == 3
+        assert rows[(metric, "pearson")]["r"] == pytest.approx(stats.pearsonr(values, human).statistic)
+        assert rows[(metric, "spearman")]["r"] == pytest.approx(stats.spearmanr(values, human).statistic)
+        assert rows[(metric, "kendall")]["r"] == pytest.approx(stats.kendalltau(values, human).statistic)
+
+
 def test_versions_pool_only_when_their_structure_is_equal():
     from instruments.validation import instrument_from_data, instrument_to_data
 
