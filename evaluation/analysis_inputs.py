@@ -43,6 +43,7 @@ from annotation.selectors import analysed_participants, counted_participants
 from evaluation.analysis import AnalysisOptions, StudyFrames
 from evaluation.instrument_inputs import analysis_answers_frame
 from evaluation.instrument_rows import instruments_outside_protocol, study_instruments
+from evaluation.span_inputs import span_shown_texts
 from evaluation.selectors import EXPERT_ASPECTS, FETCH_CHUNK, LAY_QUESTIONS, participant_label
 
 
@@ -455,6 +456,7 @@ def study_frames(*, study: Study) -> StudyFrames:
         instrument_answers=analysis_answers_frame(study=study),
         instruments=study_instruments(study=study),
         instrument_section=instruments_outside_protocol(study=study),
+        shown_texts=span_shown_texts(study=study),
     )
 
 

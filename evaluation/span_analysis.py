@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from instruments.schema import Instrument, ItemKind
 from measures.stats.agreement import krippendorff_alpha
 from measures.stats.crossed import crossed_group_intervals, interval_record
 from measures.stats.span_agreement import ALL, Annotation, Span, count_alpha, overlap_f1
@@ -338,3 +339,46 @@ def span_frame(answers: pd.DataFrame, texts: Mapping[int, str], *, instrument: s
         },
         columns=list(SPAN_COLUMNS),
     )
+
+
+def error_span_items(instruments: Mapping[tuple[str, int], Instrument]) -> list[tuple[str, Any]]:
+    """(instrument key, item) of every error-span item, the newest version's wording."""
+    found: dict[tuple[str, str], Any] = {}
+    for (key, _version), instrument in sorted(instruments.items()):
+        for item in instrument.items:
+            if item.kind is ItemKind.ERROR_SPANS:
+                found[(key, item.key)] = item
+    return [(key, item) for (key, _), item in found.items()]
+
+
+def error_span_sections(
+    answers: pd.DataFrame,
+    instruments: Mapping[tuple[str, int], Instrument],
+    texts: Mapping[int, str],
+    *,
+    systems: Sequence[str] = (),
+    confidence: float = 0.95,
+) -> list[dict[str, Any]]:
+    """The analysis document's "error_spans": per error-span item with human answers, its
+    instrument, item, title and `span_analysis`."""
+    sections = []
+    for key, item in error_span_items(instruments):
+        frame = span_frame(answers, texts, instrument=key, item=item.key)
+        humans = frame[~frame["role"].astype(str).str.startswith("judge:")] if len(frame) else frame
+        if not len(humans):
+            continue
+        sections.append(
+            {
+                "instrument": key,
+                "item": item.key,
+                "title": next(iter(item.title.values()), item.key) if item.title else item.key,
+                "analysis": span_analysis(
+                    humans,
+                    categories=[option.key for option in item.options],
+                    severities=[option.key for option in item.severities],
+                    systems=systems,
+                    confidence=confidence,
+                ),
+            }
+        )
+    return sections
