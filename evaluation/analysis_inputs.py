@@ -43,8 +43,8 @@ from annotation.selectors import analysed_participants, counted_participants
 from evaluation.analysis import AnalysisOptions, StudyFrames
 from evaluation.instrument_inputs import analysis_answers_frame
 from evaluation.instrument_rows import instruments_outside_protocol, study_instruments
-from evaluation.span_inputs import span_shown_texts
 from evaluation.selectors import EXPERT_ASPECTS, FETCH_CHUNK, LAY_QUESTIONS, participant_label
+from evaluation.span_inputs import span_shown_texts
 
 
 def _codes(scale: scales.Scale) -> dict[str, float]:

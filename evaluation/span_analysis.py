@@ -165,7 +165,9 @@ def harm_shares(
     present = [s for s in systems if s in set(credited["system"])] or sorted(set(credited["system"]))
     order = {system: i for i, system in enumerate(present)}
     credited = credited[credited["system"].isin(order)].reset_index(drop=True)
-    harmed = np.asarray([any(s.severity == severity for s in spans) for spans in credited["spans"]], dtype=float)
+    harmed = np.asarray(
+        [any(s.severity == severity for s in spans) for spans in credited["spans"]], dtype=float
+    )
     rater = _rates(credited, harmed, order, confidence=confidence, bounds=(0.0, 1.0))
     out: dict[str, dict[str, Any]] = {}
     for system in order:
@@ -265,7 +267,9 @@ def judge_span_agreement(
         for j, text in enumerate(texts):
             grid[0, j] = sum(1 for s in judge[text] if category in (None, s.category))
             seen = [spans[text] for spans in raters.values() if text in spans]
-            grid[1, j] = np.mean([sum(1 for s in marked if category in (None, s.category)) for marked in seen])
+            grid[1, j] = np.mean(
+                [sum(1 for s in marked if category in (None, s.category)) for marked in seen]
+            )
         return _finite(krippendorff_alpha(grid, "interval")) if texts else None
 
     return {
@@ -319,10 +323,16 @@ def span_analysis(
     }
 
 
-def span_frame(answers: pd.DataFrame, texts: Mapping[int, str], *, instrument: str, item: str) -> pd.DataFrame:
+def span_frame(
+    answers: pd.DataFrame, texts: Mapping[int, str], *, instrument: str, item: str
+) -> pd.DataFrame:
     """The SPAN_COLUMNS frame of one error-span item from an ANSWER_COLUMNS frame
     (evaluation/instrument_items.py) and the shown texts by id."""
-    rows = answers[(answers["instrument"] == instrument) & (answers["item"] == item)] if len(answers) else answers
+    rows = (
+        answers[(answers["instrument"] == instrument) & (answers["item"] == item)]
+        if len(answers)
+        else answers
+    )
     rows = rows[rows["text_id"].notna()] if len(rows) else rows
     if not len(rows):
         return pd.DataFrame({column: pd.Series(dtype=object) for column in SPAN_COLUMNS})

@@ -35,7 +35,6 @@ from jsonschema import Draft202012Validator
 from instruments.answers import ErrorSpan, InvalidAnswer, item_value_code, item_value_validate
 from instruments.schema import OPTIONS_FROM_TEXTS, AppliesTo, Instrument, Item, ItemKind
 from judging.instrument import AnswerError, parse_json_answer
-from measures.stats.span_agreement import align_quoted_spans
 
 ITEM_TASK = "instrument_items"
 # Numbered sentences a sentence-matching item shows the judge (the same split for the heuristic).
@@ -202,13 +201,15 @@ def item_prompt(
 def judge_spans(item: Item, raw: Sequence[Mapping[str, Any]], shown: str) -> list[dict[str, Any]]:
     """A judge's errors (schema-checked: a quote or offsets, a category, a severity) as offsets into
     `shown`; AnswerError "unaligned" naming every quote found nowhere in the text."""
+    # Imported here: judging.models imports this module in every web worker, and the span core
+    # brings numpy (tests/test_web_imports.py).
+    from measures.stats.span_agreement import align_quoted_spans
+
     quoted = [
         (i, span["quote"])
         for i, span in enumerate(raw)
         if "quote" in span
-        and not (
-            "start" in span and "end" in span and shown[span["start"] : span["end"]] == span["quote"]
-        )
+        and not ("start" in span and "end" in span and shown[span["start"] : span["end"]] == span["quote"])
     ]
     aligned, unmatched = align_quoted_spans(shown, [quote for _, quote in quoted])
     if unmatched:

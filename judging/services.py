@@ -610,7 +610,7 @@ def _error_spans_agreement(run: JudgeRun) -> list[dict[str, Any]]:
         result = judge_span_agreement(judge, raters, categories=categories)
         columns = [*categories, ALL]
 
-        def row(name: str, record: dict[str, Any]) -> dict[str, Any]:
+        def row(name: str, record: dict[str, Any], columns: list[str] = columns) -> dict[str, Any]:
             return {
                 "rater": name,
                 "texts": record["texts"],

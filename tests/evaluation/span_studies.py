@@ -55,7 +55,9 @@ def _span_version(study: Study) -> StudyInstrument:
     return instrument_add(study=study, instrument=instrument, preset="", flow=current.flow)
 
 
-def span_study(*, slug: str, raters: int = 3, seed: int = 3) -> tuple[Study, StudyInstrument, list[Participant]]:
+def span_study(
+    *, slug: str, raters: int = 3, seed: int = 3
+) -> tuple[Study, StudyInstrument, list[Participant]]:
     """Two systems ("plain", "lay") on SENTENCES; `raters` radiologists each answer the span item on
     every text: on "plain" texts a jargon span over the first word the glossary judge also marks
     (most of the time) and, now and then, a could-harm span; "lay" texts mostly without marks."""
@@ -69,7 +71,9 @@ def span_study(*, slug: str, raters: int = 3, seed: int = 3) -> tuple[Study, Stu
             SimplificationText.objects.filter(pk=simplification.shown_text_id).update(text=text)
     version = _span_version(study)
     people = [
-        participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST, pseudonym=f"E{r + 1}")
+        participant_services.participant_create(
+            study=study, role=Participant.Role.RADIOLOGIST, pseudonym=f"E{r + 1}"
+        )
         for r in range(raters)
     ]
     rng = random.Random(seed)
@@ -81,7 +85,9 @@ def span_study(*, slug: str, raters: int = 3, seed: int = 3) -> tuple[Study, Stu
             if system == "plain" and rng.random() < 0.8:
                 words = [m.span() for m in re.finditer(r"\w+", text)]
                 start, end = words[-1] if r % 2 == 0 else words[min(1, len(words) - 1)]
-                spans.append({"start": start, "end": end, "category": "unexplained_jargon", "severity": "minor"})
+                spans.append(
+                    {"start": start, "end": end, "category": "unexplained_jargon", "severity": "minor"}
+                )
             if rng.random() < 0.25:
                 spans.append({"start": 0, "end": min(5, len(text)), "category": "wrong_finding_or_location",
                               "severity": "could_harm"})  # fmt: skip

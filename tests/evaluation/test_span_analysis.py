@@ -92,7 +92,9 @@ def test_rates_per_text_and_per_100_words_have_the_crossed_interval():
 
 def test_the_could_harm_share_counts_a_text_when_any_rater_marked_it():
     result = span_analysis(_frame(), categories=CATEGORIES, severities=SEVERITIES, systems=["a", "b"])
-    assert result["harm_severity"] == "could_harm" and "at least one rater" in result["definitions"]["any_rater"]
+    assert (
+        result["harm_severity"] == "could_harm" and "at least one rater" in result["definitions"]["any_rater"]
+    )
     a, b = result["harm"]["a"]["any_rater"], result["harm"]["b"]["any_rater"]
     # a: R1 marked could_harm on sources 1 and 4; b: (r + i) % 3 == 0 for some rater on every source.
     assert (a["texts_harmed"], a["texts"]) == (2, 6) and a["share"] == pytest.approx(2 / 6)

@@ -41,7 +41,9 @@ def _expected(study) -> list[tuple]:
     rows = []
     for answer in ItemAnswer.objects.filter(participant__study=study, item_key="error_spans"):
         text = answer.shown_text.text
-        marked = sorted(answer.value or [], key=lambda s: (s["start"], s["end"], s["category"], s["severity"]))
+        marked = sorted(
+            answer.value or [], key=lambda s: (s["start"], s["end"], s["category"], s["severity"])
+        )
         if not marked:
             rows.append((answer.participant.pseudonym, answer.shown_text_id, 0, "", "", ""))
         for span in marked:
@@ -70,7 +72,9 @@ def test_one_row_per_span_and_one_per_text_seen_without_marks(client, owner, spa
     some = frame[frame["spans_on_text"] > 0].iloc[0]
     answer = ItemAnswer.objects.get(participant__pseudonym=some["participant"], shown_text_id=some["text_id"])
     assert answer.shown_text.text[int(some["start"]) : int(some["end"])] == some["marked_text"]
-    xlsx = pd.read_excel(io.BytesIO(_body(client.get(f"/dashboard/{spans.slug}/items.xlsx", {"layout": "spans"}))))
+    xlsx = pd.read_excel(
+        io.BytesIO(_body(client.get(f"/dashboard/{spans.slug}/items.xlsx", {"layout": "spans"})))
+    )
     assert len(xlsx) == len(frame)
 
 
@@ -78,7 +82,9 @@ def test_the_api_json_is_typed_and_carries_the_judges_spans(spans, owner, django
     from judging import services
 
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.judge_run_create(study=spans, backend="glossary", instruments=["protocol_003_radiologist"])
+        run = services.judge_run_create(
+            study=spans, backend="glossary", instruments=["protocol_003_radiologist"]
+        )
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=owner).key}")
     rows = json.loads(_body(api.get(f"/api/studies/{spans.slug}/items/json/", {"layout": "spans"})))

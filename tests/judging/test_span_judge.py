@@ -12,7 +12,6 @@ import pytest
 
 from annotation.models import ItemAnswer
 from instruments.answers import item_value_validate
-from instruments.presets import preset_load
 from instruments.schema import AppliesTo
 from judging.heuristic import error_spans
 from judging.instrument import AnswerError
@@ -46,7 +45,13 @@ def test_quotes_and_offsets_become_validated_offsets():
         [
             {"quote": "hyperenhancing", "category": "unexplained_jargon", "severity": "minor"},
             # the second "lesions", told apart by its offsets
-            {"quote": "lesions", "start": 46, "end": 53, "category": "unexplained_jargon", "severity": "minor"},
+            {
+                "quote": "lesions",
+                "start": 46,
+                "end": 53,
+                "category": "unexplained_jargon",
+                "severity": "minor",
+            },
             {"quote": "LIVER  lesions", "category": "wrong_finding_or_location", "severity": "could_harm"},
             {"start": 0, "end": 5, "category": "hallucinated_content", "severity": "could_mislead"},
         ]
@@ -88,25 +93,36 @@ def test_the_glossary_judge_marks_jargon_and_changed_facts():
     found = {(text[s["start"] : s["end"]], s["category"], s["severity"]) for s in spans}
     assert ("left", "wrong_finding_or_location", "could_harm") in found  # a flipped side
     assert ("nodule", "unexplained_jargon", "minor") in found
-    reassured = error_spans("Small pneumothorax.", "There is no collapsed lung.", categories=CATEGORIES, severities=SEVERITIES)
+    reassured = error_spans(
+        "Small pneumothorax.", "There is no collapsed lung.", categories=CATEGORIES, severities=SEVERITIES
+    )
     assert ("no", "wrong_severity_or_false_reassurance", "could_harm") in {
-        ("There is no collapsed lung."[s["start"] : s["end"]], s["category"], s["severity"]) for s in reassured
+        ("There is no collapsed lung."[s["start"] : s["end"]], s["category"], s["severity"])
+        for s in reassured
     }
     # A typology without the jargon category gets no jargon span; severities map by rank.
     two = error_spans(
-        "A 5 mm nodule in the right lower lobe.", text, categories=["wrong_finding_or_location"], severities=["low", "high"]
+        "A 5 mm nodule in the right lower lobe.",
+        text,
+        categories=["wrong_finding_or_location"],
+        severities=["low", "high"],
     )
     assert [(s["category"], s["severity"]) for s in two] == [("wrong_finding_or_location", "high")]
     # An explained term is no error.
     assert not [
-        s for s in error_spans("Cholelithiasis.", "Gallstones (cholelithiasis).", categories=CATEGORIES, severities=SEVERITIES)
+        s
+        for s in error_spans(
+            "Cholelithiasis.", "Gallstones (cholelithiasis).", categories=CATEGORIES, severities=SEVERITIES
+        )
         if s["category"] == "unexplained_jargon"
     ]
 
 
 @pytest.mark.release
 def test_the_glossary_judge_marks_spans_on_the_release(release_dir):
-    release = pd.read_csv(release_dir / "Original_setences_with_generated_simplifications.csv", encoding="utf-8-sig")
+    release = pd.read_csv(
+        release_dir / "Original_setences_with_generated_simplifications.csv", encoding="utf-8-sig"
+    )
     systems = ["Plain_BS", "Plain_SC", "CoT_BS", "CoT_SC"]
     jargon = dict.fromkeys(systems, 0)
     marked = texts = 0
@@ -127,7 +143,9 @@ def test_the_glossary_judge_marks_spans_on_the_release(release_dir):
     # Plain_BS keeps the report's words (the paper's most jargon-laden system); CoT explains them.
     assert jargon["Plain_BS"] > 2 * max(jargon["CoT_BS"], jargon["CoT_SC"])
     # A known case: Plain_BS of "Few stable less than 5 mm hypodensities, ..." keeps "hypodensities".
-    row = release[release["Original Sentence"].str.startswith("Few stable less than 5 mm hypodensities")].iloc[0]
+    row = release[
+        release["Original Sentence"].str.startswith("Few stable less than 5 mm hypodensities")
+    ].iloc[0]
     text = row["Plain_BS"].strip()
     spans = error_spans(row["Original Sentence"], text, categories=CATEGORIES, severities=SEVERITIES)
     start = text.index("hypodensities")
@@ -181,7 +199,9 @@ def test_the_run_page_shows_judge_radiologist_span_agreement(launch, client):
         f1 = overlap_f1(judge, spans)
         assert rows[name]["f1"][columns.index("all")] == pytest.approx(f1["all"]["f1"])
         jargon = f1.get("unexplained_jargon", {}).get("f1")
-        assert rows[name]["f1"][columns.index("unexplained_jargon")] == (pytest.approx(jargon) if jargon is not None else None)
+        assert rows[name]["f1"][columns.index("unexplained_jargon")] == (
+            pytest.approx(jargon) if jargon is not None else None
+        )
         alpha = count_alpha({"judge": judge, name: spans})
         assert rows[name]["alpha"][columns.index("all")] == pytest.approx(alpha)
     texts = sorted(judge)
