@@ -70,7 +70,7 @@ def spans_of(value: Any) -> tuple[Span, ...]:
     )
 
 
-def annotations(frame: pd.DataFrame) -> dict[Hashable, dict[Hashable, list[Span]]]:
+def span_annotations(frame: pd.DataFrame) -> dict[Hashable, dict[Hashable, list[Span]]]:
     """rater -> shown text id -> spans (an empty list for a text seen without marks)."""
     out: dict[Hashable, dict[Hashable, list[Span]]] = {}
     for participant, text, spans in frame[["participant", "text_id", "spans"]].itertuples(index=False):
@@ -206,8 +206,8 @@ def _alphas(coders: Mapping[Hashable, Annotation], categories: Sequence[str]) ->
 
 def rater_agreement(frame: pd.DataFrame, *, categories: Sequence[str]) -> dict[str, Any]:
     """Overlap F1 by category for each pair of raters and their mean; α on per-text span counts."""
-    coders = annotations(frame)
-    pairs = []
+    coders = span_annotations(frame)
+    pairs: list[dict[str, Any]] = []
     for a, b in itertools.combinations(sorted(coders, key=str), 2):
         table = overlap_f1(coders[a], coders[b])
         shared = sum(1 for t in coders[a] if t in coders[b])
@@ -225,7 +225,7 @@ def rater_agreement(frame: pd.DataFrame, *, categories: Sequence[str]) -> dict[s
     }
 
 
-def pooled_annotation(raters: Mapping[Hashable, Annotation]) -> dict[Hashable, list[Span]]:
+def pooled_annotation(raters: Mapping[Any, Annotation]) -> dict[Hashable, list[Span]]:
     """Every rater's spans on each text together (a text seen by any rater, empty if none marked)."""
     pooled: dict[Hashable, list[Span]] = {}
     for spans in raters.values():
@@ -235,7 +235,7 @@ def pooled_annotation(raters: Mapping[Hashable, Annotation]) -> dict[Hashable, l
 
 
 def judge_span_agreement(
-    judge: Annotation, raters: Mapping[Hashable, Annotation], *, categories: Sequence[str]
+    judge: Annotation, raters: Mapping[Any, Annotation], *, categories: Sequence[str]
 ) -> dict[str, Any]:
     """One judge against each rater and against the raters pooled: overlap F1 by category (the
     judge is A: precision is the share of the judge's spans a rater also marked) and α (interval)

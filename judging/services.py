@@ -587,7 +587,7 @@ def _error_spans_agreement(run: JudgeRun) -> list[dict[str, Any]]:
     raters pooled (evaluation/span_analysis.judge_span_agreement), with a table the run page shows:
     overlap F1 by category and α on per-text counts, one row per rater and one for the pool."""
     from evaluation.instrument_inputs import instrument_answers_frame
-    from evaluation.span_analysis import ALL, annotations, judge_span_agreement, span_frame
+    from evaluation.span_analysis import ALL, judge_span_agreement, span_annotations, span_frame
     from evaluation.span_inputs import shown_texts, span_items
     from judging.instrument_answers import judge_answers_frame
 
@@ -605,8 +605,8 @@ def _error_spans_agreement(run: JudgeRun) -> list[dict[str, Any]]:
             continue
         theirs = span_frame(humans, texts, instrument=key, item=item.key)
         categories = [option.key for option in item.options]
-        judge = next(iter(annotations(mine).values()))
-        raters = {str(name): spans for name, spans in annotations(theirs).items()}
+        judge = next(iter(span_annotations(mine).values()))
+        raters = {str(name): spans for name, spans in span_annotations(theirs).items()}
         result = judge_span_agreement(judge, raters, categories=categories)
         columns = [*categories, ALL]
 
