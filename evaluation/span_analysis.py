@@ -89,8 +89,14 @@ def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> tupl
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def _credited(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.assign(system=[tuple(s) for s in frame["systems"]]).explode("system", ignore_index=True)
+def _by_system(frame: pd.DataFrame, systems: Sequence[str]) -> tuple[pd.DataFrame, dict[str, int]]:
+    """One row per (answer, system credited), and the systems in study order (those of `systems`
+    that have answers; all systems with answers, sorted, when `systems` names none of them)."""
+    credited = frame.assign(system=[tuple(s) for s in frame["systems"]]).explode("system", ignore_index=True)
+    names = set(credited["system"].dropna())  # a text no system produced has none
+    present = [s for s in systems if s in names] or sorted(names)
+    order = {system: i for i, system in enumerate(present)}
+    return credited[credited["system"].isin(order)].reset_index(drop=True), order
 
 
 def _rates(
@@ -130,10 +136,7 @@ def span_rates(
 ) -> dict[str, dict[str, Any]]:
     """Per system: spans per text and per 100 words, overall, by category and by severity, each
     {"per_text": interval record, "per_100_words": interval record}."""
-    credited = _credited(frame)
-    present = [s for s in systems if s in set(credited["system"])] or sorted(set(credited["system"]))
-    order = {system: i for i, system in enumerate(present)}
-    credited = credited[credited["system"].isin(order)].reset_index(drop=True)
+    credited, order = _by_system(frame, systems)
     words = credited["words"].to_numpy(np.float64)
     per_word = np.divide(100.0, words, out=np.full(words.shape, np.nan), where=words > 0)
 
@@ -161,10 +164,7 @@ def harm_shares(
 ) -> dict[str, dict[str, Any]]:
     """Per system: the share of texts with any span of `severity` by any rater (Wilson interval over
     texts) and the rater-averaged share (crossed interval), module docstring."""
-    credited = _credited(frame)
-    present = [s for s in systems if s in set(credited["system"])] or sorted(set(credited["system"]))
-    order = {system: i for i, system in enumerate(present)}
-    credited = credited[credited["system"].isin(order)].reset_index(drop=True)
+    credited, order = _by_system(frame, systems)
     harmed = np.asarray(
         [any(s.severity == severity for s in spans) for spans in credited["spans"]], dtype=float
     )

@@ -153,19 +153,6 @@ def test_the_glossary_judge_marks_spans_on_the_release(release_dir):
             "category": "unexplained_jargon", "severity": "minor"} in spans  # fmt: skip
 
 
-@pytest.fixture
-def launch(django_capture_on_commit_callbacks):
-    from judging import services
-
-    def run(**kwargs):
-        with django_capture_on_commit_callbacks(execute=True):
-            judge_run = services.judge_run_create(**kwargs)
-        judge_run.refresh_from_db()
-        return judge_run
-
-    return run
-
-
 def _spans(value) -> list[Span]:
     return [Span(s["start"], s["end"], s["category"], s["severity"]) for s in value or []]
 
