@@ -28,6 +28,7 @@ import pandas as pd
 from annotation import scales
 from evaluation.analysis_document import ORIGINAL
 from evaluation.instrument_items import correlation_rows, instrument_items_analysis
+from evaluation.span_analysis import error_span_sections
 from instruments.schema import Instrument
 from measures.metrics import registry as metric_registry
 from measures.stats.agreement import (
@@ -88,6 +89,9 @@ class StudyFrames:
     instrument_answers: pd.DataFrame | None = None
     instruments: Mapping[tuple[str, int], Instrument] = field(default_factory=dict)
     instrument_section: bool = False
+    # The texts raters saw (SimplificationText id -> text) where an error-span item was answered:
+    # the span analysis reads the marked words and counts the words (evaluation/span_analysis.py).
+    shown_texts: Mapping[int, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -1119,4 +1123,13 @@ def study_analysis(
             bootstrap_max_pairs=options.correlation_bootstrap_max_pairs,
             correlations=options.correlations,
         )
+    spans = error_span_sections(
+        answers if answers is not None else pd.DataFrame(),
+        frames.instruments,
+        frames.shown_texts,
+        systems=system_keys(frames),
+        confidence=options.confidence,
+    )
+    if spans:
+        analysis["error_spans"] = spans
     return analysis

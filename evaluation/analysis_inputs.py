@@ -44,6 +44,7 @@ from evaluation.analysis import AnalysisOptions, StudyFrames
 from evaluation.instrument_inputs import analysis_answers_frame
 from evaluation.instrument_rows import instruments_outside_protocol, study_instruments
 from evaluation.selectors import EXPERT_ASPECTS, FETCH_CHUNK, LAY_QUESTIONS, participant_label
+from evaluation.span_inputs import span_shown_texts
 
 
 def _codes(scale: scales.Scale) -> dict[str, float]:
@@ -455,6 +456,7 @@ def study_frames(*, study: Study) -> StudyFrames:
         instrument_answers=analysis_answers_frame(study=study),
         instruments=study_instruments(study=study),
         instrument_section=instruments_outside_protocol(study=study),
+        shown_texts=span_shown_texts(study=study),
     )
 
 

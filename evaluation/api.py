@@ -356,16 +356,18 @@ class ItemExportView(APIView):
             OpenApiParameter(
                 "layout",
                 str,
-                enum=["long", "wide"],
+                enum=["long", "wide", "spans"],
                 default="long",
                 description="long: one row per answer; wide: one row per participant × target, "
-                "one column per item",
+                "one column per item; spans: one row per error span marked (humans and judges), "
+                "a text seen without marks as one row with empty span fields",
             ),
             EXTERNAL_IDS_PARAMETER,
         ],
         responses={
             (200, exporter.CONTENT_TYPE.split(";")[0]): OpenApiResponse(
-                # JSON: a list of answer records (long) or of participant × target rows (wide).
+                # JSON: a list of answer records (long), of participant × target rows (wide) or of
+                # span records (spans).
                 OpenApiTypes.BINARY if name != "json" else {"type": "array", "items": {"type": "object"}},
                 description=f"the instrument-item answers as {name.upper()}, streamed",
             )

@@ -582,7 +582,75 @@ def instrument_item_tables(analysis: Mapping[str, Any]) -> dict[str, Any] | None
     return {"groups": groups, "correlations": correlations, "n": section["n"]}
 
 
+def _label(key: str) -> str:
+    return key.replace("_", " ")
+
+
+def error_span_tables(analysis: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The "Clinical safety: error spans" section, per error-span item (evaluation/span_analysis.py):
+    the headline — per system the share of texts with any error of the harm severity (any rater;
+    rater-averaged beside it), with its interval and definition — then spans per text and per 100
+    words by category and severity, then the raters' agreement. Empty without span answers."""
+    sections = []
+    for section in analysis.get("error_spans", []):
+        result = section["analysis"]
+        systems = [s for s in analysis.get("systems", []) if s in result["harm"]] or list(result["harm"])
+        harm = []
+        for system in systems:
+            share = result["harm"][system]["any_rater"]
+            averaged = result["harm"][system]["rater_averaged"] or {}
+            harm.append(
+                {
+                    "system": system_label(analysis, system),
+                    "any": cell(share["share"], {**share, "method": share["method"]}, percent=True),
+                    "texts": f"{share['texts_harmed']} of {share['texts']}",
+                    "averaged": cell(averaged.get("mean"), averaged, percent=True),
+                }
+            )
+        categories, severities = result["categories"], result["severities"]
+        rates = []
+        for system in systems:
+            rate = result["rates"][system]
+
+            def rec(record: Mapping[str, Any] | None) -> dict:
+                return cell((record or {}).get("mean"), record)
+
+            rates.append(
+                {
+                    "system": system_label(analysis, system),
+                    "per_text": rec(rate["per_text"]),
+                    "per_100_words": rec(rate["per_100_words"]),
+                    "categories": [rec(rate["by_category"][c]["per_text"]) for c in categories],
+                    "severities": [rec(rate["by_severity"][v]["per_text"]) for v in severities],
+                }
+            )
+        agreement = result["agreement"]
+        sections.append(
+            {
+                "title": section["title"],
+                "instrument": section["instrument"],
+                "item": section["item"],
+                "n": result["n"],
+                "harm_severity": _label(result["harm_severity"]),
+                "definitions": result["definitions"],
+                "harm": harm,
+                "categories": [_label(c) for c in categories],
+                "severities": [_label(v) for v in severities],
+                "rates": rates,
+                "agreement": {
+                    "raters": agreement["raters"],
+                    "pairs": len(agreement["pairs"]),
+                    "columns": [_label(c) for c in (*categories, "all")],
+                    "f1": [fmt(agreement["mean_f1"].get(c)) for c in (*categories, "all")],
+                    "alpha": [fmt(agreement["count_alpha"].get(c)) for c in (*categories, "all")],
+                },
+            }
+        )
+    return sections
+
+
 SECTIONS = {
+    "error_spans": error_span_tables,
     "table1": table1,
     "table2": table2,
     "table3": table3,

@@ -10,7 +10,10 @@ the generation backends' public interface (the "glossary" backend's Radiologist 
   completeness loses a point per missing fact, hallucination per added fact, correctness per either;
 * the Patient agent lists the words a layperson would not understand; simplicity (and the
   understanding / confidence of the lay judge) lose a step per unclear word;
-* severity is guessed from a short list of finding words (``SEVERITY_CUES``), normal otherwise.
+* severity is guessed from a short list of finding words (``SEVERITY_CUES``), normal otherwise;
+* an error-span item (issue 33) is answered by the rules of ``error_spans``: jargon the glossary
+  knows left without a lay explanation, and the facts lexicon.facts.check_facts finds lost, changed
+  or added against the source, each with a category and a severity by rule.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from typing import Any
 from generation.backends.base import BackendError, ChatBackend, Completion, GenerationParams
 from generation.backends.registry import get_backend
 from judging.instrument_items import ITEM_TASK
+from lexicon.facts import Violation, check_facts, rendering_present
+from lexicon.glossary import Glossary, load_glossary
 
 HEURISTIC_MODEL = "radlay-glossary-heuristic-v1"
 HEURISTIC_LABEL = "glossary heuristic (not an LLM)"
@@ -54,6 +59,133 @@ def guess_severity(text: str) -> str:
                 if not _NEGATION.search(lowered[: match.start()]):
                     return level
     return "Healthy"
+
+
+# --- error spans (issue 33) ---------------------------------------------------------------------------
+# The clinical typology's keys (instruments/presets/clinical_error_spans.yaml) and its severities by
+# rank: 0 minor, 1 could mislead, 2 could harm (an item with other severities takes them by rank).
+JARGON, OMITTED, WRONG = "unexplained_jargon", "omitted_finding", "wrong_finding_or_location"
+REASSURANCE, HALLUCINATED = "wrong_severity_or_false_reassurance", "hallucinated_content"
+MINOR, MISLEAD, HARM = 0, 1, 2
+_WORD = re.compile(r"[\w'’]+(?:-[\w'’]+)*")
+_GLOSSED_AFTER = re.compile(r"\s*\(")
+
+
+def _explained(entry, text: str, start: int, end: int) -> bool:
+    """A jargon term is explained when the text also says it in lay words (any accepted rendering),
+    glosses it in parentheses right after, or is itself inside a parenthesised gloss."""
+    if rendering_present(entry, text) or _GLOSSED_AFTER.match(text, end):
+        return True
+    return text.rfind("(", 0, start) > text.rfind(")", 0, start)
+
+
+def _place(source: str, wording: str, text: str, *, at: int | None = None) -> tuple[int, int] | None:
+    """Where a fact the text lost should have been said: the content word (four letters or more) of
+    `text` at the same relative position as `wording` (or offset `at`) in `source` — a
+    simplification keeps roughly the source's order."""
+    words = [m.span() for m in _WORD.finditer(text) if len(m.group()) >= 4] or [
+        m.span() for m in _WORD.finditer(text)
+    ]
+    if not words:
+        return None
+    if at is None:
+        at = source.lower().find(wording.lower())
+    share = max(at, 0) / max(len(source), 1)
+    target = share * len(text)
+    return next((w for w in words if w[1] > target), words[-1])
+
+
+def _found(text: str, wording: str, taken: set[tuple[int, int]]) -> tuple[int, int] | None:
+    for match in re.finditer(re.escape(wording), text, re.IGNORECASE):
+        if match.span() not in taken:
+            return match.span()
+    return None
+
+
+def _lost_rule(violation: Violation) -> tuple[str, int]:
+    """(category, severity rank) of a fact the text lost."""
+    if violation.kind == "concept":
+        serious = guess_severity(violation.expected) in ("Critical", "Serious")
+        return OMITTED, HARM if serious else MISLEAD
+    if violation.kind == "negation":
+        return WRONG, MISLEAD  # a finding the original rules out reads as present
+    if violation.kind == "hedge":
+        return REASSURANCE, MISLEAD  # an uncertain finding reads as certain
+    if violation.kind == "side":
+        return OMITTED, MISLEAD
+    return OMITTED, MINOR  # a size, number or amount
+
+
+def _added_rule(violation: Violation) -> tuple[str, int]:
+    """(category, severity rank) of a fact the text added."""
+    if violation.kind == "negation":
+        return REASSURANCE, HARM  # the text rules out what the original does not
+    if violation.replaces:
+        return WRONG, HARM if violation.kind == "side" else MISLEAD  # a flipped side, a changed size
+    return HALLUCINATED, MISLEAD
+
+
+def error_spans(
+    sentence: str,
+    text: str,
+    *,
+    categories: list[str],
+    severities: list[str],
+    glossary: Glossary | None = None,
+) -> list[dict[str, Any]]:
+    """The glossary judge's errors in `text` (a simplification of `sentence`), as offsets:
+
+    * unexplained_jargon (minor): a glossary term whose plain rendering differs from it (jargon)
+      standing in the text, not said in lay words anywhere in the text, not glossed in parentheses;
+    * omitted_finding: a concept of the source the text lost (could harm when the concept names a
+      serious or critical finding by ``SEVERITY_CUES``, could mislead otherwise), a lost side (could
+      mislead), a lost size, number or amount (minor), placed on the word at the same relative
+      position as in the source ("mark the place where it should have been said");
+    * wrong_finding_or_location: a side, size or number standing in for the source's (a flipped side
+      could harm, a changed size or number could mislead), at its wording; a lost negation (could
+      mislead: the finding reads as present), placed as an omission;
+    * wrong_severity_or_false_reassurance: a negation the source does not have (could harm), at its
+      wording; a lost hedge (could mislead: an uncertain finding reads as certain), placed;
+    * hallucinated_content (could mislead): a side, size or number the source does not have.
+
+    Only the categories the item offers are given; severities map by rank (mildest first)."""
+    glossary = glossary or load_glossary()
+    found: list[tuple[int, int, str, int]] = []
+    for match in glossary.find_terms(text):
+        entry = glossary.get(match.term)
+        if entry is not None and match.is_jargon and not _explained(entry, text, match.start, match.end):
+            found.append((match.start, match.end, JARGON, MINOR))
+    replaced = set()
+    violations = check_facts(sentence, text, glossary=glossary)
+    for violation in violations:
+        if violation.added and violation.replaces:
+            replaced.add((violation.kind, violation.replaces))
+    terms = {m.term: m.start for m in glossary.find_terms(sentence)}
+    taken: set[tuple[int, int]] = set()
+    for violation in violations:
+        if violation.added:
+            category, rank = _added_rule(violation)
+            where = _found(text, violation.expected, taken)
+        elif (violation.kind, violation.expected) in replaced:
+            continue  # the added value standing in for it is the error, marked at its wording
+        else:
+            category, rank = _lost_rule(violation)
+            where = _place(sentence, violation.expected, text, at=terms.get(violation.expected))
+        if where is not None:
+            taken.add(where)
+            found.append((where[0], where[1], category, rank))
+    if not severities:
+        return []
+    top = len(severities) - 1
+    spans = {
+        (start, end, category, severities[min(top, round(rank * top / HARM))])
+        for start, end, category, rank in found
+        if category in categories
+    }
+    return [
+        {"start": start, "end": end, "quote": text[start:end], "category": category, "severity": severity}
+        for start, end, category, severity in sorted(spans)
+    ]
 
 
 def _points(feedback: str, prefix: str) -> int:
@@ -145,7 +277,7 @@ class GlossaryHeuristicJudge:
         otherwise (a higher code is taken as better); a count is the missing facts for loss or
         omission items, the added ones for misinterpretation or error items, both otherwise; a
         generated sentence matches a reference sentence when half their words are shared
-        (Jaccard ≥ 0.5); a choice takes its first option."""
+        (Jaccard ≥ 0.5); error spans follow ``error_spans``; a choice takes its first option."""
         sentence = context.get("sentence", "")
         text = context.get("simplification") or ""
         feedback = self._feedback("radiologist", sentence=sentence, simplification=text)
@@ -183,6 +315,10 @@ class GlossaryHeuristicJudge:
                     [j for j, words in enumerate(generated) if _jaccard(words, _words(reference)) >= 0.5]
                     for reference in context.get("reference_sentences", [])
                 ]
+            elif kind == "error_spans":
+                answer[item["key"]] = error_spans(
+                    sentence, text, categories=item["options"], severities=item.get("severities", [])
+                )
             elif kind == "multiple_choice":
                 answer[item["key"]] = item["options"][:1]
             else:

@@ -11,7 +11,16 @@ choices among "the texts shown" (they belong to a page of several texts, not to 
 
 K samples of one target are summarised per item: the score is the median of the coded samples
 (as judging.instrument.aggregate_samples does for the protocol's fields), the value is the most
-frequent answer (the first of equals), the spread lists the K coded values."""
+frequent answer (the first of equals), the spread lists the K coded values.
+
+An error-span item (issue 33) is answered as a list of errors, each with the quoted words of the text
+to rate (or its character offsets "start"/"end", end exclusive), a category and a severity of the
+item's. A quote is aligned to offsets with measures.stats.span_agreement.align_quoted_spans (exact,
+then ignoring case and spacing, then a close fuzzy match); when offsets and a quote are both given and
+the offsets hold the quote, the offsets are kept (they tell repeated words apart). A quote found
+nowhere, offsets outside the text, or an unknown category refuse the whole answer with the reason
+(kind "unaligned" or "schema"): the model is asked again and, failing that, the item fails with the
+reason recorded — a span is never dropped silently."""
 
 from __future__ import annotations
 
@@ -23,7 +32,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from instruments.answers import InvalidAnswer, item_value_code, item_value_validate
+from instruments.answers import ErrorSpan, InvalidAnswer, item_value_code, item_value_validate
 from instruments.schema import OPTIONS_FROM_TEXTS, AppliesTo, Instrument, Item, ItemKind
 from judging.instrument import AnswerError, parse_json_answer
 
@@ -71,6 +80,21 @@ def item_schema(item: Item, *, generated: int = 0, references: int = 0) -> dict[
     if item.kind is ItemKind.SENTENCE_MATCHING:
         row = {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": max(generated - 1, 0)}}
         return {"type": "array", "items": row, "minItems": references, "maxItems": references}
+    if item.kind is ItemKind.ERROR_SPANS:
+        span = {
+            "type": "object",
+            "properties": {
+                "quote": {"type": "string"},
+                "start": {"type": "integer", "minimum": 0},
+                "end": {"type": "integer", "minimum": 1},
+                "category": {"type": "string", "enum": [option.key for option in item.options]},
+                "severity": {"type": "string", "enum": [option.key for option in item.severities]},
+            },
+            "required": ["category", "severity"],
+            "anyOf": [{"required": ["quote"]}, {"required": ["start", "end"]}],
+            "additionalProperties": False,
+        }
+        return {"type": "array", "items": span}
     raise ValueError(f"{item.key}: a judge cannot answer a {item.kind.value} item")
 
 
@@ -105,6 +129,15 @@ def _describe(item: Item, language: str) -> str:
         return f"{head}\n  Answer {many}: {options}."
     if item.kind is ItemKind.COUNT:
         return f"{head}\n  Answer a whole number, 0 or more."
+    if item.kind is ItemKind.ERROR_SPANS:
+        categories = ", ".join(f'"{o.key}" - {_text(o.label, language)}' for o in item.options)
+        severities = ", ".join(f'"{o.key}" - {_text(o.label, language)}' for o in item.severities)
+        return (
+            f"{head}\n  Answer a list with one entry per error in the text to rate: the exact words of "
+            'the text that contain the error as "quote" (copied character for character), its '
+            f'"category", one of: {categories}; and its "severity", one of: {severities}. '
+            "Answer an empty list when the text has no error."
+        )
     return f"{head}\n  {_SENTENCE_HINT} Answer a list with one list of numbers per reference sentence."
 
 
@@ -117,6 +150,8 @@ def _example(item: Item) -> str:
         return "<number>"
     if item.kind is ItemKind.SENTENCE_MATCHING:
         return "[[<G numbers>], …]"
+    if item.kind is ItemKind.ERROR_SPANS:
+        return '[{"quote": "<exact words>", "category": "<category>", "severity": "<severity>"}, …]'
     return '"<option>"'
 
 
@@ -163,11 +198,41 @@ def item_prompt(
     return "\n".join(lines)
 
 
+def judge_spans(item: Item, raw: Sequence[Mapping[str, Any]], shown: str) -> list[dict[str, Any]]:
+    """A judge's errors (schema-checked: a quote or offsets, a category, a severity) as offsets into
+    `shown`; AnswerError "unaligned" naming every quote found nowhere in the text."""
+    # Imported here: judging.models imports this module in every web worker, and the span core
+    # brings numpy (tests/test_web_imports.py).
+    from measures.stats.span_agreement import align_quoted_spans
+
+    quoted = [
+        (i, span["quote"])
+        for i, span in enumerate(raw)
+        if "quote" in span
+        and not ("start" in span and "end" in span and shown[span["start"] : span["end"]] == span["quote"])
+    ]
+    aligned, unmatched = align_quoted_spans(shown, [quote for _, quote in quoted])
+    if unmatched:
+        missing = "; ".join(f"errors[{quoted[index][0]}] {quote!r}" for index, quote in unmatched)
+        raise AnswerError("unaligned", f"{item.key}: quoted text not found in the text to rate: {missing}")
+    offsets = {quoted[a.index][0]: (a.start, a.end) for a in aligned}
+    return [
+        {
+            "start": offsets.get(i, (span.get("start"), span.get("end")))[0],
+            "end": offsets.get(i, (span.get("start"), span.get("end")))[1],
+            "category": span["category"],
+            "severity": span["severity"],
+        }
+        for i, span in enumerate(raw)
+    ]
+
+
 def parse_item_answer(
-    items: Sequence[Item], text: str, *, generated: int = 0, references: int = 0
+    items: Sequence[Item], text: str, *, generated: int = 0, references: int = 0, shown: str | None = None
 ) -> dict[str, Any]:
     """The validated answer in `text`: {item key: its value as item_value_validate accepts it, in
-    JSON form (`stored_value`)}, plus "justification" when given; AnswerError otherwise."""
+    JSON form (`stored_value`)}, plus "justification" when given; AnswerError otherwise. `shown`:
+    the text to rate, which an error-span item's quotes and offsets refer to."""
     schema = answer_schema(items, generated=generated, references=references)
     data = parse_json_answer(text, Draft202012Validator(schema))
     answer: dict[str, Any] = {}
@@ -175,8 +240,13 @@ def parse_item_answer(
         raw = data.get(item.key)
         if item.kind is ItemKind.SENTENCE_MATCHING and raw is not None:
             raw = {"generated_count": generated, "matches": raw}
+        length = None
+        if item.kind is ItemKind.ERROR_SPANS:
+            if shown is None:
+                raise AnswerError("schema", f"{item.key}: an error-span item needs the text to rate")
+            raw, length = judge_spans(item, raw or [], shown), len(shown)
         try:
-            answer[item.key] = stored_value(item_value_validate(item, raw))
+            answer[item.key] = stored_value(item_value_validate(item, raw, text_length=length))
         except InvalidAnswer as exc:
             raise AnswerError("schema", str(exc)) from None
     if "justification" in data:
@@ -190,6 +260,11 @@ def stored_value(value: Any) -> Any:
         return sorted(value)
     if hasattr(value, "matches") and hasattr(value, "generated_count"):
         return {"generated_count": value.generated_count, "matches": [sorted(row) for row in value.matches]}
+    if isinstance(value, tuple) and all(isinstance(span, ErrorSpan) for span in value):
+        return [
+            {"start": s.start, "end": s.end, "category": s.category, "severity": s.severity}
+            for s in sorted(value, key=lambda s: (s.start, s.end, s.category, s.severity))
+        ]
     return value
 
 
@@ -210,7 +285,10 @@ def aggregate_item_samples(
         best = max(counted.values())
         values[item.key] = next(s for s in stored if counted[json.dumps(s, sort_keys=True)] == best)
         coded = [
-            item_value_code(item, item_value_validate(item, s)) if s is not None else None for s in stored
+            item_value_code(item, item_value_validate(item, s))
+            if s is not None
+            else (0.0 if item.kind is ItemKind.ERROR_SPANS else None)
+            for s in stored
         ]
         numbers = [c for c in coded if isinstance(c, float)]
         scores[item.key] = float(statistics.median(numbers)) if numbers else None

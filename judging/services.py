@@ -406,7 +406,7 @@ class _Question:
             "items": [_item_context(i) for i in self.items],
         }
         self.parse = lambda text: parse_item_answer(
-            self.items, text, generated=len(generated), references=len(referenced)
+            self.items, text, generated=len(generated), references=len(referenced), shown=self.simplification
         )
 
 
@@ -418,6 +418,7 @@ def _item_context(item) -> dict[str, Any]:
         "title": " ".join(item.title.values()),
         "codes": list(item.scale.codes) if item.scale is not None else [],
         "options": [option.key for option in item.options],
+        "severities": [option.key for option in item.severities],
         "max_count": item.max_count,
         "required": item.required,
     }
@@ -558,6 +559,7 @@ def judge_run_agreement_compute(*, run: JudgeRun, n_resamples: int | None = None
     result["n_resamples"] = n_resamples
     if run.items.filter(task=ITEM_TASK).exists():
         result["instrument_items"] = _instrument_items_agreement(run)
+        result["error_spans"] = _error_spans_agreement(run)
     JudgeRun.objects.filter(pk=run.pk).update(
         agreement=result, agreement_computed_at=timezone.now(), agreement_error=""
     )
@@ -578,6 +580,57 @@ def _instrument_items_agreement(run: JudgeRun) -> list[dict[str, Any]]:
     judged = judge_answers_frame(study=run.study, run_id=run.pk)
     frame = pd.concat([humans, judged], ignore_index=True) if len(humans) else judged
     return judge_items_agreement(frame, study_instruments(study=run.study))
+
+
+def _error_spans_agreement(run: JudgeRun) -> list[dict[str, Any]]:
+    """Per error-span item the run answered: the judge against each human rater and against the
+    raters pooled (evaluation/span_analysis.judge_span_agreement), with a table the run page shows:
+    overlap F1 by category and α on per-text counts, one row per rater and one for the pool."""
+    from evaluation.instrument_inputs import instrument_answers_frame
+    from evaluation.span_analysis import ALL, judge_span_agreement, span_annotations, span_frame
+    from evaluation.span_inputs import shown_texts, span_items
+    from judging.instrument_answers import judge_answers_frame
+
+    items = span_items(study=run.study)
+    judged = judge_answers_frame(study=run.study, run_id=run.pk)
+    if not items or not len(judged):
+        return []
+    humans = instrument_answers_frame(study=run.study)
+    ids = {*judged["text_id"].dropna(), *(humans["text_id"].dropna() if len(humans) else [])}
+    texts = shown_texts(ids=ids)
+    records = []
+    for key, item in items:
+        mine = span_frame(judged, texts, instrument=key, item=item.key)
+        if not len(mine):
+            continue
+        theirs = span_frame(humans, texts, instrument=key, item=item.key)
+        categories = [option.key for option in item.options]
+        judge = next(iter(span_annotations(mine).values()))
+        raters = {str(name): spans for name, spans in span_annotations(theirs).items()}
+        result = judge_span_agreement(judge, raters, categories=categories)
+        columns = [*categories, ALL]
+
+        def row(name: str, record: dict[str, Any], columns: list[str] = columns) -> dict[str, Any]:
+            return {
+                "rater": name,
+                "texts": record["texts"],
+                "f1": [record["f1"][c] for c in columns],
+                "alpha": [record["count_alpha"][c] for c in columns],
+            }
+
+        records.append(
+            {
+                "instrument": key,
+                "item": item.key,
+                "columns": columns,
+                "judge_texts": len(judge),
+                "judge_spans": sum(len(spans) for spans in judge.values()),
+                "rows": [row(r["rater"], r) for r in result["raters"]]
+                + ([row("pooled raters", result["pooled"])] if result["pooled"]["texts"] else []),
+                "detail": result,
+            }
+        )
+    return records
 
 
 def judge_run_agreement_request(*, run: JudgeRun) -> None:

@@ -5,7 +5,9 @@ format modules as the raw answers (csv, xlsx, json):
   target ids, the stored value and its numeric score;
 * wide — one row per participant × target (instrument version, source, shown text, reference), one
   column per item (`<instrument>.<item>`): the score for numeric items (ordinal code, count,
-  matched proportion), the option key(s) for choices, the text for free text.
+  matched proportion), the option key(s) for choices, the text for free text;
+* spans — one row per marked span of the error-span items, the humans' and the judges'
+  (evaluation/exporters/spans.py; a text seen without marks is one row with empty span fields).
 
 The answers are read in one query (evaluation/instrument_rows.answer_rows), ordered so that a
 wide row's answers are adjacent. `external_id` is added only when asked for and the user's role
@@ -21,11 +23,12 @@ from typing import Any
 
 from annotation.models import Study
 from annotation.selectors import systems_by_text
+from evaluation.exporters.spans import SPAN_COLUMNS, span_export_rows
 from evaluation.instrument_rows import answer_rows, study_instruments
 from evaluation.selectors import participant_label
 from instruments.schema import Instrument, ItemKind
 
-LAYOUTS = ("long", "wide")
+LAYOUTS = ("long", "wide", "spans")
 LONG_COLUMNS = (
     "study",
     "participant",
@@ -101,10 +104,11 @@ class ItemAnswerExport:
         self.flat = file_format != "json"
         self.include_external_ids = include_external_ids
         self.instruments = study_instruments(study=study)
-        self.columns = _with_external_id(
-            LONG_COLUMNS if layout == "long" else (*WIDE_KEY_COLUMNS, *self.item_columns()),
-            include_external_ids,
-        )
+        columns = {
+            "long": LONG_COLUMNS,
+            "spans": SPAN_COLUMNS,
+        }.get(layout) or (*WIDE_KEY_COLUMNS, *self.item_columns())
+        self.columns = _with_external_id(columns, include_external_ids)
 
     def item_columns(self) -> list[str]:
         """`<instrument>.<item>` for every item of every instrument version, in instrument order."""
@@ -123,6 +127,10 @@ class ItemAnswerExport:
         kinds = _kinds(self.instruments)
         if self.layout == "long":
             yield from self._long(stored, systems, kinds)
+        elif self.layout == "spans":
+            yield from span_export_rows(
+                study=self.study, stored=stored, instruments=self.instruments, head=self._span_head
+            )
         else:
             yield from self._wide(stored, systems, kinds)
 
@@ -132,6 +140,15 @@ class ItemAnswerExport:
         if self.include_external_ids:
             head.append(external_id)
         return [*head, role, participant_language, language, key, version]
+
+    def _span_head(self, row: Sequence[Any] | None, *, participant: str = "", role: str = "") -> list[Any]:
+        """study, participant, (external_id), role of a human's stored row or of a judge."""
+        if row is not None:
+            participant, role = participant_label(row[1], row[0]), row[3]
+        head = [self.study.slug, participant]
+        if self.include_external_ids:
+            head.append(row[2] if row is not None else "")
+        return [*head, role]
 
     def _long(
         self,

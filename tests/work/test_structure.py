@@ -120,7 +120,8 @@ ALLOWED = {
     "evaluation": {"annotation", "config", "work", "ml", "instruments", "measures"},
     "measures": {"lexicon"},
     "generation": {"annotation", "work", "lexicon"},
-    "judging": {"annotation", "work", "generation", "evaluation", "instruments", "measures"},
+    # lexicon: the glossary judge's error spans read the glossary and the fact check (issue 33).
+    "judging": {"annotation", "work", "generation", "evaluation", "instruments", "measures", "lexicon"},
     "ml": {"annotation", "measures"},
     "console": {"annotation", "work", "evaluation", "generation", "judging", "instruments"},
     "instruments": set(),
