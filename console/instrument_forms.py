@@ -87,7 +87,8 @@ class SaveFields(forms.Form):
         note: str = self.cleaned_data.get("note", "").strip()
         if self.needs_note and not note:
             raise forms.ValidationError(
-                "Answers exist under this version: say why it changes (the note is kept with the new version)."
+                "Answers exist under this version: say why it changes "
+                "(the note is kept with the new version)."
             )
         return note
 

@@ -16,14 +16,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-
-import yaml
 
 from annotation.access import access_study, researcher_login_required
 from annotation.instrument_binding import PROTOCOL_BINDINGS
@@ -35,7 +34,7 @@ from annotation.instrument_services import (
     study_instrument_save,
 )
 from annotation.item_questions import item_question, shown
-from annotation.models import ItemAnswer, Participant, Study, StudyInstrument
+from annotation.models import Participant, Study, StudyInstrument
 from console.instrument_forms import DefinitionForm, ItemAddForm, ItemMoveForm, ItemTextsForm
 from instruments.schema import AppliesTo, Instrument
 from instruments.validation import (
@@ -246,9 +245,8 @@ def _save(request: HttpRequest, editing: Editing, form, draft: Draft, *, item_in
             based_on=form.cleaned_data.get("based_on") or "",
         )
     except ValidationError as exc:
-        refusals = exc.message_dict if hasattr(exc, "error_dict") else {None: exc.messages}
-        for name, errors in refusals.items():
-            form.add_error(None, errors)
+        # Every refusal of the service is about the whole draft (the stale revision included).
+        form.add_error(None, exc.messages)
         return False
     if saved.pk != editing.row.pk:
         messages.success(
