@@ -19,13 +19,13 @@ from typing import Any
 import yaml
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation.access import access_study, researcher_login_required
 from annotation.instrument_binding import PROTOCOL_BINDINGS
+from annotation.instrument_selectors import study_instrument_row, study_instrument_versions
 from annotation.instrument_services import (
     PAGE_KINDS,
     instrument_flow_errors,
@@ -80,7 +80,7 @@ class Editing:
 
 
 def _editing(study: Study, key: str) -> Editing:
-    row = StudyInstrument.objects.filter(study=study, key=key, is_current=True).first()
+    row = study_instrument_row(study=study, key=key)
     if row is None:
         raise Http404(f"The study asks no instrument {key!r}.")
     return Editing(
@@ -153,12 +153,7 @@ def _put_draft_errors(form, errors: list[str], *, item_index: int | None) -> lis
 @require_GET
 def instrument_list(request: HttpRequest, slug: str) -> HttpResponse:
     study = access_study(user=request.user, slug=slug, need="edit")
-    rows = list(
-        StudyInstrument.objects.filter(study=study)
-        .select_related("created_by")
-        .annotate(n_answers=Count("answers"))
-        .order_by("flow", "key", "-version")
-    )
+    rows = list(study_instrument_versions(study=study))
     current = []
     for row in rows:
         if not row.is_current:
@@ -224,9 +219,7 @@ def _editor_context(editing: Editing, request: HttpRequest, **forms: Any) -> dic
         "move_actions": MOVE_ACTIONS,
         "errors": forms.get("errors", []),
         "preview": _preview(editing, draft, language, focus=forms.get("focus", "")),
-        "history": StudyInstrument.objects.filter(study=study, key=row.key)
-        .select_related("created_by")
-        .order_by("-version"),
+        "history": study_instrument_versions(study=study, key=row.key),
     }
 
 
@@ -323,8 +316,8 @@ def instrument_edit(request: HttpRequest, slug: str, key: str) -> HttpResponse:
         draft = _draft_of(editing, op, form)
         if not preview_only and _save(request, editing, form, draft, item_index=index):
             if op == "definition":
-                activity_note = "uploaded" if form.cleaned_data.get("file") else "edited as YAML"
-                messages.info(request, f"The whole instrument was {activity_note}.")
+                how = "uploaded" if form.cleaned_data.get("file") else "edited as YAML"
+                messages.info(request, f"The whole instrument was {how}.")
             return redirect("console:instrument-edit", slug=study.slug, key=key)
         if preview_only and draft.instrument is None:
             for error in _put_draft_errors(form, draft.errors, item_index=index):
