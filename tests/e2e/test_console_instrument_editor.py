@@ -25,7 +25,13 @@ from django.urls import get_resolver
 from annotation.models import ItemAnswer, Participant, Study, StudyInstrument
 from instruments.validation import instrument_from_data
 from judging.models import JudgeAnswer, JudgeRun
-from tests.e2e.test_console_study_lifecycle import GOOD, _follow, _log_in, _new_page, _upload
+from tests.e2e.test_console_study_lifecycle import (
+    GOOD,
+    _follow,
+    _log_in,
+    _radiologist_rates_one_page,
+    _upload,
+)
 
 KEY = "protocol_003_radiologist"
 WORDING_EN = "Does the text tell the patient what to do next?"
@@ -66,27 +72,6 @@ def _add_the_item(page) -> None:
         page.click("#save-add")
     expect(page.locator(".messages")).to_contain_text("edited in place: no answers yet")
     expect(page.locator("tr[data-item=actionability]")).to_contain_text(WORDING_EN)
-
-
-def _radiologist_answers_a_page(browser, live_server, link: str, actionability: str) -> None:
-    """Every row of the first page: "2" for the protocol's rows, `actionability` for the new item."""
-    from playwright.sync_api import expect
-
-    context, expert = _new_page(browser, live_server)
-    expert.goto(link)
-    with expert.expect_navigation():
-        expert.click("#begin")
-    expert.wait_for_selector("#expert-form[data-ready]", state="attached")
-    expect(expert.locator('[data-field="A-actionability"]')).to_contain_text(WORDING_EN)
-    fields = expert.eval_on_selector_all(".rate-row", "rows => rows.map(r => r.dataset.field)")
-    added = [f for f in fields if f.endswith("-actionability")]
-    assert added and len(added) == sum(1 for f in fields if f.endswith("-correctness"))
-    for field in fields:
-        value = actionability if field in added else "2"
-        expert.locator(f'[data-field="{field}"] label:has(input[data-key="{value}"])').click()
-        expect(expert.locator(f'[data-field="{field}"] .row-status .saved')).to_be_visible()
-    expect(expert.locator("#page-state")).to_contain_text("Page complete")
-    context.close()
 
 
 def _half_up(value: float, digits: int = 3) -> str:
@@ -131,6 +116,16 @@ def test_an_item_added_in_the_editor_reaches_survey_analysis_exports_judges_and_
     assert (row.version, [p.code for p in item.scale.points]) == (1, [1, 2, 3, 4, 5])
     assert [p.label["es"] for p in item.scale.points] == AGREE_ES
 
+    # The survey asks it: the researcher's preview of the radiologist page shows it in each card.
+    page.goto("/console/clinic/")
+    with page.expect_navigation():
+        page.click("#preview-radiologist")
+    with page.expect_navigation():
+        page.click("#begin")
+    expect(page.locator('[data-field="A-actionability"]')).to_contain_text(WORDING_EN)
+    expect(page.locator('[data-field="A-actionability"] input[type=radio]')).to_have_count(5)
+    page.goto("/console/clinic/")
+
     # 3. Two radiologists invited, the study opened.
     _follow(page, "Participants")
     page.select_option("select[name=role]", "radiologist")
@@ -147,8 +142,17 @@ def test_an_item_added_in_the_editor_reaches_survey_analysis_exports_judges_and_
     expect(page.locator("#study-status")).to_have_text("Open")
 
     # 4. The radiologists answer in their browsers, the new item included.
-    _radiologist_answers_a_page(browser, live_server, links["R001"], actionability="4")
-    _radiologist_answers_a_page(browser, live_server, links["R002"], actionability="5")
+    for who, value in (("R001", "4"), ("R002", "5")):
+        # "2" on the protocol's rows, `value` on the new item's (asked on each simplification).
+        fields = _radiologist_rates_one_page(
+            browser,
+            live_server,
+            links[who],
+            Participant.objects.get(study=study, pseudonym=who),
+            key_of=lambda field, value=value: value if field.endswith("-actionability") else "2",
+        )
+        added = [f for f in fields if f.endswith("-actionability")]
+        assert added and len(added) == sum(1 for f in fields if f.endswith("-correctness"))
     answers = list(ItemAnswer.objects.filter(participant__study=study, item_key="actionability"))
     by_rater = {
         pseudonym: sorted(a.score for a in answers if a.participant.pseudonym == pseudonym)
