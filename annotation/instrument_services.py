@@ -256,7 +256,7 @@ def study_instrument_save(
         activity_record(
             study=study,
             actor=actor,
-            verb="instrument saved",
+            verb="instrument.saved",
             obj=row,
             details={"key": row.key, "version": row.version, "note": note},
         )

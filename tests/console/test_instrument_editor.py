@@ -91,7 +91,7 @@ def test_adding_a_likert_item_before_any_answer_edits_in_place_and_is_recorded(c
     assert [p.label["es"] for p in item.scale.points] == AGREE_ES
     assert item.wording["en"] == "Does the text tell the patient what to do next?"
     assert item.title["es"] == "Accionabilidad" and item.help == {}
-    event = ActivityEvent.objects.filter(study=editing, verb="instrument saved").latest("pk")
+    event = ActivityEvent.objects.filter(study=editing, verb="instrument.saved").latest("pk")
     assert event.actor == editor and event.details["key"] == KEY
     # The survey asks it at once: the study's current instrument has it.
     editing.refresh_from_db()
@@ -310,3 +310,20 @@ def test_the_preview_renders_the_draft_with_the_participants_partials_and_saves_
     plain = client.post(URL, _likert(editing, preview="1"))
     assert plain.status_code == 200 and 'name="preview-actionability"' in plain.content.decode()
     assert _row(editing).fingerprint == before
+
+
+def test_the_service_refuses_a_save_based_on_an_older_revision(draft):
+    from django.core.exceptions import ValidationError
+
+    from annotation.instrument_services import study_instrument_save
+    from tests.annotation.factories import ACTIONABILITY, instrument_with
+
+    shown = instrument_revision(_row(draft))
+    saved = study_instrument_save(
+        study=draft, instrument=instrument_with(KEY, ACTIONABILITY), actor=None, based_on=shown
+    )
+    assert instrument_revision(saved) != shown  # an in-place edit is a new revision of the same row
+    with pytest.raises(ValidationError) as refused:
+        study_instrument_save(study=draft, instrument=preset_load(KEY), actor=None, based_on=shown)
+    assert "another save" in refused.value.message_dict["based_on"][0]
+    assert _row(draft).fingerprint == saved.fingerprint

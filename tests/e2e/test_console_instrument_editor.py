@@ -224,3 +224,10 @@ def test_an_item_added_in_the_editor_reaches_survey_analysis_exports_judges_and_
     assert given == sorted(scores)
     assert {r["participant"] for r in records if r["item"] == "actionability"} == {"R001", "R002"}
     assert Participant.objects.filter(study=study, role="radiologist", is_preview=False).count() == 2
+
+    # 9. The editor's save is on the Activity page, by the researcher.
+    page.goto("/console/clinic/")
+    _follow(page, "Activity")
+    expect(page.locator("table.data").first.locator("tbody tr", has_text="instrument.saved")).to_contain_text(
+        "ada"
+    )
