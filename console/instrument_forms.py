@@ -42,6 +42,11 @@ def _given(data: dict[str, Any], name: str, languages: tuple[str, ...]) -> dict[
     return {lang: text for lang in languages if (text := data.get(f"{name}_{lang}", "").strip())}
 
 
+def _labels_at(labels: dict[str, list[str]], i: int) -> dict[str, str]:
+    """The i-th label in each language that has one."""
+    return {lang: texts[i] for lang, texts in labels.items() if i < len(texts)}
+
+
 def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
@@ -172,7 +177,8 @@ class ItemAddForm(_Languages, SaveFields):
             }
             first = self.languages[0]
             for language, n in counts.items():
-                if n != counts[first]:
+                # None typed yet is a missing translation, which the validation names per point.
+                if n and n != counts[first]:
                     self.add_error(
                         f"labels_{language}",
                         f"{n} labels here but {counts[first]} in {first}: one per line each",
@@ -210,17 +216,11 @@ class ItemAddForm(_Languages, SaveFields):
         if kind == ItemKind.ORDINAL:
             codes = data["codes"] or list(range(1, n + 1))
             item["scale"] = {
-                "points": [
-                    {"code": code, "label": {lang: labels[lang][i] for lang in self.languages}}
-                    for i, code in enumerate(codes[:n])
-                ]
+                "points": [{"code": code, "label": _labels_at(labels, i)} for i, code in enumerate(codes[:n])]
             }
         elif kind in (ItemKind.SINGLE_CHOICE, ItemKind.MULTIPLE_CHOICE):
             keys = _lines(data["option_keys"])
-            item["options"] = [
-                {"key": key, "label": {lang: labels[lang][i] for lang in self.languages}}
-                for i, key in enumerate(keys[:n])
-            ]
+            item["options"] = [{"key": key, "label": _labels_at(labels, i)} for i, key in enumerate(keys[:n])]
         elif kind == ItemKind.COUNT and data.get("max_count") is not None:
             item["max_count"] = data["max_count"]
         elif kind == ItemKind.FREE_TEXT:

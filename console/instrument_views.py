@@ -46,6 +46,7 @@ from instruments.validation import (
 
 TEMPLATES = "console/"
 MOVE_ACTIONS = (("up", "↑ Up"), ("down", "↓ Down"), ("remove", "Remove"))
+_ANY_INDEX = re.compile(r"\[\d+\]")
 _ITEM_PATH = re.compile(r"^items\[(\d+)\]\.?(.*?): (.*)$", re.S)
 # The role each protocol flow asks (an added item's default).
 _FLOW_ROLE = {
@@ -140,7 +141,10 @@ def _put_draft_errors(form, errors: list[str], *, item_index: int | None) -> lis
         if match and item_index is not None and int(match.group(1)) == item_index:
             target = form.field_of(match.group(2))
         if target is not None:
-            form.add_error(target, f"{match.group(2) or 'item'}: {match.group(3)}")
+            # One line for a rule every point or option breaks alike ("points[*].label.es: missing").
+            line = f"{_ANY_INDEX.sub('[*]', match.group(2)) or 'item'}: {match.group(3)}"
+            if line not in form.errors.get(target, []):
+                form.add_error(target, line)
         else:
             rest.append(error)
     return rest

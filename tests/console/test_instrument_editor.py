@@ -108,6 +108,7 @@ def test_adding_a_likert_item_before_any_answer_edits_in_place_and_is_recorded(c
         ({"key": "1bad"}, "key", "key: '1bad' must match"),
         ({"key": "correctness"}, "key", "duplicate item key 'correctness'"),
         ({"labels_es": "uno\ndos"}, "labels_es", "2 labels here but 5 in en"),
+        ({"labels_es": ""}, "labels_es", "scale.points[*].label.es: missing"),
         ({"codes": "1 2 3 4"}, "codes", "4 codes for 5 labels"),
         ({"codes": "1 2 x 4 5"}, "codes", "Codes are whole numbers"),
         ({"codes": "1 2 2 4 5"}, "codes", "duplicate code 2"),
