@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db.models import Count, QuerySet
+
 from annotation.instrument_binding import (
     LAYPERSON_PRESET,
     PROTOCOL_BINDINGS,
@@ -177,3 +179,24 @@ def instrument_answers(*, study: Study, flow: str) -> dict[AnswerKey, AnswerValu
             item, value
         )
     return answers
+
+
+# --- The researcher's view of the versions ------------------------------------------------------------
+
+
+def study_instrument_row(*, study: Study, key: str) -> StudyInstrument | None:
+    """The current version row of instrument `key` in `study` (None: the study does not ask it)."""
+    return StudyInstrument.objects.filter(study=study, key=key, is_current=True).first()
+
+
+def study_instrument_versions(*, study: Study, key: str | None = None) -> QuerySet[StudyInstrument]:
+    """Every version of the study's instruments (of `key` only, when given), newest first per key,
+    with who saved it and `n_answers`, the ItemAnswer rows given under it."""
+    rows = StudyInstrument.objects.filter(study=study)
+    if key is not None:
+        rows = rows.filter(key=key)
+    return (
+        rows.select_related("created_by")
+        .annotate(n_answers=Count("answers"))
+        .order_by("flow", "key", "-version")
+    )

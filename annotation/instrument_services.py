@@ -128,8 +128,9 @@ def instrument_has_answers(*, row: StudyInstrument) -> bool:
     return False
 
 
-def _flow_errors(instrument: Instrument, flow: str) -> list[str]:
-    """What the flow's pages cannot ask: a protocol flow lays out its protocol instrument's bound
+def instrument_flow_errors(instrument: Instrument, flow: str) -> list[str]:
+    """What the flow's pages cannot ask (study_instrument_save refuses these; the console's preview
+    shows them before a save): a protocol flow lays out its protocol instrument's bound
     items and shows an added item of a page kind, for its role, about the source or the text shown
     (a lay item in one of panels 1-2)."""
     if flow not in PROTOCOL_PRESETS:
@@ -162,6 +163,12 @@ def _flow_errors(instrument: Instrument, flow: str) -> list[str]:
     return errors
 
 
+def instrument_revision(row: StudyInstrument | None) -> str:
+    """What identifies the current row's content: an in-place edit keeps the version and changes
+    the fingerprint, a new version changes the row."""
+    return "" if row is None else f"{row.pk}:{row.fingerprint}"
+
+
 def study_instrument_save(
     *,
     study: Study,
@@ -170,12 +177,15 @@ def study_instrument_save(
     note: str = "",
     flow: str | None = None,
     preset: str = "",
+    based_on: str | None = None,
 ) -> StudyInstrument:
     """Make `instrument` the study's current version of its key. Before any answer the current row
     is edited in place; once answers exist the change must carry a higher version and becomes a
     new row (the old one kept, no longer current). Refused with a ValidationError naming the reason
     (an edit under the same version once answers exist, a bound item's structure changed, an item
-    its flow cannot show). `flow` is needed only for a key the study does not have yet."""
+    its flow cannot show). `flow` is needed only for a key the study does not have yet. `based_on`:
+    the `instrument_revision` of the current row the caller's edit started from (the console's
+    hidden field); the save is refused when another save changed it since."""
     with transaction.atomic():
         Study.objects.select_for_update().filter(pk=study.pk).exists()  # one writer of a study's instruments
         current = (
@@ -183,12 +193,19 @@ def study_instrument_save(
             .filter(study=study, key=instrument.key, is_current=True)
             .first()
         )
+        if based_on is not None and based_on != instrument_revision(current):
+            raise ValidationError(
+                {
+                    "based_on": "the instrument was changed by another save since this page was shown: "
+                    "reload it and make the change again"
+                }
+            )
         flow = current.flow if current is not None else flow
         if flow is None:
             raise ValidationError(
                 {"flow": f"the study has no instrument {instrument.key!r}: say which flow asks it"}
             )
-        errors = _flow_errors(instrument, flow)
+        errors = instrument_flow_errors(instrument, flow)
         if errors:
             raise ValidationError({"instrument": errors})
         if current is None:
@@ -239,7 +256,7 @@ def study_instrument_save(
         activity_record(
             study=study,
             actor=actor,
-            verb="instrument saved",
+            verb="instrument.saved",
             obj=row,
             details={"key": row.key, "version": row.version, "note": note},
         )

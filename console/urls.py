@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from console import launch_views, participant_views, study_views, upload_views
+from console import instrument_views, launch_views, participant_views, study_views, upload_views
 
 app_name = "console"
 urlpatterns: list = [
@@ -12,6 +12,23 @@ urlpatterns: list = [
     path("<slug:slug>/preview/<str:role>/", study_views.study_preview, name="study-preview"),
     path("<slug:slug>/pilot/", study_views.study_pilot, name="study-pilot"),
     path("<slug:slug>/duplicate/", study_views.study_copy, name="study-duplicate"),
+    path("<slug:slug>/instruments/", instrument_views.instrument_list, name="instruments"),
+    path("<slug:slug>/instruments/<slug:key>/", instrument_views.instrument_edit, name="instrument-edit"),
+    path(
+        "<slug:slug>/instruments/<slug:key>/preview/",
+        instrument_views.instrument_preview,
+        name="instrument-preview",
+    ),
+    path(
+        "<slug:slug>/instruments/<slug:key>/items/<slug:item_key>/",
+        instrument_views.instrument_item,
+        name="instrument-item",
+    ),
+    path(
+        "<slug:slug>/instruments/<slug:key>.<str:file_format>",
+        instrument_views.instrument_download,
+        name="instrument-download",
+    ),
     path("<slug:slug>/upload/", upload_views.upload, name="upload"),
     path("<slug:slug>/upload/<int:upload_id>/", upload_views.upload_detail, name="upload-detail"),
     path("<slug:slug>/generate/", launch_views.launch_generation, name="launch-generation"),

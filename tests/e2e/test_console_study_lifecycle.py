@@ -80,7 +80,11 @@ def _layperson_answers(browser, live_server, link: str, age: str, answer_first_s
     context.close()
 
 
-def _radiologist_rates_one_page(browser, live_server, link: str, participant: Participant) -> None:
+def _radiologist_rates_one_page(
+    browser, live_server, link: str, participant: Participant, *, key_of=lambda field: "2"
+) -> list[str]:
+    """Answer every row of the first page with the choice `key_of(field)` (the n-th point: "2");
+    returns the page's fields."""
     from playwright.sync_api import expect
 
     context, expert = _new_page(browser, live_server)
@@ -91,11 +95,12 @@ def _radiologist_rates_one_page(browser, live_server, link: str, participant: Pa
     fields = expert.eval_on_selector_all(".rate-row", "rows => rows.map(r => r.dataset.field)")
     assert fields[:2] == ["original-severity", "original-simplicity"]
     for field in fields:
-        expert.locator(f'[data-field="{field}"] label:has(input[data-key="2"])').click()
+        expert.locator(f'[data-field="{field}"] label:has(input[data-key="{key_of(field)}"])').click()
         expect(expert.locator(f'[data-field="{field}"] .row-status .saved')).to_be_visible()
     expect(expert.locator("#page-state")).to_contain_text("Page complete")
     context.close()
     assert ExpertItem.objects.filter(participant=participant, completed_at__isnull=False).count() == 1
+    return fields
 
 
 @pytest.mark.django_db(transaction=True)

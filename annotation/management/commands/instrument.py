@@ -1,5 +1,6 @@
-"""Show or change a study's instruments from the command line: the researcher's way in until the
-console edits them in the browser (the same service, study_instrument_save, and its version rule)."""
+"""Show or change a study's instruments from the command line; the console's instrument editor
+(console/instrument_views.py) does the same in the browser, through the same service,
+study_instrument_save, and its version rule."""
 
 from pathlib import Path
 
