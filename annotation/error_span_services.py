@@ -66,7 +66,11 @@ def study_error_spans_add(
         taken = {item.key for item in current.items} & {item.key for item in typology.items}
         if taken:
             raise ValidationError(
-                {"instrument": f"{study.slug}: the radiologist instrument already has an item {sorted(taken)[0]!r}"}
+                {
+                    "instrument": (
+                        f"{study.slug}: the radiologist instrument already has an item {sorted(taken)[0]!r}"
+                    )
+                }
             )
         missing = [language for language in current.languages if language not in typology.languages]
         if missing:
@@ -92,7 +96,9 @@ def study_error_spans_add(
         try:
             instrument = instrument_from_data(data)
         except InstrumentError as exc:
-            raise ValidationError({"instrument": [f"{study.slug}: {error}" for error in exc.errors]}) from None
+            raise ValidationError(
+                {"instrument": [f"{study.slug}: {error}" for error in exc.errors]}
+            ) from None
         return study_instrument_save(
             study=study,
             instrument=instrument,

@@ -265,7 +265,11 @@ def _marks_decode(item: Item, raw: str) -> object:
         ) from None
     if isinstance(marks, list) and len(marks) > MAX_ERROR_SPANS:
         raise ValidationError(
-            {item.key: [f"{item.key}: {len(marks)} marks on one text; at most {MAX_ERROR_SPANS} are accepted"]}
+            {
+                item.key: [
+                    f"{item.key}: {len(marks)} marks on one text; at most {MAX_ERROR_SPANS} are accepted"
+                ]
+            }
         )
     return marks
 
