@@ -142,6 +142,7 @@ def test_a_radiologist_marks_two_spans_one_by_keyboard_and_sees_them_after_reloa
     answer_field = page.locator(f'{widget} input[name="{field}"]')
     assert sorted(json.loads(answer_field.input_value()), key=lambda m: m["start"]) == [second, first]
     assert page.evaluate(FIND, [widget, MOUSE])["shown"] == TEXT
+    page.locator(widget).screenshot(path=str(artifacts_dir / "error_spans_item.png"))
 
     # Text alternatives: every mark is announced with its category and severity, the text is a
     # named read-only textbox whose keys are described, and the controls are named.
@@ -179,7 +180,7 @@ def test_a_radiologist_marks_two_spans_one_by_keyboard_and_sees_them_after_reloa
     )
     assert right <= PHONE["width"]
     page.locator(widget).scroll_into_view_if_needed()
-    page.screenshot(path=str(artifacts_dir / "error_spans_phone.png"), full_page=True)
+    page.locator(widget).screenshot(path=str(artifacts_dir / "error_spans_item_phone.png"))
     page.get_by_role("button", name=f"Remove mark 2: “{MOUSE}”").click()
     expect(status).to_contain_text(f"Mark removed: “{MOUSE}”.")
     assert wait_for(lambda: stored(participant), [second]) == [second]
