@@ -12,7 +12,7 @@ from django.utils.html import format_html, format_html_join
 from annotation import participant_services
 from annotation.activity_services import activity_record
 from annotation.admin_access import ScopedRelatedFields, StudyScopedAdmin
-from annotation.admin_extensions import study_admin_action_add, study_admin_actions, study_admin_inlines
+from annotation.admin_extensions import study_admin_actions, study_admin_inlines
 from annotation.error_span_services import study_error_spans_add
 from annotation.models import (
     ActivityEvent,
@@ -122,6 +122,23 @@ PRESET_ACTIONS = [
 ]
 
 
+@admin.action(description="Add the clinical error-span typology to the radiologist instrument")
+def add_error_spans(modeladmin, request, queryset):
+    """Issue 33: every radiologist page then asks for error spans under each simplification
+    (annotation/error_span_services.py; the version rule applies once answers exist)."""
+    for study in queryset:
+        try:
+            row = study_error_spans_add(study=study, actor=request.user)
+        except ValidationError as exc:
+            modeladmin.message_user(request, " ".join(exc.messages), messages.ERROR)
+        else:
+            modeladmin.message_user(
+                request,
+                f"Error spans added to {study.slug}: {row.key} version {row.version} is current.",
+                messages.SUCCESS,
+            )
+
+
 @admin.register(Study)
 class StudyAdmin(StudyScopedAdmin):
     list_display = (
@@ -137,7 +154,7 @@ class StudyAdmin(StudyScopedAdmin):
     search_fields = ("slug", "title")
     prepopulated_fields = {"slug": ("title",)}
     own_inlines = (SystemInline, AttentionCheckInline)
-    own_actions = ("open_studies", "close_studies", *PRESET_ACTIONS)
+    own_actions = ("open_studies", "close_studies", *PRESET_ACTIONS, add_error_spans)
     fieldsets = (
         (None, {"fields": ("slug", "title", "description", "status", "unit", "language")}),
         (
@@ -466,25 +483,3 @@ class ActivityEventAdmin(ReadOnlyAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
-
-
-@admin.action(description="Add the clinical error-span typology to the radiologist instrument")
-def add_error_spans(modeladmin, request, queryset):
-    """Issue 33: every radiologist page then asks for error spans under each simplification
-    (annotation/error_span_services.py; the version rule applies once answers exist)."""
-    for study in queryset:
-        try:
-            row = study_error_spans_add(study=study, actor=request.user)
-        except ValidationError as exc:
-            modeladmin.message_user(request, " ".join(exc.messages), messages.ERROR)
-        else:
-            modeladmin.message_user(
-                request,
-                f"Error spans added to {study.slug}: {row.key} version {row.version} is current.",
-                messages.SUCCESS,
-            )
-
-
-# Registered like the other apps' actions (annotation/admin_extensions.py), so the Study admin's
-# own list stays the protocol's.
-study_admin_action_add(add_error_spans)
