@@ -319,3 +319,25 @@ def test_a_regenerated_simplification_keeps_the_text_its_marks_point_into(client
     )
     answer = ItemAnswer.objects.get()
     assert answer.shown_text.text == TEXT and answer.value == marks
+
+
+def test_a_spanish_study_marks_in_spanish(client):
+    study = span_study("spans-spanish")
+    type(study).objects.filter(pk=study.pk).update(language="es")
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    item = started(client, participant)
+    field = f"{label_of(item, TEXT)}-error_spans"
+    marks = [span("left lung", "wrong_finding_or_location", "could_harm")]
+    client.post(page_url(participant, item), {field: json.dumps(marks)}, **HTMX)
+    html = client.get(page_url(participant, item)).content.decode()
+    # The typology's wording (the preset's Spanish) and the widget's interface (the catalogue).
+    assert "Errores en el texto" in html and "Hallazgo omitido" in html and "Podría causar daño" in html
+    assert (
+        "Añadir marca" in html and "Categoría" in html and "Para marcar errores hace falta JavaScript" in html
+    )
+    assert "“left lung”" in html and "Hallazgo o localización incorrectos · Podría causar daño" in html
+    strings = json.loads(
+        re.search(r'<script id="survey-strings" type="application/json">(.*?)</script>', html)[1]
+    )
+    assert strings["span_added"] == "Marca %(n)s añadida: «%(text)s», %(category)s, %(severity)s."
+    assert ItemAnswer.objects.get().language == "es"

@@ -3,12 +3,12 @@ typology marks two spans on one simplification, one with the mouse (a real drag)
 keyboard only, with different categories and severities; after a reload both marks are shown, and
 the stored offsets (code points of the shown text, which holds a character that takes two UTF-16
 units) cover exactly the phrases marked. Then at 390 px: nothing scrolls sideways, and a mark is
-removed. The marks are checked for text alternatives through the browser's accessibility tree."""
+removed. The marks are checked for text alternatives through the browser's accessibility tree, and
+the page with axe-core where it is installed."""
 
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
@@ -18,6 +18,7 @@ from tests.annotation.test_error_spans import TEXT, label_of, span_study
 from tests.e2e.polling import wait_for
 
 PHONE = {"width": 390, "height": 844}
+BLOCKING = {"serious", "critical"}
 # The marked phrases (the mouse's comes after the emoji, so a UTF-16 offset would be one too far).
 MOUSE = "small nodule"
 KEYBOARD = "normal 🫀"
@@ -46,6 +47,18 @@ FIND = """([selector, phrase]) => {
   return { shown: all, x0: first.left + 2, y0: first.top + first.height / 2,
            x1: last.right - 2, y1: last.top + last.height / 2 };
 }"""
+
+
+def axe_blocking(page) -> list[str]:
+    """axe-core's serious and critical violations on the page (as tests/e2e/test_accessibility.py
+    checks every survey page), where axe-playwright-python is installed; the roles and names are
+    also checked directly below, whether it is or not."""
+    try:
+        from axe_playwright_python.sync_playwright import Axe
+    except ImportError:
+        return []
+    violations = Axe().run(page).response["violations"]
+    return [f"{v['id']}: {v['help']}" for v in violations if v.get("impact") in BLOCKING]
 
 
 def stored(participant) -> list[dict] | None:
@@ -150,7 +163,9 @@ def test_a_radiologist_marks_two_spans_one_by_keyboard_and_sees_them_after_reloa
         f"{widget} mark.span-mark",
         """marks => marks.map(m => {
             let node = m.previousSibling;
-            while (node && !(node.classList && node.classList.contains('span-start'))) node = node.previousSibling;
+            while (node && !(node.classList && node.classList.contains('span-start'))) {
+                node = node.previousSibling;
+            }
             return node ? node.querySelector('.sr-only').textContent : null;
         })""",
     )
@@ -169,6 +184,7 @@ def test_a_radiologist_marks_two_spans_one_by_keyboard_and_sees_them_after_reloa
     expect(page.locator(f"{widget} [role=status]")).to_have_count(1)
     # The marks' numbers are drawn for the eye only; the words above say it to a screen reader.
     assert page.locator(f"{widget} .span-start sup[aria-hidden=true]").count() == 2
+    assert axe_blocking(page) == []
 
     # 4. At 390 px: no sideways scrolling, the widget inside the screen; a mark removed there.
     page.set_viewport_size(PHONE)
@@ -179,6 +195,7 @@ def test_a_radiologist_marks_two_spans_one_by_keyboard_and_sees_them_after_reloa
         f"{widget}, {widget} *", "els => Math.max(...els.map(e => e.getBoundingClientRect().right))"
     )
     assert right <= PHONE["width"]
+    assert axe_blocking(page) == []
     page.locator(widget).scroll_into_view_if_needed()
     page.locator(widget).screenshot(path=str(artifacts_dir / "error_spans_item_phone.png"))
     page.get_by_role("button", name=f"Remove mark 2: “{MOUSE}”").click()
