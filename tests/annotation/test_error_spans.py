@@ -26,6 +26,7 @@ from annotation.models import (
     ItemAnswer,
     Participant,
     SimplificationText,
+    Study,
     StudyInstrument,
 )
 from instruments.presets import preset_load
@@ -64,6 +65,15 @@ def label_of(item: ExpertItem, text: str) -> str:
     """The blind label under which `text` is shown on the page."""
     ids = SimplificationText.objects.filter(pk__in=item.text_order, text=text).values_list("pk", flat=True)
     return "ABCDEFGH"[item.text_order.index(ids[0])]
+
+
+def marking(client, slug: str) -> tuple[Study, Participant, ExpertItem, str]:
+    """A radiologist on the first page of a new study with the typology, and the form field of the
+    error-span item under TEXT."""
+    study = span_study(slug)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    item = started(client, participant)
+    return study, participant, item, f"{label_of(item, TEXT)}-error_spans"
 
 
 def page_url(participant, item) -> str:
@@ -168,11 +178,7 @@ def test_the_lay_flow_cannot_ask_error_spans():
 
 
 def test_marks_are_autosaved_shown_back_and_replaced_with_a_revision(client):
-    study = span_study("spans-page")
-    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
-    item = started(client, participant)
-    label = label_of(item, TEXT)
-    field = f"{label}-error_spans"
+    study, participant, item, field = marking(client, "spans-page")
     html = client.get(page_url(participant, item)).content.decode()
     # One widget per simplification, the stored text in a JSON block, no answer yet.
     assert html.count("data-span-item") == 2
@@ -219,20 +225,15 @@ def test_marks_are_autosaved_shown_back_and_replaced_with_a_revision(client):
 
 
 def test_an_empty_list_where_nothing_was_marked_is_no_answer(client):
-    study = span_study("spans-empty")
-    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
-    item = started(client, participant)
+    study, participant, item, field = marking(client, "spans-empty")
     for value in ("", "[]"):
-        response = client.post(page_url(participant, item), {"A-error_spans": value}, **HTMX)
+        response = client.post(page_url(participant, item), {field: value}, **HTMX)
         assert response.status_code == 200
     assert not ItemAnswer.objects.exists()
 
 
 def test_a_plain_submit_without_javascript_keeps_the_marks(client):
-    study = span_study("spans-nojs")
-    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
-    item = started(client, participant)
-    field = f"{label_of(item, TEXT)}-error_spans"
+    study, participant, item, field = marking(client, "spans-nojs")
     marks = [span("Cœur", "unexplained_jargon", "minor")]
     client.post(page_url(participant, item), {field: json.dumps(marks)}, **HTMX)
     html = client.get(page_url(participant, item)).content.decode()
@@ -277,10 +278,7 @@ def test_a_plain_submit_without_javascript_keeps_the_marks(client):
     ],
 )
 def test_bad_marks_are_refused_by_name_and_save_nothing(client, value, message):
-    study = span_study("spans-bad")
-    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
-    item = started(client, participant)
-    field = f"{label_of(item, TEXT)}-error_spans"
+    study, participant, item, field = marking(client, "spans-bad")
     raw = value if isinstance(value, str) else json.dumps(value)
     response = client.post(
         page_url(participant, item), {field: raw, f"{label_of(item, TEXT)}-correctness": "4"}, **HTMX
@@ -294,10 +292,7 @@ def test_bad_marks_are_refused_by_name_and_save_nothing(client, value, message):
 
 
 def test_the_end_of_the_text_is_counted_in_code_points(client):
-    study = span_study("spans-codepoints")
-    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
-    item = started(client, participant)
-    field = f"{label_of(item, TEXT)}-error_spans"
+    study, participant, item, field = marking(client, "spans-codepoints")
     # The text is one code point shorter than its UTF-16 length: its last character is at len(TEXT).
     assert len(TEXT.encode("utf-16-le")) // 2 == len(TEXT) + 1
     whole = [{"start": 0, "end": len(TEXT), "category": "hallucinated_content", "severity": "minor"}]
@@ -307,10 +302,7 @@ def test_the_end_of_the_text_is_counted_in_code_points(client):
 
 
 def test_a_regenerated_simplification_keeps_the_text_its_marks_point_into(client):
-    study = span_study("spans-regenerated")
-    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
-    item = started(client, participant)
-    field = f"{label_of(item, TEXT)}-error_spans"
+    study, participant, item, field = marking(client, "spans-regenerated")
     marks = [span("left lung", "wrong_finding_or_location", "could_harm")]
     client.post(page_url(participant, item), {field: json.dumps(marks)}, **HTMX)
     source = study.sources.get()
@@ -323,7 +315,7 @@ def test_a_regenerated_simplification_keeps_the_text_its_marks_point_into(client
 
 def test_a_spanish_study_marks_in_spanish(client):
     study = span_study("spans-spanish")
-    type(study).objects.filter(pk=study.pk).update(language="es")
+    Study.objects.filter(pk=study.pk).update(language="es")
     participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     item = started(client, participant)
     field = f"{label_of(item, TEXT)}-error_spans"
