@@ -237,7 +237,7 @@ def test_a_plain_submit_without_javascript_keeps_the_marks(client):
     marks = [span("Cœur", "unexplained_jargon", "minor")]
     client.post(page_url(participant, item), {field: json.dumps(marks)}, **HTMX)
     html = client.get(page_url(participant, item)).content.decode()
-    assert "Marking errors needs JavaScript" in html  # in its <noscript>
+    assert "Marking errors needs JavaScript" in html  # hidden once the page's scripts run
     # The form posts the answer field as it was rendered, with the other answers.
     stored = json.dumps(marks, separators=(",", ":"))
     response = client.post(

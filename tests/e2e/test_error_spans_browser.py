@@ -9,6 +9,7 @@ the page with axe-core where it is installed."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -93,6 +94,7 @@ def test_a_radiologist_marks_two_spans_one_by_keyboard_and_sees_them_after_reloa
     status = page.locator(f"{widget} [data-span-status]")
     box = page.locator(f"{widget} [data-span-text]")
 
+    expect(page.locator(f"{widget} .span-nojs")).to_be_hidden()  # the page says it for no-JS only
     # The widget shows exactly the stored text, emoji and all.
     assert page.evaluate(FIND, [widget, MOUSE])["shown"] == TEXT
 
@@ -206,3 +208,53 @@ def test_a_radiologist_marks_two_spans_one_by_keyboard_and_sees_them_after_reloa
     revisions = AnswerRevision.objects.filter(answer_type="annotation.ItemAnswer", answer_id=answer.pk)
     assert [len(r.previous["value"]) for r in revisions] == [2, 1]  # newest first
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+
+    # 5. The whole form, sent the plain way, carries the marks and none of the widget's controls.
+    label = field[0]
+    page.locator(f'[data-field="{label}-correctness"] label:has(input[data-key="4"])').click()
+    page.click("#next-page")
+    expect(page).to_have_url(re.compile(r"\?missing=1$"))
+    expect(page.get_by_text("Nothing on this page was saved")).to_have_count(0)
+    assert stored(participant) == [second]
+    assert participant.expert_ratings.get().correctness == 4
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_javascript_the_page_says_marks_need_it_and_keeps_them(browser, live_server):
+    from playwright.sync_api import expect
+
+    study = span_study("spans-nojs-browser")
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    context = browser.new_context(base_url=live_server.url, java_script_enabled=False, viewport=PHONE)
+    page = context.new_page()
+    try:
+        page.goto(f"/s/{participant.token}/")
+        page.click("#begin")
+        item = ExpertItem.objects.filter(participant=participant).order_by("position").first()
+        field = f"{label_of(item, TEXT)}-error_spans"
+        mark = expected("left lung", "wrong_finding_or_location", "could_harm")
+        ItemAnswer.objects.create(
+            participant=participant,
+            instrument=study.instruments.get(flow="expert", is_current=True),
+            item_key="error_spans",
+            source=item.source,
+            shown_text_id=item.text_order["ABCDEFGH".index(field[0])],
+            value=[mark],
+            score=1.0,
+        )
+        page.reload()
+        widget = page.locator(f'[data-span-item][data-field="{field}"]')
+        expect(widget.get_by_text("Marking errors needs JavaScript")).to_be_visible()
+        expect(widget.locator("[data-span-list] li")).to_have_text(
+            "“left lung” Wrong finding or location · Could harm"
+        )
+        expect(widget.locator("[data-span-text]")).to_be_hidden()  # the widget is for JavaScript
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+        page.locator(f'[data-field="{field[0]}-correctness"] label:has(input[data-key="2"])').click()
+        page.click("#next-page")
+        expect(page).to_have_url(re.compile(r"\?missing=1$"))
+        assert participant.expert_ratings.get().correctness == 2
+        assert ItemAnswer.objects.get(item_key="error_spans").value == [mark]
+        assert not AnswerRevision.objects.exists()  # sent back as it was: no change
+    finally:
+        context.close()
