@@ -113,6 +113,7 @@ def test_a_radiologist_marks_two_spans_one_by_keyboard_and_sees_them_after_reloa
     expect(status).to_contain_text(f"Mark 1 added: “{MOUSE}”, Wrong finding or location, Could mislead.")
     first = expected(MOUSE, "wrong_finding_or_location", "could_mislead")
     assert wait_for(lambda: stored(participant), [first]) == [first]
+    expect(page.locator(f"{widget} .row-status .saved")).to_be_visible()  # the item says it is saved
 
     # 2. By keyboard only: the widget gave the focus back to the text.
     assert page.evaluate("document.activeElement.matches('[data-span-text]')")
@@ -143,6 +144,21 @@ def test_a_radiologist_marks_two_spans_one_by_keyboard_and_sees_them_after_reloa
     assert page.url.endswith(f"/page/{item.pk}/")  # "n" did not leave the page
     assert not participant.expert_ratings.exists()  # nor did "3" answer a row
     page.screenshot(path=str(artifacts_dir / "error_spans_marked.png"), full_page=True)
+
+    # A list the server refuses (here forged: a span past the end of the text) is refused by name
+    # where the item is, like any answer's refusal, and changes nothing.
+    page.eval_on_selector(
+        f'{widget} input[name="{field}"]',
+        """input => {
+            const forged = { start: 0, end: 999, category: "omitted_finding", severity: "minor" };
+            input.value = JSON.stringify([forged]);
+            input.dispatchEvent(new Event("change", { bubbles: true }));
+        }""",
+    )
+    expect(page.locator(f"{widget} .row-status")).to_contain_text(
+        f"ends at 999, after the text's {len(TEXT)}"
+    )
+    assert stored(participant) == [second, first]
 
     # 3. After a reload both marks are shown, in the text and in the list.
     page.reload()
