@@ -253,6 +253,10 @@ def study_instrument_save(
     return row
 
 
+# More marks than any rater sets on one text: the limit stops a script from filling the database.
+MAX_ERROR_SPANS = 500
+
+
 def _marks_decode(item: Item, raw: str) -> object:
     """An error-span item's answer as the page posts it: the JSON list of marks ("" is none)."""
     if not raw.strip():
@@ -272,10 +276,6 @@ def _marks_decode(item: Item, raw: str) -> object:
             }
         )
     return marks
-
-
-# More marks than any rater sets on one text: the limit stops a script from filling the database.
-MAX_ERROR_SPANS = 500
 
 
 def item_answer_save(
