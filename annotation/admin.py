@@ -13,6 +13,7 @@ from annotation import participant_services
 from annotation.activity_services import activity_record
 from annotation.admin_access import ScopedRelatedFields, StudyScopedAdmin
 from annotation.admin_extensions import study_admin_actions, study_admin_inlines
+from annotation.error_span_services import study_error_spans_add
 from annotation.models import (
     ActivityEvent,
     AttentionCheck,
@@ -121,6 +122,23 @@ PRESET_ACTIONS = [
 ]
 
 
+@admin.action(description="Add the clinical error-span typology to the radiologist instrument")
+def add_error_spans(modeladmin, request, queryset):
+    """Issue 33: every radiologist page then asks for error spans under each simplification
+    (annotation/error_span_services.py; the version rule applies once answers exist)."""
+    for study in queryset:
+        try:
+            row = study_error_spans_add(study=study, actor=request.user)
+        except ValidationError as exc:
+            modeladmin.message_user(request, " ".join(exc.messages), messages.ERROR)
+        else:
+            modeladmin.message_user(
+                request,
+                f"Error spans added to {study.slug}: {row.key} version {row.version} is current.",
+                messages.SUCCESS,
+            )
+
+
 @admin.register(Study)
 class StudyAdmin(StudyScopedAdmin):
     list_display = (
@@ -136,7 +154,7 @@ class StudyAdmin(StudyScopedAdmin):
     search_fields = ("slug", "title")
     prepopulated_fields = {"slug": ("title",)}
     own_inlines = (SystemInline, AttentionCheckInline)
-    own_actions = ("open_studies", "close_studies", *PRESET_ACTIONS)
+    own_actions = ("open_studies", "close_studies", *PRESET_ACTIONS, add_error_spans)
     fieldsets = (
         (None, {"fields": ("slug", "title", "description", "status", "unit", "language")}),
         (

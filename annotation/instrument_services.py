@@ -11,12 +11,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from annotation.activity_services import activity_record
+from annotation.answer_writes import revision_record
 from annotation.instrument_binding import binding_errors, item_value_to_json
 from annotation.instrument_selectors import EXPERT, LAY, PROTOCOL_PRESETS, instruments_stamp
 from annotation.models import (
@@ -26,6 +28,7 @@ from annotation.models import (
     LayAnswer,
     LayPreference,
     Participant,
+    SimplificationText,
     Study,
     StudyInstrument,
 )
@@ -40,8 +43,12 @@ from instruments.versioning import (
 )
 
 # The kinds the radiologist page and the lay panels show for an added item; the others (sentence
-# matching, error spans, pairwise) belong to the rate-each-pair flow.
-PAGE_KINDS = frozenset({ItemKind.ORDINAL, ItemKind.SINGLE_CHOICE, ItemKind.COUNT, ItemKind.FREE_TEXT})
+# matching, pairwise) belong to the rate-each-pair flow. Error spans (issue 33) are marked on the
+# radiologist page only (EXPERT_ONLY_KINDS): the lay panels have no marking widget.
+PAGE_KINDS = frozenset(
+    {ItemKind.ORDINAL, ItemKind.SINGLE_CHOICE, ItemKind.COUNT, ItemKind.FREE_TEXT, ItemKind.ERROR_SPANS}
+)
+EXPERT_ONLY_KINDS = frozenset({ItemKind.ERROR_SPANS})
 # Where a lay item may be added: the panels whose form asks one source and (panel 2) one text.
 LAY_ADDED_PHASES = ("original", "assisted")
 # The lay panels' form fields besides answers: an added item may not take their names.
@@ -146,7 +153,7 @@ def instrument_flow_errors(instrument: Instrument, flow: str) -> list[str]:
         if item.key in preset_keys:
             continue
         where = f"items[{instrument.items.index(item)}] ({item.key})"
-        if item.kind not in PAGE_KINDS:
+        if item.kind not in PAGE_KINDS or (flow != EXPERT and item.kind in EXPERT_ONLY_KINDS):
             errors.append(f"{where}: the {flow} pages cannot show a {item.kind.value} item")
         if item.applies_to is AppliesTo.PAIR:
             errors.append(f"{where}: the {flow} pages show no (simplification, reference) pair")
@@ -263,6 +270,31 @@ def study_instrument_save(
     return row
 
 
+# More marks than any rater sets on one text: the limit stops a script from filling the database.
+MAX_ERROR_SPANS = 500
+
+
+def _marks_decode(item: Item, raw: str) -> object:
+    """An error-span item's answer as the page posts it: the JSON list of marks ("" is none)."""
+    if not raw.strip():
+        return None
+    try:
+        marks = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise ValidationError(
+            {item.key: [f"{item.key}: the marks are not a JSON list of {{start, end, category, severity}}"]}
+        ) from None
+    if isinstance(marks, list) and len(marks) > MAX_ERROR_SPANS:
+        raise ValidationError(
+            {
+                item.key: [
+                    f"{item.key}: {len(marks)} marks on one text; at most {MAX_ERROR_SPANS} are accepted"
+                ]
+            }
+        )
+    return marks
+
+
 def item_answer_save(
     *,
     participant: Participant,
@@ -271,12 +303,19 @@ def item_answer_save(
     raw: object,
     source_id: int,
     shown_text_id: int | None = None,
+    shown_text: str | None = None,
     language: str = "",
     time_spent_ms: int = 0,
 ) -> ItemAnswer | None:
     """Save one answer to an unbound item. An empty answer clears a free-text answer and is ignored
     otherwise ("not given" never clears a rating); a bad value raises ValidationError keyed by the
-    item's key, with item_value_validate's message. Returns the row (None when there is none)."""
+    item's key, with item_value_validate's message. Returns the row (None when there is none).
+
+    An error-span item's `raw` is the JSON list of marks the page posts, checked against the text
+    shown (`shown_text`, read by `shown_text_id` when not given: its length bounds the offsets). Its
+    answer is the whole list, so an emptied list replaces the marks given before (stored as [],
+    "no error marked"); where none were given it is no answer. A changed answer keeps its earlier
+    value in AnswerRevision, as every answer write does (annotation/answer_writes.py)."""
     lookup = {
         "participant": participant,
         "instrument_id": instrument_id,
@@ -285,15 +324,26 @@ def item_answer_save(
         "shown_text_id": shown_text_id,
         "reference_text": None,
     }
+    text_length = None
+    if item.kind is ItemKind.ERROR_SPANS:
+        if isinstance(raw, str):
+            raw = _marks_decode(item, raw)
+        if shown_text is None and shown_text_id is not None:
+            shown_text = SimplificationText.objects.values_list("text", flat=True).get(pk=shown_text_id)
+        text_length = None if shown_text is None else len(shown_text)
     empty = raw is None or (isinstance(raw, str) and not raw.strip())
     if empty:
         if item.kind is ItemKind.FREE_TEXT:
             ItemAnswer.objects.filter(**lookup).delete()
         return None
     try:
-        value = item_value_validate(item, raw)
+        value = item_value_validate(item, raw, text_length=text_length)
     except InvalidAnswer as exc:
         raise ValidationError({item.key: [str(exc)]}) from None
+    if value is None and item.kind is ItemKind.ERROR_SPANS:
+        if not ItemAnswer.objects.filter(**lookup).exists():
+            return None
+        value = ()  # every mark removed: the list given before is replaced (and kept as a revision)
     code = item_value_code(item, value)
     row, created = ItemAnswer.objects.get_or_create(
         **lookup,
@@ -305,9 +355,13 @@ def item_answer_save(
         },
     )
     if not created:
+        previous, previous_at = row.value, row.updated_at
         row.value = item_value_to_json(value)
         row.score = code if isinstance(code, float) else None
         row.language = language
         row.time_spent_ms += max(0, int(time_spent_ms))
         row.save(update_fields=["value", "score", "language", "time_spent_ms", "updated_at"])
+        revision_record(
+            ItemAnswer, lookup, row.pk, {"value": row.value}, {"value": previous}, previous_at, row.updated_at
+        )
     return row

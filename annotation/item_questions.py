@@ -6,6 +6,7 @@ flows' own rows, with their wording taken from the same instrument."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ _PARTIAL = {
     ItemKind.SINGLE_CHOICE: "annotation/items/_choice.html",
     ItemKind.COUNT: "annotation/items/_count.html",
     ItemKind.FREE_TEXT: "annotation/items/_free_text.html",
+    ItemKind.ERROR_SPANS: "annotation/items/_error_spans.html",
 }
 
 
@@ -48,6 +50,10 @@ class ItemQuestion:
     max_count: int | None = None
     value: Any = None
     errors: list[str] = dataclasses.field(default_factory=list)
+    # An error-span item: its severities (the categories are `choices`) and the text it marks, as
+    # stored (SimplificationText.text): the page shows exactly these characters.
+    severities: tuple[Choice, ...] = ()
+    text: str = ""
 
     @property
     def name(self) -> str:
@@ -66,6 +72,37 @@ class ItemQuestion:
     def answered(self) -> bool:
         return self.value is not None and self.value != ""
 
+    @property
+    def marks_json(self) -> str:
+        """An error-span answer as the page's answer field holds it ("" when none was given, so a
+        form sent without JavaScript leaves the answer as it is)."""
+        return "" if self.value is None else json.dumps(self.value, separators=(",", ":"))
+
+    @property
+    def marks(self) -> list[Mark]:
+        """An error-span answer's marks with the text each covers, as the page lists them."""
+        categories = {choice.value: choice.label for choice in self.choices}
+        severities = {choice.value: choice.label for choice in self.severities}
+        return [
+            Mark(
+                start=span["start"],
+                end=span["end"],
+                quote=self.text[span["start"] : span["end"]],
+                category=categories.get(span["category"], span["category"]),
+                severity=severities.get(span["severity"], span["severity"]),
+            )
+            for span in (self.value or [])
+        ]
+
+
+@dataclass(frozen=True)
+class Mark:
+    start: int
+    end: int
+    quote: str
+    category: str
+    severity: str
+
 
 def item_choices(item: Item, language: str) -> tuple[Choice, ...]:
     if item.scale is not None:
@@ -79,7 +116,10 @@ def item_choices(item: Item, language: str) -> tuple[Choice, ...]:
     return tuple(Choice(option.key, shown(option.label, language)) for option in item.options)
 
 
-def item_question(item: Item, *, field: str, language: str, value: Any = None) -> ItemQuestion:
+def item_question(
+    item: Item, *, field: str, language: str, value: Any = None, text: str = ""
+) -> ItemQuestion:
+    """`text` is the shown text an error-span item marks (ignored by the other kinds)."""
     return ItemQuestion(
         field=field,
         key=item.key,
@@ -93,4 +133,6 @@ def item_question(item: Item, *, field: str, language: str, value: Any = None) -
         max_length=item.max_length,
         max_count=item.max_count,
         value=value,
+        severities=tuple(Choice(option.key, shown(option.label, language)) for option in item.severities),
+        text=text if item.kind is ItemKind.ERROR_SPANS else "",
     )

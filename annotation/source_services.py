@@ -137,6 +137,8 @@ def _text_delete_if_unused(text_id: int) -> None:
         or shown.lay_items.exists()
         or shown.most_votes.exists()
         or shown.least_votes.exists()
+        # An instrument item's answer (error spans are offsets into this very text) keeps it.
+        or shown.item_answers.exists()
     )
     if not in_use:
         shown.delete()

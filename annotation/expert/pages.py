@@ -294,7 +294,11 @@ def _page_build(
                 missing.append(cell.field)
         questions = [
             item_question(
-                i, field=f"{label}-{i.key}", language=asked.language, value=added.get((i.key, text.pk))
+                i,
+                field=f"{label}-{i.key}",
+                language=asked.language,
+                value=added.get((i.key, text.pk)),
+                text=text.text,  # an error-span item marks this text (issue 33)
             )
             for i in about_text
         ]
@@ -510,6 +514,7 @@ def expert_page_save(
                     raw=raw,
                     source_id=item.source_id,
                     shown_text_id=text_id,
+                    shown_text=None if row == ORIGINAL else labels[row].text,
                     language=asked.language,
                     time_spent_ms=row_time,
                 )

@@ -22,8 +22,9 @@ def wording(*parts: object) -> str:
 
 @register.simple_tag
 def survey_strings() -> SafeString:
-    """The few messages the survey scripts write themselves (static/radlay/lay.js, expert.js, pairs.js), in
-    the page's language, as a JSON block the scripts read (no inline script: the CSP forbids it)."""
+    """The few messages the survey scripts write themselves (static/radlay/lay.js, expert.js,
+    error_spans.js, pairs.js), in the page's language, as a JSON block the scripts read (no inline
+    script: the CSP forbids it)."""
     return json_script(
         {
             "sending": _("Saving…"),
@@ -40,6 +41,19 @@ def survey_strings() -> SafeString:
             # The pairs flow's sentence-matching grid (static/radlay/pairs.js).
             "grid_open_one": _("%(n)s reference sentence still to answer before this is saved"),
             "grid_open_other": _("%(n)s reference sentences still to answer before this is saved"),
+            # The radiologist page's error-span marking (static/radlay/error_spans.js).
+            "span_selected": _("Selected: “%(text)s”. Choose a category and a severity, then “Add mark”."),
+            "span_caret": _("Before “%(text)s”."),
+            "span_at_end": _("End of the text."),
+            "span_need_selection": _("Select the words to mark first (mouse, touch or keyboard)."),
+            "span_need_choice": _("Choose a category and a severity for the mark first."),
+            "span_duplicate": _("This mark is already in the list."),
+            "span_added": _("Mark %(n)s added: “%(text)s”, %(category)s, %(severity)s."),
+            "span_removed": _("Mark removed: “%(text)s”."),
+            "span_mark_start": _("Mark %(n)s, %(category)s, %(severity)s:"),
+            "span_mark_end": _("End of mark %(n)s."),
+            "span_remove": _("Remove"),
+            "span_remove_label": _("Remove mark %(n)s: “%(text)s”"),
         },
         "survey-strings",
     )

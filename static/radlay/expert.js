@@ -37,7 +37,8 @@
   // --- Autosave (static/radlay/survey.js): each answer is sent when given, kept until the server
   // acknowledges it, and its row says where it stands.
   function statusOf(name) {
-    const row = form.querySelector('.rate-row[data-field="' + name + '"]');
+    // A row, or an error-span item (static/radlay/error_spans.js), says where its answer stands.
+    const row = form.querySelector('.rate-row[data-field="' + name + '"], [data-span-item][data-field="' + name + '"]');
     if (row) return row.querySelector(".row-status");
     const box = form.querySelector('textarea[name="' + name + '"]');
     return box ? box.parentElement.querySelector(".row-status") : null;
@@ -58,7 +59,7 @@
       names.forEach(function (name) {
         const box = statusOf(name);
         if (box) box.innerHTML = html;
-        const row = box && box.closest(".rate-row");
+        const row = box && box.closest(".rate-row, [data-span-item]");
         if (row && state === "saved") row.classList.remove("missing");
       });
     },
