@@ -19,6 +19,7 @@ from django.db import transaction
 from annotation.activity_services import activity_record
 from annotation.instrument_binding import binding_errors, item_value_to_json
 from annotation.instrument_selectors import EXPERT, LAY, PROTOCOL_PRESETS, instruments_stamp
+from annotation.item_questions import item_refusal
 from annotation.models import (
     ExpertRating,
     ExpertSourceJudgement,
@@ -259,7 +260,8 @@ def item_answer_save(
 ) -> ItemAnswer | None:
     """Save one answer to an unbound item. An empty answer clears a free-text answer and is ignored
     otherwise ("not given" never clears a rating); a bad value raises ValidationError keyed by the
-    item's key, with item_value_validate's message. Returns the row (None when there is none)."""
+    item's key, with item_value_validate's reason in the active language. Returns the row (None
+    when there is none)."""
     lookup = {
         "participant": participant,
         "instrument_id": instrument_id,
@@ -276,7 +278,8 @@ def item_answer_save(
     try:
         value = item_value_validate(item, raw)
     except InvalidAnswer as exc:
-        raise ValidationError({item.key: [str(exc)]}) from None
+        # Named by the item's key, the reason in the participant's language.
+        raise ValidationError({item.key: [f"{item.key}: {item_refusal(exc)}"]}) from None
     code = item_value_code(item, value)
     row, created = ItemAnswer.objects.get_or_create(
         **lookup,
