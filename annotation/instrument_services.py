@@ -43,8 +43,9 @@ from instruments.versioning import (
 # The kinds the radiologist page and the lay panels show for an added item; the others (sentence
 # matching, error spans, pairwise) belong to the rate-each-pair flow.
 PAGE_KINDS = frozenset({ItemKind.ORDINAL, ItemKind.SINGLE_CHOICE, ItemKind.COUNT, ItemKind.FREE_TEXT})
-# Where a lay item may be added: the panels whose form asks one source and (panel 2) one text.
-LAY_ADDED_PHASES = ("original", "assisted")
+# Where a lay item may be added: panel 1 (the source alone), panel 2 (the source and one text) and
+# panel 3 (the source and all its texts, where an item is about the source).
+LAY_ADDED_PHASES = ("original", "assisted", "preference")
 # The lay panels' form fields besides answers: an added item may not take their names.
 _LAY_FORM_FIELDS = frozenset(
     {"fields", "continue", "autosave", "rendered_at", "elapsed_ms", "csrfmiddlewaretoken"}
@@ -132,7 +133,7 @@ def instrument_has_answers(*, row: StudyInstrument) -> bool:
 def _flow_errors(instrument: Instrument, flow: str) -> list[str]:
     """What the flow's pages cannot ask: a protocol flow lays out its protocol instrument's bound
     items and shows an added item of a page kind, for its role, about the source or the text shown
-    (a lay item in one of panels 1-2)."""
+    (a lay item in one of panels 1-3)."""
     if flow not in PROTOCOL_PRESETS:
         return []
     if instrument.key != PROTOCOL_PRESETS[flow]:
@@ -160,6 +161,13 @@ def _flow_errors(instrument: Instrument, flow: str) -> list[str]:
             errors.append(f"{where}: {item.key!r} is a field of the lay panels' form; choose another key")
         if flow == LAY and "original" in item.phases and item.applies_to is not AppliesTo.SOURCE:
             errors.append(f"{where}: panel 1 shows no simplification, so its items apply to the source")
+        if flow == LAY and "preference" in item.phases and item.applies_to is not AppliesTo.SOURCE:
+            errors.append(
+                f"{where}: panel 3 shows every simplification of the sentence, so its items apply to "
+                "the source"
+            )
+        if item.options_from:
+            errors.append(f"{where}: options from the texts are asked in the rate-each-pair flow")
     return errors
 
 

@@ -44,13 +44,19 @@ def test_the_flows_word_every_refusal_of_the_package_and_english_is_unchanged():
         spanish = catalogue.gettext(english)
         assert spanish != english, code
         # The same parameters in both languages (a Spanish text that dropped one would raise).
-        assert sorted(re.findall(r"%\((\w+)\)s", spanish)) == sorted(re.findall(r"%\((\w+)\)s", english)), code
+        assert sorted(re.findall(r"%\((\w+)\)s", spanish)) == sorted(re.findall(r"%\((\w+)\)s", english)), (
+            code
+        )
     # str() stays the English message naming the item (logs, judges' parse errors).
     count = _findings("radiologist")
     with pytest.raises(InvalidAnswer) as refused:
         item_value_validate(count, "-3")
     assert str(refused.value) == "findings: a count cannot be negative"
-    assert (refused.value.item_key, refused.value.code, refused.value.params) == ("findings", "negative_count", {})
+    assert (refused.value.item_key, refused.value.code, refused.value.params) == (
+        "findings",
+        "negative_count",
+        {},
+    )
     with translation.override("es"):
         assert item_refusal(refused.value) == NEGATIVE_ES
         with pytest.raises(InvalidAnswer) as too_long:
