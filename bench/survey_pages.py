@@ -2,8 +2,9 @@
 of a study like bench/survey_load.py's, rendered through Django's test client in a loop, with the
 queries each GET costs. A focused complement to survey_load.py (which measures a whole gunicorn
 server under load): no network, no other process, so that a change to the page's rendering shows in
-milliseconds per GET. CPU time (time.process_time) is read, not wall time: the figure then does not
-depend on what else runs on the machine, only on its CPU.
+milliseconds per GET. CPU time (time.process_time) is read, not wall time; on a loaded machine it
+still varies by tens of per cent between runs (shared caches and cores), so the Python function
+calls per GET (cProfile) are printed too: they do not depend on what else runs.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:55432/radlay_bench \\
         .venv/bin/python bench/survey_pages.py --gets 200 [--profile radiologist] [--html DIR]
@@ -52,7 +53,9 @@ def _stable(html: str) -> str:
 def _study(slug: str, n_sources: int):
     from annotation.models import Simplification, SimplificationText, Source, Study, System, text_hash
 
-    study = Study.objects.create(slug=f"{slug}-{time.time_ns()}", title="Page timing", status=Study.Status.OPEN)
+    study = Study.objects.create(
+        slug=f"{slug}-{time.time_ns()}", title="Page timing", status=Study.Status.OPEN
+    )
     systems = [System.objects.create(study=study, key=k, label=k, position=i) for i, k in enumerate("abc")]
     sources = Source.objects.bulk_create(
         [
@@ -108,7 +111,9 @@ def _pages(study) -> dict[str, str]:
         services.participant_consent(participant=person, accepted=True)
         client.post(reverse("annotation:lay-instructions", kwargs={"token": person.token}))
         item = person.lay_items.order_by("position").first()
-        url = reverse("annotation:lay-panel", kwargs={"token": person.token, "item_id": item.pk, "panel": "original"})
+        url = reverse(
+            "annotation:lay-panel", kwargs={"token": person.token, "item_id": item.pk, "panel": "original"}
+        )
         if panel != "original":
             assert client.post(url, {**PANEL1, "continue": "1"}).status_code == 302
             url = url.replace("/original/", "/assisted/")
@@ -121,9 +126,13 @@ def _pages(study) -> dict[str, str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--gets", type=int, default=200, help="timed GETs per page (after 20 warm-up GETs)")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of --gets per page; the median is printed")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds of --gets per page; the median is printed"
+    )
     parser.add_argument("--sources", type=int, default=20)
     parser.add_argument("--profile", default="", help="a page's name to profile (cProfile)")
     parser.add_argument("--sort", default="cumulative", help="the profile's order (pstats)")
@@ -135,10 +144,9 @@ def main() -> None:
 
     django.setup()
     from django.db import connection
+    from django.template import Template
     from django.test import Client
     from django.test.utils import CaptureQueriesContext, setup_test_environment
-
-    from django.template import Template
 
     rendering = Template._render
     setup_test_environment()
@@ -147,7 +155,7 @@ def main() -> None:
     study = _study("page-timing", args.sources)
     urls = _pages(study)
     client = Client()
-    print(f"{'page':<16} {'CPU ms/GET':>10} {'rounds':>24} {'queries':>8} {'bytes':>7}")
+    print(f"{'page':<16} {'CPU ms/GET':>10} {'rounds':>24} {'calls/GET':>9} {'queries':>8} {'bytes':>7}")
     for name, url in urls.items():
         for _ in range(20):
             response = client.get(url)
@@ -159,6 +167,13 @@ def main() -> None:
             folder = Path(args.html)
             folder.mkdir(parents=True, exist_ok=True)
             (folder / f"{name.replace(' ', '_')}.html").write_text(_stable(html), encoding="utf-8")
+        # Python function calls per GET: what the page's code does, whatever else runs on the machine.
+        counting = cProfile.Profile()
+        counting.enable()
+        for _ in range(20):
+            client.get(url)
+        counting.disable()
+        calls = pstats.Stats(counting).total_calls / 20  # type: ignore[attr-defined]
         rounds = []
         for _ in range(args.rounds):
             began = time.process_time()
@@ -166,7 +181,10 @@ def main() -> None:
                 client.get(url)
             rounds.append((time.process_time() - began) * 1000 / args.gets)
         shown = " / ".join(f"{r:.2f}" for r in rounds)
-        print(f"{name:<16} {statistics.median(rounds):>10.2f} {shown:>24} {queried:>8} {len(html):>7}")
+        print(
+            f"{name:<16} {statistics.median(rounds):>10.2f} {shown:>24} {calls:>9.0f} {queried:>8}",
+            f"{len(html):>7}",
+        )
         if args.profile == name:
             profile = cProfile.Profile()
             profile.enable()
