@@ -9,7 +9,7 @@ calls per GET (cProfile) are printed too: they do not depend on what else runs.
     DATABASE_URL=postgres://postgres@127.0.0.1:55432/radlay_bench \\
         .venv/bin/python bench/survey_pages.py --gets 200 [--profile radiologist] [--html DIR]
 
-It runs in the test database of the configured one (created or kept, `test_` + its name) under
+It runs in a database beside the configured one (its name + `_survey_pages`, created or kept) under
 config.settings.test, and works on older trees of radlay too (for a before/after on one machine).
 `--html DIR` writes each page's HTML (tokens, stamps and ids blanked) to compare trees.
 """
@@ -151,6 +151,8 @@ def main() -> None:
     rendering = Template._render
     setup_test_environment()
     Template._render = rendering  # as served: without the test runner's signal on every template
+    # A database of its own (kept between runs), beside the test suite's test_<name>.
+    connection.settings_dict["TEST"]["NAME"] = f"{connection.settings_dict['NAME']}_survey_pages"
     connection.creation.create_test_db(verbosity=0, keepdb=True)
     study = _study("page-timing", args.sources)
     urls = _pages(study)
