@@ -1,8 +1,8 @@
-"""The parts of a survey page built once and kept in process memory (for the page GET's CPU,
-bench/survey_pages.py) are byte for byte what the templates rendered each time before: the Likert
-buttons of a radiologist row (annotation/templatetags/rating_rows.py), the keyboard help and the
-scripts' strings per language (annotation/templatetags/protocol_wording.py); and a whole page is
-the same from a cold and from a warm cache, in English and in Spanish, with no query added."""
+"""What a survey page GET renders faster (its CPU, bench/survey_pages.py) is byte for byte what was
+rendered before: the Likert buttons of a radiologist row (annotation/templatetags/rating_rows.py,
+escaped once per scale wording), a lay question's options (question_choices.py), the keyboard help
+and the scripts' strings kept per language (protocol_wording.py); and a whole page is the same from
+a cold and from a warm cache, in English and in Spanish, with no query added."""
 
 from __future__ import annotations
 
@@ -13,14 +13,15 @@ from django.db import connection
 from django.template.loader import render_to_string
 from django.test.utils import CaptureQueriesContext
 from django.utils import translation
-from django.utils.html import format_html_join
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from annotation import participant_services
 from annotation.expert import pages
 from annotation.expert.pages import ShownLevel
+from annotation.lay.panels import Option, Question
 from annotation.models import Participant, Study
-from annotation.templatetags import protocol_wording, rating_rows
+from annotation.templatetags import protocol_wording, question_choices, rating_rows
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db
@@ -68,6 +69,50 @@ def test_the_likert_buttons_are_the_markup_the_tag_wrote():
     cell = pages.Cell(field="A-correctness", key="correctness", value=2)
     assert rating_rows.likert_choices(cell, other) == _likert_choices_as_before(cell, other)
     assert rating_rows.likert_choices(cell, levels) == _likert_choices_as_before(cell, levels)
+
+
+def _question_choices_as_before(question, first_error) -> str:
+    """The lay options' tag as it was written (format_html_join over every option)."""
+    kind = "checkbox" if question.multiple else "radio"
+    focus = question.name == first_error
+    return format_html_join(
+        "",
+        '\n    <label><input type="{}" name="{}" value="{}"{}{}{}><span class="opt"><span class="opt-name">'
+        '<span class="key js-only">{}</span>{}</span>{}</span></label>',
+        (
+            (
+                kind,
+                question.name,
+                option.value,
+                mark_safe(" checked") if option.checked else "",
+                mark_safe(" autofocus") if number == 1 and focus else "",
+                format_html(
+                    ' class="conflict" aria-invalid="true" aria-describedby="q-{}-error"', question.name
+                )
+                if option.conflict
+                else "",
+                number,
+                option.label,
+                format_html('<span class="level-def">{}</span>', option.definition)
+                if option.definition
+                else "",
+            )
+            for number, option in enumerate(question.options, 1)
+        ),
+    )
+
+
+@pytest.mark.parametrize("multiple", [False, True])
+def test_the_lay_options_are_the_markup_the_tag_wrote(multiple):
+    options = [
+        Option("Not at all", "Nada", "", checked=True),
+        Option('a "b" <c>', "Label & <i>more</i>", 'Defined as "x" < y', conflict=multiple),
+        Option("17", "Simplification B", "", checked=multiple, conflict=multiple),
+    ]
+    question = Question('name"<>', "Q1", "Wording", options, multiple=multiple)
+    for first_error in (None, 'name"<>', "other"):
+        expected = _question_choices_as_before(question, first_error)
+        assert question_choices.question_choices(question, first_error) == expected
 
 
 @pytest.mark.parametrize("language", ["en", "es"])
