@@ -17,9 +17,9 @@ from django.urls import reverse
 from annotation import participant_services
 from annotation.expert import pages
 from annotation.instrument_services import study_instrument_save
-from annotation.models import ExpertItem, ItemAnswer, LayPreference, Participant, Study
+from annotation.models import ExpertItem, ItemAnswer, LayItem, LayPreference, Participant, Study
 from instruments.schema import AppliesTo, Item, ItemKind, Option, Point, Scale
-from tests.annotation.factories import ACTIONABILITY, build_study, instrument_with
+from tests.annotation.factories import ACTIONABILITY, WHY_BEST, build_study, instrument_with
 
 pytestmark = pytest.mark.django_db
 
@@ -228,7 +228,8 @@ def lay_study(slug: str) -> Study:
     return study
 
 
-def at_panel_2(client, study):
+def at_panel_1(client, study) -> tuple[Participant, LayItem, str]:
+    """A layperson who consented and read the instructions, with panel 1's address of their one item."""
     participant = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     participant_services.participant_consent(participant=participant, accepted=True)
     client.post(reverse("annotation:lay-instructions", kwargs={"token": participant.token}))
@@ -236,6 +237,11 @@ def at_panel_2(client, study):
     url = reverse(
         "annotation:lay-panel", kwargs={"token": participant.token, "item_id": item.pk, "panel": "original"}
     )
+    return participant, item, url
+
+
+def at_panel_2(client, study):
+    participant, item, url = at_panel_1(client, study)
     assert "Which words are still unclear" not in client.get(url).content.decode()  # panel 2's, not panel 1's
     assert client.post(url, {**PANEL1, "continue": "1"}).status_code == 302
     return participant, item, url.replace("/original/", "/assisted/")
@@ -321,15 +327,6 @@ WORRIED = Item(
         )
     ),
 )
-WHY_BEST = Item(
-    key="why_best",
-    kind=ItemKind.FREE_TEXT,
-    applies_to=AppliesTo.SOURCE,
-    roles=("layperson",),
-    phases=("preference",),
-    wording={"en": "What made your favourite better?", "es": "¿Qué hizo mejor a su favorita?"},
-    max_length=30,
-)
 RECOMMEND = Item(
     key="recommend",
     kind=ItemKind.SINGLE_CHOICE,
@@ -358,13 +355,7 @@ def three_panel_study(slug: str) -> Study:
 
 def test_panel_2_repeats_panel_1s_added_answers_read_only_and_panel_1_stays_locked(client):
     study = three_panel_study("lay-repeat")
-    participant = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
-    participant_services.participant_consent(participant=participant, accepted=True)
-    client.post(reverse("annotation:lay-instructions", kwargs={"token": participant.token}))
-    item = participant.lay_items.get()
-    url = reverse(
-        "annotation:lay-panel", kwargs={"token": participant.token, "item_id": item.pk, "panel": "original"}
-    )
+    participant, item, url = at_panel_1(client, study)
     page = client.get(url).content.decode()
     assert 'name="steps"' in page and 'name="worried"' in page and 'name="why_best"' not in page
     response = client.post(url, {**PANEL1, "steps": "2", "worried": "1", "continue": "1"})
@@ -386,13 +377,7 @@ def test_panel_2_repeats_panel_1s_added_answers_read_only_and_panel_1_stays_lock
 
 def test_the_lay_panel_3_asks_added_items_after_q5_q6_and_stores_them(client):
     study = three_panel_study("lay-panel-3")
-    participant = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
-    participant_services.participant_consent(participant=participant, accepted=True)
-    client.post(reverse("annotation:lay-instructions", kwargs={"token": participant.token}))
-    item = participant.lay_items.get()
-    url = reverse(
-        "annotation:lay-panel", kwargs={"token": participant.token, "item_id": item.pk, "panel": "original"}
-    )
+    participant, item, url = at_panel_1(client, study)
     client.post(url, {**PANEL1, "continue": "1"})
     assert (
         client.post(url.replace("/original/", "/assisted/"), {**PANEL2, "continue": "1"}).status_code == 302
@@ -453,14 +438,7 @@ def test_the_queries_of_lay_panels_with_added_items_are_pinned(client, django_as
     plain = build_study(slug="lay-plain-queries", n_sources=1, systems=("a", "b"))
     counts = {}
     for study in (plain, three_panel_study("lay-added-queries")):
-        participant = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
-        participant_services.participant_consent(participant=participant, accepted=True)
-        client.post(reverse("annotation:lay-instructions", kwargs={"token": participant.token}))
-        item = participant.lay_items.get()
-        url = reverse(
-            "annotation:lay-panel",
-            kwargs={"token": participant.token, "item_id": item.pk, "panel": "original"},
-        )
+        _participant, _item, url = at_panel_1(client, study)
         client.get(url)
         gets = [_count(client, "get", url)]
         client.post(url, {**PANEL1, "continue": "1"})

@@ -6,6 +6,7 @@ English str() of the refusal stays for logs and commands."""
 
 from __future__ import annotations
 
+import copy
 import gettext
 import re
 
@@ -16,15 +17,17 @@ from django.utils import translation
 from annotation import participant_services
 from annotation.instrument_services import study_instrument_save
 from annotation.item_questions import _REFUSALS, item_refusal
-from annotation.models import ItemAnswer, Participant, Study, StudyInstrument
+from annotation.models import ItemAnswer, Participant, Study
 from annotation.pairs import design
 from annotation.pairs.setup import pairs_participants_invite
 from instruments.answers import REFUSALS, InvalidAnswer, item_value_validate
 from instruments.schema import AppliesTo, Item, ItemKind
-from instruments.validation import instrument_from_data, instrument_to_data
-from instruments.versioning import instrument_fingerprint, instrument_structure_fingerprint
+from instruments.validation import instrument_from_data
 from tests.annotation.factories import build_study, instrument_with
+from tests.annotation.test_instrument_flows import at_panel_1
 from tests.annotation.test_languages import MO
+from tests.annotation.test_pairs_flow import ALL_KINDS
+from tests.evaluation.instrument_studies import instrument_add
 
 pytestmark = pytest.mark.django_db
 
@@ -127,13 +130,7 @@ def test_the_lay_panels_refuse_an_added_count_in_spanish(client, panel):
         build_study(slug=f"refusal-lay-{panel}", n_sources=1, systems=("a", "b")),
         instrument_with("protocol_003_layperson", _findings("layperson", phases=(panel,))),
     )
-    participant = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
-    participant_services.participant_consent(participant=participant, accepted=True)
-    client.post(reverse("annotation:lay-instructions", kwargs={"token": participant.token}))
-    item = participant.lay_items.get()
-    url = reverse(
-        "annotation:lay-panel", kwargs={"token": participant.token, "item_id": item.pk, "panel": "original"}
-    )
+    _participant, item, url = at_panel_1(client, study)
     if panel == "preference":
         panel_1 = {"understanding": "Some parts of it", "confidence": "With low confidence"}
         client.post(url, {**panel_1, "severity_guess": "Mild", "continue": "1"})
@@ -148,44 +145,18 @@ def test_the_lay_panels_refuse_an_added_count_in_spanish(client, panel):
 def test_the_pairs_flow_refuses_a_count_in_spanish(client):
     study = build_study(slug="refusal-pairs", n_sources=1, systems=("a",))
     Study.objects.filter(pk=study.pk).update(language="es")
-    instrument = instrument_from_data(
-        {
-            "key": "team_pairs",
-            "version": 1,
-            "title": {"en": "Team pairs", "es": "Pares del equipo"},
-            "citation": {
-                "title": "Our study",
-                "authors": "A. Team",
-                "venue": "Preprint",
-                "year": 2026,
-                "section": "Methods",
-                "short": "A. Team, 2026",
-            },
-            "languages": ["en", "es"],
-            "default_language": "en",
-            "translation_status": {"en": "source", "es": "unvalidated translation"},
-            "items": [
-                {
-                    "key": "omissions",
-                    "kind": "count",
-                    "applies_to": "pair",
-                    "roles": ["nurse"],
-                    "title": {"en": "Omissions", "es": "Omisiones"},
-                    "wording": {"en": "How many findings are missing?", "es": "¿Cuántos hallazgos faltan?"},
-                    "max_count": 20,
-                }
-            ],
-        }
-    )
-    StudyInstrument.objects.create(
-        study=study,
-        key=instrument.key,
-        version=1,
-        flow=StudyInstrument.Flow.PAIRS,
-        definition=instrument_to_data(instrument),
-        fingerprint=instrument_fingerprint(instrument),
-        structure_fingerprint=instrument_structure_fingerprint(instrument),
-    )
+    # The pairs test's instrument of every kind, its count alone, offered in Spanish too.
+    data = copy.deepcopy(ALL_KINDS)
+    data |= {
+        "languages": ["en", "es"],
+        "translation_status": {"en": "source", "es": "unvalidated translation"},
+    }
+    data["title"]["es"] = "Pares del equipo"
+    count = next(item for item in data["items"] if item["kind"] == "count")
+    count |= {"title": {"en": "Omissions", "es": "Omisiones"}, "max_count": 20}
+    count["wording"]["es"] = "¿Cuántos hallazgos faltan?"
+    data["items"] = [count]
+    instrument_add(study=study, instrument=instrument_from_data(data))
     nurse = pairs_participants_invite(study=study, rater_group="nurse", role="radiologist", count=1)[0]
     participant_services.participant_consent(participant=nurse, accepted=True)
     pair = design.participant_pairs(participant=nurse)[0]

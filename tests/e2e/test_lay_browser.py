@@ -21,22 +21,11 @@ from annotation.models import (
     LayPreference,
     Participant,
 )
-from instruments.schema import AppliesTo, Item, ItemKind
-from tests.annotation.factories import build_study, instrument_with
+from instruments.schema import Item
+from tests.annotation.factories import WHY_BEST, build_study, instrument_with
 from tests.e2e.polling import wait_for
 
 PHONE = {"width": 390, "height": 844}
-# A question a study adds to panel 3 (after the most and least liked).
-WHY_BEST = Item(
-    key="why_best",
-    kind=ItemKind.FREE_TEXT,
-    applies_to=AppliesTo.SOURCE,
-    roles=("layperson",),
-    phases=("preference",),
-    wording={"en": "What made your favourite better?", "es": "¿Qué hizo mejor a su favorita?"},
-    required=False,
-    max_length=200,
-)
 ORIGINAL_FIELDS = ("understanding", "confidence", "severity_guess")
 ASSISTED_FIELDS = (*ORIGINAL_FIELDS, "helpfulness")
 CHOICES = {
