@@ -125,7 +125,10 @@ def item_value_to_json(value: AnswerValue) -> Any:
     if isinstance(value, SentenceMatches):
         return {"generated_count": value.generated_count, "matches": [sorted(row) for row in value.matches]}
     if isinstance(value, tuple):
-        return [{"start": span.start, "end": span.end, "label": span.label} for span in value]
+        return [
+            {"start": span.start, "end": span.end, "category": span.category, "severity": span.severity}
+            for span in value
+        ]
     return value
 
 

@@ -123,10 +123,11 @@ _REFUSALS = {
         "matches[%(row)s]: %(outside)s not among the %(generated)s generated sentences"
     ),
     "no_reference": gettext_lazy("the reference has no sentence to match"),
-    "spans_not_list": gettext_lazy("error spans are a list of {start, end, label}"),
-    "span_shape": gettext_lazy("spans[%(row)s] is {start, end, label}"),
+    "spans_not_list": gettext_lazy("error spans are a list of {start, end, category, severity}"),
+    "span_shape": gettext_lazy("spans[%(row)s] is {start, end, category, severity}"),
     "span_order": gettext_lazy("spans[%(row)s] must have 0 <= start < end"),
-    "span_label": gettext_lazy("spans[%(row)s].label %(value)s is not one of %(allowed)s"),
+    "span_after_text": gettext_lazy("spans[%(row)s] ends at %(end)s, after the text's %(length)s characters"),
+    "span_field": gettext_lazy("spans[%(row)s].%(field)s %(value)s is not one of %(allowed)s"),
     "not_stored": gettext_lazy("%(value)s is not a stored %(kind)s value"),
 }
 

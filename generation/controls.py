@@ -28,22 +28,24 @@ from dataclasses import dataclass
 from lexicon.facts import concept_present, extract_entities
 from lexicon.glossary import load_glossary
 
+# The keys of the clinical typology (instruments/presets/clinical_error_spans.yaml; a test holds the
+# equality), so a planted error and a rater's span name a category the same way.
 CATEGORIES = (
-    "omitted finding",
-    "wrong finding or location",
-    "wrong severity or false reassurance",
-    "hallucinated content",
-    "unexplained jargon",
+    "omitted_finding",
+    "wrong_finding_or_location",
+    "wrong_severity_or_false_reassurance",
+    "hallucinated_content",
+    "unexplained_jargon",
 )
-SEVERITIES = ("minor", "could mislead", "could harm")
+SEVERITIES = ("minor", "could_mislead", "could_harm")
 KINDS = ("negation", "omission", "laterality", "size", "reassurance")
 
 _CATEGORY = {
-    "negation": ("wrong finding or location", "could harm"),
-    "omission": ("omitted finding", "could harm"),
-    "laterality": ("wrong finding or location", "could harm"),
-    "size": ("wrong severity or false reassurance", "could mislead"),
-    "reassurance": ("wrong severity or false reassurance", "could harm"),
+    "negation": ("wrong_finding_or_location", "could_harm"),
+    "omission": ("omitted_finding", "could_harm"),
+    "laterality": ("wrong_finding_or_location", "could_harm"),
+    "size": ("wrong_severity_or_false_reassurance", "could_mislead"),
+    "reassurance": ("wrong_severity_or_false_reassurance", "could_harm"),
 }
 _REASSURANCES = (
     "This is nothing to worry about.",

@@ -9,7 +9,8 @@ Stored values, by kind:
   count              a non-negative int
   free_text          the text, stripped
   sentence_matching  SentenceMatches: per reference sentence, the generated sentences matching it
-  error_spans        a tuple of ErrorSpan (issue 33; no flow shows it yet)
+  error_spans        a tuple of ErrorSpan: character offsets into the shown text (end exclusive),
+                     a category (an option key) and a severity (a severities key)
   pairwise           the outcome's option key (the pairwise flow stores it as the ItemAnswer's
                      {"choice": key, "reason": text}, annotation/pairwise/)
 """
@@ -48,10 +49,11 @@ REFUSALS = {
     "match_row_not_list": "matches[%(row)s] is a list of generated sentence numbers",
     "match_outside": "matches[%(row)s]: %(outside)s not among the %(generated)s generated sentences",
     "no_reference": "the reference has no sentence to match",
-    "spans_not_list": "error spans are a list of {start, end, label}",
-    "span_shape": "spans[%(row)s] is {start, end, label}",
+    "spans_not_list": "error spans are a list of {start, end, category, severity}",
+    "span_shape": "spans[%(row)s] is {start, end, category, severity}",
     "span_order": "spans[%(row)s] must have 0 <= start < end",
-    "span_label": "spans[%(row)s].label %(value)s is not one of %(allowed)s",
+    "span_after_text": "spans[%(row)s] ends at %(end)s, after the text's %(length)s characters",
+    "span_field": "spans[%(row)s].%(field)s %(value)s is not one of %(allowed)s",
     "not_stored": "%(value)s is not a stored %(kind)s value",
 }
 
@@ -90,7 +92,8 @@ class SentenceMatches:
 class ErrorSpan:
     start: int
     end: int
-    label: str
+    category: str
+    severity: str
 
 
 AnswerValue = int | str | frozenset[str] | SentenceMatches | tuple[ErrorSpan, ...] | None
@@ -120,10 +123,13 @@ def _is_empty(raw: object) -> bool:
     )
 
 
-def item_value_validate(item: Item, raw: object, *, texts: Sequence[str] = ()) -> AnswerValue:
+def item_value_validate(
+    item: Item, raw: object, *, texts: Sequence[str] = (), text_length: int | None = None
+) -> AnswerValue:
     """The stored value of `raw` as an answer to `item`, or InvalidAnswer. `texts` are the keys of
-    the texts a page showed, for a choice item whose options are those texts. An empty answer is
-    None where the item is optional."""
+    the texts a page showed, for a choice item whose options are those texts; `text_length` is the
+    length of the text an error-span item marks (spans must lie inside it). An empty answer is None
+    where the item is optional."""
     if _is_empty(raw):
         if item.required:
             raise InvalidAnswer(item.key, "required")
@@ -162,7 +168,7 @@ def item_value_validate(item: Item, raw: object, *, texts: Sequence[str] = ()) -
         return text
     if item.kind is ItemKind.SENTENCE_MATCHING:
         return _sentence_matches(item, raw)
-    return _error_spans(item, raw)
+    return _error_spans(item, raw, text_length)
 
 
 def _ordinal(item: Item, raw: object) -> int | str:
@@ -201,14 +207,17 @@ def _sentence_matches(item: Item, raw: object) -> SentenceMatches:
     return SentenceMatches(generated_count=generated, matches=tuple(matches))
 
 
-def _error_spans(item: Item, raw: object) -> tuple[ErrorSpan, ...]:
-    """`raw` is a list of {"start", "end", "label"}: character offsets into the text, end exclusive."""
-    labels = {option.key for option in item.options}
+def _error_spans(item: Item, raw: object, text_length: int | None) -> tuple[ErrorSpan, ...]:
+    """`raw` is a list of {"start", "end", "category", "severity"}: character offsets into the shown
+    text (end exclusive). The same span marked twice is kept once; overlapping spans are allowed
+    (one phrase can be both jargon and a wrong finding)."""
+    categories = [option.key for option in item.options]
+    severities = [option.key for option in item.severities]
     if isinstance(raw, (str, Mapping)) or not isinstance(raw, Iterable):
         raise InvalidAnswer(item.key, "spans_not_list")
-    spans = []
+    spans = set()
     for i, span in enumerate(raw):
-        if not isinstance(span, Mapping) or set(span) != {"start", "end", "label"}:
+        if not isinstance(span, Mapping) or set(span) != {"start", "end", "category", "severity"}:
             raise InvalidAnswer(item.key, "span_shape", row=i)
         start, end = (
             _as_int(item, span["start"], "field_not_whole", field=f"spans[{i}].start"),
@@ -216,12 +225,17 @@ def _error_spans(item: Item, raw: object) -> tuple[ErrorSpan, ...]:
         )
         if not 0 <= start < end:
             raise InvalidAnswer(item.key, "span_order", row=i)
-        if span["label"] not in labels:
-            raise InvalidAnswer(
-                item.key, "span_label", row=i, value=repr(span["label"]), allowed=sorted(labels)
-            )
-        spans.append(ErrorSpan(start=start, end=end, label=str(span["label"])))
-    return tuple(sorted(spans, key=lambda s: (s.start, s.end, s.label)))
+        if text_length is not None and end > text_length:
+            raise InvalidAnswer(item.key, "span_after_text", row=i, end=end, length=text_length)
+        for field, allowed in (("category", categories), ("severity", severities)):
+            if span[field] not in allowed:
+                raise InvalidAnswer(
+                    item.key, "span_field", row=i, field=field, value=repr(span[field]), allowed=allowed
+                )
+        spans.add(
+            ErrorSpan(start=start, end=end, category=str(span["category"]), severity=str(span["severity"]))
+        )
+    return tuple(sorted(spans, key=lambda s: (s.start, s.end, s.category, s.severity)))
 
 
 def sentence_matching_proportion(matches: SentenceMatches, proportion_of: ProportionOf) -> float | None:

@@ -19,8 +19,9 @@ class ItemKind(StrEnum):
     COUNT = "count"
     FREE_TEXT = "free_text"
     SENTENCE_MATCHING = "sentence_matching"
-    # Issue 33: error spans are validated and coded, but no flow shows them yet; pairwise items are
-    # asked by the pairwise flow (annotation/pairwise/).
+    # Issue 33: error spans mark character ranges of a shown text with a category (the item's
+    # options) and a severity (its severities); pairwise items are asked by the pairwise flow
+    # (annotation/pairwise/).
     ERROR_SPANS = "error_spans"
     PAIRWISE = "pairwise"
 
@@ -125,6 +126,8 @@ class Item:
     # Kind-specific parts; validation holds that each kind has exactly its own.
     scale: Scale | None = None
     options: tuple[Option, ...] = ()
+    # An error-span item's severities (minor / could mislead / could harm), mildest first.
+    severities: tuple[Option, ...] = ()
     options_from: str = ""
     exclusive_with: str = ""
     max_count: int | None = None

@@ -180,7 +180,7 @@ _KIND_FIELDS: dict[ItemKind, tuple[str, ...]] = {
     ItemKind.COUNT: ("max_count",),
     ItemKind.FREE_TEXT: ("max_length",),
     ItemKind.SENTENCE_MATCHING: ("proportion_of",),
-    ItemKind.ERROR_SPANS: ("options",),
+    ItemKind.ERROR_SPANS: ("options", "severities"),
     ItemKind.PAIRWISE: ("options",),
 }
 # Every kind-specific field, once, in the order the kinds above name them.
@@ -446,8 +446,10 @@ def _kind_parts(
     elif kind is ItemKind.ERROR_SPANS:
         if applies_to is AppliesTo.SOURCE:
             reader.error(f"{path}.applies_to", "error spans mark a simplification: simplification or pair")
-        # The options are the error categories a span is labelled with.
+        # The options are the error categories a span is labelled with; the severities, mildest
+        # first, how much each error matters.
         parts["options"] = _options(reader, raw.get("options"), f"{path}.options", at_least=1)
+        parts["severities"] = _options(reader, raw.get("severities"), f"{path}.severities", at_least=1)
     elif kind is ItemKind.PAIRWISE:
         if applies_to is AppliesTo.SOURCE:
             reader.error(f"{path}.applies_to", "a pairwise item compares two texts: simplification or pair")
@@ -573,6 +575,8 @@ def _item_data(item: Item) -> dict[str, Any]:
         data["scale"] = _scale_data(item.scale)
     if item.options:
         data["options"] = [{"key": o.key, "label": dict(o.label)} for o in item.options]
+    if item.severities:
+        data["severities"] = [{"key": o.key, "label": dict(o.label)} for o in item.severities]
     optional: tuple[tuple[str, object], ...] = (
         ("options_from", item.options_from),
         ("exclusive_with", item.exclusive_with),

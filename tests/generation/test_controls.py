@@ -62,8 +62,8 @@ def test_each_kind_changes_what_it_claims():
     assert controls["negation"].text.startswith("There is evidence of a broken bone.")
     assert TEXT[controls["negation"].original_start : controls["negation"].original_end] == "no "
     assert "right kidney" in controls["laterality"].text
-    assert controls["omission"].category == "omitted finding"
-    assert controls["reassurance"].category == "wrong severity or false reassurance"
+    assert controls["omission"].category == "omitted_finding"
+    assert controls["reassurance"].category == "wrong_severity_or_false_reassurance"
 
 
 def test_negation_is_inserted_when_the_text_has_none_and_capitalisation_is_kept():
@@ -127,3 +127,11 @@ def test_controls_on_the_release_sentences(release_dir):
 )
 def test_the_cores_import_no_django(module):
     assert_imports_without_django(module)
+
+
+def test_the_planted_categories_are_the_clinical_typology():
+    from instruments.presets import preset_load
+
+    item = preset_load("clinical_error_spans").item("error_spans")
+    assert CATEGORIES == tuple(option.key for option in item.options)
+    assert SEVERITIES == tuple(option.key for option in item.severities)

@@ -186,16 +186,27 @@ def test_error_spans_are_checked_and_coded_by_how_many():
         ("radiologist",),
         {"en": "Mark errors"},
         options=(Option("omission", {"en": "Omission"}),),
+        severities=(Option("minor", {"en": "Minor"}), Option("could_harm", {"en": "Could harm"})),
     )
+
+    def span(start, end, category="omission", severity="minor"):
+        return {"start": start, "end": end, "category": category, "severity": severity}
+
     value = item_value_validate(
-        item, [{"start": 10, "end": 14, "label": "omission"}, {"start": 0, "end": 3, "label": "omission"}]
+        item, [span(10, 14, severity="could_harm"), span(0, 3), span(0, 3)], text_length=14
     )
-    assert value == (ErrorSpan(0, 3, "omission"), ErrorSpan(10, 14, "omission"))
+    assert value == (ErrorSpan(0, 3, "omission", "minor"), ErrorSpan(10, 14, "omission", "could_harm"))
     assert item_value_code(item, value) == 2.0
     with pytest.raises(InvalidAnswer, match="0 <= start < end"):
-        item_value_validate(item, [{"start": 3, "end": 3, "label": "omission"}])
+        item_value_validate(item, [span(3, 3)])
     with pytest.raises(InvalidAnswer, match="'typo' is not one of"):
-        item_value_validate(item, [{"start": 0, "end": 3, "label": "typo"}])
+        item_value_validate(item, [span(0, 3, category="typo")])
+    with pytest.raises(InvalidAnswer, match=r"spans\[0\].severity 'fatal' is not one of"):
+        item_value_validate(item, [span(0, 3, severity="fatal")])
+    with pytest.raises(InvalidAnswer, match="after the text's 12 characters"):
+        item_value_validate(item, [span(10, 14)], text_length=12)
+    with pytest.raises(InvalidAnswer, match=r"spans\[0\] is \{start, end, category, severity\}"):
+        item_value_validate(item, [{"start": 0, "end": 3, "label": "omission"}])
 
 
 def test_a_value_of_the_wrong_kind_is_not_coded():

@@ -24,6 +24,7 @@ from instruments.versioning import instrument_fingerprint
 
 REPO = Path(__file__).resolve().parents[2]
 PRESETS = (
+    "clinical_error_spans",
     "layman_rrg_000_expert",
     "layman_rrg_000_matching",
     "medlaybench_002",

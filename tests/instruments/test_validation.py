@@ -230,7 +230,7 @@ def test_fields_of_another_kind_and_unknown_fields_are_refused():
         "items[4].max_length: not used by kind count",
         "items[4].colour: unknown field (allowed: key, kind, applies_to, roles, wording, help, required, "
         "title, short_wording, number, phases, note, scale, options, options_from, exclusive_with, "
-        "max_count, max_length, proportion_of)",
+        "max_count, max_length, proportion_of, severities)",
     }
 
 
@@ -291,6 +291,7 @@ def test_error_spans_and_pairwise_have_a_validated_structure():
             "roles": ["radiologist"],
             "wording": {"en": "Mark errors.", "es": "Marque los errores."},
             "options": [{"key": "omission", "label": {"en": "Omission", "es": "Omisión"}}],
+            "severities": [{"key": "minor", "label": {"en": "Minor", "es": "Leve"}}],
         }
     )
     data["items"].append(

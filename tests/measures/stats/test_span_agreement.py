@@ -11,7 +11,7 @@ from measures.stats.span_agreement import (
     overlap_f1,
 )
 
-OMIT, WRONG = "omitted finding", "wrong finding or location"
+OMIT, WRONG = "omitted_finding", "wrong_finding_or_location"
 
 
 def test_overlap_f1_by_hand():
