@@ -21,6 +21,7 @@ from annotation.activity_services import activity_record
 from annotation.answer_writes import revision_record
 from annotation.instrument_binding import binding_errors, item_value_to_json
 from annotation.instrument_selectors import EXPERT, LAY, PROTOCOL_PRESETS, instruments_stamp
+from annotation.item_questions import item_refusal
 from annotation.models import (
     ExpertRating,
     ExpertSourceJudgement,
@@ -49,8 +50,9 @@ PAGE_KINDS = frozenset(
     {ItemKind.ORDINAL, ItemKind.SINGLE_CHOICE, ItemKind.COUNT, ItemKind.FREE_TEXT, ItemKind.ERROR_SPANS}
 )
 EXPERT_ONLY_KINDS = frozenset({ItemKind.ERROR_SPANS})
-# Where a lay item may be added: the panels whose form asks one source and (panel 2) one text.
-LAY_ADDED_PHASES = ("original", "assisted")
+# Where a lay item may be added: panel 1 (the source alone), panel 2 (the source and one text) and
+# panel 3 (the source and all its texts, where an item is about the source).
+LAY_ADDED_PHASES = ("original", "assisted", "preference")
 # The lay panels' form fields besides answers: an added item may not take their names.
 _LAY_FORM_FIELDS = frozenset(
     {"fields", "continue", "autosave", "rendered_at", "elapsed_ms", "csrfmiddlewaretoken"}
@@ -139,7 +141,7 @@ def instrument_flow_errors(instrument: Instrument, flow: str) -> list[str]:
     """What the flow's pages cannot ask (study_instrument_save refuses these; the console's preview
     shows them before a save): a protocol flow lays out its protocol instrument's bound
     items and shows an added item of a page kind, for its role, about the source or the text shown
-    (a lay item in one of panels 1-2)."""
+    (a lay item in one of panels 1-3)."""
     if flow not in PROTOCOL_PRESETS:
         return []
     if instrument.key != PROTOCOL_PRESETS[flow]:
@@ -167,6 +169,13 @@ def instrument_flow_errors(instrument: Instrument, flow: str) -> list[str]:
             errors.append(f"{where}: {item.key!r} is a field of the lay panels' form; choose another key")
         if flow == LAY and "original" in item.phases and item.applies_to is not AppliesTo.SOURCE:
             errors.append(f"{where}: panel 1 shows no simplification, so its items apply to the source")
+        if flow == LAY and "preference" in item.phases and item.applies_to is not AppliesTo.SOURCE:
+            errors.append(
+                f"{where}: panel 3 shows every simplification of the sentence, so its items apply to "
+                "the source"
+            )
+        if item.options_from:
+            errors.append(f"{where}: options from the texts are asked in the rate-each-pair flow")
     return errors
 
 
@@ -309,7 +318,8 @@ def item_answer_save(
 ) -> ItemAnswer | None:
     """Save one answer to an unbound item. An empty answer clears a free-text answer and is ignored
     otherwise ("not given" never clears a rating); a bad value raises ValidationError keyed by the
-    item's key, with item_value_validate's message. Returns the row (None when there is none).
+    item's key, with item_value_validate's reason in the active language. Returns the row (None
+    when there is none).
 
     An error-span item's `raw` is the JSON list of marks the page posts, checked against the text
     shown (`shown_text`, read by `shown_text_id` when not given: its length bounds the offsets). Its
@@ -339,7 +349,8 @@ def item_answer_save(
     try:
         value = item_value_validate(item, raw, text_length=text_length)
     except InvalidAnswer as exc:
-        raise ValidationError({item.key: [str(exc)]}) from None
+        # Named by the item's key, the reason in the participant's language.
+        raise ValidationError({item.key: [f"{item.key}: {item_refusal(exc)}"]}) from None
     if value is None and item.kind is ItemKind.ERROR_SPANS:
         if not ItemAnswer.objects.filter(**lookup).exists():
             return None

@@ -11,6 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils.translation import gettext_lazy
+
+from instruments.answers import InvalidAnswer
 from instruments.schema import NOT_APPLICABLE, Item, ItemKind
 
 # The partial of each kind a page can show (instrument_services.PAGE_KINDS).
@@ -136,3 +139,43 @@ def item_question(
         severities=tuple(Choice(option.key, shown(option.label, language)) for option in item.severities),
         text=text if item.kind is ItemKind.ERROR_SPANS else "",
     )
+
+
+# instruments.answers.REFUSALS as gettext message ids (the same English, a test keeps them equal):
+# the refusal of an added item's answer is shown to a participant in their language.
+_REFUSALS = {
+    "required": gettext_lazy("an answer is required"),
+    "scale_not_whole": gettext_lazy("a scale answer must be a whole number, not %(value)s"),
+    "count_not_whole": gettext_lazy("a count must be a whole number, not %(value)s"),
+    "field_not_whole": gettext_lazy("%(field)s must be a whole number, not %(value)s"),
+    "no_not_applicable": gettext_lazy("this scale has no 'not applicable' answer"),
+    "not_a_point": gettext_lazy("%(value)s is not a point of the scale (%(codes)s)"),
+    "not_an_option": gettext_lazy("%(value)s is not one of %(allowed)s"),
+    "not_a_list": gettext_lazy("a multiple-choice answer is a list of choices"),
+    "not_among": gettext_lazy("%(values)s not among %(allowed)s"),
+    "negative_count": gettext_lazy("a count cannot be negative"),
+    "count_above": gettext_lazy("at most %(limit)s"),
+    "not_text": gettext_lazy("must be text"),
+    "too_long": gettext_lazy("at most %(limit)s characters (got %(length)s)"),
+    "matching_shape": gettext_lazy("a sentence matching is {generated_count, matches}"),
+    "generated_negative": gettext_lazy("generated_count cannot be negative"),
+    "matches_not_list": gettext_lazy("matches is a list, one entry per reference sentence"),
+    "match_row_not_list": gettext_lazy("matches[%(row)s] is a list of generated sentence numbers"),
+    "match_outside": gettext_lazy(
+        "matches[%(row)s]: %(outside)s not among the %(generated)s generated sentences"
+    ),
+    "no_reference": gettext_lazy("the reference has no sentence to match"),
+    "spans_not_list": gettext_lazy("error spans are a list of {start, end, category, severity}"),
+    "span_shape": gettext_lazy("spans[%(row)s] is {start, end, category, severity}"),
+    "span_order": gettext_lazy("spans[%(row)s] must have 0 <= start < end"),
+    "span_after_text": gettext_lazy("spans[%(row)s] ends at %(end)s, after the text's %(length)s characters"),
+    "span_field": gettext_lazy("spans[%(row)s].%(field)s %(value)s is not one of %(allowed)s"),
+    "not_stored": gettext_lazy("%(value)s is not a stored %(kind)s value"),
+}
+
+
+def item_refusal(refused: InvalidAnswer) -> str:
+    """Why an answer was refused, in the active language, without the item's key (each flow names
+    the item its own way)."""
+    wording = str(_REFUSALS[refused.code])
+    return wording % refused.params if refused.params else wording

@@ -26,8 +26,53 @@ from instruments.schema import NOT_APPLICABLE, OPTIONS_FROM_TEXTS, Instrument, I
 _WHOLE_NUMBER = re.compile(r"-?[0-9]+")
 
 
+# What an answer can be refused for, by code, in English with %-style parameters. A flow shows a
+# participant the refusal in their language: annotation/item_questions.py holds these same texts as
+# gettext message ids (a test keeps the two tables equal), since this package imports no Django.
+REFUSALS = {
+    "required": "an answer is required",
+    "scale_not_whole": "a scale answer must be a whole number, not %(value)s",
+    "count_not_whole": "a count must be a whole number, not %(value)s",
+    "field_not_whole": "%(field)s must be a whole number, not %(value)s",
+    "no_not_applicable": "this scale has no 'not applicable' answer",
+    "not_a_point": "%(value)s is not a point of the scale (%(codes)s)",
+    "not_an_option": "%(value)s is not one of %(allowed)s",
+    "not_a_list": "a multiple-choice answer is a list of choices",
+    "not_among": "%(values)s not among %(allowed)s",
+    "negative_count": "a count cannot be negative",
+    "count_above": "at most %(limit)s",
+    "not_text": "must be text",
+    "too_long": "at most %(limit)s characters (got %(length)s)",
+    "matching_shape": "a sentence matching is {generated_count, matches}",
+    "generated_negative": "generated_count cannot be negative",
+    "matches_not_list": "matches is a list, one entry per reference sentence",
+    "match_row_not_list": "matches[%(row)s] is a list of generated sentence numbers",
+    "match_outside": "matches[%(row)s]: %(outside)s not among the %(generated)s generated sentences",
+    "no_reference": "the reference has no sentence to match",
+    "spans_not_list": "error spans are a list of {start, end, category, severity}",
+    "span_shape": "spans[%(row)s] is {start, end, category, severity}",
+    "span_order": "spans[%(row)s] must have 0 <= start < end",
+    "span_after_text": "spans[%(row)s] ends at %(end)s, after the text's %(length)s characters",
+    "span_field": "spans[%(row)s].%(field)s %(value)s is not one of %(allowed)s",
+    "not_stored": "%(value)s is not a stored %(kind)s value",
+}
+
+
 class InvalidAnswer(ValueError):
-    """An answer the item cannot take; the message names the item and says what it accepts."""
+    """An answer the item cannot take. `code` (a key of REFUSALS) and `params` say why, for a flow
+    to word in the participant's language; str() is the English message naming the item (logs,
+    commands, judges' parse errors)."""
+
+    def __init__(self, item_key: str, code: str, **params: object) -> None:
+        self.item_key = item_key
+        self.code = code
+        self.params = params
+        super().__init__(f"{item_key}: {self.reason}")
+
+    @property
+    def reason(self) -> str:
+        """The English refusal without the item's key."""
+        return REFUSALS[self.code] % self.params if self.params else REFUSALS[self.code]
 
 
 @dataclass(frozen=True)
@@ -55,13 +100,13 @@ AnswerValue = int | str | frozenset[str] | SentenceMatches | tuple[ErrorSpan, ..
 Coded = float | str | frozenset[str] | None
 
 
-def _as_int(item: Item, raw: object, what: str) -> int:
+def _as_int(item: Item, raw: object, code: str, **params: object) -> int:
     """An int, or a form's string of one: a web form posts "3", JSON sends 3."""
     if isinstance(raw, int) and not isinstance(raw, bool):
         return raw
     if isinstance(raw, str) and _WHOLE_NUMBER.fullmatch(raw.strip()):
         return int(raw.strip())
-    raise InvalidAnswer(f"{item.key}: {what} must be a whole number, not {raw!r}")
+    raise InvalidAnswer(item.key, code, value=repr(raw), **params)
 
 
 def _choice_keys(item: Item, texts: Sequence[str]) -> tuple[str, ...]:
@@ -87,37 +132,39 @@ def item_value_validate(
     where the item is optional."""
     if _is_empty(raw):
         if item.required:
-            raise InvalidAnswer(f"{item.key}: an answer is required")
+            raise InvalidAnswer(item.key, "required")
         return None
     if item.kind is ItemKind.ORDINAL:
         return _ordinal(item, raw)
     if item.kind in (ItemKind.SINGLE_CHOICE, ItemKind.PAIRWISE):
         allowed = _choice_keys(item, texts)
         if not isinstance(raw, str) or raw not in allowed:
-            raise InvalidAnswer(f"{item.key}: {raw!r} is not one of {', '.join(allowed)}")
+            raise InvalidAnswer(item.key, "not_an_option", value=repr(raw), allowed=", ".join(allowed))
         return raw
     if item.kind is ItemKind.MULTIPLE_CHOICE:
         allowed = _choice_keys(item, texts)
         if isinstance(raw, str) or not isinstance(raw, Iterable):
-            raise InvalidAnswer(f"{item.key}: a multiple-choice answer is a list of choices")
+            raise InvalidAnswer(item.key, "not_a_list")
         chosen = list(raw)
         unknown = [choice for choice in chosen if choice not in allowed]
         if unknown:
-            raise InvalidAnswer(f"{item.key}: {', '.join(map(repr, unknown))} not among {', '.join(allowed)}")
+            raise InvalidAnswer(
+                item.key, "not_among", values=", ".join(map(repr, unknown)), allowed=", ".join(allowed)
+            )
         return frozenset(chosen)
     if item.kind is ItemKind.COUNT:
-        count = _as_int(item, raw, "a count")
+        count = _as_int(item, raw, "count_not_whole")
         if count < 0:
-            raise InvalidAnswer(f"{item.key}: a count cannot be negative")
+            raise InvalidAnswer(item.key, "negative_count")
         if item.max_count is not None and count > item.max_count:
-            raise InvalidAnswer(f"{item.key}: at most {item.max_count}")
+            raise InvalidAnswer(item.key, "count_above", limit=item.max_count)
         return count
     if item.kind is ItemKind.FREE_TEXT:
         if not isinstance(raw, str):
-            raise InvalidAnswer(f"{item.key}: must be text")
+            raise InvalidAnswer(item.key, "not_text")
         text = raw.strip()
         if item.max_length is not None and len(text) > item.max_length:
-            raise InvalidAnswer(f"{item.key}: at most {item.max_length} characters (got {len(text)})")
+            raise InvalidAnswer(item.key, "too_long", limit=item.max_length, length=len(text))
         return text
     if item.kind is ItemKind.SENTENCE_MATCHING:
         return _sentence_matches(item, raw)
@@ -128,37 +175,35 @@ def _ordinal(item: Item, raw: object) -> int | str:
     assert item.scale is not None
     if raw == NOT_APPLICABLE:
         if not item.scale.not_applicable:
-            raise InvalidAnswer(f"{item.key}: this scale has no 'not applicable' answer")
+            raise InvalidAnswer(item.key, "no_not_applicable")
         return NOT_APPLICABLE
-    code = _as_int(item, raw, "a scale answer")
+    code = _as_int(item, raw, "scale_not_whole")
     if code not in item.scale.codes:
-        raise InvalidAnswer(f"{item.key}: {code} is not a point of the scale ({item.scale.codes})")
+        raise InvalidAnswer(item.key, "not_a_point", value=code, codes=item.scale.codes)
     return code
 
 
 def _sentence_matches(item: Item, raw: object) -> SentenceMatches:
     """`raw` is {"generated_count": m, "matches": [[generated indices] per reference sentence]}."""
     if not isinstance(raw, Mapping) or set(raw) != {"generated_count", "matches"}:
-        raise InvalidAnswer(f"{item.key}: a sentence matching is {{generated_count, matches}}")
-    generated = _as_int(item, raw["generated_count"], "generated_count")
+        raise InvalidAnswer(item.key, "matching_shape")
+    generated = _as_int(item, raw["generated_count"], "field_not_whole", field="generated_count")
     if generated < 0:
-        raise InvalidAnswer(f"{item.key}: generated_count cannot be negative")
+        raise InvalidAnswer(item.key, "generated_negative")
     rows = raw["matches"]
     if isinstance(rows, (str, Mapping)) or not isinstance(rows, Iterable):
-        raise InvalidAnswer(f"{item.key}: matches is a list, one entry per reference sentence")
+        raise InvalidAnswer(item.key, "matches_not_list")
     matches = []
     for i, row in enumerate(rows):
         if isinstance(row, (str, Mapping)) or not isinstance(row, Iterable):
-            raise InvalidAnswer(f"{item.key}: matches[{i}] is a list of generated sentence numbers")
-        indices = frozenset(_as_int(item, index, f"matches[{i}]") for index in row)
+            raise InvalidAnswer(item.key, "match_row_not_list", row=i)
+        indices = frozenset(_as_int(item, index, "field_not_whole", field=f"matches[{i}]") for index in row)
         outside = sorted(index for index in indices if not 0 <= index < generated)
         if outside:
-            raise InvalidAnswer(
-                f"{item.key}: matches[{i}]: {outside} not among the {generated} generated sentences"
-            )
+            raise InvalidAnswer(item.key, "match_outside", row=i, outside=outside, generated=generated)
         matches.append(indices)
     if not matches:
-        raise InvalidAnswer(f"{item.key}: the reference has no sentence to match")
+        raise InvalidAnswer(item.key, "no_reference")
     return SentenceMatches(generated_count=generated, matches=tuple(matches))
 
 
@@ -168,26 +213,25 @@ def _error_spans(item: Item, raw: object, text_length: int | None) -> tuple[Erro
     (one phrase can be both jargon and a wrong finding)."""
     categories = [option.key for option in item.options]
     severities = [option.key for option in item.severities]
-    shape = "{start, end, category, severity}"
     if isinstance(raw, (str, Mapping)) or not isinstance(raw, Iterable):
-        raise InvalidAnswer(f"{item.key}: error spans are a list of {shape}")
+        raise InvalidAnswer(item.key, "spans_not_list")
     spans = set()
     for i, span in enumerate(raw):
         if not isinstance(span, Mapping) or set(span) != {"start", "end", "category", "severity"}:
-            raise InvalidAnswer(f"{item.key}: spans[{i}] is {shape}")
+            raise InvalidAnswer(item.key, "span_shape", row=i)
         start, end = (
-            _as_int(item, span["start"], f"spans[{i}].start"),
-            _as_int(item, span["end"], f"spans[{i}].end"),
+            _as_int(item, span["start"], "field_not_whole", field=f"spans[{i}].start"),
+            _as_int(item, span["end"], "field_not_whole", field=f"spans[{i}].end"),
         )
         if not 0 <= start < end:
-            raise InvalidAnswer(f"{item.key}: spans[{i}] must have 0 <= start < end")
+            raise InvalidAnswer(item.key, "span_order", row=i)
         if text_length is not None and end > text_length:
-            raise InvalidAnswer(
-                f"{item.key}: spans[{i}] ends at {end}, after the text's {text_length} characters"
-            )
+            raise InvalidAnswer(item.key, "span_after_text", row=i, end=end, length=text_length)
         for field, allowed in (("category", categories), ("severity", severities)):
             if span[field] not in allowed:
-                raise InvalidAnswer(f"{item.key}: spans[{i}].{field} {span[field]!r} is not one of {allowed}")
+                raise InvalidAnswer(
+                    item.key, "span_field", row=i, field=field, value=repr(span[field]), allowed=allowed
+                )
         spans.add(
             ErrorSpan(start=start, end=end, category=str(span["category"]), severity=str(span["severity"]))
         )
@@ -227,7 +271,7 @@ def item_value_code(item: Item, value: AnswerValue) -> Coded:
         return value
     if kind is ItemKind.FREE_TEXT and isinstance(value, str):
         return None
-    raise InvalidAnswer(f"{item.key}: {value!r} is not a stored {kind.value} value")
+    raise InvalidAnswer(item.key, "not_stored", value=repr(value), kind=kind.value)
 
 
 def exclusive_overlaps(

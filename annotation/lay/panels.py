@@ -79,7 +79,7 @@ def _asked(study: Study, participant: Participant | None = None) -> tuple[Curren
 
 
 def lay_panel_added(*, study: Study, panel: str) -> tuple[Item, ...]:
-    """The items the study added to its lay instrument for panel 1 or 2, in the instrument's order
+    """The items the study added to its lay instrument for a panel, in the instrument's order
     (asked after the protocol's questions of that panel; stored in ItemAnswer)."""
     current, _ = _asked(study)
     return tuple(item for item in current.added_items if panel in item.phases)
@@ -103,6 +103,7 @@ class PanelState:
     least_justification: str = ""
     missing: list[str] = field(default_factory=list)
     added: dict[str, Any] = field(default_factory=dict)  # this panel's added items' answers, by key
+    original_added: dict[str, Any] = field(default_factory=dict)  # panel 1's, shown locked in panel 2
 
     @property
     def complete(self) -> bool:
@@ -127,7 +128,7 @@ _item_answer_rows = PreparedQuery(
 
 
 def _target(item: LayItem, asked: Item) -> int | None:
-    """The text an added item of panel 2 is about (None: the sentence)."""
+    """The text an added item of panel 2 is about (None: the sentence; every item of panels 1 and 3)."""
     return item.shown_text_id if asked.applies_to is AppliesTo.SIMPLIFICATION else None
 
 
@@ -159,7 +160,11 @@ def lay_panel_state(*, item: LayItem, panel: str) -> PanelState:
         state.answers = _answer_dict(answers.get(panel))
         state.missing = [q for q in lay_panel_questions(study=study, panel=panel) if q not in state.answers]
         added = lay_panel_added(study=study, panel=panel)
-        state.added = _added_answers(item, added)
+        # Panel 2 repeats panel 1's answers: both panels' added items in one query.
+        repeated = lay_panel_added(study=study, panel=ORIGINAL) if panel == ASSISTED else ()
+        answers = _added_answers(item, added + repeated)
+        state.added = {i.key: answers[i.key] for i in added if i.key in answers}
+        state.original_added = {i.key: answers[i.key] for i in repeated if i.key in answers}
         state.missing += _missing_added(added, state.added)
         return state
     texts = SimplificationText.objects.in_bulk(item.preference_order)
@@ -171,6 +176,9 @@ def lay_panel_state(*, item: LayItem, panel: str) -> PanelState:
         state.most_justification = preference.most_justification
         state.least_justification = preference.least_justification
     state.missing = [name for name, chosen in (("most", state.most), ("least", state.least)) if not chosen]
+    added = lay_panel_added(study=study, panel=panel)
+    state.added = _added_answers(item, added)
+    state.missing += _missing_added(added, state.added)
     return state
 
 
@@ -275,23 +283,26 @@ def _justifications(data: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
+def _added_unchanged(state: PanelState, data: Mapping[str, Any]) -> bool:
+    added = _parse_added(lay_panel_added(study=state.item.participant.study, panel=state.panel), data)
+    return all(str(state.added.get(k, "")) == str(v or "").strip() for k, v in added.items())
+
+
 def _unchanged(item: LayItem, panel: str, data: Mapping[str, Any]) -> bool:
     """Whether a save to a panel that is not current would change nothing (a retried request)."""
     state = lay_panel_state(item=item, panel=panel)
     try:
         if panel in (ORIGINAL, ASSISTED):
             given = _parse_answers(item.participant.study, panel, data)
-            extra = _parse_added(lay_panel_added(study=item.participant.study, panel=panel), data)
-            return all(state.answers.get(k) == v for k, v in given.items()) and all(
-                str(state.added.get(k, "")) == str(v or "").strip() for k, v in extra.items()
-            )
+            return all(state.answers.get(k) == v for k, v in given.items()) and _added_unchanged(state, data)
         fields = set(_getlist(data, "fields"))
         for name, chosen in (("most", state.most), ("least", state.least)):
             if (name in fields or _getlist(data, name)) and set(
                 _parse_ids(name, _getlist(data, name))
             ) != chosen:
                 return False
-        return all(getattr(state, name) == value for name, value in _justifications(data).items())
+        justified = all(getattr(state, name) == value for name, value in _justifications(data).items())
+        return justified and _added_unchanged(state, data)
     except ValidationError:
         return False
 
@@ -355,6 +366,7 @@ def lay_panel_save(
                 missing += _added_save(participant, item, panel, data, time_spent_ms)
             else:
                 missing, refused = _preference_save(item, data, time_spent_ms)
+                missing += _added_save(participant, item, panel, data, time_spent_ms)
         except answer_writes.AnswerLocked:
             raise PanelClosed(LOCKED_MESSAGE) from None
         if not submit:
@@ -529,24 +541,7 @@ def panel_questions(
                 Option(value, label, definition, answer == value) for value, label, definition in levels
             ]
             questions.append(Question(name, number, wording, options, errors=errors.get(name, [])))
-        for asked in lay_panel_added(study=study, panel=state.panel):
-            question = item_question(
-                asked, field=asked.key, language=language, value=state.added.get(asked.key)
-            )
-            if asked.kind in (ItemKind.ORDINAL, ItemKind.SINGLE_CHOICE):
-                options = [
-                    Option(c.value, c.label, c.definition, question.shown_value == c.value)
-                    for c in question.choices
-                ]
-                questions.append(
-                    Question(
-                        asked.key, asked.number, question.wording, options, errors=errors.get(asked.key, [])
-                    )
-                )
-            else:
-                question.errors = errors.get(asked.key, [])
-                questions.append(question)
-        return questions
+        return questions + _added_questions(state, language, errors)
     preference: list[Question | ItemQuestion] = []
     for name, chosen in (("most", state.most), ("least", state.least)):
         refused = conflicts.get(name, {})
@@ -564,11 +559,34 @@ def panel_questions(
                 justification_value=getattr(state, f"{name}_justification"),
             )
         )
-    return preference
+    return preference + _added_questions(state, language, errors)
+
+
+def _added_questions(
+    state: PanelState, language: str, errors: Mapping[str, list[str]]
+) -> list[Question | ItemQuestion]:
+    """The panel's added items after its protocol questions: a scale or single choice as the
+    panel's own radio rows, the other kinds through their item partial."""
+    questions: list[Question | ItemQuestion] = []
+    for asked in lay_panel_added(study=state.item.participant.study, panel=state.panel):
+        question = item_question(asked, field=asked.key, language=language, value=state.added.get(asked.key))
+        if asked.kind in (ItemKind.ORDINAL, ItemKind.SINGLE_CHOICE):
+            options = [
+                Option(c.value, c.label, c.definition, question.shown_value == c.value)
+                for c in question.choices
+            ]
+            questions.append(
+                Question(asked.key, asked.number, question.wording, options, errors=errors.get(asked.key, []))
+            )
+        else:
+            question.errors = errors.get(asked.key, [])
+            questions.append(question)
+    return questions
 
 
 def locked_answers(state: PanelState) -> list[tuple[str, str, str]]:
-    """Panel 1's answers as panel 2 shows them (number, question, answer)."""
+    """Panel 1's answers as panel 2 shows them (number, question, answer): the protocol's
+    questions, then the items the study added to panel 1."""
     study = state.item.participant.study
     current, language = _asked(study, state.item.participant)
     shown_answers = []
@@ -582,4 +600,12 @@ def locked_answers(state: PanelState) -> list[tuple[str, str, str]]:
             code = scales.LAY_SCALES[name].value_of(stored)
             answer = next(shown(p.label, language) for p in asked.scale.points if p.code == code)
         shown_answers.append((asked.number, shown(asked.wording, language), answer))
+    for asked in lay_panel_added(study=study, panel=ORIGINAL):
+        question = item_question(
+            asked, field=asked.key, language=language, value=state.original_added.get(asked.key)
+        )
+        # A choice shown by its label; a count or a text as given.
+        labels = {choice.value: choice.label for choice in question.choices}
+        answer = labels.get(question.shown_value, question.shown_value) if question.answered else "—"
+        shown_answers.append((asked.number, question.wording, answer))
     return shown_answers

@@ -30,6 +30,7 @@ from django.utils.translation import gettext as _
 
 from annotation import participant_services
 from annotation.expert.progress import Progress
+from annotation.item_questions import item_refusal
 from annotation.models import ItemAnswer, Participant
 from annotation.pairs.design import (
     PageItem,
@@ -55,6 +56,11 @@ from measures.metrics.sentences import split_sentences
 # ticked then still reaches the server as "none ticked" rather than as "not sent".
 LISTS_FIELD = "lists"
 NONE_SUFFIX = ".none"
+
+
+class GridRefused(ValueError):
+    """A posted sentence-matching grid the page could not have sent (its message already in the
+    participant's language); checked before the item's own check, item_value_validate."""
 
 
 class PairsFlowError(ValidationError):
@@ -224,7 +230,7 @@ def pair_page_get(
             if posted is not None:
                 try:
                     shown.ticks, shown.none_rows = _grid_posted(page_item, posted)
-                except InvalidAnswer:
+                except GridRefused:
                     pass  # malformed cells (its error is shown): the stored grid stays on the page
         elif posted is not None:
             shown.value = _posted_value(page_item, posted)
@@ -275,45 +281,41 @@ def _posted_value(page_item: PageItem, data: QueryDict) -> Any:
 
 def _grid_posted(page_item: PageItem, data: QueryDict) -> tuple[set[tuple[int, int]], set[int]]:
     """The ticked cells ("r-g": reference sentence r matches generated sentence g) and the rows
-    ticked "none"; a malformed cell is an InvalidAnswer naming the item."""
-    key = page_item.item.key
+    ticked "none"; a malformed cell is refused (GridRefused)."""
     ticks = set()
     for cell in data.getlist(page_item.field):
         parts = str(cell).split("-")
         if len(parts) != 2 or not all(p.isdigit() for p in parts):
-            raise InvalidAnswer(f"{key}: " + _("%(cell)s is not a cell of the grid") % {"cell": repr(cell)})
+            raise GridRefused(_("%(cell)s is not a cell of the grid") % {"cell": repr(cell)})
         ticks.add((int(parts[0]), int(parts[1])))
     nones = set()
     for row in data.getlist(page_item.field + NONE_SUFFIX):
         if not str(row).isdigit():
-            raise InvalidAnswer(f"{key}: " + _("%(row)s is not a row of the grid") % {"row": repr(row)})
+            raise GridRefused(_("%(row)s is not a row of the grid") % {"row": repr(row)})
         nones.add(int(row))
     return ticks, nones
 
 
 def _grid_raw(page_item: PageItem, data: QueryDict, *, references: int, generated: int) -> Any:
     """The item_value_validate input of a posted grid; None where nothing in it is ticked."""
-    key = page_item.item.key
     ticks, nones = _grid_posted(page_item, data)
     if not ticks and not nones:
         return None
     for r, g in ticks:
         if not (0 <= r < references and 0 <= g < generated):
-            raise InvalidAnswer(f"{key}: " + _("%(cell)s is not a cell of the grid") % {"cell": f"{r}-{g}"})
+            raise GridRefused(_("%(cell)s is not a cell of the grid") % {"cell": f"{r}-{g}"})
     if any(not 0 <= r < references for r in nones):
-        raise InvalidAnswer(f"{key}: " + _("a “None” box outside the grid"))
+        raise GridRefused(_("a “None” box outside the grid"))
     rows = [sorted(g for rr, g in ticks if rr == r) for r in range(references)]
     both = [r + 1 for r in range(references) if rows[r] and r in nones]
     if both:
-        raise InvalidAnswer(
-            f"{key}: "
-            + _("reference sentence %(n)s is ticked both as matching and as “None”") % {"n": both[0]}
+        raise GridRefused(
+            _("reference sentence %(n)s is ticked both as matching and as “None”") % {"n": both[0]}
         )
     open_rows = [r + 1 for r in range(references) if not rows[r] and r not in nones]
     if open_rows:
-        raise InvalidAnswer(
-            f"{key}: "
-            + _(
+        raise GridRefused(
+            _(
                 "reference sentence %(n)s has no answer yet: tick the generated sentences that match "
                 "it, or “None”"
             )
@@ -366,9 +368,9 @@ def pair_answers_save(
                 clears.append(page_item)
                 continue
             if isinstance(raw, str) and "\x00" in raw:
-                raise InvalidAnswer(f"{item.key}: " + _("contains a character that cannot be saved (NUL)"))
+                raise GridRefused(_("contains a character that cannot be saved (NUL)"))
             writes.append((page_item, item_value_validate(item, raw)))
-        except InvalidAnswer as exc:
+        except (InvalidAnswer, GridRefused) as exc:
             # Named as the page shows it (the participant's language of the instrument).
             title = (
                 worded(
@@ -378,7 +380,8 @@ def pair_answers_save(
                 )
                 or item.key
             )
-            errors[page_item.field] = [f"{title}: {str(exc).split(': ', 1)[-1]}"]
+            reason = item_refusal(exc) if isinstance(exc, InvalidAnswer) else str(exc)
+            errors[page_item.field] = [f"{title}: {reason}"]
     if errors:
         raise ValidationError(errors)
     with transaction.atomic():

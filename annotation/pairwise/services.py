@@ -112,7 +112,7 @@ def pairwise_answer_save(
     except InvalidAnswer as exc:
         # The participant reads the message (in their language); the instrument's own wording of
         # the fault (item key, allowed values) is for researchers.
-        if str(exc).startswith(preference.key):
+        if exc.item_key == preference.key:
             raise ValidationError({"choice": _("Please choose one of the answers.")}) from None
         limit = reason_item.max_length if reason_item is not None else 0
         raise ValidationError(

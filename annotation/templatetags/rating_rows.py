@@ -11,32 +11,47 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from django import template
-from django.utils.html import format_html_join
+from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 register = template.Library()
 
-_CHECKED = mark_safe(" checked")
+_CHECKED = " checked"
+# Each level's markup around the row's field name, escaped once per scale wording (the levels come
+# from the instrument's cached wording, so every row of every page reuses them): formatting each
+# button of each row anew was most of a page's render time. Kept with the levels object itself, so
+# that an id reused by a later object is never taken for it; a few wordings per process at most.
+_PARTS: dict[int, tuple[Sequence, tuple[tuple[str, str, str, object], ...]]] = {}
+_PARTS_KEPT = 256
+
+
+def _level_parts(levels: Sequence) -> tuple[tuple[str, str, str, object], ...]:
+    known = _PARTS.get(id(levels))
+    if known is not None and known[0] is levels:
+        return known[1]
+    parts = tuple(
+        (
+            format_html('\n    <label title="{} – {}"><input type="radio" name="', level.value, level.label),
+            format_html('" value="{}" data-key="{}"', level.value, number),
+            format_html("><span>{}</span></label>", level.value),
+            level.value,
+        )
+        for number, level in enumerate(levels, 1)
+    )
+    if len(_PARTS) >= _PARTS_KEPT:
+        _PARTS.clear()
+    _PARTS[id(levels)] = (levels, parts)
+    return parts
 
 
 @register.simple_tag
 def likert_choices(cell, levels: Sequence) -> SafeString:
     """One `<label><input type="radio">` per level, the one given already checked; the level's label
     as the instrument words it in the page's language (the value sent stays the number)."""
-    return format_html_join(
-        "",
-        '\n    <label title="{} – {}"><input type="radio" name="{}" value="{}" data-key="{}"{}>'
-        "<span>{}</span></label>",
-        (
-            (
-                level.value,
-                level.label,
-                cell.field,
-                level.value,
-                number,
-                _CHECKED if cell.value == level.value else "",
-                level.value,
-            )
-            for number, level in enumerate(levels, 1)
-        ),
+    name = conditional_escape(cell.field)
+    return mark_safe(
+        "".join(
+            f"{head}{name}{middle}{_CHECKED if cell.value == value else ''}{tail}"
+            for head, middle, tail, value in _level_parts(levels)
+        )
     )

@@ -114,6 +114,18 @@ ACTIONABILITY = Item(
 )
 
 
+# A question a study adds to lay panel 3 (after the most and least liked), about the sentence.
+WHY_BEST = Item(
+    key="why_best",
+    kind=ItemKind.FREE_TEXT,
+    applies_to=AppliesTo.SOURCE,
+    roles=("layperson",),
+    phases=("preference",),
+    wording={"en": "What made your favourite better?", "es": "¿Qué hizo mejor a su favorita?"},
+    max_length=30,
+)
+
+
 def instrument_with(preset: str, *items: Item, version: int = 1) -> Instrument:
     """The preset with `items` added at the end, as `version`."""
     instrument = preset_load(preset)

@@ -6,7 +6,10 @@ questions and the queries of a protocol page stay as they were."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
+from django.core.exceptions import ValidationError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -14,9 +17,9 @@ from django.urls import reverse
 from annotation import participant_services
 from annotation.expert import pages
 from annotation.instrument_services import study_instrument_save
-from annotation.models import ExpertItem, ItemAnswer, Participant, Study
-from instruments.schema import AppliesTo, Item, ItemKind, Point, Scale
-from tests.annotation.factories import ACTIONABILITY, build_study, instrument_with
+from annotation.models import ExpertItem, ItemAnswer, LayItem, LayPreference, Participant, Study
+from instruments.schema import AppliesTo, Item, ItemKind, Option, Point, Scale
+from tests.annotation.factories import ACTIONABILITY, WHY_BEST, build_study, instrument_with
 
 pytestmark = pytest.mark.django_db
 
@@ -225,7 +228,8 @@ def lay_study(slug: str) -> Study:
     return study
 
 
-def at_panel_2(client, study):
+def at_panel_1(client, study) -> tuple[Participant, LayItem, str]:
+    """A layperson who consented and read the instructions, with panel 1's address of their one item."""
     participant = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     participant_services.participant_consent(participant=participant, accepted=True)
     client.post(reverse("annotation:lay-instructions", kwargs={"token": participant.token}))
@@ -233,6 +237,11 @@ def at_panel_2(client, study):
     url = reverse(
         "annotation:lay-panel", kwargs={"token": participant.token, "item_id": item.pk, "panel": "original"}
     )
+    return participant, item, url
+
+
+def at_panel_2(client, study):
+    participant, item, url = at_panel_1(client, study)
     assert "Which words are still unclear" not in client.get(url).content.decode()  # panel 2's, not panel 1's
     assert client.post(url, {**PANEL1, "continue": "1"}).status_code == 302
     return participant, item, url.replace("/original/", "/assisted/")
@@ -286,3 +295,160 @@ def test_a_required_added_lay_item_holds_the_panel_and_bad_values_are_refused_by
     # All or nothing: the panel's answer beside the bad one was not changed either.
     assert item.answers.get(phase="assisted").understanding == "Most of it"
     assert client.post(url, {**PANEL2, "trust": "0", "continue": "1"}).status_code == 302
+
+
+# --- The lay flow: added items on panel 3, and panel 1's added items repeated in panel 2 ---------------
+
+STEPS = Item(
+    key="steps",
+    kind=ItemKind.COUNT,
+    applies_to=AppliesTo.SOURCE,
+    roles=("layperson",),
+    phases=("original",),
+    number="Q3b",
+    wording={
+        "en": "How many findings do you see in the sentence?",
+        "es": "¿Cuántos hallazgos ve en la frase?",
+    },
+    required=False,
+)
+WORRIED = Item(
+    key="worried",
+    kind=ItemKind.ORDINAL,
+    applies_to=AppliesTo.SOURCE,
+    roles=("layperson",),
+    phases=("original",),
+    wording={"en": "Does the sentence worry you?", "es": "¿Le preocupa la frase?"},
+    required=False,
+    scale=Scale(
+        points=(
+            Point(code=0, label={"en": "Not worried", "es": "Nada"}),
+            Point(code=1, label={"en": "Worried", "es": "Preocupado"}),
+        )
+    ),
+)
+RECOMMEND = Item(
+    key="recommend",
+    kind=ItemKind.SINGLE_CHOICE,
+    applies_to=AppliesTo.SOURCE,
+    roles=("layperson",),
+    phases=("preference",),
+    number="Q7",
+    wording={"en": "Would you show one of them to a relative?", "es": "¿Enseñaría una a un familiar?"},
+    options=(
+        Option(key="yes", label={"en": "Yes", "es": "Sí"}),
+        Option(key="no", label={"en": "No", "es": "No"}),
+    ),
+)
+
+
+def three_panel_study(slug: str) -> Study:
+    study = build_study(slug=slug, n_sources=1, systems=("a", "b"))
+    study_instrument_save(
+        study=study,
+        instrument=instrument_with("protocol_003_layperson", STEPS, WORRIED, WHY_BEST, RECOMMEND),
+        actor=None,
+    )
+    study.refresh_from_db()
+    return study
+
+
+def test_panel_2_repeats_panel_1s_added_answers_read_only_and_panel_1_stays_locked(client):
+    study = three_panel_study("lay-repeat")
+    participant, item, url = at_panel_1(client, study)
+    page = client.get(url).content.decode()
+    assert 'name="steps"' in page and 'name="worried"' in page and 'name="why_best"' not in page
+    response = client.post(url, {**PANEL1, "steps": "2", "worried": "1", "continue": "1"})
+    assert response.status_code == 302
+    assisted = url.replace("/original/", "/assisted/")
+    page = client.get(assisted).content.decode()
+    locked = page[page.index('<details class="card locked">') : page.index("</details>")]
+    # After the protocol's three, in the instrument's order: the count as given, the scale by its label.
+    assert locked.index("Q3:") < locked.index(
+        "<dt>Q3b: How many findings do you see in the sentence?</dt><dd>2</dd>"
+    )
+    assert "<dt>Does the sentence worry you?</dt><dd>Worried</dd>" in locked
+    assert 'name="steps"' not in page and 'name="worried"' not in page  # read-only, not asked again
+    # Panel 1 is locked: its added items cannot change from panel 2 on.
+    response = client.post(url, {"steps": "5", "autosave": "1"}, **HTMX)
+    assert response.status_code == 409
+    assert ItemAnswer.objects.get(participant=participant, item_key="steps").value == 2
+
+
+def test_the_lay_panel_3_asks_added_items_after_q5_q6_and_stores_them(client):
+    study = three_panel_study("lay-panel-3")
+    participant, item, url = at_panel_1(client, study)
+    client.post(url, {**PANEL1, "continue": "1"})
+    assert (
+        client.post(url.replace("/original/", "/assisted/"), {**PANEL2, "continue": "1"}).status_code == 302
+    )
+    url = url.replace("/original/", "/preference/")
+    page = client.get(url).content.decode()
+    assert page.index("Q6:") < page.index("What made your favourite better?") < page.index("Q7:")
+    assert '<textarea id="f-why_best" name="why_best" rows="2" maxlength="30"' in page
+    assert 'name="recommend" value="yes"' in page
+    texts = item.preference_order
+    # A bad value is refused by name, and nothing of that save is kept (the ticks beside it neither).
+    bad = {"fields": ["most", "least"], "most": [texts[0]], "why_best": "x" * 31, "autosave": "1"}
+    response = client.post(url, bad, **HTMX)
+    assert (
+        response.status_code == 400
+        and "why_best: at most 30 characters (got 31)" in response.content.decode()
+    )
+    assert not ItemAnswer.objects.exists() and not LayPreference.objects.filter(item=item).exists()
+    # Autosaved one control at a time, as the page's script sends them.
+    assert client.post(url, {"why_best": " clearer ", "autosave": "1"}, **HTMX).status_code == 200
+    assert client.post(url, {"recommend": "yes", "autosave": "1"}, **HTMX).status_code == 200
+    answers = {a.item_key: a for a in ItemAnswer.objects.filter(participant=participant)}
+    assert answers["why_best"].value == "clearer" and answers["recommend"].value == "yes"
+    assert {a.shown_text_id for a in answers.values()} == {None}  # about the sentence
+    page = client.get(url).content.decode()
+    assert ">clearer</textarea>" in page and 'name="recommend" value="yes" checked' in page
+    # A required added item holds the panel; answered, the sentence is done.
+    client.post(url, {"why_best": "", "autosave": "1"}, **HTMX)
+    choice = {"fields": ["most", "least"], "most": [texts[0]], "least": [texts[1]]}
+    response = client.post(url, {**choice, "continue": "1"})
+    assert response.status_code == 400 and "Please answer this question." in response.content.decode()
+    item.refresh_from_db()
+    assert item.stage == "preference"
+    response = client.post(url, {**choice, "why_best": "shorter", "continue": "1"})
+    assert response.status_code == 302
+    item.refresh_from_db()
+    assert item.stage == "done"
+    # A repeated submit changes nothing and is answered as the first one was; a change is refused.
+    assert client.post(url, {**choice, "why_best": "shorter", "continue": "1"}).status_code == 302
+    assert client.post(url, {"why_best": "other", "autosave": "1"}, **HTMX).status_code == 409
+
+
+def test_a_panel_3_item_must_be_about_the_sentence():
+    study = build_study(slug="lay-panel-3-bad", n_sources=1, systems=("a", "b"))
+    about_a_text = dataclasses.replace(WHY_BEST, applies_to=AppliesTo.SIMPLIFICATION)
+    with pytest.raises(ValidationError, match="panel 3 shows every simplification"):
+        study_instrument_save(
+            study=study, instrument=instrument_with("protocol_003_layperson", about_a_text), actor=None
+        )
+    from_texts = dataclasses.replace(RECOMMEND, options=(), options_from="texts")
+    with pytest.raises(ValidationError, match="options from the texts are asked in the rate-each-pair flow"):
+        study_instrument_save(
+            study=study, instrument=instrument_with("protocol_003_layperson", from_texts), actor=None
+        )
+
+
+def test_the_queries_of_lay_panels_with_added_items_are_pinned(client, django_assert_num_queries):
+    plain = build_study(slug="lay-plain-queries", n_sources=1, systems=("a", "b"))
+    counts = {}
+    for study in (plain, three_panel_study("lay-added-queries")):
+        _participant, _item, url = at_panel_1(client, study)
+        client.get(url)
+        gets = [_count(client, "get", url)]
+        client.post(url, {**PANEL1, "continue": "1"})
+        url = url.replace("/original/", "/assisted/")
+        client.get(url)  # locks panel 1
+        gets.append(_count(client, "get", url))
+        client.post(url, {**PANEL2, "continue": "1"})
+        url = url.replace("/assisted/", "/preference/")
+        client.get(url)
+        gets.append(_count(client, "get", url))
+        counts[study.slug] = gets
+    # One query more where a panel has added items (panel 2: both panels' answers in that one).
+    assert counts["lay-added-queries"] == [n + 1 for n in counts["lay-plain-queries"]]

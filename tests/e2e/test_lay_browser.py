@@ -11,15 +11,18 @@ import pytest
 from django.urls import get_resolver
 
 from annotation import participant_services
+from annotation.instrument_services import study_instrument_save
 from annotation.models import (
     AttentionCheck,
     AttentionCheckResponse,
+    ItemAnswer,
     LayAnswer,
     LayItem,
     LayPreference,
     Participant,
 )
-from tests.annotation.factories import build_study
+from instruments.schema import Item
+from tests.annotation.factories import WHY_BEST, build_study, instrument_with
 from tests.e2e.polling import wait_for
 
 PHONE = {"width": 390, "height": 844}
@@ -324,10 +327,15 @@ def test_missing_answers_are_shown_where_they_are_and_go_away_once_answered(phon
 # --- answering fast, then closing the tab ----------------------------------------------------------
 
 
-def _started_lay(slug: str):
+def _started_lay(slug: str, *added: Item):
     from annotation.lay import assignment
 
     study = build_study(slug=slug, n_sources=1)
+    if added:
+        study_instrument_save(
+            study=study, instrument=instrument_with("protocol_003_layperson", *added), actor=None
+        )
+        study.refresh_from_db()
     participant = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     participant_services.participant_consent(participant=participant, accepted=True)
     assignment.lay_survey_start(participant=participant)
@@ -366,11 +374,12 @@ def test_panel_1_answers_keyed_fast_survive_closing_the_tab(browser, live_server
 @pytest.mark.django_db(transaction=True)
 def test_preference_unticked_box_and_typing_in_its_pause_survive_closing_the_tab(browser, live_server):
     """On panel 3 a box ticked (and saved) then unticked is cleared on the server, and a
-    justification closed within its typing pause is still sent."""
+    justification closed within its typing pause is still sent; so is the answer to a question the
+    study added to panel 3, autosaved like the panel's own."""
     from annotation.lay import panels
 
     get_resolver().url_patterns  # noqa: B018  (see the phone fixture)
-    participant, item = _started_lay("lay-fast-pref")
+    participant, item = _started_lay("lay-fast-pref", WHY_BEST)
     answers = dict(zip(ASSISTED_FIELDS, ("Most of it", "Not at all", "Mild", "It did not help"), strict=True))
     for panel, fields in (("original", ORIGINAL_FIELDS), ("assisted", ASSISTED_FIELDS)):
         item.refresh_from_db()
@@ -391,6 +400,11 @@ def test_preference_unticked_box_and_typing_in_its_pause_survive_closing_the_tab
     assert set(LayPreference.objects.get(item=item).least.values_list("pk", flat=True)) == {last}
     page.locator(f'#q-most input[value="{first}"]').check()
     page.locator(f'#q-least input[value="{last}"]').uncheck()
+    page.locator("#f-why_best").type("Plain words", delay=20)
+    assert wait_for(
+        lambda: list(ItemAnswer.objects.filter(participant=participant).values_list("item_key", "value")),
+        [("why_best", "Plain words")],
+    ) == [("why_best", "Plain words")]
     page.locator("#most_justification").type("Short words.", delay=20)
     page.close()
 
