@@ -304,6 +304,29 @@ def _marks_decode(item: Item, raw: str) -> object:
     return marks
 
 
+def item_answers_none_marked(
+    *, participant_id: int, instrument_id: int, source_id: int, targets: list[tuple[str, int]], language: str
+) -> None:
+    """Store "no error marked" ([], score 0) for each (error-span item key, shown text id) of
+    `targets` that has no answer yet; an answer given meanwhile is kept (the insert yields to it)."""
+    ItemAnswer.objects.bulk_create(
+        [
+            ItemAnswer(
+                participant_id=participant_id,
+                instrument_id=instrument_id,
+                item_key=key,
+                source_id=source_id,
+                shown_text_id=text_id,
+                value=[],
+                score=0.0,
+                language=language,
+            )
+            for key, text_id in targets
+        ],
+        ignore_conflicts=True,
+    )
+
+
 def item_answer_save(
     *,
     participant: Participant,

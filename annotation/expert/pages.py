@@ -31,7 +31,7 @@ from annotation import participant_services, protocol_texts, scales
 from annotation.expert import answers as expert_answers
 from annotation.expert.progress import Progress, expert_page_place
 from annotation.instrument_selectors import EXPERT, CurrentInstrument, study_instrument_current
-from annotation.instrument_services import item_answer_save
+from annotation.instrument_services import item_answer_save, item_answers_none_marked
 from annotation.item_questions import ItemQuestion, item_question, shown
 from annotation.models import (
     ExpertItem,
@@ -529,6 +529,8 @@ def expert_page_save(
             raise ValidationError(errors)  # leaving the atomic block by an exception rolls it all back
         page = _page_build(item, texts, ratings, judgement, asked, answers)
         _item_record(item=item, complete=page.complete, time_spent_ms=time_spent_ms)
+        if page.complete and was_completed is None:
+            _no_marks_record(item=item, texts=texts, asked=asked, answers=answers)
         if (item.completed_at is None) != (was_completed is None):
             # Only a change of the page's completion changes the survey's progress: counted then
             # (under the lock, so with this save), not on every answer.
@@ -537,6 +539,32 @@ def expert_page_save(
             if page.complete and place.progress.done >= place.progress.total:
                 participant_services.participant_complete(participant=participant)
     return page
+
+
+def _no_marks_record(
+    *,
+    item: ExpertItem,
+    texts: list[tuple[str, SimplificationText]],
+    asked: _Asked,
+    answers: dict[tuple[str, int | None], Any],
+) -> None:
+    """A page finished without a mark on a text says the rater found no error in it: stored as []
+    ("no error marked"), so the span rates count the text as seen (without it, a rater's clean texts
+    would leave no row and the rates would be computed over marked texts only). A mark set later
+    replaces it like any edit."""
+    span_items = [
+        i for i in asked.added if i.kind is ItemKind.ERROR_SPANS and i.applies_to is AppliesTo.SIMPLIFICATION
+    ]
+    if not span_items or asked.current.row_id is None:
+        return
+    unmarked = [(i, text) for i in span_items for _, text in texts if (i.key, text.pk) not in answers]
+    item_answers_none_marked(
+        participant_id=item.participant_id,
+        instrument_id=asked.current.row_id,
+        source_id=item.source_id,
+        targets=[(i.key, text.pk) for i, text in unmarked],
+        language=asked.language,
+    )
 
 
 # Every save of a page: SQL compiled once per process.

@@ -18,7 +18,7 @@ from django.urls import reverse
 
 from annotation import participant_services, source_services
 from annotation.error_span_services import study_error_spans_add
-from annotation.expert import pages
+from annotation.expert import assignment, pages
 from annotation.instrument_services import study_instrument_save
 from annotation.models import (
     AnswerRevision,
@@ -117,7 +117,7 @@ def test_once_answers_exist_the_typology_is_a_new_recorded_version(client):
     assert not old.is_current and row.is_current
     assert "error_spans" not in {i["key"] for i in old.definition["items"]}
     assert row.change_note == "added the error-span typology clinical_error_spans (version 1)"
-    assert study.activity.filter(verb="instrument saved").exists()
+    assert study.activity.filter(verb="instrument.saved").exists()
 
 
 def test_a_second_addition_is_refused_and_changes_nothing():
@@ -333,3 +333,34 @@ def test_a_spanish_study_marks_in_spanish(client):
     )
     assert strings["span_added"] == "Marca %(n)s añadida: «%(text)s», %(category)s, %(severity)s."
     assert ItemAnswer.objects.get().language == "es"
+
+
+def test_a_page_finished_without_marks_stores_no_error_marked_on_each_unmarked_text():
+    """The span rates count a text a rater saw and left clean: finishing the page stores [] on
+    every text without marks, keeps the marks given, and a mark set afterwards replaces the []."""
+    from tests.annotation.test_expert_flow import full_answers
+
+    study = span_study("spans-clean")
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    item = assignment.expert_items_ensure(participant=participant)[0]
+    page = pages.expert_page_get(item=item)
+    field = f"{label_of(item, TEXT)}-error_spans"
+    data = {k: v for k, v in full_answers(page).items() if not k.endswith("-error_spans")}
+    del data["A-structure"]
+    pages.expert_page_save(participant=participant, item=item, data=data)
+    assert not ItemAnswer.objects.exists()  # not finished: nothing said about the texts yet
+
+    marks = [span("small nodule", "wrong_finding_or_location", "could_mislead")]
+    pages.expert_page_save(
+        participant=participant, item=item, data={field: json.dumps(marks), "A-structure": "3"}
+    )
+    stored = {a.shown_text.text: a.value for a in ItemAnswer.objects.filter(participant=participant)}
+    assert len(stored) == 2 and stored[TEXT] == marks
+    (clean_text,) = set(stored) - {TEXT}
+    assert stored[clean_text] == []
+    assert ItemAnswer.objects.get(shown_text__text=clean_text).score == 0.0
+
+    clean_field = f"{label_of(item, clean_text)}-error_spans"
+    late = [{"start": 0, "end": 3, "category": "unexplained_jargon", "severity": "minor"}]
+    pages.expert_page_save(participant=participant, item=item, data={clean_field: json.dumps(late)})
+    assert ItemAnswer.objects.get(shown_text__text=clean_text).value == late
