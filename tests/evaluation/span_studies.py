@@ -8,8 +8,6 @@ import dataclasses
 import random
 import re
 
-from django.core.exceptions import ValidationError
-
 from annotation import participant_services
 from annotation.instrument_services import study_instrument_save
 from annotation.models import ItemAnswer, Participant, SimplificationText, Study, StudyInstrument
@@ -17,7 +15,6 @@ from instruments.answers import item_value_code, item_value_validate
 from instruments.presets import preset_load
 from instruments.schema import Instrument
 from tests.annotation.factories import build_study
-from tests.evaluation.instrument_studies import instrument_add
 
 SPAN_ITEM = preset_load("clinical_error_spans").item("error_spans")
 # (source, a "plain" text that keeps the jargon, a "lay" text that explains it)
@@ -42,17 +39,8 @@ def span_instrument() -> Instrument:
 
 
 def _span_version(study: Study) -> StudyInstrument:
-    """The study's radiologist instrument with the span item, saved by study_instrument_save. Until
-    the expert pages show an error-span item (the rater page of issue 33, built apart) the service
-    refuses it for the expert flow; the row is then written as the service would write it."""
-    try:
-        return study_instrument_save(study=study, instrument=span_instrument(), actor=None)
-    except ValidationError as refused:
-        if "cannot show a error_spans item" not in str(refused):
-            raise
-    current = StudyInstrument.objects.get(study=study, key=span_instrument().key, is_current=True)
-    instrument = dataclasses.replace(span_instrument(), version=current.version + 1)
-    return instrument_add(study=study, instrument=instrument, preset="", flow=current.flow)
+    """The study's radiologist instrument with the span item, saved by study_instrument_save."""
+    return study_instrument_save(study=study, instrument=span_instrument(), actor=None)
 
 
 def span_study(
