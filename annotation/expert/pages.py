@@ -26,6 +26,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F, FilteredRelation, Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from annotation import participant_services, protocol_texts, scales
 from annotation.expert import answers as expert_answers
@@ -377,22 +378,27 @@ def _parse(data: Mapping[str, Any], labels: dict[str, SimplificationText], asked
         value = data.get(key)
         match = _ANSWER_FIELD.match(key)
         if match is None:
-            errors[key] = [f"{key!r} is not a question on this page."]
+            errors[key] = [_("%(field)s is not a question on this page.") % {"field": repr(key)}]
             continue
         row, name = match["row"], match["name"]
         if row == ORIGINAL:
             if name in added_about[AppliesTo.SOURCE]:
                 added[(row, name)] = value
             elif name not in {*ORIGINAL_FIELDS, COMMENT}:
-                errors[key] = [f"{key!r} is not a question about the original sentence."]
+                errors[key] = [
+                    _("%(field)s is not a question about the original sentence.") % {"field": repr(key)}
+                ]
             else:
                 original[name] = value
         elif row not in labels:
-            errors[key] = [f"There is no simplification {row} on this page."]
+            errors[key] = [_("There is no simplification %(label)s on this page.") % {"label": row}]
         elif name in added_about[AppliesTo.SIMPLIFICATION]:
             added[(row, name)] = value
         elif name not in allowed:
-            errors[key] = [f"{name!r} is not an aspect ({', '.join(scales.EXPERT_ASPECTS)})."]
+            errors[key] = [
+                _("%(name)s is not an aspect (%(aspects)s).")
+                % {"name": repr(name), "aspects": ", ".join(scales.EXPERT_ASPECTS)}
+            ]
         else:
             per_text.setdefault(row, {})[name] = value
     return per_text, original, added, errors

@@ -246,7 +246,9 @@ def _parse_answers(study: Study, panel: str, data: Mapping[str, Any]) -> dict[st
         if not value:
             continue
         if name not in asked:
-            raise ValidationError({name: f"This question is not asked in panel {panel_number(panel)}."})
+            raise ValidationError(
+                {name: _("This question is not asked in panel %(number)s.") % {"number": panel_number(panel)}}
+            )
         answers[name] = value
     return answers
 

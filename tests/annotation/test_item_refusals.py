@@ -165,3 +165,27 @@ def test_the_pairs_flow_refuses_a_count_in_spanish(client):
     # Named by the title the page shows, in Spanish.
     refused = client.post(url, {"team_pairs.omissions": "-1"}).content.decode()
     assert f"Omisiones: {NEGATIVE_ES}" in refused
+
+
+def test_a_tampered_field_is_refused_in_the_participants_language(client):
+    """A field no page sends (a script's, a stale tab's) is refused in the study's language too."""
+    study = build_study(slug="refusal-tampered", n_sources=1, systems=("a", "b"))
+    Study.objects.filter(pk=study.pk).update(language="es")
+    radiologist = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    client.get(reverse("annotation:entry", args=[radiologist.token]))
+    client.post(reverse("annotation:expert-instructions", args=[radiologist.token]))
+    item = radiologist.expert_items.order_by("position").first()
+    url = reverse("annotation:expert-page", args=[radiologist.token, item.pk])
+    for field, message in (
+        ("bogus", "no es una pregunta de esta página"),
+        ("original-correctness", "no es una pregunta sobre la frase original"),
+        ("Z-correctness", "No hay ninguna simplificación Z en esta página"),
+        ("A-colour", "no es un aspecto"),
+    ):
+        response = client.post(url, {field: "3"}, **HTMX)
+        assert response.status_code == 400 and message in response.content.decode(), field
+
+    _participant, _item, url = at_panel_1(client, study)
+    response = client.post(url, {"helpfulness": "I understand much better", "autosave": "1"}, **HTMX)
+    assert response.status_code == 400
+    assert "Esta pregunta no se hace en el panel 1" in response.content.decode()
