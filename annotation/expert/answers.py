@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from annotation import scales
+from annotation.expert import controls as expert_controls
 from annotation.importers.bulk_insert import rows_insert
 from annotation.models import (
     ExpertItem,
@@ -131,10 +132,14 @@ def expert_item_create(
                 "pk", flat=True
             ),
         )
+    controls = expert_controls.source_controls([source.pk]).get(source.pk, [])
+    slots = expert_controls.control_slots(
+        participant=participant, source_id=source.pk, n_real=len(text_order), control_ids=controls
+    )
     item, _ = ExpertItem.objects.get_or_create(
         participant=participant,
         source=source,
-        defaults={"position": position, "text_order": list(text_order)},
+        defaults={"position": position, "text_order": list(text_order), "control_slots": slots},
     )
     return item
 
@@ -156,14 +161,26 @@ def expert_items_create(
     )
     for source_id, text_id in rows:
         texts.setdefault(source_id, []).append(text_id)
+    # The study's planted controls join the pages of their sources (annotation/expert/controls.py).
+    controls = expert_controls.source_controls(source_ids)
+    orders = {
+        source_id: _expert_text_order(participant, source_id, texts.get(source_id, ()))
+        for source_id in source_ids
+    }
     return rows_insert(
         ExpertItem,
-        columns=("source_id", "position", "text_order"),
+        columns=("source_id", "position", "text_order", "control_slots"),
         rows=[
             (
                 source_id,
                 first_position + offset,
-                _expert_text_order(participant, source_id, texts.get(source_id, ())),
+                orders[source_id],
+                expert_controls.control_slots(
+                    participant=participant,
+                    source_id=source_id,
+                    n_real=len(orders[source_id]),
+                    control_ids=controls.get(source_id, ()),
+                ),
             )
             for offset, source_id in enumerate(source_ids)
         ],
