@@ -124,8 +124,8 @@ def control_answer_save(
 ) -> PlantedControlAnswer:
     """Save (part of) a radiologist's answers on a control's row, with the refusals of a real row
     (expert_rating_save, item_answer_save): unknown aspects, values outside 1-5, a control of another
-    study, an answer an added item cannot take (`added`: (item, raw answer) pairs). An empty added answer clears a free text and is
-    ignored otherwise; a rating is never cleared."""
+    study, an answer an added item cannot take (`added`: (item, raw answer) pairs). An empty added
+    answer clears a free text and is ignored otherwise; a rating is never cleared."""
     role_require(participant, Participant.Role.RADIOLOGIST)
     if control.study_id != participant.study_id:
         raise ValidationError("This simplification belongs to another study.")

@@ -304,3 +304,22 @@ def test_error_spans_on_a_control_are_checked_against_the_controls_text():
             participant=participant, control=control, added=[(SPANS, json.dumps([too_long]))]
         )
     assert SimplificationText.objects.filter(text=control.text).count() == 0  # never a text of the study
+
+
+def test_the_study_admin_action_asks_the_rate_then_plants(client):
+    from django.contrib.auth import get_user_model
+
+    study = build_study(slug="plant-admin", n_sources=5)
+    user = get_user_model().objects.create_user("plant-admin", password="pw", is_staff=True, is_superuser=True)
+    client.force_login(user)
+    url = reverse("admin:annotation_study_changelist")
+    chosen = {"action": "plant_controls", "_selected_action": [study.pk]}
+    page = client.post(url, chosen)
+    assert page.status_code == 200 and 'name="rate"' in page.content.decode()
+    assert not study.planted_controls.exists()
+    refused = client.post(url, {**chosen, "rate": "0.9", "seed": "0"})
+    assert refused.status_code == 200 and "less than or equal to 0.5" in refused.content.decode()
+    done = client.post(url, {**chosen, "rate": "0.2", "seed": "0"}, follow=True)
+    assert "5 controls among 20 texts" in done.content.decode()
+    assert study.planted_controls.count() == 5
+    assert study.activity.filter(verb="planted controls").exists()
