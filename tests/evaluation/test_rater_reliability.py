@@ -4,6 +4,7 @@ the study's tables."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import numpy as np
@@ -12,8 +13,9 @@ from scipy import stats
 
 from annotation import participant_services
 from annotation.expert import assignment, pages
-from annotation.models import Participant, PlantedControl
-from evaluation.analysis import AnalysisOptions, expert_ratings_z, study_analysis
+from annotation.models import Participant, PlantedControl, PlantedControlAnswer
+from evaluation import analysis as A
+from evaluation.analysis import AnalysisOptions, expert_ratings_z
 from evaluation.analysis_inputs import study_frames
 from evaluation.rater_reliability import (
     RELIABILITY_ASPECTS,
@@ -25,7 +27,7 @@ from generation.services.controls import study_controls_plant
 from tests.annotation.factories import build_study
 
 ASPECTS = ("correctness", "completeness", "hallucination", "structure", "simplicity")
-FAST = AnalysisOptions(n_resamples=20, correlations=False, metric_families=("readability",))
+FAST = AnalysisOptions(n_resamples=20, correlations=False, metric_families=())
 
 
 def test_row_score_is_the_mean_of_the_aspects_a_planted_error_breaks():
@@ -45,7 +47,9 @@ def test_reliability_rows_agree_with_scipy_and_count_found_spans():
         planted = [p[3] for p in pairs if p[0] == rater]
         reference = stats.mannwhitneyu(real, planted, alternative="greater", method="asymptotic")
         assert rows[rater]["p_value"] == pytest.approx(reference.pvalue)
-        assert rows[rater]["caught"] == pytest.approx(sum(r - p >= 1 for r, p in zip(real, planted)) / 12)
+        assert rows[rater]["caught"] == pytest.approx(
+            sum(r - p >= 1 for r, p in zip(real, planted, strict=True)) / 12
+        )
     assert rows["r1"]["unreliable"] is False and rows["r1"]["span_found"] == pytest.approx(8 / 12)
     assert rows["r2"]["span_found"] is None
     few = reliability_rows(pairs[:5])
@@ -130,41 +134,42 @@ def test_a_careless_radiologist_is_flagged_and_a_careful_one_is_not():
     assert by_status["unreliable"]["p_value"] >= 0.05
 
 
+def _tables(frames, *, z: bool) -> dict:
+    """Tables 1-3 (radiologist, original and lay columns; confidence vs accuracy; preference wins),
+    the radiologists' agreement and the counts, as study_analysis computes them."""
+    return {
+        "expert": A.expert_table(frames, z=z),
+        "expert_original": A.expert_original_table(frames),
+        "lay": A.lay_table(frames),
+        "confidence_vs_accuracy": A.confidence_vs_accuracy(frames),
+        "preferences": A.preference_wins(frames)[0],
+        "agreement": A.agreement(frames),
+        "ratings": len(frames.expert_ratings),
+        "judgements": len(frames.expert_judgements),
+    }
+
+
 @pytest.mark.django_db
 def test_planted_rows_never_enter_the_tables():
     """The same study with and without 20% planted controls, the same real answers: the same Tables
-    1-3 (raw and z-normalised), ratings counts and agreement."""
+    1-3 (raw and z-normalised), agreement and counts; the analysis records the z option."""
     plain = build_study(slug="tables-plain", n_sources=10)
     controlled = build_study(slug="tables-controlled", n_sources=10)
     study_controls_plant(study=controlled, rate=0.2, seed=4)
     assert PlantedControl.objects.filter(study=controlled).count() == 10
-    rng = random.Random(9)
-    analyses = []
+    tables = []
     for study in (plain, controlled):
-        scores: dict = {}
         for seed in (1, 2):
             participant = _radiologist(study, seed)
             texts = study.sources.values_list("texts__text", flat=True)
-            scores = {
-                (text, a): random.Random(f"{seed}{text}{a}").randint(1, 5) for text in texts for a in ASPECTS
-            }
-            _answer_all(participant, careful=False, seed=rng.randint(0, 99), real_scores=scores)
-        analyses.append(
-            [
-                study_analysis(study_frames(study=study), options=FAST),
-                study_analysis(
-                    study_frames(study=study),
-                    options=AnalysisOptions(**{**FAST.__dict__, "expert_z_scores": True}),
-                ),
-            ]
-        )
-    (raw_plain, z_plain), (raw_controlled, z_controlled) = analyses
-    assert (
-        raw_controlled["options"]["expert_scores"] == "raw"
-        and z_controlled["options"]["expert_scores"] == "z"
-    )
-    assert z_plain["expert"] != raw_plain["expert"]
-    for key in ("expert", "expert_original", "lay", "preferences", "agreement", "n", "readability"):
-        assert raw_controlled[key] == raw_plain[key], key
-        assert z_controlled[key] == z_plain[key], key
-    assert raw_plain["n"]["expert_ratings"] == 2 * 40
+            scores = {(t, a): random.Random(f"{seed}{t}{a}").randint(1, 5) for t in texts for a in ASPECTS}
+            _answer_all(participant, careful=False, seed=seed, real_scores=scores)
+        frames = study_frames(study=study)
+        tables.append((_tables(frames, z=False), _tables(frames, z=True)))
+    (raw_plain, z_plain), (raw_controlled, z_controlled) = tables
+    assert z_plain["expert"] != raw_plain["expert"] and raw_plain["ratings"] == 2 * 40
+    assert PlantedControlAnswer.objects.filter(control__study=controlled).count() == 2 * 10
+    assert raw_controlled == raw_plain
+    assert z_controlled == z_plain
+    analysis = A.study_analysis(frames, options=dataclasses.replace(FAST, expert_z_scores=True))
+    assert analysis["options"]["expert_scores"] == "z" and analysis["expert"] == z_controlled["expert"]
