@@ -92,7 +92,7 @@ def answer_as_rating(answer: PlantedControlAnswer, key: int) -> ExpertRating:
     )
 
 
-def added_values(answers: Mapping[int, PlantedControlAnswer]) -> dict[tuple[str, int], Any]:
+def added_values(answers: Mapping[int, PlantedControlAnswer]) -> dict[tuple[str, int | None], Any]:
     """The added items' answers on the page's control rows, keyed as pages.py keys real ones."""
     return {(k, key): value for key, answer in answers.items() for k, value in answer.added.items()}
 

@@ -277,7 +277,7 @@ def _added_answers(item: ExpertItem, asked: _Asked) -> dict[tuple[str, int | Non
     rows = ItemAnswer.objects.filter(
         participant_id=item.participant_id, instrument_id=asked.current.row_id, source_id=item.source_id
     ).values_list("item_key", "shown_text_id", "value")
-    values = {(key, text_id): value for key, text_id, value in rows}
+    values: dict[tuple[str, int | None], Any] = {(key, text_id): value for key, text_id, value in rows}
     if item.control_slots:
         values |= planted.added_values(planted.page_controls(item)[1])
     return values

@@ -310,7 +310,9 @@ def test_the_study_admin_action_asks_the_rate_then_plants(client):
     from django.contrib.auth import get_user_model
 
     study = build_study(slug="plant-admin", n_sources=5)
-    user = get_user_model().objects.create_user("plant-admin", password="pw", is_staff=True, is_superuser=True)
+    user = get_user_model().objects.create_user(
+        "plant-admin", password="pw", is_staff=True, is_superuser=True
+    )
     client.force_login(user)
     url = reverse("admin:annotation_study_changelist")
     chosen = {"action": "plant_controls", "_selected_action": [study.pk]}
