@@ -75,7 +75,10 @@ def page_controls(item: ExpertItem) -> tuple[dict[int, PlantedControl], dict[int
     ids = [control_id for _, control_id in item.control_slots or ()]
     if not ids:
         return {}, {}
-    controls = {row_key(c.pk): c for c in PlantedControl.objects.filter(pk__in=ids)}
+    # Only controls of the page's own source: ids in a page's JSON are not foreign keys (a page
+    # brought from another server by a study archive names controls that are not this study's).
+    of_page = PlantedControl.objects.filter(pk__in=ids, degrades__source_id=item.source_id)
+    controls = {row_key(c.pk): c for c in of_page}
     answers = {
         row_key(a.control_id): a
         for a in PlantedControlAnswer.objects.filter(participant_id=item.participant_id, control_id__in=ids)
@@ -167,4 +170,7 @@ def control_of(key: int, item: ExpertItem) -> PlantedControl:
     control_id = -key
     if control_id not in {c for _, c in item.control_slots or ()}:
         raise ValidationError("There is no such simplification on this page.")
-    return PlantedControl.objects.get(pk=control_id)
+    control = PlantedControl.objects.filter(pk=control_id, degrades__source_id=item.source_id).first()
+    if control is None:
+        raise ValidationError("There is no such simplification on this page.")
+    return control

@@ -325,3 +325,18 @@ def test_the_study_admin_action_asks_the_rate_then_plants(client):
     assert "5 controls among 20 texts" in done.content.decode()
     assert study.planted_controls.count() == 5
     assert study.activity.filter(verb="planted controls").exists()
+
+
+def test_a_page_shows_only_controls_of_its_own_source():
+    """A page's control_slots are ids in JSON, not foreign keys: one naming a control of another
+    source (a page brought in by a study archive) is neither shown nor answerable."""
+    study, _ = controlled_study("plant-own-source")
+    participant, item = _page_with_control(study)
+    stranger = PlantedControl.objects.filter(study=study).exclude(degrades__source=item.source_id).first()
+    ExpertItem.objects.filter(pk=item.pk).update(control_slots=[*item.control_slots, [0, stranger.pk]])
+    item.refresh_from_db()
+    page = pages.expert_page_get(item=item)
+    assert stranger.text not in [row.text for row in page.texts]
+    assert len(page.texts) == 4 + len(item.control_slots) - 1
+    with pytest.raises(ValidationError, match="no such simplification"):
+        planted.control_of(planted.row_key(stranger.pk), item)
