@@ -32,6 +32,7 @@ from annotation.answer_writes import (
     UNREAD,
     answer_save_locked,
     answer_write,
+    expert_scores_clean,
     free_text_clean,
     level_clean,
     likert_clean,
@@ -65,14 +66,7 @@ def expert_rating_save(
     role_require(participant, Participant.Role.RADIOLOGIST)
     if shown_text.source.study_id != participant.study_id:
         raise ValidationError("This simplification belongs to another study.")
-    clean: dict[str, int] = {}
-    for aspect, value in (scores or {}).items():
-        if aspect not in scales.EXPERT_ASPECTS:
-            raise ValidationError(
-                {aspect: f"Unknown aspect {aspect!r} ({', '.join(scales.EXPERT_ASPECTS)})."}
-            )
-        if value is not None:
-            clean[aspect] = likert_clean(aspect, value)
+    clean = expert_scores_clean(scores)
     if comment is not None:
         comment = free_text_clean("comment", comment)
     fields: dict[str, Any] = dict(clean)

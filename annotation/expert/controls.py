@@ -21,7 +21,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from annotation import scales
-from annotation.answer_writes import free_text_clean, likert_clean, role_require
+from annotation.answer_writes import expert_scores_clean, free_text_clean, role_require
 from annotation.instrument_binding import item_value_to_json
 from annotation.models import ExpertItem, ExpertRating, Participant, PlantedControl, PlantedControlAnswer
 from annotation.survey_page import seeded_shuffle
@@ -132,14 +132,8 @@ def control_answer_save(
     role_require(participant, Participant.Role.RADIOLOGIST)
     if control.study_id != participant.study_id:
         raise ValidationError("This simplification belongs to another study.")
-    clean: dict[str, int] = {}
-    for aspect, value in (scores or {}).items():
-        if aspect not in scales.EXPERT_ASPECTS:
-            raise ValidationError(
-                {aspect: f"Unknown aspect {aspect!r} ({', '.join(scales.EXPERT_ASPECTS)})."}
-            )
-        if value not in (None, ""):
-            clean[aspect] = likert_clean(aspect, value)
+    # Empty values are "not given" here as on a real row (pages.py drops them before either save).
+    clean = expert_scores_clean({k: v for k, v in (scores or {}).items() if v != ""})
     values: dict[str, Any] = {}
     cleared: list[str] = []
     for item, raw in added:
