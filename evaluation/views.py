@@ -75,6 +75,7 @@ def _progress_context(study) -> dict:
         "participants": progress,
         "balance": balance.by_system(),
         "matrix": matrix,
+        "reliability": study_rater_reliability(study=study),
     }
 
 

@@ -9,6 +9,8 @@ import random
 
 import numpy as np
 import pytest
+from django.contrib.auth import get_user_model
+from django.urls import reverse
 from scipy import stats
 
 from annotation import participant_services
@@ -119,7 +121,7 @@ def real_texts(item) -> set[str]:
 
 
 @pytest.mark.django_db
-def test_a_careless_radiologist_is_flagged_and_a_careful_one_is_not():
+def test_a_careless_radiologist_is_flagged_and_a_careful_one_is_not(client):
     study = build_study(slug="rel-study", n_sources=12, systems=("a", "b", "c", "d"))
     result = study_controls_plant(study=study, rate=0.2, seed=1)
     assert result.planted == 12
@@ -132,6 +134,13 @@ def test_a_careless_radiologist_is_flagged_and_a_careful_one_is_not():
     assert set(by_status) == {"reliable", "unreliable"}
     assert by_status["reliable"]["n_planted"] == 12 and by_status["reliable"]["caught"] == 1.0
     assert by_status["unreliable"]["p_value"] >= 0.05
+    # The progress page's table and the dashboard's progress section say so.
+    client.force_login(get_user_model().objects.create_superuser("rel-admin", password="pw"))
+    html = client.get(reverse("evaluation:study-progress", args=[study.slug])).content.decode()
+    for row in rows.values():
+        assert f'<tr data-status="{row["status"]}"><td>{row["participant"]}</td>' in html
+    section = client.get(reverse("evaluation:study-progress-section", args=[study.slug])).content.decode()
+    assert "<b>unreliable</b>" in section and "<b>reliable</b>" in section
 
 
 def _tables(frames, *, z: bool) -> dict:
