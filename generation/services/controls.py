@@ -5,8 +5,9 @@
 The rate is the share of rows on radiologists' pages that are planted: with n distinct simplification
 texts, round(rate · n / (1 − rate)) texts get one degraded copy each, so that planted rows are `rate`
 of all rows. Which texts, and which kind of degradation each gets (the first of the kinds, in an order
-drawn per text, that applies to it), come from `seed`: the same study, rate and seed always plant the
-same controls, and planting again with them changes nothing.
+drawn per text, that applies to it), come from `seed` and the texts themselves (sources' keys and
+texts' hashes, never database ids): the same study, rate and seed always plant the same controls,
+on this server or another, and planting again with them changes nothing.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def _wanted(rate: float, texts: int) -> int:
 def _degraded(text: SimplificationText, seed: int) -> Planted | None:
     # The kinds in an order drawn per text: a study's controls mix every kind that applies.
     kinds = list(KINDS)
-    random.Random(f"{seed}:kinds:{text.pk}").shuffle(kinds)
+    random.Random(f"{seed}:kinds:{text.source.key}:{text.text_hash}").shuffle(kinds)
     for kind in kinds:
         control = plant_control(text.text, source=text.source.text, kind=kind, seed=seed)
         if control is not None:
@@ -65,7 +66,7 @@ def study_controls_plan(*, study: Study, rate: float, seed: int = 0) -> tuple[in
         SimplificationText.objects.filter(source__study=study, simplifications__isnull=False)
         .select_related("source")
         .distinct()
-        .order_by("pk")
+        .order_by("source__position", "source__key", "text_hash")
     )
     wanted = _wanted(rate, len(texts))
     order = list(texts)

@@ -76,7 +76,8 @@ def test_planting_reaches_the_rate_deterministically_and_idempotently():
         )
         == rows
     )
-    # The same plan on a twin study: the same texts (by content) and kinds.
+    # The same plan on a twin study whose rows have other ids: the same texts (by content) and kinds.
+    build_study(slug="plant-rate-offset", n_sources=3)
     twin, _ = controlled_study("plant-rate-twin")
     assert [
         (c.degrades.text, c.kind, c.text)
