@@ -26,6 +26,8 @@ from annotation.models import (
     LayItem,
     LayPreference,
     Participant,
+    PlantedControl,
+    PlantedControlAnswer,
     Simplification,
     SimplificationText,
     Source,
@@ -412,6 +414,20 @@ class ParticipantAdmin(StudyScopedAdmin):
 class ExpertItemAdmin(ReadOnlyAdmin):
     list_display = ("participant", "source", "position", "time_spent_ms", "completed_at")
     list_filter = (("participant__study", RELATED),)
+
+
+@admin.register(PlantedControl)
+class PlantedControlAdmin(ReadOnlyAdmin):
+    """Planted by generation/services/controls.py (manage.py plant_controls, the Study action)."""
+
+    list_display = ("study", "kind", "category", "severity", "text", "start", "end", "seed")
+    list_filter = (("study", RELATED), "kind")
+
+
+@admin.register(PlantedControlAnswer)
+class PlantedControlAnswerAdmin(ReadOnlyAdmin):
+    list_display = ("participant", "control", "scores", "revisions", "time_spent_ms", "updated_at")
+    list_filter = (("control__study", RELATED),)
 
 
 @admin.register(ExpertRating)

@@ -25,6 +25,8 @@ STUDY_PATHS: dict[str, tuple[str, bool]] = {
     "annotation.ExpertItem": ("participant__study", False),
     "annotation.ExpertRating": ("participant__study", False),
     "annotation.ExpertSourceJudgement": ("participant__study", False),
+    "annotation.PlantedControl": ("study", False),
+    "annotation.PlantedControlAnswer": ("participant__study", False),
     "annotation.LayItem": ("participant__study", False),
     "annotation.LayAnswer": ("item__participant__study", False),
     "annotation.LayPreference": ("item__participant__study", False),

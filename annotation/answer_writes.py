@@ -51,6 +51,20 @@ def likert_clean(name: str, value: Any) -> int:
     return number
 
 
+def expert_scores_clean(scores: Mapping[str, Any] | None) -> dict[str, int]:
+    """A radiologist's {aspect: 1-5} answers for one text (a real one or a planted control), None
+    values left out; an unknown aspect or a value outside 1-5 is refused by name."""
+    clean: dict[str, int] = {}
+    for aspect, value in (scores or {}).items():
+        if aspect not in scales.EXPERT_ASPECTS:
+            raise ValidationError(
+                {aspect: f"Unknown aspect {aspect!r} ({', '.join(scales.EXPERT_ASPECTS)})."}
+            )
+        if value is not None:
+            clean[aspect] = likert_clean(aspect, value)
+    return clean
+
+
 def level_clean(name: str, value: str, scale: scales.Scale) -> str:
     if value not in scale.names:
         raise ValidationError(

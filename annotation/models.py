@@ -460,6 +460,10 @@ class ExpertItem(models.Model):
     text_order = models.JSONField(
         default=list, help_text="SimplificationText ids in display order (labels A, B, …)"
     )
+    # Planted controls (PlantedControl ids) mixed into the page: [[row index, control id], …], the
+    # index counting every row of the page (labels A, B, … run over real and planted rows alike).
+    # Drawn when the page is created; empty for a study without controls.
+    control_slots = models.JSONField(default=list, blank=True)
     time_spent_ms = models.PositiveBigIntegerField(default=0)
     completed_at = models.DateTimeField(null=True, blank=True)
 
@@ -903,3 +907,61 @@ class PairwiseTask(models.Model):
 
     def __str__(self) -> str:
         return f"{self.participant_id} #{self.position}"
+
+
+class PlantedControl(models.Model):
+    """A deliberately degraded copy of one distinct simplification text (Appraise's "BAD
+    references", made clinical: generation/controls.py), mixed into radiologists' pages and never
+    shown as such. Its answers live in PlantedControlAnswer, never in ExpertRating or ItemAnswer, so
+    a planted item cannot enter the study's tables. `start`/`end` locate the planted change in
+    `text`, `original_start`/`original_end` the part of the original it replaced."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="planted_controls")
+    degrades = models.ForeignKey(
+        SimplificationText, on_delete=models.CASCADE, related_name="planted_controls"
+    )
+    kind = models.CharField(max_length=20)
+    text = models.TextField()
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    original_start = models.PositiveIntegerField()
+    original_end = models.PositiveIntegerField()
+    category = models.CharField(max_length=60)
+    severity = models.CharField(max_length=30)
+    seed = models.IntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["degrades", "kind"], name="planted_control_one_per_kind"),
+            models.CheckConstraint(condition=Q(start__lte=models.F("end")), name="planted_control_span"),
+            models.CheckConstraint(
+                condition=Q(original_start__lte=models.F("original_end")),
+                name="planted_control_original_span",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.text[:60]}"
+
+
+class PlantedControlAnswer(models.Model):
+    """A radiologist's answers on a planted control's row: the protocol's aspects (`scores`,
+    {aspect: 1-5}) and the instrument's added items (`added`, {item key: stored JSON value}, error
+    spans included), checked as the real rows' answers are."""
+
+    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="control_answers")
+    control = models.ForeignKey(PlantedControl, on_delete=models.CASCADE, related_name="answers")
+    scores = models.JSONField(default=dict, blank=True)
+    added = models.JSONField(default=dict, blank=True)
+    comment = models.TextField(blank=True)
+    time_spent_ms = models.PositiveBigIntegerField(default=0)
+    revisions = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["participant", "control"], name="planted_control_answer_unique")
+        ]

@@ -47,6 +47,7 @@ from measures.stats.crossed import (
     interval_record,
 )
 from measures.stats.intervals import bootstrap_mean_ci
+from measures.stats.rater_reliability import ControlScore, z_scores
 from measures.stats.severity import mse_and_accuracy, severity_errors_per_answer
 
 EXPERT_ASPECTS: tuple[str, ...] = tuple(scales.EXPERT_ASPECTS)
@@ -109,6 +110,9 @@ class AnalysisOptions:
     correlation_metrics: tuple[str, ...] | None = None  # None: every per-text metric computed
     # Above this many pairs a correlation's interval is Fisher-z, not bootstrap (stats.correlation).
     correlation_bootstrap_max_pairs: int = BOOTSTRAP_MAX_PAIRS
+    # Table 1's radiologist columns as each radiologist's z-scores (WMT's z-normalisation,
+    # expert_ratings_z) instead of raw 1-5 means.
+    expert_z_scores: bool = False
 
 
 # --- small helpers ----------------------------------------------------------------------------
@@ -436,9 +440,34 @@ def metrics_summary(metrics: Mapping[str, Any], frames: StudyFrames) -> dict[str
     }
 
 
-def expert_table(frames: StudyFrames) -> dict[str, dict[str, float | None]]:
-    """Table 1 (middle): the radiologists' mean score per aspect and system (credited ratings)."""
-    ratings = frames.expert_ratings
+def expert_ratings_z(ratings: pd.DataFrame) -> pd.DataFrame:
+    """`ratings` (expert_ratings_frame) with each aspect replaced by the radiologist's z-score: their
+    score minus their mean over their own ratings of that aspect, over their (population) standard
+    deviation (measures.stats.rater_reliability.z_scores, WMT's z-normalisation), so a lenient and
+    a severe radiologist weigh alike. A rating credited to several systems counts once in the
+    radiologist's mean; a radiologist whose scores of an aspect never vary gets NaN there. Only
+    ExpertRating rows are here: planted controls' answers are stored apart and never enter."""
+    out = ratings.copy()
+    once = ratings.drop_duplicates("rating_id")
+    for aspect in EXPERT_ASPECTS:
+        scored = once[once[aspect].notna()]
+        z = z_scores(
+            ControlScore(rater=rater, pair=rating, planted=False, score=float(value))
+            for rater, rating, value in zip(
+                scored["participant"], scored["rating_id"], scored[aspect], strict=True
+            )
+        )
+        out[aspect] = [
+            np.nan if (value := z.get((rater, rating))) is None else value
+            for rater, rating in zip(out["participant"], out["rating_id"], strict=True)
+        ]
+    return out
+
+
+def expert_table(frames: StudyFrames, *, z: bool = False) -> dict[str, dict[str, float | None]]:
+    """Table 1 (middle): the radiologists' mean score per aspect and system (credited ratings);
+    with `z`, the mean of their z-scores (expert_ratings_z)."""
+    ratings = expert_ratings_z(frames.expert_ratings) if z else frames.expert_ratings
     table = {}
     for system in system_keys(frames):
         rows = ratings[ratings["system"] == system]
@@ -1077,7 +1106,7 @@ def study_analysis(
             else 0,
         },
         "readability": readability_table(metrics, frames),
-        "expert": expert_table(frames),
+        "expert": expert_table(frames, z=options.expert_z_scores),
         "expert_original": expert_original_table(frames),
         "lay": lay,
         "confidence_vs_accuracy": confidence_vs_accuracy(frames),
@@ -1099,6 +1128,7 @@ def study_analysis(
             "confidence": options.confidence,
             "seed": options.seed,
             "metric_families": list(metrics["families"]),
+            "expert_scores": "z" if options.expert_z_scores else "raw",
         },
         "coding": {
             "severity": {level.name: level.value for level in scales.SEVERITY.levels},

@@ -696,6 +696,7 @@ def methods(analysis: Mapping[str, Any]) -> dict[str, Any]:
         "correlation_bootstrap_max_pairs": options.get("correlation_bootstrap_max_pairs"),
         "confidence": options.get("confidence"),
         "seed": options.get("seed"),
+        "expert_scores": options.get("expert_scores", "raw"),
         "metric_families": analysis.get("metrics", {}).get("families", {}),
         "unavailable": analysis.get("metrics", {}).get("unavailable", {}),
         "versions": package_versions(),

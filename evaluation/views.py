@@ -35,8 +35,10 @@ from evaluation.exporters.items import LayoutError
 from evaluation.exporters.metrics_table import metrics_csv
 from evaluation.exporters.response import export_response, item_export_response
 from evaluation.progress import latin_square_balance, participants_progress, progress_by_role, study_progress
+from evaluation.rater_reliability import RELIABILITY_ASPECTS, study_rater_reliability
 from evaluation.services import analysis_snapshot_refresh
 from evaluation.study_archive import study_archive_write
+from measures.stats.rater_reliability import DEFAULT_ALPHA, DEFAULT_MIN_PLANTED
 
 MATRIX_MAX_SOURCES = 200  # above this the Latin-square matrix is summarised, not drawn
 # Researchers sign in on the dashboard's own page: the admin's login admits staff only.
@@ -73,6 +75,7 @@ def _progress_context(study) -> dict:
         "participants": progress,
         "balance": balance.by_system(),
         "matrix": matrix,
+        "reliability": study_rater_reliability(study=study),
     }
 
 
@@ -126,9 +129,15 @@ def study_progress_page(request: HttpRequest, slug: str) -> HttpResponse:
     """Participants by status, the lay survey's Latin-square balance, what the safety gate
     withholds and attention-check failures (evaluation/progress.py)."""
     study = access_study(user=request.user, slug=slug)
-    return render(
-        request, "evaluation/study_progress.html", {"study": study, "progress": study_progress(study=study)}
-    )
+    context = {
+        "study": study,
+        "progress": study_progress(study=study),
+        "reliability": study_rater_reliability(study=study),
+        "reliability_aspects": RELIABILITY_ASPECTS,
+        "reliability_min_planted": DEFAULT_MIN_PLANTED,
+        "reliability_alpha": DEFAULT_ALPHA,
+    }
+    return render(request, "evaluation/study_progress.html", context)
 
 
 @researcher_login_required

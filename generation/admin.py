@@ -4,16 +4,22 @@ through the launch form (generation.services.batches.generation_batch_create), n
 
 from __future__ import annotations
 
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.core.exceptions import ValidationError
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from annotation.access import access_study
 from annotation.admin import ADMIN_CSS, RELATED, transcript_table
 from annotation.admin_access import StudyScopedAdmin, SuperuserOnlyAdmin
 from annotation.admin_extensions import study_admin_action_add
 from generation.forms import GenerationBatchForm
 from generation.models import GenerationBatch, GenerationJob, LLMCallCache
 from generation.services import batches
+from generation.services.controls import MAX_RATE, study_controls_plant
 from work.admin_launch import LaunchedWorkAdmin, study_launch_action
 
 
@@ -204,3 +210,56 @@ study_admin_action_add(
         noun="to generate for",
     )
 )
+
+
+class PlantControlsForm(forms.Form):
+    rate = forms.FloatField(
+        min_value=0,
+        max_value=MAX_RATE,
+        initial=0.2,
+        help_text="Share of the rows on radiologists' pages that are planted (0 removes the controls).",
+    )
+    seed = forms.IntegerField(initial=0, help_text="The same rate and seed always plant the same controls.")
+
+
+@admin.action(description="Plant controls into radiologists' pages…")
+def plant_controls(modeladmin, request, queryset):
+    """Planted controls (issue 33): an intermediate page asks the rate and seed, then
+    generation.services.controls plants them in the one selected study."""
+    studies = list(queryset[:2])
+    if len(studies) != 1:
+        modeladmin.message_user(request, "Select exactly one study to plant controls in.", messages.WARNING)
+        return None
+    study = access_study(user=request.user, slug=studies[0].slug, need="edit")
+    form = PlantControlsForm(request.POST if "rate" in request.POST else None)
+    if form.is_valid():
+        try:
+            result = study_controls_plant(
+                study=study,
+                rate=form.cleaned_data["rate"],
+                seed=form.cleaned_data["seed"],
+                actor=request.user,
+            )
+        except ValidationError as exc:
+            modeladmin.message_user(request, " ".join(exc.messages), messages.ERROR)
+            return None
+        modeladmin.message_user(
+            request,
+            f"{study.slug}: {result.planted} controls among {result.texts} texts "
+            f"({result.share:.1%} of rows planted){'' if result.changed else ', unchanged'}.",
+            messages.SUCCESS,
+        )
+        return None
+    context = {
+        **modeladmin.admin_site.each_context(request),
+        "title": f"Plant controls in {study.title}",
+        "form": form,
+        "study": study,
+        "opts": modeladmin.model._meta,
+        "action": "plant_controls",
+        "selected": helpers.ACTION_CHECKBOX_NAME,
+    }
+    return TemplateResponse(request, "generation/admin_plant_controls.html", context)
+
+
+study_admin_action_add(plant_controls)

@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from annotation import scales
+from annotation.expert import controls as expert_controls
 from annotation.importers.bulk_insert import rows_insert
 from annotation.models import (
     ExpertItem,
@@ -31,6 +32,7 @@ from annotation.answer_writes import (
     UNREAD,
     answer_save_locked,
     answer_write,
+    expert_scores_clean,
     free_text_clean,
     level_clean,
     likert_clean,
@@ -64,14 +66,7 @@ def expert_rating_save(
     role_require(participant, Participant.Role.RADIOLOGIST)
     if shown_text.source.study_id != participant.study_id:
         raise ValidationError("This simplification belongs to another study.")
-    clean: dict[str, int] = {}
-    for aspect, value in (scores or {}).items():
-        if aspect not in scales.EXPERT_ASPECTS:
-            raise ValidationError(
-                {aspect: f"Unknown aspect {aspect!r} ({', '.join(scales.EXPERT_ASPECTS)})."}
-            )
-        if value is not None:
-            clean[aspect] = likert_clean(aspect, value)
+    clean = expert_scores_clean(scores)
     if comment is not None:
         comment = free_text_clean("comment", comment)
     fields: dict[str, Any] = dict(clean)
@@ -131,10 +126,14 @@ def expert_item_create(
                 "pk", flat=True
             ),
         )
+    controls = expert_controls.source_controls([source.pk]).get(source.pk, [])
+    slots = expert_controls.control_slots(
+        participant=participant, source_id=source.pk, n_real=len(text_order), control_ids=controls
+    )
     item, _ = ExpertItem.objects.get_or_create(
         participant=participant,
         source=source,
-        defaults={"position": position, "text_order": list(text_order)},
+        defaults={"position": position, "text_order": list(text_order), "control_slots": slots},
     )
     return item
 
@@ -156,14 +155,26 @@ def expert_items_create(
     )
     for source_id, text_id in rows:
         texts.setdefault(source_id, []).append(text_id)
+    # The study's planted controls join the pages of their sources (annotation/expert/controls.py).
+    controls = expert_controls.source_controls(source_ids)
+    orders = {
+        source_id: _expert_text_order(participant, source_id, texts.get(source_id, ()))
+        for source_id in source_ids
+    }
     return rows_insert(
         ExpertItem,
-        columns=("source_id", "position", "text_order"),
+        columns=("source_id", "position", "text_order", "control_slots"),
         rows=[
             (
                 source_id,
                 first_position + offset,
-                _expert_text_order(participant, source_id, texts.get(source_id, ())),
+                orders[source_id],
+                expert_controls.control_slots(
+                    participant=participant,
+                    source_id=source_id,
+                    n_real=len(orders[source_id]),
+                    control_ids=controls.get(source_id, ()),
+                ),
             )
             for offset, source_id in enumerate(source_ids)
         ],

@@ -30,6 +30,7 @@ from django.utils.translation import gettext as _
 
 from annotation import participant_services, protocol_texts, scales
 from annotation.expert import answers as expert_answers
+from annotation.expert import controls as planted
 from annotation.expert.progress import Progress, expert_page_place
 from annotation.instrument_selectors import EXPERT, CurrentInstrument, study_instrument_current
 from annotation.instrument_services import item_answer_save, item_answers_none_marked
@@ -216,6 +217,7 @@ def _page_rows(item: ExpertItem) -> tuple[list[tuple[str, SimplificationText]], 
     query. An id whose text has since been deleted (the source's simplification was regenerated
     before anyone rated it) is skipped, so labels stay stable."""
     rows = _page_text_rows.rows(text_ids=tuple(item.text_order), participant_id=item.participant_id)
+    order = item.text_order
     by_id: dict[int, SimplificationText] = {}
     ratings: dict[int, ExpertRating] = {}
     for pk, text, rating_pk, *values in rows:
@@ -228,7 +230,15 @@ def _page_rows(item: ExpertItem) -> tuple[list[tuple[str, SimplificationText]], 
                 shown_text_id=pk,
                 **dict(zip(_RATING_FIELDS, values, strict=True)),
             )
-    texts = [(text_label(i), by_id[text_id]) for i, text_id in enumerate(item.text_order) if text_id in by_id]
+    if item.control_slots:
+        # Planted controls are rows like the others (annotation/expert/controls.py).
+        controls, answers = planted.page_controls(item)
+        order = planted.merged_order(item)
+        for key, control in controls.items():
+            by_id[key] = SimplificationText(pk=key, source=item.source, text=control.text)
+            if key in answers:
+                ratings[key] = planted.answer_as_rating(answers[key], key)
+    texts = [(text_label(i), by_id[text_id]) for i, text_id in enumerate(order) if text_id in by_id]
     return texts, ratings
 
 
@@ -268,7 +278,10 @@ def _added_answers(item: ExpertItem, asked: _Asked) -> dict[tuple[str, int | Non
     rows = ItemAnswer.objects.filter(
         participant_id=item.participant_id, instrument_id=asked.current.row_id, source_id=item.source_id
     ).values_list("item_key", "shown_text_id", "value")
-    return {(key, text_id): value for key, text_id, value in rows}
+    values: dict[tuple[str, int | None], Any] = {(key, text_id): value for key, text_id, value in rows}
+    if item.control_slots:
+        values |= planted.added_values(planted.page_controls(item)[1])
+    return values
 
 
 def _page_build(
@@ -478,6 +491,21 @@ def expert_page_save(
             current = ratings.get(shown_text.pk)
             if not scores and not comment and current is None:
                 continue  # an empty justification box of an unrated text is not an answer
+            if planted.is_planted(shown_text.pk):
+                try:
+                    ratings[shown_text.pk] = planted.answer_as_rating(
+                        planted.control_answer_save(
+                            participant=participant,
+                            control=planted.control_of(shown_text.pk, item),
+                            scores=scores,
+                            comment=comment,
+                            time_spent_ms=row_time,
+                        ),
+                        shown_text.pk,
+                    )
+                except ValidationError as exc:
+                    errors.update(_field_errors(exc, label))
+                continue
             try:
                 ratings[shown_text.pk] = expert_answers.expert_rating_save(
                     participant=participant,
@@ -512,6 +540,21 @@ def expert_page_save(
             assert asked.current.row_id is not None
             text_id = None if row == ORIGINAL else labels[row].pk
             asked_item = asked.current.instrument.item(key)
+            if text_id is not None and planted.is_planted(text_id):
+                try:
+                    control_answer = planted.control_answer_save(
+                        participant=participant,
+                        control=planted.control_of(text_id, item),
+                        added=[(asked_item, raw)],
+                        time_spent_ms=row_time,
+                    )
+                except ValidationError as exc:
+                    errors.update(_field_errors(exc, row))
+                    continue
+                answers.pop((key, text_id), None)
+                if key in control_answer.added:
+                    answers[(key, text_id)] = control_answer.added[key]
+                continue
             try:
                 saved = item_answer_save(
                     participant=participant,

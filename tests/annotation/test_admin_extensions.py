@@ -18,7 +18,7 @@ def test_the_registered_study_admin_is_annotations_with_every_apps_actions():
     names = [getattr(action, "__name__", action) for action in model_admin.actions]
     own = [getattr(action, "__name__", action) for action in StudyAdmin.own_actions]
     assert own[:2] == ["open_studies", "close_studies"]
-    assert names == [*own, "generate_simplifications", "judge_study"]
+    assert names == [*own, "generate_simplifications", "judge_study", "plant_controls"]
 
 
 @pytest.mark.parametrize("order", [(0, 1), (1, 0)])

@@ -22,6 +22,8 @@ from annotation.models import (
     LayItem,
     LayPreference,
     Participant,
+    PlantedControl,
+    PlantedControlAnswer,
     Simplification,
     Study,
     StudyMembership,
@@ -52,6 +54,19 @@ def fill(study: Study, tag: str) -> dict[str, object]:
         participant=radiologist, shown_text=text, correctness=4, comment=f"note {tag}"
     )
     ExpertSourceJudgement.objects.create(participant=radiologist, source=source, severity="Mild")
+    control = PlantedControl.objects.create(
+        study=study,
+        degrades=text,
+        kind="reassurance",
+        text=f"{text.text} Fine {tag}.",
+        start=0,
+        end=1,
+        original_start=0,
+        original_end=0,
+        category="wrong_severity_or_false_reassurance",
+        severity="could_harm",
+    )
+    PlantedControlAnswer.objects.create(participant=radiologist, control=control, scores={"correctness": 2})
     item = LayItem.objects.create(
         participant=lay, source=source, position=0, assigned_system=simplification.system, shown_text=text
     )

@@ -48,6 +48,11 @@ class Command(BaseCommand):
         )
         parser.add_argument("--embedding-model", default=None, help="local sentence-transformers directory")
         parser.add_argument(
+            "--expert-z-scores",
+            action="store_true",
+            help="Table 1's radiologist scores as each radiologist's z-scores (planted controls never enter)",
+        )
+        parser.add_argument(
             "--metrics-csv",
             default=None,
             help="also write the automatic metrics (per simplification, per system)",
@@ -73,6 +78,7 @@ class Command(BaseCommand):
             seed=options["seed"],
             metric_families=families,
             correlations=not options["no_correlations"],
+            expert_z_scores=options["expert_z_scores"],
         )
         analysis = study_analysis_compute(study=study, options=analysis_options)
         if options["metrics_csv"]:

@@ -1,0 +1,170 @@
+"""Planted controls on a radiologist's pages (issue 33): where they join a page, how a page reads
+them, and where their answers go.
+
+A control (annotation.models.PlantedControl, planted by generation/services/controls.py) joins the
+page of its source when the page is created, at a row index drawn from the participant's seed, and
+is then a row like any other: its blind label runs in the page's A, B, C… sequence, it asks the same
+questions, and it counts towards the page's completion. Only its answers go elsewhere: to
+PlantedControlAnswer, never to ExpertRating or ItemAnswer, so no table of the study can read them.
+
+Inside a page build a control row stands in as a SimplificationText whose pk is the control's id
+negated (`row_key`): pages.py keys its rows by text id, and a negative id can be no text's. The key
+never reaches the HTML, whose fields are named by the blind labels alone.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+from annotation import scales
+from annotation.answer_writes import expert_scores_clean, free_text_clean, role_require
+from annotation.instrument_binding import item_value_to_json
+from annotation.models import ExpertItem, ExpertRating, Participant, PlantedControl, PlantedControlAnswer
+from annotation.survey_page import seeded_shuffle
+from instruments.answers import InvalidAnswer, item_value_code, item_value_validate
+from instruments.schema import Item, ItemKind
+
+_REAL = 0  # a real row in the shuffle below (control ids are positive)
+
+
+def control_slots(
+    *, participant: Participant, source_id: int, n_real: int, control_ids: Sequence[int]
+) -> list:
+    """[[row index, control id], …]: where the source's controls sit among its `n_real` real rows on
+    this participant's page. Drawn from the participant's seed, so the same participant always gets
+    the same places and different radiologists get different ones."""
+    merged = seeded_shuffle(
+        [_REAL] * n_real + sorted(control_ids), seed=participant.order_seed, purpose=f"controls:{source_id}"
+    )
+    return [[index, row] for index, row in enumerate(merged) if row != _REAL]
+
+
+def source_controls(source_ids: Iterable[int]) -> dict[int, list[int]]:
+    """The planted controls of each source, by source id (one query)."""
+    out: dict[int, list[int]] = {}
+    rows = PlantedControl.objects.filter(degrades__source_id__in=list(source_ids)).order_by("pk")
+    for control_id, source_id in rows.values_list("pk", "degrades__source_id"):
+        out.setdefault(source_id, []).append(control_id)
+    return out
+
+
+def row_key(control_id: int) -> int:
+    return -control_id
+
+
+def is_planted(text_id: int) -> bool:
+    return text_id < 0
+
+
+def merged_order(item: ExpertItem) -> list[int]:
+    """The page's row keys in display order: the real texts' ids with the controls' keys inserted
+    at their slots."""
+    order = list(item.text_order)
+    for index, control_id in sorted(item.control_slots or ()):
+        order.insert(min(index, len(order)), row_key(control_id))
+    return order
+
+
+def page_controls(item: ExpertItem) -> tuple[dict[int, PlantedControl], dict[int, PlantedControlAnswer]]:
+    """The page's controls by row key, and this participant's answers to them by row key (no query
+    for a page without controls)."""
+    ids = [control_id for _, control_id in item.control_slots or ()]
+    if not ids:
+        return {}, {}
+    # Only controls of the page's own source: ids in a page's JSON are not foreign keys (a page
+    # brought from another server by a study archive names controls that are not this study's).
+    of_page = PlantedControl.objects.filter(pk__in=ids, degrades__source_id=item.source_id)
+    controls = {row_key(c.pk): c for c in of_page}
+    answers = {
+        row_key(a.control_id): a
+        for a in PlantedControlAnswer.objects.filter(participant_id=item.participant_id, control_id__in=ids)
+    }
+    return controls, answers
+
+
+def answer_as_rating(answer: PlantedControlAnswer, key: int) -> ExpertRating:
+    """An unsaved ExpertRating holding a control answer's scores, so the page shows the row as it
+    shows a real one."""
+    scores = {aspect: answer.scores.get(aspect) for aspect in scales.EXPERT_ASPECTS}
+    return ExpertRating(
+        participant_id=answer.participant_id, shown_text_id=key, comment=answer.comment, **scores
+    )
+
+
+def added_values(answers: Mapping[int, PlantedControlAnswer]) -> dict[tuple[str, int | None], Any]:
+    """The added items' answers on the page's control rows, keyed as pages.py keys real ones."""
+    return {(k, key): value for key, answer in answers.items() for k, value in answer.added.items()}
+
+
+def _added_clean(item: Item, raw: object, text: str) -> Any:
+    """An added item's answer as ItemAnswer stores it (item_value_to_json), checked as
+    instruments.answers checks every answer; error spans against the control's own text."""
+    if item.kind is ItemKind.ERROR_SPANS and isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raise ValidationError({item.key: [f"{item.key}: error spans are a JSON list"]}) from None
+    try:
+        value = item_value_validate(item, raw, text_length=len(text))
+        item_value_code(item, value)
+    except InvalidAnswer as exc:
+        raise ValidationError({item.key: [str(exc)]}) from None
+    return item_value_to_json(value)
+
+
+def control_answer_save(
+    *,
+    participant: Participant,
+    control: PlantedControl,
+    scores: Mapping[str, Any] | None = None,
+    comment: str | None = None,
+    added: Sequence[tuple[Item, Any]] = (),
+    time_spent_ms: int = 0,
+) -> PlantedControlAnswer:
+    """Save (part of) a radiologist's answers on a control's row, with the refusals of a real row
+    (expert_rating_save, item_answer_save): unknown aspects, values outside 1-5, a control of another
+    study, an answer an added item cannot take (`added`: (item, raw answer) pairs). An empty added
+    answer clears a free text and is ignored otherwise; a rating is never cleared."""
+    role_require(participant, Participant.Role.RADIOLOGIST)
+    if control.study_id != participant.study_id:
+        raise ValidationError("This simplification belongs to another study.")
+    # Empty values are "not given" here as on a real row (pages.py drops them before either save).
+    clean = expert_scores_clean({k: v for k, v in (scores or {}).items() if v != ""})
+    values: dict[str, Any] = {}
+    cleared: list[str] = []
+    for item, raw in added:
+        if raw is None or (isinstance(raw, str) and not raw.strip()):
+            if item.kind is ItemKind.FREE_TEXT:
+                cleared.append(item.key)
+            continue
+        values[item.key] = _added_clean(item, raw, control.text)
+    if comment is not None:
+        comment = free_text_clean("comment", comment)
+    answer, _ = PlantedControlAnswer.objects.select_for_update().get_or_create(
+        participant=participant, control=control
+    )
+    # A revision: an answer given before, now changed (the rater went back on it).
+    before = {**answer.scores, **answer.added}
+    answer.revisions += sum(1 for k, v in {**clean, **values}.items() if k in before and before[k] != v)
+    answer.scores = {**answer.scores, **clean}
+    answer.added = {k: v for k, v in {**answer.added, **values}.items() if k not in cleared}
+    if comment is not None:
+        answer.comment = comment
+    answer.time_spent_ms += max(0, int(time_spent_ms))
+    answer.save()
+    return answer
+
+
+def control_of(key: int, item: ExpertItem) -> PlantedControl:
+    """The control behind a page's row key, locked for its answer's write; only one of the page's."""
+    control_id = -key
+    if control_id not in {c for _, c in item.control_slots or ()}:
+        raise ValidationError("There is no such simplification on this page.")
+    control = PlantedControl.objects.filter(pk=control_id, degrades__source_id=item.source_id).first()
+    if control is None:
+        raise ValidationError("There is no such simplification on this page.")
+    return control
