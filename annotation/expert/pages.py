@@ -606,7 +606,14 @@ def _no_marks_record(
     ]
     if not span_items or asked.current.row_id is None:
         return
-    unmarked = [(i, text) for i in span_items for _, text in texts if (i.key, text.pk) not in answers]
+    # A planted control's answers live apart (annotation/expert/controls.py): an unmarked control
+    # is simply not caught, nothing to store.
+    unmarked = [
+        (i, text)
+        for i in span_items
+        for _label, text in texts
+        if (i.key, text.pk) not in answers and not planted.is_planted(text.pk)
+    ]
     item_answers_none_marked(
         participant_id=item.participant_id,
         instrument_id=asked.current.row_id,

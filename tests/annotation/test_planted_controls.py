@@ -341,3 +341,25 @@ def test_a_page_shows_only_controls_of_its_own_source():
     assert len(page.texts) == 4 + len(item.control_slots) - 1
     with pytest.raises(ValidationError, match="no such simplification"):
         planted.control_of(planted.row_key(stranger.pk), item)
+
+
+def test_a_page_with_a_control_finished_without_marks_stores_no_error_marked_on_its_real_texts_only():
+    """Finishing a page stores "no error marked" on its clean real texts (the span rates count
+    them); a planted control left unmarked is simply not caught, nothing of it enters ItemAnswer."""
+    from annotation.error_span_services import study_error_spans_add
+
+    study, _ = controlled_study("plant-clean")
+    study_error_spans_add(study=study, actor=None)
+    study.refresh_from_db()
+    participant, item = _page_with_control(study)
+    label, control = _control_label(item)
+    page = pages.expert_page_get(item=item)
+    data = {"original-severity": "Mild", "original-simplicity": "3"}
+    data |= {cell.field: "4" for row in page.texts for cell in row.aspects}
+    page = pages.expert_page_save(participant=participant, item=item, data=data)
+    assert page.complete
+    stored = ItemAnswer.objects.filter(participant=participant, item_key="error_spans")
+    assert stored.count() == len(page.texts) - 1
+    assert all(value == [] for value in stored.values_list("value", flat=True))
+    assert not stored.filter(shown_text__text=control.text).exists()
+    assert PlantedControlAnswer.objects.get(participant=participant, control=control).added == {}
