@@ -24,6 +24,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation.access import access_study, researcher_login_required
+from annotation.error_span_services import study_error_spans_add
 from annotation.instrument_binding import PROTOCOL_BINDINGS
 from annotation.instrument_selectors import study_instrument_row, study_instrument_versions
 from annotation.instrument_services import (
@@ -36,7 +37,7 @@ from annotation.instrument_services import (
 from annotation.item_questions import item_question, shown
 from annotation.models import Participant, Study, StudyInstrument
 from console.instrument_forms import DefinitionForm, ItemAddForm, ItemMoveForm, ItemTextsForm
-from instruments.schema import AppliesTo, Instrument
+from instruments.schema import AppliesTo, Instrument, ItemKind
 from instruments.validation import (
     InstrumentError,
     instrument_from_data,
@@ -177,8 +178,35 @@ def instrument_list(request: HttpRequest, slug: str) -> HttpResponse:
                 "has_answers": instrument_has_answers(row=row),
             }
         )
-    context = {"study": study, "current": current, "history": rows}
+    expert = next((c for c in current if c["row"].flow == StudyInstrument.Flow.EXPERT), None)
+    context = {
+        "study": study,
+        "current": current,
+        "history": rows,
+        # The typology can be added where the radiologist instrument has no error-span item yet.
+        "spans_addable": expert is not None
+        and not any(i.kind is ItemKind.ERROR_SPANS for i in expert["instrument"].items),
+        "spans_need_note": expert is not None and expert["has_answers"],
+    }
     return render(request, TEMPLATES + "instruments.html", context)
+
+
+@researcher_login_required
+@require_POST
+def instrument_error_spans_add(request: HttpRequest, slug: str) -> HttpResponse:
+    """The clinical error-span typology (issue 33) into the radiologist instrument, by the service
+    the command and the admin use: in place before answers, else a new version with the note."""
+    study = access_study(user=request.user, slug=slug, need="edit")
+    note = request.POST.get("change_note", "").strip()[:500]
+    try:
+        row = study_error_spans_add(study=study, actor=request.user, note=note)
+    except ValidationError as refused:
+        messages.error(request, " ".join(refused.messages))
+    else:
+        messages.success(
+            request, f"Error spans added to the radiologist instrument (now version {row.version})."
+        )
+    return redirect("console:instruments", slug=study.slug)
 
 
 def _editor_context(editing: Editing, request: HttpRequest, **forms: Any) -> dict[str, Any]:

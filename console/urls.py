@@ -13,6 +13,11 @@ urlpatterns: list = [
     path("<slug:slug>/pilot/", study_views.study_pilot, name="study-pilot"),
     path("<slug:slug>/duplicate/", study_views.study_copy, name="study-duplicate"),
     path("<slug:slug>/instruments/", instrument_views.instrument_list, name="instruments"),
+    path(
+        "<slug:slug>/instruments/error-spans/",
+        instrument_views.instrument_error_spans_add,
+        name="instrument-error-spans",
+    ),
     path("<slug:slug>/instruments/<slug:key>/", instrument_views.instrument_edit, name="instrument-edit"),
     path(
         "<slug:slug>/instruments/<slug:key>/preview/",

@@ -328,3 +328,18 @@ def test_the_service_refuses_a_save_based_on_an_older_revision(draft):
         study_instrument_save(study=draft, instrument=preset_load(KEY), actor=None, based_on=shown)
     assert "another save" in refused.value.message_dict["based_on"][0]
     assert _row(draft).fingerprint == saved.fingerprint
+
+
+def test_the_error_span_typology_is_added_from_the_instruments_page(client, editing):
+    """One button puts the clinical typology into the radiologist instrument (the service the command
+    and the admin use); once there the page offers it no more, and a second post is refused politely."""
+    page = client.get("/console/draft/instruments/").content.decode()
+    assert 'id="add-error-spans"' in page and "spans-note" not in page  # no answers: no note asked
+    response = client.post("/console/draft/instruments/error-spans/", follow=True)
+    assert "Error spans added to the radiologist instrument" in response.content.decode()
+    items = {i["key"]: i for i in _row(editing).definition["items"]}
+    assert items["error_spans"]["kind"] == "error_spans"
+    assert 'id="add-error-spans"' not in client.get("/console/draft/instruments/").content.decode()
+    again = client.post("/console/draft/instruments/error-spans/", follow=True)
+    assert again.status_code == 200 and "already asks error spans" in again.content.decode()
+    assert StudyInstrument.objects.filter(study=editing, key=KEY).count() == 1  # edited in place once

@@ -80,6 +80,7 @@ ENDPOINTS = [
     Endpoint("generation:batch_cancel", "edit", method="post", args=("batch",)),
     Endpoint("generation:batch_resume", "edit", method="post", args=("batch",)),
     Endpoint("console:instruments", "edit"),
+    Endpoint("console:instrument-error-spans", "edit", method="post"),
     Endpoint("console:instrument-edit", "edit", args=("protocol_003_radiologist",)),
     Endpoint(
         "console:instrument-edit",
