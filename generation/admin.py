@@ -219,7 +219,12 @@ class PlantControlsForm(forms.Form):
         initial=0.2,
         help_text="Share of the rows on radiologists' pages that are planted (0 removes the controls).",
     )
-    seed = forms.IntegerField(initial=0, help_text="The same rate and seed always plant the same controls.")
+    seed = forms.IntegerField(
+        initial=0,
+        min_value=0,
+        max_value=2**31 - 1,  # PlantedControl.seed is an IntegerField
+        help_text="The same rate and seed always plant the same controls.",
+    )
 
 
 @admin.action(description="Plant controls into radiologists' pages…")

@@ -150,6 +150,8 @@ def world(monkeypatch, django_capture_on_commit_callbacks):
             "participant_id": lay.pk,
             "role": "layperson",  # the console's preview (a POST; its GET must write nothing)
             "task_id": pairwise_task.pk,
+            "key": "protocol_003_radiologist",  # the console's instrument editor
+            "item_key": "correctness",
         },
         "tokens": {"r": expert.token, "l": lay.token, "s": lay.token, "p": rater.token, "c": comparer.token},
         "items": {"r": expert_item, "l": lay_item.pk},

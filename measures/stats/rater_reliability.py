@@ -17,13 +17,15 @@ references", WMT), per rater. Django-free.
 from __future__ import annotations
 
 import math
+import statistics
 from collections import defaultdict
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-from scipy import stats
+# numpy and scipy are imported where they are used: a web worker imports this module at start-up for
+# its constants and ControlScore (the progress page), and must not load the scientific stack then
+# (tests/test_web_imports.py).
 
 DEFAULT_ALPHA = 0.05
 DEFAULT_MIN_PLANTED = 10
@@ -42,6 +44,9 @@ class ControlScore:
 def mann_whitney_greater(real: Sequence[float], planted: Sequence[float]) -> tuple[float, float]:
     """(U of ``real``, one-sided p that real > planted) by the tie-corrected normal approximation
     with continuity correction."""
+    import numpy as np
+    from scipy import stats
+
     x, y = np.asarray(real, dtype=np.float64), np.asarray(planted, dtype=np.float64)
     n1, n2 = x.size, y.size
     if n1 == 0 or n2 == 0:
@@ -88,8 +93,8 @@ def rater_reliability(
         record: dict[str, Any] = {
             "n_real": len(real),
             "n_planted": len(planted),
-            "mean_real": float(np.mean(list(real.values()))) if real else None,
-            "mean_planted": float(np.mean([i.score for i in planted])) if planted else None,
+            "mean_real": statistics.fmean(real.values()) if real else None,
+            "mean_planted": statistics.fmean(i.score for i in planted) if planted else None,
             "u": None,
             "p_value": None,
             "caught": None,
@@ -115,8 +120,8 @@ def z_scores(scores: Iterable[ControlScore]) -> dict[tuple[Hashable, Hashable], 
             by_rater[item.rater].append(item)
     out: dict[tuple[Hashable, Hashable], float | None] = {}
     for rater, items in by_rater.items():
-        values = np.array([i.score for i in items])
-        sd = float(values.std())
+        values = [i.score for i in items]
+        mean, sd = statistics.fmean(values), statistics.pstdev(values)  # population sd, as WMT
         for item in items:
-            out[(rater, item.pair)] = float((item.score - values.mean()) / sd) if sd > 0 else None
+            out[(rater, item.pair)] = (item.score - mean) / sd if sd > 0 else None
     return out
