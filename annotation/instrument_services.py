@@ -283,8 +283,9 @@ def study_instrument_save(
 MAX_ERROR_SPANS = 500
 
 
-def _marks_decode(item: Item, raw: str) -> object:
-    """An error-span item's answer as the page posts it: the JSON list of marks ("" is none)."""
+def error_marks_decode(item: Item, raw: str) -> object:
+    """An error-span item's answer as the page posts it: the JSON list of marks ("" is none). Every
+    row of a radiologist page reads it here, a planted control's too (annotation/expert/controls.py)."""
     if not raw.strip():
         return None
     try:
@@ -360,7 +361,7 @@ def item_answer_save(
     text_length = None
     if item.kind is ItemKind.ERROR_SPANS:
         if isinstance(raw, str):
-            raw = _marks_decode(item, raw)
+            raw = error_marks_decode(item, raw)
         if shown_text is None and shown_text_id is not None:
             shown_text = SimplificationText.objects.values_list("text", flat=True).get(pk=shown_text_id)
         text_length = None if shown_text is None else len(shown_text)

@@ -14,7 +14,6 @@ never reaches the HTML, whose fields are named by the blind labels alone.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -23,6 +22,8 @@ from django.core.exceptions import ValidationError
 from annotation import scales
 from annotation.answer_writes import expert_scores_clean, free_text_clean, role_require
 from annotation.instrument_binding import item_value_to_json
+from annotation.instrument_services import error_marks_decode
+from annotation.item_questions import item_refusal
 from annotation.models import ExpertItem, ExpertRating, Participant, PlantedControl, PlantedControlAnswer
 from annotation.survey_page import seeded_shuffle
 from instruments.answers import InvalidAnswer, item_value_code, item_value_validate
@@ -104,15 +105,13 @@ def _added_clean(item: Item, raw: object, text: str) -> Any:
     """An added item's answer as ItemAnswer stores it (item_value_to_json), checked as
     instruments.answers checks every answer; error spans against the control's own text."""
     if item.kind is ItemKind.ERROR_SPANS and isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except ValueError:
-            raise ValidationError({item.key: [f"{item.key}: error spans are a JSON list"]}) from None
+        raw = error_marks_decode(item, raw)  # as on a real row: the same limits and refusals
     try:
         value = item_value_validate(item, raw, text_length=len(text))
         item_value_code(item, value)
     except InvalidAnswer as exc:
-        raise ValidationError({item.key: [str(exc)]}) from None
+        # Worded as a real row's refusal, in the participant's language (the row must not tell).
+        raise ValidationError({item.key: [f"{item.key}: {item_refusal(exc)}"]}) from None
     return item_value_to_json(value)
 
 
