@@ -1,15 +1,21 @@
 """The whole-study archive: one zip file that moves a study, with every answer, between radlay
-servers (the export_study_archive / import_study_archive commands and the dashboard's download).
+servers (the export_study_archive / import_study_archive commands, the dashboard's download and
+the console's import page).
 
-Format (version 1): `manifest.json` (format name, version, the study's slug, the tables in the
-order they are written and their row counts) and one `<app>.<model>.json` per table, in Django's
-JSON serialization. Import reads them in that order, gives every row a new primary key, points its
-references at the new keys, and writes everything in one transaction: a broken archive leaves
-nothing behind. Participants keep their label in the analysis and the exports (`P<old key>`
-becomes their pseudonym where they had none) and their invite links (a token already taken on the
-receiving server gets a new one). Accounts are not moved: the importing user becomes the study's
-researcher, and radiologists' links to accounts are dropped. Computed rows (snapshots, metrics,
-plans, generation batches, judge runs) are not archived; the receiving server computes them.
+Format (version 2): `manifest.json` (format name, version, the study's slug, the tables in the
+order they are written, their row counts, and the tables left out with the reason) and one
+`<app>.<model>.jsonl` per table (evaluation/study_archive_tables.py), one row a line in Django's
+JSON serialization. Version 1 archives (one JSON array per table, fewer tables) still import.
+
+Import streams each member row by row within the limits of evaluation/study_archive_reader.py,
+gives every row a new primary key, points its references (foreign keys and the keys JSON columns
+hold) at the new keys, and inserts the rows in batches, all in one transaction: a broken archive
+leaves nothing behind. A row the archive gets wrong is named by table and row; a refusal of the
+database (a constraint, a lost connection) is reported as the database's, with its table.
+Participants keep their label in the analysis and the exports (`P<old key>` becomes their
+pseudonym where they had none) and their invite links (a token already taken on the receiving
+server gets a new one). Accounts are not moved: the importing user becomes the study's owner, and
+links to accounts are dropped. A judge run unfinished when archived arrives cancelled.
 """
 
 from __future__ import annotations
@@ -17,59 +23,67 @@ from __future__ import annotations
 import datetime
 import json
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 from django.core import serializers
+from django.core.exceptions import ValidationError
 from django.core.serializers.base import DeserializationError
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import models, transaction
+from django.db import DatabaseError, connection, models, transaction
 from django.utils import timezone
 
-from annotation.models import (
-    AttentionCheck,
-    AttentionCheckResponse,
-    ConsentRefusal,
-    ExpertItem,
-    ExpertRating,
-    ExpertSourceJudgement,
-    LayAnswer,
-    LayItem,
-    LayPreference,
-    Participant,
-    Simplification,
-    SimplificationText,
-    Source,
-    Study,
-    System,
-    new_participant_token,
+from annotation.instrument_services import study_instruments_stamp_refresh
+from annotation.models import AnswerRevision, Participant, Study, new_participant_token
+from evaluation.study_archive_reader import ArchiveError, ArchiveLimits, BoundedArchive
+from evaluation.study_archive_tables import (
+    ARCHIVED,
+    EXCLUDED,
+    REVISION_TYPES,
+    Table,
+    account_model,
 )
+from judging.models import JudgeItem, JudgeRun
 
 FORMAT = "radlay-study-archive"
-VERSION = 1
-
-# Parents before children, so that every reference is known when a row is written.
-TABLES: tuple[tuple[type[models.Model], str], ...] = (
-    (Study, "pk"),
-    (Source, "study"),
-    (System, "study"),
-    (SimplificationText, "source__study"),
-    (Simplification, "source__study"),
-    (AttentionCheck, "study"),
-    (Participant, "study"),
-    (ExpertItem, "participant__study"),
-    (ExpertRating, "participant__study"),
-    (ExpertSourceJudgement, "participant__study"),
-    (LayItem, "participant__study"),
-    (LayAnswer, "item__participant__study"),
-    (LayPreference, "item__participant__study"),
-    (AttentionCheckResponse, "participant__study"),
-    (ConsentRefusal, "study"),
+VERSION = 2
+READABLE_VERSIONS = (1, 2)
+BATCH = 1000
+# Version 1 archived these tables only; the others are empty in its archives.
+VERSION_1_TABLES = frozenset(
+    {
+        "annotation.study",
+        "annotation.source",
+        "annotation.system",
+        "annotation.simplificationtext",
+        "annotation.simplification",
+        "annotation.attentioncheck",
+        "annotation.participant",
+        "annotation.expertitem",
+        "annotation.expertrating",
+        "annotation.expertsourcejudgement",
+        "annotation.layitem",
+        "annotation.layanswer",
+        "annotation.laypreference",
+        "annotation.attentioncheckresponse",
+        "annotation.consentrefusal",
+    }
 )
 
+__all__ = [
+    "ArchiveDatabaseError",
+    "ArchiveError",
+    "ArchiveManifest",
+    "study_archive_import",
+    "study_archive_manifest",
+    "study_archive_write",
+]
 
-class ArchiveError(ValueError):
-    """The file is not a radlay study archive this version can read; the message says what."""
+
+class ArchiveDatabaseError(Exception):
+    """The database refused the import (a constraint, a lost connection): not the archive's fault
+    row by row; the message names the table being written and the database's reason."""
 
 
 class _ExactEncoder(DjangoJSONEncoder):
@@ -82,123 +96,305 @@ class _ExactEncoder(DjangoJSONEncoder):
         return super().default(o)
 
 
-def _label(model: type[models.Model]) -> str:
-    return model._meta.label_lower
+# --- writing ---------------------------------------------------------------------------------------
+
+
+def _rows(table: Table, study: Study) -> Iterator[models.Model]:
+    rows = table.model._default_manager.filter(**{table.study_path: study.pk}).order_by("pk")
+    many = [f.name for f in table.model._meta.many_to_many]
+    if many:
+        rows = rows.prefetch_related(*many)
+    return rows.iterator(chunk_size=BATCH)
+
+
+def _batches(rows: Iterator[models.Model]) -> Iterator[list[models.Model]]:
+    batch: list[models.Model] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def study_archive_write(*, study: Study, out: IO[bytes]) -> dict[str, int]:
-    """Write `study`'s archive to the binary file `out`; returns the row count per table."""
+    """Write `study`'s archive to the binary file `out`, table by table in batches (never a whole
+    table in memory); returns the row count per table."""
     counts: dict[str, int] = {}
+    python = serializers.get_serializer("python")
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for model, path in TABLES:
-            rows = model._default_manager.filter(**{path: study.pk}).order_by("pk")
-            text = serializers.serialize("json", rows, cls=_ExactEncoder)
-            counts[_label(model)] = rows.count()
-            archive.writestr(f"{_label(model)}.json", text)
+        for table in ARCHIVED:
+            counts[table.label] = 0
+            with archive.open(f"{table.label}.jsonl", "w", force_zip64=True) as member:
+                for batch in _batches(_rows(table, study)):
+                    lines = [
+                        json.dumps(row, cls=_ExactEncoder, ensure_ascii=False)
+                        for row in python().serialize(batch)
+                    ]
+                    member.write(("\n".join(lines) + "\n").encode())
+                    counts[table.label] += len(batch)
         manifest = {
             "format": FORMAT,
             "version": VERSION,
             "study": study.slug,
+            "title": study.title,
             "exported_at": timezone.now().isoformat(),
-            "tables": [_label(model) for model, _ in TABLES],
+            "tables": [table.label for table in ARCHIVED],
             "counts": counts,
+            "excluded": dict(EXCLUDED),
         }
         archive.writestr("manifest.json", json.dumps(manifest, indent=2))
     return counts
 
 
-def _manifest(archive: zipfile.ZipFile) -> dict[str, Any]:
-    try:
-        manifest = json.loads(archive.read("manifest.json"))
-    except KeyError:
-        raise ArchiveError("not a radlay study archive: it has no manifest.json") from None
-    except ValueError as exc:
-        raise ArchiveError(f"manifest.json is not JSON: {exc}") from None
+# --- the manifest ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ArchiveManifest:
+    """What an archive says it holds, checked: shown before an import is confirmed."""
+
+    version: int
+    study: str
+    title: str
+    exported_at: str
+    counts: dict[str, int]
+    excluded: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def tables(self) -> list[tuple[str, int]]:
+        """(table, rows) in the order they are imported, this server's tables only."""
+        return [(table.label, self.counts.get(table.label, 0)) for table in ARCHIVED]
+
+
+def _manifest_check(archive: BoundedArchive) -> ArchiveManifest:
+    if not archive.has("manifest.json"):
+        raise ArchiveError("not a radlay study archive: it has no manifest.json")
+    manifest = archive.json_document("manifest.json")
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise ArchiveError(f"not a radlay study archive: manifest.json's format is not {FORMAT!r}")
-    if manifest.get("version") != VERSION:
+    version = manifest.get("version")
+    if version not in READABLE_VERSIONS:
         raise ArchiveError(
-            f"archive format version {manifest.get('version')!r}; this radlay reads version {VERSION}"
+            f"archive format version {version!r}; this radlay reads versions "
+            + ", ".join(map(str, READABLE_VERSIONS))
         )
-    return manifest
+    counts = manifest.get("counts", {})
+    if not isinstance(counts, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in counts.values()
+    ):
+        raise ArchiveError("manifest.json's counts are not a table → row count mapping")
+    excluded = manifest.get("excluded", {})
+    return ArchiveManifest(
+        version=version,
+        study=str(manifest.get("study", "")),
+        title=str(manifest.get("title", "")),
+        exported_at=str(manifest.get("exported_at", "")),
+        counts={str(k): v for k, v in counts.items()},
+        excluded={str(k): str(v) for k, v in excluded.items()} if isinstance(excluded, dict) else {},
+    )
 
 
-def _references(model: type[models.Model]) -> Iterable[models.ForeignKey]:
-    return (f for f in model._meta.concrete_fields if isinstance(f, models.ForeignKey))
+def study_archive_manifest(
+    *, archive_file: IO[bytes], limits: ArchiveLimits | None = None
+) -> ArchiveManifest:
+    """The archive's checked manifest (its sizes checked against the limits), nothing imported."""
+    with BoundedArchive(archive_file, limits) as archive:
+        return _manifest_check(archive)
 
 
-def study_archive_import(*, archive_file: IO[bytes], slug: str | None = None, researcher=None) -> Study:
+# --- importing -------------------------------------------------------------------------------------
+
+
+def study_archive_import(
+    *,
+    archive_file: IO[bytes],
+    slug: str | None = None,
+    researcher=None,
+    limits: ArchiveLimits | None = None,
+) -> Study:
     """Create the archived study (under `slug`, else its own) with all its rows; all or nothing.
-    Raises ArchiveError with the table and row at fault."""
-    try:
-        archive = zipfile.ZipFile(archive_file)
-    except zipfile.BadZipFile:
-        raise ArchiveError("not a radlay study archive: the file is not a zip file") from None
-    with archive:
-        manifest = _manifest(archive)
-        keys: dict[type[models.Model], dict[Any, Any]] = {}
+    Raises ArchiveError with the table and row at fault, ArchiveDatabaseError when the database
+    refuses."""
+    with BoundedArchive(archive_file, limits) as archive:
+        manifest = _manifest_check(archive)
         with transaction.atomic():
-            for model, _ in TABLES:
-                name = f"{_label(model)}.json"
-                try:
-                    text = archive.read(name)
-                except KeyError:
-                    raise ArchiveError(f"the archive has no {name}") from None
-                try:
-                    rows = list(serializers.deserialize("json", text, ignorenonexistent=True))
-                except DeserializationError as exc:
-                    raise ArchiveError(f"{name}: {exc}") from None
-                expected = manifest.get("counts", {}).get(_label(model))
-                if expected is not None and expected != len(rows):
-                    raise ArchiveError(f"{name} holds {len(rows)} rows, the manifest says {expected}")
-                keys[model] = {}
-                for number, row in enumerate(rows, start=1):
-                    old_pk = row.object.pk
-                    keys[model][old_pk] = _row_import(
-                        row, keys=keys, slug=slug, where=f"{name}, row {number}"
-                    )
-            study = Study.objects.get(pk=keys[Study][next(iter(keys[Study]))])
+            importer = _Importer(archive=archive, manifest=manifest, slug=slug)
+            for table in ARCHIVED:
+                importer.table_import(table)
+            if not importer.keys[Study]:
+                raise ArchiveError("the archive holds no study")
+            study = Study.objects.get(pk=next(iter(importer.keys[Study].values())))
+            study_instruments_stamp_refresh(study=study)
             if researcher is not None:
                 study.researchers.add(researcher)
     return study
 
 
-def _row_import(row, *, keys: dict, slug: str | None, where: str) -> Any:
-    obj = row.object
-    model = type(obj)
-    old_pk = obj.pk
-    for field in _references(model):
-        old = getattr(obj, field.attname)
-        if old is None:
-            continue
-        if field.related_model in keys:
-            try:
-                setattr(obj, field.attname, keys[field.related_model][old])
-            except KeyError:
-                raise ArchiveError(
-                    f"{where}: {field.name} refers to a row the archive does not hold"
-                ) from None
-        else:
-            # An account of the exporting server: not moved.
-            setattr(obj, field.attname, None)
-    if model is Study:
-        obj.slug = slug or obj.slug
-        if Study.objects.filter(slug=obj.slug).exists():
-            raise ArchiveError(f"a study with slug {obj.slug!r} exists here: import under another --slug")
-    if model is Participant:
-        obj.pseudonym = obj.pseudonym or f"P{old_pk}"
-        if not obj.token or Participant.objects.filter(token=obj.token).exists():
-            obj.token = new_participant_token()
-    obj.pk = None
-    try:
-        obj.full_clean(validate_unique=False, validate_constraints=False)
-    except Exception as exc:  # noqa: BLE001 - ValidationError's message names the field
-        raise ArchiveError(f"{where}: {exc}") from None
-    # raw: the stored timestamps (created_at, updated_at) are kept, not replaced by now.
-    obj.save_base(raw=True, force_insert=True)
-    for name, old_ids in row.m2m_data.items():
-        field = model._meta.get_field(name)
-        if field.related_model not in keys:
-            continue  # accounts (Study.researchers)
-        getattr(obj, name).set([keys[field.related_model][old] for old in old_ids])
-    return obj.pk
+class _Importer:
+    def __init__(self, *, archive: BoundedArchive, manifest: ArchiveManifest, slug: str | None):
+        self.archive = archive
+        self.manifest = manifest
+        self.slug = slug
+        self.keys: dict[type[models.Model], dict[Any, Any]] = {}
+        self.accounts = account_model()
+        self.now = timezone.now()
+
+    def table_import(self, table: Table) -> None:
+        model = table.model
+        self.keys[model] = {}
+        suffix = "jsonl" if self.manifest.version >= 2 else "json"
+        name = f"{table.label}.{suffix}"
+        if not self.archive.has(name):
+            if self.manifest.version == 1 and table.label not in VERSION_1_TABLES:
+                return
+            raise ArchiveError(f"the archive has no {name}")
+        batch: list[tuple[Any, models.Model, dict[str, list[Any]]]] = []
+        number = 0
+        for number, row in enumerate(self.archive.rows(name), start=1):
+            where = f"{name}, row {number}"
+            batch.append(self._row_object(table, row, where))
+            if len(batch) >= BATCH:
+                self._insert(table, batch)
+                batch = []
+        if batch:
+            self._insert(table, batch)
+        expected = self.manifest.counts.get(table.label)
+        if expected is not None and expected != number:
+            raise ArchiveError(f"{name} holds {number} rows, the manifest says {expected}")
+
+    def _row_object(self, table: Table, row: dict, where: str) -> tuple[Any, models.Model, dict]:
+        model = table.model
+        if row.get("model") != model._meta.label_lower:
+            raise ArchiveError(f"{where}: a row of {row.get('model')!r}, not of {model._meta.label_lower}")
+        try:
+            (deserialized,) = serializers.deserialize("python", [row], ignorenonexistent=True)
+        except (DeserializationError, ValidationError, ValueError, TypeError) as exc:
+            raise ArchiveError(f"{where}: {exc}") from None
+        obj = deserialized.object
+        old_pk = obj.pk
+        if old_pk is None:
+            raise ArchiveError(f"{where}: the row has no key")
+        relations = []
+        for f in model._meta.concrete_fields:
+            if not (f.is_relation and (f.many_to_one or f.one_to_one)):
+                continue
+            relations.append(f.name)
+            old = getattr(obj, f.attname)
+            if old is None:
+                continue
+            if f.related_model in self.keys:
+                setattr(obj, f.attname, self._key(f.related_model, old, where, f.name))
+            elif f.related_model is self.accounts:
+                setattr(obj, f.attname, None)  # an account of the exporting server: not moved
+            else:
+                raise ArchiveError(f"{where}: {f.name} refers to a table the archive does not move")
+        for column, (shape, target) in table.json_keys.items():
+            setattr(obj, column, self._json_keys(getattr(obj, column), shape, target, where, column))
+        self._adjust(obj, old_pk, where)
+        obj.pk = None
+        try:
+            obj.clean_fields(exclude=relations)
+            obj.clean()
+        except ValidationError as exc:
+            raise ArchiveError(f"{where}: {exc}") from None
+        m2m = {}
+        for name, old_ids in deserialized.m2m_data.items():
+            target = model._meta.get_field(name).related_model
+            m2m[name] = [self._key(target, old, where, name) for old in old_ids]
+        return old_pk, obj, m2m
+
+    def _key(self, model: type[models.Model], old: Any, where: str, name: str) -> Any:
+        try:
+            return self.keys[model][old]
+        except (KeyError, TypeError):
+            raise ArchiveError(f"{where}: {name} refers to a row the archive does not hold") from None
+
+    def _json_keys(self, value: Any, shape: str, target, where: str, column: str) -> Any:
+        if value in (None, ""):
+            return value
+        if not isinstance(value, list):
+            raise ArchiveError(f"{where}: {column} is not a list")
+        if shape == "list":
+            return [self._key(target, old, where, column) for old in value]
+        slots = []
+        for slot in value:
+            if not (isinstance(slot, list) and len(slot) == 2):
+                raise ArchiveError(f"{where}: {column} holds {slot!r}, not an [index, key] pair")
+            slots.append([slot[0], self._key(target, slot[1], where, column)])
+        return slots
+
+    def _adjust(self, obj: models.Model, old_pk: Any, where: str) -> None:
+        """What a copy changes besides its keys."""
+        if isinstance(obj, Study):
+            obj.slug = self.slug or obj.slug
+            if Study.objects.filter(slug=obj.slug).exists():
+                raise ArchiveError(f"a study with slug {obj.slug!r} exists here: import under another slug")
+        elif isinstance(obj, Participant):
+            obj.pseudonym = obj.pseudonym or f"P{old_pk}"
+        elif isinstance(obj, AnswerRevision):
+            answered = REVISION_TYPES.get(obj.answer_type)
+            if answered is None:
+                raise ArchiveError(f"{where}: answer_type {obj.answer_type!r} is not an answer table")
+            obj.answer_id = self._key(answered, obj.answer_id, where, "answer_id")
+        elif isinstance(obj, JudgeRun):
+            if obj.finished_at is None and obj.cancelled_at is None:
+                obj.cancelled_at = self.now  # unfinished when archived: resume it here
+        elif isinstance(obj, JudgeItem):
+            if obj.status in (JudgeItem.Status.PENDING, JudgeItem.Status.RUNNING):
+                obj.status = JudgeItem.Status.CANCELLED
+                obj.dispatched_at = obj.heartbeat_at = None
+                obj.task_id = ""
+
+    def _tokens_free(self, batch: list) -> None:
+        """A participant whose token is already taken here gets a new one."""
+        tokens = [obj.token for _, obj, _ in batch if obj.token]
+        taken = set(Participant.objects.filter(token__in=tokens).values_list("token", flat=True))
+        for _, obj, _ in batch:
+            if not obj.token or obj.token in taken:
+                obj.token = new_participant_token()
+
+    def _insert(self, table: Table, batch: list) -> None:
+        model = table.model
+        if model is Participant:
+            self._tokens_free(batch)
+        opts = model._meta
+        fields = [f for f in opts.concrete_fields if f is not opts.pk and not f.generated]
+        size = max(1, connection.ops.bulk_batch_size(fields, batch) or len(batch))
+        for start in range(0, len(batch), size):
+            self._insert_rows(table, fields, batch[start : start + size])
+
+    def _insert_rows(self, table: Table, fields: list, batch: list) -> None:
+        model, opts = table.model, table.model._meta
+        objs = [obj for _, obj, _ in batch]
+        try:
+            with transaction.atomic(savepoint=False):
+                # raw: the stored timestamps (created_at, updated_at) are kept, not replaced by now.
+                returned = model._base_manager._insert(
+                    objs,
+                    fields=fields,
+                    returning_fields=opts.db_returning_fields,
+                    raw=True,
+                    using=connection.alias,
+                )
+                for (old_pk, obj, _), values in zip(batch, returned, strict=True):
+                    obj.pk = values[0]
+                    obj._state.adding = False
+                    self.keys[model][old_pk] = obj.pk
+                for name in {name for _, _, m2m in batch for name in m2m}:
+                    many = opts.get_field(name)
+                    through = many.remote_field.through
+                    own, other = many.m2m_field_name(), many.m2m_reverse_field_name()
+                    through._base_manager.bulk_create(
+                        [
+                            through(**{f"{own}_id": obj.pk, f"{other}_id": target})
+                            for _, obj, m2m in batch
+                            for target in m2m.get(name, ())
+                        ],
+                        batch_size=BATCH,
+                    )
+        except DatabaseError as exc:
+            raise ArchiveDatabaseError(
+                f"the database refused the rows of {table.label}: {str(exc).strip()}"
+            ) from exc

@@ -175,6 +175,11 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every requ
 MEDIA_ROOT = Path(env.str("DJANGO_MEDIA_ROOT", default=str(BASE_DIR / "var" / "media")))
 # The largest sources file the console's upload page takes (streamed to MEDIA_ROOT, then imported).
 RADLAY_UPLOAD_MAX_MB = env.int("RADLAY_UPLOAD_MAX_MB", default=512)
+# A study archive's bounds (evaluation/study_archive_reader.py): one member and all members
+# inflated, one row of a table; checked on the sizes the zip declares and on the bytes inflated.
+RADLAY_ARCHIVE_MAX_MEMBER_MB = env.int("RADLAY_ARCHIVE_MAX_MEMBER_MB", default=1024)
+RADLAY_ARCHIVE_MAX_TOTAL_MB = env.int("RADLAY_ARCHIVE_MAX_TOTAL_MB", default=4096)
+RADLAY_ARCHIVE_MAX_ROW_MB = env.int("RADLAY_ARCHIVE_MAX_ROW_MB", default=16)
 LOGIN_URL = "admin:login"
 # A failed CSRF check gets the branded page that says what to do next (config/errors.py).
 CSRF_FAILURE_VIEW = "annotation.views.errors.csrf_failure"

@@ -106,12 +106,12 @@ def test_a_broken_archive_imports_nothing_and_says_what_is_wrong(tmp_path):
     with zipfile.ZipFile(damaged, "w") as out:
         for name in source.namelist():
             data = source.read(name)
-            if name == "annotation.layanswer.json":
-                rows = json.loads(data)
+            if name == "annotation.layanswer.jsonl":
+                rows = [json.loads(line) for line in data.splitlines()]
                 rows[-1]["fields"]["item"] = 10**9
-                data = json.dumps(rows).encode()
+                data = "\n".join(map(json.dumps, rows)).encode()
             out.writestr(name, data)
-    with pytest.raises(ArchiveError, match=r"annotation.layanswer.json, row \d+: item refers to a row"):
+    with pytest.raises(ArchiveError, match=r"annotation.layanswer.jsonl, row \d+: item refers to a row"):
         study_archive_import(archive_file=io.BytesIO(damaged.getvalue()), slug="half")
     assert Study.objects.count() == studies and not Study.objects.filter(slug="half").exists()
     with pytest.raises(ArchiveError, match="a study with slug 'broken' exists here"):

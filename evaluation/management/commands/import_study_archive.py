@@ -7,8 +7,8 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.models import ExpertRating, LayAnswer
-from evaluation.study_archive import ArchiveError, study_archive_import
+from annotation.models import ExpertRating, ItemAnswer, LayAnswer
+from evaluation.study_archive import ArchiveDatabaseError, ArchiveError, study_archive_import
 
 
 class Command(BaseCommand):
@@ -34,8 +34,13 @@ class Command(BaseCommand):
             raise CommandError(f"cannot read {options['archive']}: {exc.strerror}") from None
         except ArchiveError as exc:
             raise CommandError(f"{options['archive']}: {exc}; nothing was imported") from None
+        except ArchiveDatabaseError as exc:
+            raise CommandError(
+                f"database error while importing {options['archive']}: {exc}; nothing was imported"
+            ) from None
         answers = LayAnswer.objects.filter(item__participant__study=study).count()
         answers += ExpertRating.objects.filter(participant__study=study).count()
+        answers += ItemAnswer.objects.filter(participant__study=study).count()
         participants = study.participants.count()
         self.stdout.write(
             f"imported study {study.slug!r} ({participants} participants, {answers} answers and ratings)"
