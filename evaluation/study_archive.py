@@ -294,8 +294,11 @@ class _Importer:
             setattr(obj, column, self._json_keys(getattr(obj, column), shape, target, where, column))
         self._adjust(obj, old_pk, where)
         obj.pk = None
+        # Empty values are kept as the exporting server stored them (an error-span answer with no
+        # marks is []); the others are checked field by field (choices, lengths) and by clean().
+        empty = [f.name for f in model._meta.concrete_fields if getattr(obj, f.attname) in f.empty_values]
         try:
-            obj.clean_fields(exclude=relations)
+            obj.clean_fields(exclude=[*relations, *empty])
             obj.clean()
         except ValidationError as exc:
             raise ArchiveError(f"{where}: {exc}") from None
