@@ -3,10 +3,13 @@
 from django.urls import path
 
 from console import instrument_views, launch_views, participant_views, study_views, upload_views
+from console.archive_views import study_import, study_import_confirm
 
 app_name = "console"
 urlpatterns: list = [
     path("new/", study_views.study_new, name="study-new"),
+    path("import/", study_import, name="study-import"),
+    path("import/confirm/", study_import_confirm, name="study-import-confirm"),
     path("<slug:slug>/", study_views.study_setup, name="study-setup"),
     path("<slug:slug>/status/", study_views.study_status, name="study-status"),
     path("<slug:slug>/preview/<str:role>/", study_views.study_preview, name="study-preview"),

@@ -34,6 +34,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import DatabaseError, connection, models, transaction
 from django.utils import timezone
 
+from annotation.activity_services import activity_record
 from annotation.instrument_services import study_instruments_stamp_refresh
 from annotation.models import AnswerRevision, Participant, Study, new_participant_token
 from evaluation.study_archive_reader import ArchiveError, ArchiveLimits, BoundedArchive
@@ -212,11 +213,13 @@ def study_archive_import(
     archive_file: IO[bytes],
     slug: str | None = None,
     researcher=None,
+    actor: Any = None,
     limits: ArchiveLimits | None = None,
 ) -> Study:
     """Create the archived study (under `slug`, else its own) with all its rows; all or nothing.
-    Raises ArchiveError with the table and row at fault, ArchiveDatabaseError when the database
-    refuses."""
+    `researcher` becomes its owner; the import is the first event of its activity log, by `actor`
+    (a user or the command's name). Raises ArchiveError with the table and row at fault,
+    ArchiveDatabaseError when the database refuses."""
     with BoundedArchive(archive_file, limits) as archive:
         manifest = _manifest_check(archive)
         with transaction.atomic():
@@ -229,6 +232,12 @@ def study_archive_import(
             study_instruments_stamp_refresh(study=study)
             if researcher is not None:
                 study.researchers.add(researcher)
+            activity_record(
+                study=study,
+                actor=actor if actor is not None else researcher,
+                verb="study.imported",
+                details={"from": manifest.study, "archive_version": manifest.version},
+            )
     return study
 
 

@@ -28,7 +28,10 @@ class Command(BaseCommand):
         try:
             with open(options["archive"], "rb") as archive_file:
                 study = study_archive_import(
-                    archive_file=archive_file, slug=options["slug"], researcher=researcher
+                    archive_file=archive_file,
+                    slug=options["slug"],
+                    researcher=researcher,
+                    actor="manage.py import_study_archive",
                 )
         except OSError as exc:
             raise CommandError(f"cannot read {options['archive']}: {exc.strerror}") from None
