@@ -45,14 +45,16 @@ def test_upload_shows_the_counts_then_confirm_imports_the_copy(client, staff, ar
     html = response.content.decode()
     assert response.status_code == 200
     answers = ItemAnswer.objects.filter(participant__study__slug="medlay").count()
-    assert f"<td>annotation.itemanswer</td><td class=\"num\">{answers}</td>" in html
+    assert f'<td>annotation.itemanswer</td><td class="num">{answers}</td>' in html
     for table in EXCLUDED:
         assert f"<code>{table}</code>" in html
     assert 'value="medlay-copy"' in html  # the archived slug is taken here: a free one is offered
     (token,) = client.session[SESSION_KEY]
     assert (media / "archive-imports" / f"{token}.zip").is_file()
     response = client.post(reverse("console:study-import-confirm"), {"token": token, "slug": "moved"})
-    assert response.status_code == 302 and response["Location"] == reverse("console:study-setup", args=["moved"])
+    assert response.status_code == 302 and response["Location"] == reverse(
+        "console:study-setup", args=["moved"]
+    )
     moved = Study.objects.get(slug="moved")
     assert ItemAnswer.objects.filter(participant__study=moved).count() == answers
     assert StudyMembership.objects.get(study=moved, user=staff).role == "owner"
@@ -119,7 +121,7 @@ def test_a_database_error_is_reported_as_the_databases(client, staff, archive_by
     html = response.content.decode()
     assert response.status_code == 400
     assert "Database error: the database refused the rows of annotation.itemanswer" in html
-    assert ("item_answer_unique_pair" in html or "UNIQUE constraint failed: annotation_itemanswer" in html)
+    assert "item_answer_unique_pair" in html or "UNIQUE constraint failed: annotation_itemanswer" in html
     assert ", row " not in html
     assert Study.objects.count() == studies
 
