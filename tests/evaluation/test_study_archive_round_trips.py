@@ -18,85 +18,25 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from annotation import participant_services
-from annotation.expert import assignment, pages
-from annotation.expert import controls as planted
+from annotation.expert import assignment
 from annotation.models import (
     AnswerRevision,
     ExpertItem,
-    ItemAnswer,
     PairwiseTask,
     Participant,
-    PlantedControl,
-    PlantedControlAnswer,
     StudyInstrument,
-)
-from annotation.pairwise.services import (
-    pairwise_answer_save,
-    pairwise_instrument_attach,
-    pairwise_tasks_prepare,
 )
 from evaluation import services
 from evaluation.exporters import FORMATS
 from evaluation.study_archive import study_archive_import, study_archive_write
 from evaluation.study_archive_tables import ARCHIVED, REVISION_TYPES
-from generation.services.controls import study_controls_plant
-from tests.annotation.factories import build_study
-from tests.evaluation.instrument_studies import seed000_study, seed002_study
-from tests.evaluation.span_studies import SPAN_ITEM, span_study
+from tests.evaluation.archive_studies import KINDS, pairwise_study, protocol_study
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_analysis")]
 INSTRUMENT_COLUMNS = (
     "key", "version", "flow", "definition", "fingerprint", "structure_fingerprint", "preset",
     "is_current", "change_note",
 )  # fmt: skip
-
-
-# --- the four kinds of study ----------------------------------------------------------------------
-
-
-def protocol_study(slug: str):
-    """The protocol's radiologist pages with the error-span item, planted controls mixed in, whole
-    pages answered (protocol aspects, spans, control rows) and one answer changed (a revision)."""
-    study, _, people = span_study(slug=slug, raters=2)
-    ItemAnswer.objects.filter(participant__study=study).delete()  # the pages write their own
-    study_controls_plant(study=study, rate=0.3, seed=3)
-    for person in people:
-        for item in assignment.expert_items_ensure(participant=person)[:4]:
-            page = pages.expert_page_get(item=item)
-            data = {"original-severity": "Mild", "original-simplicity": "3"}
-            data |= {cell.field: "4" for row in page.texts for cell in row.aspects}
-            pages.expert_page_save(participant=person, item=item, data=data, time_spent_ms=1200)
-            data = {cell.field: "2" for row in page.texts[:1] for cell in row.aspects[:1]}
-            pages.expert_page_save(participant=person, item=item, data=data)
-            for _, control_id in item.control_slots:
-                control = PlantedControl.objects.get(pk=control_id)
-                span = {"start": control.start, "end": control.end, "category": control.category,
-                        "severity": control.severity}  # fmt: skip
-                planted.control_answer_save(participant=person, control=control, added=[(SPAN_ITEM, [span])])
-    assert PlantedControlAnswer.objects.filter(participant__study=study).exists()
-    assert ExpertItem.objects.filter(participant__study=study).exclude(control_slots=[]).exists()
-    assert AnswerRevision.objects.filter(participant__study=study).exists()
-    return study
-
-
-def pairwise_study(slug: str):
-    study = build_study(slug=slug, n_sources=4, systems=("a", "b", "c"))
-    instrument = pairwise_instrument_attach(study=study)
-    for n in range(3):
-        person = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
-        for k, task in enumerate(pairwise_tasks_prepare(participant=person, instrument=instrument)):
-            pairwise_answer_save(task=task, choice=("left", "right", "tie")[(n + k) % 3], reason=f"r{n}{k}")
-            if k == 0:
-                pairwise_answer_save(task=task, choice="neither", reason="changed my mind")
-    return study
-
-
-KINDS = {
-    "protocol": protocol_study,
-    "seed002": lambda slug: seed002_study(slug=slug, n_sources=4)[0],
-    "seed000": lambda slug: seed000_study(slug=slug, n_sources=4)[0],
-    "pairwise": pairwise_study,
-}
 
 
 # --- what must come out the same ------------------------------------------------------------------
