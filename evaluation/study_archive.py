@@ -307,7 +307,7 @@ class _Importer:
         # marks is []); the others are checked field by field (choices, lengths) and by clean().
         empty = [f.name for f in model._meta.concrete_fields if getattr(obj, f.attname) in f.empty_values]
         try:
-            obj.clean_fields(exclude=[*relations, *empty])
+            obj.clean_fields(exclude=[*relations, *empty, *table.unchecked])
             obj.clean()
         except ValidationError as exc:
             raise ArchiveError(f"{where}: {exc}") from None

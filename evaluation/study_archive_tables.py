@@ -54,6 +54,8 @@ class Table:
     # JSON columns holding keys of archived rows: column -> (shape, model of the keys). Shapes:
     # "list" (a list of keys), "slots" (a list of [index, key] pairs).
     json_keys: dict[str, tuple[str, type[models.Model]]] = field(default_factory=dict)
+    # Columns left to the database's own checks rather than the field's validation.
+    unchecked: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -87,7 +89,9 @@ ARCHIVED: tuple[Table, ...] = (
     Table(PairwiseTask, "participant__study"),
     Table(PlantedControlAnswer, "participant__study"),
     Table(JudgeRun, "study"),
-    Table(JudgeItem, "run__study"),
+    # JudgeItem.task's choices carry the tasks' labels as values; the database's check
+    # (judge_item_task) holds the stored values, and checks them.
+    Table(JudgeItem, "run__study", unchecked=("task",)),
     Table(JudgeAnswer, "item__run__study"),
     # Last: a revision names its answer by model and key (answer_type, answer_id).
     Table(AnswerRevision, "participant__study"),

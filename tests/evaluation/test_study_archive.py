@@ -128,3 +128,82 @@ def test_import_study_points_an_answer_export_to_the_archive(tmp_path):
     call_command("export", study="exported", format="csv", out=answers)
     with pytest.raises(CommandError, match="missing required column 'source_key'.*use export_study_archive"):
         call_command("import_study", str(answers), "--study", "again", "--title", "T")
+
+
+def _v1(archive: bytes) -> bytes:
+    """The archive as version 1 wrote it: one JSON array per table of its fifteen tables."""
+    from evaluation.study_archive import VERSION_1_TABLES
+
+    source = zipfile.ZipFile(io.BytesIO(archive))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as v1:
+        manifest = json.loads(source.read("manifest.json"))
+        for label in VERSION_1_TABLES:
+            rows = [json.loads(line) for line in source.read(f"{label}.jsonl").splitlines()]
+            v1.writestr(f"{label}.json", json.dumps(rows))
+        manifest = {**manifest, "version": 1, "counts": {k: manifest["counts"][k] for k in VERSION_1_TABLES}}
+        manifest["tables"] = sorted(VERSION_1_TABLES)
+        del manifest["excluded"]
+        v1.writestr("manifest.json", json.dumps(manifest))
+    return out.getvalue()
+
+
+def test_a_version_1_archive_still_imports():
+    study = build_answered_study(slug="old")
+    buffer = io.BytesIO()
+    study_archive_write(study=study, out=buffer)
+    copy = study_archive_import(archive_file=io.BytesIO(_v1(buffer.getvalue())), slug="old-copy")
+    assert LayAnswer.objects.filter(item__participant__study=copy).count() == (
+        LayAnswer.objects.filter(item__participant__study=study).count()
+    )
+    before, after = (services.study_analysis_compute(study=s) for s in (study, copy))
+    assert canonical({**after, "study": "old"}) == canonical(before)
+
+
+def test_judge_runs_travel_and_an_unfinished_one_arrives_cancelled():
+    from judging import services as judging_services
+    from judging.models import JudgeAnswer, JudgeItem
+
+    study = build_answered_study(slug="judged")
+    run = judging_services.judge_run_create(study=study, backend="glossary")
+    items = list(run.items.order_by("pk"))
+    assert len(items) > 1
+    done = items[0]
+    JudgeItem.objects.filter(pk=done.pk).update(status="succeeded", calls=1)
+    JudgeAnswer.objects.create(item=done, correctness=4.0, n_samples=1, samples=[{"correctness": 4}])
+    buffer = io.BytesIO()
+    counts = study_archive_write(study=study, out=buffer)
+    assert counts["judging.judgerun"] == 1 and counts["judging.judgeanswer"] == 1
+    copy = study_archive_import(archive_file=io.BytesIO(buffer.getvalue()), slug="judged-copy")
+    (copied,) = copy.judge_runs.all()
+    assert copied.cancelled_at is not None and copied.model_name == run.model_name
+    statuses = list(copied.items.order_by("pk").values_list("status", flat=True))
+    assert statuses == ["succeeded", *["cancelled"] * (len(items) - 1)]
+    answer = JudgeAnswer.objects.get(item__run=copied)
+    assert (answer.correctness, answer.item.source.study_id) == (4.0, copy.pk)
+
+
+def test_the_command_reports_a_database_error_as_one(tmp_path):
+    """Rows that each pass but break a constraint together: the database's refusal, named so."""
+    study = build_answered_study(slug="twice")
+    buffer = io.BytesIO()
+    study_archive_write(study=study, out=buffer)
+    source = zipfile.ZipFile(io.BytesIO(buffer.getvalue()))
+    path = tmp_path / "twice.zip"
+    with zipfile.ZipFile(path, "w") as out:
+        for name in source.namelist():
+            data = source.read(name)
+            if name == "annotation.layanswer.jsonl":
+                rows = [json.loads(line) for line in data.splitlines()]
+                data = "\n".join(map(json.dumps, [*rows, {**rows[0], "pk": 10**9}])).encode()
+            if name == "manifest.json":
+                manifest = json.loads(data)
+                manifest["counts"]["annotation.layanswer"] += 1
+                data = json.dumps(manifest).encode()
+            out.writestr(name, data)
+    with pytest.raises(
+        CommandError, match=r"^database error while importing .*annotation.layanswer"
+    ) as caught:
+        call_command("import_study_archive", str(path), slug="twice-copy")
+    assert ", row " not in str(caught.value) and "nothing was imported" in str(caught.value)
+    assert not Study.objects.filter(slug="twice-copy").exists()
