@@ -312,9 +312,9 @@ class _Importer:
         except ValidationError as exc:
             raise ArchiveError(f"{where}: {exc}") from None
         m2m = {}
-        for name, old_ids in deserialized.m2m_data.items():
-            target = model._meta.get_field(name).related_model
-            m2m[name] = [self._key(target, old, where, name) for old in old_ids]
+        for name, old_ids in (deserialized.m2m_data or {}).items():
+            many: Any = model._meta.get_field(name)
+            m2m[name] = [self._key(many.related_model, old, where, name) for old in old_ids]
         return old_pk, obj, m2m
 
     def _key(self, model: type[models.Model], old: Any, where: str, name: str) -> Any:
@@ -383,7 +383,8 @@ class _Importer:
         try:
             with transaction.atomic(savepoint=False):
                 # raw: the stored timestamps (created_at, updated_at) are kept, not replaced by now.
-                returned = model._base_manager._insert(
+                manager: Any = model._base_manager
+                returned = manager._insert(
                     objs,
                     fields=fields,
                     returning_fields=opts.db_returning_fields,
@@ -395,7 +396,7 @@ class _Importer:
                     obj._state.adding = False
                     self.keys[model][old_pk] = obj.pk
                 for name in {name for _, _, m2m in batch for name in m2m}:
-                    many = opts.get_field(name)
+                    many: Any = opts.get_field(name)
                     through = many.remote_field.through
                     own, other = many.m2m_field_name(), many.m2m_reverse_field_name()
                     through._base_manager.bulk_create(

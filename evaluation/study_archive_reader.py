@@ -136,12 +136,14 @@ class BoundedArchive:
     def rows(self, name: str) -> Iterator[dict[str, Any]]:
         """The member's rows, one dict at a time: JSON Lines, or one JSON array of objects."""
         decoder = json.JSONDecoder()
-        text = io.TextIOWrapper(_ChunkStream(self.chunks(name)), encoding="utf-8", newline="")
+        text = io.TextIOWrapper(
+            io.BufferedReader(_ChunkStream(self.chunks(name))), encoding="utf-8", newline=""
+        )
         buffer, pos, number, at_end = "", 0, 0, False
         try:
             while True:
                 # Skip separators: whitespace, an array's brackets and commas.
-                pos = _SEPARATORS.match(buffer, pos).end()
+                pos = _separators_end(buffer, pos)
                 if pos < len(buffer):
                     try:
                         row, end = decoder.raw_decode(buffer, pos)
@@ -171,6 +173,12 @@ class BoundedArchive:
         return ArchiveError(
             f"{name}, row {number}: larger than {_mb(self.limits.row_bytes)} (RADLAY_ARCHIVE_MAX_ROW_MB)"
         )
+
+
+def _separators_end(buffer: str, pos: int) -> int:
+    """Where the separators (whitespace, an array's brackets and commas) at `pos` end."""
+    found = _SEPARATORS.match(buffer, pos)
+    return found.end() if found else pos
 
 
 class _ChunkStream(io.RawIOBase):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.apps import apps
 from django.conf import settings
@@ -155,18 +156,23 @@ def study_reaching_models() -> list[type[models.Model]]:
     return [m for m in candidates if m in reaching]
 
 
+def _through(many: Any) -> type[models.Model]:
+    """The table of a many-to-many field."""
+    return many.remote_field.through
+
+
 def archive_coverage() -> dict[str, str | None]:
     """For every model that reaches a study: "archived", "archived with <table>" (a many-to-many
     table written with its owner's rows), "excluded: <reason>", or None when it is neither."""
     archived = {table.label for table in ARCHIVED}
     owners = {
-        f.remote_field.through._meta.label_lower: table.label
+        _through(f)._meta.label_lower: table.label
         for table in ARCHIVED
         for f in table.model._meta.many_to_many
-        if f.remote_field.through._meta.auto_created
+        if _through(f)._meta.auto_created
     }
     owners_excluded = {
-        f.remote_field.through._meta.label_lower: model._meta.label_lower
+        _through(f)._meta.label_lower: model._meta.label_lower
         for model in apps.get_models()
         if model._meta.label_lower in EXCLUDED
         for f in model._meta.many_to_many
