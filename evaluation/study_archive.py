@@ -222,22 +222,26 @@ def study_archive_import(
     ArchiveDatabaseError when the database refuses."""
     with BoundedArchive(archive_file, limits) as archive:
         manifest = _manifest_check(archive)
-        with transaction.atomic():
-            importer = _Importer(archive=archive, manifest=manifest, slug=slug)
-            for table in ARCHIVED:
-                importer.table_import(table)
-            if not importer.keys[Study]:
-                raise ArchiveError("the archive holds no study")
-            study = Study.objects.get(pk=next(iter(importer.keys[Study].values())))
-            study_instruments_stamp_refresh(study=study)
-            if researcher is not None:
-                study.researchers.add(researcher)
-            activity_record(
-                study=study,
-                actor=actor if actor is not None else researcher,
-                verb="study.imported",
-                details={"from": manifest.study, "archive_version": manifest.version},
-            )
+        try:
+            with transaction.atomic():
+                importer = _Importer(archive=archive, manifest=manifest, slug=slug)
+                for table in ARCHIVED:
+                    importer.table_import(table)
+                if not importer.keys[Study]:
+                    raise ArchiveError("the archive holds no study")
+                study = Study.objects.get(pk=next(iter(importer.keys[Study].values())))
+                study_instruments_stamp_refresh(study=study)
+                if researcher is not None:
+                    study.researchers.add(researcher)
+                activity_record(
+                    study=study,
+                    actor=actor if actor is not None else researcher,
+                    verb="study.imported",
+                    details={"from": manifest.study, "archive_version": manifest.version},
+                )
+        except DatabaseError as exc:
+            # Outside the batched inserts (which name their table): the database, not the archive.
+            raise ArchiveDatabaseError(f"the database refused the import: {str(exc).strip()}") from exc
     return study
 
 
@@ -263,6 +267,8 @@ class _Importer:
         number = 0
         for number, row in enumerate(self.archive.rows(name), start=1):
             where = f"{name}, row {number}"
+            if model is Study and number > 1:
+                raise ArchiveError(f"{where}: an archive holds one study, this one holds more")
             batch.append(self._row_object(table, row, where))
             if len(batch) >= BATCH:
                 self._insert(table, batch)
