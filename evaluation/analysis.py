@@ -47,9 +47,9 @@ from measures.stats.crossed import (
     interval_record,
 )
 from measures.stats.intervals import bootstrap_mean_ci
-from measures.stats.support import REAL
 from measures.stats.rater_reliability import ControlScore, z_scores
 from measures.stats.severity import mse_and_accuracy, severity_errors_per_answer
+from measures.stats.support import REAL
 
 EXPERT_ASPECTS: tuple[str, ...] = tuple(scales.EXPERT_ASPECTS)
 LAY_MEASURES: tuple[str, ...] = (

@@ -46,8 +46,8 @@ from instruments.schema import Instrument, ItemKind
 from measures.stats.agreement import krippendorff_alpha
 from measures.stats.crossed import crossed_group_intervals, interval_record
 from measures.stats.interval_methods import MIN_SOURCES, TOO_FEW
-from measures.stats.support import PROPORTION
 from measures.stats.span_agreement import ALL, Annotation, Span, count_alpha, overlap_f1
+from measures.stats.support import PROPORTION
 
 SPAN_COLUMNS: tuple[str, ...] = ("participant", "role", "source", "text_id", "systems", "words", "spans")
 METHOD_ANY = "Wilson score interval over the system's texts (raters pooled: any rater's mark counts)"

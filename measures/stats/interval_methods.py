@@ -23,6 +23,5 @@ METHOD_WILSON = (
 )
 METHOD_MOVER = "crossed-design MOVER interval from the two means' Wilson intervals (Satterthwaite df)"
 METHOD_RATE = (
-    "crossed-design Poisson score interval for a count or rate (effective exposure, "
-    "Satterthwaite df)"
+    "crossed-design Poisson score interval for a count or rate (effective exposure, Satterthwaite df)"
 )
