@@ -739,6 +739,24 @@ def _rate_interval(
     return np.minimum(low, m), np.maximum(high, m)
 
 
+def bounded_mean_interval(
+    estimate: float,
+    variance: float,
+    df: float,
+    n: int,
+    *,
+    confidence: float = 0.95,
+    bounds: tuple[float, float] = (0.0, 1.0),
+) -> tuple[float, float]:
+    """The interval of one mean bounded in ``bounds`` from its estimate, variance and df (however
+    they were estimated; n: the answers behind it): the Wilson / Korn–Graubard interval the
+    crossed means use (``_bounded_interval``). The pairwise win rates use it."""
+    low, high = _bounded_interval(
+        np.array([estimate]), np.array([variance]), np.array([df]), n, confidence, bounds
+    )
+    return float(low[0]), float(high[0])
+
+
 def _shape(
     weights: np.ndarray, rows: np.ndarray, n_rows: int, columns: np.ndarray, n_columns: int
 ) -> tuple[int, int, int]:
