@@ -496,6 +496,9 @@ def item_correlations(
     return records
 
 
+_AS_GIVEN = ("method", "n", "interval", "support")  # a correlation record's fields that are not numbers
+
+
 def correlation_rows(
     correlated: Mapping[tuple[str, str], Sequence[Mapping[str, Any]]], *, level: str, measure_key: str
 ) -> list[dict[str, Any]]:
@@ -506,7 +509,7 @@ def correlation_rows(
             "level": level,
             "metric": metric,
             measure_key: measure,
-            **{k: (_float(v) if k not in ("method", "n", "interval") else v) for k, v in record.items()},
+            **{k: (v if k in _AS_GIVEN else _float(v)) for k, v in record.items()},
         }
         for (metric, measure), pair_records in correlated.items()
         for record in pair_records
