@@ -76,6 +76,7 @@ from scipy import sparse, stats
 
 from measures.stats.interval_methods import (
     METHOD_MOVER,
+    METHOD_MOVER_RATE,
     METHOD_RATE,
     METHOD_T,
     METHOD_WILSON,
@@ -1011,10 +1012,14 @@ def group_intervals_batch(
                 ).records(pair_support)
                 continue
             variance, df = _difference_variance(r, n_r, c, n_c, pair_groups, weights, y)
-            if bounds is not None and estimates[i].variance is not None and estimates[j].variance is not None:
-                span = bounds[1] - bounds[0]
+            both = estimates[i].variance is not None and estimates[j].variance is not None
+            if (bounds is not None or rates) and both:
+                # Bounded means, or counts: the MOVER interval from the two means' own intervals
+                # (Wilson's, or the Poisson score ones: a difference of two counts nobody gave is
+                # not the zero-width [0, 0] of a t interval with no variance).
+                span = bounds[1] - bounds[0] if bounds is not None else math.inf
                 low, high = _mover(estimate, variance, df, estimates[i], estimates[j], confidence, span)
-                method = METHOD_MOVER
+                method = METHOD_MOVER_RATE if rates else METHOD_MOVER
             else:
                 low, high = _t_bounds(estimate, variance, df, confidence, bounds)
                 method = METHOD_T

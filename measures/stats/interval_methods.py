@@ -25,3 +25,6 @@ METHOD_MOVER = "crossed-design MOVER interval from the two means' Wilson interva
 METHOD_RATE = (
     "crossed-design Poisson score interval for a count or rate (effective exposure, Satterthwaite df)"
 )
+METHOD_MOVER_RATE = (
+    "crossed-design MOVER interval from the two means' Poisson score intervals (Satterthwaite df)"
+)
