@@ -107,6 +107,14 @@ def test_the_default_prior_shift_is_the_documented_figure(n_systems, comparisons
             continue
         default = bradley_terry_model(pairs)
         systems = list(mle.strengths)
+        if seed % 10 == 0:
+            # choix's penalised fit: its penalty alpha · sum(theta²) is our prior / 2 · sum(theta²).
+            index = {system: i for i, system in enumerate(systems)}
+            reference = choix.opt_pairwise(
+                len(systems), [(index[w], index[v]) for w, v in pairs], alpha=DEFAULT_PRIOR / 2, tol=1e-12
+            )
+            ours = np.array([default.strengths[system] for system in systems])
+            np.testing.assert_allclose(ours, reference - reference.mean(), atol=1e-6)
         se = _information_se(pairs, mle.strengths, systems)
         shift = np.array([abs(default.strengths[s] - mle.strengths[s]) for s in systems])
         shifts.append(shift.max())
