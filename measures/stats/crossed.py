@@ -48,7 +48,14 @@ Bounded quantities keep their bounds:
   proportion with fewer than ``RARE_EVENTS`` effective events gets Korn & Graubard's (1998)
   Clopper–Pearson interval instead;
 * a difference of two such means gets the MOVER interval from the two means' intervals
-  (``_mover``), kept within ``[low − high, high − low]``.
+  (``_mover``), kept within ``[low − high, high − low]``;
+* a mean count or rate (``rates=True``: spans per text, per 100 words, a count item without a
+  largest value; at least 0, no upper end) gets the Poisson score interval with the design's
+  effective exposure ``m / SE²`` and the t quantile (``_rate_interval``), and a difference of two
+  the MOVER interval from their score intervals.
+
+Every interval carries its quantity's support (measures/stats/support.py) and passes through
+``Support.bound``: inside the support and around its estimate (docs/analysis/intervals.md).
 
 Below ``MIN_PARTICIPANTS`` participants or ``MIN_SOURCES`` sources an interval is not computed:
 the estimate comes with ``low = high = None`` and ``reason = TOO_FEW``.
