@@ -238,12 +238,9 @@ def _correlate_group(
             record: dict[str, Any] = dict(method=name, r=None, p_value=None, ci_low=None, ci_high=None)
             if name in estimates[pair]:
                 r, p = estimates[pair][name]
-                if bootstrap:
-                    low, high = bounds[(*pair, name)]
-                else:
-                    low, high = fisher_z_interval(name, r, n, confidence)
-                low, high = CORRELATION.bound(r, low, high)
-                record.update(r=r, p_value=p, ci_low=low, ci_high=high)
+                ends = bounds[(*pair, name)] if bootstrap else fisher_z_interval(name, r, n, confidence)
+                ci_low, ci_high = CORRELATION.bound(r, *ends)
+                record.update(r=r, p_value=p, ci_low=ci_low, ci_high=ci_high)
             record["n"] = n
             record["interval"] = "bootstrap" if bootstrap else "fisher_z"
             record["support"] = CORRELATION.record()
