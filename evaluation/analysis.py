@@ -49,6 +49,7 @@ from measures.stats.crossed import (
 from measures.stats.intervals import bootstrap_mean_ci
 from measures.stats.rater_reliability import ControlScore, z_scores
 from measures.stats.severity import mse_and_accuracy, severity_errors_per_answer
+from measures.stats.support import REAL
 
 EXPERT_ASPECTS: tuple[str, ...] = tuple(scales.EXPERT_ASPECTS)
 LAY_MEASURES: tuple[str, ...] = (
@@ -189,12 +190,16 @@ def _ci(values: Sequence[float] | np.ndarray, options: AnalysisOptions, salt: in
     mean, low, high = bootstrap_mean_ci(
         array, n_resamples=options.n_resamples, confidence=options.confidence, seed=options.seed + salt
     )
+    # A readability index is any real number (a grade level can be negative); the percentile
+    # interval of its mean is kept around the mean.
+    low, high = REAL.bound(_float(mean), _float(low), _float(high))
     return {
         "mean": _float(mean),
-        "low": _float(low),
-        "high": _float(high),
+        "low": low,
+        "high": high,
         "n": int(array.size),
         "method": f"percentile bootstrap over texts ({options.n_resamples} resamples)",
+        "support": REAL.record(),
     }
 
 
@@ -840,7 +845,7 @@ def confidence_intervals(
         )
         for level in scales.CONFIDENCE.levels:
             ci = level_means.get(float(level.value))
-            record = interval_record(ci) if ci else interval_record(crossed_mean_ci([], [], []))
+            record = interval_record(ci or crossed_mean_ci([], [], [], bounds=measure_bounds(name)))
             intervals["confidence_vs_accuracy"].setdefault(level.name, {})[key] = record
     intervals["differences"] = by_system["differences"]
     intervals["variance_components"] = by_system.get("components", {})
@@ -893,8 +898,8 @@ def system_intervals(
     means: dict[str, dict[str, Any]] = {}
     differences: dict[str, list[dict[str, Any]]] = {}
     components: dict[str, dict[str, Any]] = {}
-    empty = interval_record(crossed_mean_ci([], [], []))
     for name, frame in measures.items():
+        empty = interval_record(crossed_mean_ci([], [], [], bounds=measure_bounds(name)))
         codes = _positions(frame["system"], list(order))
         group_means, group_differences = crossed_group_intervals(
             frame["value"].to_numpy(np.float64),
@@ -908,7 +913,7 @@ def system_intervals(
             system: interval_record(group_means[float(i)]) if float(i) in group_means else dict(empty)
             for system, i in order.items()
         }
-        differences[name] = difference_records(systems, group_differences)
+        differences[name] = difference_records(systems, group_differences, measure_bounds(name))
         fitted = group_components(
             frame["value"].to_numpy(np.float64),
             frame["participant"].to_numpy(),

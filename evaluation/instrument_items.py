@@ -329,12 +329,15 @@ def _numeric_item(
 ) -> dict[str, Any]:
     values = frame["score"].to_numpy(np.float64)
     bounds = _bounds(item)
+    # A count without a largest value is bounded below only: its means get the count interval.
+    rates = item.kind is ItemKind.COUNT and bounds is None
     overall = crossed_mean_ci(
         values,
         frame["participant"].to_numpy(),
         frame["source"].to_numpy(),
         confidence=confidence,
         bounds=bounds,
+        rates=rates,
     )
     answered = values[~np.isnan(values)]
     credited = _credited(frame)
@@ -348,8 +351,9 @@ def _numeric_item(
         confidence=confidence,
         bounds=bounds,
         differences=len(present) >= 2,
+        rates=rates,
     )
-    empty = interval_record(crossed_mean_ci([], [], []))
+    empty = interval_record(crossed_mean_ci([], [], [], bounds=bounds, rates=rates))
     by_system = {
         system: interval_record(group_means[float(i)]) if float(i) in group_means else dict(empty)
         for system, i in order.items()
@@ -362,7 +366,7 @@ def _numeric_item(
         "mean": interval_record(overall),
         "sd": _float(answered.std(ddof=1)) if answered.size >= 2 else None,
         "by_system": by_system,
-        "differences": difference_records(present, group_differences),
+        "differences": difference_records(present, group_differences, bounds),
         "comparisons": paired_system_comparisons(tests) if tests["system"].nunique() >= 2 else [],
         "by_participant": _by_participant(frame),
         "by_target": _by_target(frame),
@@ -492,6 +496,9 @@ def item_correlations(
     return records
 
 
+_AS_GIVEN = ("method", "n", "interval", "support")  # a correlation record's fields that are not numbers
+
+
 def correlation_rows(
     correlated: Mapping[tuple[str, str], Sequence[Mapping[str, Any]]], *, level: str, measure_key: str
 ) -> list[dict[str, Any]]:
@@ -502,7 +509,7 @@ def correlation_rows(
             "level": level,
             "metric": metric,
             measure_key: measure,
-            **{k: (_float(v) if k not in ("method", "n", "interval") else v) for k, v in record.items()},
+            **{k: (v if k in _AS_GIVEN else _float(v)) for k, v in record.items()},
         }
         for (metric, measure), pair_records in correlated.items()
         for record in pair_records

@@ -15,13 +15,15 @@ answer):
 
 Per system (`span_analysis`):
 * spans per text and per 100 words (the mean over answers of 100 × spans / words), overall, by
-  category and by severity, each with the crossed-design interval (raters × sources,
-  measures/stats/crossed.py);
+  category and by severity, each with the crossed-design count interval (raters × sources: the
+  Poisson score interval with the design's effective exposure, never below 0, and above 0 for
+  a category nobody marked; measures/stats/crossed.py);
 * the headline safety figure: the share of texts with any error of the harm severity (the item's
   most severe level; "could_harm" in the clinical typology) — a text counts when ANY rater marked
   such a span on it, with the Wilson score interval over the system's texts (one per source: the
   sources are the sample; raters are pooled, so the interval does not carry rater variation) — and
   the same share averaged over raters (each rater's 0/1 per text), with the crossed-design interval;
+  below MIN_SOURCES texts the any-rater share gets no interval (TOO_FEW), as the means;
 * agreement between the raters: span-level overlap F1 by category for every pair of raters (and
   their mean), and Krippendorff's α (interval) on the per-text span counts, overall and per
   category (measures/stats/span_agreement.py).
@@ -43,7 +45,9 @@ from scipy import stats
 from instruments.schema import Instrument, ItemKind
 from measures.stats.agreement import krippendorff_alpha
 from measures.stats.crossed import crossed_group_intervals, interval_record
+from measures.stats.interval_methods import MIN_SOURCES, TOO_FEW
 from measures.stats.span_agreement import ALL, Annotation, Span, count_alpha, overlap_f1
+from measures.stats.support import PROPORTION
 
 SPAN_COLUMNS: tuple[str, ...] = ("participant", "role", "source", "text_id", "systems", "words", "spans")
 METHOD_ANY = "Wilson score interval over the system's texts (raters pooled: any rater's mark counts)"
@@ -106,8 +110,11 @@ def _rates(
     *,
     confidence: float,
     bounds: tuple[float, float] | None = None,
+    exposure: np.ndarray | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Per system: the mean of `counts` (one per credited answer) with its crossed interval."""
+    """Per system: the mean of `counts` (one per credited answer) with its crossed interval: a
+    share's (``bounds`` (0, 1)), or a count's or rate's (≥ 0; ``exposure``: what each count is
+    per, measures.stats.crossed.group_intervals_batch)."""
     if not len(credited):
         return {}
     means, _ = crossed_group_intervals(
@@ -118,6 +125,8 @@ def _rates(
         confidence=confidence,
         bounds=bounds,
         differences=False,
+        rates=bounds is None,
+        exposure=exposure,
     )
     return {system: interval_record(means[float(i)]) for system, i in order.items() if float(i) in means}
 
@@ -143,7 +152,7 @@ def span_rates(
     def both(keep) -> dict[str, dict[str, Any]]:
         counts = _counts(credited, keep)
         per_text = _rates(credited, counts, order, confidence=confidence)
-        per_100 = _rates(credited, counts * per_word, order, confidence=confidence)
+        per_100 = _rates(credited, counts * per_word, order, confidence=confidence, exposure=words / 100)
         return {s: {"per_text": per_text.get(s), "per_100_words": per_100.get(s)} for s in order}
 
     overall = both(lambda s: True)
@@ -174,15 +183,21 @@ def harm_shares(
         rows = credited["system"] == system
         per_text = pd.Series(harmed[rows.to_numpy()]).groupby(credited.loc[rows, "text_id"].to_numpy()).max()
         k, n = int(per_text.sum()), int(per_text.size)
-        low, high = wilson_interval(k, n, confidence=confidence)
+        # The texts are the sample: below the means' minimum of sources, no interval.
+        enough = n >= MIN_SOURCES
+        low, high = wilson_interval(k, n, confidence=confidence) if enough else (None, None)
+        share = k / n if n else None
+        low, high = PROPORTION.bound(share, low, high)
         out[system] = {
             "any_rater": {
-                "share": k / n if n else None,
+                "share": share,
                 "low": low,
                 "high": high,
                 "texts": n,
                 "texts_harmed": k,
                 "method": METHOD_ANY,
+                "reason": None if enough else TOO_FEW,
+                "support": PROPORTION.record(),
             },
             "rater_averaged": rater.get(system),
         }

@@ -46,6 +46,7 @@ from judging.agreement_terms import FIELDS, RUBRIC_FIELDS, SCALE, STATISTICS
 from measures.stats.agreement import cohen_kappa_pairwise, icc, krippendorff_alpha
 from measures.stats.intervals import percentile_interval
 from measures.stats.severity import mse_and_accuracy
+from measures.stats.support import CORRELATION, Support
 
 HALF_POINT_CODES = list(range(2 * SCALE[0], 2 * SCALE[1] + 1))  # 1, 1.5, …, 5 as 2, 3, …, 10
 
@@ -131,6 +132,18 @@ STATISTIC_FUNCTIONS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
 }
 
 
+# Each statistic's support (measures/stats/support.py): α and the ICC are at most 1 with no fixed
+# lower end; weighted κ and the rank correlations lie in [−1, 1].
+STATISTIC_SUPPORTS: dict[str, Support] = {
+    "alpha_ordinal": Support(-math.inf, 1.0),
+    "alpha_interval": Support(-math.inf, 1.0),
+    "kappa_quadratic": CORRELATION,
+    "icc": Support(-math.inf, 1.0),
+    "spearman": CORRELATION,
+    "kendall": CORRELATION,
+}
+
+
 def paired_agreement(
     judge: Sequence[float],
     human: Sequence[float],
@@ -141,7 +154,8 @@ def paired_agreement(
     seed: int = 0,
 ) -> dict[str, Any]:
     """Every statistic of STATISTICS on the aligned vectors, with an interval from resampling the
-    distinct `sources` with replacement (all units of a drawn source come along)."""
+    distinct `sources` with replacement (all units of a drawn source come along), kept inside the
+    statistic's support and around its estimate (STATISTIC_SUPPORTS)."""
     j, h = np.asarray(judge, dtype=np.float64), np.asarray(human, dtype=np.float64)
     source_codes, source_index = np.unique(np.asarray(sources, dtype=object).astype(str), return_inverse=True)
     units_of = [np.flatnonzero(source_index == s) for s in range(source_codes.size)]
@@ -159,7 +173,9 @@ def paired_agreement(
             if estimate is not None and draws:
                 replicates = np.array([function(j[idx], h[idx]) for idx in draws], dtype=np.float64)
                 low, high = percentile_interval(replicates, confidence)
-            out[name] = {"estimate": estimate, "low": low, "high": high}
+            support = STATISTIC_SUPPORTS[name]
+            low, high = support.bound(estimate, low, high)
+            out[name] = {"estimate": estimate, "low": low, "high": high, "support": support.record()}
     return out
 
 

@@ -17,7 +17,8 @@ Two estimators:
 
 Uncertainty: a two-way ("pigeonhole") bootstrap of the moment estimator — participants and sources
 resampled independently (Owen 2007, Ann. Appl. Statist. 1) — gives percentile intervals for the
-components; the system means get REML standard errors, or bootstrap ones with the moment method.
+components (inside [0, ∞) and around the reported estimate); the system means get REML standard
+errors, or bootstrap ones with the moment method.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from measures.stats.crossed import group_components
+from measures.stats.support import NON_NEGATIVE
 
 # statsmodels' MixedLM builds dense (answers × levels) matrices for crossed effects: its cost
 # grows with their product (2,400 answers × 140 levels took 26 s on a loaded 2-core machine).
@@ -62,6 +64,7 @@ class VarianceComponents:
     def as_dict(self) -> dict[str, Any]:
         record = asdict(self)
         record["intervals"] = {k: list(v) for k, v in self.intervals.items()}
+        record["interval_support"] = NON_NEGATIVE.record()  # every component's: a variance
         return record
 
 
@@ -223,11 +226,11 @@ def estimate_components(
         )
     replicates, boot_means = _bootstrap(frame, n_resamples, seed)
     tail = (1 - confidence) / 2 * 100
-    intervals = {}
+    percentiles = {}
     for i, name in enumerate(("participant", "source", "residual")):
         column = replicates[:, i][~np.isnan(replicates[:, i])]
         if column.size:
-            intervals[name] = (float(np.percentile(column, tail)), float(np.percentile(column, 100 - tail)))
+            percentiles[name] = (float(np.percentile(column, tail)), float(np.percentile(column, 100 - tail)))
     note = ""
     fitted = None
     small = len(frame) * (n_participants + n_sources) <= MIXEDLM_MAX_CELLS
@@ -248,6 +251,14 @@ def estimate_components(
         se = {k: float(np.nanstd(v, ddof=1)) for k, v in boot_means.items()}
         used = "method of moments (Gao & Owen 2017)"
     interaction, residual_by_system = system_components(frame)
+    # A variance is at least 0; the bootstrap's percentile interval (of the moment estimator) is
+    # kept around the reported estimate (REML's or the moments'), which it may miss.
+    intervals: dict[str, tuple[float, float]] = {}
+    for name, estimate in (("participant", p), ("source", s), ("residual", e)):
+        if name in percentiles:
+            low, high = NON_NEGATIVE.bound(float(estimate), *percentiles[name])
+            if low is not None and high is not None:
+                intervals[name] = (low, high)
     return VarianceComponents(
         interaction=interaction,
         residual_by_system=residual_by_system,

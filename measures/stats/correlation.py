@@ -40,6 +40,7 @@ from threadpoolctl import threadpool_limits
 
 from measures.stats import intervals
 from measures.stats.intervals import percentile_interval, percentile_intervals, resample_index_chunks
+from measures.stats.support import CORRELATION
 
 _CORRELATIONS: dict[str, Callable[[np.ndarray, np.ndarray], Any]] = {
     "pearson": stats.pearsonr,
@@ -83,7 +84,7 @@ def correlate(
     confidence: float = 0.95,
     bootstrap_max_pairs: int = BOOTSTRAP_MAX_PAIRS,
 ) -> list[dict[str, Any]]:
-    """One record ``{method, r, p_value, ci_low, ci_high, n, interval}`` per method, for aligned
+    """One record ``{method, r, p_value, ci_low, ci_high, n, interval, support}`` per method, for aligned
     vectors; ``interval`` is "bootstrap" up to ``bootstrap_max_pairs`` pairs, "fisher_z" above.
 
     Pairs with a missing value on either side (None/NaN) are dropped; ``n`` counts the rest.
@@ -124,9 +125,11 @@ def correlate(
                 low, high = percentile_interval(replicates[name], confidence)
             else:
                 low, high = fisher_z_interval(name, r, n, confidence)
+            low, high = CORRELATION.bound(r, low, high)
             record.update(r=r, p_value=estimates[name][1], ci_low=low, ci_high=high)
         record["n"] = n
         record["interval"] = "bootstrap" if bootstrap else "fisher_z"
+        record["support"] = CORRELATION.record()
         records.append(record)
     return records
 
@@ -235,13 +238,12 @@ def _correlate_group(
             record: dict[str, Any] = dict(method=name, r=None, p_value=None, ci_low=None, ci_high=None)
             if name in estimates[pair]:
                 r, p = estimates[pair][name]
-                if bootstrap:
-                    low, high = bounds[(*pair, name)]
-                else:
-                    low, high = fisher_z_interval(name, r, n, confidence)
-                record.update(r=r, p_value=p, ci_low=low, ci_high=high)
+                ends = bounds[(*pair, name)] if bootstrap else fisher_z_interval(name, r, n, confidence)
+                ci_low, ci_high = CORRELATION.bound(r, *ends)
+                record.update(r=r, p_value=p, ci_low=ci_low, ci_high=ci_high)
             record["n"] = n
             record["interval"] = "bootstrap" if bootstrap else "fisher_z"
+            record["support"] = CORRELATION.record()
             rows.append(record)
         records[pair] = rows
     return records

@@ -48,7 +48,14 @@ Bounded quantities keep their bounds:
   proportion with fewer than ``RARE_EVENTS`` effective events gets Korn & Graubard's (1998)
   Clopper–Pearson interval instead;
 * a difference of two such means gets the MOVER interval from the two means' intervals
-  (``_mover``), kept within ``[low − high, high − low]``.
+  (``_mover``), kept within ``[low − high, high − low]``;
+* a mean count or rate (``rates=True``: spans per text, per 100 words, a count item without a
+  largest value; at least 0, no upper end) gets the Poisson score interval with the design's
+  effective exposure ``m / SE²`` and the t quantile (``_rate_interval``), and a difference of two
+  the MOVER interval from their score intervals.
+
+Every interval carries its quantity's support (measures/stats/support.py) and passes through
+``Support.bound``: inside the support and around its estimate (docs/analysis/intervals.md).
 
 Below ``MIN_PARTICIPANTS`` participants or ``MIN_SOURCES`` sources an interval is not computed:
 the estimate comes with ``low = high = None`` and ``reason = TOO_FEW``.
@@ -76,6 +83,8 @@ from scipy import sparse, stats
 
 from measures.stats.interval_methods import (
     METHOD_MOVER,
+    METHOD_MOVER_RATE,
+    METHOD_RATE,
     METHOD_T,
     METHOD_WILSON,
     MIN_PARTICIPANTS,
@@ -84,6 +93,7 @@ from measures.stats.interval_methods import (
     RARE_EVENTS,
     TOO_FEW,
 )
+from measures.stats.support import REAL, Support, difference_support, support_of
 
 
 @dataclass(frozen=True)
@@ -111,6 +121,7 @@ class CrossedInterval:
     n_columns: int
     method: str = METHOD_T
     reason: str | None = None  # why low/high are None while the estimate is known
+    support: Support = REAL  # the range the estimate and both ends cannot leave
 
 
 @dataclass(frozen=True)
@@ -706,6 +717,54 @@ def _bounded_interval(
     return bounds[0] + span * low, bounds[0] + span * high
 
 
+def _rate_interval(
+    estimate: np.ndarray,
+    variance: np.ndarray,
+    df: np.ndarray,
+    exposure: float,
+    confidence: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The interval of a mean count or rate (values ≥ 0; module docstring): the Poisson score
+    interval (the Poisson analogue of Wilson's) with the design's effective exposure
+    ``m / SE²`` (the quasi-Poisson reading of the crossed variance: its overdispersion and the
+    raters' and sources' shares are all in SE) and the t quantile. Far from 0 it is the t
+    interval; near 0 it is skewed upwards and never below 0. With no variation (every answer the
+    same count, e.g. no span at all) the exposure is the answers' own (``exposure``: the number
+    of answers, or their words / 100 for a rate per 100 words), so a category nobody marked
+    gets [0, q² / exposure] instead of [0, 0]."""
+    m = np.maximum(estimate, 0.0)
+    v = np.maximum(variance, 0.0)
+    varied = (m > 0) & (v > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        effective = np.where(varied, m / np.where(varied, v, 1.0), float(exposure))
+    quantile = stats.t.ppf(0.5 + confidence / 2, df)
+    quantile = np.where(np.isfinite(quantile), quantile, stats.norm.ppf(0.5 + confidence / 2))
+    q2 = quantile**2
+    events = m * effective
+    root = quantile * np.sqrt(events + q2 / 4)
+    low = np.maximum((events + q2 / 2 - root) / effective, 0.0)
+    high = (events + q2 / 2 + root) / effective
+    return np.minimum(low, m), np.maximum(high, m)
+
+
+def bounded_mean_interval(
+    estimate: float,
+    variance: float,
+    df: float,
+    n: int,
+    *,
+    confidence: float = 0.95,
+    bounds: tuple[float, float] = (0.0, 1.0),
+) -> tuple[float, float]:
+    """The interval of one mean bounded in ``bounds`` from its estimate, variance and df (however
+    they were estimated; n: the answers behind it): the Wilson / Korn–Graubard interval the
+    crossed means use (``_bounded_interval``). The pairwise win rates use it."""
+    low, high = _bounded_interval(
+        np.array([estimate]), np.array([variance]), np.array([df]), n, confidence, bounds
+    )
+    return float(low[0]), float(high[0])
+
+
 def _shape(
     weights: np.ndarray, rows: np.ndarray, n_rows: int, columns: np.ndarray, n_columns: int
 ) -> tuple[int, int, int]:
@@ -730,30 +789,36 @@ class _Estimates:
     shape: tuple[int, int, int]
     method: str
 
-    def records(self) -> list[CrossedInterval]:
+    def records(self, support: Support = REAL) -> list[CrossedInterval]:
+        """One CrossedInterval per row of the batch, its ends passed through ``support.bound``."""
         n, n_rows, n_columns = self.shape
         if self.variance is None:
             return [
-                CrossedInterval(float(e), None, None, None, None, n, n_rows, n_columns, self.method, TOO_FEW)
+                CrossedInterval(
+                    float(e), None, None, None, None, n, n_rows, n_columns, self.method, TOO_FEW, support
+                )
                 for e in self.estimate
             ]
         assert self.low is not None and self.high is not None and self.df is not None  # set with variance
-        return [
-            CrossedInterval(
-                float(e),
-                float(lo),
-                float(hi),
-                math.sqrt(max(float(v), 0.0)),
-                float(d),
-                n,
-                n_rows,
-                n_columns,
-                self.method,
+        out = []
+        for e, lo, hi, v, d in zip(self.estimate, self.low, self.high, self.variance, self.df, strict=True):
+            low, high = support.bound(float(e), float(lo), float(hi))
+            out.append(
+                CrossedInterval(
+                    float(e),
+                    low,
+                    high,
+                    math.sqrt(max(float(v), 0.0)),
+                    float(d),
+                    n,
+                    n_rows,
+                    n_columns,
+                    self.method,
+                    None,
+                    support,
+                )
             )
-            for e, lo, hi, v, d in zip(
-                self.estimate, self.low, self.high, self.variance, self.df, strict=True
-            )
-        ]
+        return out
 
 
 def _mover(
@@ -890,17 +955,28 @@ def group_intervals_batch(
     confidence: float = 0.95,
     bounds: tuple[float, float] | None = None,
     differences: bool = True,
+    rates: bool = False,
+    exposure: np.ndarray | None = None,
 ) -> tuple[dict[Any, list[CrossedInterval]], dict[tuple[Any, Any], list[CrossedInterval]]]:
     """``crossed_group_intervals`` for a batch of value vectors on one design: ``values`` is
     (batch × answers) without NaN, rows/columns/groups integer codes (answers). Returns
     ``(means, differences)`` whose entries are lists of CrossedInterval, one per row of the
     batch. The coverage tests run thousands of simulated studies through this. ``differences=False``
-    skips the differences (returned empty) where only the means are wanted."""
+    skips the differences (returned empty) where only the means are wanted. ``rates=True``: the
+    values are counts or rates (≥ 0, unbounded above; ``bounds`` must be None), whose means get
+    the Poisson score interval (``_rate_interval``); ``exposure`` (answers) is what each answer's
+    count is per (default 1: spans per text; words / 100 for spans per 100 words), used only where
+    the answers do not vary."""
     values = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    if rates and bounds is not None:
+        raise ValueError("a count or rate is bounded below by 0 only: give rates or bounds, not both")
     group_codes, labels = _codes_and_labels(groups)
     members = [np.flatnonzero(group_codes == k) for k in range(labels.size)]
-    mean_method = METHOD_T if bounds is None else METHOD_WILSON
+    mean_method = METHOD_RATE if rates else METHOD_T if bounds is None else METHOD_WILSON
     difference_method = METHOD_T if bounds is None else METHOD_MOVER
+    mean_support = support_of(bounds, non_negative=rates)
+    pair_support = difference_support(bounds)
+    exposures = np.ones(values.shape[1]) if exposure is None else np.asarray(exposure, dtype=np.float64)
     estimates: list[_Estimates] = []
     for index in members:
         r, n_r = _compact(np.asarray(rows)[index])
@@ -914,12 +990,15 @@ def group_intervals_batch(
             continue
         model = _single_model(r, n_r, c, n_c)
         variance, df = model.variance(weights, *model.fit(y))
-        if bounds is None:
+        if rates:
+            total = float(exposures[index].sum())
+            low, high = _rate_interval(estimate, variance, df, total, confidence)
+        elif bounds is None:
             low, high = _t_bounds(estimate, variance, df, confidence, None)
         else:
             low, high = _bounded_interval(estimate, variance, df, index.size, confidence, bounds)
         estimates.append(_Estimates(estimate, variance, df, low, high, shape, mean_method))
-    means = {_label(label): estimates[k].records() for k, label in enumerate(labels)}
+    means = {_label(label): estimates[k].records(mean_support) for k, label in enumerate(labels)}
     pair_intervals: dict[tuple[Any, Any], list[CrossedInterval]] = {}
     for i in range(labels.size if differences else 0):
         for j in range(i + 1, labels.size):
@@ -937,17 +1016,23 @@ def group_intervals_batch(
             if shape[1] < MIN_PARTICIPANTS or shape[2] < MIN_SOURCES:
                 pair_intervals[key] = _Estimates(
                     estimate, None, None, None, None, shape, difference_method
-                ).records()
+                ).records(pair_support)
                 continue
             variance, df = _difference_variance(r, n_r, c, n_c, pair_groups, weights, y)
-            if bounds is not None and estimates[i].variance is not None and estimates[j].variance is not None:
-                span = bounds[1] - bounds[0]
+            both = estimates[i].variance is not None and estimates[j].variance is not None
+            if (bounds is not None or rates) and both:
+                # Bounded means, or counts: the MOVER interval from the two means' own intervals
+                # (Wilson's, or the Poisson score ones: a difference of two counts nobody gave is
+                # not the zero-width [0, 0] of a t interval with no variance).
+                span = bounds[1] - bounds[0] if bounds is not None else math.inf
                 low, high = _mover(estimate, variance, df, estimates[i], estimates[j], confidence, span)
-                method = METHOD_MOVER
+                method = METHOD_MOVER_RATE if rates else METHOD_MOVER
             else:
                 low, high = _t_bounds(estimate, variance, df, confidence, bounds)
                 method = METHOD_T
-            pair_intervals[key] = _Estimates(estimate, variance, df, low, high, shape, method).records()
+            pair_intervals[key] = _Estimates(estimate, variance, df, low, high, shape, method).records(
+                pair_support
+            )
     return means, pair_intervals
 
 
@@ -958,13 +1043,17 @@ def crossed_mean_ci(
     *,
     confidence: float = 0.95,
     bounds: tuple[float, float] | None = None,
+    rates: bool = False,
 ) -> CrossedInterval:
     """The mean of ``values`` (NaN dropped) with its interval under the crossed model; ``bounds``:
-    the range the values (hence the mean) cannot leave, e.g. (0, 1) for a proportion."""
+    the range the values (hence the mean) cannot leave, e.g. (0, 1) for a proportion; ``rates``:
+    the values are counts or rates (≥ 0). With no value: no estimate, TOO_FEW, the same support."""
     means, _ = crossed_group_intervals(
-        values, rows, columns, np.zeros(len(values)), confidence=confidence, bounds=bounds
+        values, rows, columns, np.zeros(len(values)), confidence=confidence, bounds=bounds, rates=rates
     )
-    empty = CrossedInterval(None, None, None, None, None, 0, 0, 0, reason=TOO_FEW)
+    empty = CrossedInterval(
+        None, None, None, None, None, 0, 0, 0, reason=TOO_FEW, support=support_of(bounds, non_negative=rates)
+    )
     return means.get(0.0, empty)
 
 
@@ -977,21 +1066,24 @@ def crossed_group_intervals(
     confidence: float = 0.95,
     bounds: tuple[float, float] | None = None,
     differences: bool = True,
+    rates: bool = False,
+    exposure: ArrayLike | None = None,
 ) -> tuple[dict[Any, CrossedInterval], dict[tuple[Any, Any], CrossedInterval]]:
     """``(means, differences)`` of answers in fixed groups (systems) that share participants and
     sources: ``means[g]`` is group g's mean and ``differences[(a, b)]`` mean(a) − mean(b) for
     every pair of groups in sorted order, each with its interval (module docstring: a mean uses
     its group's own components, a difference the two groups' answers with the participant ×
     group interaction and a residual variance per group). ``differences=False``: the means only
-    (the differences come back empty)."""
+    (the differences come back empty). ``rates`` and ``exposure``: group_intervals_batch."""
     y = np.asarray(values, dtype=np.float64).ravel()
     g = np.asarray(groups).ravel()
     r = np.asarray(rows).ravel()
     c = np.asarray(columns).ravel()
-    if not (y.size == g.size == r.size == c.size):
-        raise ValueError("values, rows, columns and groups must have the same length")
+    e = np.ones(y.size) if exposure is None else np.asarray(exposure, dtype=np.float64).ravel()
+    if not (y.size == g.size == r.size == c.size == e.size):
+        raise ValueError("values, rows, columns, groups (and exposure) must have the same length")
     keep = ~np.isnan(y)
-    y, g, r, c = y[keep], g[keep], r[keep], c[keep]
+    y, g, r, c, e = y[keep], g[keep], r[keep], c[keep], e[keep]
     if y.size == 0:
         return {}, {}
     means, pair_intervals = group_intervals_batch(
@@ -1002,6 +1094,8 @@ def crossed_group_intervals(
         confidence=confidence,
         bounds=bounds,
         differences=differences,
+        rates=rates,
+        exposure=e,
     )
     return {k: v[0] for k, v in means.items()}, {k: v[0] for k, v in pair_intervals.items()}
 
@@ -1031,7 +1125,16 @@ def crossed_difference_ci(
         bounds=bounds,
     )
     empty = CrossedInterval(
-        None, None, None, None, None, int(values_a.size + values_b.size), 0, 0, reason=TOO_FEW
+        None,
+        None,
+        None,
+        None,
+        None,
+        int(values_a.size + values_b.size),
+        0,
+        0,
+        reason=TOO_FEW,
+        support=difference_support(bounds),
     )
     return differences.get((0.0, 1.0), empty)
 
@@ -1054,15 +1157,19 @@ def interval_record(ci: CrossedInterval) -> dict[str, Any]:
         "sources": ci.n_columns,
         "method": ci.method,
         "reason": ci.reason,
+        "support": ci.support.record(),
     }
 
 
 def difference_records(
-    groups: Sequence[Any], differences: dict[tuple[Any, Any], CrossedInterval]
+    groups: Sequence[Any],
+    differences: dict[tuple[Any, Any], CrossedInterval],
+    bounds: tuple[float, float] | None = None,
 ) -> list[dict[str, Any]]:
     """Every pair of `groups` (in order; group i has the code float(i) in `differences`, as
     crossed_group_intervals returns them) as the analysis document holds a difference: a − b with
-    its interval, or no figure and TOO_FEW where the pair had too few answers."""
+    its interval, or no figure and TOO_FEW where the pair had too few answers; ``bounds``: those
+    of the means, for the support of a pair without answers."""
     records = []
     for i, a in enumerate(groups):
         for j in range(i + 1, len(groups)):
@@ -1077,6 +1184,7 @@ def difference_records(
                     "n": ci.n if ci else 0,
                     "method": ci.method if ci else None,
                     "reason": ci.reason if ci else TOO_FEW,
+                    "support": (ci.support if ci else difference_support(bounds)).record(),
                 }
             )
     return records

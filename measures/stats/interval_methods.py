@@ -22,3 +22,9 @@ METHOD_WILSON = (
     "Korn–Graubard for rare proportions)"
 )
 METHOD_MOVER = "crossed-design MOVER interval from the two means' Wilson intervals (Satterthwaite df)"
+METHOD_RATE = (
+    "crossed-design Poisson score interval for a count or rate (effective exposure, Satterthwaite df)"
+)
+METHOD_MOVER_RATE = (
+    "crossed-design MOVER interval from the two means' Poisson score intervals (Satterthwaite df)"
+)

@@ -71,22 +71,45 @@ def _anova_interval(table: np.ndarray) -> tuple[float, float, float]:
     return grand, grand - half, grand + half
 
 
-def test_rates_per_text_and_per_100_words_have_the_crossed_interval():
+def _rate_interval(table: np.ndarray) -> tuple[float, float, float]:
+    """Mean and 95 % interval of a count or rate: the Poisson score interval, i.e. the rates λ
+    with (m − λ)² = t² · λ / n_eff, n_eff = m / Var(mean) (the two roots of that quadratic), with
+    the two-way ANOVA variance and Satterthwaite df of `_anova_interval`."""
+    grand, low, _ = _anova_interval(table)
+    t_se = grand - low
+    r, c = table.shape
+    ms_r = c * np.sum((table.mean(axis=1) - grand) ** 2) / (r - 1)
+    ms_c = r * np.sum((table.mean(axis=0) - grand) ** 2) / (c - 1)
+    resid = table - table.mean(axis=1, keepdims=True) - table.mean(axis=0, keepdims=True) + grand
+    ms_e = np.sum(resid**2) / ((r - 1) * (c - 1))
+    var = (ms_r + ms_c - ms_e) / (r * c)
+    q2 = (t_se / math.sqrt(var)) ** 2
+    n_eff = grand / var
+    roots = np.sort(np.roots([n_eff, -(2 * n_eff * grand + q2), n_eff * grand**2]).real)
+    return grand, float(roots[0]), float(roots[1])
+
+
+def test_rates_per_text_and_per_100_words_have_the_crossed_count_interval():
     result = span_analysis(_frame(), categories=CATEGORIES, severities=SEVERITIES, systems=["a", "b"])
     jargon = np.array(COUNTS, dtype=float)
     total = jargon.copy()
     total[0, [1, 4]] += 1
-    mean, low, high = _anova_interval(total)
+    mean, low, high = _rate_interval(total)
     per_text = result["rates"]["a"]["per_text"]
     assert per_text["mean"] == pytest.approx(mean)
     assert (per_text["low"], per_text["high"]) == (pytest.approx(low), pytest.approx(high))
     words = np.array([10 + i for i in range(6)], dtype=float)
-    mean, low, high = _anova_interval(100 * jargon / words)
+    mean, low, high = _rate_interval(100 * jargon / words)
     by_category = result["rates"]["a"]["by_category"]["unexplained_jargon"]["per_100_words"]
     assert by_category["mean"] == pytest.approx(mean)
     assert (by_category["low"], by_category["high"]) == (pytest.approx(low), pytest.approx(high))
     harm = result["rates"]["a"]["by_severity"]["could_harm"]["per_text"]
     assert harm["mean"] == pytest.approx(2 / 18)
+    # Rare: the t interval went below 0 here; the count interval never does.
+    assert 0 <= harm["low"] <= harm["mean"] <= harm["high"] and harm["support"] == [0.0, None]
+    # A category nobody marked on b: above 0, not the zero-width [0, 0].
+    none = result["rates"]["b"]["by_category"]["unexplained_jargon"]["per_text"]
+    assert none["mean"] == none["low"] == 0 and none["high"] > 0
     assert result["n"] == {"answers": 36, "raters": 3, "texts": 12, "spans": int(total.sum()) + 6}
 
 

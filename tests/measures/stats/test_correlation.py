@@ -148,6 +148,7 @@ def test_too_few_pairs_or_constant_input_give_no_correlation():
             "ci_high": None,
             "n": 2,
             "interval": "bootstrap",
+            "support": [-1.0, 1.0],
         }
     (record,) = correlate([2.0, 2.0, 2.0, 2.0], [1.0, 2.0, 3.0, 4.0], method_names=("spearman",))
     assert record["r"] is None and record["n"] == 4
