@@ -552,11 +552,14 @@ def judge_run_agreement_compute(*, run: JudgeRun, n_resamples: int | None = None
     # pandas, scipy and scikit-learn load here, in the task or command that computes, not in a web worker.
     from judging.agreement import judge_agreement
     from judging.agreement_inputs import agreement_inputs
+    from judging.calibration import calibration_summary, run_calibration
 
     n_resamples = int(n_resamples or _setting("RADLAY_JUDGE_BOOTSTRAP_RESAMPLES", 500))
     data = agreement_inputs(run=run)
     result = judge_agreement(data, n_resamples=n_resamples)
     result["n_resamples"] = n_resamples
+    result["calibration"] = run_calibration(run=run, n_resamples=n_resamples)
+    result["summary"] = {**result.get("summary", {}), **calibration_summary(result["calibration"])}
     if run.items.filter(task=ITEM_TASK).exists():
         result["instrument_items"] = _instrument_items_agreement(run)
         result["error_spans"] = _error_spans_agreement(run)

@@ -109,6 +109,17 @@ class Command(BaseCommand):
                 for name in STATISTICS
             )
             self.stdout.write(f"  {row['field']:<20} vs {row['comparison']:<22} n={row['n']:<4} {cells}")
+        calibration = result.get("calibration") or {}
+        if calibration.get("available"):
+            self.stdout.write(f"calibration of {run.label} ({calibration['per_field'][0]['binning']}):")
+            for row in calibration["per_field"]:
+                self.stdout.write(
+                    f"  {row['field']:<20} n={row['n']:<4} ECE={row['ece']['estimate']:.3f} "
+                    f"Brier={row['brier']['estimate']:.3f} accuracy={row['accuracy']['estimate']:.3f} "
+                    f"confidence={row['mean_confidence']['estimate']:.3f}"
+                )
+        elif calibration:
+            self.stdout.write(f"calibration: {calibration['reason']}")
         lay = (result.get("lay_severity") or {}).get("judge")
         if lay:
             self.stdout.write(
