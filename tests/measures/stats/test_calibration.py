@@ -25,9 +25,7 @@ def _ece_loop(confidence, correct, n_bins):
     total, n = 0.0, len(confidence)
     for b in range(n_bins):
         low, high = b / n_bins, (b + 1) / n_bins
-        inside = [
-            i for i, c in enumerate(confidence) if (low <= c < high) or (b == n_bins - 1 and c == 1.0)
-        ]
+        inside = [i for i, c in enumerate(confidence) if (low <= c < high) or (b == n_bins - 1 and c == 1.0)]
         if inside:
             accuracy = sum(correct[i] for i in inside) / len(inside)
             mean = sum(confidence[i] for i in inside) / len(inside)
