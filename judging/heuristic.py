@@ -326,6 +326,18 @@ class GlossaryHeuristicJudge:
             return answer
         raise BackendError(f"glossary heuristic judge: unknown task {task!r}", transient=False)
 
+    def _penalty(self, sentence: str, text: str) -> int:
+        feedback = self._feedback("radiologist", sentence=sentence, simplification=text)
+        return _points(feedback, "Missing") + _points(feedback, "Added") + self._unclear(text)
+
+    def _preference(self, sentence: str, first: str, second: str, item: dict[str, Any]) -> str:
+        """A pairwise item: the text with fewer missing or added facts and unclear words wins
+        ("left" is text A, shown first); equal penalties are a tie. The rule reads both texts alike,
+        so the heuristic has no position bias of its own: a floor for an LLM judge's flip share."""
+        a, b = self._penalty(sentence, first), self._penalty(sentence, second)
+        choice = "left" if a < b else "right" if b < a else "tie"
+        return choice if choice in item["options"] else item["options"][0]
+
     def answer_items(self, context: dict[str, Any]) -> dict[str, Any]:
         """An instrument's items (judging/instrument_items.py), answered from the same cues: an
         ordinal item drops one point from the top of its scale per unclear word when its title or
@@ -376,6 +388,8 @@ class GlossaryHeuristicJudge:
                 answer[item["key"]] = error_spans(
                     sentence, text, categories=item["options"], severities=item.get("severities", [])
                 )
+            elif kind == "pairwise":
+                answer[item["key"]] = self._preference(sentence, text, context.get("reference") or "", item)
             elif kind == "multiple_choice":
                 answer[item["key"]] = item["options"][:1]
             else:

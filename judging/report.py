@@ -94,6 +94,7 @@ def run_display(run: JudgeRun) -> dict[str, Any]:
     return {
         "run": run,
         "calibration": calibration_display(result.get("calibration")),
+        "position_bias": [position_bias_display(row) for row in result.get("position_bias") or []],
         "computed_at": run.agreement_computed_at,
         "lay_systems": _lay_by_system(lay),
         "n_resamples": result.get("n_resamples"),
@@ -143,6 +144,30 @@ def reliability_diagram(bins: list[dict[str, Any]]) -> dict[str, Any]:
         "y0": low[1],
         "x1": high[0],
         "y1": high[1],
+    }
+
+
+def position_bias_display(row: Mapping[str, Any]) -> dict[str, Any]:
+    """One pairwise item's position bias (judging.position_bias) as formatted cells."""
+    rate = row["first_position_win_rate"]
+    return {
+        "item": f"{row['instrument']} · {row['item']}",
+        "pairs": row["n_pairs_both_orders"],
+        "flips": row["flips"],
+        "flip_share": with_interval(row["flip_share"]),
+        "decisive": row["n_decisive"],
+        "first_rate": with_interval(rate),
+        "p_value": fmt(rate.get("p_value")),
+        "interval": row["interval"],
+        "ranking": [
+            {
+                "system": s["system"],
+                "strength": fmt(s["strength"]),
+                "low": fmt(s["low"]),
+                "high": fmt(s["high"]),
+            }
+            for s in (row.get("ranking") or {}).get("systems", [])
+        ],
     }
 
 
