@@ -26,8 +26,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from generation.controls import plant_control
-
 # The kinds whose planted change replaces words of the text (so that the unchanged words are a
 # span a suggestion can point at), most plausible first.
 PLANTABLE_KINDS = ("laterality", "size", "negation", "omission")
@@ -86,6 +84,9 @@ def planted_places(
     text: str, *, source: str, taken: Sequence[tuple[int, int]], seed: int
 ) -> list[Suggestion]:
     """Every place a planted suggestion could go in ``text`` (see the module docstring)."""
+    # Imported here: a web worker imports this module at start-up (judging.apps registers a provider).
+    from generation.controls import plant_control
+
     places: list[Suggestion] = []
     for kind in PLANTABLE_KINDS:
         control = plant_control(text, source=source, kind=kind, seed=seed)
@@ -146,3 +147,48 @@ def assisted_page(*, rater: Any, text_key: Any, seed: int = 0, share: float = 1.
     if not 0 <= share <= 1:
         raise ValueError("the share of assisted pages must lie in [0, 1]")
     return _rng("span-assistance", seed, rater, text_key).random() < share
+
+
+# --- what a page offers and what the rater did with it ------------------------------------------------
+# The app that holds the suggestions' source (judging's runs) registers a provider from its
+# AppConfig.ready(): annotation imports none of the apps that build on it.
+Offer = tuple[bool, list[Suggestion]]  # (the page is assisted, the suggestions shown)
+_PROVIDERS: dict[str, Any] = {}
+
+
+def span_suggestions_provider_register(key: str, provider: Any) -> None:
+    """`provider(participant=..., text=SimplificationText, item=Item) -> Offer | None` (None: the
+    study offers no assistance for this item)."""
+    _PROVIDERS[key] = provider
+
+
+def span_suggestions_offered(*, participant: Any, text: Any, item: Any) -> Offer | None:
+    """The first registered provider's offer for this rater, text and error-span item."""
+    for key in sorted(_PROVIDERS):
+        offer = _PROVIDERS[key](participant=participant, text=text, item=item)
+        if offer is not None:
+            return offer
+    return None
+
+
+def suggestion_fates_apply(offered: Sequence[Suggestion], fates: Any) -> list[dict[str, Any]]:
+    """Each suggestion offered with the fate the page sent for it ({id: fate}; "pending" where none
+    was sent). ValueError naming a suggestion that was not offered or a fate not among FATES."""
+    if not isinstance(fates, Mapping):
+        raise ValueError("the suggestions' fates are a JSON object {suggestion id: fate}")
+    known = {s.id for s in offered}
+    unknown = sorted(str(k) for k in fates if k not in known)
+    if unknown:
+        raise ValueError(f"suggestion {unknown[0]!r} was not offered on this page")
+    bad = sorted(f"{k}={v!r}" for k, v in fates.items() if v not in FATES)
+    if bad:
+        raise ValueError(f"suggestion fate {bad[0]} is not one of {', '.join(FATES)}")
+    return [{**s.as_dict(), "fate": fates.get(s.id, "pending")} for s in offered]
+
+
+def offer_with_fates(offer: Offer | None, stored: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The suggestions a page shows: the offer, each with the fate stored before (pending else)."""
+    if offer is None or not offer[0]:
+        return []
+    fates = {row["id"]: row.get("fate", "pending") for row in (stored or {}).get("items", [])}
+    return [{**s.as_dict(), "fate": fates.get(s.id, "pending")} for s in offer[1]]

@@ -216,6 +216,11 @@ def study_analysis_compute(*, study: Study, options: AnalysisOptions | None = No
             texts,
             confidence=options.confidence,
         )
+    from evaluation.suggestion_analysis import span_suggestions_section
+
+    suggestions = span_suggestions_section(study=study, confidence=options.confidence, seed=options.seed)
+    if suggestions is not None:
+        analysis["span_suggestions"] = suggestions
     return analysis
 
 
