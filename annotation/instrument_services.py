@@ -386,7 +386,7 @@ def item_answer_save(
     if item.kind is ItemKind.ERROR_SPANS:
         if isinstance(raw, str):
             raw = error_marks_decode(item, raw)
-        if isinstance(raw, dict):
+        if isinstance(raw, dict) and {"marks", "suggestions"} & set(raw):
             # An assisted page sends {"marks": [...], "suggestions": {id: fate}} (span_suggestions).
             raw, suggestions = _suggestion_fates(participant, item, shown_text_id, raw)
             if raw is None and suggestions["items"]:

@@ -10,6 +10,7 @@ from html import unescape
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.template.loader import render_to_string
 
 from annotation import participant_services, source_services
 from annotation.error_span_services import study_error_spans_add
@@ -114,6 +115,8 @@ def test_the_page_offers_suggestions_and_the_fates_are_stored_and_counted(assist
     kept_origin = keep.origin
     assert overall[kept_origin]["kept"]["k"] == 1
     assert section["span_rates"]["assisted"]["estimate"] == 1
+    html = render_to_string("evaluation/_span_suggestions.html", {"analysis": analysis})
+    assert "planted suggestions kept" in html and "0/1" in html and "Marks per page: assisted 1.00" in html
     for block in (overall["judge"], overall["planted"]):
         cell = block["kept"]
         assert cell["low"] is None or 0 <= cell["low"] <= cell["high"] <= 1
