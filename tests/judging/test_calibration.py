@@ -70,3 +70,19 @@ def test_the_glossary_judge_with_three_samples_on_the_release(release_dir, launc
     assert "ECE=" in out.getvalue() and "10 equal-width bins" in out.getvalue()
     html = render_to_string("judging/_report_section.html", {"judges": judge_report_context(study=study)})
     assert html.count('class="reliability-diagram"') == len(fields)
+
+
+@pytest.mark.django_db
+def test_an_instruments_items_are_calibrated_per_item(launch):
+    from tests.evaluation.instrument_studies import seed002_study
+    from tests.judging.test_instrument_items import CRITERIA
+
+    study, _instrument, _raters = seed002_study(slug="calibrated-items", n_sources=6)
+    run = launch(study=study, backend="glossary", instruments=["medlaybench_002"], samples=3)
+    fields = {row["field"]: row for row in run.agreement["calibration"]["per_field"]}
+    for criterion in CRITERIA:
+        row = fields[f"medlaybench_002 · {criterion}"]
+        # Every (lay caption, expert caption) pair the humans answered, once.
+        assert row["n"] == 6 * 2 and row["n_sources"] == 6
+        assert 0 <= row["ece"]["estimate"] <= 1 and 0 <= row["brier"]["estimate"] <= 2
+    assert fields[ALL_FIELDS]["n"] == 6 * 2 * len(CRITERIA)
