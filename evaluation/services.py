@@ -216,7 +216,11 @@ def study_analysis_compute(*, study: Study, options: AnalysisOptions | None = No
             texts,
             confidence=options.confidence,
         )
+    from evaluation.analysis_sections import analysis_sections
     from evaluation.suggestion_analysis import span_suggestions_section
+
+    # Sections other apps contribute (judging: each judge run's calibration and position bias).
+    analysis.update(analysis_sections(study=study))
 
     suggestions = span_suggestions_section(study=study, confidence=options.confidence, seed=options.seed)
     if suggestions is not None:

@@ -15,6 +15,11 @@ class JudgingConfig(AppConfig):
 
         # The judges' answers to instrument items, beside the humans' in the item analysis.
         item_raters_register("judges", _judge_answers_frame)
+        # Each judge run's calibration and position bias in the study's analysis document.
+        from evaluation.analysis_sections import analysis_section_register
+        from judging.report import judges_analysis_section
+
+        analysis_section_register("judges", judges_analysis_section)
         # A judge's error spans as suggestions on the radiologists' pages (AI-assisted marking).
         from annotation.span_suggestions import span_suggestions_provider_register
 

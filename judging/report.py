@@ -251,3 +251,22 @@ def judge_report_section(*, study: Study) -> dict[str, Any]:
     """The context of templates/judging/_report_section.html in the study report (the latest run
     whose agreement has been computed)."""
     return {"judges": judge_report_context(study=study)}
+
+
+def judges_analysis_section(*, study: Study) -> list[dict[str, Any]] | None:
+    """The study analysis's "judges": per run whose agreement is stored, its calibration (ECE,
+    Brier, reliability diagram per field or item) and its position bias, as stored (nothing is
+    computed here). None when no run has an agreement."""
+    runs = [r for r in selectors.runs_of_study(study=study) if r.agreement_computed_at is not None]
+    if not runs:
+        return None
+    return [
+        {
+            "run": run.pk,
+            "label": run.label,
+            "samples": run.samples,
+            "calibration": (run.agreement or {}).get("calibration"),
+            "position_bias": (run.agreement or {}).get("position_bias", []),
+        }
+        for run in runs
+    ]

@@ -4,15 +4,20 @@ section with the leaderboard's columns, refused with the reason for a one-sample
 from __future__ import annotations
 
 import io
+import json
 
 import pytest
 from django.core.management import call_command
 from django.template.loader import render_to_string
 
 from annotation.models import Study
+from evaluation import services as evaluation_services
+from evaluation.analysis import AnalysisOptions
 from judging.calibration import ALL_FIELDS
 from judging.management.commands.judge import Command
 from judging.report import judge_report_context
+
+FAST = AnalysisOptions(n_resamples=20, correlations=False, metric_families=())
 
 
 def test_a_three_sample_glossary_run_is_calibrated(study, launch):
@@ -42,6 +47,13 @@ def test_a_three_sample_glossary_run_is_calibrated(study, launch):
     assert "reliability-diagram" in html and "Expected calibration error over 10 equal-width bins" in html
     assert html.count("<circle") == sum(len(r["reliability"]) for r in section["per_field"])
 
+    # The study's analysis document carries it per judge, with the reliability diagram's bins.
+    analysis = evaluation_services.study_analysis_compute(study=study, options=FAST)
+    (judge,) = analysis["judges"]
+    assert judge["run"] == run.pk and judge["samples"] == 3
+    assert judge["calibration"]["per_field"] == section["per_field"]
+    json.dumps(analysis, allow_nan=False, default=str)
+
 
 def test_a_one_sample_run_says_why_it_cannot_be_calibrated(study, launch):
     run = launch(study=study, backend="glossary", instruments=["radiologist"])
@@ -70,6 +82,10 @@ def test_the_glossary_judge_with_three_samples_on_the_release(release_dir, launc
     assert "ECE=" in out.getvalue() and "10 equal-width bins" in out.getvalue()
     html = render_to_string("judging/_report_section.html", {"judges": judge_report_context(study=study)})
     assert html.count('class="reliability-diagram"') == len(fields)
+    analysis = evaluation_services.study_analysis_compute(study=study, options=FAST)
+    calibrated = {row["field"]: row for row in analysis["judges"][0]["calibration"]["per_field"]}
+    assert calibrated["correctness"]["ece"] == fields["correctness"]["ece"]
+    assert calibrated["severity"]["reliability"] and calibrated["severity"]["brier"]["estimate"] is not None
 
 
 @pytest.mark.django_db
