@@ -315,7 +315,11 @@ def _suggestion_fates(
 
     if set(posted) - {"marks", "suggestions"}:
         raise ValidationError({item.key: [f"{item.key}: the answer is {{marks, suggestions}}"]})
-    text = SimplificationText.objects.filter(pk=shown_text_id).select_related("source").first()
+    text = (
+        SimplificationText.objects.filter(pk=shown_text_id).select_related("source").first()
+        if shown_text_id is not None
+        else None
+    )
     offer = (
         span_suggestions_offered(participant=participant, text=text, item=item) if text is not None else None
     )

@@ -28,7 +28,7 @@ def text_style(text: str) -> tuple[float, float]:
 
 
 def comparison_covariates(
-    comparisons: Sequence[Comparison], texts: Mapping[tuple[Hashable, Hashable], str]
+    comparisons: Sequence[Comparison], texts: Mapping[tuple[Any, Any], str]
 ) -> dict[str, list[float]] | None:
     """The covariates of each comparison, from ``texts`` keyed (source, system); None when a
     compared text is missing."""
@@ -51,7 +51,7 @@ def comparison_covariates(
 def style_controlled_rankings(
     asked: Sequence[Comparison],
     derived: Sequence[Comparison],
-    texts: Mapping[tuple[Hashable, Hashable], str],
+    texts: Mapping[tuple[Any, Any], str],
     *,
     confidence: float = 0.95,
 ) -> dict[str, Any] | None:

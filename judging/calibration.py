@@ -105,7 +105,7 @@ def instrument_item_answers(run: JudgeRun) -> dict[str, list[JudgedAnswer]]:
     if not answers:
         return {}
     keys = {row[0] for row in answers}
-    humans: dict[tuple, list[Any]] = defaultdict(list)
+    humans: dict[tuple[Any, ...], list[tuple[Any, Any]]] = defaultdict(list)
     for key, item_key, source, text, reference, value, score in ItemAnswer.objects.filter(
         participant__study=run.study, participant__returned_at__isnull=True, instrument__key__in=keys
     ).values_list(

@@ -33,7 +33,7 @@ def run_position_bias(*, run: JudgeRun, confidence: float = 0.95, seed: int = 0)
         pk__in=JudgeItem.objects.filter(run=run, task=ITEM_TASK).values("instrument_id"),
         flow=StudyInstrument.Flow.PAIRWISE,
     )
-    systems: dict[int, list[str]] = {}
+    systems: dict[Any, list[str]] = {}
     for text_id, key in Simplification.objects.filter(source__study=run.study).values_list(
         "shown_text_id", "system__key"
     ):

@@ -188,7 +188,7 @@ def calibration_display(section: Mapping[str, Any] | None) -> dict[str, Any] | N
         }
         for row in section.get("per_field", [])
     ]
-    first = next(iter(section.get("per_field", [])), {})
+    first: Mapping[str, Any] = next(iter(section.get("per_field", [])), {})
     return {
         "available": section.get("available", False),
         "reason": section.get("reason"),

@@ -94,7 +94,10 @@ def _check(confidence: np.ndarray, correct: np.ndarray, n_bins: int) -> None:
 
 
 def expected_calibration_error(
-    confidence: Sequence[float], correct: Sequence[bool], *, n_bins: int = DEFAULT_BINS
+    confidence: Sequence[float] | np.ndarray,
+    correct: Sequence[bool] | np.ndarray,
+    *,
+    n_bins: int = DEFAULT_BINS,
 ) -> float:
     """ECE over ``n_bins`` equal-width bins (see the module docstring)."""
     conf = np.asarray(confidence, dtype=np.float64)
@@ -115,8 +118,8 @@ def multiclass_brier(probabilities: np.ndarray, outcome: Sequence[int]) -> float
 
 
 def reliability_bins(
-    confidence: Sequence[float],
-    correct: Sequence[bool],
+    confidence: Sequence[float] | np.ndarray,
+    correct: Sequence[bool] | np.ndarray,
     *,
     n_bins: int = DEFAULT_BINS,
     confidence_level: float = 0.95,

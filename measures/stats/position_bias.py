@@ -57,7 +57,7 @@ def position_bias(judgements: Sequence[OrderedJudgement], *, confidence: float =
             raise ValueError(f"judgement {row}: choice must be one of {CHOICES}, got {j.choice!r}")
         if j.first == j.second:
             raise ValueError(f"judgement {row}: the two texts are the same")
-    orders: dict[tuple[Hashable, frozenset], dict[tuple[Hashable, Hashable], OrderedJudgement]] = {}
+    orders: dict[tuple[Hashable, frozenset[Hashable]], dict[tuple[Hashable, Hashable], OrderedJudgement]] = {}
     for j in judgements:
         orders.setdefault((j.source, frozenset((j.first, j.second))), {})[(j.first, j.second)] = j
     both = [pair for pair in orders.values() if len(pair) == 2]

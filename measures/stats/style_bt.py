@@ -84,7 +84,7 @@ def _parts(
     """Per comparison: its log-likelihood, its gradient (m, p) and its negative Hessian (m, p, p)."""
     q = design.shape[1]
     eta = design @ params[:q]
-    pw, pl, pt = _probabilities(eta, params[q] if ties else None)
+    pw, pl, pt = _probabilities(eta, float(params[q]) if ties else None)
     is_tie = (result == 0).astype(np.float64)
     won = (result > 0).astype(np.float64)
     lost = (result < 0).astype(np.float64)
@@ -265,7 +265,8 @@ def _influence(fit: StyleFit) -> FloatArray:
     p = fit.params.size
     left_out = fit.information[None] - hess + 1e-9 * np.eye(p)
     moved = np.linalg.solve(left_out, -grad[..., None])[..., 0]
-    return np.einsum("mp,pq,mq->m", moved, fit.information, moved)
+    distances: FloatArray = np.einsum("mp,pq,mq->m", moved, fit.information, moved)
+    return distances
 
 
 def _robust_record(
