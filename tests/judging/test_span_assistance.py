@@ -132,3 +132,24 @@ def test_a_page_of_a_study_without_assistance_offers_nothing(db, client):
         page_url(participant, item), {field: json.dumps({"marks": [], "suggestions": {}})}, **HTMX
     )
     assert "offers no suggestions" in response.content.decode()
+
+
+def test_the_command_turns_it_on_refuses_a_bad_rate_by_field_and_turns_it_off(assisted):
+    import io
+
+    from django.core.management import CommandError, call_command
+
+    from judging.models import SpanAssistance
+
+    study, run = assisted
+    out = io.StringIO()
+    call_command(
+        "span_assistance", study=study.slug, run=run.pk, planted_rate="0.25", assisted_share="0.5", stdout=out
+    )
+    option = SpanAssistance.objects.get(study=study)
+    assert (option.planted_rate, option.assisted_share) == (0.25, 0.5)
+    with pytest.raises(CommandError, match="planted_rate: .*at most 0.5"):
+        call_command("span_assistance", study=study.slug, run=run.pk, planted_rate="0.7", stdout=out)
+    assert SpanAssistance.objects.get(study=study).planted_rate == 0.25
+    call_command("span_assistance", study=study.slug, off=True, stdout=out)
+    assert not SpanAssistance.objects.get(study=study).enabled
