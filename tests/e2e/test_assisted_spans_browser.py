@@ -79,15 +79,38 @@ def test_a_radiologist_accepts_a_suggestion_and_deletes_a_planted_one(page, live
         {"start": judge.start, "end": judge.end, "category": judge.category, "severity": judge.severity}
     ]
 
+    # Edit another: it becomes the selection with its category and severity chosen; the rater
+    # changes the severity and adds the mark.
+    other = next(s for s in offered if s.id not in (judge.id, planted.id))
+    page.locator(f'{widget} li[data-suggestion="{other.id}"] .span-suggestion-edit').click()
+    expect(status).to_contain_text(f"Editing the suggestion “{TEXT[other.start : other.end]}”")
+    checked = page.locator(f"{widget} [data-span-category]:checked")
+    assert checked.get_attribute("value") == other.category
+    page.locator(f'{widget} [data-span-severity][value="minor"]').check()
+    page.locator(f"{widget} [data-span-add]").click()
+    expected[other.id] = (other.origin, "edited")
+    got = wait_for(lambda: {k: v for k, v in _fates(participant).items() if k in expected}, expected)
+    assert got == expected
+    edited = {"start": other.start, "end": other.end, "category": other.category, "severity": "minor"}
+    expect(status).to_contain_text("Mark 2 added")
+    stored = lambda: edited in ItemAnswer.objects.get(participant=participant, item_key="error_spans").value  # noqa: E731
+    assert wait_for(stored, True)
+
     # After a reload the decided suggestions stay decided.
     page.reload()
     page.wait_for_selector(f"{widget}[data-ready]", state="attached")
-    expect(entries).to_have_count(len(offered) - 2)
-    expect(page.locator(f"{widget} mark.span-mark")).to_have_count(1)
+    expect(entries).to_have_count(len(offered) - 3)
+    expect(page.locator(f"{widget} mark.span-mark")).to_have_count(2)
 
     options = AnalysisOptions(n_resamples=20, correlations=False, metric_families=())
     section = evaluation_services.study_analysis_compute(study=study, options=options)["span_suggestions"]
     overall = section["acceptance"]["overall"]
-    assert overall["judge"]["kept"]["k"] == 1 and overall["judge"]["kept"]["n"] == 1
-    assert overall["planted"]["kept"]["k"] == 0 and overall["planted"]["kept"]["n"] == 1
-    assert overall["judge"]["pending"] + overall["planted"]["pending"] == len(offered) - 2
+    kept = {"judge": 1, "planted": 0}
+    decided = {"judge": 1, "planted": 1}
+    kept[other.origin] += 1
+    decided[other.origin] += 1
+    for origin in ("judge", "planted"):
+        assert (
+            overall[origin]["kept"]["k"] == kept[origin] and overall[origin]["kept"]["n"] == decided[origin]
+        )
+    assert overall["judge"]["pending"] + overall["planted"]["pending"] == len(offered) - 3
