@@ -47,8 +47,9 @@ def _human_values(run: JudgeRun) -> dict[tuple[str, int], dict[str, list[float]]
     for source_id, severity, simplicity in ExpertSourceJudgement.objects.filter(
         participant__in=radiologists
     ).values_list("source_id", "severity", "simplicity"):
-        if severity:
-            values[("source", source_id)]["severity"].append(float(scales.SEVERITY.value_of(severity)))
+        code = scales.SEVERITY.value_of(severity) if severity else None
+        if code is not None:
+            values[("source", source_id)]["severity"].append(float(code))
         if simplicity is not None:
             values[("source", source_id)]["original_simplicity"].append(float(simplicity))
     return values
