@@ -4,12 +4,14 @@ ranking counts both orders."""
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
 from django.template.loader import render_to_string
 
 from annotation.pairwise.services import pairwise_instrument_attach
+from judging.management.commands.judge import Command
 from judging.models import JudgeItem
 from judging.report import judge_report_context
 from tests.annotation.factories import build_study
@@ -34,6 +36,9 @@ def test_every_pair_is_asked_in_both_orders_and_the_heuristic_never_flips(pairwi
     assert row["flips"] == 0 and row["flip_share"]["estimate"] == 0
     assert 0 <= row["flip_share"]["low"] <= row["flip_share"]["high"] <= 1
     assert row["ranking"]["n_comparisons"] == row["n_judgements"] == 18
+    out = io.StringIO()
+    Command(stdout=out)._print_agreement(run)
+    assert "flip share 0.000" in out.getvalue() and "over 9 pairs" in out.getvalue()
 
 
 def test_a_judge_that_prefers_the_first_text_flips_every_pair(pairwise_study, launch, judge_server):

@@ -120,6 +120,18 @@ class Command(BaseCommand):
                 )
         elif calibration:
             self.stdout.write(f"calibration: {calibration['reason']}")
+        for row in result.get("position_bias") or []:
+            flip, first = row["flip_share"], row["first_position_win_rate"]
+            if flip["estimate"] is not None:
+                self.stdout.write(
+                    f"position bias of {row['instrument']}·{row['item']}: flip share {flip['estimate']:.3f} "
+                    f"[{flip['low']:.3f}, {flip['high']:.3f}] over {row['n_pairs_both_orders']} pairs"
+                    + (
+                        f"; first-position win rate {first['estimate']:.3f}"
+                        if first["estimate"] is not None
+                        else ""
+                    )
+                )
         lay = (result.get("lay_severity") or {}).get("judge")
         if lay:
             self.stdout.write(
