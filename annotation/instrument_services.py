@@ -305,6 +305,33 @@ def error_marks_decode(item: Item, raw: str) -> object:
     return marks
 
 
+def _suggestion_fates(
+    participant: Participant, item: Item, shown_text_id: int | None, posted: dict[str, Any]
+) -> tuple[object, dict[str, Any]]:
+    """(the marks, the suggestions record) of an assisted page's answer. The suggestions and
+    their origin are the server's (span_suggestions_offered), never the page's: the page sends
+    only each suggestion's fate."""
+    from annotation.span_suggestions import span_suggestions_offered, suggestion_fates_apply
+
+    if set(posted) - {"marks", "suggestions"}:
+        raise ValidationError({item.key: [f"{item.key}: the answer is {{marks, suggestions}}"]})
+    text = (
+        SimplificationText.objects.filter(pk=shown_text_id).select_related("source").first()
+        if shown_text_id is not None
+        else None
+    )
+    offer = (
+        span_suggestions_offered(participant=participant, text=text, item=item) if text is not None else None
+    )
+    if offer is None or not offer[0]:
+        raise ValidationError({item.key: [f"{item.key}: this page offers no suggestions"]})
+    try:
+        items = suggestion_fates_apply(offer[1], posted.get("suggestions") or {})
+    except ValueError as exc:
+        raise ValidationError({item.key: [f"{item.key}: {exc}"]}) from None
+    return posted.get("marks"), {"assisted": True, "items": items}
+
+
 def item_answers_none_marked(
     *, participant_id: int, instrument_id: int, source_id: int, targets: list[tuple[str, int]], language: str
 ) -> None:
@@ -359,9 +386,15 @@ def item_answer_save(
         "reference_text": None,
     }
     text_length = None
+    suggestions: dict[str, Any] | None = None
     if item.kind is ItemKind.ERROR_SPANS:
         if isinstance(raw, str):
             raw = error_marks_decode(item, raw)
+        if isinstance(raw, dict) and {"marks", "suggestions"} & set(raw):
+            # An assisted page sends {"marks": [...], "suggestions": {id: fate}} (span_suggestions).
+            raw, suggestions = _suggestion_fates(participant, item, shown_text_id, raw)
+            if raw is None and suggestions["items"]:
+                raw = []  # every suggestion deleted, none kept: "no error marked", fates stored
         if shown_text is None and shown_text_id is not None:
             shown_text = SimplificationText.objects.values_list("text", flat=True).get(pk=shown_text_id)
         text_length = None if shown_text is None else len(shown_text)
@@ -376,7 +409,7 @@ def item_answer_save(
         # Named by the item's key, the reason in the participant's language.
         raise ValidationError({item.key: [f"{item.key}: {item_refusal(exc)}"]}) from None
     if value is None and item.kind is ItemKind.ERROR_SPANS:
-        if not ItemAnswer.objects.filter(**lookup).exists():
+        if not suggestions and not ItemAnswer.objects.filter(**lookup).exists():
             return None
         value = ()  # every mark removed: the list given before is replaced (and kept as a revision)
     code = item_value_code(item, value)
@@ -387,6 +420,7 @@ def item_answer_save(
             "score": code if isinstance(code, float) else None,
             "language": language,
             "time_spent_ms": max(0, int(time_spent_ms)),
+            "suggestions": suggestions or {},
         },
     )
     if not created:
@@ -395,7 +429,11 @@ def item_answer_save(
         row.score = code if isinstance(code, float) else None
         row.language = language
         row.time_spent_ms += max(0, int(time_spent_ms))
-        row.save(update_fields=["value", "score", "language", "time_spent_ms", "updated_at"])
+        fields = ["value", "score", "language", "time_spent_ms", "updated_at"]
+        if suggestions is not None:
+            row.suggestions = suggestions
+            fields.append("suggestions")
+        row.save(update_fields=fields)
         revision_record(
             ItemAnswer, lookup, row.pk, {"value": row.value}, {"value": previous}, previous_at, row.updated_at
         )

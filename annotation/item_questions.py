@@ -56,6 +56,9 @@ class ItemQuestion:
     # An error-span item: its severities (the categories are `choices`) and the text it marks, as
     # stored (SimplificationText.text): the page shows exactly these characters.
     severities: tuple[Choice, ...] = ()
+    # AI-assisted marking (annotation/span_suggestions.py): the suggestions shown, each with its
+    # origin kept server-side and the fate stored so far.
+    suggestions: tuple[dict[str, Any], ...] = ()
     text: str = ""
 
     @property

@@ -804,6 +804,9 @@ class ItemAnswer(models.Model):
     score = models.FloatField(null=True, blank=True)
     language = models.CharField(max_length=16, blank=True, help_text="the language the item was shown in")
     time_spent_ms = models.PositiveBigIntegerField(default=0)
+    # AI-assisted error spans (annotation/span_suggestions.py): {"assisted": bool, "items": [each
+    # suggestion shown, its origin judge | planted, and its fate]}; empty where none were offered.
+    suggestions = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -45,7 +45,21 @@ def analysis_context(
         "audit": audit_display(audit_shipped(analysis, reported or None)),
         "reported": reported or "",
         "pairwise_rankings": pairwise_rankings(analysis.get("pairwise")),
+        "style_rankings": style_rankings(analysis.get("pairwise")),
     }
+
+
+def style_rankings(summary: Mapping[str, Any] | None) -> list[tuple[str, Any]]:
+    """The style-controlled rankings (evaluation.style_control), labelled, in the order shown."""
+    styled = (summary or {}).get("style_controlled") or {}
+    return [
+        (label, styled[key])
+        for key, label in (
+            ("asked", "From the pairwise answers"),
+            ("derived", "Derived from the lay most/least preferences"),
+        )
+        if styled.get(key)
+    ]
 
 
 def pairwise_rankings(summary: Mapping[str, Any] | None) -> list[tuple[str, Any, str]]:

@@ -49,7 +49,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from kombu.exceptions import KombuError
 
-from annotation.models import Source, Study, System
+from annotation.models import Simplification, Source, Study, System
 from evaluation.analysis_document import split_details
 from evaluation.models import AnalysisSnapshot, SystemMetrics, TextMetrics
 from evaluation.selectors import (
@@ -193,12 +193,38 @@ def study_analysis_compute(*, study: Study, options: AnalysisOptions | None = No
     _freed_memory_returned()
     analysis = study_analysis(frames, options=options, store=TextMetricsStore(study))
     # Issue 33: the ranking from pairwise answers, and from the lay most/least preferences (derived).
+    asked, derived = pairwise_comparisons(study=study), derived_comparisons(study=study)
     analysis["pairwise"] = pairwise_summary(
-        pairwise_comparisons(study=study),
-        derived_comparisons(study=study),
+        asked,
+        derived,
         confidence=options.confidence,
         seed=options.seed,
     )
+    if analysis["pairwise"] is not None:
+        from evaluation.style_control import style_controlled_rankings
+
+        texts = {
+            (source, system): text
+            for source, system, text in Simplification.objects.filter(source__study=study).values_list(
+                "source__key", "system__key", "shown_text__text"
+            )
+        }
+        # Length and reading grade as covariates, beside the plain rankings.
+        analysis["pairwise"]["style_controlled"] = style_controlled_rankings(
+            asked,
+            derived,
+            texts,
+            confidence=options.confidence,
+        )
+    from evaluation.analysis_sections import analysis_sections
+    from evaluation.suggestion_analysis import span_suggestions_section
+
+    # Sections other apps contribute (judging: each judge run's calibration and position bias).
+    analysis.update(analysis_sections(study=study))
+
+    suggestions = span_suggestions_section(study=study, confidence=options.confidence, seed=options.seed)
+    if suggestions is not None:
+        analysis["span_suggestions"] = suggestions
     return analysis
 
 

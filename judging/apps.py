@@ -15,6 +15,15 @@ class JudgingConfig(AppConfig):
 
         # The judges' answers to instrument items, beside the humans' in the item analysis.
         item_raters_register("judges", _judge_answers_frame)
+        # Each judge run's calibration and position bias in the study's analysis document.
+        from evaluation.analysis_sections import analysis_section_register
+        from judging.report import judges_analysis_section
+
+        analysis_section_register("judges", judges_analysis_section)
+        # A judge's error spans as suggestions on the radiologists' pages (AI-assisted marking).
+        from annotation.span_suggestions import span_suggestions_provider_register
+
+        span_suggestions_provider_register("judges", _span_suggestions)
 
         report_section_register(
             ReportSection(
@@ -33,3 +42,10 @@ def _judge_answers_frame(*, study):
     from judging.instrument_answers import judge_answers_frame
 
     return judge_answers_frame(study=study)
+
+
+def _span_suggestions(**kwargs):
+    # Imported when a page asks (the planted-control generator loads the lexicon).
+    from judging.span_assistance import span_suggestions_provider
+
+    return span_suggestions_provider(**kwargs)

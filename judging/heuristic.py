@@ -11,6 +11,8 @@ the generation backends' public interface (the "glossary" backend's Radiologist 
 * the Patient agent lists the words a layperson would not understand; simplicity (and the
   understanding / confidence of the lay judge) lose a step per unclear word;
 * severity is guessed from a short list of finding words (``SEVERITY_CUES``), normal otherwise;
+* a later sample of a K-sample run at a temperature > 0 moves scored answers by one level at a
+  seeded rate (``sample_variation``), so that a K-sample run has a confidence to calibrate;
 * an error-span item (issue 33) is answered by the rules of ``error_spans``: jargon the glossary
   knows left without a lay explanation, and the facts lexicon.facts.check_facts finds lost, changed
   or added against the source, each with a category and a severity by rule.
@@ -18,12 +20,15 @@ the generation backends' public interface (the "glossary" backend's Radiologist 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import random
 import re
 from typing import Any
 
 from generation.backends.base import BackendError, ChatBackend, Completion, GenerationParams
 from generation.backends.registry import get_backend
+from judging.instrument import TASKS
 from judging.instrument_items import ITEM_TASK
 from lexicon.facts import Violation, check_facts, rendering_present
 from lexicon.glossary import Glossary, load_glossary
@@ -188,6 +193,58 @@ def error_spans(
     ]
 
 
+# --- sampling (judge calibration) ------------------------------------------------------------------
+# A K-sample run of an LLM judge at a temperature > 0 gives answers that differ between samples;
+# the calibration of its vote-share confidence (measures.stats.calibration) needs that spread. The
+# heuristic's first sample (sample_index 0) is its rule-based answer; each later sample at a
+# temperature > 0 moves each scored answer one level up or down with probability
+# min(0.5, temperature / 4) (0.2 at the prompts' 0.8), seeded by the question, the sample and the
+# run's seed: a run and its rerun agree, and a K = 1 run is exactly the rule-based judge.
+SAMPLE_SHIFT_PER_TEMPERATURE = 0.25
+
+
+def _levels(task: str, name: str) -> list[Any] | None:
+    for answer_field in TASKS.get(task, ()):
+        if answer_field.name == name:
+            if answer_field.categorical:
+                return list(answer_field.scale.names)
+            low, high = answer_field.bounds
+            return list(range(low, high + 1))
+    return None
+
+
+def sample_variation(
+    answer: dict[str, Any], context: dict[str, Any], params: GenerationParams
+) -> dict[str, Any]:
+    """`answer` as a later sample at `params.temperature` gives it (see above)."""
+    if params.sample_index <= 0 or params.temperature <= 0:
+        return answer
+    share = min(0.5, params.temperature * SAMPLE_SHIFT_PER_TEMPERATURE)
+    key = json.dumps(
+        [
+            context.get("task"),
+            context.get("sentence"),
+            context.get("simplification"),
+            context.get("reference"),
+        ],
+        ensure_ascii=False,
+    )
+    digest = hashlib.sha256(f"{key}|{params.sample_index}|{params.seed}".encode()).digest()
+    rng = random.Random(int.from_bytes(digest[:8], "big"))
+    ordinal = {i["key"]: sorted(i["codes"]) for i in context.get("items", []) if i.get("kind") == "ordinal"}
+    varied = dict(answer)
+    for name, value in answer.items():
+        levels = ordinal.get(name) if context.get("task") == ITEM_TASK else _levels(context["task"], name)
+        if not levels or value not in levels or len(levels) < 2:
+            continue
+        if rng.random() >= share:
+            continue
+        at = levels.index(value)
+        step = rng.choice((-1, 1)) if 0 < at < len(levels) - 1 else (1 if at == 0 else -1)
+        varied[name] = levels[at + step]
+    return varied
+
+
 def _points(feedback: str, prefix: str) -> int:
     return sum(1 for line in feedback.splitlines() if line.lstrip("- ").startswith(prefix))
 
@@ -269,6 +326,18 @@ class GlossaryHeuristicJudge:
             return answer
         raise BackendError(f"glossary heuristic judge: unknown task {task!r}", transient=False)
 
+    def _penalty(self, sentence: str, text: str) -> int:
+        feedback = self._feedback("radiologist", sentence=sentence, simplification=text)
+        return _points(feedback, "Missing") + _points(feedback, "Added") + self._unclear(text)
+
+    def _preference(self, sentence: str, first: str, second: str, item: dict[str, Any]) -> str:
+        """A pairwise item: the text with fewer missing or added facts and unclear words wins
+        ("left" is text A, shown first); equal penalties are a tie. The rule reads both texts alike,
+        so the heuristic has no position bias of its own: a floor for an LLM judge's flip share."""
+        a, b = self._penalty(sentence, first), self._penalty(sentence, second)
+        choice = "left" if a < b else "right" if b < a else "tie"
+        return choice if choice in item["options"] else item["options"][0]
+
     def answer_items(self, context: dict[str, Any]) -> dict[str, Any]:
         """An instrument's items (judging/instrument_items.py), answered from the same cues: an
         ordinal item drops one point from the top of its scale per unclear word when its title or
@@ -319,6 +388,8 @@ class GlossaryHeuristicJudge:
                 answer[item["key"]] = error_spans(
                     sentence, text, categories=item["options"], severities=item.get("severities", [])
                 )
+            elif kind == "pairwise":
+                answer[item["key"]] = self._preference(sentence, text, context.get("reference") or "", item)
             elif kind == "multiple_choice":
                 answer[item["key"]] = item["options"][:1]
             else:
@@ -341,6 +412,7 @@ class GlossaryHeuristicJudge:
             answer = self.answer_items(context)
         else:
             answer = self.answer(context["task"], context.get("sentence", ""), context.get("simplification"))
+        answer = sample_variation(answer, context, params)
         text = json.dumps(answer, ensure_ascii=False)
         return Completion(
             text=text,

@@ -177,10 +177,14 @@ def item_prompt(
         "",
         f"Original radiology text: {sentence}",
     ]
-    if text is not None:
-        lines.append(f"Text to rate: {text}")
-    if reference is not None:
-        lines.append(f"Reference text: {reference}")
+    if any(item.kind is ItemKind.PAIRWISE for item in items):
+        # Two texts compared: named A and B as the participants see them, in the order asked.
+        lines += [f"Text A: {text}", f"Text B: {reference}"]
+    else:
+        if text is not None:
+            lines.append(f"Text to rate: {text}")
+        if reference is not None:
+            lines.append(f"Reference text: {reference}")
     if any(item.kind is ItemKind.SENTENCE_MATCHING for item in items):
         lines += ["", "Generated sentences:"]
         lines += [f"G{j}: {s}" for j, s in enumerate(generated_sentences)]

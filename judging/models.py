@@ -229,4 +229,35 @@ class JudgeAnswer(models.Model):
         return f"answer of {self.item}"
 
 
-__all__ = ["INSTRUMENT_TASKS", "JudgeAnswer", "JudgeItem", "JudgeRun"]
+class SpanAssistance(models.Model):
+    """A study's AI-assisted error-span marking: the radiologists' span widget is pre-filled with the
+    error spans `run` gave each text, plus a seeded share `planted_rate` of planted wrong suggestions
+    (annotation/span_suggestions.py), on a seeded share `assisted_share` of the pages."""
+
+    study = models.OneToOneField("annotation.Study", on_delete=models.CASCADE, related_name="span_assistance")
+    run = models.ForeignKey(JudgeRun, on_delete=models.PROTECT, related_name="+")
+    planted_rate = models.FloatField(
+        help_text="Share of the suggestions a rater sees that are planted wrong, in (0, 0.5]."
+    )
+    assisted_share = models.FloatField(
+        default=1.0, help_text="Share of the pages with suggestions, in [0, 1]."
+    )
+    seed = models.IntegerField(default=0)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(planted_rate__gt=0, planted_rate__lte=0.5), name="span_assistance_planted_rate"
+            ),
+            models.CheckConstraint(
+                condition=Q(assisted_share__gte=0, assisted_share__lte=1), name="span_assistance_share"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"span assistance of {self.study_id} from run {self.run_id}"
+
+
+__all__ = ["INSTRUMENT_TASKS", "JudgeAnswer", "JudgeItem", "JudgeRun", "SpanAssistance"]

@@ -93,6 +93,8 @@ def run_display(run: JudgeRun) -> dict[str, Any]:
         )
     return {
         "run": run,
+        "calibration": calibration_display(result.get("calibration")),
+        "position_bias": [position_bias_display(row) for row in result.get("position_bias") or []],
         "computed_at": run.agreement_computed_at,
         "lay_systems": _lay_by_system(lay),
         "n_resamples": result.get("n_resamples"),
@@ -101,6 +103,100 @@ def run_display(run: JudgeRun) -> dict[str, Any]:
         "ceiling": ceiling,
         "ranking": ranking,
         "lay": lay_rows,
+    }
+
+
+DIAGRAM = 160  # the reliability diagram's side, in SVG units
+_MARGIN = 20
+
+
+def _diagram_point(confidence: float, accuracy: float) -> tuple[float, float]:
+    side = DIAGRAM - 2 * _MARGIN
+    return _MARGIN + confidence * side, DIAGRAM - _MARGIN - accuracy * side
+
+
+def reliability_diagram(bins: list[dict[str, Any]]) -> dict[str, Any]:
+    """SVG coordinates of a reliability diagram: one point per bin at (mean confidence, accuracy),
+    a vertical bar for the accuracy's interval, its radius growing with the bin's count."""
+    largest = max((b["n"] for b in bins), default=1)
+    points = []
+    for b in bins:
+        x, y = _diagram_point(b["confidence"], b["accuracy"])
+        _, y_low = _diagram_point(b["confidence"], b["accuracy_low"])
+        _, y_high = _diagram_point(b["confidence"], b["accuracy_high"])
+        points.append(
+            {
+                "x": round(x, 1),
+                "y": round(y, 1),
+                "y_low": round(y_low, 1),
+                "y_high": round(y_high, 1),
+                "r": round(2 + 4 * (b["n"] / largest) ** 0.5, 1),
+                "title": f"confidence {b['confidence']:.2f}, accuracy {b['accuracy']:.2f} "
+                f"[{b['accuracy_low']:.2f}, {b['accuracy_high']:.2f}], n = {b['n']}",
+            }
+        )
+    low, high = _diagram_point(0, 0), _diagram_point(1, 1)
+    return {
+        "size": DIAGRAM,
+        "side": DIAGRAM - 2 * _MARGIN,
+        "points": points,
+        "x0": low[0],
+        "y0": low[1],
+        "x1": high[0],
+        "y1": high[1],
+    }
+
+
+def position_bias_display(row: Mapping[str, Any]) -> dict[str, Any]:
+    """One pairwise item's position bias (judging.position_bias) as formatted cells."""
+    rate = row["first_position_win_rate"]
+    return {
+        "item": f"{row['instrument']} · {row['item']}",
+        "pairs": row["n_pairs_both_orders"],
+        "flips": row["flips"],
+        "flip_share": with_interval(row["flip_share"]),
+        "decisive": row["n_decisive"],
+        "first_rate": with_interval(rate),
+        "p_value": fmt(rate.get("p_value")),
+        "interval": row["interval"],
+        "ranking": [
+            {
+                "system": s["system"],
+                "strength": fmt(s["strength"]),
+                "low": fmt(s["low"]),
+                "high": fmt(s["high"]),
+            }
+            for s in (row.get("ranking") or {}).get("systems", [])
+        ],
+    }
+
+
+def calibration_display(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The run's calibration (judging.calibration) as rows of formatted cells and diagrams."""
+    if not section:
+        return None
+    rows = [
+        {
+            "field": row["field"],
+            "n": row["n"],
+            "n_sources": row["n_sources"],
+            "ece": with_interval(row["ece"]),
+            "brier": with_interval(row["brier"]),
+            "accuracy": with_interval(row["accuracy"]),
+            "confidence": with_interval(row["mean_confidence"]),
+            "diagram": reliability_diagram(row["reliability"]),
+        }
+        for row in section.get("per_field", [])
+    ]
+    first: Mapping[str, Any] = next(iter(section.get("per_field", [])), {})
+    return {
+        "available": section.get("available", False),
+        "reason": section.get("reason"),
+        "methods": section.get("methods", ""),
+        "against": section.get("against", ""),
+        "binning": first.get("binning", ""),
+        "interval": first.get("interval", ""),
+        "rows": rows,
     }
 
 
@@ -137,6 +233,8 @@ def judge_report_context(*, study: Study, run: JudgeRun | None = None) -> dict[s
             "cells": [fmt(row.get(name)) for name in STATISTICS],
             "tau": fmt(row.get("ranking_tau")),
             "lay_after": fmt(row.get("lay_accuracy_after")),
+            "ece": fmt(row.get("ece")),
+            "brier": fmt(row.get("brier")),
         }
         for row in selectors.leaderboard(study=study)
     ]
@@ -153,3 +251,22 @@ def judge_report_section(*, study: Study) -> dict[str, Any]:
     """The context of templates/judging/_report_section.html in the study report (the latest run
     whose agreement has been computed)."""
     return {"judges": judge_report_context(study=study)}
+
+
+def judges_analysis_section(*, study: Study) -> list[dict[str, Any]] | None:
+    """The study analysis's "judges": per run whose agreement is stored, its calibration (ECE,
+    Brier, reliability diagram per field or item) and its position bias, as stored (nothing is
+    computed here). None when no run has an agreement."""
+    runs = [r for r in selectors.runs_of_study(study=study) if r.agreement_computed_at is not None]
+    if not runs:
+        return None
+    return [
+        {
+            "run": run.pk,
+            "label": run.label,
+            "samples": run.samples,
+            "calibration": (run.agreement or {}).get("calibration"),
+            "position_bias": (run.agreement or {}).get("position_bias", []),
+        }
+        for run in runs
+    ]

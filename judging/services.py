@@ -250,7 +250,15 @@ def _instrument_targets(
             for t in texts
             if t.pk not in reference_only
         ]
-    if AppliesTo.PAIR in kinds:
+    if AppliesTo.PAIR in kinds and row.flow == StudyInstrument.Flow.PAIRWISE:
+        # The pairwise flow compares two systems' texts of a source: the judge is asked every pair
+        # in both orders (A, B) and (B, A), so that its position bias can be measured and cancels
+        # out of the ranking (judging.position_bias).
+        targets += [
+            {"instrument": row, "source_id": a.source_id, "shown_text": a, "reference_text_id": b.pk}
+            for a, b in pairwise_orders(texts, reference_only)
+        ]
+    elif AppliesTo.PAIR in kinds:
         targets += [
             {
                 "instrument": row,
@@ -262,6 +270,24 @@ def _instrument_targets(
             if t.pk not in reference_only and t.source_id in references
         ]
     return targets
+
+
+def pairwise_orders(
+    texts: Sequence[SimplificationText], reference_only: set[int]
+) -> list[tuple[SimplificationText, SimplificationText]]:
+    """Every ordered pair of two different texts of the same source (a text only a reference
+    system produced is left out): each unordered pair once as (A, B) and once as (B, A)."""
+    by_source: dict[int, list[SimplificationText]] = {}
+    for text in texts:
+        if text.pk not in reference_only:
+            by_source.setdefault(text.source_id, []).append(text)
+    return [
+        order
+        for group in by_source.values()
+        for i, a in enumerate(group)
+        for b in group[i + 1 :]
+        for order in ((a, b), (b, a))
+    ]
 
 
 def judge_run_cancel(*, run: JudgeRun) -> int:
@@ -552,12 +578,18 @@ def judge_run_agreement_compute(*, run: JudgeRun, n_resamples: int | None = None
     # pandas, scipy and scikit-learn load here, in the task or command that computes, not in a web worker.
     from judging.agreement import judge_agreement
     from judging.agreement_inputs import agreement_inputs
+    from judging.calibration import calibration_summary, run_calibration
 
     n_resamples = int(n_resamples or _setting("RADLAY_JUDGE_BOOTSTRAP_RESAMPLES", 500))
     data = agreement_inputs(run=run)
     result = judge_agreement(data, n_resamples=n_resamples)
     result["n_resamples"] = n_resamples
+    result["calibration"] = run_calibration(run=run, n_resamples=n_resamples)
+    result["summary"] = {**result.get("summary", {}), **calibration_summary(result["calibration"])}
     if run.items.filter(task=ITEM_TASK).exists():
+        from judging.position_bias import run_position_bias
+
+        result["position_bias"] = run_position_bias(run=run)
         result["instrument_items"] = _instrument_items_agreement(run)
         result["error_spans"] = _error_spans_agreement(run)
     JudgeRun.objects.filter(pk=run.pk).update(

@@ -17,6 +17,7 @@ stored in ItemAnswer.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -316,6 +317,7 @@ def _page_build(
             )
             for i in about_text
         ]
+        questions = [_with_suggestions(q, item, text, asked) for q in questions]
         missing += [q.field for q in questions if q.required and not q.answered]
         required += len(cells) + sum(1 for q in questions if q.required)
         rows.append(
@@ -588,6 +590,34 @@ def expert_page_save(
             if page.complete and place.progress.done >= place.progress.total:
                 participant_services.participant_complete(participant=participant)
     return page
+
+
+def _with_suggestions(
+    question: ItemQuestion, item: ExpertItem, text: SimplificationText, asked: _Asked
+) -> ItemQuestion:
+    """An error-span question with the suggestions its page offers (AI-assisted marking), each
+    with the fate stored before; unchanged where none are offered (a planted control: never)."""
+    if question.kind != ItemKind.ERROR_SPANS.value or planted.is_planted(text.pk):
+        return question
+    from annotation.span_suggestions import offer_with_fates, span_suggestions_offered
+
+    span_item = asked.current.instrument.item(question.key)
+    offer = span_suggestions_offered(participant=item.participant, text=text, item=span_item)
+    if offer is None or not offer[0]:
+        return question
+    stored = (
+        ItemAnswer.objects.filter(participant_id=item.participant_id, item_key=question.key, shown_text=text)
+        .exclude(suggestions={})
+        .values_list("suggestions", flat=True)
+        .first()
+    )
+    # The page never learns which suggestions are planted: only the place, the category, the
+    # severity and the fate so far travel to it (the origin stays on the server and in the answer).
+    shown_fields = ("id", "start", "end", "category", "severity", "fate")
+    return dataclasses.replace(
+        question,
+        suggestions=tuple({k: s[k] for k in shown_fields} for s in offer_with_fates(offer, stored)),
+    )
 
 
 def _no_marks_record(

@@ -81,6 +81,19 @@ def _survey_strings() -> SafeString:
             "span_mark_end": _("End of mark %(n)s."),
             "span_remove": _("Remove"),
             "span_remove_label": _("Remove mark %(n)s: “%(text)s”"),
+            # AI-assisted marking: the suggestions' buttons and what they announce.
+            "span_accept": _("Accept"),
+            "span_edit": _("Edit"),
+            "span_delete": _("Delete"),
+            "span_accept_label": _("Accept the suggestion “%(text)s” (%(category)s, %(severity)s)"),
+            "span_edit_label": _("Edit the suggestion “%(text)s” (%(category)s, %(severity)s)"),
+            "span_delete_label": _("Delete the suggestion “%(text)s” (%(category)s, %(severity)s)"),
+            "span_accepted": _("Suggestion accepted: “%(text)s”."),
+            "span_deleted": _("Suggestion deleted: “%(text)s”."),
+            "span_editing": _(
+                "Editing the suggestion “%(text)s”: change the selection, category or severity, "
+                "then “Add mark”."
+            ),
         },
         "survey-strings",
     )

@@ -76,6 +76,22 @@
     } catch (e) { /* an unreadable value: the server keeps what it has */ }
     marks.sort(byPlace);
 
+    // AI-assisted marking: suggestions the server offers, each accepted, edited or deleted one by
+    // one. Only their fates go back ({marks, suggestions: {id: fate}}); the page never knows which
+    // suggestions are planted wrong ones.
+    const suggestionsBlock = item.dataset.suggestionsId ? document.getElementById(item.dataset.suggestionsId) : null;
+    const suggestions = suggestionsBlock ? JSON.parse(suggestionsBlock.textContent).filter(function (s) { return s.end <= n; }) : [];
+    const suggestionList = item.querySelector("[data-span-suggestion-list]");
+    const fates = {};
+    suggestions.forEach(function (s) {
+      if (s.fate && s.fate !== "pending") fates[s.id] = s.fate;
+      if (s.fate === "accepted" || s.fate === "edited") {
+        const kept = marks.find(function (m) { return m.start === s.start && m.end === s.end && !m.suggestion; });
+        if (kept) kept.suggestion = s.id;
+      }
+    });
+    function pending() { return suggestions.filter(function (s) { return !fates[s.id]; }); }
+
     let anchor = null;  // the selection, as code-point offsets (null: never placed)
     let focus = null;
     let segments = [];  // the text nodes this script made: {node, start, end}
@@ -116,6 +132,8 @@
     function render() {
       const cuts = new Set([0, n]);
       marks.forEach(function (m) { cuts.add(m.start); cuts.add(m.end); });
+      const open = pending();
+      open.forEach(function (s) { cuts.add(s.start); cuts.add(s.end); });
       const points = Array.from(cuts).sort(function (a, b) { return a - b; });
       box.textContent = "";
       segments = [];
@@ -148,6 +166,11 @@
           highlight.dataset.marks = covering.map(function (index) { return index + 1; }).join(" ");
           highlight.appendChild(node);
           box.appendChild(highlight);
+        } else if (open.some(function (sg) { return sg.start <= start && sg.end >= end; })) {
+          const suggested = document.createElement("mark");
+          suggested.className = "span-suggested";
+          suggested.appendChild(node);
+          box.appendChild(suggested);
         } else {
           box.appendChild(node);
         }
@@ -156,7 +179,78 @@
       labelsAt(n);
       box.appendChild(caret);
       renderList();
+      renderSuggestions();
     }
+
+    function renderSuggestions() {
+      if (!suggestionList) return;
+      suggestionList.textContent = "";
+      pending().forEach(function (sg) {
+        const d = describe(sg);
+        const entry = document.createElement("li");
+        entry.className = "span-suggestion";
+        entry.dataset.suggestion = sg.id;
+        const quoted = document.createElement("span");
+        quoted.className = "span-quote";
+        quoted.textContent = "“" + d.text + "”";
+        const tags = document.createElement("span");
+        tags.className = "span-tags sev-" + (rank[sg.severity] || 0);
+        tags.textContent = d.category + " · " + d.severity;
+        entry.append(quoted, " ", tags, " ");
+        [["accept", "Accept", "span_accept"], ["edit", "Edit", "span_edit"], ["delete", "Delete", "span_delete"]].forEach(function (action) {
+          const button = document.createElement("button");
+          button.type = "button";
+          button.className = "span-suggestion-" + action[0];
+          button.dataset.action = action[0];
+          button.textContent = say(action[2], action[1]);
+          button.setAttribute("aria-label", say(action[2] + "_label", action[1] + " the suggestion “%(text)s” (%(category)s, %(severity)s)", d));
+          button.addEventListener("click", function () { decide(sg, action[0]); });
+          entry.append(button, " ");
+        });
+        suggestionList.appendChild(entry);
+      });
+      const block = item.querySelector("[data-span-suggestions]");
+      if (block) block.dataset.pending = String(pending().length);
+    }
+
+    function decide(sg, action) {
+      const d = describe(sg);
+      const index = suggestions.indexOf(sg);
+      if (action === "accept") {
+        fates[sg.id] = "accepted";
+        if (!marks.some(function (m) { return byPlace(m, sg) === 0; })) {
+          marks.push({ start: sg.start, end: sg.end, category: sg.category, severity: sg.severity, suggestion: sg.id });
+          marks.sort(byPlace);
+        }
+        commit();
+        announce(say("span_accepted", "Suggestion accepted: “%(text)s”.", d));
+      } else if (action === "delete") {
+        fates[sg.id] = "deleted";
+        commit();
+        announce(say("span_deleted", "Suggestion deleted: “%(text)s”.", d));
+      } else {
+        // Edit: the suggestion becomes the selection with its category and severity chosen; the
+        // rater changes what is wrong and adds the mark.
+        fates[sg.id] = "edited";
+        editing = sg.id;
+        commit();
+        anchor = sg.start;
+        focus = sg.end;
+        [["[data-span-category]", sg.category], ["[data-span-severity]", sg.severity]].forEach(function (pair) {
+          item.querySelectorAll(pair[0]).forEach(function (r) { r.checked = r.value === pair[1]; });
+        });
+        box.focus({ preventScroll: true });
+        selectInDom();
+        showSelection(false);
+        announce(say("span_editing", "Editing the suggestion “%(text)s”: change the selection, category or severity, then “Add mark”.", d));
+        return;
+      }
+      // The focus moves on to the next suggestion (or the text when none is left).
+      const next = suggestionList ? suggestionList.querySelectorAll(".span-suggestion-accept") : [];
+      const target = next[Math.min(index, next.length - 1)] || next[0];
+      if (target) target.focus(); else box.focus({ preventScroll: true });
+    }
+    let editing = null;
 
     function renderList() {
       list.textContent = "";
@@ -332,9 +426,10 @@
       // The text is drawn anew: a browser selection in it would be lost half-way and reported.
       const selection = window.getSelection();
       if (selection && selection.rangeCount && box.contains(selection.anchorNode)) selection.removeAllRanges();
-      input.value = JSON.stringify(marks.map(function (m) {
+      const plain = marks.map(function (m) {
         return { start: m.start, end: m.end, category: m.category, severity: m.severity };
-      }));
+      });
+      input.value = JSON.stringify(suggestions.length ? { marks: plain, suggestions: fates } : plain);
       input.dispatchEvent(new Event("change", { bubbles: true }));
       render();
     }
@@ -357,6 +452,7 @@
         announce(say("span_duplicate", "This mark is already in the list."));
         return;
       }
+      if (editing) { mark.suggestion = editing; editing = null; }
       marks.push(mark);
       marks.sort(byPlace);
       anchor = mark.end;
@@ -372,6 +468,8 @@
     }
     function removeMark(index) {
       const d = describe(marks[index]);
+      // A mark taken over from a suggestion and then removed: the suggestion was deleted after all.
+      if (marks[index].suggestion) fates[marks[index].suggestion] = "deleted";
       marks.splice(index, 1);
       commit();
       const buttons = list.querySelectorAll(".span-remove");

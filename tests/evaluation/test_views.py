@@ -219,3 +219,18 @@ def test_researcher_pages_exports_and_the_api_are_never_stored(client_in, study,
         assert "no-store" in response["Cache-Control"], name
     # A view with its own Cache-Control keeps it (the survey's never_cache).
     assert "must-revalidate" in client_in.get("/join/mine/")["Cache-Control"]
+
+
+def test_the_reports_methods_say_judges_never_see_human_answers(
+    client_in, study, django_capture_on_commit_callbacks, settings
+):
+    from judging import services as judging_services
+
+    settings.RADLAY_JUDGE_BOOTSTRAP_RESAMPLES = 20
+    with django_capture_on_commit_callbacks(execute=True):
+        judging_services.judge_run_create(
+            study=study, backend="glossary", instruments=["radiologist"], samples=3
+        )
+    html = client_in.get(reverse("evaluation:study-report", args=["mine"])).content.decode()
+    assert "LLM judges (and radlay's glossary heuristic) never see human answers" in html
+    assert "reliability-diagram" in html and "Expected calibration error over 10 equal-width bins" in html

@@ -109,6 +109,29 @@ class Command(BaseCommand):
                 for name in STATISTICS
             )
             self.stdout.write(f"  {row['field']:<20} vs {row['comparison']:<22} n={row['n']:<4} {cells}")
+        calibration = result.get("calibration") or {}
+        if calibration.get("available"):
+            self.stdout.write(f"calibration of {run.label} ({calibration['per_field'][0]['binning']}):")
+            for row in calibration["per_field"]:
+                self.stdout.write(
+                    f"  {row['field']:<20} n={row['n']:<4} ECE={row['ece']['estimate']:.3f} "
+                    f"Brier={row['brier']['estimate']:.3f} accuracy={row['accuracy']['estimate']:.3f} "
+                    f"confidence={row['mean_confidence']['estimate']:.3f}"
+                )
+        elif calibration:
+            self.stdout.write(f"calibration: {calibration['reason']}")
+        for row in result.get("position_bias") or []:
+            flip, first = row["flip_share"], row["first_position_win_rate"]
+            if flip["estimate"] is not None:
+                self.stdout.write(
+                    f"position bias of {row['instrument']}·{row['item']}: flip share {flip['estimate']:.3f} "
+                    f"[{flip['low']:.3f}, {flip['high']:.3f}] over {row['n_pairs_both_orders']} pairs"
+                    + (
+                        f"; first-position win rate {first['estimate']:.3f}"
+                        if first["estimate"] is not None
+                        else ""
+                    )
+                )
         lay = (result.get("lay_severity") or {}).get("judge")
         if lay:
             self.stdout.write(

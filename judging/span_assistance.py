@@ -1,0 +1,115 @@
+"""AI-assisted error-span marking from a judge run: the study's option (SpanAssistance) and the
+suggestions a radiologist's page offers (annotation/span_suggestions.py builds them; this module
+reads the judge's spans and the option, and is registered as annotation's provider in
+judging.apps).
+
+The judge's spans of a text are those of the run's instrument-items answer on that text (the modal
+one of its K samples); a text the run did not answer, or answered with no span, still gets the
+planted suggestions the rate asks for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from annotation.models import Participant, SimplificationText, Study
+from annotation.span_suggestions import (
+    Offer,
+    SuggestionRateError,
+    assisted_page,
+    planted_rate_check,
+    suggestions_for,
+)
+from instruments.schema import Item
+from judging.instrument_items import ITEM_TASK
+from judging.models import JudgeAnswer, JudgeItem, JudgeRun, SpanAssistance
+
+
+def span_assistance_set(
+    *,
+    study: Study,
+    run: JudgeRun,
+    planted_rate: Any,
+    assisted_share: Any = 1.0,
+    seed: int = 0,
+    enabled: bool = True,
+) -> SpanAssistance:
+    """Turn AI-assisted span marking on (or change it) for `study`. ValidationError naming the
+    field: `planted_rate` outside (0, 0.5], `assisted_share` outside [0, 1], a run of another study."""
+    errors: dict[str, str] = {}
+    try:
+        rate = planted_rate_check(planted_rate)
+    except SuggestionRateError as exc:
+        errors[exc.field] = str(exc)
+        rate = 0.0
+    try:
+        share = float(assisted_share)
+        if not 0 <= share <= 1:
+            raise ValueError
+    except (TypeError, ValueError):
+        errors["assisted_share"] = f"The share of assisted pages must lie in [0, 1], got {assisted_share!r}."
+        share = 1.0
+    if run.study_id != study.pk:
+        errors["run"] = f"Judge run {run.pk} belongs to another study."
+    if errors:
+        raise ValidationError(errors)
+    with transaction.atomic():
+        option, _ = SpanAssistance.objects.update_or_create(
+            study=study,
+            defaults={
+                "run": run,
+                "planted_rate": rate,
+                "assisted_share": share,
+                "seed": int(seed),
+                "enabled": enabled,
+            },
+        )
+    return option
+
+
+def judge_spans_of(*, run_id: int, text_id: int, item_key: str) -> list[dict[str, Any]]:
+    values = (
+        JudgeAnswer.objects.filter(
+            item__run_id=run_id,
+            item__task=ITEM_TASK,
+            item__shown_text_id=text_id,
+            item__reference_text__isnull=True,
+            item__status=JudgeItem.Status.SUCCEEDED,
+        )
+        .values_list("item_values", flat=True)
+        .first()
+    )
+    spans = (values or {}).get(item_key)
+    return list(spans) if isinstance(spans, list) else []
+
+
+def span_suggestions_provider(
+    *, participant: Participant, text: SimplificationText, item: Item
+) -> Offer | None:
+    """annotation's provider: this rater's suggestions on `text` for the error-span `item`, or None
+    when the study has no assistance on."""
+    option = SpanAssistance.objects.filter(study_id=participant.study_id, enabled=True).first()
+    if option is None:
+        return None
+    if not assisted_page(
+        rater=participant.pk, text_key=text.pk, seed=option.seed, share=option.assisted_share
+    ):
+        return (False, [])
+    spans = judge_spans_of(run_id=option.run_id, text_id=text.pk, item_key=item.key)
+    return (
+        True,
+        suggestions_for(
+            text.text,
+            source=text.source.text,
+            judge_spans=spans,
+            rate=option.planted_rate,
+            rater=participant.pk,
+            text_key=text.pk,
+            seed=option.seed,
+            categories=[o.key for o in item.options],
+            severities=[o.key for o in item.severities],
+        ),
+    )
