@@ -272,6 +272,9 @@ class Source(models.Model):
     )
     reference_severity = models.CharField(max_length=10, choices=SEVERITY_CHOICES, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
+    # The report a source's text came from (a hospital export's report, read whole or split into
+    # sentences: annotation/importers/report_file.py); empty for sources given as such.
+    report_key = models.CharField(max_length=100, blank=True, default="")
 
     class Meta:
         ordering = ["study", "position"]
@@ -866,6 +869,8 @@ class SourceUpload(models.Model):
     rows_read = models.PositiveIntegerField(default=0)
     errors = models.JSONField(default=list, blank=True)
     counts = models.JSONField(default=dict, blank=True)
+    # A FHIR/HL7 file's reports imported a source per sentence rather than whole.
+    split_sentences = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
