@@ -41,15 +41,6 @@ def fhir_reports_read(data: bytes, *, name: str, ndjson: bool) -> list[ClinicalR
     return reports
 
 
-def looks_like_fhir(first_line: str) -> bool:
-    """Whether an NDJSON file's first record is a FHIR resource (rather than a radlay JSONL row)."""
-    try:
-        obj = json.loads(first_line)
-    except json.JSONDecodeError:
-        return False
-    return isinstance(obj, dict) and "resourceType" in obj
-
-
 def _decoded(data: bytes, *, name: str) -> str:
     try:
         return data.decode("utf-8-sig")

@@ -22,10 +22,6 @@ _ESCAPE = re.compile(
 )
 
 
-def looks_like_hl7(data: bytes) -> bool:
-    return data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"MSH")
-
-
 def hl7_reports_read(data: bytes, *, name: str) -> list[ClinicalReport]:
     """The reports of every ORU^R01 message in `data`; ImportFormatErrors naming every bad one."""
     try:

@@ -14,13 +14,12 @@ JSONL otherwise), .csv."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 from annotation.importers.clinical_report import ClinicalReport, report_source_key
 from annotation.importers.errors import ImportFormatError, ImportFormatErrors
-from annotation.importers.fhir_reports import fhir_reports_read, looks_like_fhir
-from annotation.importers.hl7_reports import hl7_reports_read, looks_like_hl7
 from annotation.importers.records import SourceRecord
 from annotation.importers.study_file import (
     MAX_CELL,
@@ -56,6 +55,19 @@ def study_file_open(path: Path, *, split_sentences: bool = False) -> StudyFile |
             file=path.name,
         )
     return StudyFile(path)
+
+
+def looks_like_fhir(first_line: str) -> bool:
+    """Whether an NDJSON file's first record is a FHIR resource (rather than a radlay JSONL row)."""
+    try:
+        obj = json.loads(first_line)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(obj, dict) and "resourceType" in obj
+
+
+def looks_like_hl7(data: bytes) -> bool:
+    return data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"MSH")
 
 
 def _first_line(path: Path) -> str:
@@ -103,6 +115,11 @@ class ReportFile:
         return self._records
 
     def _reports(self) -> list[ClinicalReport]:
+        # fhir.resources (pydantic models of every resource) and hl7apy load here, in the import
+        # task or command, not in every web worker that imports the upload page.
+        from annotation.importers.fhir_reports import fhir_reports_read
+        from annotation.importers.hl7_reports import hl7_reports_read
+
         data = self.path.read_bytes()
         if self.kind == "hl7":
             return hl7_reports_read(data, name=self.name)
