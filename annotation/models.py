@@ -11,6 +11,7 @@ the answer to every system whose simplification points at it.
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 import unicodedata
 
@@ -32,8 +33,15 @@ def new_completion_code() -> str:
 
 
 def normalize_text(text: str) -> str:
-    """The form under which two texts count as identical: Unicode NFC, whitespace collapsed."""
-    return " ".join(unicodedata.normalize("NFC", text).split())
+    """The form under which two texts count as identical: Unicode NFC, whitespace collapsed within
+    each paragraph, paragraphs (text between blank lines) kept, one blank line apart: a whole
+    report's simplification keeps its paragraphs. Text without a blank line is one paragraph."""
+    text = unicodedata.normalize("NFC", text).replace("\r\n", "\n").replace("\r", "\n")
+    paragraphs = _PARAGRAPH_BREAK.split(text)
+    return "\n\n".join(" ".join(p.split()) for p in paragraphs if p.strip())
+
+
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 
 
 def text_hash(text: str) -> str:
