@@ -11,9 +11,14 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 DEVICE_NAME = "authenticator app"
 
 
+def totp_device_pending_get(*, user) -> TOTPDevice | None:
+    """The unconfirmed authenticator being set up, if one was started."""
+    return TOTPDevice.objects.filter(user=user, confirmed=False).first()
+
+
 def totp_device_pending(*, user) -> TOTPDevice:
-    """The unconfirmed authenticator being set up (its key shown once it exists)."""
-    device = TOTPDevice.objects.filter(user=user, confirmed=False).first()
+    """The unconfirmed authenticator being set up, created (with a new random key) if none."""
+    device = totp_device_pending_get(user=user)
     if device is None:
         device = TOTPDevice.objects.create(user=user, name=DEVICE_NAME, confirmed=False)
     return device

@@ -187,6 +187,18 @@ def shown_key(page: str) -> str:
     return re.search(r'<code id="totp-key">([A-Z2-7=]+)</code>', page).group(1)
 
 
+def set_up_key(client, *, next_url: str = "") -> str:
+    """ "Set up my authenticator app" (a POST: a GET shows the button and writes nothing), then the
+    key the page shows."""
+    before = client.get("/signin/second-factor/").content.decode()
+    assert "Set up my authenticator app" in before and 'id="totp-key"' not in before
+    started = client.post("/signin/second-factor/", {"start": "1", "next": next_url})
+    assert started.status_code == 302
+    page = client.get(started["Location"]).content.decode()
+    assert "otpauth://totp/" in page
+    return shown_key(page)
+
+
 def test_mfa_required_holds_a_provider_signed_researcher_until_a_totp_code(client, hospital, settings):
     settings.RADLAY_MFA_REQUIRED = True
     build_study(slug="trial", n_sources=1)
@@ -196,9 +208,8 @@ def test_mfa_required_holds_a_provider_signed_researcher_until_a_totp_code(clien
     assert blocked.status_code == 302 and blocked["Location"] == "/signin/second-factor/?next=%2Fdashboard%2F"
     assert client.get("/console/").status_code == 302
     assert client.get("/api/studies/").status_code == 403
-    setup = client.get(blocked["Location"])
-    key = shown_key(setup.content.decode())
-    assert "otpauth://totp/" in setup.content.decode()
+    assert client.get(blocked["Location"]).status_code == 200
+    key = set_up_key(client, next_url="/dashboard/")
     wrong = client.post(
         "/signin/second-factor/", {"token": "000000" if code_for(key) != "000000" else "111111"}
     )
@@ -220,7 +231,7 @@ def test_mfa_required_applies_to_local_researchers_not_to_participants(client, s
     get_user_model().objects.create_user("ada", password="ada-pw-123", is_staff=True)
     client.post("/dashboard/login/", {"username": "ada", "password": "ada-pw-123"})
     assert client.get("/dashboard/").status_code == 302
-    key = shown_key(client.get("/signin/second-factor/").content.decode())
+    key = set_up_key(client)
     assert client.post("/signin/second-factor/", {"token": code_for(key)}).status_code == 302
     assert client.get("/dashboard/").status_code == 200
     # A radiologist's survey account (no team, not staff) is not held back.
@@ -284,7 +295,7 @@ def test_mfa_required_an_api_token_needs_the_code_beside_the_password(client, se
     none_yet = api.post("/api/token/", {"username": "ada", "password": "ada-pw-123", "otp": "123456"})
     assert none_yet.status_code == 400 and "no authenticator yet" in none_yet.json()["otp"][0]
     client.post("/dashboard/login/", {"username": "ada", "password": "ada-pw-123"})
-    key = shown_key(client.get("/signin/second-factor/").content.decode())
+    key = set_up_key(client)
     used = code_for(key)
     assert client.post("/signin/second-factor/", {"token": used}).status_code == 302
     # A code counts once (django-otp refuses a time step already used): the next step's code, which
