@@ -9,3 +9,10 @@ class SigninConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "signin"
     verbose_name = "Sign-in"
+
+    def ready(self) -> None:
+        from django.core import checks
+
+        from signin.checks import group_roles_check
+
+        checks.register(group_roles_check)

@@ -85,9 +85,6 @@ class ReportFile:
     beside a CSV of sentences), validated before anything is written: every bad resource or
     segment is named in one ImportFormatErrors."""
 
-    long = True
-    header_systems: list[str] = []
-
     def __init__(self, path: Path, *, kind: str, split_sentences: bool = False):
         self.path = Path(path)
         self.name = self.path.name

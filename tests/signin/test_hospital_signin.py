@@ -310,3 +310,13 @@ def test_mfa_required_an_api_token_needs_the_code_beside_the_password(client, se
     # Without the requirement, the password alone gets the token, as before.
     settings.RADLAY_MFA_REQUIRED = False
     assert api.post("/api/token/", {"username": "ada", "password": "ada-pw-123"}).status_code == 200
+
+
+def test_a_group_mapped_to_no_role_is_refused_at_start(settings):
+    from signin.checks import group_roles_check
+
+    settings.RADLAY_OIDC_GROUP_ROLES = {"radiology-research": "researcher", "ct": "ct-study:boss"}
+    errors = group_roles_check()
+    assert [e.id for e in errors] == ["signin.E001"] and "'ct-study:boss'" in errors[0].msg
+    settings.RADLAY_OIDC_GROUP_ROLES = {"a": "researcher", "b": "admin", "c": "trial:viewer"}
+    assert group_roles_check() == []
