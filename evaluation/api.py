@@ -61,7 +61,8 @@ class TokenView(ObtainAuthToken):
             raise
         user = serializer.validated_data["user"]
         # RADLAY_MFA_REQUIRED: a researcher's password alone does not get a token.
-        refusal = api_token_second_factor_missing(user=user, code=str(request.data.get("otp", "")))
+        code = request.data.get("otp", "") if isinstance(request.data, dict) else ""
+        refusal = api_token_second_factor_missing(user=user, code=str(code))
         if refusal:
             return Response({"otp": [refusal]}, status=status.HTTP_400_BAD_REQUEST)
         token, _ = Token.objects.get_or_create(user=user)

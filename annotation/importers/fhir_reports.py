@@ -102,12 +102,11 @@ def _without_resource(entry: Any) -> Any:
 def _report(
     resource: dict, *, name: str, row: int, problems: list[ImportFormatError]
 ) -> ClinicalReport | None:
-    where = {"file": name, "row": row}
     try:
         report = DiagnosticReport.model_validate(resource)
     except (ValidationError, ValueError) as exc:
         reasons = _reasons(exc) if isinstance(exc, ValidationError) else str(exc)
-        problems.append(ImportFormatError(f"not a valid DiagnosticReport: {reasons}", **where))
+        problems.append(ImportFormatError(f"not a valid DiagnosticReport: {reasons}", file=name, row=row))
         return None
     text = ""
     for form in report.presentedForm or []:
@@ -117,7 +116,7 @@ def _report(
             except UnicodeDecodeError:
                 problems.append(
                     ImportFormatError(
-                        "presentedForm text/plain is not UTF-8.", column="presentedForm", **where
+                        "presentedForm text/plain is not UTF-8.", file=name, row=row, column="presentedForm"
                     )
                 )
                 return None
@@ -130,7 +129,9 @@ def _report(
     if not text:
         problems.append(
             ImportFormatError(
-                "no report text: no text/plain presentedForm, narrative text or conclusion.", **where
+                "no report text: no text/plain presentedForm, narrative text or conclusion.",
+                file=name,
+                row=row,
             )
         )
         return None
