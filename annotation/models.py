@@ -11,6 +11,7 @@ the answer to every system whose simplification points at it.
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 import unicodedata
 
@@ -32,8 +33,15 @@ def new_completion_code() -> str:
 
 
 def normalize_text(text: str) -> str:
-    """The form under which two texts count as identical: Unicode NFC, whitespace collapsed."""
-    return " ".join(unicodedata.normalize("NFC", text).split())
+    """The form under which two texts count as identical: Unicode NFC, whitespace collapsed within
+    each paragraph, paragraphs (text between blank lines) kept, one blank line apart: a whole
+    report's simplification keeps its paragraphs. Text without a blank line is one paragraph."""
+    text = unicodedata.normalize("NFC", text).replace("\r\n", "\n").replace("\r", "\n")
+    paragraphs = _PARAGRAPH_BREAK.split(text)
+    return "\n\n".join(" ".join(p.split()) for p in paragraphs if p.strip())
+
+
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 
 
 def text_hash(text: str) -> str:
@@ -272,6 +280,9 @@ class Source(models.Model):
     )
     reference_severity = models.CharField(max_length=10, choices=SEVERITY_CHOICES, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
+    # The report a source's text came from (a hospital export's report, read whole or split into
+    # sentences: annotation/importers/report_file.py); empty for sources given as such.
+    report_key = models.CharField(max_length=100, blank=True, default="")
 
     class Meta:
         ordering = ["study", "position"]
@@ -869,6 +880,8 @@ class SourceUpload(models.Model):
     rows_read = models.PositiveIntegerField(default=0)
     errors = models.JSONField(default=list, blank=True)
     counts = models.JSONField(default=dict, blank=True)
+    # A FHIR/HL7 file's reports imported a source per sentence rather than whole.
+    split_sentences = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)

@@ -20,6 +20,7 @@ urlpatterns = [
     path("api/", include("evaluation.api_urls")),
     path("dashboard/", include("evaluation.urls")),
     path("console/", include("console.urls")),
+    path("signin/", include("signin.urls")),
     path("generation/", include("generation.urls")),
     path("judging/", include("judging.urls")),
     path("ml/", include("ml.urls")),

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from annotation.activity_services import activity_record
 from annotation.importers.errors import ImportFormatError
-from annotation.importers.study_file import StudyFile
+from annotation.importers.report_file import SUFFIXES, study_file_open
 from annotation.importers.write import study_file_import
 from annotation.models import SourceUpload, Study
 from work import runner
@@ -28,7 +28,6 @@ from work.lease import beating
 logger = logging.getLogger(__name__)
 
 TASK = "console.tasks.source_upload_run"
-SUFFIXES = (".csv", ".jsonl", ".ndjson")
 # How often the running import stamps its progress (and heartbeat), in seconds.
 PROGRESS_INTERVAL = 1.0
 # A running import silent this long lost its worker: it may be taken over by a redelivery.
@@ -37,12 +36,20 @@ STALE_AFTER = timedelta(seconds=60)
 CHECK_SHARE = 0.3
 
 
-def source_upload_create(*, study: Study, uploaded_file: UploadedFile, user: Any) -> SourceUpload:
+def source_upload_create(
+    *, study: Study, uploaded_file: UploadedFile, user: Any, split_sentences: bool = False
+) -> SourceUpload:
     """Store the uploaded file (streamed in chunks: Django keeps a large upload in a temporary
-    file, never in memory) and queue its import after the commit. ValidationError names `file`."""
+    file, never in memory) and queue its import after the commit. ValidationError names `file`.
+    `split_sentences`: a FHIR/HL7 file's reports become a source per sentence."""
     name = Path(uploaded_file.name or "").name
     if Path(name).suffix.lower() not in SUFFIXES:
-        raise ValidationError({"file": f"{name or 'The file'}: use a .csv (wide or long) or .jsonl file."})
+        raise ValidationError(
+            {
+                "file": f"{name or 'The file'}: use a .csv (wide or long) or .jsonl file, a FHIR Bundle "
+                "(.json, .ndjson) or HL7 v2 messages (.hl7)."
+            }
+        )
     limit = settings.RADLAY_UPLOAD_MAX_MB * 1024 * 1024
     if uploaded_file.size and uploaded_file.size > limit:
         raise ValidationError(
@@ -50,7 +57,11 @@ def source_upload_create(*, study: Study, uploaded_file: UploadedFile, user: Any
         )
     with transaction.atomic():
         upload = SourceUpload(
-            study=study, original_name=name[:200], size=uploaded_file.size or 0, uploaded_by=user
+            study=study,
+            original_name=name[:200],
+            size=uploaded_file.size or 0,
+            uploaded_by=user,
+            split_sentences=split_sentences,
         )
         upload.file.save(name, uploaded_file, save=False)
         upload.save()
@@ -89,7 +100,7 @@ def source_upload_run(*, upload_id: int) -> SourceUpload | None:
     upload = SourceUpload.objects.select_related("study", "uploaded_by").get(pk=upload_id)
     outcome: dict[str, Any] = {}
     try:
-        study_file = StudyFile(Path(upload.file.path))
+        study_file = study_file_open(Path(upload.file.path), split_sentences=upload.split_sentences)
         study_file.name = upload.original_name
 
         def stamp() -> None:
@@ -112,7 +123,8 @@ def source_upload_run(*, upload_id: int) -> SourceUpload | None:
             )
         outcome = {"status": SourceUpload.Status.SUCCEEDED, "counts": counts, "progress": 1.0}
     except ImportFormatError as exc:
-        outcome = {"status": SourceUpload.Status.FAILED, "errors": [upload_error(exc)]}
+        problems = getattr(exc, "problems", [exc])
+        outcome = {"status": SourceUpload.Status.FAILED, "errors": [upload_error(p) for p in problems]}
     except ValidationError as exc:
         reasons = (
             [f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items()]

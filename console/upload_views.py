@@ -22,7 +22,14 @@ class SourceUploadForm(forms.Form):
     file = forms.FileField(
         label="Sources file",
         help_text="CSV (wide: source_key, source_text[, reference_severity], one column per system; "
-        "long: source_key, source_text, system, text) or JSONL with the long columns.",
+        "long: source_key, source_text, system, text) or JSONL with the long columns; or whole reports "
+        "from a hospital system: a FHIR R4 Bundle of DiagnosticReports (.json, .ndjson) or HL7 v2 "
+        "ORU^R01 messages (.hl7).",
+    )
+    split_sentences = forms.BooleanField(
+        label="Split each report into sentences",
+        required=False,
+        help_text="FHIR and HL7 files only: one source per sentence, each keeping which report it came from.",
     )
 
 
@@ -36,7 +43,10 @@ def upload(request: HttpRequest, slug: str) -> HttpResponse:
         if form.is_valid():
             try:
                 created = source_upload_create(
-                    study=study, uploaded_file=form.cleaned_data["file"], user=request.user
+                    study=study,
+                    uploaded_file=form.cleaned_data["file"],
+                    user=request.user,
+                    split_sentences=form.cleaned_data["split_sentences"],
                 )
             except ValidationError as exc:
                 for field, errors in exc.message_dict.items():

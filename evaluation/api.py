@@ -13,6 +13,7 @@ from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
+from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.negotiation import BaseContentNegotiation
@@ -36,6 +37,7 @@ from evaluation.pagination import bounded_int, cursor_payload, cursor_text
 from evaluation.progress import participants_progress
 from evaluation.selectors import analysis_snapshot_get, snapshot_analysis, snapshot_analysis_json
 from evaluation.services import SnapshotState, analysis_snapshot_refresh, analysis_snapshot_wait
+from signin.second_factor_services import api_token_second_factor_missing
 
 MAX_ANSWERS_PAGE = 5000
 LOCKED_OUT = "Too many failed logins for this account from your address; try again later."
@@ -50,12 +52,21 @@ class TokenView(ObtainAuthToken):
         return [throttle() for throttle in APIView.throttle_classes]
 
     def post(self, request: Request, *args, **kwargs) -> Response:
+        serializer = self.get_serializer(data=request.data)
         try:
-            return super().post(request, *args, **kwargs)
+            serializer.is_valid(raise_exception=True)
         except ValidationError:
             if getattr(request, "axes_locked_out", False):
                 return Response({"detail": LOCKED_OUT}, status=status.HTTP_429_TOO_MANY_REQUESTS)
             raise
+        user = serializer.validated_data["user"]
+        # RADLAY_MFA_REQUIRED: a researcher's password alone does not get a token.
+        code = request.data.get("otp", "") if isinstance(request.data, dict) else ""
+        refusal = api_token_second_factor_missing(user=user, code=str(code))
+        if refusal:
+            return Response({"otp": [refusal]}, status=status.HTTP_400_BAD_REQUEST)
+        token, _ = Token.objects.get_or_create(user=user)
+        return Response({"token": token.key})
 
 
 class StudyListView(generics.ListAPIView):

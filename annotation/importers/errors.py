@@ -13,3 +13,17 @@ class ImportFormatError(Exception):
         if column:
             where += f", column {column!r}"
         super().__init__(f"{where}: {message}")
+
+
+class ImportFormatErrors(ImportFormatError):
+    """Several problems found in one file (a hospital export is checked whole, so that every bad
+    resource or segment is named at once); `problems` holds each as an ImportFormatError."""
+
+    def __init__(self, problems: list[ImportFormatError]):
+        self.problems = problems
+        first = problems[0]
+        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+        super().__init__(first.detail + more, file=first.file, row=first.row, column=first.column)
+
+    def __str__(self) -> str:
+        return "\n".join(str(problem) for problem in self.problems)

@@ -13,6 +13,8 @@ class SourceRecord:
     text: str
     reference_severity: str | None = None
     metadata: dict = field(default_factory=dict)
+    # The report the text came from (annotation/importers/report_file.py); empty otherwise.
+    report_key: str = ""
 
 
 @dataclass

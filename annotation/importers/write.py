@@ -14,6 +14,7 @@ from annotation.expert import answers as expert_answers
 from annotation.importers.bulk_insert import rows_insert
 from annotation.importers.errors import ImportFormatError
 from annotation.importers.records import ReleaseRecords, SimplificationRecord, SourceRecord, StudyRecords
+from annotation.importers.report_file import ReportFile
 from annotation.importers.study_file import StudyFile, study_slug_check
 from annotation.lay import answers as lay_answers
 from annotation.models import (
@@ -37,7 +38,7 @@ def study_file_import(
     *,
     slug: str,
     title: str,
-    study_file: StudyFile,
+    study_file: StudyFile | ReportFile,
     owner=None,
     actor: Any = None,
     language: str = "",
@@ -155,25 +156,30 @@ class StudyBulkWriter:
                         self.next_position,
                         record.reference_severity or "",
                         dict(record.metadata),
+                        record.report_key,
                     )
                 )
                 self.next_position += 1
                 continue
-            before = (source.text, source.reference_severity, source.metadata)
+            before = (source.text, source.reference_severity, source.metadata, source.report_key)
             source.text = record.text.strip()
+            if record.report_key:
+                source.report_key = record.report_key
             if record.reference_severity is not None:
                 source.reference_severity = record.reference_severity
             if record.metadata:
                 source.metadata = {**source.metadata, **record.metadata}
-            if before != (source.text, source.reference_severity, source.metadata):
+            if before != (source.text, source.reference_severity, source.metadata, source.report_key):
                 changed.append(source)
         ids = rows_insert(
             Source,
-            columns=("key", "text", "position", "reference_severity", "metadata"),
+            columns=("key", "text", "position", "reference_severity", "metadata", "report_key"),
             rows=new,
             fixed={"study_id": self.study.pk},
         )
-        Source.objects.bulk_update(changed, ["text", "reference_severity", "metadata"], batch_size=BATCH)
+        Source.objects.bulk_update(
+            changed, ["text", "reference_severity", "metadata", "report_key"], batch_size=BATCH
+        )
         for source in existing.values():
             self.source_ids[source.key] = source.pk
             self.sources_with_rows.add(source.pk)

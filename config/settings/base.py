@@ -37,6 +37,10 @@ INSTALLED_APPS = [
     "ml",
     "judging",
     "console",
+    # Hospital sign-in (OpenID Connect) and a second factor (TOTP): signin/.
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "signin",
 ]
 
 MIDDLEWARE = [
@@ -50,7 +54,10 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_otp.middleware.OTPMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # RADLAY_MFA_REQUIRED: a researcher gives a TOTP code before any other page.
+    "signin.second_factor.SecondFactorMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -124,7 +131,25 @@ AUTHENTICATION_BACKENDS = [
     # Refuses a login while its username + IP is locked out (before the password is checked).
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
+    # The hospital's OpenID Connect provider; inert while RADLAY_OIDC_ISSUER is empty.
+    "signin.oidc.HospitalOIDCBackend",
 ]
+
+# --- Hospital sign-in and second factor (docs/deployment.md "Hospital sign-in") ----------------
+# RADLAY_OIDC_ISSUER: the provider's issuer URL (its /.well-known/openid-configuration names the
+# endpoints); empty: local accounts only. The client radlay is registered as, with redirect URI
+# https://<host>/signin/oidc/callback/.
+RADLAY_OIDC_ISSUER = env.str("RADLAY_OIDC_ISSUER", default="")
+RADLAY_OIDC_CLIENT_ID = env.str("RADLAY_OIDC_CLIENT_ID", default="")
+RADLAY_OIDC_CLIENT_SECRET = env.str("RADLAY_OIDC_CLIENT_SECRET", default="")
+# group=role,...: the claim's groups as radlay roles (researcher, admin, <study slug>:<owner|
+# editor|viewer>); when set, someone in none of these groups is refused.
+RADLAY_OIDC_GROUPS_CLAIM = env.str("RADLAY_OIDC_GROUPS_CLAIM", default="groups")
+RADLAY_OIDC_GROUP_ROLES = env.dict("RADLAY_OIDC_GROUP_ROLES", default={})
+# Every researcher account (staff, superusers, study team members) gives a TOTP code after
+# signing in, however it signed in.
+RADLAY_MFA_REQUIRED = env.bool("RADLAY_MFA_REQUIRED", default=False)
+OTP_TOTP_ISSUER = "radlay"
 
 # --- Abuse limits (README "Configuration") ----------------------------------------------------
 # Logins (/dashboard/login/, /radiologist/login/, /admin/login/, /api/token/): after

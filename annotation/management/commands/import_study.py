@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from annotation.importers.errors import ImportFormatError
-from annotation.importers.study_file import StudyFile
+from annotation.importers.report_file import study_file_open
 from annotation.importers.write import study_file_import
 from annotation.models import Study, System
 from annotation.pairs.setup import study_instrument_attach
@@ -13,7 +13,10 @@ from annotation.team_services import user_by_username
 
 
 class Command(BaseCommand):
-    help = "Import a study's sources and (optionally) simplifications from a wide/long CSV or JSONL file."
+    help = (
+        "Import a study's sources and (optionally) simplifications from a wide/long CSV or JSONL file, "
+        "or whole reports from a FHIR R4 Bundle (.json, .ndjson) or HL7 v2 ORU^R01 messages (.hl7)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("file", type=Path)
@@ -35,6 +38,11 @@ class Command(BaseCommand):
             help="the language participants see (one of settings.LANGUAGES, e.g. en, es); "
             "default: unchanged, English for a new study",
         )
+        parser.add_argument(
+            "--split-sentences",
+            action="store_true",
+            help="FHIR/HL7 only: one source per sentence of each report (Source.report_key names the report)",
+        )
         add_owner_argument(parser)
 
     def handle(
@@ -47,6 +55,7 @@ class Command(BaseCommand):
         instrument: str | None = None,
         reference_system: str | None = None,
         language: str = "",
+        split_sentences: bool = False,
         **options,
     ):
         if not file.is_file():
@@ -59,7 +68,7 @@ class Command(BaseCommand):
                 target, created, counts = study_file_import(
                     slug=study,
                     title=title,
-                    study_file=StudyFile(file),
+                    study_file=study_file_open(file, split_sentences=split_sentences),
                     owner=owner_user,
                     actor=actor,
                     language=language,
