@@ -175,6 +175,13 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every requ
 MEDIA_ROOT = Path(env.str("DJANGO_MEDIA_ROOT", default=str(BASE_DIR / "var" / "media")))
 # The largest sources file the console's upload page takes (streamed to MEDIA_ROOT, then imported).
 RADLAY_UPLOAD_MAX_MB = env.int("RADLAY_UPLOAD_MAX_MB", default=512)
+# A sources file (upload or `manage.py import_study`) is refused past these (annotation/importers/
+# import_limits.py): columns of its header, and systems of the file or of the study after it.
+RADLAY_IMPORT_MAX_COLUMNS = env.int("RADLAY_IMPORT_MAX_COLUMNS", default=256)
+RADLAY_IMPORT_MAX_SYSTEMS = env.int("RADLAY_IMPORT_MAX_SYSTEMS", default=200)
+# An instrument document (the console's editor, `manage.py instrument`) is refused past this size,
+# before it is parsed (instruments/document_limits.py; its nesting is bounded by the schema).
+RADLAY_INSTRUMENT_MAX_BYTES = env.int("RADLAY_INSTRUMENT_MAX_BYTES", default=1_000_000)
 LOGIN_URL = "admin:login"
 # A failed CSRF check gets the branded page that says what to do next (config/errors.py).
 CSRF_FAILURE_VIEW = "annotation.views.errors.csrf_failure"
