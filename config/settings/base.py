@@ -319,6 +319,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": RADLAY_GENERATION_HEAL_INTERVAL,
         "options": {"expires": RADLAY_GENERATION_HEAL_INTERVAL},
     },
+    "source-uploads-heal": {
+        "task": "console.tasks.source_uploads_heal",
+        "schedule": RADLAY_GENERATION_HEAL_INTERVAL,
+        "options": {"expires": RADLAY_GENERATION_HEAL_INTERVAL},
+    },
     # Analysis snapshots of open studies whose answers changed are recomputed before anyone opens
     # the dashboard (evaluation.services.analysis_snapshots_refresh).
     "analysis-snapshots-refresh": {
