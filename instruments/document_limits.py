@@ -50,7 +50,7 @@ def _yaml_events_check(text: str) -> None:
     depth = 0
     try:
         while loader.check_event():
-            event = loader.get_event()
+            event = loader.get_event()  # type: ignore[no-untyped-call]
             if isinstance(event, _OPEN):
                 depth += 1
                 if depth > MAX_NESTING:
