@@ -15,6 +15,7 @@ from annotation.admin_access import ScopedRelatedFields, StudyScopedAdmin
 from annotation.admin_extensions import study_admin_actions, study_admin_inlines
 from annotation.error_span_services import study_error_spans_add
 from annotation.models import (
+    REDIRECT_URL_FIELDS,
     ActivityEvent,
     AttentionCheck,
     AttentionCheckResponse,
@@ -37,6 +38,7 @@ from annotation.models import (
 )
 from annotation.pairs.design import pairs_item_problems
 from annotation.pairs.setup import study_instrument_attach
+from annotation.redirect_urls import RedirectURLField
 from annotation.selectors import study_role
 from annotation.study_services import study_close, study_open
 from instruments.presets import preset_load, preset_names
@@ -229,6 +231,14 @@ class StudyAdmin(StudyScopedAdmin):
                 "Translations other than English are radlay's own and not yet validated for "
                 "research use.",
             )
+        if db_field.name in REDIRECT_URL_FIELDS:
+            # The one redirect rule (annotation/redirect_urls.py): no scheme guessed for //host/.
+            kwargs |= {
+                "form_class": RedirectURLField,
+                "label_for_errors": REDIRECT_URL_FIELDS[db_field.name],
+                "placeholder": db_field.name == "completion_redirect_url",
+            }
+            return db_field.formfield(**kwargs)
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     @admin.display(description="sources", ordering="_sources")

@@ -21,6 +21,8 @@ from django.db import models
 from django.db.models import Q
 
 from annotation import json_shapes, scales
+from annotation.redirect_urls import COMPLETION_CODE_PLACEHOLDER as COMPLETION_CODE_PLACEHOLDER
+from annotation.redirect_urls import redirect_url_errors
 
 
 def new_participant_token() -> str:
@@ -50,27 +52,17 @@ def text_hash(text: str) -> str:
 
 SEVERITY_CHOICES = scales.SEVERITY.choices()
 
-# Replaced in Study.completion_redirect_url by the participant's own completion code
-# (annotation/lay/entry.py lay_completion_url); the only placeholder the URL may hold.
-COMPLETION_CODE_PLACEHOLDER = "{code}"
+# The rule of every redirect URL (annotation/redirect_urls.py).
+REDIRECT_URL_FIELDS = {
+    "completion_redirect_url": "Completion redirect URL",
+    "decline_redirect_url": "Decline redirect URL",
+    "screened_out_redirect_url": "Screen-out redirect URL",
+}
 
 
 def completion_redirect_errors(url: str) -> list[str]:
-    """Problems of a completion redirect URL: braces other than the `{code}` placeholder (a
-    mistyped `{Code}` or `{{code}}` would reach the recruiter as written), or a URL that is not
-    http(s) once the placeholder is filled in."""
-    if not url:
-        return []
-    rest = url.replace(COMPLETION_CODE_PLACEHOLDER, "")
-    if "{" in rest or "}" in rest:
-        return [
-            "Completion redirect URL: the only placeholder it may hold is {code} (lower case, single "
-            "braces), replaced by the participant's completion code."
-        ]
-    filled = url.replace(COMPLETION_CODE_PLACEHOLDER, "ABC123")
-    if not filled.startswith(("https://", "http://")):
-        return ["Completion redirect URL: it must start with https:// (or http://)."]
-    return []
+    """Problems of a completion redirect URL (the `{code}` placeholder allowed)."""
+    return redirect_url_errors(url, label=REDIRECT_URL_FIELDS["completion_redirect_url"], placeholder=True)
 
 
 class Study(models.Model):
@@ -206,8 +198,10 @@ class Study(models.Model):
         errors: dict[str, list[str]] = {}
         if problems := json_shapes.background_questions_errors(self.background_questions):
             errors["background_questions"] = problems
-        if problems := completion_redirect_errors(self.completion_redirect_url):
-            errors["completion_redirect_url"] = problems
+        for name, label in REDIRECT_URL_FIELDS.items():
+            placeholder = name == "completion_redirect_url"
+            if problems := redirect_url_errors(getattr(self, name), label=label, placeholder=placeholder):
+                errors[name] = problems
         # The database's checks (Meta.constraints), said here with the field's name.
         lowest, highest = scales.LIKERT.lowest, scales.LIKERT.highest
         if not lowest <= (self.safety_gate_threshold or 0) <= highest:
@@ -886,6 +880,11 @@ class SourceUpload(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The job layer's lease (console/upload_heal.py): when the task was last sent, the task that
+    # holds the upload (its retry takes it over), and how many times a task took it.
+    sent_at = models.DateTimeField(null=True, blank=True)
+    task_id = models.CharField(max_length=255, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at", "-id"]

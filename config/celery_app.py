@@ -2,8 +2,9 @@
 and judge items), `gpu` (local models), `heavy` (long CPU work a researcher asks for: sample-size
 plans, a judge run's agreement), which its own worker consumes so that it never holds up the
 snapshots (docker/compose.yml). Settings come from Django's settings under the CELERY_ namespace;
-the beat schedule there runs the self-healing checks of generation's batches, judging's runs and
-evaluation's analysis snapshots, which every worker also runs when it starts."""
+the beat schedule there runs the self-healing checks of generation's batches, judging's runs, the
+console's uploads and evaluation's analysis snapshots, which every worker also runs when it
+starts."""
 
 import logging
 import os
@@ -24,6 +25,7 @@ app.conf.task_routes = {
     "generation.tasks.generation_job_run_gpu": {"queue": "gpu"},
     "generation.tasks.generation_batches_heal": {"queue": "default"},
     "judging.tasks.judge_runs_heal": {"queue": "default"},
+    "console.tasks.source_uploads_heal": {"queue": "default"},
     "evaluation.tasks.analysis_snapshots_heal": {"queue": "default"},
     "judging.tasks.judge_run_agreement": {"queue": "heavy"},
     "ml.tasks.*": {"queue": "gpu"},
@@ -39,6 +41,7 @@ def heal_on_start(sender=None, **kwargs) -> None:
     for task in (
         "generation.tasks.generation_batches_heal",
         "judging.tasks.judge_runs_heal",
+        "console.tasks.source_uploads_heal",
         "evaluation.tasks.analysis_snapshots_heal",
     ):
         try:

@@ -14,7 +14,8 @@ from django.db import models
 from django.forms import BaseFormSet, formset_factory
 
 from annotation import json_shapes, protocol_texts
-from annotation.models import COMPLETION_CODE_PLACEHOLDER, Study
+from annotation.models import COMPLETION_CODE_PLACEHOLDER, REDIRECT_URL_FIELDS, Study
+from annotation.redirect_urls import RedirectURLField
 from annotation.study_services import SETTINGS_FIELDS
 
 # The participant-facing texts and the default each shows when the study leaves it empty.
@@ -45,9 +46,11 @@ def options_from_lines(text: str) -> list[str]:
 
 
 def _formfield(field: models.Field, **kwargs: Any) -> forms.Field | None:
-    # A redirect URL typed without a scheme is a web address: https, as Django 6 will assume.
-    if isinstance(field, models.URLField):
-        kwargs["assume_scheme"] = "https"
+    # Redirect URLs: the one rule of annotation/redirect_urls.py, no scheme guessed.
+    if field.name in REDIRECT_URL_FIELDS:
+        placeholder = field.name == "completion_redirect_url"
+        kwargs |= {"label_for_errors": REDIRECT_URL_FIELDS[field.name], "placeholder": placeholder}
+        return field.formfield(form_class=RedirectURLField, **kwargs)
     return field.formfield(**kwargs)
 
 

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from django import forms
+from django.conf import settings
 
 from instruments.schema import AppliesTo, ItemKind
 
@@ -32,7 +33,7 @@ APPLIES_TO = (
     (AppliesTo.PAIR.value, "a (simplification, reference) pair"),
 )
 # The most a researcher may upload or paste: an instrument of a few hundred items.
-MAX_DOCUMENT_BYTES = 1_000_000
+MAX_DOCUMENT_BYTES = settings.RADLAY_INSTRUMENT_MAX_BYTES
 FREE_TEXT_LENGTH = 2000
 TEXTS = ("title", "wording", "help")
 

@@ -11,12 +11,11 @@ newer one is refused. Editors and owners (access_study(need="edit")); the previe
 from __future__ import annotations
 
 import copy
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
@@ -37,6 +36,7 @@ from annotation.instrument_services import (
 from annotation.item_questions import item_question, shown
 from annotation.models import Participant, Study, StudyInstrument
 from console.instrument_forms import DefinitionForm, ItemAddForm, ItemMoveForm, ItemTextsForm
+from instruments.document_limits import DocumentRefused, document_load
 from instruments.schema import AppliesTo, Instrument, ItemKind
 from instruments.validation import (
     InstrumentError,
@@ -125,11 +125,10 @@ def _document_of(form: DefinitionForm) -> object:
     """The uploaded or pasted document as data, or the Draft naming why it cannot be read."""
     text, file_format = form.cleaned_data["text"], form.cleaned_data["format"]
     try:
-        return json.loads(text) if file_format == "json" else yaml.safe_load(text)
-    except (yaml.YAMLError, ValueError) as exc:
-        return Draft(errors=[f"not valid {file_format.upper()}: {exc}"])
-    except RecursionError:
-        return Draft(errors=[f"not valid {file_format.upper()}: it nests too deeply"])
+        # Size and nesting bounded before parsing: a refusal costs milliseconds.
+        return document_load(text, file_format=file_format, max_bytes=settings.RADLAY_INSTRUMENT_MAX_BYTES)
+    except DocumentRefused as exc:
+        return Draft(errors=[str(exc)])
 
 
 def _put_draft_errors(form, errors: list[str], *, item_index: int | None) -> list[str]:

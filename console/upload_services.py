@@ -15,6 +15,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
 from annotation.activity_services import activity_record
@@ -24,14 +25,13 @@ from annotation.importers.write import study_file_import
 from annotation.models import SourceUpload, Study
 from work import runner
 from work.lease import beating
+from work.scheduler import timing_from_settings
 
 logger = logging.getLogger(__name__)
 
 TASK = "console.tasks.source_upload_run"
 # How often the running import stamps its progress (and heartbeat), in seconds.
 PROGRESS_INTERVAL = 1.0
-# A running import silent this long lost its worker: it may be taken over by a redelivery.
-STALE_AFTER = timedelta(seconds=60)
 # Reading (validating) the file is about a third of an import's time, writing the rest.
 CHECK_SHARE = 0.3
 
@@ -62,6 +62,7 @@ def source_upload_create(
             size=uploaded_file.size or 0,
             uploaded_by=user,
             split_sentences=split_sentences,
+            sent_at=timezone.now(),
         )
         upload.file.save(name, uploaded_file, save=False)
         upload.save()
@@ -76,26 +77,42 @@ def source_upload_create(
     return upload
 
 
-def _claim(upload_id: int) -> bool:
+def stale_after() -> timedelta:
+    """A running import silent this long lost its worker: the job layer's stale_after (four
+    heartbeats of RADLAY_GENERATION_HEARTBEAT), as for every job."""
+    return timedelta(seconds=timing_from_settings().stale_after)
+
+
+def _claim(upload_id: int, task_id: str) -> bool:
+    """Take the upload for `task_id`: a queued one, one whose worker died (a stale heartbeat), or
+    one this same task holds already (its retry after a lost database connection keeps the task
+    id, as the job layer's claim allows)."""
     now = timezone.now()
-    lapsed = now - STALE_AFTER
+    lapsed = now - stale_after()
+    claimable = Q(status=SourceUpload.Status.QUEUED) | Q(
+        status=SourceUpload.Status.RUNNING, heartbeat_at__lt=lapsed
+    )
+    claimable |= Q(status=SourceUpload.Status.RUNNING, heartbeat_at__isnull=True, started_at__lt=lapsed)
+    if task_id:
+        claimable |= Q(status=SourceUpload.Status.RUNNING, task_id=task_id)
     return bool(
-        SourceUpload.objects.filter(pk=upload_id, status=SourceUpload.Status.QUEUED).update(
-            status=SourceUpload.Status.RUNNING, started_at=now, heartbeat_at=now
+        SourceUpload.objects.filter(claimable, pk=upload_id).update(
+            status=SourceUpload.Status.RUNNING,
+            started_at=now,
+            heartbeat_at=now,
+            task_id=task_id,
+            attempts=F("attempts") + 1,
         )
-        or SourceUpload.objects.filter(
-            pk=upload_id, status=SourceUpload.Status.RUNNING, heartbeat_at__lt=lapsed
-        ).update(started_at=now, heartbeat_at=now)
     )
 
 
-def source_upload_run(*, upload_id: int) -> SourceUpload | None:
+def source_upload_run(*, upload_id: int, task_id: str = "") -> SourceUpload | None:
     """The task's work: claim the upload, import its file into its study (all or nothing), record
     the outcome (the counts, or the reader's refusal as a row of the error table). A thread stamps
     the progress every PROGRESS_INTERVAL seconds from its own connection, since the import's own
     writes stay invisible until its one transaction commits. None when there was nothing to
     claim (a finished upload, or one another worker runs)."""
-    if not _claim(upload_id):
+    if not _claim(upload_id, task_id):
         return None
     upload = SourceUpload.objects.select_related("study", "uploaded_by").get(pk=upload_id)
     outcome: dict[str, Any] = {}
@@ -174,10 +191,10 @@ def upload_error(exc: ImportFormatError) -> dict[str, Any]:
 
 
 def upload_is_stalled(*, upload: SourceUpload) -> bool:
-    """A running import whose heartbeat stopped: its worker died (the file can be uploaded again:
-    nothing of it was written)."""
+    """A running import whose heartbeat stopped: its worker died (nothing of it was written; the
+    healing check sends it again, console/upload_heal.py)."""
     return (
         upload.status == SourceUpload.Status.RUNNING
         and upload.heartbeat_at is not None
-        and upload.heartbeat_at < timezone.now() - STALE_AFTER
+        and upload.heartbeat_at < timezone.now() - stale_after()
     )

@@ -28,6 +28,7 @@ from annotation.selectors import counted_participants, studies_for_user
 from evaluation import serializers
 from evaluation.audit import audit_shipped, reported_files
 from evaluation.context import RETRY_AFTER_SECONDS, analysis_document
+from evaluation.export_options import include_external_ids_asked
 from evaluation.exporters import FORMATS
 from evaluation.exporters.items import LayoutError
 from evaluation.exporters.pages import AnswerPosition, answer_page, position_of
@@ -330,7 +331,7 @@ def _export_request(request: Request, slug: str, file_format: str) -> tuple[Stud
     study = access_study(user=request.user, slug=slug)
     if file_format not in FORMATS:
         raise NotFound(f"unknown format {file_format!r}; use one of {', '.join(sorted(FORMATS))}")
-    return study, request.query_params.get("include_external_ids", "").lower() in {"1", "true", "yes"}
+    return study, include_external_ids_asked(request.query_params)
 
 
 class ExportView(APIView):

@@ -41,6 +41,20 @@ def row_score(scores: Mapping[str, Any]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def marked_spans(stored: Any) -> list[tuple[int, int]]:
+    """The (start, end) of each span in a stored error-span answer. Every partial answer reads as
+    what it says: no answer (None, or a null some earlier version stored) and [] are no span; an
+    entry without whole start and end offsets is skipped rather than failing the page."""
+    if not isinstance(stored, list):
+        return []
+    return [
+        (span["start"], span["end"])
+        for span in stored
+        if isinstance(span, Mapping)
+        and all(isinstance(span.get(k), int) and not isinstance(span.get(k), bool) for k in ("start", "end"))
+    ]
+
+
 def reliability_rows(
     pairs: Iterable[tuple[Any, Any, float, float]],
     spans: Mapping[tuple[Any, Any], bool | None] | None = None,
@@ -97,11 +111,11 @@ def study_rater_reliability(
     pairs, spans = [], {}
     for participant_id, control_id, scores, added in answers:
         control = controls[control_id]
-        planted = row_score(scores)
+        planted = row_score(scores or {})
         if planted is None:
             continue
         if span_keys:
-            marked = [(s["start"], s["end"]) for key in span_keys for s in added.get(key, ())]
+            marked = [span for key in span_keys for span in marked_spans((added or {}).get(key))]
             spans[(participant_id, control_id)] = planted_span_found((control.start, control.end), marked)
         original = real.get((participant_id, control.degrades_id))
         if original is not None:

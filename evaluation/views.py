@@ -30,6 +30,7 @@ from evaluation.context import (
     section_context,
     study_report_html,
 )
+from evaluation.export_options import include_external_ids_asked
 from evaluation.exporters import FORMATS
 from evaluation.exporters.items import LayoutError
 from evaluation.exporters.metrics_table import metrics_csv
@@ -162,7 +163,7 @@ def study_export(request: HttpRequest, slug: str, file_format: str) -> Streaming
     study = access_study(user=request.user, slug=slug)
     if file_format not in FORMATS:
         raise Http404("Unknown export format.")
-    asked = request.GET.get("include_external_ids") in {"1", "true", "yes"}
+    asked = include_external_ids_asked(request.GET)
     return export_response(
         study=study, file_format=file_format, include_external_ids=asked, user=request.user
     )
@@ -177,7 +178,7 @@ def study_item_export(
     study = access_study(user=request.user, slug=slug)
     if file_format not in FORMATS:
         raise Http404("Unknown export format.")
-    asked = request.GET.get("include_external_ids") in {"1", "true", "yes"}
+    asked = include_external_ids_asked(request.GET)
     try:
         return item_export_response(
             study=study,

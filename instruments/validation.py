@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import yaml
 
+from instruments.document_limits import DocumentRefused, document_load
 from instruments.schema import (
     OPTIONS_FROM_TEXTS,
     AppliesTo,
@@ -606,20 +607,22 @@ def _scale_data(scale: Scale) -> dict[str, Any]:
 # --- Files -----------------------------------------------------------------------------------------
 
 
-def _parsed(text: str, load: Callable[[str], object], fault: type[Exception], what: str) -> Instrument:
+def _parsed(text: str, file_format: str, max_bytes: int | None) -> Instrument:
     try:
-        data = load(text)
-    except fault as exc:
-        raise InstrumentError([f"not valid {what}: {exc}"]) from exc
+        data = document_load(text, file_format=file_format, max_bytes=max_bytes)
+    except DocumentRefused as exc:
+        raise InstrumentError([str(exc)]) from None
     return instrument_from_data(data)
 
 
-def instrument_from_yaml(text: str) -> Instrument:
-    return _parsed(text, yaml.safe_load, yaml.YAMLError, "YAML")
+def instrument_from_yaml(text: str, *, max_bytes: int | None = None) -> Instrument:
+    """The instrument of a YAML document; its size and nesting are bounded before it is parsed
+    (instruments.document_limits: `max_bytes`, None for a file the operator ships)."""
+    return _parsed(text, "yaml", max_bytes)
 
 
-def instrument_from_json(text: str) -> Instrument:
-    return _parsed(text, json.loads, json.JSONDecodeError, "JSON")
+def instrument_from_json(text: str, *, max_bytes: int | None = None) -> Instrument:
+    return _parsed(text, "json", max_bytes)
 
 
 def instrument_to_yaml(instrument: Instrument) -> str:

@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -80,10 +80,8 @@ class JudgeRunListView(APIView):
         responses={201: OpenApiTypes.OBJECT},
     )
     def post(self, request: Request, slug: str) -> Response:
-        """Launch a judge run (staff only)."""
+        """Launch a judge run (an owner or editor of the study, as on the console's launch page)."""
         study = access_study(user=request.user, slug=slug, need="edit")
-        if not request.user.is_staff:
-            raise PermissionDenied("Only staff may launch judge runs.")
         form = JudgeRunLaunchSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         values = dict(form.validated_data)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -25,11 +24,6 @@ from work.views import batch_page
 
 POLL_SECONDS = 2
 ITEMS_PER_PAGE = 50
-
-
-def _require_staff(request: HttpRequest) -> None:
-    if not request.user.is_staff:
-        raise PermissionDenied("Only staff may start, stop or recompute judge runs.")
 
 
 @researcher_login_required
@@ -73,7 +67,7 @@ def run_detail(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
 @researcher_login_required
 @require_POST
 def run_cancel(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
-    _require_staff(request)
+    # The launch's rule (console/launch_views.py): an owner or editor of the study.
     _, run = access_judge_run(user=request.user, slug=slug, run_id=run_id, need="edit")
     count = services.judge_run_cancel(run=run)
     messages.info(request, f"Judge run {run.pk} cancelled: {count} pending item(s) will not run.")
@@ -83,7 +77,7 @@ def run_cancel(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
 @researcher_login_required
 @require_POST
 def run_resume(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
-    _require_staff(request)
+    # The launch's rule (console/launch_views.py): an owner or editor of the study.
     _, run = access_judge_run(user=request.user, slug=slug, run_id=run_id, need="edit")
     try:
         sent = services.judge_run_resume(
@@ -101,7 +95,7 @@ def run_resume(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
 @researcher_login_required
 @require_POST
 def run_agreement(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
-    _require_staff(request)
+    # The launch's rule (console/launch_views.py): an owner or editor of the study.
     _, run = access_judge_run(user=request.user, slug=slug, run_id=run_id, need="edit")
     services.judge_run_agreement_recompute(run=run)
     messages.info(request, f"The agreement of judge run {run.pk} is being recomputed.")

@@ -127,7 +127,8 @@ def control_answer_save(
     """Save (part of) a radiologist's answers on a control's row, with the refusals of a real row
     (expert_rating_save, item_answer_save): unknown aspects, values outside 1-5, a control of another
     study, an answer an added item cannot take (`added`: (item, raw answer) pairs). An empty added
-    answer clears a free text and is ignored otherwise; a rating is never cleared."""
+    answer clears a free text, is "no error marked" ([]) for an error-span item (the widget posts
+    [] for a row left unmarked) and is ignored otherwise; a rating is never cleared."""
     role_require(participant, Participant.Role.RADIOLOGIST)
     if control.study_id != participant.study_id:
         raise ValidationError("This simplification belongs to another study.")
@@ -140,7 +141,14 @@ def control_answer_save(
             if item.kind is ItemKind.FREE_TEXT:
                 cleared.append(item.key)
             continue
-        values[item.key] = _added_clean(item, raw, control.text)
+        value = _added_clean(item, raw, control.text)
+        if value is None:
+            # An empty answer: "no error marked" is stored as a real row stores it ([]); any other
+            # item's empty answer is "not given", never a stored null.
+            if item.kind is ItemKind.ERROR_SPANS:
+                values[item.key] = []
+            continue
+        values[item.key] = value
     if comment is not None:
         comment = free_text_clean("comment", comment)
     answer, _ = PlantedControlAnswer.objects.select_for_update().get_or_create(

@@ -19,6 +19,7 @@ import hashlib
 import io
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from django.core.validators import validate_slug
 
 from annotation import scales
 from annotation.importers.errors import ImportFormatError
+from annotation.importers.import_limits import columns_check, max_systems, systems_check
 from annotation.importers.records import SimplificationRecord, SourceRecord, StudyRecords
 from annotation.models import Source, Study
 
@@ -160,6 +162,8 @@ class StudyFile:
                         column="system",
                     )
                 pairs.add((source.key, record.system))
+                if record.system not in systems and len(systems) >= max_systems():
+                    systems_check(len(systems) + 1, file=self.name, row=row.number, column="system")
                 systems.setdefault(record.system)
                 n_simplifications += 1
         if not self.long:
@@ -227,6 +231,7 @@ class StudyFile:
             yield number, cells
 
     def _check_header(self, header: list[str]) -> None:
+        columns_check(len(header), file=self.name)
         for column in REQUIRED:
             if column not in header:
                 # radlay's own answer export names its columns study, participant, source, ...: it
@@ -240,11 +245,12 @@ class StudyFile:
                 raise ImportFormatError(
                     f"missing required column {column!r}.{hint}", file=self.name, row=1, column=column
                 )
-        duplicates = {h for h in header if header.count(h) > 1}
+        duplicates = {h for h, n in Counter(header).items() if n > 1}
         if duplicates:
             raise ImportFormatError(f"duplicate column(s) {sorted(duplicates)}.", file=self.name, row=1)
         self.long = all(c in header for c in LONG_COLUMNS)
         self.header_systems = [] if self.long else [h for h in header if h not in REQUIRED + OPTIONAL]
+        systems_check(len(self.header_systems), file=self.name, row=1)
         for system in self.header_systems:
             if not SYSTEM_KEY.match(system):
                 raise ImportFormatError(

@@ -8,7 +8,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from annotation import participant_services, source_services, study_services
+from annotation import participant_services, study_services
 from annotation.activity_services import activity_record
 from annotation.expert import answers as expert_answers
 from annotation.importers.bulk_insert import rows_insert
@@ -16,6 +16,7 @@ from annotation.importers.errors import ImportFormatError
 from annotation.importers.records import ReleaseRecords, SimplificationRecord, SourceRecord, StudyRecords
 from annotation.importers.report_file import ReportFile
 from annotation.importers.study_file import StudyFile, study_slug_check
+from annotation.importers.systems_write import systems_bulk_upsert
 from annotation.lay import answers as lay_answers
 from annotation.models import (
     LayItem,
@@ -98,10 +99,7 @@ class StudyBulkWriter:
 
     def __init__(self, *, study: Study, systems: list[str], labels: dict[str, str] | None = None, file: str):
         self.study = study
-        self.systems = {
-            key: source_services.system_upsert(study=study, key=key, label=(labels or {}).get(key, "")).pk
-            for key in systems
-        }
+        self.systems = systems_bulk_upsert(study=study, keys=systems, labels=labels or {}, file=file)
         self.provenance = {"origin": "import", "backend": "", "parameters": {"file": file} if file else {}}
         last = Source.objects.filter(study=study).aggregate(last=Max("position"))["last"]
         self.study_had_sources = last is not None

@@ -205,6 +205,13 @@ RADLAY_UPLOAD_MAX_MB = env.int("RADLAY_UPLOAD_MAX_MB", default=512)
 RADLAY_ARCHIVE_MAX_MEMBER_MB = env.int("RADLAY_ARCHIVE_MAX_MEMBER_MB", default=1024)
 RADLAY_ARCHIVE_MAX_TOTAL_MB = env.int("RADLAY_ARCHIVE_MAX_TOTAL_MB", default=4096)
 RADLAY_ARCHIVE_MAX_ROW_MB = env.int("RADLAY_ARCHIVE_MAX_ROW_MB", default=16)
+# A sources file (upload or `manage.py import_study`) is refused past these (annotation/importers/
+# import_limits.py): columns of its header, and systems of the file or of the study after it.
+RADLAY_IMPORT_MAX_COLUMNS = env.int("RADLAY_IMPORT_MAX_COLUMNS", default=256)
+RADLAY_IMPORT_MAX_SYSTEMS = env.int("RADLAY_IMPORT_MAX_SYSTEMS", default=200)
+# An instrument document (the console's editor, `manage.py instrument`) is refused past this size,
+# before it is parsed (instruments/document_limits.py; its nesting is bounded by the schema).
+RADLAY_INSTRUMENT_MAX_BYTES = env.int("RADLAY_INSTRUMENT_MAX_BYTES", default=1_000_000)
 LOGIN_URL = "admin:login"
 # A failed CSRF check gets the branded page that says what to do next (config/errors.py).
 CSRF_FAILURE_VIEW = "annotation.views.errors.csrf_failure"
@@ -339,6 +346,11 @@ CELERY_BEAT_SCHEDULE = {
     },
     "judge-runs-heal": {
         "task": "judging.tasks.judge_runs_heal",
+        "schedule": RADLAY_GENERATION_HEAL_INTERVAL,
+        "options": {"expires": RADLAY_GENERATION_HEAL_INTERVAL},
+    },
+    "source-uploads-heal": {
+        "task": "console.tasks.source_uploads_heal",
         "schedule": RADLAY_GENERATION_HEAL_INTERVAL,
         "options": {"expires": RADLAY_GENERATION_HEAL_INTERVAL},
     },

@@ -237,3 +237,98 @@ def test_a_system_without_texts_and_a_source_without_simplifications_are_analyse
     assert analysis["lay"]["original"]["understanding"] is None
     assert sum(analysis["preference_details"]["most"]["votes"].values()) == 1
     assert sum(analysis["preference_details"]["least"]["votes"].values()) == 0
+
+
+# --- the property on planted controls and error spans --------------------------------------------
+
+
+def _control_study():
+    from annotation.error_span_services import study_error_spans_add
+    from generation.services.controls import study_controls_plant
+
+    study = build_study(slug="partial-controls", n_sources=4, systems=("a", "b", "c"))
+    study_controls_plant(study=study, rate=0.25, seed=2)
+    study_error_spans_add(study=study, actor=None)
+    study.refresh_from_db()
+    return study
+
+
+@pytest.mark.django_db
+@settings(
+    # About 2–4 s an example on two busy cores.
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_any_partial_answer_set_on_controls_and_spans_gives_the_reliability_of_the_answers_present(
+    data, client
+):
+    """Radiologists answer any part of their pages, planted rows included: any subset of the
+    aspects, and each row's error-span widget posting nothing, "" , "[]" or one mark (on the
+    planted change or away from it). The reliability records count the controls with a score
+    and the share of them whose planted change was marked, as a hand count of what was posted says;
+    the progress page answers."""
+    from django.contrib.auth import get_user_model
+    from django.urls import reverse
+
+    from annotation.expert import assignment, pages
+    from annotation.models import PlantedControl
+    from evaluation.rater_reliability import RELIABILITY_ASPECTS, study_rater_reliability
+    from evaluation.selectors import participant_label
+
+    with transaction.atomic():
+        study = _control_study()
+        controls = {c.text: c for c in PlantedControl.objects.filter(study=study).select_related("degrades")}
+        expected: dict[str, dict] = {}
+        for seed in range(data.draw(st.integers(1, 2))):
+            person = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+            Participant.objects.filter(pk=person.pk).update(order_seed=seed + 1)
+            person.refresh_from_db()
+            planted_hits: dict[int, bool] = {}  # control id: its planted change marked
+            real_scored: set[str] = set()
+            for item in assignment.expert_items_ensure(participant=person):
+                page = pages.expert_page_get(item=item)
+                answered: dict[str, str] = {}
+                for row in page.texts:
+                    aspects = data.draw(st.lists(st.sampled_from([c.key for c in row.aspects]), unique=True))
+                    answered |= {f"{row.label}-{a}": str(data.draw(st.integers(1, 5))) for a in aspects}
+                    control = controls.get(row.text)
+                    marks = data.draw(st.sampled_from(["absent", "", "[]", "on", "away"]))
+                    hit = False
+                    if marks in ("on", "away") and control is not None and len(row.text) > 1:
+                        start = min(control.start, len(row.text) - 1) if marks == "on" else None
+                        if marks == "away":
+                            # A one-character mark away from the planted change, where the text allows.
+                            free = [
+                                i for i in range(len(row.text)) if i + 1 < control.start or i > control.end
+                            ]
+                            start = free[0] if free else None
+                        if start is not None:
+                            hit = marks == "on"
+                            mark = {"start": start, "end": start + 1}
+                            mark |= {"category": "unexplained_jargon", "severity": "minor"}
+                            answered[f"{row.label}-error_spans"] = json.dumps([mark])
+                    elif marks != "absent":
+                        answered[f"{row.label}-error_spans"] = marks if marks in ("", "[]") else "[]"
+                    if any(a in RELIABILITY_ASPECTS for a in aspects):
+                        if control is None:
+                            real_scored.add(row.text)
+                        else:
+                            planted_hits[control.pk] = hit
+                pages.expert_page_save(participant=person, item=item, data=answered)
+            paired = [c for c in controls.values() if c.pk in planted_hits and c.degrades.text in real_scored]
+            if paired:  # a rater has a record once one control and its original are scored
+                label = participant_label(person.pseudonym, person.pk)
+                expected[label] = {"paired": len(paired), "hits": list(planted_hits.values())}
+        rows = study_rater_reliability(study=study)
+        client.force_login(get_user_model().objects.create_superuser("partial-spans", password="pw"))
+        status = client.get(reverse("evaluation:study-progress", args=[study.slug])).status_code
+        transaction.set_rollback(True)
+
+    assert status == 200
+    assert {row["participant"] for row in rows} == set(expected)
+    for row in rows:
+        want = expected[row["participant"]]
+        assert row["n_planted"] == want["paired"]
+        assert row["span_found"] == pytest.approx(sum(want["hits"]) / len(want["hits"]))

@@ -461,3 +461,26 @@ def test_a_batch_page_says_when_no_worker_runs(client, settings, broker_mode):
     assert "No worker is running: none has answered yet" in client.get(url).content.decode()
     services.analysis_snapshots_heal(worker="w1@host")
     assert "No worker is running" not in client.get(url).content.decode()
+
+
+def test_a_lost_computation_with_every_worker_down_is_told_one_way(
+    client_in, study, sent, settings, broker_mode
+):
+    """With no worker running, the page does not promise that another worker takes the lost
+    computation within a minute: it says the worker stopped, and that nothing is computed until one
+    is started. With a worker answering, it says the computation is sent to it."""
+    services.analysis_snapshot_compute_here(study=study)
+    stale = timezone.now() - timedelta(seconds=settings.RADLAY_ANALYSIS_STALE_AFTER + 30)
+    AnalysisSnapshot.objects.filter(study=study).update(
+        status="running", requested_at=stale, started_at=stale, heartbeat_at=stale
+    )
+    url = reverse("evaluation:study-detail", args=["snap"])
+    page = client_in.get(url).content.decode()
+    assert "stopped answering" in page and "No worker is running" in page
+    assert "within a minute" not in page
+    services.analysis_snapshots_heal(worker="w1@host")  # a worker answers (and would take it over)
+    AnalysisSnapshot.objects.filter(study=study).update(
+        status="running", requested_at=stale, started_at=stale, heartbeat_at=stale
+    )
+    page = client_in.get(url).content.decode()
+    assert "it is sent to another worker within a minute" in page and "No worker is running" not in page

@@ -13,6 +13,7 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from annotation.models import StudyMembership
 from judging.models import JudgeRun
 
 pytestmark = pytest.mark.django_db
@@ -89,14 +90,29 @@ def test_the_run_page_and_its_htmx_progress_fragment(client, staff, study, heuri
     )
 
 
-def test_researchers_who_are_not_staff_cannot_stop_or_launch(client, researcher, study, heuristic_run):
+def test_a_viewer_cannot_stop_or_launch_and_a_non_staff_editor_can(client, researcher, study, heuristic_run):
+    """One role rule for launching, cancelling, resuming and recomputing a run: an owner or editor
+    of the study, staff or not (the console's launch page lets editors launch)."""
+    StudyMembership.objects.filter(study=study, user=researcher).update(role="viewer")
     client.force_login(researcher)
-    response = client.post(reverse("judging:run-cancel", args=[study.slug, heuristic_run.pk]))
-    assert response.status_code == 403
-    response = _api(researcher).post(
+    for name in ("run-cancel", "run-resume", "run-agreement"):
+        response = client.post(reverse(f"judging:{name}", args=[study.slug, heuristic_run.pk]))
+        assert response.status_code == 403, name
+    api = _api(researcher)
+    launch = lambda: api.post(  # noqa: E731
         f"/api/studies/{study.slug}/judges/", {"backend": "glossary"}, format="json"
     )
-    assert response.status_code == 403
+    assert launch().status_code == 403
+
+    StudyMembership.objects.filter(study=study, user=researcher).update(role="editor")
+    assert not researcher.is_staff
+    detail = reverse("judging:run-detail", args=[study.slug, heuristic_run.pk])
+    for name in ("run-resume", "run-agreement", "run-cancel"):
+        response = client.post(reverse(f"judging:{name}", args=[study.slug, heuristic_run.pk]))
+        assert response.status_code == 302 and response["Location"] == detail, name
+    heuristic_run.refresh_from_db()
+    assert heuristic_run.cancelled_at is not None
+    assert launch().status_code == 201
 
 
 def test_the_api_launches_lists_and_details_runs(staff, study, django_capture_on_commit_callbacks):
