@@ -27,6 +27,7 @@ from annotation.activity_services import activity_record
 from annotation.models import Source, Study, System
 from annotation.source_services import system_upsert
 from generation.backends.configured import openai_server_problem
+from generation.backends.registry import GPU_BACKENDS, backend_missing
 from generation.models import (
     GENERATED_SYSTEMS,
     SYSTEM_FAMILY,
@@ -84,15 +85,20 @@ def generation_batch_create(
         errors["backend"] = (
             f"Unknown backend {backend!r}; use one of {', '.join(GenerationBatch.Backend.values)}."
         )
+    elif missing := backend_missing(backend):
+        errors["backend"] = missing
     model_name = (model_name or "").strip()
-    if model_artifact is not None and backend != GenerationBatch.Backend.TRANSFORMERS:
-        errors["model_artifact"] = "A model artifact can only be used with the transformers backend."
+    local = backend in GPU_BACKENDS
+    if model_artifact is not None and not local:
+        errors["model_artifact"] = (
+            "A model artifact can only be used with a local-model backend (transformers, vllm)."
+        )
     if model_artifact is not None and model_name:
         errors["model_name"] = "Give either a model name/path or a model artifact, not both."
     if backend == GenerationBatch.Backend.OPENAI and not model_name:
         errors["model_name"] = "The openai backend needs a model name (e.g. gpt-3.5-turbo)."
-    if backend == GenerationBatch.Backend.TRANSFORMERS and not model_name and model_artifact is None:
-        errors["model_name"] = "The transformers backend needs a local model directory or a model artifact."
+    if local and not model_name and model_artifact is None:
+        errors["model_name"] = f"The {backend} backend needs a local model directory or a model artifact."
     if backend == GenerationBatch.Backend.GLOSSARY and not model_name:
         model_name = DEFAULT_GLOSSARY_MODEL
     if temperature < 0:

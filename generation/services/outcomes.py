@@ -32,7 +32,9 @@ DEFAULT_SCGR_ATTEMPTS = 3
 
 
 def gpu_batch_size() -> int:
-    """How many jobs of a local-model batch one gpu task runs in lockstep (the device batch too)."""
+    """How many jobs of a local-model batch one gpu task runs at once: their requests all in flight
+    on a continuous-batching engine (vllm; transformers on a decoder-only model), else in lockstep
+    (one device batch per step)."""
     return max(1, int(getattr(settings, "RADLAY_GPU_BATCH_SIZE", 16)))
 
 
@@ -78,7 +80,7 @@ def batch_model_path(batch: GenerationBatch) -> str:
 
 def batch_backend(batch: GenerationBatch) -> ChatBackend:
     """The batch's backend, its calls cached in the database."""
-    extra = {}
+    extra: dict[str, Any] = {}
     if batch.backend == GenerationBatch.Backend.TRANSFORMERS:
         # A chunk's step is one batch on the device (its Processor step, two per job, takes two).
         extra["batch_size"] = gpu_batch_size()

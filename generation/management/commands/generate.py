@@ -23,6 +23,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Study
 from generation import selectors
+from generation.backends.registry import backend_help, offered
 from generation.models import GENERATED_SYSTEMS, GenerationBatch, GenerationJob
 from generation.prompts.registry import DEFAULT_VERSION
 from generation.services import batches
@@ -36,7 +37,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--study", help="study slug")
         parser.add_argument("--systems", help=f"comma-separated, among {','.join(GENERATED_SYSTEMS)}")
-        parser.add_argument("--backend", choices=GenerationBatch.Backend.values)
+        parser.add_argument(
+            "--backend",
+            choices=[value for value, _ in offered(GenerationBatch.Backend.choices)],
+            help=backend_help() or None,
+        )
         parser.add_argument(
             "--model-artifact", default="", help="name or id of an ml ModelArtifact (transformers)"
         )
