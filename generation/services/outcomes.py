@@ -14,7 +14,7 @@ from django.conf import settings
 from generation.backends.base import ChatBackend, GenerationParams
 from generation.backends.configured import cached_backend
 from generation.backends.registry import GPU_BACKENDS
-from generation.models import GenerationBatch, GenerationJob
+from generation.models import SYSTEM_LABELS, GenerationBatch, GenerationJob
 from generation.pipeline.self_correction import (
     DEFAULT_MAX_ROUNDS,
     BaselineResult,
@@ -36,6 +36,21 @@ def gpu_batch_size() -> int:
     on a continuous-batching engine (vllm; transformers on a decoder-only model), else in lockstep
     (one device batch per step)."""
     return max(1, int(getattr(settings, "RADLAY_GPU_BATCH_SIZE", 16)))
+
+
+SYSTEM_TAG = re.compile(r"^[a-z0-9][a-z0-9-]{0,29}$")
+
+
+def tagged_system(key: str, tag: str) -> tuple[str, str]:
+    """The study system (key, label) a batch with `tag` writes the generated system `key` to: a new
+    system beside the untagged one (a fine-tuned model's outputs next to the old ones)."""
+    if not tag:
+        return key, SYSTEM_LABELS[key]
+    return f"{key}-{tag}", f"{SYSTEM_LABELS[key]} ({tag})"
+
+
+def batch_system(batch: GenerationBatch, key: str) -> tuple[str, str]:
+    return tagged_system(key, str(batch.parameters.get("system_tag") or ""))
 
 
 def is_gpu_batch(batch: GenerationBatch) -> bool:

@@ -3,6 +3,7 @@
     manage.py generate --study demo --systems plain_bs,plain_sc,cot_bs,cot_sc,scgr --backend glossary --wait
     manage.py generate --study demo --systems plain_bs,plain_sc --backend openai --model gpt-3.5-turbo
     manage.py generate --study demo --systems cot_bs --backend transformers --model-artifact my-finetuned-t5
+    manage.py generate --study demo --systems plain_bs --backend vllm --model-artifact m-dpo --system-tag dpo
     manage.py generate --resume 12 --wait
     manage.py generate --resume 12 --retry-failed --wait
 
@@ -44,6 +45,11 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--model-artifact", default="", help="name or id of an ml ModelArtifact (transformers)"
+        )
+        parser.add_argument(
+            "--system-tag",
+            default="",
+            help="write to new systems <key>-<tag> beside the study's own (e.g. dpo-1: a fine-tuned model)",
         )
         parser.add_argument("--max-rounds", type=int, default=5)
         parser.add_argument(
@@ -110,6 +116,7 @@ class Command(BaseCommand):
                 model_artifact=artifact,
                 max_rounds=options["max_rounds"],
                 sample_index=options["sample_index"],
+                system_tag=options["system_tag"],
                 **launch_arguments(options),
             )
         except ValidationError as exc:
