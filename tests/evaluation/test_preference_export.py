@@ -170,3 +170,76 @@ def test_release_hf_dataset_folder_and_card(release_exports):
     ):
         assert needed in card
     assert "de-identified" in card
+
+
+# --- the database reads, against the analysis's own selectors -----------------------------------
+
+
+@pytest.mark.django_db
+def test_pairwise_and_lay_answers_become_the_pairs_the_analysis_reads():
+    from collections import Counter
+
+    from annotation import participant_services
+    from annotation.models import LayPreference, PairwiseTask, Participant, StudyInstrument
+    from annotation.pairwise.selectors import derived_comparisons, pairwise_comparisons
+    from annotation.pairwise.services import (
+        pairwise_answer_save,
+        pairwise_instrument_attach,
+        pairwise_tasks_prepare,
+    )
+    from evaluation.preference_inputs import study_preferences
+    from tests.annotation.factories import build_study, lay_item_of
+
+    study = build_study(slug="pw-pairs", n_sources=3, systems=("a", "b", "c"))
+    instrument = pairwise_instrument_attach(study=study)
+    for choice in ("left", "left", "tie", "right"):
+        person = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+        pairwise_tasks_prepare(participant=person, instrument=StudyInstrument.objects.get(pk=instrument.pk))
+        for task in PairwiseTask.objects.filter(participant=person).select_related(
+            "instrument", "participant__study", "left", "right"
+        ):
+            pairwise_answer_save(task=task, choice=choice)
+    lay = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
+    source = study.sources.order_by("position").first()
+    texts = {
+        s.system.key: s.shown_text for s in source.simplifications.select_related("system", "shown_text")
+    }
+    preference = LayPreference.objects.create(
+        item=lay_item_of(lay, source, study.systems.get(key="a")), order_shown=[texts[k].pk for k in "abc"]
+    )
+    preference.most.set([texts["b"]])
+    preference.least.set([texts["c"]])
+
+    found = study_preferences(study=study)
+    system_of = {text: systems[0] for text, systems in found.systems.items()}
+    got = {
+        (p.kind, p.source, system_of[p.chosen], system_of[p.rejected]): (
+            p.rater_count,
+            p.votes_for,
+            p.votes_against,
+        )
+        for p in found.summary.pairs
+    }
+    # Expected from the analysis's selectors: majority per (source, pair of systems).
+    votes: dict = {}
+    for c in pairwise_comparisons(study=study):
+        key = (c.source, frozenset((c.left, c.right)))
+        entry = votes.setdefault(key, {"raters": set(), "wins": Counter()})
+        entry["raters"].add(c.rater)
+        if c.outcome in ("left", "right"):
+            entry["wins"][c.left if c.outcome == "left" else c.right] += 1
+    expected = {}
+    for (source_key, pair), entry in votes.items():
+        x, y = sorted(pair)
+        if entry["wins"][x] != entry["wins"][y]:
+            chosen, rejected = (x, y) if entry["wins"][x] > entry["wins"][y] else (y, x)
+            expected[("pairwise", source_key, chosen, rejected)] = (
+                len(entry["raters"]),
+                entry["wins"][chosen],
+                entry["wins"][rejected],
+            )
+    for c in derived_comparisons(study=study):
+        expected[("lay_most_least", c.source, c.left, c.right)] = (1, 1, 0)
+    assert got == expected
+    even = sum(1 for (_, pair), e in votes.items() if len({e["wins"][s] for s in pair}) == 1)
+    assert any(k[0] == "pairwise" for k in got) and found.summary.ties["pairwise"] == even
