@@ -5,6 +5,7 @@ ratings of the counted ones, pairwise answers of participants who did not return
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.db.models import F
 
@@ -34,9 +35,10 @@ DEFAULT_RATING_THRESHOLD = 1.0
 @dataclass
 class StudyPreferences:
     summary: PairSummary
-    texts: dict[int, str]  # SimplificationText id -> text
-    systems: dict[int, list[str]]  # SimplificationText id -> the system keys that produced it
-    originals: dict[str, str]  # source key -> original sentence
+    # Keyed as the pairs name them (Hashable in evaluation.preference_aggregation).
+    texts: dict[Any, str]  # SimplificationText id -> text
+    systems: dict[Any, list[str]]  # SimplificationText id -> the system keys that produced it
+    originals: dict[Any, str]  # source key -> original sentence
 
 
 def _lay_votes(study: Study) -> list[Vote]:
@@ -128,14 +130,14 @@ def study_preferences(
 ) -> StudyPreferences:
     summary = aggregate_votes([*_lay_votes(study), *_pairwise_votes(study)])
     rating_pairs(_ratings(study), threshold=rating_threshold, summary=summary)
-    used = {t for pair in summary.pairs for t in (pair.chosen, pair.rejected)}
-    texts = dict(SimplificationText.objects.filter(pk__in=used).values_list("pk", "text"))
-    systems: dict[int, list[str]] = {}
+    used: list[Any] = list({t for pair in summary.pairs for t in (pair.chosen, pair.rejected)})
+    texts: dict[Any, str] = dict(SimplificationText.objects.filter(pk__in=used).values_list("pk", "text"))
+    systems: dict[Any, list[str]] = {}
     for text_id, key in (
         Simplification.objects.filter(shown_text_id__in=used)
         .order_by("system__position", "system__key")
         .values_list("shown_text_id", "system__key")
     ):
         systems.setdefault(text_id, []).append(key)
-    originals = dict(study.sources.values_list("key", "text"))
+    originals: dict[Any, str] = dict(study.sources.values_list("key", "text"))
     return StudyPreferences(summary=summary, texts=texts, systems=systems, originals=originals)

@@ -173,7 +173,7 @@ def train_dpo(
         callbacks=[Progress()],
     )
     trainer.train()
-    trained = trainer.model
+    trained: Any = trainer.model
     if settings.lora:
         trained = trained.merge_and_unload()
     output.mkdir(parents=True, exist_ok=True)

@@ -43,17 +43,18 @@ def preference_data(job: TrainingJob) -> tuple[list[dict[str, Any]], str]:
     """The job's preference records and a sentence saying where they come from."""
     from evaluation.exporters.preferences import preference_records, read_jsonl
 
-    if job.study_id is not None:
+    study = job.study
+    if study is not None:
         chosen = job.pair_filter or {}
         records, found = preference_records(
-            study=job.study,
+            study=study,
             prompt_family=chosen.get("prompt_family", "plain"),
             rating_threshold=float(chosen.get("rating_threshold", 1.0)),
         )
         kinds = ", ".join(
             f"{found.summary.count(k)} {k}" for k in ("lay_most_least", "pairwise", "radiologist_rating")
         )
-        return records, f"study {job.study.slug} preference pairs ({kinds}): {len(records)} pairs"
+        return records, f"study {study.slug} preference pairs ({kinds}): {len(records)} pairs"
     records = read_jsonl(Path(job.corpus_path))
     return records, f"preference file {job.corpus_path}: {len(records)} pairs"
 

@@ -65,7 +65,7 @@ def preference_records(
             f"(ties dropped: {summary.ties[LAY]} lay, {summary.ties[PAIRWISE]} pairwise, "
             f"{summary.ties[RATING]} rating)."
         )
-    rendered: dict[str, str] = {}
+    rendered: dict[Any, str] = {}
     records = []
     for pair in summary.pairs:
         original = found.originals[pair.source]

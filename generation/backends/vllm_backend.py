@@ -167,8 +167,10 @@ class VLLMBackend:
                     self._pending.clear()
                     out_of_memory = "out of memory" in str(exc).lower()
                     raise BackendError(f"vLLM engine step failed: {exc}", transient=out_of_memory) from exc
-                finished = [self._completion(output) for output in outputs if output.finished]
-                finished = [item for item in finished if item is not None]
+                finished: list[tuple[str, Completion]] = []
+                for output in outputs:
+                    if output.finished and (item := self._completion(output)) is not None:
+                        finished.append(item)
                 if finished:
                     return finished
                 if not engine.has_unfinished_requests():

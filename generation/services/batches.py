@@ -131,7 +131,7 @@ def generation_batch_create(
     if errors:
         raise ValidationError(errors)
 
-    parameters = {
+    parameters: dict[str, Any] = {
         "temperature": float(temperature),
         "max_tokens": max_tokens,
         "seed": seed,
