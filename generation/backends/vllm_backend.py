@@ -116,9 +116,12 @@ class VLLMBackend:
         with self._lock:
             engine, self._engine = self._engine, None
             self._pending.clear()
-        shutdown = getattr(engine, "shutdown", None)
-        if callable(shutdown):
-            shutdown()
+        # vLLM's V1 LLMEngine shuts its engine core down; older engines have shutdown() themselves.
+        for owner in (engine, getattr(engine, "engine_core", None)):
+            shutdown = getattr(owner, "shutdown", None)
+            if callable(shutdown):
+                shutdown()
+                break
 
     # --- requests ----------------------------------------------------------------------------------
 

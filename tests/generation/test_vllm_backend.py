@@ -203,6 +203,13 @@ def test_a_model_directory_without_weights_is_refused(fake_vllm, tmp_path, tiny_
     assert fake_vllm.built == []
 
 
+def test_installed_the_backend_is_offered_by_generate(fake_vllm, capsys):
+    with pytest.raises(SystemExit):
+        call_command("generate", "--help")
+    out = capsys.readouterr().out
+    assert "{openai,transformers,vllm,glossary}" in out and "Not offered here" not in out
+
+
 # --- where vLLM is not installed -----------------------------------------------------------------
 
 
