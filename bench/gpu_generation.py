@@ -198,6 +198,10 @@ def main() -> None:
                             **measure(batch_runner(hf, options), texts),
                         }
                     )
+                    hf.close()  # its paged cache leaves the GPU to the next lockstep run
+                    gc.collect()
+                    if device.type == "cuda":
+                        torch.cuda.empty_cache()
         hf.close()
         del hf
         clear_model_cache()
