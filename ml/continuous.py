@@ -87,13 +87,15 @@ class ContinuousGenerator:
         finished: list[tuple[str, GenerationOutput]] = []
         while self._pending and not finished:
             for manager in {id(m): m for m, _, _ in self._pending.values()}.values():
-                while (result := manager.get_result(timeout=POLL_SECONDS)) is not None:
-                    if result.request_id not in self._pending:
-                        continue
-                    finished.append((result.request_id, self._output(result)))
-                    if not manager.is_running():
-                        break
-                if not manager.is_running() and any(m is manager for m, _, _ in self._pending.values()):
+                # Wait a little for the first result, then take only what is already there: the
+                # caller submits the next requests of these answers' jobs while the rest run on.
+                timeout = POLL_SECONDS
+                while (result := manager.get_result(timeout=timeout)) is not None:
+                    timeout = 0.0
+                    if result.request_id in self._pending:
+                        finished.append((result.request_id, self._output(result)))
+                pending_here = any(m is manager for m, _, _ in self._pending.values())
+                if pending_here and not manager.is_running():
                     raise RuntimeError("the continuous batching manager stopped with requests pending")
         return finished
 
