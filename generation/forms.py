@@ -10,6 +10,7 @@ from django.conf import settings
 
 from annotation.models import Study
 from generation.backends.configured import default_backend
+from generation.backends.registry import offered
 from generation.models import GENERATED_SYSTEMS, SYSTEM_LABELS, GenerationBatch
 from generation.prompts.registry import DEFAULT_VERSION, available_versions
 from work.launch_bounds import MAX_CONCURRENCY, MAX_SAMPLE_INDEX, MAX_TOKENS, SEED_MAX, SEED_MIN
@@ -30,7 +31,7 @@ class GenerationBatchForm(forms.Form):
         "asking only for a BS system skips the self-correction loop.",
     )
     backend = forms.ChoiceField(
-        choices=GenerationBatch.Backend.choices,
+        choices=lambda: offered(GenerationBatch.Backend.choices),
         # What can run here: the glossary backend unless an OpenAI-compatible server is configured.
         initial=default_backend,
     )

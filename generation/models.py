@@ -42,6 +42,7 @@ class GenerationBatch(ScheduledBatch):
     class Backend(models.TextChoices):
         OPENAI = "openai", "OpenAI-compatible API"
         TRANSFORMERS = "transformers", "Local model (transformers, GPU)"
+        VLLM = "vllm", "Local model (vLLM engine, GPU; optional install)"
         GLOSSARY = "glossary", "Offline glossary (deterministic)"
 
     study = models.ForeignKey("annotation.Study", on_delete=models.CASCADE, related_name="generation_batches")
@@ -79,7 +80,7 @@ class GenerationBatch(ScheduledBatch):
                 condition=Q(concurrency__gte=1), name="generation_batch_concurrency_positive"
             ),
             models.CheckConstraint(
-                condition=Q(backend__in=["openai", "transformers", "glossary"]),
+                condition=Q(backend__in=["openai", "transformers", "glossary", "vllm"]),
                 name="generation_batch_backend",
             ),
         ]

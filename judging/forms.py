@@ -8,6 +8,7 @@ from django import forms
 
 from annotation.models import Study, StudyInstrument
 from generation.backends.configured import default_backend
+from generation.backends.registry import offered
 from judging.instrument import INSTRUMENT_TASKS
 from judging.models import JudgeRun
 from judging.prompts.registry import DEFAULT_VERSION, available_versions
@@ -17,7 +18,7 @@ from work.launch_bounds import MAX_CONCURRENCY, MAX_TOKENS, SEED_MAX, SEED_MIN
 class JudgeRunForm(forms.Form):
     study = forms.ModelChoiceField(queryset=Study.objects.order_by("slug"))
     backend = forms.ChoiceField(
-        choices=JudgeRun.Backend.choices,
+        choices=lambda: offered(JudgeRun.Backend.choices),
         # What can run here: the glossary backend unless an OpenAI-compatible server is configured.
         initial=default_backend,
     )

@@ -35,6 +35,7 @@ class JudgeRun(ScheduledBatch):
     class Backend(models.TextChoices):
         OPENAI = "openai", "OpenAI-compatible API"
         TRANSFORMERS = "transformers", "Local model (transformers, GPU)"
+        VLLM = "vllm", "Local model (vLLM engine, GPU; optional install)"
         GLOSSARY = "glossary", "Glossary heuristic (offline, not an LLM)"
 
     study = models.ForeignKey("annotation.Study", on_delete=models.CASCADE, related_name="judge_runs")
@@ -66,7 +67,8 @@ class JudgeRun(ScheduledBatch):
         constraints = [
             models.CheckConstraint(condition=Q(concurrency__gte=1), name="judge_run_concurrency_positive"),
             models.CheckConstraint(
-                condition=Q(backend__in=["openai", "transformers", "glossary"]), name="judge_run_backend"
+                condition=Q(backend__in=["openai", "transformers", "glossary", "vllm"]),
+                name="judge_run_backend",
             ),
         ]
 

@@ -42,7 +42,7 @@ from annotation.models import Simplification, SimplificationText, Source, Study,
 from generation.backends.base import BackendError, ChatBackend, GenerationParams
 from generation.backends.cache import CachedBackend
 from generation.backends.configured import cached_backend, openai_server_problem
-from generation.backends.registry import GPU_BACKENDS, get_backend
+from generation.backends.registry import GPU_BACKENDS, backend_missing, get_backend
 from instruments.schema import AppliesTo, Instrument
 from instruments.validation import instrument_from_data
 from judging.heuristic import HEURISTIC_MODEL, GlossaryHeuristicJudge
@@ -150,6 +150,8 @@ def judge_run_create(
         errors["instruments"] = f"Choose instruments among {', '.join(offered)}."
     if backend not in JudgeRun.Backend.values:
         errors["backend"] = f"Unknown backend {backend!r}; use one of {', '.join(JudgeRun.Backend.values)}."
+    elif missing := backend_missing(backend):
+        errors["backend"] = missing
     model_name = (model_name or "").strip()
     if backend == JudgeRun.Backend.GLOSSARY:
         model_name = model_name or HEURISTIC_MODEL

@@ -45,6 +45,10 @@ class ModelArtifact(models.Model):
 
 
 class TrainingJob(models.Model):
+    class Method(models.TextChoices):
+        SFT = "sft", "Supervised fine-tuning on (source, simplification) pairs"
+        DPO = "dpo", "Direct preference optimisation on (chosen, rejected) pairs"
+
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
@@ -65,6 +69,7 @@ class TrainingJob(models.Model):
         blank=True,
         help_text='How study pairs are chosen, e.g. {"kind": "expert_min", "min_score": 4}.',
     )
+    method = models.CharField(max_length=3, choices=Method.choices, default=Method.SFT)
     base_artifact = models.ForeignKey(
         ModelArtifact, null=True, blank=True, on_delete=models.PROTECT, related_name="training_jobs"
     )
@@ -102,6 +107,7 @@ class TrainingJob(models.Model):
                 condition=Q(status__in=["queued", "running", "succeeded", "failed", "cancelled"]),
                 name="training_job_status_known",
             ),
+            models.CheckConstraint(condition=Q(method__in=["sft", "dpo"]), name="training_job_method_known"),
         ]
 
     def __str__(self) -> str:

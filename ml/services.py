@@ -97,12 +97,23 @@ def training_job_prepare(
     base_model_path: str = "",
     hyperparameters: Mapping[str, Any] | None = None,
     output_dir: str = "",
+    method: str = TrainingJob.Method.SFT,
 ) -> TrainingJob:
     """A validated, unsaved training job (forms call this to show errors before launching).
     Data: a study (pairs chosen by `pair_filter`) or a corpus file; base: a registered artifact or
     a model directory path."""
     from ml.training import TrainingConfig  # validates hyper-parameter names and values
 
+    if method == TrainingJob.Method.DPO:
+        return _dpo_job_prepare(
+            study=study,
+            corpus_path=corpus_path,
+            pair_filter=pair_filter,
+            base_artifact=base_artifact,
+            base_model_path=base_model_path,
+            hyperparameters=hyperparameters,
+            output_dir=output_dir,
+        )
     if (study is None) == (not corpus_path):
         raise ValidationError("Give either a study or a corpus file, not both.")
     if (base_artifact is None) == (not base_model_path):
@@ -136,6 +147,12 @@ def training_job_prepare(
     return job
 
 
+def _dpo_job_prepare(**options: Any) -> TrainingJob:
+    from ml.preference_training import dpo_job_prepare
+
+    return dpo_job_prepare(**options)
+
+
 def training_job_create(
     *,
     study: Study | None = None,
@@ -146,6 +163,7 @@ def training_job_create(
     hyperparameters: Mapping[str, Any] | None = None,
     output_dir: str = "",
     enqueue: bool = True,
+    method: str = TrainingJob.Method.SFT,
 ) -> TrainingJob:
     """Create a queued training job (see `training_job_prepare`) and, with `enqueue`, dispatch its
     Celery task (queue gpu) once the surrounding transaction commits."""
@@ -157,6 +175,7 @@ def training_job_create(
         base_model_path=base_model_path,
         hyperparameters=hyperparameters,
         output_dir=output_dir,
+        method=method,
     )
     with transaction.atomic():
         job.save()
@@ -285,6 +304,10 @@ def training_job_run(*, job: TrainingJob, task_id: str = "", device: str | None 
             last_poll = now
         return stop
 
+    if job.method == TrainingJob.Method.DPO:
+        from ml.preference_training import dpo_job_run
+
+        return dpo_job_run(job=job, device=device, on_progress=on_progress, finish=_finish)
     try:
         pairs, description = _training_data(job)
         if not pairs:

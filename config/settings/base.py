@@ -373,6 +373,10 @@ RADLAY_MAX_BATCH_SIZE = env.int("RADLAY_MAX_BATCH_SIZE", default=20_000)
 RADLAY_MAX_BATCH_CONCURRENCY = env.int("RADLAY_MAX_BATCH_CONCURRENCY", default=256)
 RADLAY_LLM_RETRY_DELAY = env.float("RADLAY_LLM_RETRY_DELAY", default=1.0)
 RADLAY_TRANSFORMERS_DEVICE = env.str("RADLAY_TRANSFORMERS_DEVICE", default="") or None
+# The vllm backend (optional install): share of the GPU's memory its engine may take (weights + KV cache).
+RADLAY_VLLM_GPU_MEMORY_UTILIZATION = env.float("RADLAY_VLLM_GPU_MEMORY_UTILIZATION", default=0.85)
+# `train_simplifier --method dpo` refuses fewer preference pairs than this.
+RADLAY_DPO_MIN_PAIRS = env.int("RADLAY_DPO_MIN_PAIRS", default=20)
 
 # Dashboard/API/report/analyze options (evaluation.analysis_inputs.analysis_options_from_settings). The
 # semantic metrics embed texts with the local MiniLM (cached in the database by text hash).

@@ -25,6 +25,7 @@ from dataclasses import asdict, replace
 from typing import Any, Protocol, runtime_checkable
 
 from generation.backends.base import ChatBackend, Completion, GenerationParams
+from generation.backends.streaming import Request, streams
 
 KEY_VERSION = "radlay-call-v1"  # bump when the key's recipe changes, so old entries stop matching
 
@@ -108,6 +109,11 @@ class CachedBackend:
         self.cache = cache
         self.name = backend.name
         self.model = backend.model
+        # submit/collect (a streaming inner backend): answers ready without the backend, and per
+        # cache key in flight the keys of the requests waiting for it (the first one made it).
+        self._ready: list[tuple[str, Completion]] = []
+        self._in_flight: dict[str, list[str]] = {}
+        self._cache_key_of: dict[str, str] = {}
 
     def key(
         self,
@@ -196,3 +202,38 @@ class CachedBackend:
             stored = self.cache.get(keys[i]) or replace(results[first_of_key[keys[i]]], cached=False)
             results[i] = self._hit(stored, keys[i])
         return [result for result in results if result is not None]
+
+    # --- submit/collect, when the wrapped backend streams -------------------------------------------
+
+    def streams(self) -> bool:
+        return streams(self.backend)
+
+    def submit(self, request: Request) -> None:
+        """A hit is answered at the next collect; a call already in flight is made once and its
+        repetitions are hits, as in complete_batch."""
+        key = self.key(request.messages, agent=request.agent, params=request.params, context=request.context)
+        stored = self.cache.get(key)
+        if stored is not None:
+            self._ready.append((request.key, self._hit(stored, key)))
+        elif key in self._in_flight:
+            self._in_flight[key].append(request.key)
+        else:
+            self._in_flight[key] = [request.key]
+            self._cache_key_of[request.key] = key
+            self.backend.submit(request)  # type: ignore[attr-defined]
+
+    def collect(self) -> list[tuple[str, Completion]]:
+        if self._ready:
+            ready, self._ready = self._ready, []
+            return ready
+        if not self._in_flight:
+            return []
+        finished: list[tuple[str, Completion]] = []
+        for request_key, completion in self.backend.collect():  # type: ignore[attr-defined]
+            key = self._cache_key_of.pop(request_key)
+            self.cache.set(key, replace(completion, cached=False))
+            first, *repeated = self._in_flight.pop(key)
+            finished.append((first, completion))
+            stored = self.cache.get(key) or replace(completion, cached=False)
+            finished.extend((other, self._hit(stored, key)) for other in repeated)
+        return finished

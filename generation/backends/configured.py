@@ -35,6 +35,10 @@ def backend_options(name: str) -> dict[str, Any]:
         device = getattr(settings, "RADLAY_TRANSFORMERS_DEVICE", None)
         if device:
             options["device"] = device
+    elif name == "vllm":
+        options["gpu_memory_utilization"] = float(
+            getattr(settings, "RADLAY_VLLM_GPU_MEMORY_UTILIZATION", 0.85)
+        )
     return options
 
 

@@ -11,6 +11,7 @@ import importlib
 from typing import Any
 
 from generation.backends.base import BackendError, Completion, GenerationParams
+from generation.backends.streaming import Request
 
 DEFAULT_MAX_NEW_TOKENS = 512
 
@@ -42,6 +43,9 @@ class TransformersBackend:
         self.dtype = dtype
         self.batch_size = batch_size
         self._loaded: Any = None
+        self._continuous: Any = None  # ml.continuous.ContinuousGenerator, for submit/collect
+        self._keys: dict[str, str] = {}  # engine request id -> the caller's request key
+        self._serial = 0
 
     def _model(self) -> Any:
         if self._loaded is None:
@@ -54,6 +58,71 @@ class TransformersBackend:
                     f"cannot load local model {self.model!r}: {exc}", transient=_is_out_of_memory(exc)
                 ) from exc
         return self._loaded
+
+    # --- submit/collect: HF continuous batching on a decoder-only model -----------------------------
+
+    def streams(self) -> bool:
+        """True for a decoder-only model (transformers' continuous batching); a seq2seq model keeps
+        the lockstep batches of complete_batch."""
+        loaded = self._model()
+        return getattr(loaded, "architecture", None) == "causal" and hasattr(
+            getattr(loaded, "model", None), "init_continuous_batching"
+        )
+
+    def _generator(self) -> Any:
+        if self._continuous is None:
+            self._continuous = importlib.import_module("ml.continuous").ContinuousGenerator(self._model())
+        return self._continuous
+
+    def submit(self, request: Request) -> None:
+        params = request.params
+        self._serial += 1
+        request_id = f"radlay-{self._serial}"
+        self._keys[request_id] = request.key
+        try:
+            self._generator().submit(
+                request_id,
+                list(request.messages),
+                max_new_tokens=params.max_tokens or DEFAULT_MAX_NEW_TOKENS,
+                temperature=params.temperature,
+                top_p=params.top_p,
+                seed=params.seed,
+            )
+        except Exception as exc:  # noqa: BLE001 - a refused prompt becomes the backend's error
+            self._keys.pop(request_id, None)
+            raise BackendError(f"{request.agent} request refused by {self.model!r}: {exc}") from exc
+
+    def collect(self) -> list[tuple[str, Completion]]:
+        if not self._keys:
+            return []
+        try:
+            finished = self._generator().results()
+        except Exception as exc:  # noqa: BLE001 - any failure inside the engine fails what is pending
+            self._keys.clear()
+            self.close()
+            raise BackendError(
+                f"continuous generation failed on {self.model!r}: {exc}", transient=_is_out_of_memory(exc)
+            ) from exc
+        return [
+            (
+                self._keys.pop(request_id),
+                Completion(
+                    text=output.text,
+                    prompt_tokens=output.prompt_tokens,
+                    completion_tokens=output.completion_tokens,
+                    cost_usd=0.0,
+                    model=self.model,
+                    raw={"finish_reason": output.finish_reason, "engine": "hf-continuous-batching"},
+                ),
+            )
+            for request_id, output in finished
+        ]
+
+    def close(self) -> None:
+        """Stop the continuous-batching managers (the loaded model stays in ml.inference's cache)."""
+        if self._continuous is not None:
+            self._continuous.close()
+            self._continuous = None
 
     def complete(
         self,

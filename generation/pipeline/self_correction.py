@@ -28,8 +28,10 @@ Choices the paper leaves open, made here:
   result is flagged); a refined answer is parsed when it has the CoT shape and taken whole
   otherwise, since the refine prompt no longer asks for a term list.
 
-**Many sentences at once** (`run_self_correction_batch`, for local GPU models): the same protocol
-runs for every sentence in lockstep, each step one batched call over the sentences still in the loop;
+**Many sentences at once** (`run_self_correction_batch`, for local GPU models): on a
+continuous-batching engine each sentence's next request goes in as soon as its previous answers are
+back (generation.pipeline.continuous); otherwise the same protocol runs for every sentence in
+lockstep, each step one batched call over the sentences still in the loop;
 a sentence's calls, transcript and result are those run_self_correction makes for it alone.
 
 Each backend call also receives `agent` and a `context` dict for backends that play the agents
@@ -51,6 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from generation.backends.base import BackendError, ChatBackend, Completion, GenerationParams
+from generation.backends.streaming import streams
 from generation.pipeline.cot_parsing import parse_cot_answer
 from generation.prompts.registry import PromptSet, load_prompts
 
@@ -552,7 +555,11 @@ def run_self_correction_batch(
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     agent_backends: Mapping[str, ChatBackend] | None = None,
 ) -> list[SelfCorrectionResult]:
-    """run_self_correction for many sentences in lockstep, one result per sentence in their order.
+    """run_self_correction for many sentences, one result per sentence in their order.
+
+    A backend with submit/collect (vLLM, the transformers backend on a decoder-only model) gets
+    every sentence's requests as soon as they exist (generation.pipeline.continuous); any other
+    backend runs the sentences in lockstep, as follows.
 
     Every step of the protocol is one batch over the sentences still in the loop: the Generator's
     first answers, then per round the Radiologist's prompts, the Patient's, the Processor's (two per
@@ -579,6 +586,11 @@ def run_self_correction_batch(
         )
         for sentence, item in zip(sentences, agents, strict=True)
     ]
+    if streams(backend):
+        # A continuous-batching engine: no lockstep (generation.pipeline.continuous).
+        from generation.pipeline.continuous import drive_loops
+
+        return drive_loops(loops, agents, params)
     results: list[SelfCorrectionResult | None] = [None] * len(loops)
     waiting = {index: next(loop) for index, loop in enumerate(loops)}
     while waiting:

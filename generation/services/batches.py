@@ -27,17 +27,17 @@ from annotation.activity_services import activity_record
 from annotation.models import Source, Study, System
 from annotation.source_services import system_upsert
 from generation.backends.configured import openai_server_problem
+from generation.backends.registry import GPU_BACKENDS, backend_missing
 from generation.models import (
     GENERATED_SYSTEMS,
     SYSTEM_FAMILY,
-    SYSTEM_LABELS,
     GenerationBatch,
     GenerationJob,
 )
 from generation.pipeline.self_correction import DEFAULT_MAX_ROUNDS
 from generation.prompts.registry import DEFAULT_VERSION, available_versions
 from generation.services.jobs import QUEUE
-from generation.services.outcomes import DEFAULT_SCGR_ATTEMPTS
+from generation.services.outcomes import DEFAULT_SCGR_ATTEMPTS, SYSTEM_TAG, tagged_system
 from work import limits, scheduler
 
 FAMILY_ORDER = ("plain", "cot", "scgr")
@@ -63,10 +63,13 @@ def generation_batch_create(
     sources: Iterable[Source] | None = None,
     created_by: Any = None,
     check_server: bool = False,
+    system_tag: str = "",
 ) -> GenerationBatch:
     """Create a batch with one job per (source, family) and send its first jobs once committed.
 
-    `model_artifact` (an ml.ModelArtifact) is the transformers model instead of `model_name`.
+    `model_artifact` (an ml.ModelArtifact) is the local model instead of `model_name`. A
+    `system_tag` writes the outputs to new systems `<key>-<tag>` beside the study's `<key>` (a
+    fine-tuned model evaluated next to the systems it learned from).
     `sources` defaults to every source of the study. `check_server`: with the openai backend, ask
     the configured server first (one cheap call) and refuse the launch, naming `backend`, when it
     is unreachable or refuses the key, instead of queuing jobs that would all fail alike (the
@@ -84,15 +87,20 @@ def generation_batch_create(
         errors["backend"] = (
             f"Unknown backend {backend!r}; use one of {', '.join(GenerationBatch.Backend.values)}."
         )
+    elif missing := backend_missing(backend):
+        errors["backend"] = missing
     model_name = (model_name or "").strip()
-    if model_artifact is not None and backend != GenerationBatch.Backend.TRANSFORMERS:
-        errors["model_artifact"] = "A model artifact can only be used with the transformers backend."
+    local = backend in GPU_BACKENDS
+    if model_artifact is not None and not local:
+        errors["model_artifact"] = (
+            "A model artifact can only be used with a local-model backend (transformers, vllm)."
+        )
     if model_artifact is not None and model_name:
         errors["model_name"] = "Give either a model name/path or a model artifact, not both."
     if backend == GenerationBatch.Backend.OPENAI and not model_name:
         errors["model_name"] = "The openai backend needs a model name (e.g. gpt-3.5-turbo)."
-    if backend == GenerationBatch.Backend.TRANSFORMERS and not model_name and model_artifact is None:
-        errors["model_name"] = "The transformers backend needs a local model directory or a model artifact."
+    if local and not model_name and model_artifact is None:
+        errors["model_name"] = f"The {backend} backend needs a local model directory or a model artifact."
     if backend == GenerationBatch.Backend.GLOSSARY and not model_name:
         model_name = DEFAULT_GLOSSARY_MODEL
     if temperature < 0:
@@ -117,10 +125,13 @@ def generation_batch_create(
     if not errors and check_server and backend == GenerationBatch.Backend.OPENAI:
         if problem := openai_server_problem():
             errors["backend"] = problem
+    system_tag = (system_tag or "").strip()
+    if system_tag and not SYSTEM_TAG.match(system_tag):
+        errors["system_tag"] = "A system tag is 1-30 lower-case letters, digits or hyphens (e.g. dpo-1)."
     if errors:
         raise ValidationError(errors)
 
-    parameters = {
+    parameters: dict[str, Any] = {
         "temperature": float(temperature),
         "max_tokens": max_tokens,
         "seed": seed,
@@ -129,14 +140,17 @@ def generation_batch_create(
         "max_rounds": int(max_rounds),
         "scgr_max_attempts": int(scgr_max_attempts),
     }
+    if system_tag:
+        parameters["system_tag"] = system_tag
     families = [family for family in FAMILY_ORDER if any(SYSTEM_FAMILY[key] == family for key in systems)]
     with transaction.atomic():
         limits.check_launch(
             QUEUE, study=study, user=created_by, size=len(source_list) * len(families), unit="jobs"
         )
         for key in systems:
-            if not System.objects.filter(study=study, key=key).exists():
-                system_upsert(study=study, key=key, label=SYSTEM_LABELS[key])
+            study_key, label = tagged_system(key, system_tag)
+            if not System.objects.filter(study=study, key=study_key).exists():
+                system_upsert(study=study, key=study_key, label=label)
         batch = GenerationBatch.objects.create(
             study=study,
             systems=systems,

@@ -28,9 +28,9 @@ from django.db import DatabaseError
 from annotation.models import Simplification, System
 from annotation.source_services import simplification_upsert, system_upsert
 from generation.backends.base import BackendError
-from generation.models import SYSTEM_LABELS, GenerationBatch, GenerationJob
+from generation.models import GenerationBatch, GenerationJob
 from generation.services import outcomes
-from generation.services.outcomes import Outcome, gpu_batch_size, is_gpu_batch
+from generation.services.outcomes import Outcome, batch_system, gpu_batch_size, is_gpu_batch
 from work import scheduler
 from work.runner import DATABASE_ERRORS
 
@@ -217,12 +217,15 @@ def _job_record(job: GenerationJob, outcome: Outcome, *, dispatch: bool = True) 
 
 
 def _store_outputs(batch: GenerationBatch, job: GenerationJob, outcome: Outcome) -> None:
-    systems = {s.key: s for s in System.objects.filter(study_id=batch.study_id, key__in=job.systems)}
+    keys = {key: batch_system(batch, key) for key in job.systems}
+    systems = {
+        s.key: s
+        for s in System.objects.filter(study_id=batch.study_id, key__in=[k for k, _ in keys.values()])
+    }
     produced: list[Simplification] = []
     for output in outcome.outputs:
-        system = systems.get(output.system) or system_upsert(
-            study=batch.study, key=output.system, label=SYSTEM_LABELS[output.system]
-        )
+        key, label = keys.get(output.system) or batch_system(batch, output.system)
+        system = systems.get(key) or system_upsert(study=batch.study, key=key, label=label)
         produced.append(
             simplification_upsert(
                 source=job.source, system=system, text=output.text, provenance=output.provenance

@@ -14,7 +14,7 @@ from django.conf import settings
 from generation.backends.base import ChatBackend, GenerationParams
 from generation.backends.configured import cached_backend
 from generation.backends.registry import GPU_BACKENDS
-from generation.models import GenerationBatch, GenerationJob
+from generation.models import SYSTEM_LABELS, GenerationBatch, GenerationJob
 from generation.pipeline.self_correction import (
     DEFAULT_MAX_ROUNDS,
     BaselineResult,
@@ -32,8 +32,25 @@ DEFAULT_SCGR_ATTEMPTS = 3
 
 
 def gpu_batch_size() -> int:
-    """How many jobs of a local-model batch one gpu task runs in lockstep (the device batch too)."""
+    """How many jobs of a local-model batch one gpu task runs at once: their requests all in flight
+    on a continuous-batching engine (vllm; transformers on a decoder-only model), else in lockstep
+    (one device batch per step)."""
     return max(1, int(getattr(settings, "RADLAY_GPU_BATCH_SIZE", 16)))
+
+
+SYSTEM_TAG = re.compile(r"^[a-z0-9][a-z0-9-]{0,29}$")
+
+
+def tagged_system(key: str, tag: str) -> tuple[str, str]:
+    """The study system (key, label) a batch with `tag` writes the generated system `key` to: a new
+    system beside the untagged one (a fine-tuned model's outputs next to the old ones)."""
+    if not tag:
+        return key, SYSTEM_LABELS[key]
+    return f"{key}-{tag}", f"{SYSTEM_LABELS[key]} ({tag})"
+
+
+def batch_system(batch: GenerationBatch, key: str) -> tuple[str, str]:
+    return tagged_system(key, str(batch.parameters.get("system_tag") or ""))
 
 
 def is_gpu_batch(batch: GenerationBatch) -> bool:
@@ -78,7 +95,7 @@ def batch_model_path(batch: GenerationBatch) -> str:
 
 def batch_backend(batch: GenerationBatch) -> ChatBackend:
     """The batch's backend, its calls cached in the database."""
-    extra = {}
+    extra: dict[str, Any] = {}
     if batch.backend == GenerationBatch.Backend.TRANSFORMERS:
         # A chunk's step is one batch on the device (its Processor step, two per job, takes two).
         extra["batch_size"] = gpu_batch_size()

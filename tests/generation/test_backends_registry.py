@@ -10,9 +10,10 @@ from generation.backends.registry import GPU_BACKENDS, backend_names, get_backen
 from generation.backends.transformers_backend import TransformersBackend
 
 
-def test_names():
+def test_names(monkeypatch):
+    monkeypatch.setitem(sys.modules, "vllm", None)  # vLLM (optional) not installed: not offered
     assert backend_names() == ["glossary", "openai", "transformers"]
-    assert GPU_BACKENDS == {"transformers"}
+    assert GPU_BACKENDS == {"transformers", "vllm"}
 
 
 def test_openai_and_transformers_get_their_options(scripted_llm):

@@ -3,6 +3,7 @@
     manage.py generate --study demo --systems plain_bs,plain_sc,cot_bs,cot_sc,scgr --backend glossary --wait
     manage.py generate --study demo --systems plain_bs,plain_sc --backend openai --model gpt-3.5-turbo
     manage.py generate --study demo --systems cot_bs --backend transformers --model-artifact my-finetuned-t5
+    manage.py generate --study demo --systems plain_bs --backend vllm --model-artifact m-dpo --system-tag dpo
     manage.py generate --resume 12 --wait
     manage.py generate --resume 12 --retry-failed --wait
 
@@ -23,6 +24,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Study
 from generation import selectors
+from generation.backends.registry import backend_help, offered
 from generation.models import GENERATED_SYSTEMS, GenerationBatch, GenerationJob
 from generation.prompts.registry import DEFAULT_VERSION
 from generation.services import batches
@@ -36,9 +38,18 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--study", help="study slug")
         parser.add_argument("--systems", help=f"comma-separated, among {','.join(GENERATED_SYSTEMS)}")
-        parser.add_argument("--backend", choices=GenerationBatch.Backend.values)
+        parser.add_argument(
+            "--backend",
+            choices=[value for value, _ in offered(GenerationBatch.Backend.choices)],
+            help=backend_help() or None,
+        )
         parser.add_argument(
             "--model-artifact", default="", help="name or id of an ml ModelArtifact (transformers)"
+        )
+        parser.add_argument(
+            "--system-tag",
+            default="",
+            help="write to new systems <key>-<tag> beside the study's own (e.g. dpo-1: a fine-tuned model)",
         )
         parser.add_argument("--max-rounds", type=int, default=5)
         parser.add_argument(
@@ -105,6 +116,7 @@ class Command(BaseCommand):
                 model_artifact=artifact,
                 max_rounds=options["max_rounds"],
                 sample_index=options["sample_index"],
+                system_tag=options["system_tag"],
                 **launch_arguments(options),
             )
         except ValidationError as exc:

@@ -18,6 +18,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Study
+from generation.backends.registry import backend_help, offered
 from judging import selectors, services
 from judging.agreement_terms import STATISTICS
 from judging.instrument import INSTRUMENT_TASKS
@@ -32,7 +33,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--study", help="study slug")
-        parser.add_argument("--backend", choices=JudgeRun.Backend.values)
+        parser.add_argument(
+            "--backend",
+            choices=[value for value, _ in offered(JudgeRun.Backend.choices)],
+            help=backend_help() or None,
+        )
         parser.add_argument(
             "--samples", type=int, default=1, help="K samples per item, summarised by the median"
         )

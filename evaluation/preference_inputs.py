@@ -1,0 +1,143 @@
+"""A study's human judgments as preference pairs of texts (evaluation.preference_aggregation):
+the reads. Who counts is the analysis's rule: lay answers of the analysed participants, radiologist
+ratings of the counted ones, pairwise answers of participants who did not return."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import F
+
+from annotation.models import (
+    ExpertRating,
+    LayPreference,
+    PairwiseTask,
+    Simplification,
+    SimplificationText,
+    Study,
+)
+from annotation.selectors import analysed_participants, counted_participants
+from evaluation.preference_aggregation import (
+    PAIRWISE,
+    PairSummary,
+    Rating,
+    Vote,
+    aggregate_votes,
+    best_worst_votes,
+    rating_pairs,
+)
+from evaluation.selectors import EXPERT_ASPECTS
+
+DEFAULT_RATING_THRESHOLD = 1.0
+
+
+@dataclass
+class StudyPreferences:
+    summary: PairSummary
+    # Keyed as the pairs name them (Hashable in evaluation.preference_aggregation).
+    texts: dict[Any, str]  # SimplificationText id -> text
+    systems: dict[Any, list[str]]  # SimplificationText id -> the system keys that produced it
+    originals: dict[Any, str]  # source key -> original sentence
+
+
+def _lay_votes(study: Study) -> list[Vote]:
+    preferences = list(
+        LayPreference.objects.filter(
+            analysed_participants(path="item__participant__"), item__participant__study=study
+        )
+        .values_list(
+            "pk", "item__participant__pseudonym", "item__source__key", "item__source_id", "order_shown"
+        )
+        .order_by("item__participant__pseudonym", "item__source__position")
+    )
+    chosen: dict[str, dict[int, list[int]]] = {"most": {}, "least": {}}
+    for name in chosen:
+        through = getattr(LayPreference, name).through
+        for preference_id, text_id in through.objects.filter(
+            laypreference__item__participant__study=study
+        ).values_list("laypreference_id", "simplificationtext_id"):
+            chosen[name].setdefault(preference_id, []).append(text_id)
+    texts_of: dict[int, list[int]] = {}
+    for source_id, text_id in (
+        SimplificationText.objects.filter(source__study=study).order_by("pk").values_list("source_id", "pk")
+    ):
+        texts_of.setdefault(source_id, []).append(text_id)
+    votes: list[Vote] = []
+    for pk, rater, source_key, source_id, shown in preferences:
+        own = texts_of.get(source_id, [])
+        order = [t for t in dict.fromkeys(shown or []) if t in own] or own
+        votes += best_worst_votes(
+            source=source_key,
+            rater=rater,
+            most=chosen["most"].get(pk, []),
+            least=chosen["least"].get(pk, []),
+            shown=order,
+        )
+    return votes
+
+
+def _pairwise_votes(study: Study) -> list[Vote]:
+    rows = (
+        PairwiseTask.objects.filter(
+            counted_participants(path="participant__"),
+            participant__study=study,
+            participant__returned_at__isnull=True,
+            instrument__flow="pairwise",
+        )
+        .filter(
+            participant__item_answers__instrument_id=F("instrument_id"),
+            participant__item_answers__shown_text_id=F("left__shown_text_id"),
+            participant__item_answers__reference_text_id=F("right__shown_text_id"),
+        )
+        .values_list(
+            "participant__pseudonym",
+            "source__key",
+            "left__shown_text_id",
+            "right__shown_text_id",
+            "participant__item_answers__value",
+        )
+        .order_by("participant__pseudonym", "position")
+    )
+    votes = []
+    for rater, source, left, right, value in rows:
+        choice = (value or {}).get("choice") if isinstance(value, dict) else None
+        if choice == "left":
+            votes.append(Vote(PAIRWISE, source, rater, left, right))
+        elif choice == "right":
+            votes.append(Vote(PAIRWISE, source, rater, right, left))
+        elif choice in ("tie", "neither"):
+            votes.append(Vote(PAIRWISE, source, rater, left, right, tie=True))
+    return votes
+
+
+def _ratings(study: Study) -> list[Rating]:
+    rows = (
+        ExpertRating.objects.filter(counted_participants(path="participant__"), participant__study=study)
+        .values_list("participant__pseudonym", "shown_text__source__key", "shown_text_id", *EXPERT_ASPECTS)
+        .order_by("pk")
+    )
+    ratings = []
+    for rater, source, text, *scores in rows:
+        given = [float(s) for s in scores if s is not None]
+        if given:
+            ratings.append(Rating(source, rater, text, sum(given) / len(given)))
+    return ratings
+
+
+def study_preferences(
+    *, study: Study, rating_threshold: float = DEFAULT_RATING_THRESHOLD
+) -> StudyPreferences:
+    summary = aggregate_votes([*_lay_votes(study), *_pairwise_votes(study)])
+    rating_pairs(_ratings(study), threshold=rating_threshold, summary=summary)
+    used: list[Any] = list({t for pair in summary.pairs for t in (pair.chosen, pair.rejected)})
+    texts: dict[Any, str] = dict(SimplificationText.objects.filter(pk__in=used).values_list("pk", "text"))
+    systems: dict[Any, list[str]] = {}
+    for text_id, key in (
+        Simplification.objects.filter(shown_text_id__in=used)
+        .order_by("system__position", "system__key")
+        .values_list("shown_text_id", "system__key")
+    ):
+        systems.setdefault(text_id, []).append(key)
+    originals: dict[Any, str] = dict(study.sources.values_list("key", "text"))
+    return StudyPreferences(summary=summary, texts=texts, systems=systems, originals=originals)
