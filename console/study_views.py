@@ -15,13 +15,14 @@ from django.views.decorators.http import require_http_methods, require_POST
 from annotation import protocol_texts
 from annotation.access import access_study, access_study_create, researcher_login_required
 from annotation.models import Participant, Study
+from annotation.study_kind_services import study_create_as
+from annotation.study_kinds import study_kinds
 from annotation.study_services import (
     pilot_participants,
     pilot_participants_discard,
     preview_participant_create,
     study_close,
     study_configure,
-    study_create,
     study_duplicate,
     study_open,
     study_pause,
@@ -30,10 +31,10 @@ from annotation.study_services import (
 from console.forms import (
     AttentionCheckFormSet,
     BackgroundFormSet,
-    StudyCreateForm,
     StudyDuplicateForm,
     StudySettingsForm,
 )
+from console.study_kind_forms import StudyKindCreateForm
 
 TEMPLATES = "console/"
 BACKGROUND_PREFIX, CHECKS_PREFIX = "background", "checks"
@@ -58,15 +59,17 @@ def _put_errors(form, exc: ValidationError) -> None:
 @require_http_methods(["GET", "POST"])
 def study_new(request: HttpRequest) -> HttpResponse:
     access_study_create(user=request.user)
-    form = StudyCreateForm(request.POST or None)
+    form = StudyKindCreateForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            study = study_create(
+            study = study_create_as(
                 slug=data["slug"],
                 title=data["title"],
                 actor=request.user,
                 settings={"unit": data["unit"], "language": data["language"]},
+                kind=data["kind"],
+                instrument=data.get("instrument"),
             )
         except ValidationError as exc:
             _put_errors(form, exc)
@@ -76,7 +79,8 @@ def study_new(request: HttpRequest) -> HttpResponse:
             )
             return redirect("console:study-setup", slug=study.slug)
     status = 400 if form.is_bound else 200
-    return render(request, TEMPLATES + "study_new.html", {"form": form}, status=status)
+    context = {"form": form, "kinds": study_kinds()}
+    return render(request, TEMPLATES + "study_new.html", context, status=status)
 
 
 def _setup_forms(data, study: Study):
