@@ -57,6 +57,9 @@ class ItemQuestion:
     # stored (SimplificationText.text): the page shows exactly these characters.
     severities: tuple[Choice, ...] = ()
     text: str = ""
+    # Set on every error-span question of a page but the first: the field whose instructions (the
+    # item's help and the keys) describe this one too, so the page shows them once.
+    keys_of: str = ""
 
     @property
     def name(self) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
@@ -15,6 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from annotation import protocol_texts
 from annotation.access import access_study, access_study_create, researcher_login_required
 from annotation.models import Participant, Study
+from annotation.selectors import counted_participants
 from annotation.study_kind_services import study_create_as
 from annotation.study_kinds import study_kinds
 from annotation.study_services import (
@@ -35,6 +37,7 @@ from console.forms import (
     StudySettingsForm,
 )
 from console.study_kind_forms import StudyKindCreateForm
+from evaluation.study_answers import answer_counts
 
 TEMPLATES = "console/"
 BACKGROUND_PREFIX, CHECKS_PREFIX = "background", "checks"
@@ -171,6 +174,9 @@ def _setup_context(study: Study, settings_form, background, checks, *, unsaved: 
         "sources": study.sources.count(),
         "systems": study.systems.count(),
         "pilot": pilot_participants(study=study).count(),
+        "started": Participant.objects.filter(counted_participants(), study=study)
+        .filter(Q(started_at__isnull=False) | Q(consented_at__isnull=False))
+        .count(),
     }
     # The saved texts as participants see them (the protocol's default where the study has none).
     shown = {
@@ -221,6 +227,10 @@ def study_status(request: HttpRequest, slug: str) -> HttpResponse:
     if action not in STATUS_ACTIONS:
         messages.error(request, f"Unknown action {action!r}: one of {', '.join(STATUS_ACTIONS)}.")
         return redirect("console:study-setup", slug=study.slug)
+    if action == "close" and request.POST.get("confirmed") != "yes":
+        # Closing refuses every further answer: the page asks once more, with what it stops.
+        context = {"study": study, "counts": answer_counts(study=study)}
+        return render(request, TEMPLATES + "study_close_confirm.html", context)
     service, said = STATUS_ACTIONS[action]
     try:
         changed = service(study=study, actor=request.user)

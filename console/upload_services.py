@@ -112,7 +112,7 @@ def source_upload_run(*, upload_id: int) -> SourceUpload | None:
             )
         outcome = {"status": SourceUpload.Status.SUCCEEDED, "counts": counts, "progress": 1.0}
     except ImportFormatError as exc:
-        outcome = {"status": SourceUpload.Status.FAILED, "errors": [upload_error(exc)]}
+        outcome = {"status": SourceUpload.Status.FAILED, "errors": upload_errors(exc)}
     except ValidationError as exc:
         reasons = (
             [f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items()]
@@ -154,6 +154,11 @@ def source_upload_run(*, upload_id: int) -> SourceUpload | None:
     SourceUpload.objects.filter(pk=upload.pk).update(file="")
     upload.refresh_from_db()
     return upload
+
+
+def upload_errors(exc: ImportFormatError) -> list[dict[str, Any]]:
+    """The error table's rows: every row error of the file's check, or the one error."""
+    return [upload_error(error) for error in getattr(exc, "errors", None) or [exc]]
 
 
 def upload_error(exc: ImportFormatError) -> dict[str, Any]:

@@ -13,3 +13,21 @@ class ImportFormatError(Exception):
         if column:
             where += f", column {column!r}"
         super().__init__(f"{where}: {message}")
+
+
+class ImportFormatErrors(ImportFormatError):
+    """Every row error a file's check found (at most a bounded number), reported at once: the
+    first one's file, row and column, and all of them in `errors` and in the message."""
+
+    def __init__(self, errors: list[ImportFormatError], *, more: bool = False):
+        self.errors = list(errors)
+        self.more = more
+        first = self.errors[0]
+        super().__init__(first.detail, file=first.file, row=first.row, column=first.column)
+        lines = [str(error) for error in self.errors]
+        if more:
+            lines.append(f"(and more: only the first {len(self.errors)} problems are listed)")
+        self.args = ("\n".join(lines),)
+
+    def __str__(self) -> str:
+        return self.args[0]
