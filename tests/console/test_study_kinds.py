@@ -23,6 +23,7 @@ from annotation.study_kind_services import study_launch_problems, study_referenc
 from annotation.study_kinds import KIND_PRESETS, study_kinds
 from annotation.team_services import study_member_add
 from evaluation.exporters.answers import AnswerExport
+from evaluation.exporters.items import ItemAnswerExport
 from evaluation.study_answers import (
     answer_counts,
     participant_units,
@@ -30,7 +31,7 @@ from evaluation.study_answers import (
     study_flows,
     units_by_flow_and_group,
 )
-from instruments.presets import preset_path
+from instruments.presets import preset_load, preset_path
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db
@@ -215,6 +216,14 @@ def test_a_pairs_study_counts_its_own_answers_units_and_exports_them():
     assert len(rows) == 8 and {r["phase"] for r in rows} == {"pairs"}
     assert {r["question"] for r in rows} == {f"medlaybench_002.{k}" for k in fields}
     assert {r["value"] for r in rows} == {"4"} and all(r["language"] == "en" for r in rows)
+    # The item export's participant_language is filled for a pairs participant with none recorded.
+    items = b"".join(ItemAnswerExport(study=study, file_format="csv")).decode()
+    assert {r["participant_language"] for r in csv.DictReader(io.StringIO(items))} == {"en"}
+
+
+def test_participants_never_see_a_venue_note_for_researchers():
+    shown = design.citation_short(preset_load("medlaybench_002").citation)
+    assert "paper text" not in shown and "radlay" not in shown and shown.startswith("Han Jang")
 
 
 def test_a_pairwise_study_counts_and_exports_its_comparisons():
