@@ -15,7 +15,14 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from annotation import participant_services
-from annotation.models import ItemAnswer, Participant, PlantedControl, Study, StudyInstrument
+from annotation.models import (
+    ItemAnswer,
+    Participant,
+    PlantedControl,
+    PlantedControlAnswer,
+    Study,
+    StudyInstrument,
+)
 from annotation.pairs import design, pages
 from annotation.pairwise.services import pairwise_answer_save, pairwise_tasks_prepare
 from annotation.rater_groups import invite_groups
@@ -246,3 +253,34 @@ def test_a_pairwise_study_counts_and_exports_its_comparisons():
         document = b"".join(AnswerExport(study=study, file_format=file_format)).decode()
         assert "pairwise_clinical.preference" in document and "clearer" in document
     assert ItemAnswer.objects.get().language == "en"
+
+
+def test_a_planted_controls_answers_are_in_the_answers_export_and_counted():
+    study = build_study(slug="ctl", n_sources=1, systems=("a",))
+    text = study.sources.get().simplifications.get().shown_text
+    control = PlantedControl.objects.create(
+        study=study,
+        degrades=text,
+        kind="negation",
+        text="Not " + text.text,
+        start=0,
+        end=4,
+        original_start=0,
+        original_end=0,
+        category="omission",
+        severity="major",
+    )
+    rater = participant_services.participant_create(study=study, role="radiologist")
+    PlantedControlAnswer.objects.create(
+        participant=rater, control=control, scores={"correctness": 2, "hallucination": 1}, comment="odd"
+    )
+    counts = answer_counts(study=study)
+    assert counts.flow("controls").answers == 1 and counts.answers == 1
+    document = b"".join(AnswerExport(study=study, file_format="csv")).decode()
+    rows = [r for r in csv.DictReader(io.StringIO(document)) if r["phase"] == "planted_control"]
+    assert [(r["question"], r["value_number"]) for r in rows] == [
+        ("correctness", "2"),
+        ("hallucination", "1"),
+        ("comment", ""),
+    ]
+    assert rows[0]["systems"] == "planted negation of a" and rows[0]["text_id"] == str(text.pk)

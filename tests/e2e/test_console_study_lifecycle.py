@@ -215,7 +215,7 @@ def test_a_researcher_runs_a_whole_study_from_the_browser(page, browser, live_se
     assert participants_progress(study=study) == []
     assert study_counts(study=study)["participants"] == {"radiologist": 0, "layperson": 0}
     page.goto("/dashboard/")
-    expect(page.locator("tbody tr").first).to_contain_text("0/0 completed")
+    expect(page.locator("tbody tr").first).to_contain_text("none invited")  # previews count nowhere
 
     # 6. Invites: one radiologist with name and e-mail, three laypeople.
     page.goto("/console/liver/")
