@@ -509,6 +509,13 @@ def study_answer_rows(*, study: Study, include_external_ids: bool = False) -> It
     yield from _rows(study, ANSWER_SECTIONS, include_external_ids)
 
 
+def answer_rows_of(
+    *, study: Study, sections, include_external_ids: bool = False
+) -> Iterator[tuple[Any, ...]]:
+    """The long rows of `sections` only (e.g. rows.SECTIONS: the protocol's)."""
+    yield from _rows(study, sections, include_external_ids)
+
+
 def _rows(study: Study, sections, include_external_ids: bool) -> Iterator[tuple[Any, ...]]:
     known = answer_lookups(study=study)
     external = external_ids(study=study) if include_external_ids else {}

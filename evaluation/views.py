@@ -163,13 +163,18 @@ def study_correlations(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @researcher_login_required
-def study_export(request: HttpRequest, slug: str, file_format: str) -> StreamingHttpResponse:
+def study_export(request: HttpRequest, slug: str, file_format: str) -> HttpResponse | StreamingHttpResponse:
     study = access_study(user=request.user, slug=slug)
     if file_format not in FORMATS:
         raise Http404("Unknown export format.")
     asked = request.GET.get("include_external_ids") in {"1", "true", "yes"}
+    layout = request.GET.get("layout", "long")
+    if layout not in ("long", "wide"):
+        return HttpResponseBadRequest(
+            f"layout: {layout!r} is not one of long, wide", content_type="text/plain; charset=utf-8"
+        )
     return export_response(
-        study=study, file_format=file_format, include_external_ids=asked, user=request.user
+        study=study, file_format=file_format, include_external_ids=asked, user=request.user, layout=layout
     )
 
 
