@@ -233,7 +233,8 @@ def participant_units(*, study: Study, flows: StudyFlows | None = None) -> dict[
     required item answered (pairs) or a comparison answered (pairwise). A pairwise participant who
     has not started has the study's comparisons per participant as their total."""
     from annotation.lay.design import DONE
-    from annotation.pairs.design import pairs_page_items, study_pairs
+    from annotation.pairs.design import instrument_of, pairs_page_items, study_pairs
+    from instruments.schema import AppliesTo
 
     flows = flows or study_flows(study=study)
     people = list(_counted(study).values_list("pk", "role", "rater_group", "completed_at"))
@@ -281,6 +282,15 @@ def participant_units(*, study: Study, flows: StudyFlows | None = None) -> dict[
             .annotate(n=Count("shown_text_id", distinct=True))
         )
         planned = sum(1 for row in texts_per_source if row["n"] >= 2)
+    # Whether an answer names the pair's reference: items about the pair do, items about the
+    # simplification alone do not (annotation/pairs/pages.py).
+    about_pair = {
+        (row.pk, item.key): item.applies_to is AppliesTo.PAIR
+        for row in StudyInstrument.objects.filter(
+            study=study, is_current=True, flow=StudyInstrument.Flow.PAIRS
+        )
+        for item in instrument_of(row).items
+    }
     for pk, role, group, completed_at in people:
         flow = flows.flow_of(role=role, rater_group=group)
         name = group or role
@@ -296,7 +306,12 @@ def participant_units(*, study: Study, flows: StudyFlows | None = None) -> dict[
                 1
                 for pair in pairs
                 if all(
-                    (instrument, item, pair.shown_text_id, _reference_of(pair, instrument, item, study))
+                    (
+                        instrument,
+                        item,
+                        pair.shown_text_id,
+                        pair.reference_text_id if about_pair[instrument, item] else None,
+                    )
                     in given
                     for instrument, item in required[name]
                 )
@@ -311,24 +326,6 @@ def participant_units(*, study: Study, flows: StudyFlows | None = None) -> dict[
                 done = total  # imported data marks only the participant complete
             units[pk] = Units(flow, name, done, total)
     return units
-
-
-_ITEM_TARGETS: dict[tuple[int, str], bool] = {}
-
-
-def _reference_of(pair: Any, instrument_id: int, item_key: str, study: Study) -> int | None:
-    """The reference text an answer to `item_key` names on `pair`'s page: the pair's reference for
-    an item about the pair, none for an item about the simplification (annotation/pairs/pages.py)."""
-    about_pair = _ITEM_TARGETS.get((instrument_id, item_key))
-    if about_pair is None:
-        from annotation.pairs.design import instrument_of
-        from instruments.schema import AppliesTo
-
-        row = StudyInstrument.objects.get(pk=instrument_id)
-        for item in instrument_of(row).items:
-            _ITEM_TARGETS[(instrument_id, item.key)] = item.applies_to is AppliesTo.PAIR
-        about_pair = _ITEM_TARGETS.get((instrument_id, item_key), True)
-    return pair.reference_text_id if about_pair else None
 
 
 @dataclass
