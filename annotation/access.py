@@ -84,9 +84,10 @@ def may_see_identifying(*, study: Study) -> bool:
 class SurveyClosed(Exception):
     """The participant's study is not open (draft or closed)."""
 
-    def __init__(self, study: Study):
+    def __init__(self, study: Study, participant: Participant | None = None):
         super().__init__(study.status)
         self.study = study
+        self.participant = participant  # who asked, where known (the paused page words it for them)
 
 
 class WrongFlow(Exception):
@@ -133,7 +134,7 @@ def _admit(participant: Participant, *, role: str | None, require_open: bool) ->
     if role is not None and participant.role != role:
         raise WrongFlow(participant, role)
     if require_open and not participant.may_answer:
-        raise SurveyClosed(participant.study)
+        raise SurveyClosed(participant.study, participant)
     return participant
 
 

@@ -60,6 +60,9 @@ class ItemQuestion:
     # origin kept server-side and the fate stored so far.
     suggestions: tuple[dict[str, Any], ...] = ()
     text: str = ""
+    # Set on every error-span question of a page but the first: the field whose instructions (the
+    # item's help and the keys) describe this one too, so the page shows them once.
+    keys_of: str = ""
 
     @property
     def name(self) -> str:

@@ -24,15 +24,19 @@ from annotation.participant_services import (
     participant_link_regenerate,
     participant_links_export,
     participant_withdraw,
-    participants_invite_with_contacts,
 )
+from annotation.rater_groups import default_group, invite_group, invite_groups
 from console.participant_selectors import participants_table, recruitment_link
 from evaluation.exporters import csv as csv_exporter
 from evaluation.services import analysis_snapshot_request
 
 
 class InviteForm(forms.Form):
-    role = forms.ChoiceField(choices=Participant.Role.choices)
+    role = forms.ChoiceField(
+        choices=Participant.Role.choices,
+        label="Rater group",
+        help_text="The groups the study's instruments ask, with how many each has.",
+    )
     count = forms.IntegerField(
         required=False, min_value=1, max_value=MAX_INVITES, help_text="How many links to create."
     )
@@ -43,6 +47,12 @@ class InviteForm(forms.Form):
         help_text="One radiologist per line: “Name, e-mail”, a name or an e-mail. One link is created per "
         "line; leave the count empty.",
     )
+
+    def __init__(self, *args, study: Study, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # A list, never free text: the rater groups of the study's instruments (annotation/
+        # rater_groups.py), each with its count; a group that is not a role says which role it is.
+        self.fields["role"].choices = [(g.value, g.label) for g in invite_groups(study=study)]
 
     def clean(self):
         data = super().clean()
@@ -76,20 +86,20 @@ def _participant(study: Study, participant_id: int) -> Participant:
 @require_GET
 def participants(request: HttpRequest, slug: str) -> HttpResponse:
     study = access_study(user=request.user, slug=slug, need="edit")
-    return _page(request, study, InviteForm(initial={"role": Participant.Role.LAYPERSON}))
+    return _page(request, study, InviteForm(study=study, initial={"role": default_group(study=study)}))
 
 
 @researcher_login_required
 @require_POST
 def participants_invite(request: HttpRequest, slug: str) -> HttpResponse:
     study = access_study(user=request.user, slug=slug, need="edit")
-    form = InviteForm(request.POST)
+    form = InviteForm(request.POST, study=study)
     if form.is_valid():
         try:
             contacts = invite_contacts_parse(form.cleaned_data["contacts"] or "")
-            invited = participants_invite_with_contacts(
+            invited = invite_group(
                 study=study,
-                role=form.cleaned_data["role"],
+                value=form.cleaned_data["role"],
                 count=form.cleaned_data["count"] or 0,
                 contacts=contacts,
                 actor=request.user,

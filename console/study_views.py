@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
@@ -15,13 +16,15 @@ from django.views.decorators.http import require_http_methods, require_POST
 from annotation import protocol_texts
 from annotation.access import access_study, access_study_create, researcher_login_required
 from annotation.models import Participant, Study
+from annotation.selectors import counted_participants
+from annotation.study_kind_services import study_create_as
+from annotation.study_kinds import study_kinds
 from annotation.study_services import (
     pilot_participants,
     pilot_participants_discard,
     preview_participant_create,
     study_close,
     study_configure,
-    study_create,
     study_duplicate,
     study_open,
     study_pause,
@@ -30,10 +33,11 @@ from annotation.study_services import (
 from console.forms import (
     AttentionCheckFormSet,
     BackgroundFormSet,
-    StudyCreateForm,
     StudyDuplicateForm,
     StudySettingsForm,
 )
+from console.study_kind_forms import StudyKindCreateForm
+from evaluation.study_answers import answer_counts
 
 TEMPLATES = "console/"
 BACKGROUND_PREFIX, CHECKS_PREFIX = "background", "checks"
@@ -58,15 +62,17 @@ def _put_errors(form, exc: ValidationError) -> None:
 @require_http_methods(["GET", "POST"])
 def study_new(request: HttpRequest) -> HttpResponse:
     access_study_create(user=request.user)
-    form = StudyCreateForm(request.POST or None)
+    form = StudyKindCreateForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            study = study_create(
+            study = study_create_as(
                 slug=data["slug"],
                 title=data["title"],
                 actor=request.user,
                 settings={"unit": data["unit"], "language": data["language"]},
+                kind=data["kind"],
+                instrument=data.get("instrument"),
             )
         except ValidationError as exc:
             _put_errors(form, exc)
@@ -76,7 +82,8 @@ def study_new(request: HttpRequest) -> HttpResponse:
             )
             return redirect("console:study-setup", slug=study.slug)
     status = 400 if form.is_bound else 200
-    return render(request, TEMPLATES + "study_new.html", {"form": form}, status=status)
+    context = {"form": form, "kinds": study_kinds()}
+    return render(request, TEMPLATES + "study_new.html", context, status=status)
 
 
 def _setup_forms(data, study: Study):
@@ -167,6 +174,9 @@ def _setup_context(study: Study, settings_form, background, checks, *, unsaved: 
         "sources": study.sources.count(),
         "systems": study.systems.count(),
         "pilot": pilot_participants(study=study).count(),
+        "started": Participant.objects.filter(counted_participants(), study=study)
+        .filter(Q(started_at__isnull=False) | Q(consented_at__isnull=False))
+        .count(),
     }
     # The saved texts as participants see them (the protocol's default where the study has none).
     shown = {
@@ -217,6 +227,10 @@ def study_status(request: HttpRequest, slug: str) -> HttpResponse:
     if action not in STATUS_ACTIONS:
         messages.error(request, f"Unknown action {action!r}: one of {', '.join(STATUS_ACTIONS)}.")
         return redirect("console:study-setup", slug=study.slug)
+    if action == "close" and request.POST.get("confirmed") != "yes":
+        # Closing refuses every further answer: the page asks once more, with what it stops.
+        context = {"study": study, "counts": answer_counts(study=study)}
+        return render(request, TEMPLATES + "study_close_confirm.html", context)
     service, said = STATUS_ACTIONS[action]
     try:
         changed = service(study=study, actor=request.user)

@@ -140,8 +140,7 @@ def source_upload_run(*, upload_id: int, task_id: str = "") -> SourceUpload | No
             )
         outcome = {"status": SourceUpload.Status.SUCCEEDED, "counts": counts, "progress": 1.0}
     except ImportFormatError as exc:
-        problems = getattr(exc, "problems", [exc])
-        outcome = {"status": SourceUpload.Status.FAILED, "errors": [upload_error(p) for p in problems]}
+        outcome = {"status": SourceUpload.Status.FAILED, "errors": upload_errors(exc)}
     except ValidationError as exc:
         reasons = (
             [f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items()]
@@ -183,6 +182,11 @@ def source_upload_run(*, upload_id: int, task_id: str = "") -> SourceUpload | No
     SourceUpload.objects.filter(pk=upload.pk).update(file="")
     upload.refresh_from_db()
     return upload
+
+
+def upload_errors(exc: ImportFormatError) -> list[dict[str, Any]]:
+    """The error table's rows: every row error of the file's check, or the one error."""
+    return [upload_error(error) for error in getattr(exc, "problems", None) or [exc]]
 
 
 def upload_error(exc: ImportFormatError) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from console import instrument_views, launch_views, participant_views, study_views, upload_views
+from console import flow_views, instrument_views, launch_views, participant_views, study_views, upload_views
 from console.archive_views import study_import, study_import_confirm
 
 app_name = "console"
@@ -15,6 +15,11 @@ urlpatterns: list = [
     path("<slug:slug>/preview/<str:role>/", study_views.study_preview, name="study-preview"),
     path("<slug:slug>/pilot/", study_views.study_pilot, name="study-pilot"),
     path("<slug:slug>/duplicate/", study_views.study_copy, name="study-duplicate"),
+    path("<slug:slug>/flows/", flow_views.flows, name="flows"),
+    path("<slug:slug>/flows/add/", flow_views.flow_add, name="flow-add"),
+    path("<slug:slug>/flows/reference/", flow_views.reference_set, name="flow-reference"),
+    path("<slug:slug>/flows/launch/", flow_views.flows_launch, name="flows-launch"),
+    path("<slug:slug>/flows/controls/", flow_views.controls, name="flow-controls"),
     path("<slug:slug>/instruments/", instrument_views.instrument_list, name="instruments"),
     path(
         "<slug:slug>/instruments/error-spans/",

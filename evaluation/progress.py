@@ -62,6 +62,7 @@ from annotation.models import (
 )
 from annotation.selectors import counted_participants
 from evaluation.selectors import participant_label
+from evaluation.study_answers import PROTOCOL_FLOWS, participant_units, study_flows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -115,9 +116,16 @@ def participants_progress(*, study: Study, now: datetime | None = None) -> list[
         .values("participant_id")
         .annotate(total=Count("pk"), done=Count("pk", filter=Q(completed_at__isnull=False)))
     }
+    # Participants of the pairs and pairwise flows count their own units (evaluation/study_answers.py).
+    flows = study_flows(study=study)
+    other = participant_units(study=study, flows=flows) if flows.other_flows else {}
     records = []
     for p in participants:
-        if p.role == Participant.Role.RADIOLOGIST:
+        unit = other.get(p.pk)
+        if unit is not None and unit.flow not in PROTOCOL_FLOWS:
+            total, done = unit.total, unit.done
+            started = p.started_at is not None or done > 0
+        elif p.role == Participant.Role.RADIOLOGIST:
             counts = expert.get(p.pk, {"total": 0, "done": 0})
             total, done = counts["total"], counts["done"]
             if total and p.completed_at is not None and done == 0:

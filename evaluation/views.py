@@ -38,6 +38,7 @@ from evaluation.exporters.response import export_response, item_export_response
 from evaluation.progress import latin_square_balance, participants_progress, progress_by_role, study_progress
 from evaluation.rater_reliability import RELIABILITY_ASPECTS, study_rater_reliability
 from evaluation.services import analysis_snapshot_refresh
+from evaluation.study_answers import study_answers_summary, units_by_flow_and_group
 from evaluation.study_archive import study_archive_write
 from measures.stats.rater_reliability import DEFAULT_ALPHA, DEFAULT_MIN_PLANTED
 
@@ -77,6 +78,7 @@ def _progress_context(study) -> dict:
         "balance": balance.by_system(),
         "matrix": matrix,
         "reliability": study_rater_reliability(study=study),
+        **study_answers_summary(study=study),
     }
 
 
@@ -102,6 +104,7 @@ def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
     context["participant_language"] = study_language_summary(study=study)
     # Owners and editors get the "with Prolific/external IDs" checkbox (off by default).
     context["may_see_identifying"] = may_see_identifying(study=study)
+    context.update(study_answers_summary(study=study))
     return render(request, "evaluation/study_detail.html", context)
 
 
@@ -133,10 +136,12 @@ def study_progress_page(request: HttpRequest, slug: str) -> HttpResponse:
     context = {
         "study": study,
         "progress": study_progress(study=study),
+        "units": units_by_flow_and_group(study=study),
         "reliability": study_rater_reliability(study=study),
         "reliability_aspects": RELIABILITY_ASPECTS,
         "reliability_min_planted": DEFAULT_MIN_PLANTED,
         "reliability_alpha": DEFAULT_ALPHA,
+        **study_answers_summary(study=study),
     }
     return render(request, "evaluation/study_progress.html", context)
 
@@ -159,13 +164,18 @@ def study_correlations(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @researcher_login_required
-def study_export(request: HttpRequest, slug: str, file_format: str) -> StreamingHttpResponse:
+def study_export(request: HttpRequest, slug: str, file_format: str) -> HttpResponse | StreamingHttpResponse:
     study = access_study(user=request.user, slug=slug)
     if file_format not in FORMATS:
         raise Http404("Unknown export format.")
     asked = include_external_ids_asked(request.GET)
+    layout = request.GET.get("layout", "long")
+    if layout not in ("long", "wide"):
+        return HttpResponseBadRequest(
+            f"layout: {layout!r} is not one of long, wide", content_type="text/plain; charset=utf-8"
+        )
     return export_response(
-        study=study, file_format=file_format, include_external_ids=asked, user=request.user
+        study=study, file_format=file_format, include_external_ids=asked, user=request.user, layout=layout
     )
 
 

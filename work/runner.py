@@ -22,7 +22,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from celery import current_app, shared_task
-from django.db import InterfaceError, OperationalError
+from django.conf import settings
+from django.db import InterfaceError, OperationalError, connections
 
 # The errors of a lost database connection: transient, worth another attempt.
 DATABASE_ERRORS: tuple[type[Exception], ...] = (OperationalError, InterfaceError)
@@ -95,10 +96,32 @@ def send(
     if pending is not None:
         pending.extend((task, list(args)) for args in messages)
         return
-    _eager.queue = deque((task, list(args)) for args in messages)
+    first = deque((task, list(args)) for args in messages)
+    if getattr(settings, "RADLAY_EMBEDDED_TASKS_IN_BACKGROUND", False):
+        # The request that launched the work returns at once (its page shows the progress); the
+        # messages run in a thread of this process, one after another, as they would inline.
+        threading.Thread(
+            target=_run_in_background, args=(first,), daemon=True, name="radlay-embedded"
+        ).start()
+        return
+    _run_eager(first, throw=True)
+
+
+def _run_eager(messages: deque, *, throw: bool) -> None:
+    _eager.queue = messages
     try:
         while _eager.queue:
             next_task, args = _eager.queue.popleft()
-            next_task.apply(args=args, throw=True)
+            next_task.apply(args=args, throw=throw)
     finally:
         _eager.queue = None
+
+
+def _run_in_background(messages: deque) -> None:
+    """The embedded mode's background thread: run the messages (and those they send), then close
+    the thread's database connection. A job's failure is recorded on the job by its task, so the
+    thread goes on with the others."""
+    try:
+        _run_eager(messages, throw=False)
+    finally:
+        connections.close_all()

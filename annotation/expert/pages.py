@@ -329,6 +329,7 @@ def _page_build(
                 added=questions,
             )
         )
+    _span_instructions_once([q for row in rows for q in row.added])
     severity = Cell(
         field=f"{ORIGINAL}-severity",
         key="severity",
@@ -689,3 +690,15 @@ def page_stamp(*, item: ExpertItem, now: float | None = None) -> str:
 
 def page_stamp_elapsed_ms(*, item: ExpertItem, stamp: str, now: float | None = None) -> int:
     return render_stamp_elapsed_ms(salt=_STAMP_SALT, page={"item": item.pk}, stamp=stamp, now=now)
+
+
+def _span_instructions_once(questions: list[ItemQuestion]) -> None:
+    """The first error-span question of each item on the page carries its instructions; the
+    others point to them (templates/annotation/items/_error_spans.html)."""
+    first: dict[str, str] = {}
+    for question in questions:
+        if question.kind == ItemKind.ERROR_SPANS.value:
+            if question.key in first:
+                question.keys_of = first[question.key]
+            else:
+                first[question.key] = question.field

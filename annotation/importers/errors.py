@@ -16,14 +16,19 @@ class ImportFormatError(Exception):
 
 
 class ImportFormatErrors(ImportFormatError):
-    """Several problems found in one file (a hospital export is checked whole, so that every bad
-    resource or segment is named at once); `problems` holds each as an ImportFormatError."""
+    """Every problem found in one file, reported at once (a sources file's row errors up to a
+    bound, a hospital export's bad resources or segments): the first one's file, row and column,
+    and all of them in `problems` and in the message; `more` says the list stopped at the bound."""
 
-    def __init__(self, problems: list[ImportFormatError]):
-        self.problems = problems
-        first = problems[0]
-        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
-        super().__init__(first.detail + more, file=first.file, row=first.row, column=first.column)
+    def __init__(self, problems: list[ImportFormatError], *, more: bool = False):
+        self.problems = list(problems)
+        self.more = more
+        first = self.problems[0]
+        super().__init__(first.detail, file=first.file, row=first.row, column=first.column)
+        lines = [str(problem) for problem in self.problems]
+        if more:
+            lines.append(f"(and more: only the first {len(self.problems)} problems are listed)")
+        self.args = ("\n".join(lines),)
 
     def __str__(self) -> str:
-        return "\n".join(str(problem) for problem in self.problems)
+        return self.args[0]

@@ -27,7 +27,7 @@ from pathlib import Path
 from django.core.validators import validate_slug
 
 from annotation import scales
-from annotation.importers.errors import ImportFormatError
+from annotation.importers.errors import ImportFormatError, ImportFormatErrors
 from annotation.importers.import_limits import columns_check, max_systems, systems_check
 from annotation.importers.records import SimplificationRecord, SourceRecord, StudyRecords
 from annotation.models import Source, Study
@@ -41,6 +41,8 @@ MAX_CELL = 131_072
 MAX_KEY = Source._meta.get_field("key").max_length
 MAX_SLUG = Study._meta.get_field("slug").max_length
 PROGRESS_EVERY = 500
+# The most row errors one check lists (a file of 100,000 bad rows is refused with these).
+MAX_REPORTED_ERRORS = 100
 
 
 def study_slug_check(slug: str) -> str:
@@ -115,13 +117,37 @@ class StudyFile:
         self.row_number = 0
         self.bytes_read = 0
         self.size = self.path.stat().st_size if self.path.exists() else 0
+        # While `check` runs: the row errors found so far (a row at fault is reported and the
+        # check goes on with the next); None: the first error is raised (the writer's pass).
+        self._found: list[ImportFormatError] | None = None
 
     def check(self) -> StudyFileSummary:
         """Validate the whole file (first pass)."""
         systems: dict[str, None] = {}
         digests: dict[str, bytes] = {}
         severities: dict[str, str] = {}
-        pairs: set[tuple[str, str]] = set()
+        pairs: dict[tuple[str, str], int] = {}
+        first_row: dict[str, int] = {}
+        self._found = []
+        try:
+            summary = self._check(systems, digests, severities, pairs, first_row)
+        finally:
+            found, self._found = self._found, None
+        if found:
+            raise ImportFormatErrors(found)
+        return summary
+
+    def _note(self, error: ImportFormatError) -> None:
+        """Report a row error: kept while checking (raised with the others at the end), else
+        raised now."""
+        if self._found is None:
+            raise error
+        self._found.append(error)
+        if len(self._found) >= MAX_REPORTED_ERRORS:
+            found, self._found = self._found, None
+            raise ImportFormatErrors(found, more=True)
+
+    def _check(self, systems, digests, severities, pairs, first_row) -> StudyFileSummary:
         n_simplifications = 0
         for row in self.rows():
             source = row.source
@@ -129,39 +155,55 @@ class StudyFile:
             known = digests.get(source.key)
             if known is None:
                 digests[source.key] = digest
+                first_row[source.key] = row.number
             elif self.long:
                 if known != digest:
-                    raise ImportFormatError(
-                        f"source {source.key!r} has a different source_text than on an earlier row.",
-                        file=self.name,
-                        row=row.number,
-                        column="source_text",
+                    self._note(
+                        ImportFormatError(
+                            f"source {source.key!r} has a different source_text than on row "
+                            f"{first_row[source.key]}.",
+                            file=self.name,
+                            row=row.number,
+                            column="source_text",
+                        )
                     )
             else:
-                raise ImportFormatError(
-                    f"source_key {source.key!r} appears twice.",
-                    file=self.name,
-                    row=row.number,
-                    column="source_key",
+                self._note(
+                    ImportFormatError(
+                        f"source_key {source.key!r} appears twice: rows {first_row[source.key]} and "
+                        f"{row.number}.",
+                        file=self.name,
+                        row=row.number,
+                        column="source_key",
+                    )
                 )
+                continue
             if source.reference_severity:
                 earlier = severities.setdefault(source.key, source.reference_severity)
                 if earlier != source.reference_severity:
-                    raise ImportFormatError(
-                        f"source {source.key!r} has a different reference_severity than on an earlier row.",
-                        file=self.name,
-                        row=row.number,
-                        column="reference_severity",
+                    self._note(
+                        ImportFormatError(
+                            f"source {source.key!r} has a different reference_severity than on an "
+                            "earlier row.",
+                            file=self.name,
+                            row=row.number,
+                            column="reference_severity",
+                        )
                     )
             for record in row.simplifications:
                 if self.long and (source.key, record.system) in pairs:
-                    raise ImportFormatError(
-                        f"a second simplification for source {source.key!r} and system {record.system!r}.",
-                        file=self.name,
-                        row=row.number,
-                        column="system",
+                    self._note(
+                        ImportFormatError(
+                            f"a second simplification for source {source.key!r} and system "
+                            f"{record.system!r}: rows {pairs[(source.key, record.system)]} and "
+                            f"{row.number}.",
+                            file=self.name,
+                            row=row.number,
+                            column="system",
+                        )
                     )
-                pairs.add((source.key, record.system))
+                    continue
+                pairs[(source.key, record.system)] = row.number
                 if record.system not in systems and len(systems) >= max_systems():
                     systems_check(len(systems) + 1, file=self.name, row=row.number, column="system")
                 systems.setdefault(record.system)
@@ -201,17 +243,22 @@ class StudyFile:
                 joined = "".join(cells)
                 if not joined.strip():
                     continue
-                if len(cells) != len(header):
-                    raise ImportFormatError(
-                        f"{len(cells)} cells but the header has {len(header)} columns.",
-                        file=self.name,
-                        row=number,
-                    )
-                if "\x00" in joined or len(joined) > MAX_CELL:
-                    for column, value in zip(header, cells, strict=True):
-                        self._check_cell(value, number, column)
-                self._progress(number)
-                yield self._row(dict(zip(header, cells, strict=True)), number)
+                try:
+                    if len(cells) != len(header):
+                        raise ImportFormatError(
+                            f"{len(cells)} cells but the header has {len(header)} columns.",
+                            file=self.name,
+                            row=number,
+                        )
+                    if "\x00" in joined or len(joined) > MAX_CELL:
+                        for column, value in zip(header, cells, strict=True):
+                            self._check_cell(value, number, column)
+                    self._progress(number)
+                    parsed = self._row(dict(zip(header, cells, strict=True)), number)
+                except ImportFormatError as exc:
+                    self._note(exc)  # while checking: reported with the others, and on to the next row
+                    continue
+                yield parsed
 
     def _csv_cells(self, reader) -> Iterator[tuple[int, list[str]]]:
         """(first line of the record, cells); the csv module's and the decoder's errors with it."""
@@ -280,35 +327,41 @@ class StudyFile:
                 number += 1
                 if not line.strip():
                     continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ImportFormatError(
-                        f"not valid JSON ({exc.msg}).", file=self.name, row=number
-                    ) from None
-                if not isinstance(obj, dict):
-                    raise ImportFormatError("each line must be a JSON object.", file=self.name, row=number)
-                row: dict[str, str] = {}
-                for column in (*REQUIRED, *OPTIONAL, *LONG_COLUMNS):
-                    value = obj.get(column)
-                    if value is None and column not in REQUIRED:
-                        value = ""
-                    if not isinstance(value, str):
-                        raise ImportFormatError(
-                            f"missing {column!r}."
-                            if value is None
-                            else f"{column!r} must be text, not {_json_type(value)}.",
-                            file=self.name,
-                            row=number,
-                            column=column,
-                        )
-                    self._check_cell(value, number, column)
-                    row[column] = value
                 seen_any = True
+                try:
+                    parsed = self._jsonl_row(line, number)
+                except ImportFormatError as exc:
+                    self._note(exc)  # while checking: reported with the others, and on to the next line
+                    continue
                 self._progress(number)
-                yield self._row(row, number)
+                yield parsed
         if not seen_any:
             raise ImportFormatError("the file is empty.", file=self.name)
+
+    def _jsonl_row(self, line: str, number: int) -> StudyFileRow:
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ImportFormatError(f"not valid JSON ({exc.msg}).", file=self.name, row=number) from None
+        if not isinstance(obj, dict):
+            raise ImportFormatError("each line must be a JSON object.", file=self.name, row=number)
+        row: dict[str, str] = {}
+        for column in (*REQUIRED, *OPTIONAL, *LONG_COLUMNS):
+            value = obj.get(column)
+            if value is None and column not in REQUIRED:
+                value = ""
+            if not isinstance(value, str):
+                raise ImportFormatError(
+                    f"missing {column!r}."
+                    if value is None
+                    else f"{column!r} must be text, not {_json_type(value)}.",
+                    file=self.name,
+                    row=number,
+                    column=column,
+                )
+            self._check_cell(value, number, column)
+            row[column] = value
+        return self._row(row, number)
 
     # --- both -----------------------------------------------------------------------------------
 

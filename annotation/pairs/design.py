@@ -18,6 +18,7 @@ Items that apply to a simplification are asked on the same page and stored witho
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from django.db.models import Q
@@ -196,5 +197,8 @@ def citation_short(citation: Citation) -> str:
     (or venue). The full title is the researchers'."""
     if citation.short:
         return citation.short
-    when = str(citation.year) if citation.year is not None else citation.venue
+    # A venue's parenthetical is a note for researchers ("(paper text in radlay's seeds)"), not for
+    # participants.
+    venue = re.sub(r"\s*\([^)]*\)", "", citation.venue).strip()
+    when = str(citation.year) if citation.year is not None else venue
     return f"{citation.authors}, {when}" if when else citation.authors

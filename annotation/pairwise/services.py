@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.translation import gettext as _
@@ -60,6 +61,10 @@ def pairwise_consent_accept(*, participant: Participant) -> Participant:
     """The participant agreed to take part: record it and their activity."""
     participant_services.participant_consent(participant=participant, accepted=True)
     participant_services.participant_touch(participant=participant)
+    # The language they are shown the comparisons in, for the exports (where none is recorded yet).
+    participant_services.participant_language_record(
+        participant=participant, language=participant.study.language or settings.LANGUAGE_CODE
+    )
     return participant
 
 

@@ -35,7 +35,7 @@ def participant_entry(request: HttpRequest, token: str) -> HttpResponse:
     try:
         participant = access_participant(token=token)
     except SurveyClosed as closed:
-        return study_unavailable(request, closed.study)
+        return study_unavailable(request, closed.study, closed.participant)
     except Http404:
         return survey_link_invalid(request)
     survey_language_activate(request, study=participant.study, participant=participant)
@@ -113,7 +113,7 @@ def survey_participant(
                             403,
                         )
                     return error(request, _("This study is not open: answers are no longer accepted."), 403)
-                return study_unavailable(request, closed.study)
+                return study_unavailable(request, closed.study, closed.participant)
             except WrongFlow as exc:
                 survey_language_activate(request, study=exc.participant.study)
                 message = _("%(refusal)s Please open the link you were sent for your own survey.") % {

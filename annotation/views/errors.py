@@ -9,7 +9,7 @@ from django.shortcuts import render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from annotation.models import Study
+from annotation.models import Participant, Study
 from annotation.survey_language import (
     survey_language_activate,
     survey_language_from_url,
@@ -55,10 +55,16 @@ def survey_link_invalid(request: HttpRequest, **kwargs) -> HttpResponse:
     )
 
 
-def study_unavailable(request: HttpRequest, study: Study) -> HttpResponse:
-    """A draft or closed study: 403 with a page that says which, without naming the study."""
+def study_unavailable(
+    request: HttpRequest, study: Study, participant: Participant | None = None
+) -> HttpResponse:
+    """A draft, paused or closed study: 403 with a page that says which, without naming the study.
+    Only a participant who has begun is told that their answers are kept."""
     survey_language_activate(request, study=study)
-    return render(request, "annotation/study_unavailable.html", {"study": study}, status=403)
+    begun = participant is not None and (
+        participant.started_at is not None or participant.consented_at is not None
+    )
+    return render(request, "annotation/study_unavailable.html", {"study": study, "begun": begun}, status=403)
 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:

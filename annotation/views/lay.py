@@ -156,7 +156,7 @@ def _refusal(request: HttpRequest, participant: Participant, step: LayStep) -> H
     if step.kind == steps.CLOSED:
         if request.htmx:
             return _error(request, _("This study is not open: answers are no longer accepted."), 403)
-        return study_unavailable(request, participant.study)
+        return study_unavailable(request, participant.study, participant)
     if step.kind == steps.RETURNED:
         return _error(request, RETURNED_MESSAGE, 403, participant=participant)
     if step.kind == steps.SCREENED:
@@ -526,7 +526,7 @@ def lay_done(request: HttpRequest, participant: Participant) -> HttpResponse:
         entry.lay_survey_complete(participant=participant)
     elif step.kind != steps.COMPLETED:
         if step.kind == steps.CLOSED:
-            return study_unavailable(request, participant.study)
+            return study_unavailable(request, participant.study, participant)
         return redirect(_step_url(participant, step))
     context = _base_context(participant, completion_url=entry.lay_completion_url(participant=participant))
     return render(request, TEMPLATES + "done.html", context)

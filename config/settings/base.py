@@ -266,6 +266,10 @@ SPECTACULAR_SETTINGS = {
 # configuration choice made here, never a fallback when a configured broker is unreachable.
 REDIS_URL = env.str("REDIS_URL", default="")
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
+# In the embedded mode, launched work (generation, judges) runs in a background thread of the web
+# process, so the launch returns at once to the batch's progress page; False runs it inside the
+# launching request (the test settings: a test reads the finished batch right after launching).
+RADLAY_EMBEDDED_TASKS_IN_BACKGROUND = env.bool("RADLAY_EMBEDDED_TASKS_IN_BACKGROUND", default=True)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_RESULT_BACKEND = REDIS_URL or None

@@ -11,6 +11,7 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # A real worker started by an integration test (tests/generation/test_celery_worker.py) sets
 # RADLAY_TEST_REAL_CELERY=1 so that it, and the tasks it sends, go through the broker.
 CELERY_TASK_ALWAYS_EAGER = not env.bool("RADLAY_TEST_REAL_CELERY", default=False)
+RADLAY_EMBEDDED_TASKS_IN_BACKGROUND = False  # a test reads the finished batch right after launching
 CELERY_TASK_EAGER_PROPAGATES = True
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

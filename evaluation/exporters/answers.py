@@ -1,6 +1,8 @@
-"""Every raw answer of a study in one export format, as bytes: what the streamed download and
-`manage.py export` send. CSV on PostgreSQL is written by the database (csv_copy.py); everything
-else goes through `answer_rows` and the format's writer."""
+"""Every raw answer of a study, of every flow, in one export format, as bytes: what the streamed
+download and `manage.py export` send. The rows are evaluation/study_answers.py's: the protocol's
+typed tables, then the instrument items' and planted controls' answers. CSV on PostgreSQL has the
+protocol's rows written by the database (csv_copy.py) and the others appended by the Python path;
+everything else goes through `study_answer_rows` and the format's writer."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ from typing import Any, BinaryIO
 
 from annotation.models import Study
 from evaluation.exporters import FORMATS, csv_copy
-from evaluation.exporters.rows import answer_columns, answer_rows
+from evaluation.exporters.csv import csv_chunks
+from evaluation.exporters.rows import answer_columns
+from evaluation.study_answers import item_answer_rows, study_answer_rows
 
 
 class AnswerExport:
@@ -30,10 +34,21 @@ class AnswerExport:
 
     def __iter__(self) -> Iterator[bytes]:
         if self.by_database:
-            return csv_copy.csv_copy_chunks(
-                study=self.study, include_external_ids=self.include_external_ids, on_rows=self._count
-            )
+            return self._by_database()
         return self.exporter.stream(self._rows(), self.columns)
+
+    def _by_database(self) -> Iterator[bytes]:
+        yield from csv_copy.csv_copy_chunks(
+            study=self.study, include_external_ids=self.include_external_ids, on_rows=self._count
+        )
+        # The instrument items' and controls' rows after the protocol's, as the Python path writes
+        # them (the header is the COPY path's).
+        header = b"".join(csv_chunks((), self.columns))
+        rows = item_answer_rows(study=self.study, include_external_ids=self.include_external_ids)
+        for n, chunk in enumerate(csv_chunks(self._counted(rows), self.columns)):
+            chunk = chunk[len(header) :] if n == 0 else chunk
+            if chunk:
+                yield chunk
 
     def write(self, out: BinaryIO) -> None:
         if self.by_database:
@@ -46,6 +61,11 @@ class AnswerExport:
         self.rows += n
 
     def _rows(self) -> Iterator[tuple[Any, ...]]:
-        for row in answer_rows(study=self.study, include_external_ids=self.include_external_ids):
+        return self._counted(
+            study_answer_rows(study=self.study, include_external_ids=self.include_external_ids)
+        )
+
+    def _counted(self, rows: Iterator[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
+        for row in rows:
             self.rows += 1
             yield row

@@ -139,7 +139,8 @@ class ItemAnswerExport:
         head = [self.study.slug, participant_label(pseudonym, pk)]
         if self.include_external_ids:
             head.append(external_id)
-        return [*head, role, participant_language, language, key, version]
+        # A flow that recorded no language on the participant: the one the item was shown in.
+        return [*head, role, participant_language or language, language, key, version]
 
     def _span_head(self, row: Sequence[Any] | None, *, participant: str = "", role: str = "") -> list[Any]:
         """study, participant, (external_id), role of a human's stored row or of a judge."""

@@ -17,7 +17,8 @@ from typing import Any, NamedTuple
 from django.db.models import BooleanField, F, Func, QuerySet, Value
 
 from annotation.models import Study
-from evaluation.exporters.rows import SECTIONS, AnswerRow, answer_lookups_of
+from evaluation.exporters.rows import AnswerRow, answer_lookups_of
+from evaluation.study_answers import ANSWER_SECTIONS as SECTIONS
 
 # The index of a position that comes after every row of its stored answer.
 _AFTER = 1 << 30
@@ -87,7 +88,12 @@ def _read(
             study=study,
             participants={values[0] for _, values, _ in batch},
             sources={values[SECTIONS[s].source_at] for s, values, _ in batch if SECTIONS[s].source_at},
-            texts={values[SECTIONS[s].text_at] for s, values, _ in batch if SECTIONS[s].text_at},
+            texts={
+                values[at]
+                for s, values, _ in batch
+                for at in (SECTIONS[s].text_at, SECTIONS[s].reference_at)
+                if at and values[at]
+            },
         )
         for s, values, key in batch:
             if values[0] not in known.people or (

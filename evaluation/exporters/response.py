@@ -9,21 +9,31 @@ from annotation.activity_services import activity_record
 from annotation.models import Study
 from evaluation.exporters.answers import AnswerExport
 from evaluation.exporters.items import ItemAnswerExport
+from evaluation.exporters.wide import ProtocolWideExport
 
 
 def export_response(
-    *, study: Study, file_format: str, include_external_ids: bool, user
+    *, study: Study, file_format: str, include_external_ids: bool, user, layout: str = "long"
 ) -> StreamingHttpResponse:
     """`study` as `access_study` admitted `user` to it. Recruiters' ids are added when asked for
-    and the user's role allows identifying fields (a viewer's request gets the pseudonymous file)."""
+    and the user's role allows identifying fields (a viewer's request gets the pseudonymous file).
+    `layout`: long (every answer of every flow, one row each) or wide (the protocol's answers, one
+    row per stored answer and a column per question: evaluation/exporters/wide.py)."""
     include_external_ids = include_external_ids and may_see_identifying(study=study)
-    details = {"file": f"answers.{file_format}", "external_ids": include_external_ids}
+    name = "answers" if layout == "long" else "answers-protocol-wide"
+    details = {"file": f"{name}.{file_format}", "external_ids": include_external_ids}
     activity_record(study=study, actor=user, verb="export.downloaded", details=details)
-    export = AnswerExport(study=study, file_format=file_format, include_external_ids=include_external_ids)
+    export: AnswerExport | ProtocolWideExport
+    if layout == "wide":
+        export = ProtocolWideExport(
+            study=study, file_format=file_format, include_external_ids=include_external_ids
+        )
+    else:
+        export = AnswerExport(study=study, file_format=file_format, include_external_ids=include_external_ids)
     response = StreamingHttpResponse(iter(export), content_type=export.exporter.CONTENT_TYPE)
     suffix = "-with-external-ids" if include_external_ids else ""
     response["Content-Disposition"] = (
-        f'attachment; filename="{study.slug}-answers{suffix}.{export.exporter.EXTENSION}"'
+        f'attachment; filename="{study.slug}-{name}{suffix}.{export.exporter.EXTENSION}"'
     )
     return response
 

@@ -531,6 +531,7 @@ class Section(NamedTuple):
     spread: Callable[[Iterable[tuple[Any, ...]], AnswerLookups, str], Spread]
     source_at: int | None = None
     text_at: int | None = None
+    reference_at: int | None = None  # a second text the rows name (an item answer's reference)
 
 
 # In the export's order.

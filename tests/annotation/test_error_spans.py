@@ -364,3 +364,13 @@ def test_a_page_finished_without_marks_stores_no_error_marked_on_each_unmarked_t
     late = [{"start": 0, "end": 3, "category": "unexplained_jargon", "severity": "minor"}]
     pages.expert_page_save(participant=participant, item=item, data={clean_field: json.dumps(late)})
     assert ItemAnswer.objects.get(shown_text__text=clean_text).value == late
+
+
+def test_the_marking_instructions_appear_once_per_page(client):
+    study, participant, item, field = marking(client, "spans-once")
+    html = client.get(page_url(participant, item)).content.decode()
+    assert html.count("data-span-item") == 2
+    # One keys paragraph, which both texts' marking areas point to.
+    assert html.count('class="span-keys') == 1
+    (keys_id,) = re.findall(r'<p class="span-keys[^"]*" id="([^"]+)"', html)
+    assert html.count(f'aria-describedby="{keys_id}"') == 2

@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from annotation import protocol_texts
+from annotation import participant_services, protocol_texts
 from annotation.models import ActivityEvent, AttentionCheck, Participant, Study, StudyMembership
 from annotation.study_services import study_create
 from tests.annotation.factories import build_study
@@ -239,7 +239,13 @@ def test_status_cycle_through_the_buttons(client, study):
         ("open", "open"),
         ("close", "closed"),
     ]:
-        assert client.post(url, {"action": action}).status_code == 302
+        if action == "close":
+            # Closing asks first: the first press only shows what it stops.
+            asked = client.post(url, {"action": action})
+            assert asked.status_code == 200 and "no further answer is accepted" in asked.content.decode()
+            study.refresh_from_db()
+            assert study.status == "open"
+        assert client.post(url, {"action": action, "confirmed": "yes"}).status_code == 302
         study.refresh_from_db()
         assert study.status == status
     assert client.post(url, {"action": "explode"}).status_code == 302
@@ -252,7 +258,12 @@ def test_a_paused_study_shows_participants_a_paused_page(client, study):
     client.post(reverse("console:study-status", args=["setup"]), {"action": "open"})
     client.post(reverse("console:study-status", args=["setup"]), {"action": "pause"})
     response = client.get(f"/s/{participant.token}/")
-    assert response.status_code == 403 and "This survey is paused" in response.content.decode()
+    page = response.content.decode()
+    assert response.status_code == 403 and "This survey is paused" in page
+    # A newcomer has answered nothing: not told that their answers are saved.
+    assert "answered so far is saved" not in page
+    participant_services.participant_touch(participant=participant)
+    assert "answered so far is saved" in client.get(f"/s/{participant.token}/").content.decode()
 
 
 @pytest.mark.parametrize("role", ["layperson", "radiologist"])

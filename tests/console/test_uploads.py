@@ -160,3 +160,37 @@ def test_the_task_claims_once(db, draft, editor, media):
     )
     assert upload_services.source_upload_run(upload_id=upload.pk).status == "succeeded"
     assert upload_services.source_upload_run(upload_id=upload.pk) is None  # a redelivery: nothing to do
+
+
+def test_every_bad_row_is_listed_at_once_and_a_duplicate_key_names_both_rows(
+    client, editor, draft, django_capture_on_commit_callbacks
+):
+    client.force_login(editor)
+    bad = (
+        "source_key,source_text,reference_severity,plain_bs\n"
+        "a,No acute fracture.,Healthy,No broken bone.\n"  # row 2
+        "b,Mild cardiomegaly.,Dire,A big heart.\n"  # row 3: no such severity
+        "c,Small effusion.,Healthy\n"  # row 4: a cell short
+        "a,Again.,Healthy,Again.\n"  # row 5: the key of row 2
+    )
+    response = _upload(client, draft, "bad.csv", bad, django_capture_on_commit_callbacks)
+    assert response.status_code == 302
+    upload = SourceUpload.objects.get(study=draft)
+    assert upload.status == SourceUpload.Status.FAILED
+    assert [error["row"] for error in upload.errors] == [3, 4, 5]
+    assert "rows 2 and 5" in upload.errors[2]["reason"]
+    page = client.get(reverse("console:upload-detail", args=[draft.slug, upload.pk])).content.decode()
+    assert "rows 2 and 5" in page and page.count("<tr><td>bad.csv</td>") == 3
+    assert not Source.objects.filter(study=draft, key="c").exists()
+
+
+def test_a_long_file_stops_listing_at_the_limit(tmp_path):
+    from annotation.importers.errors import ImportFormatErrors
+    from annotation.importers.study_file import MAX_REPORTED_ERRORS
+
+    path = tmp_path / "many.csv"
+    path.write_text("source_key,source_text,plain_bs\n" + "x,y\n" * (MAX_REPORTED_ERRORS + 20))
+    with pytest.raises(ImportFormatErrors) as refused:
+        StudyFile(path).check()
+    assert len(refused.value.problems) == MAX_REPORTED_ERRORS and refused.value.more
+    assert "only the first" in str(refused.value)

@@ -13,6 +13,7 @@ from annotation import participant_services
 from annotation.instrument_services import study_instrument_save
 from annotation.models import ExpertItem, ItemAnswer, Participant
 from instruments.presets import preset_load
+from instruments.schema import Point, Scale
 from tests.annotation.factories import ACTIONABILITY, build_study, instrument_with
 from tests.e2e.polling import wait_for
 
@@ -53,3 +54,49 @@ def test_a_radiologist_answers_an_added_likert_item_and_sees_it_after_a_reload(p
     page.wait_for_selector("#expert-form[data-ready]", state="attached")
     expect(page.locator('[data-field="A-actionability"] input[value="4"]')).to_be_checked()
     expect(page.locator('[data-field="B-actionability"] input:checked')).to_have_count(0)
+
+
+LONG_LABELS = dataclasses.replace(
+    ACTIONABILITY,
+    key="long_labels",
+    scale=Scale(
+        points=tuple(
+            Point(code=code, label={"en": text, "es": text})
+            for code, text in enumerate(
+                (
+                    "Not at all: the patient would not know what to do next after reading it",
+                    "Partly: some of the next steps are there but others are missing or unclear",
+                    "Mostly: the next steps are there, with a detail or two left out of the text",
+                    "Fully: every next step is there, in words the patient can act upon at once",
+                ),
+                start=1,
+            )
+        )
+    ),
+)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_added_ordinal_item_with_long_labels_fits_a_phone(page, live_server, artifacts_dir):
+    from playwright.sync_api import expect
+
+    study = build_study(slug="long-labels", n_sources=1, systems=("a", "b"))
+    study_instrument_save(
+        study=study, instrument=instrument_with("protocol_003_radiologist", LONG_LABELS), actor=None
+    )
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"/s/{participant.token}/")
+    page.click("#begin")
+    page.wait_for_selector("#expert-form[data-ready]", state="attached")
+    row = page.locator('[data-field="A-long_labels"]')
+    expect(row).to_contain_text("every next step is there")
+    page.screenshot(path=str(artifacts_dir / "added_item_long_labels_390.png"), full_page=True)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    # Each long label is an option of its own line, readable, not four squeezed side by side.
+    for n in range(4):
+        box = row.locator("label").nth(n).bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+        assert box["width"] >= 300, box
+    row.locator('label:has(input[value="4"])').click()
+    expect(row.locator(".row-status .saved")).to_be_visible()

@@ -80,6 +80,11 @@ ENDPOINTS = [
     Endpoint("generation:batch_cancel", "edit", method="post", args=("batch",)),
     Endpoint("generation:batch_resume", "edit", method="post", args=("batch",)),
     Endpoint("console:instruments", "edit"),
+    Endpoint("console:flows", "edit"),
+    Endpoint("console:flow-add", "edit", method="post", data={"kind": "nonsense"}),
+    Endpoint("console:flow-reference", "edit", method="post", data={"reference_system": "nonsense"}),
+    Endpoint("console:flows-launch", "edit", method="post"),
+    Endpoint("console:flow-controls", "edit", method="post", data={"rate": "0", "action": "preview"}),
     Endpoint("console:instrument-error-spans", "edit", method="post"),
     Endpoint("console:instrument-edit", "edit", args=("protocol_003_radiologist",)),
     Endpoint(

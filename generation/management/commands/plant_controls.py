@@ -3,6 +3,7 @@ radiologists' pages (issue 33, docs/guide/planted-controls.md).
 
     manage.py plant_controls --study demo --rate 0.2 [--seed 0]
     manage.py plant_controls --study demo --rate 0        # remove them (before any page is made)
+    manage.py plant_controls --study demo --rate 0.2 --preview   # what would be planted; nothing written
 
 Idempotent: the same rate and seed plant the same controls. Refused once radiologists' pages exist
 and the controls would change.
@@ -14,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Study
-from generation.services.controls import study_controls_plant
+from generation.services.controls import study_controls_plan, study_controls_plant
 
 
 class Command(BaseCommand):
@@ -24,11 +25,25 @@ class Command(BaseCommand):
         parser.add_argument("--study", required=True, help="study slug")
         parser.add_argument("--rate", type=float, required=True, help="share of rows that are planted, 0-0.5")
         parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument(
+            "--preview", action="store_true", help="print what would be planted, plant nothing"
+        )
 
     def handle(self, *args, **options) -> None:
         study = Study.objects.filter(slug=options["study"]).first()
         if study is None:
             raise CommandError(f"No study {options['study']!r}.")
+        if options.get("preview"):
+            try:
+                texts, plan = study_controls_plan(study=study, rate=options["rate"], seed=options["seed"])
+            except ValidationError as exc:
+                raise CommandError(" ".join(exc.messages)) from None
+            self.stdout.write(f"{study.slug}: {len(plan)} controls among {texts} texts would be planted:")
+            for _text_id, control in sorted(plan.items()):
+                self.stdout.write(
+                    f"  {control.kind}\t{control.category}\t{control.severity}\t{control.text[:100]}"
+                )
+            return
         try:
             result = study_controls_plant(
                 study=study, rate=options["rate"], seed=options["seed"], actor="manage.py plant_controls"
