@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0016_span_suggestions'),
+        ('annotation', '0017_span_suggestions'),
         ('judging', '0005_judge_item_unique_targets_portable'),
     ]
 

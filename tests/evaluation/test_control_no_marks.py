@@ -20,7 +20,7 @@ from generation.services.controls import study_controls_plant
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db
-migration = importlib.import_module("annotation.migrations.0016_control_no_marks")
+migration = importlib.import_module("annotation.migrations.0018_control_no_marks")
 
 
 def _span_study(slug: str):

@@ -37,7 +37,7 @@ def control_no_marks(apps, schema_editor) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0015_planted_controls"),
+        ("annotation", "0017_span_suggestions"),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0016_control_no_marks'),
+        ('annotation', '0018_control_no_marks'),
     ]
 
     operations = [

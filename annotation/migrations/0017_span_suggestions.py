@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0015_planted_controls'),
+        ('annotation', '0016_source_report_key'),
     ]
 
     operations = [

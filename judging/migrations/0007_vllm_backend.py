@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('annotation', '0015_planted_controls'),
-        ('judging', '0005_judge_item_unique_targets_portable'),
+        ('judging', '0006_span_suggestions'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
