@@ -136,6 +136,9 @@ class StudyBulkWriter:
         batch, self.pending = self.pending, []
         self._write_sources([source for source, _ in batch])
         self._write_simplifications([record for _, records in batch for record in records])
+        source_services.sources_deidentify_on_import(
+            study=self.study, source_ids=[self.source_ids[source.key] for source, _ in batch]
+        )
 
     def _write_sources(self, records: list[SourceRecord]) -> None:
         records = list({r.key: r for r in records if r.key not in self.source_ids}.values())
