@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
+from django.db.models import Count, Q
+
 from annotation.models import Source, Study, text_hash
 from privacy.models import DataPolicy, DeidFinding, SourceDeidentification
 
@@ -70,3 +72,27 @@ def finding_counts(*, study: Study) -> dict[str, dict[str, int]]:
         row[status] += 1
         row["edited"] += int(edited)
     return dict(sorted(counts.items()))
+
+
+def review_page(*, study: Study, offset: int = 0, limit: int = 25) -> list[dict]:
+    """Sources for the review page, those with a finding to review first: each with its text cut
+    into segments, a finding's segment carrying the finding (highlighted in place)."""
+    sources = list(
+        Source.objects.filter(study=study)
+        .annotate(to_review=Count("deid_findings", filter=Q(deid_findings__status=DeidFinding.Status.REVIEW)))
+        .order_by("-to_review", "position")[offset : offset + limit]
+    )
+    findings: dict[int, list[DeidFinding]] = {}
+    for finding in DeidFinding.objects.filter(source__in=sources).order_by("start"):
+        findings.setdefault(finding.source_id, []).append(finding)
+    rows = []
+    for source in sources:
+        segments: list[tuple[str, DeidFinding | None]] = []
+        at = 0
+        for finding in findings.get(source.pk, []):
+            segments.append((source.text[at : finding.start], None))
+            segments.append((source.text[finding.start : finding.end], finding))
+            at = finding.end
+        segments.append((source.text[at:], None))
+        rows.append({"source": source, "segments": segments, "to_review": source.to_review})
+    return rows
