@@ -167,3 +167,18 @@ def test_the_console_page_highlights_findings_and_reviews_them(client, team):
     assert data_policy_of(study=study).is_approved
     page = client.get(reverse("console:privacy", args=[study.slug])).content.decode()
     assert "Approved by owner" in page
+
+
+def test_the_api_hands_out_deidentified_sources_unless_an_owner_asks_for_originals(client, team):
+    study, owner, editor = team
+    url = reverse("api:source-list", args=[study.slug])
+    client.force_login(editor)
+    body = client.get(url).json()
+    rows = body["results"] if isinstance(body, dict) else body
+    assert rows[0]["text"].startswith("Patient: [NAME], MRN [MRN].")
+    assert client.get(url + "?originals=1").status_code == 403
+    client.force_login(owner)
+    body = client.get(url + "?originals=1").json()
+    rows = body["results"] if isinstance(body, dict) else body
+    assert rows[0]["text"] == REPORT
+    assert ActivityEvent.objects.filter(study=study, verb="sources.originals_released").count() == 1
