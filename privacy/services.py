@@ -13,8 +13,7 @@ from django.utils import timezone
 
 from annotation.activity_services import activity_record
 from annotation.models import Source, Study, StudyMembership, text_hash
-from privacy.detection.engine import DETECTOR_VERSION, REVIEW_BELOW, detect
-from privacy.detection.spans import KINDS, placeholder, redact
+from privacy.detection.spans import DETECTOR_VERSION, KINDS, REVIEW_BELOW, placeholder, redact
 from privacy.models import DataPolicy, DeidFinding, SourceDeidentification
 from privacy.selectors import finding_counts, unresolved_sources
 
@@ -112,6 +111,10 @@ def originals_release_record(*, study: Study, actor: Any, purpose: str) -> None:
 
 
 def _findings_of(source: Source) -> list[DeidFinding]:
+    # Presidio (and the spaCy and numpy it imports) loads where detection runs, never in a web
+    # worker at start-up.
+    from privacy.detection.engine import detect
+
     return [
         DeidFinding(
             source=source,
@@ -149,9 +152,10 @@ def sources_deidentify(
     *, study: Study, sources: Iterable[Source], actor: Any = None, again: bool = False
 ) -> int:
     """Detect the identifiers of `sources` whose text has no current de-identification (all of
-    them with `again`, reviewers' edits then lost) and store findings and de-identified text.
-    Returns how many were de-identified; any withdraws the study's approval."""
-    done = 0
+    them with `again`, reviewers' edits then lost) and store findings and de-identified text, in
+    a few queries whatever their number (imports call this per batch). Returns how many were
+    de-identified; any withdraws the study's approval."""
+    sources = list(sources)
     with transaction.atomic():
         current = dict(
             SourceDeidentification.objects.filter(source__in=[s.pk for s in sources]).values_list(
@@ -163,21 +167,28 @@ def sources_deidentify(
             return 0
         DeidFinding.objects.filter(source__in=todo).delete()
         findings: list[DeidFinding] = []
+        rows: list[SourceDeidentification] = []
         for source in todo:
             found = _findings_of(source)
             findings.extend(found)
-            SourceDeidentification.objects.update_or_create(
-                source=source,
-                defaults={
-                    "text": _deidentified_text(source, found),
-                    "source_hash": text_hash(source.text),
-                    "detector": DETECTOR_VERSION,
-                },
+            rows.append(
+                SourceDeidentification(
+                    source=source,
+                    text=_deidentified_text(source, found),
+                    source_hash=text_hash(source.text),
+                    detector=DETECTOR_VERSION,
+                )
             )
-            done += 1
+        SourceDeidentification.objects.bulk_create(
+            rows,
+            batch_size=1000,
+            update_conflicts=True,
+            unique_fields=["source"],
+            update_fields=["text", "source_hash", "detector", "detected_at"],
+        )
         DeidFinding.objects.bulk_create(findings, batch_size=1000)
-        _withdraw_approval(study=study, actor=actor, why=f"{done} source(s) de-identified again")
-    return done
+        _withdraw_approval(study=study, actor=actor, why=f"{len(todo)} source(s) de-identified again")
+    return len(todo)
 
 
 def study_deidentify(*, study: Study, actor: Any, again: bool = False) -> dict[str, dict[str, int]]:

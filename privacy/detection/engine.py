@@ -29,9 +29,9 @@ from presidio_analyzer.predefined_recognizers import (
 
 from privacy.detection import names
 from privacy.detection.recognizers import radiology_recognizers
-from privacy.detection.spans import Span, merge_overlaps
+from privacy.detection.spans import DETECTOR_VERSION, REVIEW_BELOW, Span, merge_overlaps
 
-DETECTOR_VERSION = "presidio-offline-1"
+__all__ = ["DETECTOR_VERSION", "KIND_OF_ENTITY", "REVIEW_BELOW", "analyzer", "detect"]
 
 # Presidio's entity types (its own and those radlay's recognizers report) → radlay's kinds.
 KIND_OF_ENTITY = {
@@ -54,10 +54,6 @@ KIND_OF_ENTITY = {
 # Presidio's numeric date patterns without the two that read fractions and levels as dates
 # ("3/10", "12-Mar" are rare in headers, "5/12" common in findings).
 _DATE_PATTERNS_LEFT_OUT = ("mm/yy or m/yy", "dd-MMM or dd-MMM")
-
-# Findings scored under this start as "to review": the review page lists them first and approval
-# waits until someone accepted or removed each.
-REVIEW_BELOW = 0.5
 
 
 @lru_cache(maxsize=1)

@@ -24,6 +24,14 @@ KINDS: tuple[str, ...] = (
 )
 
 
+# Names the detector configuration in what it stored (SourceDeidentification.detector).
+DETECTOR_VERSION = "presidio-offline-1"
+
+# Findings scored under this start as "to review": the review page lists them first and approval
+# waits until someone accepted or removed each.
+REVIEW_BELOW = 0.5
+
+
 def placeholder(kind: str) -> str:
     """The typed placeholder a span of `kind` is replaced with: "[NAME]", "[DATE]", …"""
     return f"[{kind}]"

@@ -182,3 +182,15 @@ def test_the_api_hands_out_deidentified_sources_unless_an_owner_asks_for_origina
     rows = body["results"] if isinstance(body, dict) else body
     assert rows[0]["text"] == REPORT
     assert ActivityEvent.objects.filter(study=study, verb="sources.originals_released").count() == 1
+
+
+def test_the_setup_page_and_the_console_header_name_the_policy(client, team):
+    study, owner, _ = team
+    client.force_login(owner)
+    page = client.get(reverse("console:study-setup", args=[study.slug])).content.decode()
+    assert '<span class="status-badge" id="data-policy">deidentified</span>' in page
+    data_policy_change(study=study, policy="local-only", reason="DUA", actor=owner)
+    page = client.get(reverse("console:study-setup", args=[study.slug])).content.decode()
+    assert '<span class="status-badge" id="data-policy">local-only</span>' in page
+    page = client.get(reverse("console:upload", args=[study.slug])).content.decode()
+    assert "data policy: local-only" in page
