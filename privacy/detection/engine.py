@@ -112,7 +112,7 @@ def _recognizer(result: RecognizerResult) -> str:
     return str((result.recognition_metadata or {}).get(RecognizerResult.RECOGNIZER_NAME_KEY, ""))
 
 
-_CAPITALISED = re.compile(r"\b[A-Z][A-Za-zà-ÿ'’-]{2,}\b")
+_CAPITALISED = re.compile(r"\b[A-ZÀ-ÖØ-Þ][A-Za-zß-öø-ÿĀ-ſ'’-]{2,}\b")
 
 
 def _recurring_names(text: str, spans: list[Span]) -> list[Span]:

@@ -30,8 +30,10 @@ _MONTH = (
 )
 _DAY = r"(?:0?[1-9]|[12]\d|3[01])(?:st|nd|rd|th)?"
 _YEAR = r"(?:19|20)\d\d"
-# A name word: capitalised (O'Brien, McAllister, Al-Rashid, Nguyễn), or an initial ("J.").
-_NAME_WORD = r"(?:[A-Z](?:['’][A-Z])?[a-zà-ÿ]+(?:[A-Z][a-zà-ÿ]+)?(?:-[A-Z]?[a-zà-ÿ]+)*|[A-Z]\.)"
+# A name word: capitalised (O'Brien, McAllister, Al-Rashid, Élodie, Yılmaz: Latin-1 and Latin
+# Extended-A letters), or an initial ("J.").
+_LOWER = "a-zß-öø-ÿĀ-ſ"
+_NAME_WORD = rf"(?:[A-ZÀ-ÖØ-Þ](?:['’][A-Z])?[{_LOWER}]+(?:[A-Z][{_LOWER}]+)?(?:-[A-Z]?[{_LOWER}]+)*|[A-Z]\.)"
 _PARTICLE = r"(?:van|von|der|de|da|del|della|di|dos|du|la|le|bin|binti|ibn|al|el|ter|ten)"
 # One space between the words of a name: columns of a header are set apart by several.
 _FULL_NAME = rf"{_NAME_WORD}(?:[ \t](?:{_PARTICLE}[ \t])?{_NAME_WORD}){{0,3}}"
