@@ -80,7 +80,7 @@ def batch_model_path(batch: GenerationBatch) -> str:
 
 def batch_backend(batch: GenerationBatch) -> ChatBackend:
     """The batch's backend, its calls cached in the database."""
-    extra = {}
+    extra: dict[str, Any] = {}
     if batch.backend == GenerationBatch.Backend.TRANSFORMERS:
         # A chunk's step is one batch on the device (its Processor step, two per job, takes two).
         extra["batch_size"] = gpu_batch_size()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-import names as names_package
+import names as names_package  # type: ignore[import-untyped]  # a data package without types
 
 from lexicon.common_words import LAY_WORDS_PATH, load_common_words, read_word_list
 from lexicon.glossary import load_glossary

@@ -71,8 +71,9 @@ class LabelledRecognizer(EntityRecognizer):
     def __init__(
         self, entity: str, patterns: Iterable[tuple[str, str, float]], *, flags: int = 0, name: str = ""
     ) -> None:
+        self.label = name or f"radlay-{entity.lower()}"
         self.patterns = [(label, re.compile(regex, flags), score) for label, regex, score in patterns]
-        super().__init__(supported_entities=[entity], name=name or f"radlay-{entity.lower()}")
+        super().__init__(supported_entities=[entity], name=self.label)
 
     def load(self) -> None:  # nothing to load: the patterns are compiled in __init__
         pass
@@ -97,7 +98,7 @@ class LabelledRecognizer(EntityRecognizer):
                     continue
                 end = start + len(kept)
                 explanation = AnalysisExplanation(
-                    recognizer=self.name, original_score=score, pattern_name=label, pattern=regex.pattern
+                    recognizer=self.label, original_score=score, pattern_name=label, pattern=regex.pattern
                 )
                 results.append(RecognizerResult(entity, start, end, score, analysis_explanation=explanation))
         return results
