@@ -60,20 +60,19 @@ def source_upsert(
         source.metadata = {**source.metadata, **dict(metadata)}
     source.full_clean(validate_unique=False, validate_constraints=False)
     source.save()
-    sources_deidentify_on_import(study=study, source_ids=[source.pk])
+    sources_deidentify_on_import(study=study, sources=[source])
     return source
 
 
-def sources_deidentify_on_import(*, study: Study, source_ids: list[int]) -> None:
+def sources_deidentify_on_import(*, study: Study, sources: list[Source]) -> None:
     """De-identify new or changed sources as they are written (RADLAY_DEIDENTIFY_ON_IMPORT): every
     import — files, the console's upload, the release importer, reports from hospital systems —
     writes its sources through this module or annotation.importers.write, which calls this. Call
     inside the import's transaction, so that a failed import leaves no findings either."""
-    if not settings.RADLAY_DEIDENTIFY_ON_IMPORT or not source_ids:
+    if not settings.RADLAY_DEIDENTIFY_ON_IMPORT or not sources:
         return
     from privacy.services import sources_deidentify  # privacy's models import annotation's
 
-    sources = list(Source.objects.filter(study=study, pk__in=source_ids).select_related("study"))
     sources_deidentify(study=study, sources=sources, actor="import")
 
 

@@ -111,6 +111,8 @@ class StudyBulkWriter:
         self.sources_with_rows: set[int] = set()
         self.pending: list[tuple[SourceRecord, list[SimplificationRecord]]] = []
         self.replaced_texts: set[int] = set()
+        # Sources added or changed by the batch being written: de-identified with it.
+        self.written: list[Source] = []
 
     def add(self, source: SourceRecord, simplifications: list[SimplificationRecord]) -> None:
         self.pending.append((source, simplifications))
@@ -136,9 +138,8 @@ class StudyBulkWriter:
         batch, self.pending = self.pending, []
         self._write_sources([source for source, _ in batch])
         self._write_simplifications([record for _, records in batch for record in records])
-        source_services.sources_deidentify_on_import(
-            study=self.study, source_ids=[self.source_ids[source.key] for source, _ in batch]
-        )
+        written, self.written = self.written, []
+        source_services.sources_deidentify_on_import(study=self.study, sources=written)
 
     def _write_sources(self, records: list[SourceRecord]) -> None:
         records = list({r.key: r for r in records if r.key not in self.source_ids}.values())
@@ -182,6 +183,8 @@ class StudyBulkWriter:
             self.sources_with_rows.add(source.pk)
         for row, pk in zip(new, ids, strict=True):
             self.source_ids[row[0]] = pk
+            self.written.append(Source(pk=pk, study=self.study, key=row[0], text=row[1]))
+        self.written.extend(changed)
 
     def _write_simplifications(self, records: list[SimplificationRecord]) -> None:
         if not records:
