@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from annotation import scales
@@ -59,7 +60,20 @@ def source_upsert(
         source.metadata = {**source.metadata, **dict(metadata)}
     source.full_clean(validate_unique=False, validate_constraints=False)
     source.save()
+    sources_deidentify_on_import(study=study, sources=[source])
     return source
+
+
+def sources_deidentify_on_import(*, study: Study, sources: list[Source]) -> None:
+    """De-identify new or changed sources as they are written (RADLAY_DEIDENTIFY_ON_IMPORT): every
+    import — files, the console's upload, the release importer, reports from hospital systems —
+    writes its sources through this module or annotation.importers.write, which calls this. Call
+    inside the import's transaction, so that a failed import leaves no findings either."""
+    if not settings.RADLAY_DEIDENTIFY_ON_IMPORT or not sources:
+        return
+    from privacy.services import sources_deidentify  # privacy's models import annotation's
+
+    sources_deidentify(study=study, sources=sources, actor="import")
 
 
 def system_upsert(

@@ -4,6 +4,7 @@ from django.urls import path
 
 from console import flow_views, instrument_views, launch_views, participant_views, study_views, upload_views
 from console.archive_views import study_import, study_import_confirm
+from privacy import views as privacy_views
 
 app_name = "console"
 urlpatterns: list = [
@@ -42,6 +43,17 @@ urlpatterns: list = [
         instrument_views.instrument_download,
         name="instrument-download",
     ),
+    path("<slug:slug>/privacy/", privacy_views.review, name="privacy"),
+    path("<slug:slug>/privacy/policy/", privacy_views.policy_change, name="privacy-policy"),
+    path(
+        "<slug:slug>/privacy/originals/", privacy_views.originals_for_radiologists, name="privacy-originals"
+    ),
+    path("<slug:slug>/privacy/detect/", privacy_views.detect_again, name="privacy-detect"),
+    path("<slug:slug>/privacy/approve/", privacy_views.approve, name="privacy-approve"),
+    path(
+        "<slug:slug>/privacy/finding/<int:finding_id>/", privacy_views.finding_review, name="privacy-finding"
+    ),
+    path("<slug:slug>/privacy/source/<int:source_id>/mark/", privacy_views.finding_add, name="privacy-mark"),
     path("<slug:slug>/upload/", upload_views.upload, name="upload"),
     path("<slug:slug>/upload/<int:upload_id>/", upload_views.upload_detail, name="upload-detail"),
     path("<slug:slug>/generate/", launch_views.launch_generation, name="launch-generation"),

@@ -7,7 +7,8 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.db.models import Count
+from django.db.models import Count, F
+from django.db.models.functions import Coalesce
 from django.http import HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -106,7 +107,16 @@ class SourceListView(_StudyChildList):
     serializer_class = serializers.SourceSerializer
 
     def get_queryset(self):
-        return Source.objects.filter(study=self.study()).order_by("position")
+        # De-identified text (privacy/) unless an owner asks for the originals (?originals=1,
+        # recorded in the activity log).
+        study = self.study()
+        sources = Source.objects.filter(study=study).order_by("position")
+        if self.request.query_params.get("originals") == "1":
+            from privacy.services import originals_release_record
+
+            originals_release_record(study=study, actor=self.request.user, purpose="API source list")
+            return sources.annotate(shown_text=F("text"))
+        return sources.annotate(shown_text=Coalesce(F("deidentification__text"), F("text")))
 
 
 class SystemListView(_StudyChildList):

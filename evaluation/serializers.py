@@ -30,6 +30,9 @@ class StudySerializer(serializers.ModelSerializer):
 
 
 class SourceSerializer(serializers.ModelSerializer):
+    # The de-identified text unless an owner asked for originals (evaluation/api.py).
+    text = serializers.CharField(source="shown_text", read_only=True)
+
     class Meta:
         model = Source
         fields = ["key", "position", "text", "reference_severity", "metadata"]

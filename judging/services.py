@@ -64,6 +64,8 @@ from judging.instrument_items import (
 from judging.models import JudgeAnswer, JudgeItem, JudgeRun
 from judging.prompts.registry import available_versions, load_judge_prompts
 from measures.metrics.sentences import split_sentences
+from privacy.gate import external_call_problem
+from privacy.selectors import source_text
 from work import lease, limits, scheduler
 from work.runner import DATABASE_ERRORS
 
@@ -172,6 +174,8 @@ def judge_run_create(
     sources = list(Source.objects.filter(study=study).order_by("position"))
     if not sources:
         errors["study"] = f"Study {study.slug!r} has no sources to judge."
+    if not errors and (problem := external_call_problem(study=study, backend=backend)):
+        errors["backend"] = problem
     if not errors and check_server and backend == JudgeRun.Backend.OPENAI:
         if problem := openai_server_problem():
             errors["backend"] = problem
@@ -361,7 +365,7 @@ def _build(name: str, *, model: str, **options: Any) -> ChatBackend:
 
 def run_backend(run: JudgeRun) -> CachedBackend:
     """The run's backend (the glossary heuristic for "glossary"), its calls cached in the database."""
-    return cached_backend(run.backend, run.model_name, build=_build)
+    return cached_backend(run.backend, run.model_name, study=run.study, purpose="judging", build=_build)
 
 
 class _Outcome:
@@ -378,7 +382,7 @@ class _Question:
     """What one item asks: the prompt, the backend's agent and context, and the answer's parser."""
 
     def __init__(self, item: JudgeItem) -> None:
-        self.sentence = item.source.text
+        self.sentence = source_text(source=item.source, audience="model")
         self.simplification = item.shown_text.text if item.shown_text_id else None
         if item.task == ITEM_TASK:
             self._items(item)

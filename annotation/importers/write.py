@@ -8,7 +8,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from annotation import participant_services, study_services
+from annotation import participant_services, source_services, study_services
 from annotation.activity_services import activity_record
 from annotation.expert import answers as expert_answers
 from annotation.importers.bulk_insert import rows_insert
@@ -110,6 +110,8 @@ class StudyBulkWriter:
         self.sources_with_rows: set[int] = set()
         self.pending: list[tuple[SourceRecord, list[SimplificationRecord]]] = []
         self.replaced_texts: set[int] = set()
+        # Sources added or changed by the batch being written: de-identified with it.
+        self.written: list[Source] = []
 
     def add(self, source: SourceRecord, simplifications: list[SimplificationRecord]) -> None:
         self.pending.append((source, simplifications))
@@ -135,6 +137,8 @@ class StudyBulkWriter:
         batch, self.pending = self.pending, []
         self._write_sources([source for source, _ in batch])
         self._write_simplifications([record for _, records in batch for record in records])
+        written, self.written = self.written, []
+        source_services.sources_deidentify_on_import(study=self.study, sources=written)
 
     def _write_sources(self, records: list[SourceRecord]) -> None:
         records = list({r.key: r for r in records if r.key not in self.source_ids}.values())
@@ -183,6 +187,8 @@ class StudyBulkWriter:
             self.sources_with_rows.add(source.pk)
         for row, pk in zip(new, ids, strict=True):
             self.source_ids[row[0]] = pk
+            self.written.append(Source(pk=pk, study=self.study, key=row[0], text=row[1]))
+        self.written.extend(changed)
 
     def _write_simplifications(self, records: list[SimplificationRecord]) -> None:
         if not records:

@@ -175,7 +175,10 @@ def pair_texts(pair: Pair) -> tuple[SimplificationText, str]:
     """The shown text and the reference's words (the source's where the source is the reference)."""
     shown = SimplificationText.objects.select_related("source").get(pk=pair.shown_text_id)
     if pair.reference_text_id is None:
-        return shown, shown.source.text
+        # Raters of pairs may be laypeople: the source as laypeople see it (privacy/selectors.py).
+        from privacy.selectors import source_text
+
+        return shown, source_text(source=shown.source, audience="lay")
     return shown, SimplificationText.objects.get(pk=pair.reference_text_id).text
 
 

@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "django_otp",
     "django_otp.plugins.otp_totp",
     "signin",
+    "privacy",
 ]
 
 MIDDLEWARE = [
@@ -322,6 +323,9 @@ OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
 RADLAY_LLM_TIMEOUT = env.float("RADLAY_LLM_TIMEOUT", default=60.0)
 RADLAY_LLM_MAX_RETRIES = env.int("RADLAY_LLM_MAX_RETRIES", default=4)
 RADLAY_GENERATION_CONCURRENCY = env.int("RADLAY_GENERATION_CONCURRENCY", default=8)
+# De-identify sources as they are imported (privacy/): findings for the review page, and the
+# de-identified text external backends and laypeople receive.
+RADLAY_DEIDENTIFY_ON_IMPORT = env.bool("RADLAY_DEIDENTIFY_ON_IMPORT", default=True)
 # Jobs of a local-model (gpu queue) batch that one task runs in lockstep, one device batch per step.
 RADLAY_GPU_BATCH_SIZE = env.int("RADLAY_GPU_BATCH_SIZE", default=16)
 RADLAY_GENERATION_JOB_ATTEMPTS = env.int("RADLAY_GENERATION_JOB_ATTEMPTS", default=3)

@@ -5,14 +5,15 @@ and judging's runs both build theirs here."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 from django.conf import settings
 
 from generation.backends.base import ChatBackend
 from generation.backends.cache import CachedBackend
-from generation.backends.registry import get_backend
+from generation.backends.gate import GatedBackend
+from generation.backends.registry import EXTERNAL_BACKENDS, get_backend
 from generation.call_cache import DbCallCache
 
 
@@ -52,12 +53,26 @@ def _instance(
 
 
 def cached_backend(
-    name: str, model: str, *, build: Callable[..., ChatBackend] = get_backend, **extra: Any
+    name: str,
+    model: str,
+    *,
+    study: Any,
+    purpose: str,
+    build: Callable[..., ChatBackend] = get_backend,
+    **extra: Any,
 ) -> CachedBackend:
     """The backend `name` for `model` (made by `build(name, model=..., **options)`), its calls
-    cached in the database; `extra` options are added to those from the settings."""
+    cached in the database; `extra` options are added to those from the settings. A backend that
+    calls out (registry.EXTERNAL_BACKENDS) asks the data-policy gate of `study` (an
+    annotation Study) before every call: this is the one place such a backend is built."""
+    from privacy.gate import external_call_check
+
     options = {**backend_options(name), **extra}
-    backend = _instance(build, name, model, tuple(sorted(options.items())))
+    backend: ChatBackend = _instance(build, name, model, tuple(sorted(options.items())))
+    if name in EXTERNAL_BACKENDS:
+        backend = GatedBackend(
+            backend, permit=partial(external_call_check, study=study, backend=name, purpose=purpose)
+        )
     return CachedBackend(backend, DbCallCache(backend=name, model=model))
 
 

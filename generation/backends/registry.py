@@ -18,6 +18,11 @@ BACKENDS: dict[str, str] = {
     "vllm": "generation.backends.vllm_backend:VLLMBackend",
 }
 
+# Backends that send text off this machine: every call to one passes the data-policy gate
+# (generation/backends/gate.py, wrapped in by configured.cached_backend). A backend added here, or
+# any new backend that calls out, must be listed.
+EXTERNAL_BACKENDS = frozenset({"openai"})
+
 # Backends that run on a local GPU (the Celery `gpu` queue); the others go to the `llm` queue.
 GPU_BACKENDS = frozenset({"transformers", "vllm"})
 

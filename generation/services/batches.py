@@ -38,6 +38,7 @@ from generation.pipeline.self_correction import DEFAULT_MAX_ROUNDS
 from generation.prompts.registry import DEFAULT_VERSION, available_versions
 from generation.services.jobs import QUEUE
 from generation.services.outcomes import DEFAULT_SCGR_ATTEMPTS, SYSTEM_TAG, tagged_system
+from privacy.gate import external_call_problem
 from work import limits, scheduler
 
 FAMILY_ORDER = ("plain", "cot", "scgr")
@@ -122,6 +123,8 @@ def generation_batch_create(
         errors["sources"] = "Every source must belong to the study."
     elif not source_list:
         errors["study"] = f"Study {study.slug!r} has no sources to simplify."
+    if not errors and (problem := external_call_problem(study=study, backend=backend)):
+        errors["backend"] = problem
     if not errors and check_server and backend == GenerationBatch.Backend.OPENAI:
         if problem := openai_server_problem():
             errors["backend"] = problem

@@ -24,6 +24,8 @@ from generation.pipeline.self_correction import (
     run_self_correction_batch,
 )
 from generation.prompts.registry import load_prompts
+from privacy.gate import provenance_policy
+from privacy.selectors import source_texts
 
 if TYPE_CHECKING:
     from generation.pipeline.scgr import SCGRResult
@@ -99,7 +101,9 @@ def batch_backend(batch: GenerationBatch) -> ChatBackend:
     if batch.backend == GenerationBatch.Backend.TRANSFORMERS:
         # A chunk's step is one batch on the device (its Processor step, two per job, takes two).
         extra["batch_size"] = gpu_batch_size()
-    return cached_backend(batch.backend, batch_model_path(batch), **extra)
+    return cached_backend(
+        batch.backend, batch_model_path(batch), study=batch.study, purpose="generation", **extra
+    )
 
 
 # Flag reasons of the self-correction loop that concern the Generator's first answer (the BS text).
@@ -119,6 +123,7 @@ def jobs_generate(jobs: Sequence[GenerationJob]) -> list[Outcome]:
         "backend": batch.backend,
         "seed": params.seed,
     }
+    data_policy = provenance_policy(study=batch.study, backend=batch.backend)
 
     def common_parameters(job: GenerationJob) -> dict[str, Any]:
         return {
@@ -126,13 +131,16 @@ def jobs_generate(jobs: Sequence[GenerationJob]) -> list[Outcome]:
             "generation_batch": batch.pk,
             "generation_job": job.pk,
             "model_artifact": batch.model_artifact_id,
+            "data_policy": data_policy,
         }
 
     if family == GenerationJob.Family.SCGR:
         return [_run_scgr(job, backend, params, base, common_parameters(job)) for job in jobs]
 
     prompts = load_prompts(batch.prompt_version)
-    sentences = [job.source.text for job in jobs]
+    # What a model reads of a source: its de-identified text (privacy/selectors.py).
+    texts = source_texts(sources=[job.source for job in jobs], audience="model")
+    sentences = [texts[job.source_id] for job in jobs]
     sc_key = f"{family}_sc"
     # Every job of a batch and family asks for the same systems.
     if sc_key in jobs[0].systems:
@@ -260,7 +268,8 @@ def _run_scgr(
     from generation.pipeline.scgr import scgr_simplify  # loads the glossary: only when SCGR is asked for
 
     max_attempts = int(job.batch.parameters.get("scgr_max_attempts", DEFAULT_SCGR_ATTEMPTS))
-    result = scgr_simplify(job.source.text, backend=backend, params=params, max_attempts=max_attempts)
+    text = source_texts(sources=[job.source], audience="model")[job.source_id]
+    result = scgr_simplify(text, backend=backend, params=params, max_attempts=max_attempts)
     best = min(result.attempts, key=lambda a: len(a.violations))
     provenance = {
         **base,

@@ -94,7 +94,7 @@ def test_the_admin_launch_forms_default_the_same_way(client, draft, no_server):
 
 @pytest.mark.parametrize("name", ["console:launch-generation", "console:launch-judges"])
 def test_a_refused_key_is_a_form_error_and_nothing_is_queued(
-    settings, client, editor, draft, refusing_server, name
+    settings, client, editor, draft, refusing_server, name, external_calls_approved
 ):
     settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = refusing_server, "sk-wrong"
     client.force_login(editor)
@@ -108,7 +108,9 @@ def test_a_refused_key_is_a_form_error_and_nothing_is_queued(
     assert not GenerationBatch.objects.exists() and not JudgeRun.objects.exists()
 
 
-def test_an_unreachable_server_is_a_form_error(settings, client, editor, draft, closed_port):
+def test_an_unreachable_server_is_a_form_error(
+    settings, client, editor, draft, closed_port, external_calls_approved
+):
     settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = closed_port, ""
     client.force_login(editor)
     data = {**GENERATION, "backend": "openai", "study": draft.pk}
@@ -124,7 +126,7 @@ def test_no_server_configured_is_said_so(no_server):
 
 
 def test_a_server_that_answers_takes_the_launch_to_its_live_page(
-    settings, client, editor, draft, django_capture_on_commit_callbacks
+    settings, client, editor, draft, django_capture_on_commit_callbacks, external_calls_approved
 ):
     with ScriptedLLMServer() as server:
         settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = server.base_url, "sk-test"

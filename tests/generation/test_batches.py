@@ -39,7 +39,7 @@ def make_study(slug: str = "gen", sentences=SENTENCES) -> Study:
 
 
 @pytest.fixture
-def llm(settings, scripted_llm):
+def llm(settings, scripted_llm, external_calls_approved):
     """Point the openai backend at the scripted server; backoff of a few ms."""
     settings.OPENAI_BASE_URL = scripted_llm.base_url
     settings.OPENAI_API_KEY = "test-key"

@@ -32,7 +32,7 @@ def small_study() -> Study:
 
 
 @pytest.fixture
-def llm(settings, scripted_llm):
+def llm(settings, scripted_llm, external_calls_approved):
     settings.OPENAI_BASE_URL = scripted_llm.base_url
     settings.OPENAI_API_KEY = "test-key"
     settings.RADLAY_LLM_RETRY_DELAY = 0.01

@@ -37,7 +37,7 @@ def make_study(slug: str = "rec", sentences=SENTENCES) -> Study:
 
 
 @pytest.fixture
-def llm(settings, scripted_llm):
+def llm(settings, scripted_llm, external_calls_approved):
     settings.OPENAI_BASE_URL = scripted_llm.base_url
     settings.OPENAI_API_KEY = "test-key"
     settings.RADLAY_LLM_TIMEOUT = 5.0

@@ -126,7 +126,7 @@ def valid_answer(request) -> str:
 
 
 @pytest.fixture
-def judge_server(settings):
+def judge_server(settings, external_calls_approved):
     """The scripted server answering every judge prompt with a valid JSON answer by default."""
     with ScriptedLLMServer(model="judge-model") as server:
         server.set_fallback("radiologist", valid_answer)

@@ -1,5 +1,8 @@
 """`manage.py study open|close|status SLUG`: studies are imported as drafts, so a scripted set-up
-opens them here; the same checks and messages as the admin's actions."""
+opens them here; the same checks and messages as the admin's actions.
+
+`manage.py study policy SLUG [local-only|deidentified|external-approved] [--endpoint URL]
+--reason TEXT` sets the study's data policy (privacy/), or prints it without a policy."""
 
 import json
 
@@ -15,13 +18,25 @@ class Command(BaseCommand):
     help = "Open or close a study for participants, or print its status and counts."
 
     def add_arguments(self, parser):
-        parser.add_argument("action", choices=["open", "close", "status"])
+        parser.add_argument("action", choices=["open", "close", "status", "policy"])
         parser.add_argument("slug")
+        parser.add_argument(
+            "policy", nargs="?", choices=["local-only", "deidentified", "external-approved"], default=None
+        )
+        parser.add_argument(
+            "--endpoint", default="", help="policy: the approved endpoint (external-approved)"
+        )
+        parser.add_argument("--reason", default="", help="policy: why it changes (kept in the activity log)")
 
     def handle(self, *args, action: str, slug: str, **options):
         study = Study.objects.filter(slug=slug).first()
         if study is None:
             raise CommandError(f"No study with slug {slug!r}.")
+        if action == "policy":
+            self._policy(study, options["policy"], endpoint=options["endpoint"], reason=options["reason"])
+            return
+        if options["policy"]:
+            raise CommandError(f"`study {action}` takes no policy; did you mean `study policy {slug} ...`?")
         if action == "status":
             self.stdout.write(
                 json.dumps(
@@ -39,3 +54,32 @@ class Command(BaseCommand):
             self.stdout.write(self.style.SUCCESS(f"Study {study.slug!r} is now {state}."))
         else:
             self.stdout.write(f"Study {study.slug!r} was already {state}; nothing changed.")
+
+    def _policy(self, study: Study, policy: str | None, *, endpoint: str, reason: str) -> None:
+        from privacy.selectors import data_policy_of
+        from privacy.services import data_policy_change
+
+        if policy is not None:
+            try:
+                data_policy_change(
+                    study=study,
+                    policy=policy,
+                    endpoint=endpoint,
+                    reason=reason,
+                    actor="manage.py study policy",
+                )
+            except ValidationError as exc:
+                raise CommandError(" ".join(exc.messages)) from None
+        current = data_policy_of(study=study)
+        self.stdout.write(
+            json.dumps(
+                {
+                    "study": study.slug,
+                    "policy": current.policy,
+                    "endpoint": current.endpoint,
+                    "deidentification_approved": current.is_approved,
+                    "radiologists_see_originals": current.originals_for_radiologists,
+                },
+                indent=2,
+            )
+        )
