@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Q
+from django.db.models import Count, F, Func, IntegerField, Q, Subquery
 
 from annotation.models import (
     ExpertItem,
@@ -130,17 +130,34 @@ def _protocol_tables(study: Study) -> dict[str, Any]:
     }
 
 
-def protocol_asked(*, study: Study, flows: StudyFlows | None = None) -> bool:
+def protocol_asked(
+    *, study: Study, flows: StudyFlows | None = None, protocol_answers: int | None = None
+) -> bool:
     """Whether the study asks the protocol's items: it runs no other flow, or one of its counted
     participants answers in a protocol flow, or protocol answers exist (a study that changed flows
-    keeps showing what it holds)."""
+    keeps showing what it holds). `protocol_answers`, where the caller counted them already."""
     flows = flows or study_flows(study=study)
     if not flows.other_flows:
         return True
     for role, group in _counted(study).values_list("role", "rater_group").distinct():
         if flows.flow_of(role=role, rater_group=group) in PROTOCOL_FLOWS:
             return True
+    if protocol_answers is not None:
+        return protocol_answers > 0
     return any(table.exists() for tables in _protocol_tables(study).values() for table in tables)
+
+
+def _table_counts(study: Study, tables: dict[str, Any]) -> dict[str, int]:
+    """Each named queryset's row count, in one query (a scalar COUNT subquery per table)."""
+    counts = {
+        name: Subquery(
+            queryset.order_by().annotate(n=Func(F("pk"), function="COUNT")).values("n"),
+            output_field=IntegerField(),
+        )
+        for name, queryset in tables.items()
+    }
+    row = Study.objects.filter(pk=study.pk).annotate(**counts).values(*counts).first()
+    return {name: int((row or {}).get(name) or 0) for name in tables}
 
 
 # --- Counts -------------------------------------------------------------------------------------------
@@ -168,6 +185,7 @@ class AnswerCounts:
     answers: int
     by_flow: list[FlowCount]
     by_role: dict[str, int] = field(default_factory=dict)
+    protocol_answers: int = 0
 
     def flow(self, name: str) -> FlowCount:
         return next((row for row in self.by_flow if row.flow == name), FlowCount(name))
@@ -182,8 +200,22 @@ def answer_counts(*, study: Study, flows: StudyFlows | None = None) -> AnswerCou
     ):
         rows[flows.flow_of(role=role, rater_group=group)].participants += n
         by_role[role] += n
-    for flow, tables in _protocol_tables(study).items():
-        rows[flow].answers += sum(table.count() for table in tables)
+    controls = PlantedControlAnswer.objects.filter(
+        counted_participants(path="participant__"), participant__study=study
+    )
+    tables = {
+        f"{flow}_{i}": table for flow, pair in _protocol_tables(study).items() for i, table in enumerate(pair)
+    }
+    counted = _table_counts(
+        study,
+        {
+            **tables,
+            "controls": controls,
+            "control_raters": Participant.objects.filter(pk__in=controls.values("participant_id")),
+        },
+    )
+    for name in tables:
+        rows[name.rsplit("_", 1)[0]].answers += counted[name]
     for flow, n in (
         ItemAnswer.objects.filter(counted_participants(path="participant__"), participant__study=study)
         .values_list("instrument__flow")
@@ -191,17 +223,15 @@ def answer_counts(*, study: Study, flows: StudyFlows | None = None) -> AnswerCou
         .order_by()
     ):
         rows[flow if flow in rows else PAIRS].answers += n
-    controls = PlantedControlAnswer.objects.filter(
-        counted_participants(path="participant__"), participant__study=study
-    )
-    rows[CONTROLS].answers = controls.count()
-    rows[CONTROLS].participants = controls.values("participant_id").distinct().count()
+    rows[CONTROLS].answers = counted["controls"]
+    rows[CONTROLS].participants = counted["control_raters"]
     shown = [row for row in rows.values() if row.participants or row.answers]
     return AnswerCounts(
         participants=sum(by_role.values()),
         answers=sum(row.answers for row in rows.values()),
         by_flow=shown,
         by_role=dict(by_role),
+        protocol_answers=sum(rows[flow].answers for flow in PROTOCOL_FLOWS),
     )
 
 
@@ -209,9 +239,23 @@ def study_answers_summary(*, study: Study) -> dict[str, Any]:
     """What the dashboard's header and its choice of sections read: `answer_counts`, whether the
     protocol is asked, whether another flow is."""
     flows = study_flows(study=study)
+    counts = answer_counts(study=study, flows=flows)
     return {
-        "answer_counts": answer_counts(study=study, flows=flows),
-        "protocol_asked": protocol_asked(study=study, flows=flows),
+        "answer_counts": counts,
+        "protocol_asked": protocol_asked(study=study, flows=flows, protocol_answers=counts.protocol_answers),
+        "other_flows": flows.other_flows,
+    }
+
+
+def study_sections_asked(*, study: Study, analysis: dict[str, Any] | None) -> dict[str, Any]:
+    """Which of the dashboard's sections a study asks, without counting answer tables (the
+    dashboard reads its snapshot only): protocol answers held from before a change of flows are
+    read from the snapshot's counts of radiologists and laypeople."""
+    flows = study_flows(study=study)
+    counted = (analysis or {}).get("n") or {}
+    held = int(counted.get("radiologists") or 0) + int(counted.get("laypeople") or 0)
+    return {
+        "protocol_asked": protocol_asked(study=study, flows=flows, protocol_answers=held),
         "other_flows": flows.other_flows,
     }
 

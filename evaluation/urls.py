@@ -20,6 +20,7 @@ urlpatterns = [
     path("<slug:slug>/", views.study_detail, name="study-detail"),
     path("<slug:slug>/freshness/", views.study_snapshot_status, name="study-freshness"),
     path("<slug:slug>/progress-section/", views.study_progress_section, name="study-progress-section"),
+    path("<slug:slug>/counts/", views.study_counts_section, name="study-counts"),
     path("<slug:slug>/metrics/", views.study_metrics, name="study-metrics"),
     path("<slug:slug>/progress/", views.study_progress_page, name="study-progress"),
     path("<slug:slug>/correlations/", views.study_correlations, name="study-correlations"),

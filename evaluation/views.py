@@ -38,7 +38,12 @@ from evaluation.exporters.response import export_response, item_export_response
 from evaluation.progress import latin_square_balance, participants_progress, progress_by_role, study_progress
 from evaluation.rater_reliability import RELIABILITY_ASPECTS, study_rater_reliability
 from evaluation.services import analysis_snapshot_refresh
-from evaluation.study_answers import study_answers_summary, units_by_flow_and_group
+from evaluation.study_answers import (
+    answer_counts,
+    study_answers_summary,
+    study_sections_asked,
+    units_by_flow_and_group,
+)
 from evaluation.study_archive import study_archive_write
 from measures.stats.rater_reliability import DEFAULT_ALPHA, DEFAULT_MIN_PLANTED
 
@@ -104,8 +109,17 @@ def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
     context["participant_language"] = study_language_summary(study=study)
     # Owners and editors get the "with Prolific/external IDs" checkbox (off by default).
     context["may_see_identifying"] = may_see_identifying(study=study)
-    context.update(study_answers_summary(study=study))
+    context.update(study_sections_asked(study=study, analysis=context.get("analysis")))
     return render(request, "evaluation/study_detail.html", context)
+
+
+@researcher_login_required
+def study_counts_section(request: HttpRequest, slug: str) -> HttpResponse:
+    """The dashboard header's participants and answers of every flow, counted live (loaded after
+    the page's first paint, so the dashboard itself never counts answer tables)."""
+    study = access_study(user=request.user, slug=slug)
+    context = {"study": study, "answer_counts": answer_counts(study=study)}
+    return _section_response(request, context, section="counts", title="Participants and answers")
 
 
 @researcher_login_required

@@ -24,6 +24,7 @@ RESEARCHER_PAGES = (
     "evaluation:study-detail",
     "evaluation:study-freshness",
     "evaluation:study-progress-section",
+    "evaluation:study-counts",
     "evaluation:study-metrics",
     "evaluation:study-progress",
     "evaluation:study-correlations",

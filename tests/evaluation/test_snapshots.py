@@ -380,15 +380,16 @@ def test_a_landed_snapshot_needs_no_check_and_new_answers_show_once_counted(clie
 def test_the_dashboard_get_costs_the_same_few_queries_at_any_size(
     client, n_sources, sent, checks, django_assert_num_queries
 ):
-    """Session, user, study, snapshot row, its figures, the researcher check: whatever the
-    study's size and answers, once a snapshot landed."""
+    """Session, user, study, snapshot row, its figures, the researcher check, the flows its
+    instruments ask (which sections it shows): whatever the study's size and answers, once a
+    snapshot landed."""
     study = build_answered_study(slug=f"size{n_sources}", n_sources=n_sources)
     user = get_user_model().objects.create_user(f"ada{n_sources}", password="pw")
     study.researchers.add(user)
     client.force_login(user)
     services.analysis_snapshot_compute_here(study=study)
     url = reverse("evaluation:study-detail", args=[study.slug])
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(7):
         assert client.get(url).status_code == 200
     assert checks == []
 

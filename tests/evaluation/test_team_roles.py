@@ -46,6 +46,7 @@ ENDPOINTS = [
     Endpoint("evaluation:study-detail", "view", method="post"),
     Endpoint("evaluation:study-freshness", "view"),
     Endpoint("evaluation:study-progress-section", "view"),
+    Endpoint("evaluation:study-counts", "view"),
     Endpoint("evaluation:study-metrics", "view"),
     Endpoint("evaluation:study-progress", "view"),
     Endpoint("evaluation:study-correlations", "view"),
