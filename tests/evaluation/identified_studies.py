@@ -3,6 +3,8 @@ that every archive and export hands out de-identified text unless an owner asks 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.contrib.auth import get_user_model
 
 from annotation.models import Source, Study
@@ -25,14 +27,19 @@ def identified(sentence: str, name: str, mrn: str, phone: str, doctor: str) -> s
     return f"Patient: {name}, MRN {mrn}, tel. {phone}. {sentence} Read by Dr. {doctor}."
 
 
-def identified_study(*, slug: str) -> tuple[Study, object, list[str]]:
-    """An answered study (tests/evaluation/test_analysis_inputs.build_answered_study) whose sources'
-    original texts carry IDENTIFIERS, de-identified and approved by its owner. Returns the study,
-    the owner and the identifiers (every one the de-identification replaced)."""
-    study = build_answered_study(slug=slug, n_sources=len(IDENTIFIERS))
+def identified_study(
+    *, slug: str, build: Callable[[str], Study] | None = None
+) -> tuple[Study, object, list[str]]:
+    """A study built by `build(slug)` (by default an answered study of four sources:
+    tests/evaluation/test_analysis_inputs.build_answered_study) whose first sources' original
+    texts carry IDENTIFIERS, de-identified and approved by its owner. Returns the study, the owner
+    and the identifiers (every one the de-identification replaced)."""
+    study = build(slug) if build else build_answered_study(slug=slug, n_sources=len(IDENTIFIERS))
     owner = get_user_model().objects.create_user(f"{slug}-owner", password="pw")
     study_member_add(study=study, user=owner, role="owner", actor="test")
-    for source, ids in zip(study.sources.order_by("position"), IDENTIFIERS, strict=True):
+    sources = list(study.sources.order_by("position"))
+    assert len(sources) >= len(IDENTIFIERS)
+    for source, ids in zip(sources, IDENTIFIERS, strict=False):
         Source.objects.filter(pk=source.pk).update(text=identified(source.text, *ids))
     study_deidentify(study=study, actor=owner)
     for finding in DeidFinding.objects.filter(source__study=study, status=DeidFinding.Status.REVIEW):
