@@ -138,7 +138,7 @@ def _handed_out(batch: list[models.Model], serialized: list[dict], originals: bo
     if originals or not batch:
         return serialized
     if isinstance(batch[0], Source):
-        texts = source_texts(sources=batch, audience="export")
+        texts = source_texts(sources=[row for row in batch if isinstance(row, Source)], audience="export")
         for row in serialized:
             row["fields"]["text"] = texts[row["pk"]]
     elif isinstance(batch[0], SourceDeidentification):

@@ -103,3 +103,13 @@ def test_an_owner_asking_for_originals_gets_them_recorded(client, tmp_path):
         "API source list",
         "preferences export",
     ]
+
+
+def test_fine_tuning_pairs_carry_the_deidentified_sources():
+    """The local fine-tuning (ml/) trains on what a model is given: the de-identified text."""
+    from ml.selectors import training_pairs_for_study
+
+    study, _, words = identified_study(slug="tuned")
+    pairs = training_pairs_for_study(study=study)
+    assert pairs and all(pair.source.startswith("Patient: [NAME], MRN [MRN]") for pair in pairs)
+    assert not [w for pair in pairs for w in words if w in pair.source]
