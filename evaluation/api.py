@@ -7,8 +7,7 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.db.models import Count, F
-from django.db.models.functions import Coalesce
+from django.db.models import Count
 from django.http import HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -29,7 +28,7 @@ from annotation.selectors import counted_participants, studies_for_user
 from evaluation import serializers
 from evaluation.audit import audit_shipped, reported_files
 from evaluation.context import RETRY_AFTER_SECONDS, analysis_document
-from evaluation.export_options import include_external_ids_asked
+from evaluation.export_options import include_external_ids_asked, originals_asked
 from evaluation.exporters import FORMATS
 from evaluation.exporters.items import LayoutError
 from evaluation.exporters.pages import AnswerPosition, answer_page, position_of
@@ -39,6 +38,7 @@ from evaluation.pagination import bounded_int, cursor_payload, cursor_text
 from evaluation.progress import participants_progress
 from evaluation.selectors import analysis_snapshot_get, snapshot_analysis, snapshot_analysis_json
 from evaluation.services import SnapshotState, analysis_snapshot_refresh, analysis_snapshot_wait
+from privacy.selectors import sources_with_export_text
 from signin.second_factor_services import api_token_second_factor_missing
 
 MAX_ANSWERS_PAGE = 5000
@@ -111,12 +111,12 @@ class SourceListView(_StudyChildList):
         # recorded in the activity log).
         study = self.study()
         sources = Source.objects.filter(study=study).order_by("position")
-        if self.request.query_params.get("originals") == "1":
+        originals = originals_asked(self.request.query_params)
+        if originals:
             from privacy.services import originals_release_record
 
             originals_release_record(study=study, actor=self.request.user, purpose="API source list")
-            return sources.annotate(shown_text=F("text"))
-        return sources.annotate(shown_text=Coalesce(F("deidentification__text"), F("text")))
+        return sources_with_export_text(sources, originals=originals)
 
 
 class SystemListView(_StudyChildList):

@@ -14,3 +14,10 @@ def include_external_ids_asked(query: Mapping[str, str]) -> bool:
     """Whether the request asks for the recruiters' ids (`include_external_ids`). Whether the user
     may have them is the exporter's role rule, not this."""
     return str(query.get("include_external_ids", "")).strip().lower() in _YES
+
+
+def originals_asked(query: Mapping[str, str]) -> bool:
+    """Whether the request asks for the original reports instead of the de-identified sources
+    (`originals`). Only an owner may have them, and the release is recorded
+    (privacy.services.originals_release_record): that is the caller's rule, not this."""
+    return str(query.get("originals", "")).strip().lower() in _YES

@@ -28,6 +28,7 @@ from evaluation.preference_aggregation import (
     rating_pairs,
 )
 from evaluation.selectors import EXPERT_ASPECTS
+from privacy.selectors import source_texts
 
 DEFAULT_RATING_THRESHOLD = 1.0
 
@@ -38,7 +39,9 @@ class StudyPreferences:
     # Keyed as the pairs name them (Hashable in evaluation.preference_aggregation).
     texts: dict[Any, str]  # SimplificationText id -> text
     systems: dict[Any, list[str]]  # SimplificationText id -> the system keys that produced it
-    originals: dict[Any, str]  # source key -> original sentence
+    originals: dict[Any, str]  # source key -> the sentence as exported (de-identified unless asked)
+    # Whether `originals` holds the original reports (an owner asked) rather than de-identified text.
+    original_reports: bool = False
 
 
 def _lay_votes(study: Study) -> list[Vote]:
@@ -126,8 +129,10 @@ def _ratings(study: Study) -> list[Rating]:
 
 
 def study_preferences(
-    *, study: Study, rating_threshold: float = DEFAULT_RATING_THRESHOLD
+    *, study: Study, rating_threshold: float = DEFAULT_RATING_THRESHOLD, originals: bool = False
 ) -> StudyPreferences:
+    """The study's preference pairs, with each source's text as an export hands it out: de-identified
+    unless `originals` (an owner's request, recorded by the caller)."""
     summary = aggregate_votes([*_lay_votes(study), *_pairwise_votes(study)])
     rating_pairs(_ratings(study), threshold=rating_threshold, summary=summary)
     used: list[Any] = list({t for pair in summary.pairs for t in (pair.chosen, pair.rejected)})
@@ -139,5 +144,9 @@ def study_preferences(
         .values_list("shown_text_id", "system__key")
     ):
         systems.setdefault(text_id, []).append(key)
-    originals: dict[Any, str] = dict(study.sources.values_list("key", "text"))
-    return StudyPreferences(summary=summary, texts=texts, systems=systems, originals=originals)
+    sources = list(study.sources.all())
+    shown = source_texts(sources=sources, audience="export", originals=originals)
+    sentences: dict[Any, str] = {source.key: shown[source.pk] for source in sources}
+    return StudyPreferences(
+        summary=summary, texts=texts, systems=systems, originals=sentences, original_reports=originals
+    )

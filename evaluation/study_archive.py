@@ -16,6 +16,16 @@ Participants keep their label in the analysis and the exports (`P<old key>` beco
 pseudonym where they had none) and their invite links (a token already taken on the receiving
 server gets a new one). Accounts are not moved: the importing user becomes the study's owner, and
 links to accounts are dropped. A judge run unfinished when archived arrives cancelled.
+
+Privacy (privacy/): by default the archive hands out de-identified sources. Each source's
+`text` is its de-identified text (where it was de-identified), its de-identification row is
+rewritten to match that text (the copy's de-identification counts as done, with no findings to
+review), and the findings, which hold the identifiers, stay out (named in the manifest's
+`excluded`). Only when an owner asks for the originals (`originals=True`, recorded by the caller
+with privacy.services.originals_release_record) do the original texts and the findings travel;
+the manifest says which (`originals`). Either way the copy's data policy arrives with its
+de-identification approval withdrawn: an approval is an owner's statement on the exporting
+server, so an owner of the copy approves again before its text reaches an external backend.
 """
 
 from __future__ import annotations
@@ -36,16 +46,19 @@ from django.utils import timezone
 
 from annotation.activity_services import activity_record
 from annotation.instrument_services import study_instruments_stamp_refresh
-from annotation.models import AnswerRevision, Participant, Study, new_participant_token
+from annotation.models import AnswerRevision, Participant, Source, Study, new_participant_token, text_hash
 from evaluation.study_archive_reader import ArchiveError, ArchiveLimits, BoundedArchive
 from evaluation.study_archive_tables import (
     ARCHIVED,
-    EXCLUDED,
     REVISION_TYPES,
     Table,
     account_model,
+    archived_tables,
+    excluded_tables,
 )
 from judging.models import JudgeItem, JudgeRun
+from privacy.models import DataPolicy, SourceDeidentification
+from privacy.selectors import source_texts
 
 FORMAT = "radlay-study-archive"
 VERSION = 2
@@ -119,19 +132,36 @@ def _batches(rows: Iterator[models.Model]) -> Iterator[list[models.Model]]:
         yield batch
 
 
-def study_archive_write(*, study: Study, out: IO[bytes]) -> dict[str, int]:
+def _handed_out(batch: list[models.Model], serialized: list[dict], originals: bool) -> list[dict]:
+    """The rows as the archive hands them out: sources with the text an export gets
+    (privacy.selectors.source_texts), their de-identification matching that text."""
+    if originals or not batch:
+        return serialized
+    if isinstance(batch[0], Source):
+        texts = source_texts(sources=[row for row in batch if isinstance(row, Source)], audience="export")
+        for row in serialized:
+            row["fields"]["text"] = texts[row["pk"]]
+    elif isinstance(batch[0], SourceDeidentification):
+        for row in serialized:
+            row["fields"]["source_hash"] = text_hash(row["fields"]["text"])
+    return serialized
+
+
+def study_archive_write(*, study: Study, out: IO[bytes], originals: bool = False) -> dict[str, int]:
     """Write `study`'s archive to the binary file `out`, table by table in batches (never a whole
-    table in memory); returns the row count per table."""
+    table in memory); returns the row count per table. The sources are de-identified unless
+    `originals` (an owner's request, recorded by the caller: privacy.services.originals_release_record)."""
     counts: dict[str, int] = {}
     python = serializers.get_serializer("python")
+    tables = archived_tables(originals=originals)
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for table in ARCHIVED:
+        for table in tables:
             counts[table.label] = 0
             with archive.open(f"{table.label}.jsonl", "w", force_zip64=True) as member:
                 for batch in _batches(_rows(table, study)):
                     lines = [
                         json.dumps(row, cls=_ExactEncoder, ensure_ascii=False)
-                        for row in python().serialize(batch)
+                        for row in _handed_out(batch, python().serialize(batch), originals)
                     ]
                     member.write(("\n".join(lines) + "\n").encode())
                     counts[table.label] += len(batch)
@@ -141,9 +171,10 @@ def study_archive_write(*, study: Study, out: IO[bytes]) -> dict[str, int]:
             "study": study.slug,
             "title": study.title,
             "exported_at": timezone.now().isoformat(),
-            "tables": [table.label for table in ARCHIVED],
+            "tables": [table.label for table in tables],
             "counts": counts,
-            "excluded": dict(EXCLUDED),
+            "originals": originals,
+            "excluded": excluded_tables(originals=originals),
         }
         archive.writestr("manifest.json", json.dumps(manifest, indent=2))
     return counts
@@ -162,11 +193,19 @@ class ArchiveManifest:
     exported_at: str
     counts: dict[str, int]
     excluded: dict[str, str] = field(default_factory=dict)
+    # The tables it holds (None: an archive that does not list them, which then holds them all).
+    written: tuple[str, ...] | None = None
+    # Whether it carries the original reports and their identifiers (an owner asked for them).
+    originals: bool = False
 
     @property
     def tables(self) -> list[tuple[str, int]]:
         """(table, rows) in the order they are imported, this server's tables only."""
-        return [(table.label, self.counts.get(table.label, 0)) for table in ARCHIVED]
+        return [
+            (table.label, self.counts.get(table.label, 0))
+            for table in ARCHIVED
+            if self.written is None or table.label in self.written
+        ]
 
 
 def _manifest_check(archive: BoundedArchive) -> ArchiveManifest:
@@ -187,6 +226,9 @@ def _manifest_check(archive: BoundedArchive) -> ArchiveManifest:
     ):
         raise ArchiveError("manifest.json's counts are not a table → row count mapping")
     excluded = manifest.get("excluded", {})
+    written = manifest.get("tables")
+    if written is not None and not (isinstance(written, list) and all(isinstance(t, str) for t in written)):
+        raise ArchiveError("manifest.json's tables are not a list of table names")
     return ArchiveManifest(
         version=version,
         study=str(manifest.get("study", "")),
@@ -194,6 +236,8 @@ def _manifest_check(archive: BoundedArchive) -> ArchiveManifest:
         exported_at=str(manifest.get("exported_at", "")),
         counts={str(k): v for k, v in counts.items()},
         excluded={str(k): str(v) for k, v in excluded.items()} if isinstance(excluded, dict) else {},
+        written=tuple(written) if version >= 2 and written is not None else None,
+        originals=manifest.get("originals") is True,
     )
 
 
@@ -233,11 +277,16 @@ def study_archive_import(
                 study_instruments_stamp_refresh(study=study)
                 if researcher is not None:
                     study.researchers.add(researcher)
+                details: dict[str, Any] = {"from": manifest.study, "archive_version": manifest.version}
+                if manifest.version >= 2:
+                    details["originals"] = manifest.originals
+                if importer.approval_withdrawn:
+                    details["deidentification_approved_on_export"] = importer.approval_withdrawn
                 activity_record(
                     study=study,
                     actor=actor if actor is not None else researcher,
                     verb="study.imported",
-                    details={"from": manifest.study, "archive_version": manifest.version},
+                    details=details,
                 )
         except DatabaseError as exc:
             # Outside the batched inserts (which name their table): the database, not the archive.
@@ -253,6 +302,8 @@ class _Importer:
         self.keys: dict[type[models.Model], dict[Any, Any]] = {}
         self.accounts = account_model()
         self.now = timezone.now()
+        # The exporting server's approval of the de-identification, withdrawn in the copy.
+        self.approval_withdrawn: dict[str, str] = {}
 
     def table_import(self, table: Table) -> None:
         model = table.model
@@ -262,6 +313,8 @@ class _Importer:
         if not self.archive.has(name):
             if self.manifest.version == 1 and table.label not in VERSION_1_TABLES:
                 return
+            if self.manifest.written is not None and table.label not in self.manifest.written:
+                return  # left out (the findings of a de-identified archive) or newer than it
             raise ArchiveError(f"the archive has no {name}")
         batch: list[tuple[Any, models.Model, dict[str, list[Any]]]] = []
         number = 0
@@ -349,6 +402,17 @@ class _Importer:
             obj.slug = self.slug or obj.slug
             if Study.objects.filter(slug=obj.slug).exists():
                 raise ArchiveError(f"a study with slug {obj.slug!r} exists here: import under another slug")
+        elif isinstance(obj, DataPolicy):
+            if obj.approved_at is not None:
+                self.approval_withdrawn = {
+                    "at": obj.approved_at.isoformat(),
+                    "by": obj.approved_by_label,
+                    "findings": str(obj.approved_findings),
+                    "edited": str(obj.approved_edited),
+                }
+            obj.approved_at = None
+            obj.approved_by_label = ""
+            obj.approved_findings = obj.approved_edited = 0
         elif isinstance(obj, Participant):
             obj.pseudonym = obj.pseudonym or f"P{old_pk}"
         elif isinstance(obj, AnswerRevision):

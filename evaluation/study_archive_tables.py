@@ -43,7 +43,8 @@ from annotation.models import (
     StudyInstrument,
     System,
 )
-from judging.models import JudgeAnswer, JudgeItem, JudgeRun
+from judging.models import JudgeAnswer, JudgeItem, JudgeRun, SpanAssistance
+from privacy.models import DataPolicy, DeidFinding, SourceDeidentification
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,9 @@ class Table:
     json_keys: dict[str, tuple[str, type[models.Model]]] = field(default_factory=dict)
     # Columns left to the database's own checks rather than the field's validation.
     unchecked: tuple[str, ...] = ()
+    # Written only when an owner asks for the original reports; otherwise left out, with this
+    # reason in the manifest.
+    originals_only: str = ""
 
     @property
     def label(self) -> str:
@@ -66,7 +70,16 @@ class Table:
 # Parents before children, so that every reference is known when a row is written.
 ARCHIVED: tuple[Table, ...] = (
     Table(Study, "pk"),
+    Table(DataPolicy, "study"),
+    # Source.text: the de-identified text unless an owner asks for originals (study_archive.py).
     Table(Source, "study"),
+    Table(SourceDeidentification, "source__study"),
+    Table(
+        DeidFinding,
+        "source__study",
+        originals_only="holds the identifiers found in the original reports (the spans' "
+        "original text): it travels only when an owner asks for the originals",
+    ),
     Table(System, "study"),
     Table(SimplificationText, "source__study"),
     Table(Simplification, "source__study"),
@@ -94,9 +107,24 @@ ARCHIVED: tuple[Table, ...] = (
     # (judge_item_task) holds the stored values, and checks them.
     Table(JudgeItem, "run__study", unchecked=("task",)),
     Table(JudgeAnswer, "item__run__study"),
+    # The study's AI-assisted span marking (its judge run and seeds): the copy shows the same pages.
+    Table(SpanAssistance, "study"),
     # Last: a revision names its answer by model and key (answer_type, answer_id).
     Table(AnswerRevision, "participant__study"),
 )
+
+
+def archived_tables(*, originals: bool) -> tuple[Table, ...]:
+    """The tables an archive writes: all of ARCHIVED with the originals, else those that hold no
+    identifier."""
+    return tuple(table for table in ARCHIVED if originals or not table.originals_only)
+
+
+def excluded_tables(*, originals: bool) -> dict[str, str]:
+    """The tables an archive leaves out, with the reason its manifest gives."""
+    left_out = {t.label: t.originals_only for t in ARCHIVED if t.originals_only and not originals}
+    return {**EXCLUDED, **left_out}
+
 
 # Tables that reach a study but stay out of its archive, and why (written into the manifest).
 EXCLUDED: dict[str, str] = {

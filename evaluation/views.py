@@ -30,7 +30,7 @@ from evaluation.context import (
     section_context,
     study_report_html,
 )
-from evaluation.export_options import include_external_ids_asked
+from evaluation.export_options import include_external_ids_asked, originals_asked
 from evaluation.exporters import FORMATS
 from evaluation.exporters.items import LayoutError
 from evaluation.exporters.metrics_table import metrics_csv
@@ -219,14 +219,24 @@ def study_item_export(
 def study_archive(request: HttpRequest, slug: str) -> FileResponse:
     """The whole study with every answer as one archive (evaluation/study_archive.py), for moving
     it to another radlay server with import_study_archive. It holds the participants' external ids,
-    so it is for owners and editors, and recorded in the study's activity."""
+    so it is for owners and editors, and recorded in the study's activity. Its sources are
+    de-identified unless an owner asks for the originals (?originals=1, recorded; anyone else is
+    refused)."""
     study = access_study(user=request.user, slug=slug, need="edit")
+    originals = originals_asked(request.GET)
+    if originals:
+        from privacy.services import originals_release_record
+
+        originals_release_record(study=study, actor=request.user, purpose="study archive")
     activity_record(
-        study=study, actor=request.user, verb="export.downloaded", details={"file": "archive.zip"}
+        study=study,
+        actor=request.user,
+        verb="export.downloaded",
+        details={"file": "archive.zip", "originals": originals},
     )
     # Spooled: a large study's archive goes to a temporary file, not the worker's memory.
     out = tempfile.SpooledTemporaryFile(max_size=16 * 1024 * 1024)
-    study_archive_write(study=study, out=out)
+    study_archive_write(study=study, out=out, originals=originals)
     out.seek(0)
     return FileResponse(
         out, as_attachment=True, filename=f"{study.slug}-archive.zip", content_type="application/zip"

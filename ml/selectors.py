@@ -12,6 +12,7 @@ from annotation import scales
 from annotation.models import Participant, SimplificationText, Study
 from ml.corpora import SimplificationPair
 from ml.models import ModelArtifact, TrainingJob
+from privacy.selectors import source_texts
 
 FILTER_KINDS = ("all", "expert_min", "lay_preferred")
 
@@ -100,11 +101,12 @@ def training_texts_for_study(*, study: Study, filter: PairFilter | str | Mapping
 def training_pairs_for_study(
     *, study: Study, filter: PairFilter | str | Mapping[str, Any] | None = None
 ) -> list[SimplificationPair]:
-    """(source text, simplification text) pairs of `study` chosen by human judgement (PairFilter)."""
-    return [
-        SimplificationPair(source=t.source.text, target=t.text)
-        for t in training_texts_for_study(study=study, filter=filter)
-    ]
+    """(source text, simplification text) pairs of `study` chosen by human judgement (PairFilter).
+    The source text is what a model is given (privacy.selectors.source_texts): de-identified, as
+    the texts were generated from it, so a fine-tuned model never learns the originals."""
+    texts = list(training_texts_for_study(study=study, filter=filter))
+    shown = source_texts(sources=[t.source for t in texts], audience="model")
+    return [SimplificationPair(source=shown[t.source_id], target=t.text) for t in texts]
 
 
 def model_artifact_for_path(*, path: str) -> ModelArtifact | None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
-from django.db.models import Count, Q
+from django.db.models import Count, F, Q, QuerySet
+from django.db.models.functions import Coalesce
 
 from annotation.models import Source, Study, text_hash
 from privacy.models import DataPolicy, DeidFinding, SourceDeidentification
@@ -39,6 +40,14 @@ def source_texts(*, sources: Iterable[Source], audience: Audience, originals: bo
         )
     )
     return {s.pk: deidentified.get(s.pk, s.text) for s in sources}
+
+
+def sources_with_export_text(sources: QuerySet[Source], *, originals: bool = False) -> QuerySet[Source]:
+    """`sources` annotated with `shown_text`, the text an export hands out (the rule of
+    `source_texts` for the "export" audience, in SQL, for paginated lists such as the API's)."""
+    if originals:
+        return sources.annotate(shown_text=F("text"))
+    return sources.annotate(shown_text=Coalesce(F("deidentification__text"), F("text")))
 
 
 def source_text(*, source: Source, audience: Audience, originals: bool = False) -> str:

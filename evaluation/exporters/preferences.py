@@ -49,14 +49,17 @@ def preference_records(
     prompt_family: str = "plain",
     prompt_version: str | None = None,
     rating_threshold: float = 1.0,
+    originals: bool = False,
 ) -> tuple[list[dict[str, Any]], StudyPreferences]:
-    """The study's pairs as records, or NoPreferencesError naming what is missing."""
+    """The study's pairs as records, or NoPreferencesError naming what is missing. The sentences
+    (`original`, and the prompt made of it) are de-identified unless `originals` (an owner's
+    request, recorded by the caller: privacy.services.originals_release_record)."""
     from generation.prompts.registry import DEFAULT_VERSION, load_prompts
 
     prompts = load_prompts(prompt_version or DEFAULT_VERSION)
     if prompt_family not in ("plain", "cot"):
         raise ValueError(f"prompt family must be plain or cot, not {prompt_family!r}")
-    found = study_preferences(study=study, rating_threshold=rating_threshold)
+    found = study_preferences(study=study, rating_threshold=rating_threshold, originals=originals)
     summary = found.summary
     if not summary.pairs:
         raise NoPreferencesError(
@@ -140,6 +143,19 @@ def _citations(study: Study) -> list[str]:
     return list(dict.fromkeys(lines))
 
 
+DEIDENTIFIED_NOTE = (
+    "The sentences (`original`, and the prompts made of them) are radlay's de-identified text: "
+    "identifiers its de-identification found, and the study's review confirmed, are replaced by "
+    "typed placeholders such as `[NAME]`. No tool guarantees de-identification: **the study team "
+    "must check the data** before the dataset leaves the institution."
+)
+ORIGINALS_NOTE = (
+    "**The sentences are the original reports**, released at an owner's request (recorded in the "
+    "study's activity log): they may hold protected health information and must not leave the "
+    "institution unless the data's agreement allows it."
+)
+
+
 def dataset_card(
     *, study: Study, records: list[dict[str, Any]], found: StudyPreferences, rating_threshold: float
 ) -> str:
@@ -147,6 +163,7 @@ def dataset_card(
     citations = "\n".join(_citations(study)) or "- (the study records no instrument citation)"
     family = records[0]["prompt_family"]
     version = records[0]["prompt_version"]
+    deidentification = ORIGINALS_NOTE if found.original_reports else DEIDENTIFIED_NOTE
     return f"""---
 pretty_name: "{study.title or study.slug} — preference pairs"
 task_categories:
@@ -203,10 +220,8 @@ with the consent participants gave and the source reports' terms) before sharing
 
 ## De-identification
 
-The texts are radiology sentences as imported into study `{study.slug}` and their simplifications;
-raters appear only as counts (no participant identifier is exported). radlay does not check the
-sentences for protected health information: **the study team must confirm the originals were
-de-identified** before the dataset leaves the institution."""
+The texts are radiology sentences of study `{study.slug}` and their simplifications; raters appear
+only as counts (no participant identifier is exported). {deidentification}"""
 
 
 def write_hf_dataset(

@@ -48,6 +48,8 @@ def test_upload_shows_the_counts_then_confirm_imports_the_copy(client, staff, ar
     assert f'<td>annotation.itemanswer</td><td class="num">{answers}</td>' in html
     for table in EXCLUDED:
         assert f"<code>{table}</code>" in html
+    assert "<code>privacy.deidfinding</code>" in html  # by default the identifiers stay out
+    assert "Its sources are de-identified" in html
     assert 'value="medlay-copy"' in html  # the archived slug is taken here: a free one is offered
     (token,) = client.session[SESSION_KEY]
     assert (media / "archive-imports" / f"{token}.zip").is_file()

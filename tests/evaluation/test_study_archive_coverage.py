@@ -71,6 +71,18 @@ def test_the_manifest_lists_every_table_and_every_exclusion_with_its_reason():
     study_archive_write(study=study, out=buffer)
     archive = zipfile.ZipFile(io.BytesIO(buffer.getvalue()))
     manifest = json.loads(archive.read("manifest.json"))
+    # By default the tables that hold identifiers (the de-identification's findings) stay out,
+    # named with their reason; an owner's archive with the originals holds every table.
+    withheld = {t.label: t.originals_only for t in ARCHIVED if t.originals_only}
+    assert "privacy.deidfinding" in withheld
+    written = [table.label for table in ARCHIVED if table.label not in withheld]
+    assert manifest["tables"] == written
+    assert manifest["excluded"] == {**EXCLUDED, **withheld}
+    assert set(archive.namelist()) == {"manifest.json", *(f"{label}.jsonl" for label in written)}
+    buffer = io.BytesIO()
+    study_archive_write(study=study, out=buffer, originals=True)
+    archive = zipfile.ZipFile(io.BytesIO(buffer.getvalue()))
+    manifest = json.loads(archive.read("manifest.json"))
     assert manifest["tables"] == [table.label for table in ARCHIVED]
     assert manifest["excluded"] == EXCLUDED
     assert set(archive.namelist()) == {"manifest.json", *(f"{t.label}.jsonl" for t in ARCHIVED)}

@@ -45,6 +45,12 @@ class Command(BaseCommand):
             help="preferences/hf-dataset: least gap of two texts' mean radiologist scores (1-5)",
         )
         parser.add_argument(
+            "--originals",
+            action="store_true",
+            help="preferences/hf-dataset: the original reports instead of the de-identified sentences; "
+            "recorded in the study's activity log",
+        )
+        parser.add_argument(
             "--include-external-ids",
             action="store_true",
             help="add the recruiter's participant ids (e.g. Prolific PIDs): personal data",
@@ -57,6 +63,10 @@ class Command(BaseCommand):
         if options["format"] in PAIR_FORMATS:
             self._pairs(study, options)
             return
+        if options["originals"]:
+            raise CommandError(
+                "--originals: the answer exports hold no source text; it is for preferences/hf-dataset."
+            )
         export = AnswerExport(
             study=study, file_format=options["format"], include_external_ids=options["include_external_ids"]
         )
@@ -79,9 +89,16 @@ class Command(BaseCommand):
                 prompt_family=options["prompt_family"],
                 prompt_version=options["prompt_version"],
                 rating_threshold=options["rating_threshold"],
+                originals=options["originals"],
             )
         except (preferences.NoPreferencesError, PromptError, ValueError) as exc:
             raise CommandError(str(exc).strip('"')) from None
+        if options["originals"]:
+            from privacy.services import originals_release_record
+
+            originals_release_record(
+                study=study, actor="manage.py export --originals", purpose=f"{options['format']} export"
+            )
         if options["format"] == "preferences":
             preferences.write_jsonl(records, out)
         else:
