@@ -16,6 +16,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from annotation.activity_services import activity_record
 from annotation.models import Participant, SimplificationText, Source, Study
 from annotation.span_suggestions import (
     PageOffers,
@@ -37,9 +38,11 @@ def span_assistance_set(
     assisted_share: Any = 1.0,
     seed: int = 0,
     enabled: bool = True,
+    actor: Any = None,
 ) -> SpanAssistance:
-    """Turn AI-assisted span marking on (or change it) for `study`. ValidationError naming the
-    field: `planted_rate` outside (0, 0.5], `assisted_share` outside [0, 1], a run of another study."""
+    """Turn AI-assisted span marking on (or change it) for `study`, recorded in its activity log.
+    ValidationError naming the field: `planted_rate` outside (0, 0.5], `assisted_share` outside
+    [0, 1], a run of another study. The console's form and `manage.py span_assistance` call it."""
     errors: dict[str, str] = {}
     try:
         rate = planted_rate_check(planted_rate)
@@ -68,7 +71,32 @@ def span_assistance_set(
                 "enabled": enabled,
             },
         )
+        activity_record(
+            study=study,
+            actor=actor,
+            verb="judges.span_assistance_set" if enabled else "judges.span_assistance_off",
+            obj=option,
+            details={"run": run.pk, "planted_rate": rate, "assisted_share": share, "seed": int(seed)},
+        )
     return option
+
+
+def span_assistance_off(*, study: Study, actor: Any = None) -> bool:
+    """Turn the study's span suggestions off (the option is kept, so answers given with
+    suggestions keep their run); whether they were on. Recorded in the activity log when they were."""
+    with transaction.atomic():
+        option = SpanAssistance.objects.select_for_update().filter(study=study, enabled=True).first()
+        if option is None:
+            return False
+        option.enabled = False
+        option.save(update_fields=["enabled"])
+        activity_record(study=study, actor=actor, verb="judges.span_assistance_off", obj=option)
+    return True
+
+
+def span_assistance_of(*, study: Study) -> SpanAssistance | None:
+    """The study's option, on or off, with its run (None: never set)."""
+    return SpanAssistance.objects.select_related("run").filter(study=study).first()
 
 
 def judge_spans_of(*, run_id: int, text_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
