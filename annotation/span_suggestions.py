@@ -153,21 +153,36 @@ def assisted_page(*, rater: Any, text_key: Any, seed: int = 0, share: float = 1.
 # The app that holds the suggestions' source (judging's runs) registers a provider from its
 # AppConfig.ready(): annotation imports none of the apps that build on it.
 Offer = tuple[bool, list[Suggestion]]  # (the page is assisted, the suggestions shown)
+PageOffers = dict[tuple[str, int], Offer]  # by (error-span item key, shown text id)
 _PROVIDERS: dict[str, Any] = {}
 
 
 def span_suggestions_provider_register(key: str, provider: Any) -> None:
-    """`provider(participant=..., text=SimplificationText, item=Item) -> Offer | None` (None: the
-    study offers no assistance for this item)."""
+    """`provider(participant=..., source=Source, texts=[SimplificationText], items=[Item]) ->
+    PageOffers | None` (None: the study offers no assistance). Called once per page with all its
+    texts and error-span items, so that a provider reads its option once and the texts' spans in
+    one query: a page's cost does not grow with its texts."""
     _PROVIDERS[key] = provider
 
 
-def span_suggestions_offered(*, participant: Any, text: Any, item: Any) -> Offer | None:
-    """The first registered provider's offer for this rater, text and error-span item."""
+def span_suggestions_page(
+    *, participant: Any, source: Any, texts: Sequence[Any], items: Sequence[Any]
+) -> PageOffers:
+    """The first registered provider's offers for this rater's page ({} where none offers any)."""
     for key in sorted(_PROVIDERS):
-        offer = _PROVIDERS[key](participant=participant, text=text, item=item)
-        if offer is not None:
-            return offer
+        offers = _PROVIDERS[key](participant=participant, source=source, texts=texts, items=items)
+        if offers is not None:
+            return dict(offers)
+    return {}
+
+
+def span_suggestions_offered(*, participant: Any, text: Any, item: Any) -> Offer | None:
+    """The first registered provider's offer for this rater, text and error-span item (None: the
+    study offers no assistance)."""
+    for key in sorted(_PROVIDERS):
+        offers = _PROVIDERS[key](participant=participant, source=text.source, texts=[text], items=[item])
+        if offers is not None:
+            return offers.get((item.key, text.pk), (False, []))
     return None
 
 

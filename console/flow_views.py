@@ -1,7 +1,8 @@
 """The console's Flows page of a study: what it asks (and adding a flow), the reference system,
-the pairwise comparison's plan and launch, and planted controls (plant, preview, remove). Each POST
-parses a form and calls one service (annotation/study_kind_services.py,
-generation/services/controls.py: the commands `study_kind` and `plant_controls` call the same).
+the pairwise comparison's plan and launch, planted controls (plant, preview, remove) and AI-assisted
+span marking (on, changed, off). Each POST parses a form and calls one service
+(annotation/study_kind_services.py, generation/services/controls.py, judging/span_assistance.py:
+the commands `study_kind`, `plant_controls` and `span_assistance` call the same).
 Editors and owners."""
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from django.views.decorators.http import require_http_methods, require_POST
 from annotation.access import access_study, researcher_login_required
 from annotation.study_kind_services import study_flows_launch, study_kind_attach, study_reference_set
 from console.flow_selectors import flows_page
+from console.span_assistance_forms import SpanAssistanceForm, span_assistance_context
 from generation.services.controls import MAX_RATE, study_controls_plan, study_controls_plant
+from judging.span_assistance import span_assistance_off, span_assistance_set
 
 
 class ReferenceForm(forms.Form):
@@ -48,6 +51,7 @@ def _render(request: HttpRequest, study, *, status: int = 200, **extra) -> HttpR
         **flows_page(study=study),
         "reference_form": extra.pop("reference_form", None) or ReferenceForm(),
         "controls_form": extra.pop("controls_form", None) or ControlsForm(),
+        **span_assistance_context(study=study, form=extra.pop("span_form", None)),
         **extra,
     }
     return render(request, "console/flows.html", context, status=status)
@@ -139,3 +143,38 @@ def controls(request: HttpRequest, slug: str) -> HttpResponse:
     else:
         messages.success(request, "The study has no planted controls.")
     return redirect("console:flows", slug=study.slug)
+
+
+@researcher_login_required
+@require_POST
+def span_assistance(request: HttpRequest, slug: str) -> HttpResponse:
+    """`action=off`: the suggestions turned off; else the form's option set (a rate outside
+    (0, 0.5] is refused on its field with the service's reason)."""
+    study = access_study(user=request.user, slug=slug, need="edit")
+    if request.POST.get("action") == "off":
+        was_on = span_assistance_off(study=study, actor=request.user)
+        messages.success(request, "Span suggestions are off." if was_on else "Span suggestions were not on.")
+        return redirect("console:flows", slug=study.slug)
+    form = SpanAssistanceForm(request.POST, study=study)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            option = span_assistance_set(
+                study=study,
+                run=data["run"],
+                planted_rate=data["planted_rate"],
+                assisted_share=data["assisted_share"],
+                seed=data["seed"],
+                actor=request.user,
+            )
+        except ValidationError as exc:
+            for field, errors in _errors(exc).items():
+                form.add_error(field if field in form.fields else None, errors)
+        else:
+            messages.success(
+                request,
+                f"Span suggestions from {option.run.label}: planted rate {option.planted_rate:g}, "
+                f"assisted share {option.assisted_share:g}.",
+            )
+            return redirect("console:flows", slug=study.slug)
+    return _render(request, study, status=400, span_form=form)

@@ -21,6 +21,7 @@ urlpatterns: list = [
     path("<slug:slug>/flows/reference/", flow_views.reference_set, name="flow-reference"),
     path("<slug:slug>/flows/launch/", flow_views.flows_launch, name="flows-launch"),
     path("<slug:slug>/flows/controls/", flow_views.controls, name="flow-controls"),
+    path("<slug:slug>/flows/span-assistance/", flow_views.span_assistance, name="flow-span-assistance"),
     path("<slug:slug>/instruments/", instrument_views.instrument_list, name="instruments"),
     path(
         "<slug:slug>/instruments/error-spans/",

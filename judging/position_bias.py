@@ -1,13 +1,16 @@
 """A pairwise judge's position bias and its ranking from both orders (measures.stats.position_bias,
-measures.stats.pairwise): read from a run's answers to a pairwise-flow instrument, each pair of
-texts asked as (A, B) and (B, A) (judging.services.pairwise_orders).
+measures.stats.pairwise): read from a run's answers to every pairwise (preference) item of any flow,
+each comparison asked as (A, B) and (B, A): the pairwise flow's pairs of texts
+(judging.services.pairwise_orders), and another flow's (text, reference) pairs, asked once more
+with the reference first (judging.pair_orders).
 
 The ranking counts every answer of both orders, so a judge that favours the first text gives each
 system as many first places as second ones and its bias cancels out of the strengths. A text
-several systems share counts for each of them (the protocol's rule).
+several systems share counts for each of them (the protocol's rule); a reference text counts for
+its reference system.
 
 The protocol's radiologist rubric judge sees one text per prompt (judging.instrument): it has no
-text order to counterbalance; only a prompt with several texts (the pairwise item) does.
+text order to counterbalance; only a prompt with two texts (a pairwise item) does.
 
 Read in the agreement's task or command (judging.services), never in a page.
 """
@@ -21,6 +24,7 @@ from instruments.schema import ItemKind
 from instruments.validation import instrument_from_data
 from judging.instrument_items import ITEM_TASK
 from judging.models import JudgeAnswer, JudgeItem, JudgeRun
+from judging.pair_orders import ordered_choice
 
 
 def run_position_bias(*, run: JudgeRun, confidence: float = 0.95, seed: int = 0) -> list[dict[str, Any]]:
@@ -30,9 +34,10 @@ def run_position_bias(*, run: JudgeRun, confidence: float = 0.95, seed: int = 0)
     from measures.stats.position_bias import OrderedJudgement, position_bias
 
     instruments = StudyInstrument.objects.filter(
-        pk__in=JudgeItem.objects.filter(run=run, task=ITEM_TASK).values("instrument_id"),
-        flow=StudyInstrument.Flow.PAIRWISE,
-    )
+        pk__in=JudgeItem.objects.filter(run=run, task=ITEM_TASK, reference_text__isnull=False).values(
+            "instrument_id"
+        ),
+    ).order_by("flow", "key", "version")
     systems: dict[Any, list[str]] = {}
     for text_id, key in Simplification.objects.filter(source__study=run.study).values_list(
         "shown_text_id", "system__key"
@@ -41,6 +46,8 @@ def run_position_bias(*, run: JudgeRun, confidence: float = 0.95, seed: int = 0)
     records = []
     for instrument in instruments:
         items = [i for i in instrument_from_data(instrument.definition).items if i.kind is ItemKind.PAIRWISE]
+        if not items:
+            continue
         answers = list(
             JudgeAnswer.objects.filter(
                 item__run=run, item__instrument=instrument, item__status=JudgeItem.Status.SUCCEEDED
@@ -50,9 +57,12 @@ def run_position_bias(*, run: JudgeRun, confidence: float = 0.95, seed: int = 0)
         )
         for item in items:
             judgements = [
-                OrderedJudgement(source, first, second, values[item.key])
+                OrderedJudgement(source, first, second, choice)
                 for source, first, second, values in answers
-                if values.get(item.key) is not None
+                if first is not None
+                and second is not None
+                and first != second
+                and (choice := ordered_choice(values.get(item.key))) is not None
             ]
             if not judgements:
                 continue
@@ -71,6 +81,7 @@ def run_position_bias(*, run: JudgeRun, confidence: float = 0.95, seed: int = 0)
             records.append(
                 {
                     "instrument": instrument.key,
+                    "flow": instrument.flow,
                     "item": item.key,
                     **position_bias(judgements, confidence=confidence),
                     "ranking": ranking,

@@ -62,6 +62,7 @@ from judging.instrument_items import (
     parse_item_answer,
 )
 from judging.models import JudgeAnswer, JudgeItem, JudgeRun
+from judging.pair_orders import asks_both_orders, is_reversed_order, reference_texts, reversed_order_items
 from judging.prompts.registry import available_versions, load_judge_prompts
 from measures.metrics.sentences import split_sentences
 from privacy.gate import external_call_problem
@@ -265,6 +266,7 @@ def _instrument_targets(
             for a, b in pairwise_orders(texts, reference_only)
         ]
     elif AppliesTo.PAIR in kinds:
+        paired = [t for t in texts if t.pk not in reference_only and t.source_id in references]
         targets += [
             {
                 "instrument": row,
@@ -272,9 +274,21 @@ def _instrument_targets(
                 "shown_text": t,
                 "reference_text_id": references[t.source_id],
             }
-            for t in texts
-            if t.pk not in reference_only and t.source_id in references
+            for t in paired
         ]
+        if asks_both_orders(instrument):
+            # A preference between the text and its reference is asked once more reversed, the
+            # reference as A (judging.pair_orders): position bias is measured for every comparison.
+            targets += [
+                {
+                    "instrument": row,
+                    "source_id": t.source_id,
+                    "shown_text_id": references[t.source_id],
+                    "reference_text_id": t.pk,
+                }
+                for t in paired
+                if True not in produced.get(t.pk, set())
+            ]
     return targets
 
 
@@ -413,6 +427,18 @@ class _Question:
             else AppliesTo.SIMPLIFICATION
         )
         self.items = judge_items(instrument, kind)
+        if (
+            kind is AppliesTo.PAIR
+            and item.instrument.flow != StudyInstrument.Flow.PAIRWISE
+            and is_reversed_order(
+                flow=item.instrument.flow,
+                source_id=item.source_id,
+                text_id=item.shown_text_id,
+                reference_id=item.reference_text_id,
+                references=reference_texts(study_id=item.instrument.study_id, source_id=item.source_id),
+            )
+        ):
+            self.items = reversed_order_items(self.items)
         reference = item.reference_text.text if item.reference_text is not None else None
         generated = split_sentences(self.simplification or "")
         referenced = split_sentences(reference or "")

@@ -10,14 +10,16 @@ planted suggestions the rate asks for.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from annotation.models import Participant, SimplificationText, Study
+from annotation.activity_services import activity_record
+from annotation.models import Participant, SimplificationText, Source, Study
 from annotation.span_suggestions import (
-    Offer,
+    PageOffers,
     SuggestionRateError,
     assisted_page,
     planted_rate_check,
@@ -36,9 +38,11 @@ def span_assistance_set(
     assisted_share: Any = 1.0,
     seed: int = 0,
     enabled: bool = True,
+    actor: Any = None,
 ) -> SpanAssistance:
-    """Turn AI-assisted span marking on (or change it) for `study`. ValidationError naming the
-    field: `planted_rate` outside (0, 0.5], `assisted_share` outside [0, 1], a run of another study."""
+    """Turn AI-assisted span marking on (or change it) for `study`, recorded in its activity log.
+    ValidationError naming the field: `planted_rate` outside (0, 0.5], `assisted_share` outside
+    [0, 1], a run of another study. The console's form and `manage.py span_assistance` call it."""
     errors: dict[str, str] = {}
     try:
         rate = planted_rate_check(planted_rate)
@@ -67,49 +71,90 @@ def span_assistance_set(
                 "enabled": enabled,
             },
         )
+        activity_record(
+            study=study,
+            actor=actor,
+            verb="judges.span_assistance_set" if enabled else "judges.span_assistance_off",
+            obj=option,
+            details={"run": run.pk, "planted_rate": rate, "assisted_share": share, "seed": int(seed)},
+        )
     return option
 
 
-def judge_spans_of(*, run_id: int, text_id: int, item_key: str) -> list[dict[str, Any]]:
-    values = (
+def span_assistance_off(*, study: Study, actor: Any = None) -> bool:
+    """Turn the study's span suggestions off (the option is kept, so answers given with
+    suggestions keep their run); whether they were on. Recorded in the activity log when they were."""
+    with transaction.atomic():
+        option = SpanAssistance.objects.select_for_update().filter(study=study, enabled=True).first()
+        if option is None:
+            return False
+        option.enabled = False
+        option.save(update_fields=["enabled"])
+        activity_record(study=study, actor=actor, verb="judges.span_assistance_off", obj=option)
+    return True
+
+
+def span_assistance_of(*, study: Study) -> SpanAssistance | None:
+    """The study's option, on or off, with its run (None: never set)."""
+    return SpanAssistance.objects.select_related("run").filter(study=study).first()
+
+
+def judge_spans_of(*, run_id: int, text_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """The run's instrument-items answer on each of `text_ids` ({text id: {item key: value}}), in
+    one query; a text the run did not answer is absent."""
+    rows = (
         JudgeAnswer.objects.filter(
             item__run_id=run_id,
             item__task=ITEM_TASK,
-            item__shown_text_id=text_id,
+            item__shown_text_id__in=list(text_ids),
             item__reference_text__isnull=True,
             item__status=JudgeItem.Status.SUCCEEDED,
         )
-        .values_list("item_values", flat=True)
-        .first()
+        .order_by("pk")
+        .values_list("item__shown_text_id", "item_values")
     )
-    spans = (values or {}).get(item_key)
-    return list(spans) if isinstance(spans, list) else []
+    answers: dict[int, dict[str, Any]] = {}
+    for text_id, values in rows:
+        answers.setdefault(text_id, values or {})
+    return answers
 
 
 def span_suggestions_provider(
-    *, participant: Participant, text: SimplificationText, item: Item
-) -> Offer | None:
-    """annotation's provider: this rater's suggestions on `text` for the error-span `item`, or None
-    when the study has no assistance on."""
+    *, participant: Participant, source: Source, texts: Sequence[SimplificationText], items: Sequence[Item]
+) -> PageOffers | None:
+    """annotation's provider: this rater's suggestions on each of a page's `texts` for each
+    error-span item of `items`, or None when the study has no assistance on. Two queries at most
+    whatever the number of texts: the option, then the judge's answers on the assisted texts."""
     option = SpanAssistance.objects.filter(study_id=participant.study_id, enabled=True).first()
     if option is None:
         return None
-    if not assisted_page(
-        rater=participant.pk, text_key=text.pk, seed=option.seed, share=option.assisted_share
-    ):
-        return (False, [])
-    spans = judge_spans_of(run_id=option.run_id, text_id=text.pk, item_key=item.key)
-    return (
-        True,
-        suggestions_for(
-            text.text,
-            source=text.source.text,
-            judge_spans=spans,
-            rate=option.planted_rate,
-            rater=participant.pk,
-            text_key=text.pk,
-            seed=option.seed,
-            categories=[o.key for o in item.options],
-            severities=[o.key for o in item.severities],
-        ),
-    )
+    assisted = {
+        text.pk
+        for text in texts
+        if assisted_page(
+            rater=participant.pk, text_key=text.pk, seed=option.seed, share=option.assisted_share
+        )
+    }
+    answers = judge_spans_of(run_id=option.run_id, text_ids=sorted(assisted)) if assisted and items else {}
+    offers: PageOffers = {}
+    for item in items:
+        for text in texts:
+            if text.pk not in assisted:
+                offers[(item.key, text.pk)] = (False, [])
+                continue
+            spans = answers.get(text.pk, {}).get(item.key)
+            offers[(item.key, text.pk)] = (
+                True,
+                suggestions_for(
+                    text.text,
+                    source=source.text,
+                    judge_spans=list(spans) if isinstance(spans, list) else [],
+                    rate=option.planted_rate,
+                    rater=participant.pk,
+                    text_key=text.pk,
+                    seed=option.seed,
+                    categories=[o.key for o in item.options],
+                    severities=[o.key for o in item.severities],
+                ),
+            )
+    return offers

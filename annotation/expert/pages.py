@@ -298,6 +298,7 @@ def _page_build(
     required = 0
     about_text = [i for i in asked.added if i.applies_to is AppliesTo.SIMPLIFICATION]
     about_source = [i for i in asked.added if i.applies_to is AppliesTo.SOURCE]
+    suggested = _page_suggestions(item, texts, about_text)
     for label, text in texts:
         rating = ratings.get(text.pk)
         cells = []
@@ -317,7 +318,7 @@ def _page_build(
             )
             for i in about_text
         ]
-        questions = [_with_suggestions(q, item, text, asked) for q in questions]
+        questions = [_with_suggestions(q, text, suggested) for q in questions]
         missing += [q.field for q in questions if q.required and not q.answered]
         required += len(cells) + sum(1 for q in questions if q.required)
         rows.append(
@@ -593,32 +594,58 @@ def expert_page_save(
     return page
 
 
-def _with_suggestions(
-    question: ItemQuestion, item: ExpertItem, text: SimplificationText, asked: _Asked
-) -> ItemQuestion:
-    """An error-span question with the suggestions its page offers (AI-assisted marking), each
-    with the fate stored before; unchanged where none are offered (a planted control: never)."""
-    if question.kind != ItemKind.ERROR_SPANS.value or planted.is_planted(text.pk):
-        return question
-    from annotation.span_suggestions import offer_with_fates, span_suggestions_offered
+def _page_suggestions(
+    item: ExpertItem, texts: list[tuple[str, SimplificationText]], about_text: list[Any]
+) -> dict[tuple[str, int], tuple[dict[str, Any], ...]]:
+    """The suggestions the page's error-span questions show (AI-assisted marking), by (item key,
+    text id), each with the fate stored before. A page without an error-span item costs no query,
+    one of a study without assistance one (the provider reads the option once), an assisted one a
+    fixed number whatever its texts (the judge's spans and the stored fates, each in one query).
+    A planted control is never assisted."""
+    span_items = [i for i in about_text if i.kind is ItemKind.ERROR_SPANS]
+    shown_texts = [text for _, text in texts if not planted.is_planted(text.pk)]
+    if not span_items or not shown_texts:
+        return {}
+    from annotation.span_suggestions import offer_with_fates, span_suggestions_page
 
-    span_item = asked.current.instrument.item(question.key)
-    offer = span_suggestions_offered(participant=item.participant, text=text, item=span_item)
-    if offer is None or not offer[0]:
-        return question
-    stored = (
-        ItemAnswer.objects.filter(participant_id=item.participant_id, item_key=question.key, shown_text=text)
-        .exclude(suggestions={})
-        .values_list("suggestions", flat=True)
-        .first()
+    offers = span_suggestions_page(
+        participant=item.participant, source=item.source, texts=shown_texts, items=span_items
     )
+    offers = {key: offer for key, offer in offers.items() if offer[0]}
+    if not offers:
+        return {}
+    stored_rows = (
+        ItemAnswer.objects.filter(
+            participant_id=item.participant_id,
+            item_key__in=sorted({key for key, _ in offers}),
+            shown_text_id__in=sorted({text_id for _, text_id in offers}),
+        )
+        .exclude(suggestions={})
+        .order_by("pk")
+        .values_list("item_key", "shown_text_id", "suggestions")
+    )
+    stored: dict[tuple[str, int], Any] = {}
+    for key, text_id, suggestions in stored_rows:
+        stored.setdefault((key, text_id), suggestions)
     # The page never learns which suggestions are planted: only the place, the category, the
     # severity and the fate so far travel to it (the origin stays on the server and in the answer).
     shown_fields = ("id", "start", "end", "category", "severity", "fate")
-    return dataclasses.replace(
-        question,
-        suggestions=tuple({k: s[k] for k in shown_fields} for s in offer_with_fates(offer, stored)),
-    )
+    return {
+        key: tuple({k: s[k] for k in shown_fields} for s in offer_with_fates(offer, stored.get(key)))
+        for key, offer in offers.items()
+    }
+
+
+def _with_suggestions(
+    question: ItemQuestion,
+    text: SimplificationText,
+    suggested: Mapping[tuple[str, int], tuple[dict[str, Any], ...]],
+) -> ItemQuestion:
+    """An error-span question with the suggestions its page offers; unchanged where none are."""
+    shown_suggestions = suggested.get((question.key, text.pk))
+    if question.kind != ItemKind.ERROR_SPANS.value or not shown_suggestions:
+        return question
+    return dataclasses.replace(question, suggestions=shown_suggestions)
 
 
 def _no_marks_record(

@@ -153,3 +153,34 @@ def test_the_command_turns_it_on_refuses_a_bad_rate_by_field_and_turns_it_off(as
     assert SpanAssistance.objects.get(study=study).planted_rate == 0.25
     call_command("span_assistance", study=study.slug, off=True, stdout=out)
     assert not SpanAssistance.objects.get(study=study).enabled
+
+
+def _page_queries(client, participant) -> tuple[int, str]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    item = started(client, participant)
+    url = page_url(participant, item)
+    client.get(url)  # the first visit may record the page's start: not what is measured
+    with CaptureQueriesContext(connection) as queries:
+        html = client.get(url).content.decode()
+    return len(queries), html
+
+
+@pytest.mark.parametrize("assisted_on", [False, True], ids=["off", "on"])
+def test_a_page_costs_the_same_queries_whatever_its_number_of_texts(db, client, launch, assisted_on):
+    """The suggestions are read once per page (the option, the judge's spans, the stored fates),
+    never per text: a page of six texts costs what a page of two costs, assistance off or on."""
+    counts = {}
+    for systems in (("a", "b"), ("a", "b", "c", "d", "e", "f")):
+        study = build_study(slug=f"cost{len(systems)}{int(assisted_on)}", n_sources=1, systems=systems)
+        study_error_spans_add(study=study, actor=None)
+        study.refresh_from_db()
+        if assisted_on:
+            key = StudyInstrument.objects.get(study=study, flow="expert", is_current=True).key
+            run = launch(study=study, backend="glossary", instruments=[key])
+            span_assistance_set(study=study, run=run, planted_rate=0.5, seed=3)
+        participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+        counts[len(systems)], html = _page_queries(client, participant)
+        assert ('id="span-suggestions-' in html) is assisted_on
+    assert counts[6] == counts[2], counts

@@ -14,8 +14,10 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Study
-from judging.models import JudgeRun, SpanAssistance
-from judging.span_assistance import span_assistance_set
+from judging.models import JudgeRun
+from judging.span_assistance import span_assistance_off, span_assistance_set
+
+ACTOR = "manage.py span_assistance"
 
 
 class Command(BaseCommand):
@@ -34,7 +36,7 @@ class Command(BaseCommand):
         if study is None:
             raise CommandError(f"no study {options['study']!r}")
         if options["off"]:
-            changed = SpanAssistance.objects.filter(study=study).update(enabled=False)
+            changed = span_assistance_off(study=study, actor=ACTOR)
             self.stdout.write(f"{study.slug}: span suggestions {'off' if changed else 'were not on'}")
             return
         if options["run"] is None or options["planted_rate"] is None:
@@ -49,6 +51,7 @@ class Command(BaseCommand):
                 planted_rate=options["planted_rate"],
                 assisted_share=options["assisted_share"],
                 seed=options["seed"],
+                actor=ACTOR,
             )
         except ValidationError as exc:
             raise CommandError(
