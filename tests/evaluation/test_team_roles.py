@@ -124,6 +124,14 @@ ENDPOINTS = [
     Endpoint("console:participant-link", "edit", method="post", args=("participant",)),
     Endpoint("console:participant-withdraw", "edit", args=("participant",)),
     Endpoint("console:participant-withdraw", "edit", method="post", args=("participant",)),
+    Endpoint("console:privacy", "edit"),
+    Endpoint("console:privacy-policy", "own", method="post", data={"policy": "nonsense"}),
+    Endpoint("console:privacy-originals", "own", method="post"),
+    Endpoint("console:privacy-detect", "edit", method="post"),
+    Endpoint("console:privacy-approve", "own", method="post"),
+    Endpoint("console:privacy-finding", "edit", method="post", args=("finding",), data={"action": "nonsense"}),
+    Endpoint("console:privacy-mark", "edit", method="post", args=("source",), data={"words": "nonsense"}),
+    Endpoint("console:flow-span-assistance", "edit", method="post", data={"planted_rate": "nonsense"}),
     Endpoint("api:study-detail", "view", api=True),
     Endpoint("api:source-list", "view", api=True),
     Endpoint("api:system-list", "view", api=True),
@@ -187,7 +195,11 @@ def team(db):
     plan = plans.plan_create(study=study, parameters={"outcome": "understanding", "effect": 0.25}, user=None)
     upload = SourceUpload.objects.create(study=study, original_name="sources.csv")
     participant = Participant.objects.create(study=study, role="layperson", pseudonym="L100")
-    ids = {"run": str(run.pk), "batch": str(batch.pk), "plan": str(plan.pk), "upload": str(upload.pk)}
+    from privacy import services as privacy_services
+
+    source = study.sources.order_by("position").first()
+    finding = privacy_services.finding_add(source=source, start=0, end=3, kind="NAME", actor=None)
+    ids = {"source": str(source.pk), "finding": str(finding.pk)} | {"run": str(run.pk), "batch": str(batch.pk), "plan": str(plan.pk), "upload": str(upload.pk)}
     return study, people, {**ids, "participant": str(participant.pk)}
 
 
