@@ -32,14 +32,15 @@ def source_texts(*, sources: Iterable[Source], audience: Audience, originals: bo
         return {}
     if audience == "export" and originals:
         return {s.pk: s.text for s in sources}
-    if audience == "expert" and data_policy_of(study=sources[0].study).originals_for_radiologists:
-        return {s.pk: s.text for s in sources}
-    deidentified = dict(
-        SourceDeidentification.objects.filter(source__in=[s.pk for s in sources]).values_list(
-            "source_id", "text"
-        )
+    # One query: each source's de-identified text and whether its study shows radiologists the
+    # originals (a survey page asks this on every GET).
+    rows = Source.objects.filter(pk__in=[s.pk for s in sources]).values_list(
+        "pk", "deidentification__text", "study__data_policy__originals_for_radiologists"
     )
-    return {s.pk: deidentified.get(s.pk, s.text) for s in sources}
+    shown: dict[int, str | None] = {}
+    for pk, deidentified, originals_for_radiologists in rows:
+        shown[pk] = None if audience == "expert" and originals_for_radiologists else deidentified
+    return {s.pk: shown.get(s.pk) or s.text for s in sources}
 
 
 def sources_with_export_text(sources: QuerySet[Source], *, originals: bool = False) -> QuerySet[Source]:

@@ -44,6 +44,7 @@ from scipy import sparse, stats
 from scipy.sparse.csgraph import connected_components
 
 from measures.stats.pairwise import DEFAULT_PRIOR, OUTCOMES, Comparison
+from measures.stats.support import REAL
 
 FloatArray = NDArray[np.float64]
 _MAX_ITERATIONS = 200
@@ -377,10 +378,12 @@ def style_controlled_ranking(
                 "se": float(se[i]),
                 "low": float(styled.strengths[i] - z * se[i]),
                 "high": float(styled.strengths[i] + z * se[i]),
+                "support": REAL.record(),
                 "plain_rank": plain_rank[key],
                 "plain_strength": float(plain.strengths[j]),
                 "plain_low": float(plain.strengths[j] - z * plain_se[j]),
                 "plain_high": float(plain.strengths[j] + z * plain_se[j]),
+                "plain_support": REAL.record(),
             }
         )
     coefficients = []
@@ -395,6 +398,7 @@ def style_controlled_ranking(
                 "se": s,
                 "low": b - z * s,
                 "high": b + z * s,
+                "support": REAL.record(),
                 "p_value": float(2 * stats.norm.sf(abs(b) / s)) if s > 0 else None,
                 "reason": None,
             }
@@ -405,6 +409,7 @@ def style_controlled_ranking(
                 "se": None,
                 "low": None,
                 "high": None,
+                "support": REAL.record(),
                 "p_value": None,
                 "reason": reasons.get(name, "not estimable"),
             }

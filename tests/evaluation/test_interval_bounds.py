@@ -40,7 +40,8 @@ from tests.evaluation.test_partial_answers import FAST, PANEL_ONE, PANEL_TWO
 
 # The low end's key -> (the high end's key, the support's key, the keys an estimate may have).
 SHAPES = {
-    "low": ("high", "support", ("mean", "difference", "estimate", "share", "strength")),
+    "low": ("high", "support", ("mean", "difference", "estimate", "share", "strength", "coefficient")),
+    "plain_low": ("plain_high", "plain_support", ("plain_strength",)),
     "ci_low": ("ci_high", "support", ("r",)),
     "win_rate_low": ("win_rate_high", "win_rate_support", ("win_rate",)),
 }
