@@ -129,7 +129,9 @@ ENDPOINTS = [
     Endpoint("console:privacy-originals", "own", method="post"),
     Endpoint("console:privacy-detect", "edit", method="post"),
     Endpoint("console:privacy-approve", "own", method="post"),
-    Endpoint("console:privacy-finding", "edit", method="post", args=("finding",), data={"action": "nonsense"}),
+    Endpoint(
+        "console:privacy-finding", "edit", method="post", args=("finding",), data={"action": "nonsense"}
+    ),
     Endpoint("console:privacy-mark", "edit", method="post", args=("source",), data={"words": "nonsense"}),
     Endpoint("console:flow-span-assistance", "edit", method="post", data={"planted_rate": "nonsense"}),
     Endpoint("api:study-detail", "view", api=True),
@@ -199,7 +201,12 @@ def team(db):
 
     source = study.sources.order_by("position").first()
     finding = privacy_services.finding_add(source=source, start=0, end=3, kind="NAME", actor=None)
-    ids = {"source": str(source.pk), "finding": str(finding.pk)} | {"run": str(run.pk), "batch": str(batch.pk), "plan": str(plan.pk), "upload": str(upload.pk)}
+    ids = {"source": str(source.pk), "finding": str(finding.pk)} | {
+        "run": str(run.pk),
+        "batch": str(batch.pk),
+        "plan": str(plan.pk),
+        "upload": str(upload.pk),
+    }
     return study, people, {**ids, "participant": str(participant.pk)}
 
 
