@@ -139,10 +139,17 @@ def _admit(participant: Participant, *, role: str | None, require_open: bool) ->
 
 
 _EXPERT_PAGE = Joined(ExpertItem, "participant", "participant__study", "source")
+# Read with the page, so that the text a radiologist may see costs no query of its own: the
+# source's de-identified text and whether the study shows radiologists the originals (the rule that
+# chooses between them is privacy.selectors.source_text's, which reads these two attributes).
+_EXPERT_SHOWN = (
+    "source__deidentification__text",
+    "participant__study__data_policy__originals_for_radiologists",
+)
 _expert_page_rows = PreparedQuery(
     # A primary-key lookup: no ORDER BY (PreparedQuery leaves the default ordering out).
     lambda item_id, token: ExpertItem.objects.filter(pk=item_id, participant__token=token).values_list(
-        *_EXPERT_PAGE.columns()
+        *_EXPERT_PAGE.columns(), *_EXPERT_SHOWN
     )
 )
 
@@ -158,15 +165,19 @@ def access_expert_page(*, token: str, item_id: int, require_open: bool = True) -
         access_participant(token=token, role=Participant.Role.RADIOLOGIST, require_open=require_open)
         raise Http404(gettext_lazy("This page is not part of your survey."))
     item = _EXPERT_PAGE.instances(rows[0])
+    item.source.deidentified_text, item.source.originals_for_radiologists = rows[0][-2:]
     _admit(item.participant, role=Participant.Role.RADIOLOGIST, require_open=require_open)
     return item
 
 
 _LAY_ITEM = Joined(LayItem, "source", "shown_text")
 # By key alone, and whose it is checked after: with both in the WHERE clause the planner may pick
-# the participant's index and filter all their items for the key (it did, for a newcomer).
+# the participant's index and filter all their items for the key (it did, for a newcomer). With the
+# source's de-identified text, what laypeople are shown (privacy.selectors.source_text).
 _lay_item_rows = PreparedQuery(
-    lambda item_id: LayItem.objects.filter(pk=item_id).values_list(*_LAY_ITEM.columns())
+    lambda item_id: LayItem.objects.filter(pk=item_id).values_list(
+        *_LAY_ITEM.columns(), "source__deidentification__text"
+    )
 )
 
 
@@ -175,6 +186,8 @@ def access_lay_item(*, participant: Participant, item_id: int) -> LayItem:
     under the row lock with where the participant is: annotation/lay/steps.py.)"""
     rows = _lay_item_rows.rows(item_id=int(item_id))
     item = _LAY_ITEM.instances(rows[0]) if rows else None
+    if item is not None:
+        item.source.deidentified_text = rows[0][-1]
     if item is None or item.participant_id != participant.pk:
         raise Http404(gettext_lazy("This sentence is not part of your survey."))
     item.participant = participant  # already loaded (with its study, by the survey views)

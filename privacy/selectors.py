@@ -52,6 +52,15 @@ def sources_with_export_text(sources: QuerySet[Source], *, originals: bool = Fal
 
 
 def source_text(*, source: Source, audience: Audience, originals: bool = False) -> str:
+    """One source's text for `audience`. A survey page's source comes with what the rule needs
+    read by the page's own query (annotation/access.py sets `deidentified_text`, and for a
+    radiologist `originals_for_radiologists`): then no query is made."""
+    if audience in ("lay", "expert") and hasattr(source, "deidentified_text"):
+        if audience == "expert" and not hasattr(source, "originals_for_radiologists"):
+            return source_texts(sources=[source], audience=audience)[source.pk]
+        if audience == "expert" and source.originals_for_radiologists:
+            return source.text
+        return source.deidentified_text or source.text
     return source_texts(sources=[source], audience=audience, originals=originals)[source.pk]
 
 

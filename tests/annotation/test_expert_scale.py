@@ -21,9 +21,7 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 
 # Pinned from the measured counts (transaction and savepoint statements included); they must not
 # grow with the number of sources or the pages already done.
-# The page read by prepared statements, plus one: the source as a radiologist may see it
-# (privacy/selectors.py: its de-identified text unless an owner chose originals).
-PAGE_GET_QUERIES = 6
+PAGE_GET_QUERIES = 5
 AUTOSAVE_QUERIES = (
     7  # page with participant, savepoint, page lock, texts with ratings, upsert, page time, release
 )
