@@ -3,6 +3,8 @@ these instead of re-writing permission checks."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
@@ -14,6 +16,7 @@ from annotation.models import (
     ExpertItem,
     LayItem,
     Participant,
+    Source,
     Study,
     StudyMembership,
 )
@@ -165,9 +168,14 @@ def access_expert_page(*, token: str, item_id: int, require_open: bool = True) -
         access_participant(token=token, role=Participant.Role.RADIOLOGIST, require_open=require_open)
         raise Http404(gettext_lazy("This page is not part of your survey."))
     item = _EXPERT_PAGE.instances(rows[0])
-    item.source.deidentified_text, item.source.originals_for_radiologists = rows[0][-2:]
+    _shown_text_attach(cast(ExpertItem, item).source, *rows[0][-2:])
     _admit(item.participant, role=Participant.Role.RADIOLOGIST, require_open=require_open)
     return item
+
+
+def _shown_text_attach(source: Source, deidentified: str | None, originals: bool | None = None) -> None:
+    source.deidentified_text = deidentified
+    source.originals_for_radiologists = originals
 
 
 _LAY_ITEM = Joined(LayItem, "source", "shown_text")
@@ -187,7 +195,7 @@ def access_lay_item(*, participant: Participant, item_id: int) -> LayItem:
     rows = _lay_item_rows.rows(item_id=int(item_id))
     item = _LAY_ITEM.instances(rows[0]) if rows else None
     if item is not None:
-        item.source.deidentified_text = rows[0][-1]
+        _shown_text_attach(cast(LayItem, item).source, rows[0][-1])
     if item is None or item.participant_id != participant.pk:
         raise Http404(gettext_lazy("This sentence is not part of your survey."))
     item.participant = participant  # already loaded (with its study, by the survey views)

@@ -277,6 +277,10 @@ class Source(models.Model):
     # The report a source's text came from (a hospital export's report, read whole or split into
     # sentences: annotation/importers/report_file.py); empty for sources given as such.
     report_key = models.CharField(max_length=100, blank=True, default="")
+    # Not columns: what a survey page's own query reads beside its source (annotation/access.py),
+    # so that privacy.selectors.source_text needs no query of its own; unset elsewhere.
+    deidentified_text: str | None
+    originals_for_radiologists: bool | None
 
     class Meta:
         ordering = ["study", "position"]
