@@ -168,12 +168,13 @@ def access_expert_page(*, token: str, item_id: int, require_open: bool = True) -
         access_participant(token=token, role=Participant.Role.RADIOLOGIST, require_open=require_open)
         raise Http404(gettext_lazy("This page is not part of your survey."))
     item = _EXPERT_PAGE.instances(rows[0])
-    _shown_text_attach(cast(ExpertItem, item).source, *rows[0][-2:])
+    shown_text_attach(cast(ExpertItem, item).source, *rows[0][-2:])
     _admit(item.participant, role=Participant.Role.RADIOLOGIST, require_open=require_open)
     return item
 
 
-def _shown_text_attach(source: Source, deidentified: str | None, originals: bool | None = None) -> None:
+def shown_text_attach(source: Source, deidentified: str | None, originals: bool | None = None) -> None:
+    """What a survey page's own query read for privacy.selectors.source_text (no query of its own)."""
     source.deidentified_text = deidentified
     source.originals_for_radiologists = originals
 
@@ -195,7 +196,7 @@ def access_lay_item(*, participant: Participant, item_id: int) -> LayItem:
     rows = _lay_item_rows.rows(item_id=int(item_id))
     item = _LAY_ITEM.instances(rows[0]) if rows else None
     if item is not None:
-        _shown_text_attach(cast(LayItem, item).source, rows[0][-1])
+        shown_text_attach(cast(LayItem, item).source, rows[0][-1])
     if item is None or item.participant_id != participant.pk:
         raise Http404(gettext_lazy("This sentence is not part of your survey."))
     item.participant = participant  # already loaded (with its study, by the survey views)

@@ -6,10 +6,11 @@ progress."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from django.db.models import CharField, Count, Func, Q, Subquery, Value
 
-from annotation.access import access_lay_item
+from annotation.access import access_lay_item, shown_text_attach
 from annotation.lay.design import ASSISTED, DONE, PREFERENCE, lay_background_pending, panel_number
 from annotation.models import AttentionCheck, LayItem, Participant
 from annotation.prepared_queries import Joined, PreparedQuery
@@ -103,7 +104,8 @@ _current_item_rows = PreparedQuery(
     lambda participant_id, study_id: (
         LayItem.objects.filter(pk=Subquery(_first_unfinished(participant_id).values("pk")[:1]))
         .annotate(check_position=_next_check_position(study_id, participant_id))
-        .values_list(*_CURRENT_ITEM.columns(), "check_position")
+        # With the source's de-identified text: what the panel shows (privacy.selectors.source_text).
+        .values_list(*_CURRENT_ITEM.columns(), "source__deidentification__text", "check_position")
     )
 )
 # A save's item under its row lock, with what says whether it is where the participant is: the
@@ -142,8 +144,9 @@ def lay_next_step(*, participant: Participant) -> LayStep:
             return LayStep(BACKGROUND if lay_background_pending(participant=participant) else INSTRUCTIONS)
         check = _next_check(participant)
         return LayStep(CHECK, check=check) if check is not None else LayStep(COMPLETE)
-    *columns, check_position = rows[0]
+    *columns, deidentified, check_position = rows[0]
     item = _CURRENT_ITEM.instances(columns)
+    shown_text_attach(cast(LayItem, item).source, deidentified)
     item.participant = participant  # already loaded, with its study: what the panel reads
     check = _check_due(participant, item, check_position)
     return LayStep(CHECK, check=check) if check is not None else LayStep(ITEM, item=item, panel=item.stage)
