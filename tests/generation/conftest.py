@@ -42,3 +42,27 @@ def sent(monkeypatch):
         lambda job_ids, *, backend, countdown=None: calls.append((list(job_ids), backend, countdown)),
     )
     return calls
+
+
+@pytest.fixture
+def studies_approve_scripted_llm(scripted_llm, settings):
+    """For tests with a real worker (another process, which no monkeypatch reaches): every study
+    created during the test gets a data policy that approves the scripted server's endpoint, so the
+    data-policy gate (privacy/gate.py) lets its calls through as an owner's approval would; this
+    process (the launch's own check) is configured for that endpoint as the worker is."""
+    settings.OPENAI_BASE_URL = scripted_llm.base_url
+    from django.db.models.signals import post_save
+
+    from annotation.models import Study
+    from privacy.models import DataPolicy
+
+    def approve(sender, instance, created, **kwargs):
+        if created:
+            DataPolicy.objects.get_or_create(
+                study=instance,
+                defaults={"policy": "external-approved", "endpoint": scripted_llm.base_url.rstrip("/")},
+            )
+
+    post_save.connect(approve, sender=Study, dispatch_uid="tests-approve-scripted-llm")
+    yield
+    post_save.disconnect(sender=Study, dispatch_uid="tests-approve-scripted-llm")

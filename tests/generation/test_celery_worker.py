@@ -32,7 +32,8 @@ from config.celery_app import app as celery_app
 from generation.models import GenerationBatch, GenerationJob, LLMCallCache
 from generation.services import batches
 
-pytestmark = pytest.mark.integration
+# A real worker runs the calls: the studies' data policy approves the scripted server.
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("studies_approve_scripted_llm")]
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = 6

@@ -38,7 +38,8 @@ from tests.generation.test_celery_worker import (
     worker_database_url,
 )
 
-pytestmark = pytest.mark.integration
+# A real worker runs the calls: the studies' data policy approves the scripted server.
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("studies_approve_scripted_llm")]
 
 __all__ = ["broker_mode"]  # a fixture, imported for the tests below
 

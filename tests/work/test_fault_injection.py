@@ -19,7 +19,10 @@ from generation.models import GenerationJob
 from judging import services as judging_services
 from judging.models import JudgeItem, JudgeRun
 from tests.annotation.factories import build_study
-from tests.generation.conftest import scripted_llm  # noqa: F401 - a fixture of these tests
+from tests.generation.conftest import (  # noqa: F401 - fixtures of these tests
+    scripted_llm,
+    studies_approve_scripted_llm,
+)
 from tests.generation.test_celery_worker import REPO, stop, wait_for
 from tests.generation.test_fault_injection import (  # noqa: F401 - fixtures of these tests
     broker_mode,
@@ -29,7 +32,8 @@ from tests.generation.test_fault_injection import (  # noqa: F401 - fixtures of 
 )
 from tests.judging.conftest import add_radiologist, valid_answer
 
-pytestmark = pytest.mark.integration
+# A real worker runs the calls: the studies' data policy approves the scripted server.
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("studies_approve_scripted_llm")]
 
 JUDGE_RECOVERY = {
     "RADLAY_JUDGE_RETRY_DELAY": "0.2",
