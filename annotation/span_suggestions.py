@@ -81,12 +81,12 @@ def _overlaps(start: int, end: int, spans: Sequence[tuple[int, int]]) -> bool:
 
 
 def planted_places(
-    text: str, *, source: str, taken: Sequence[tuple[int, int]], seed: int
+    text: str, *, source: str, taken: Sequence[tuple[int, int]], seed: int, plant: Any
 ) -> list[Suggestion]:
-    """Every place a planted suggestion could go in ``text`` (see the module docstring)."""
-    # Imported here: a web worker imports this module at start-up (judging.apps registers a provider).
-    from generation.controls import plant_control
-
+    """Every place a planted suggestion could go in ``text`` (see the module docstring). ``plant``
+    is the planted-control generator (generation.controls.plant_control, passed in by the app that
+    builds on both: annotation imports no app above it)."""
+    plant_control = plant
     places: list[Suggestion] = []
     for kind in PLANTABLE_KINDS:
         control = plant_control(text, source=source, kind=kind, seed=seed)
@@ -111,6 +111,7 @@ def suggestions_for(
     rater: Any,
     text_key: Any,
     seed: int = 0,
+    plant: Any,
     categories: Sequence[str] | None = None,
     severities: Sequence[str] | None = None,
 ) -> list[Suggestion]:
@@ -127,7 +128,9 @@ def suggestions_for(
     rng = _rng("span-suggestions", seed, rater, text_key)
     places = [
         p
-        for p in planted_places(text, source=source, taken=[(s.start, s.end) for s in true], seed=seed)
+        for p in planted_places(
+            text, source=source, taken=[(s.start, s.end) for s in true], seed=seed, plant=plant
+        )
         if (categories is None or p.category in categories)
         and (severities is None or p.severity in severities)
     ]

@@ -4,3 +4,22 @@ from django.apps import AppConfig
 class EvaluationConfig(AppConfig):
     name = "evaluation"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # DPO training (ml/) reads its preference pairs through the export's reader; ml imports no
+        # app above it, so the reader is registered here. Imported lazily by the export itself.
+        from ml.preference_training import preference_source_register
+
+        def records(**kwargs):
+            from evaluation.exporters.preferences import preference_records
+
+            return preference_records(**kwargs)
+
+        def read_jsonl(path):
+            from evaluation.exporters.preferences import read_jsonl as read
+
+            return read(path)
+
+        from evaluation.exporters.preferences import NoPreferencesError
+
+        preference_source_register(records, read_jsonl, NoPreferencesError)

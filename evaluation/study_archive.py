@@ -56,9 +56,9 @@ from evaluation.study_archive_tables import (
     archived_tables,
     excluded_tables,
 )
-from judging.models import JudgeItem, JudgeRun
 from privacy.models import DataPolicy, SourceDeidentification
 from privacy.selectors import source_texts
+from work.scheduler import CANCELLED, PENDING, RUNNING
 
 FORMAT = "radlay-study-archive"
 VERSION = 2
@@ -420,14 +420,19 @@ class _Importer:
             if answered is None:
                 raise ArchiveError(f"{where}: answer_type {obj.answer_type!r} is not an answer table")
             obj.answer_id = self._key(answered, obj.answer_id, where, "answer_id")
-        elif isinstance(obj, JudgeRun):
-            if obj.finished_at is None and obj.cancelled_at is None:
-                obj.cancelled_at = self.now  # unfinished when archived: resume it here
-        elif isinstance(obj, JudgeItem):
-            if obj.status in (JudgeItem.Status.PENDING, JudgeItem.Status.RUNNING):
-                obj.status = JudgeItem.Status.CANCELLED
-                obj.dispatched_at = obj.heartbeat_at = None
-                obj.task_id = ""
+        elif obj._meta.label in ("judging.JudgeRun", "judging.JudgeItem"):
+            self._judge_work_stop(obj)
+
+    def _judge_work_stop(self, work: Any) -> None:
+        """A judge run or item unfinished when archived arrives stopped (resumed here by hand).
+        The judges' models are read by label: evaluation imports no judging."""
+        if work._meta.label == "judging.JudgeRun":
+            if work.finished_at is None and work.cancelled_at is None:
+                work.cancelled_at = self.now  # unfinished when archived: resume it here
+        elif work.status in (PENDING, RUNNING):
+            work.status = CANCELLED
+            work.dispatched_at = work.heartbeat_at = None
+            work.task_id = ""
 
     def _tokens_free(self, batch: list) -> None:
         """A participant whose token is already taken here gets a new one."""

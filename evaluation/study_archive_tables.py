@@ -43,7 +43,6 @@ from annotation.models import (
     StudyInstrument,
     System,
 )
-from judging.models import JudgeAnswer, JudgeItem, JudgeRun, SpanAssistance
 from privacy.models import DataPolicy, DeidFinding, SourceDeidentification
 
 
@@ -102,13 +101,14 @@ ARCHIVED: tuple[Table, ...] = (
     Table(ItemAnswer, "participant__study"),
     Table(PairwiseTask, "participant__study"),
     Table(PlantedControlAnswer, "participant__study"),
-    Table(JudgeRun, "study"),
+    # The judges' tables by name: evaluation imports no judging (judging builds on evaluation).
+    Table(apps.get_model("judging", "JudgeRun"), "study"),
     # JudgeItem.task's choices carry the tasks' labels as values; the database's check
     # (judge_item_task) holds the stored values, and checks them.
-    Table(JudgeItem, "run__study", unchecked=("task",)),
-    Table(JudgeAnswer, "item__run__study"),
+    Table(apps.get_model("judging", "JudgeItem"), "run__study", unchecked=("task",)),
+    Table(apps.get_model("judging", "JudgeAnswer"), "item__run__study"),
     # The study's AI-assisted span marking (its judge run and seeds): the copy shows the same pages.
-    Table(SpanAssistance, "study"),
+    Table(apps.get_model("judging", "SpanAssistance"), "study"),
     # Last: a revision names its answer by model and key (answer_type, answer_id).
     Table(AnswerRevision, "participant__study"),
 )

@@ -25,6 +25,7 @@ from annotation.span_suggestions import (
     planted_rate_check,
     suggestions_for,
 )
+from generation.controls import plant_control
 from instruments.schema import Item
 from judging.instrument_items import ITEM_TASK
 from judging.models import JudgeAnswer, JudgeItem, JudgeRun, SpanAssistance
@@ -147,6 +148,7 @@ def span_suggestions_provider(
                 True,
                 suggestions_for(
                     text.text,
+                    plant=plant_control,
                     source=source.text,
                     judge_spans=list(spans) if isinstance(spans, list) else [],
                     rate=option.planted_rate,

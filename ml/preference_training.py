@@ -39,10 +39,25 @@ def _preference_filter(pair_filter: str | Mapping[str, Any] | None) -> dict[str,
     return {"kind": "preferences", "rating_threshold": threshold, "prompt_family": family}
 
 
+# The preference export (evaluation.exporters.preferences) registers its reader from evaluation's
+# AppConfig.ready(): ml imports no app above it (evaluation builds on ml).
+_PREFERENCE_SOURCE: list[Any] = []
+
+
+def preference_source_register(records: Any, read_jsonl: Any, no_preferences: type[Exception]) -> None:
+    _PREFERENCE_SOURCE[:] = [records, read_jsonl, no_preferences]
+
+
+def preference_source() -> tuple[Any, Any, type[Exception]]:
+    if not _PREFERENCE_SOURCE:
+        raise RuntimeError("no preference source is registered (evaluation's app is not installed)")
+    records, read_jsonl, no_preferences = _PREFERENCE_SOURCE
+    return records, read_jsonl, no_preferences
+
+
 def preference_data(job: TrainingJob) -> tuple[list[dict[str, Any]], str]:
     """The job's preference records and a sentence saying where they come from."""
-    from evaluation.exporters.preferences import preference_records, read_jsonl
-
+    preference_records, read_jsonl, _ = preference_source()
     study = job.study
     if study is not None:
         chosen = job.pair_filter or {}
@@ -71,8 +86,9 @@ def dpo_job_prepare(
 ) -> TrainingJob:
     """A validated, unsaved DPO job; refuses a base without weights, a study without preferences
     and fewer than RADLAY_DPO_MIN_PAIRS pairs, each in words."""
-    from evaluation.exporters.preferences import NoPreferencesError
     from ml.dpo import DPOSettings, check_base_model
+
+    _, _, NoPreferencesError = preference_source()
 
     if (study is None) == (not corpus_path):
         raise ValidationError("Give either a study or a preference JSONL file, not both.")

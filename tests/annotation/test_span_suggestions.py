@@ -14,7 +14,7 @@ from annotation.span_suggestions import (
     planted_rate_check,
     suggestions_for,
 )
-from generation.controls import CATEGORIES, SEVERITIES
+from generation.controls import CATEGORIES, SEVERITIES, plant_control
 
 SOURCE = "Small 3 mm nodule in the left lower lobe. No pleural effusion."
 TEXT = "There is a small 3 mm spot in the left lung. There is no fluid around the lung."
@@ -29,7 +29,7 @@ def test_a_rate_outside_the_bounds_is_refused_on_its_field(rate):
 
 
 def test_planted_places_are_unchanged_words_of_the_typology_away_from_the_judges_spans():
-    places = planted_places(TEXT, source=SOURCE, taken=[(17, 21)], seed=0)
+    places = planted_places(TEXT, source=SOURCE, taken=[(17, 21)], seed=0, plant=plant_control)
     kinds = {p.kind for p in places}
     assert {"laterality", "negation"} <= kinds
     for place in places:
@@ -45,14 +45,24 @@ def test_the_share_planted_follows_the_rate_and_the_seed():
         planted = total = 0
         for rater in range(200):
             found = suggestions_for(
-                TEXT, source=SOURCE, judge_spans=JUDGE, rate=rate, rater=rater, text_key=1
+                TEXT,
+                plant=plant_control,
+                source=SOURCE,
+                judge_spans=JUDGE,
+                rate=rate,
+                rater=rater,
+                text_key=1,
             )
             planted += sum(1 for s in found if s.origin == PLANTED)
             total += len(found)
         shares.append(planted / total)
     assert 0.05 < shares[0] < 0.15 and 0.35 < shares[1] <= 0.5
-    first = suggestions_for(TEXT, source=SOURCE, judge_spans=JUDGE, rate=0.5, rater="R1", text_key=1)
-    assert first == suggestions_for(TEXT, source=SOURCE, judge_spans=JUDGE, rate=0.5, rater="R1", text_key=1)
+    first = suggestions_for(
+        TEXT, plant=plant_control, source=SOURCE, judge_spans=JUDGE, rate=0.5, rater="R1", text_key=1
+    )
+    assert first == suggestions_for(
+        TEXT, plant=plant_control, source=SOURCE, judge_spans=JUDGE, rate=0.5, rater="R1", text_key=1
+    )
     assert [s.id for s in first] == [f"s{i}" for i in range(1, len(first) + 1)]
     assert any(s.origin == "judge" and (s.start, s.end) == (17, 21) for s in first)
 
