@@ -30,6 +30,7 @@ from evaluation.audit import audit_shipped, reported_files
 from evaluation.context import RETRY_AFTER_SECONDS, analysis_document
 from evaluation.export_options import include_external_ids_asked, originals_asked
 from evaluation.exporters import FORMATS
+from evaluation.exporters.items import LAYOUTS as ITEM_LAYOUTS
 from evaluation.exporters.items import LayoutError
 from evaluation.exporters.pages import AnswerPosition, answer_page, position_of
 from evaluation.exporters.response import export_response, item_export_response
@@ -378,11 +379,12 @@ class ItemExportView(APIView):
             OpenApiParameter(
                 "layout",
                 str,
-                enum=["long", "wide", "spans"],
+                enum=list(ITEM_LAYOUTS),
                 default="long",
                 description="long: one row per answer; wide: one row per participant × target, "
                 "one column per item; spans: one row per error span marked (humans and judges), "
-                "a text seen without marks as one row with empty span fields",
+                "a text seen without marks as one row with empty span fields; suggestions: one row "
+                "per AI-assisted span suggestion offered (judge or planted) with the rater's fate",
             ),
             EXTERNAL_IDS_PARAMETER,
         ],

@@ -2,15 +2,31 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from annotation.models import Simplification, Source, Study, System
+from privacy.selectors import data_policy_of
+
+
+class DataPolicySerializer(serializers.Serializer):
+    """A study's data policy (privacy/): what its text may reach and whether its
+    de-identification is approved."""
+
+    policy = serializers.CharField()
+    endpoint = serializers.CharField(allow_blank=True)
+    deidentification_approved_at = serializers.DateTimeField(allow_null=True, source="approved_at")
 
 
 class StudySerializer(serializers.ModelSerializer):
     n_sources = serializers.IntegerField(read_only=True)
     n_systems = serializers.IntegerField(read_only=True)
     n_participants = serializers.IntegerField(read_only=True)
+    data_policy = serializers.SerializerMethodField()
+
+    @extend_schema_field(DataPolicySerializer)
+    def get_data_policy(self, study: Study) -> dict:
+        return dict(DataPolicySerializer(data_policy_of(study=study)).data)
 
     class Meta:
         model = Study
@@ -26,6 +42,7 @@ class StudySerializer(serializers.ModelSerializer):
             "n_sources",
             "n_systems",
             "n_participants",
+            "data_policy",
         ]
 
 

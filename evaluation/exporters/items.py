@@ -24,11 +24,12 @@ from typing import Any
 from annotation.models import Study
 from annotation.selectors import systems_by_text
 from evaluation.exporters.spans import SPAN_COLUMNS, span_export_rows
+from evaluation.exporters.suggestions import SUGGESTION_COLUMNS, suggestion_export_rows
 from evaluation.instrument_rows import answer_rows, study_instruments
 from evaluation.selectors import participant_label
 from instruments.schema import Instrument, ItemKind
 
-LAYOUTS = ("long", "wide", "spans")
+LAYOUTS = ("long", "wide", "spans", "suggestions")
 LONG_COLUMNS = (
     "study",
     "participant",
@@ -107,6 +108,7 @@ class ItemAnswerExport:
         columns = {
             "long": LONG_COLUMNS,
             "spans": SPAN_COLUMNS,
+            "suggestions": SUGGESTION_COLUMNS,
         }.get(layout) or (*WIDE_KEY_COLUMNS, *self.item_columns())
         self.columns = _with_external_id(columns, include_external_ids)
 
@@ -131,6 +133,8 @@ class ItemAnswerExport:
             yield from span_export_rows(
                 study=self.study, stored=stored, instruments=self.instruments, head=self._span_head
             )
+        elif self.layout == "suggestions":
+            yield from suggestion_export_rows(study=self.study, head=self._span_head)
         else:
             yield from self._wide(stored, systems, kinds)
 

@@ -121,6 +121,17 @@ def test_the_page_offers_suggestions_and_the_fates_are_stored_and_counted(assist
         cell = block["kept"]
         assert cell["low"] is None or 0 <= cell["low"] <= cell["high"] <= 1
 
+    # The export: one row per suggestion offered, with its origin and the rater's fate.
+    from evaluation.exporters.items import ItemAnswerExport
+
+    export = ItemAnswerExport(study=study, file_format="json", layout="suggestions")
+    rows = [dict(zip(export.columns, row, strict=True)) for row in export.rows()]
+    assert [r["suggestion"] for r in rows] == [s.id for s in offered]
+    by_id = {r["suggestion"]: r for r in rows}
+    assert (by_id[drop.id]["origin"], by_id[drop.id]["fate"]) == ("planted", "deleted")
+    assert (by_id[keep.id]["origin"], by_id[keep.id]["fate"]) == (keep.origin, "accepted")
+    assert by_id[keep.id]["suggested_text"] == TEXT[keep.start : keep.end]
+
 
 def test_a_page_of_a_study_without_assistance_offers_nothing(db, client):
     study = assisted_study("unassisted")

@@ -194,3 +194,16 @@ def test_the_setup_page_and_the_console_header_name_the_policy(client, team):
     assert '<span class="status-badge" id="data-policy">local-only</span>' in page
     page = client.get(reverse("console:upload", args=[study.slug])).content.decode()
     assert "data policy: local-only" in page
+
+
+def test_the_api_names_the_study_s_data_policy(client, team):
+    study, owner, _ = team
+    client.force_login(owner)
+    url = reverse("api:study-detail", args=[study.slug])
+    assert client.get(url).json()["data_policy"] == {
+        "policy": "deidentified",
+        "endpoint": "",
+        "deidentification_approved_at": None,
+    }
+    data_policy_change(study=study, policy="local-only", reason="DUA", actor=owner)
+    assert client.get(url).json()["data_policy"]["policy"] == "local-only"
