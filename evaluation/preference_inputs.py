@@ -9,9 +9,9 @@ from typing import Any
 
 from django.db.models import F
 
+from annotation.lay.choices import lay_choices
 from annotation.models import (
     ExpertRating,
-    LayPreference,
     PairwiseTask,
     Simplification,
     SimplificationText,
@@ -45,37 +45,18 @@ class StudyPreferences:
 
 
 def _lay_votes(study: Study) -> list[Vote]:
-    preferences = list(
-        LayPreference.objects.filter(
-            analysed_participants(path="item__participant__"), item__participant__study=study
-        )
-        .values_list(
-            "pk", "item__participant__pseudonym", "item__source__key", "item__source_id", "order_shown"
-        )
-        .order_by("item__participant__pseudonym", "item__source__position")
-    )
-    chosen: dict[str, dict[int, list[int]]] = {"most": {}, "least": {}}
-    for name in chosen:
-        through = getattr(LayPreference, name).through
-        for preference_id, text_id in through.objects.filter(
-            laypreference__item__participant__study=study
-        ).values_list("laypreference_id", "simplificationtext_id"):
-            chosen[name].setdefault(preference_id, []).append(text_id)
+    choices = lay_choices(study=study, participants=analysed_participants(path="item__participant__"))
     texts_of: dict[int, list[int]] = {}
     for source_id, text_id in (
         SimplificationText.objects.filter(source__study=study).order_by("pk").values_list("source_id", "pk")
     ):
         texts_of.setdefault(source_id, []).append(text_id)
     votes: list[Vote] = []
-    for pk, rater, source_key, source_id, shown in preferences:
-        own = texts_of.get(source_id, [])
-        order = [t for t in dict.fromkeys(shown or []) if t in own] or own
+    for choice in choices:
+        own = texts_of.get(choice.source_id, [])
+        order = [t for t in dict.fromkeys(choice.shown or []) if t in own] or own
         votes += best_worst_votes(
-            source=source_key,
-            rater=rater,
-            most=chosen["most"].get(pk, []),
-            least=chosen["least"].get(pk, []),
-            shown=order,
+            source=choice.source_key, rater=choice.rater, most=choice.most, least=choice.least, shown=order
         )
     return votes
 

@@ -16,7 +16,6 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
 
 from annotation.models import Study
 from ml.models import ModelArtifact, TrainingJob
@@ -139,7 +138,7 @@ def dpo_job_run(
 ) -> TrainingJob:
     """Train (the job is claimed already), register the artifact, record the outcome on the job."""
     from ml.dpo import DPOSettings, train_dpo
-    from ml.services import _base_artifact_for_path, model_artifact_register, training_job_output_dir
+    from ml.services import training_job_output_dir, training_job_succeed
     from ml.training import TrainingProgress
 
     try:
@@ -162,20 +161,14 @@ def dpo_job_run(
         finish(job, TrainingJob.Status.FAILED, error=traceback.format_exc()[-10000:])
         job.refresh_from_db()
         return job
-    with transaction.atomic():
-        base = job.base_artifact or _base_artifact_for_path(job.base_model_path)
-        artifact = model_artifact_register(
-            name=f"{base.name}-dpo-{job.pk}",
-            path=result.output_dir,
-            kind=ModelArtifact.Kind.FINE_TUNED,
-            architecture=ModelArtifact.Architecture.CAUSAL,
-            base_model=base,
-            training_job=job,
-            training_data=f"DPO on {description}",
-            training_filter=job.pair_filter,
-            hyperparameters={"method": "dpo", **dpo_settings.as_dict()},
-            validation_metrics=result.metrics,
-        )
-        finish(job, TrainingJob.Status.SUCCEEDED, output_artifact=artifact)
+    training_job_succeed(
+        job,
+        suffix="dpo",
+        path=result.output_dir,
+        architecture=ModelArtifact.Architecture.CAUSAL,
+        training_data=f"DPO on {description}",
+        hyperparameters={"method": "dpo", **dpo_settings.as_dict()},
+        metrics=result.metrics,
+    )
     job.refresh_from_db()
     return job

@@ -263,6 +263,36 @@ def _claim(job: TrainingJob, task_id: str) -> bool:
     return True
 
 
+def training_job_succeed(
+    job: TrainingJob,
+    *,
+    suffix: str,
+    path: str,
+    architecture: str,
+    training_data: str,
+    hyperparameters: dict[str, Any],
+    metrics: dict[str, Any],
+) -> ModelArtifact:
+    """Register a finished job's model as a fine-tuned artifact of its base and mark the job
+    succeeded, in one transaction (every training method ends here)."""
+    with transaction.atomic():
+        base = job.base_artifact or _base_artifact_for_path(job.base_model_path)
+        artifact = model_artifact_register(
+            name=f"{base.name}-{suffix}-{job.pk}",
+            path=path,
+            kind=ModelArtifact.Kind.FINE_TUNED,
+            architecture=architecture,
+            base_model=base,
+            training_job=job,
+            training_data=training_data,
+            training_filter=job.pair_filter,
+            hyperparameters=hyperparameters,
+            validation_metrics=metrics,
+        )
+        _finish(job, TrainingJob.Status.SUCCEEDED, output_artifact=artifact)
+    return artifact
+
+
 def _finish(job: TrainingJob, status: str, *, error: str = "", **fields: Any) -> None:
     TrainingJob.objects.filter(pk=job.pk).update(
         status=status, error=error, finished_at=timezone.now(), updated_at=timezone.now(), **fields
@@ -337,21 +367,15 @@ def training_job_run(*, job: TrainingJob, task_id: str = "", device: str | None 
         job.refresh_from_db()
         return job
 
-    with transaction.atomic():
-        base = job.base_artifact or _base_artifact_for_path(job.base_model_path)
-        artifact = model_artifact_register(
-            name=f"{base.name}-ft-{job.pk}",
-            path=result.output_dir,
-            kind=ModelArtifact.Kind.FINE_TUNED,
-            architecture=ModelArtifact.Architecture.SEQ2SEQ,
-            base_model=base,
-            training_job=job,
-            training_data=f"{description} ({result.train_size} train / {result.validation_size} validation)",
-            training_filter=job.pair_filter,
-            hyperparameters=config.as_dict(),
-            validation_metrics=result.validation_metrics,
-        )
-        _finish(job, TrainingJob.Status.SUCCEEDED, output_artifact=artifact)
+    training_job_succeed(
+        job,
+        suffix="ft",
+        path=result.output_dir,
+        architecture=ModelArtifact.Architecture.SEQ2SEQ,
+        training_data=f"{description} ({result.train_size} train / {result.validation_size} validation)",
+        hyperparameters=config.as_dict(),
+        metrics=result.validation_metrics,
+    )
     job.refresh_from_db()
     return job
 

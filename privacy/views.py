@@ -4,6 +4,9 @@ positive, mark a missed span) and the owner's approval. Each POST calls one serv
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
@@ -28,9 +31,20 @@ def _back(study: Study, request: HttpRequest) -> HttpResponse:
     )
 
 
-def _say(request: HttpRequest, exc: ValidationError) -> None:
-    for message in exc.messages:
-        messages.error(request, message)
+def _done(
+    request: HttpRequest, study: Study, call: Callable[[], Any], *, success: str | Callable[[Any], str] = ""
+) -> HttpResponse:
+    """Run one service call and go back to the page: its refusal's messages shown, else `success`
+    (a sentence, or one made from the call's result)."""
+    try:
+        result = call()
+    except ValidationError as exc:
+        for message in exc.messages:
+            messages.error(request, message)
+    else:
+        if success:
+            messages.success(request, success(result) if callable(success) else success)
+    return _back(study, request)
 
 
 @researcher_login_required
@@ -61,35 +75,34 @@ def review(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def policy_change(request: HttpRequest, slug: str) -> HttpResponse:
     study = access_study(user=request.user, slug=slug, need="own")
-    try:
-        services.data_policy_change(
+    return _done(
+        request,
+        study,
+        lambda: services.data_policy_change(
             study=study,
             policy=request.POST.get("policy", ""),
             endpoint=request.POST.get("endpoint", ""),
             reason=request.POST.get("reason", ""),
             actor=request.user,
-        )
-    except ValidationError as exc:
-        _say(request, exc)
-    else:
-        messages.success(request, "The data policy is changed (recorded in the activity log).")
-    return _back(study, request)
+        ),
+        success="The data policy is changed (recorded in the activity log).",
+    )
 
 
 @researcher_login_required
 @require_POST
 def originals_for_radiologists(request: HttpRequest, slug: str) -> HttpResponse:
     study = access_study(user=request.user, slug=slug, need="own")
-    try:
-        services.originals_for_radiologists_set(
+    return _done(
+        request,
+        study,
+        lambda: services.originals_for_radiologists_set(
             study=study,
             show=request.POST.get("show") == "1",
             reason=request.POST.get("reason", ""),
             actor=request.user,
-        )
-    except ValidationError as exc:
-        _say(request, exc)
-    return _back(study, request)
+        ),
+    )
 
 
 @researcher_login_required
@@ -97,16 +110,16 @@ def originals_for_radiologists(request: HttpRequest, slug: str) -> HttpResponse:
 def finding_review(request: HttpRequest, slug: str, finding_id: int) -> HttpResponse:
     study = access_study(user=request.user, slug=slug, need="edit")
     finding = get_object_or_404(DeidFinding, pk=finding_id, source__study=study)
-    try:
-        services.finding_review(
+    return _done(
+        request,
+        study,
+        lambda: services.finding_review(
             finding=finding,
             action=request.POST.get("action", ""),
             kind=request.POST.get("kind", ""),
             actor=request.user,
-        )
-    except ValidationError as exc:
-        _say(request, exc)
-    return _back(study, request)
+        ),
+    )
 
 
 @researcher_login_required
@@ -121,17 +134,17 @@ def finding_add(request: HttpRequest, slug: str, source_id: int) -> HttpResponse
     if start < 0:
         messages.error(request, f"Missed span: {words!r} is not in the text of {source.key}.")
         return _back(study, request)
-    try:
-        services.finding_add(
+    return _done(
+        request,
+        study,
+        lambda: services.finding_add(
             source=source,
             start=start,
             end=start + len(words),
             kind=request.POST.get("kind", ""),
             actor=request.user,
-        )
-    except ValidationError as exc:
-        _say(request, exc)
-    return _back(study, request)
+        ),
+    )
 
 
 @researcher_login_required
@@ -147,13 +160,11 @@ def detect_again(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def approve(request: HttpRequest, slug: str) -> HttpResponse:
     study = access_study(user=request.user, slug=slug, need="own")
-    try:
-        row = services.deidentification_approve(study=study, actor=request.user)
-    except ValidationError as exc:
-        _say(request, exc)
-    else:
-        messages.success(
-            request,
-            f"De-identification approved: {row.approved_findings} findings, {row.approved_edited} edited.",
-        )
-    return _back(study, request)
+    return _done(
+        request,
+        study,
+        lambda: services.deidentification_approve(study=study, actor=request.user),
+        success=lambda row: (
+            f"De-identification approved: {row.approved_findings} findings, {row.approved_edited} edited."
+        ),
+    )

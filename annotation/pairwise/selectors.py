@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from django.db.models import F
+from django.db.models import F, Q
 from django.http import Http404
 from django.utils.translation import gettext as _
 
 from annotation.models import (
     ItemAnswer,
-    LayPreference,
     PairwiseTask,
     Participant,
     Simplification,
@@ -117,24 +116,10 @@ def derived_comparisons(*, study: Study) -> list[Comparison]:
     shown beats least), marked derived. A text several systems share counts for each of them, in
     each pair that involves it; a text ticked both most and least counts as neither. Four queries,
     whatever the study's size."""
+    from annotation.lay.choices import lay_choices
     from measures.stats.pairwise import Comparison, preferences_to_pairs
 
-    preferences = list(
-        LayPreference.objects.filter(
-            item__participant__study=study, item__participant__returned_at__isnull=True
-        )
-        .values_list(
-            "pk", "item__participant__pseudonym", "item__source_id", "item__source__key", "order_shown"
-        )
-        .order_by("item__participant__pseudonym", "item__source__position")
-    )
-    chosen: dict[str, dict[int, list[int]]] = {"most": {}, "least": {}}
-    for name in chosen:
-        through = getattr(LayPreference, name).through
-        for preference_id, text_id in through.objects.filter(
-            laypreference__item__participant__study=study
-        ).values_list("laypreference_id", "simplificationtext_id"):
-            chosen[name].setdefault(preference_id, []).append(text_id)
+    choices = lay_choices(study=study, participants=Q(item__participant__returned_at__isnull=True))
     systems: dict[object, list[str]] = {}  # text id -> system keys
     texts_of: dict[int, list[int]] = {}  # source id -> its texts, for answers that stored no order
     for source_id, text_id, key in (
@@ -145,8 +130,8 @@ def derived_comparisons(*, study: Study) -> list[Comparison]:
         systems.setdefault(text_id, []).append(key)
         texts_of.setdefault(source_id, []).append(text_id)
     out: list[Comparison] = []
-    for pk, rater, source, source_key, shown in preferences:
-        most, least = set(chosen["most"].get(pk, [])), set(chosen["least"].get(pk, []))
+    for _pk, rater, source, source_key, shown, ticked_most, ticked_least in choices:
+        most, least = set(ticked_most), set(ticked_least)
         # A text ticked both most and least says nothing about it: it counts as neither.
         most, least = most - least, least - most
         own = list(dict.fromkeys(texts_of.get(source, [])))
