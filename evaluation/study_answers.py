@@ -23,7 +23,6 @@ role.
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -60,6 +59,7 @@ from evaluation.exporters.rows import (
     _who,
     answer_lookups,
     external_ids,
+    flat_cell,
 )
 
 EXPERT, LAY, PAIRS, PAIRWISE, CONTROLS = "expert", "lay", "pairs", "pairwise", "controls"
@@ -410,12 +410,6 @@ def units_by_flow_and_group(*, study: Study) -> list[UnitsRow]:
 # --- Every answer as rows of the long export ------------------------------------------------------
 
 
-def _flat(value: Any) -> Any:
-    if isinstance(value, (list, dict)):
-        return json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return value
-
-
 def _number(score: Any) -> Any:
     if isinstance(score, float) and score.is_integer():
         return int(score)
@@ -468,7 +462,7 @@ def _item_rows(stored, known: AnswerLookups, slug: str) -> Spread:
                 text_id=text_id,
                 phase=flow,
                 question=f"{key}.{item}",
-                value=_flat(value),
+                value=flat_cell(value),
                 value_number=_number(score),
                 time_spent_ms=spent,
                 created_at=_time(created),
@@ -524,7 +518,7 @@ def _control_rows(stored, known: AnswerLookups, slug: str) -> Spread:
             yield values, n, AnswerRow(**common, question=aspect, value=value, value_number=score)
             n += 1
         for key in sorted(added or {}):
-            yield values, n, AnswerRow(**common, question=key, value=_flat(added[key]))
+            yield values, n, AnswerRow(**common, question=key, value=flat_cell(added[key]))
             n += 1
         if comment:
             yield values, n, AnswerRow(**common, question="comment", value=comment)

@@ -24,7 +24,7 @@ logger = logging.getLogger(__name__)
 
 
 def min_pairs() -> int:
-    return max(1, int(getattr(settings, "RADLAY_DPO_MIN_PAIRS", 20)))
+    return max(1, int(settings.RADLAY_DPO_MIN_PAIRS))
 
 
 def _preference_filter(pair_filter: str | Mapping[str, Any] | None) -> dict[str, Any]:

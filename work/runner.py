@@ -97,7 +97,7 @@ def send(
         pending.extend((task, list(args)) for args in messages)
         return
     first = deque((task, list(args)) for args in messages)
-    if getattr(settings, "RADLAY_EMBEDDED_TASKS_IN_BACKGROUND", False):
+    if settings.RADLAY_EMBEDDED_TASKS_IN_BACKGROUND:
         # The request that launched the work returns at once (its page shows the progress); the
         # messages run in a thread of this process, one after another, as they would inline.
         threading.Thread(

@@ -16,13 +16,13 @@ allows identifying fields (annotation.access.may_see_identifying)."""
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from annotation.models import Study
 from annotation.selectors import systems_by_text
+from evaluation.exporters.rows import flat_cell
 from evaluation.exporters.spans import SPAN_COLUMNS, span_export_rows
 from evaluation.exporters.suggestions import SUGGESTION_COLUMNS, suggestion_export_rows
 from evaluation.instrument_rows import answer_rows, study_instruments
@@ -73,19 +73,12 @@ def _time(value: datetime | None) -> str:
     return value.isoformat() if value else ""
 
 
-def _flat(value: Any) -> Any:
-    """A cell a spreadsheet holds: lists and mappings as JSON text, scalars as they are."""
-    if isinstance(value, (list, dict)):
-        return json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return value
-
-
 def _wide_cell(kind: ItemKind | None, value: Any, score: float | None) -> Any:
     if kind in _NUMERIC:
         return score
     if isinstance(value, list):
         return ";".join(map(str, value))
-    return _flat(value)
+    return flat_cell(value)
 
 
 class ItemAnswerExport:
@@ -173,7 +166,7 @@ class ItemAnswerExport:
                 systems.get(text, "") if text else "",
                 text,
                 reference,
-                _flat(value) if self.flat else value,
+                flat_cell(value) if self.flat else value,
                 score,
                 spent,
                 _time(created),

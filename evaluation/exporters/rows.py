@@ -16,6 +16,7 @@ queries in SQL that writes the same bytes (evaluation/exporters/csv_copy.py).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -78,6 +79,13 @@ def _timestamps(*fields: str) -> tuple[Any, ...]:
     if connection.vendor == "postgresql":
         return tuple(Func(F(name), template=_PG_ISO, output_field=CharField()) for name in fields)
     return fields
+
+
+def flat_cell(value: Any) -> Any:
+    """A cell a spreadsheet holds: lists and mappings as JSON text, scalars as they are."""
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return value
 
 
 def _time(value: datetime | str | None) -> str:

@@ -37,9 +37,7 @@ def backend_options(name: str) -> dict[str, Any]:
         if device:
             options["device"] = device
     elif name == "vllm":
-        options["gpu_memory_utilization"] = float(
-            getattr(settings, "RADLAY_VLLM_GPU_MEMORY_UTILIZATION", 0.85)
-        )
+        options["gpu_memory_utilization"] = float(settings.RADLAY_VLLM_GPU_MEMORY_UTILIZATION)
     return options
 
 
