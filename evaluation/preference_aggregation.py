@@ -81,17 +81,19 @@ def best_worst_votes(
     least: Iterable[Hashable],
     shown: Sequence[Hashable],
 ) -> list[Vote]:
-    """The votes of one lay most/least answer (the analysis's derivation, on texts)."""
+    """The votes of one lay most/least answer: the analysis's derivation
+    (measures.stats.pairwise.preferences_to_pairs), on texts."""
+    # Imported where used: web workers load this module at start-up, never numpy/scipy.
+    from measures.stats.pairwise import preferences_to_pairs
+
     most_set, least_set = set(most), set(least)
     most_set, least_set = most_set - least_set, least_set - most_set  # both ticked: neither
     order = list(dict.fromkeys(shown))
     order += [t for t in sorted(most_set | least_set, key=repr) if t not in order]
-    winners = [t for t in order if t in most_set]
-    losers = [t for t in order if t in least_set]
-    middle = [t for t in order if t not in most_set and t not in least_set]
-    pairs = [(w, other) for w in winners for other in order if other not in most_set]
-    pairs += [(m, loser) for m in middle for loser in losers]
-    return [Vote(LAY, source, rater, w, loser) for w, loser in pairs]
+    pairs = preferences_to_pairs(
+        [t for t in order if t in most_set], [t for t in order if t in least_set], order
+    )
+    return [Vote(LAY, source, rater, pair.left, pair.right) for pair in pairs]
 
 
 def aggregate_votes(votes: Iterable[Vote], summary: PairSummary | None = None) -> PairSummary:
