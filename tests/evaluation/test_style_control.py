@@ -49,8 +49,10 @@ def _answered(study, n_people=8):
 def test_the_analysis_and_report_show_the_style_controlled_ranking_beside_the_plain_one():
     study = build_study(slug="styled", n_sources=6, systems=SYSTEMS)
     # Texts of different lengths per system, varying by source.
-    for text in SimplificationText.objects.filter(source__study=study).select_related("source"):
-        extra = " more words here" * ((text.pk * 7) % 5)
+    # Drawn from the texts' order, never their database ids (which depend on what ran before).
+    texts = SimplificationText.objects.filter(source__study=study).order_by("source__position", "text")
+    for i, text in enumerate(texts):
+        extra = " more words here" * ((i * 7) % 5)
         text.text = f"{text.text}{extra}. The finding is small and stable."
         text.save(update_fields=["text"])
     _answered(study)
