@@ -292,15 +292,33 @@ def _processes() -> dict[int, tuple[int, str, float]]:
     return found
 
 
+# The postmaster of DATABASE_URL's server when it runs on this machine (postmaster_find): only its
+# processes count as the database, not those of another PostgreSQL on a shared machine.
+POSTMASTER: int | None = None
+
+
+def postmaster_find(database_url: str) -> int | None:
+    """The pid of the postmaster that serves `database_url`, if it is a local process: the parent
+    of the backend that answers `pg_backend_pid()`; None if that cannot be told."""
+    try:
+        import psycopg
+
+        with psycopg.connect(database_url) as connection:
+            backend = connection.execute("select pg_backend_pid()").fetchone()[0]
+        return _processes()[backend][0]
+    except Exception:  # noqa: BLE001 (a remote server, or no /proc: count every local postgres)
+        return None
+
+
 def cpu_sample(server_pid: int) -> dict[str, dict[int, float]]:
-    """CPU seconds so far of the server (gunicorn's master and its workers), the database (local
-    PostgreSQL processes: every one of them, this run's load is most of what they do) and this
-    driver, per process."""
+    """CPU seconds so far of the server (gunicorn's master and its workers), the database (the
+    processes of DATABASE_URL's postmaster; every local PostgreSQL process if it is not found) and
+    this driver, per process."""
     sample: dict[str, dict[int, float]] = {"server": {}, "database": {}, "driver": {}}
     for pid, (parent, command, seconds) in _processes().items():
         if pid == server_pid or parent == server_pid:
             sample["server"][pid] = seconds
-        elif command == "postgres":
+        elif command == "postgres" and (POSTMASTER is None or POSTMASTER in (pid, parent)):
             sample["database"][pid] = seconds
     sample["driver"][os.getpid()] = time.process_time()
     return sample
@@ -690,13 +708,16 @@ def main() -> None:
         import json
 
         invited = json.loads(out.stdout.strip().splitlines()[-1])
+        global POSTMASTER
+        POSTMASTER = postmaster_find(database_url)
         flows = {
             "radiologist": (radiologist, [tuple(p) for p in invited["radiologist"]], VERIFY),
             "lay": (layperson, [tuple(p) for p in invited["layperson"]], VERIFY_LAY),
         }
         print(
             f"setup: {args.sources} sources × 3 systems, {n_raters} radiologists and laypeople, "
-            f"{time.perf_counter() - started:.1f} s; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
+            f"{time.perf_counter() - started:.1f} s; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; "
+            f"database CPU: " + (f"postmaster {POSTMASTER}" if POSTMASTER else "every local postgres")
         )
 
         rows = []
@@ -742,7 +763,8 @@ def main() -> None:
                             f"{rec.answers / args.duration:.1f} answers/s, "
                             f"{rec.sentences / args.duration:.2f} lay sentences/s, "
                             f"{check['lost']} lost, {check['wrong']} wrong of {check['checked']}; "
-                            f"all {c} arrived (first visits) in {rec.arrival:.1f} s"
+                            f"all {c} arrived (first visits) in {rec.arrival:.1f} s; "
+                            f"load {os.getloadavg()[0]:.1f}"
                             + (f", {rec.turned_away} TURNED AWAY at entry" if rec.turned_away else ""),
                             flush=True,
                         )
