@@ -6,6 +6,11 @@ from config import api_root, errors
 from config.views import home
 
 urlpatterns = [
+    # First: the surveys' URLs are most of the traffic (an autosave per answer), and a URL is tried
+    # against every pattern before it in turn. Their prefixes (s/, r/, l/, p/, c/, radiologist/,
+    # join/) are no other app's. Last in annotation.urls: a cut or mistyped survey link gets the
+    # survey's "link not valid" page.
+    path("", include("annotation.urls")),
     path("", home, name="home"),
     path("admin/", admin.site.urls),
     path("api/", api_root.api_root, name="api-root"),
@@ -24,8 +29,6 @@ urlpatterns = [
     path("generation/", include("generation.urls")),
     path("judging/", include("judging.urls")),
     path("ml/", include("ml.urls")),
-    # Last in annotation.urls: a cut or mistyped survey link gets the survey's "link not valid" page.
-    path("", include("annotation.urls")),
     path("favicon.ico", errors.favicon),
 ]
 

@@ -21,6 +21,7 @@ from annotation import answer_writes, participant_services, protocol_texts, scal
 from annotation.access import access_expert_page
 from annotation.expert import assignment, pages, progress
 from annotation.models import ExpertItem, Participant
+from annotation.survey_fragments import fragment_response
 from annotation.views.entry import messages_of, survey_participant
 from annotation.views.errors import survey_error_page
 from annotation.wording import protocol_wording
@@ -170,17 +171,21 @@ def _autosave(request: HttpRequest, participant: Participant, item: ExpertItem) 
     except ValidationError as exc:
         return render(request, "annotation/_error_fragment.html", {"messages": messages_of(exc)}, status=400)
     # Progress and the index entry change only with the page's completion; the save counted them
-    # then (page.progress is None otherwise, and the fragment leaves them as they are).
-    context = {"page": page}
-    if page.progress is not None:
-        context |= {
-            "progress": page.progress,
-            "entry": progress.IndexEntry(
-                item_id=item.pk, position=item.position, number=page.number, complete=page.complete
-            ),
-            "current": item.pk,
-            "page_base": _page_base(participant),
-        }
+    # then (page.progress is None otherwise, and the fragment leaves them as they are: its HTML is
+    # then decided by the page's completion and its missing answers alone, rendered once).
+    if page.progress is None:
+        return fragment_response(
+            TEMPLATES + "_saved.html", {"page": page}, key=(page.complete, len(page.missing))
+        )
+    context = {
+        "page": page,
+        "progress": page.progress,
+        "entry": progress.IndexEntry(
+            item_id=item.pk, position=item.position, number=page.number, complete=page.complete
+        ),
+        "current": item.pk,
+        "page_base": _page_base(participant),
+    }
     return render(request, TEMPLATES + "_saved.html", context)
 
 

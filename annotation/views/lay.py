@@ -36,6 +36,7 @@ from annotation.lay.design import ASSISTED, PANELS, lay_background_questions, pa
 from annotation.lay.errors import LayFlowError, PreferenceConflict
 from annotation.lay.steps import LayStep, lay_next_step, lay_progress, lay_standing
 from annotation.models import LayItem, Participant, Study
+from annotation.survey_fragments import fragment_response
 from annotation.survey_language import survey_language_activate, survey_language_guess
 from annotation.views.entry import messages_of, study_unavailable, survey_participant
 from annotation.views.errors import survey_error_page
@@ -474,7 +475,7 @@ def lay_panel(request: HttpRequest, participant: Participant, item_id: int, pane
             request, participant, item, panel, errors=errors, conflicts=conflicts, status=400
         )
     if autosave:
-        return render(request, TEMPLATES + "_saved.html")
+        return fragment_response(TEMPLATES + "_saved.html", {}, key=())
     return _to_next(request, participant)
 
 

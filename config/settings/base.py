@@ -60,7 +60,8 @@ MIDDLEWARE = [
     # RADLAY_MFA_REQUIRED: a researcher gives a TOTP code before any other page.
     "signin.second_factor.SecondFactorMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "csp.middleware.CSPMiddleware",
+    # django-csp's, with the settings' policy built once per process (config/csp_header.py).
+    "config.csp_header.KeptPolicyCSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes requires: answers a locked-out login with 429.
     "axes.middleware.AxesMiddleware",
