@@ -23,7 +23,8 @@ SECURE_HSTS_PRELOAD = env.bool("DJANGO_HSTS_PRELOAD", default=True)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    # WhiteNoise's compressed manifest storage, each file's URL worked out once per process.
+    "staticfiles": {"BACKEND": "config.static_storage.KeptURLsStaticFilesStorage"},
 }
 # Rate-limit counters and login throttles must be shared by every gunicorn worker.
 if REDIS_URL:
