@@ -305,7 +305,7 @@ def postmaster_find(database_url: str) -> int | None:
 
         with psycopg.connect(database_url) as connection:
             backend = connection.execute("select pg_backend_pid()").fetchone()[0]
-        return _processes()[backend][0]
+            return _processes()[backend][0]  # while the backend is there: it ends with the connection
     except Exception:  # noqa: BLE001 (a remote server, or no /proc: count every local postgres)
         return None
 
