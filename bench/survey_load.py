@@ -841,23 +841,34 @@ def cpu_table(rows, floors: dict[str, dict[int, Recorder]], duration: float) -> 
     measured = [(flow, c, think, rec) for flow, c, think, rec in measured if rec.cpu and rec.requests]
     if not measured:
         return  # no /proc (not Linux)
+    # The bare floor's CPU per upsert at each C: what the CPU ratio divides.
+    floor_cpu = {
+        c: sum(rec.cpu.values()) / rec.requests
+        for flow, c, _, rec in measured
+        if flow == "bare floor" and rec.requests
+    }
     print()
     print(
         f"{'CPU':>11} {'C':>4} {'think':>5} {'server/req':>10} {'db/req':>7} {'driver/req':>10} "
-        f"{'all/req':>8} {'all/sent.':>9} {'cores busy':>10}"
+        f"{'all/req':>8} {'all/answer':>10} {'all/sent.':>9} {'cores busy':>10} {'CPU ratio':>9}"
     )
     for flow, c, think, rec in measured:
         per = {kind: 1000 * seconds / rec.requests for kind, seconds in rec.cpu.items()}
         total = sum(rec.cpu.values())
         sentence = f"{1000 * total / rec.sentences:>9.1f}" if rec.sentences else f"{'':>9}"
+        per_answer = total / rec.answers if rec.answers else float("nan")
+        ratio = floor_cpu.get(c, float("nan")) / per_answer if rec.answers else float("nan")
         print(
             f"{flow:>11} {c:>4} {think:>5g} {per['server']:>10.2f} {per['database']:>7.2f} "
-            f"{per['driver']:>10.2f} {sum(per.values()):>8.2f} {sentence} {total / duration:>10.2f}"
+            f"{per['driver']:>10.2f} {sum(per.values()):>8.2f} {1000 * per_answer:>10.2f} {sentence} "
+            f"{total / duration:>10.2f} {ratio:>9.2f}"
         )
     print(
         "CPU ms from /proc over the measured window: server = gunicorn's master and workers, db = the "
         "local PostgreSQL's processes, driver = this load driver (on the same machine, it takes CPU "
-        "from the server); all/sent. = all three per lay sentence"
+        "from the server); all/answer = all three per acknowledged answer (a floor's: per upsert); "
+        "all/sent. = all three per lay sentence; CPU ratio = the bare floor's all/answer ÷ this one's: "
+        "the answers/s ratio that CPU alone allows, less moved than answers/s by what else runs"
     )
 
 
