@@ -30,9 +30,11 @@ What it does, in this order:
    (bench/survey_floor.py, same gunicorn settings) at the same concurrencies, without think time;
 6. prints one table: acknowledged answers per second, latency percentiles of saves, page loads and
    submits, errors, lost answers, and radlay's answers/s as a fraction of the floor's upserts/s;
-   and a second one (Linux): the CPU each measured window cost, from /proc, per HTTP request and per
-   lay sentence, split into the server (gunicorn), the database (the local PostgreSQL's processes)
-   and this driver.
+   and a second one (Linux): the CPU each measured window cost, from /proc, per HTTP request, per
+   answer and per lay sentence, split into the server (gunicorn), the database (the processes of
+   DATABASE_URL's PostgreSQL) and this driver, and the "CPU ratio": the bare floor's CPU per upsert
+   ÷ the flow's CPU per answer, the answers/s ratio that CPU alone allows (on a shared machine it
+   moves less than the answers/s ratio, which also measures how much CPU each phase was given).
 
 The figures depend on the machine and on what else runs on it; print `nproc` and the load average
 with them.
