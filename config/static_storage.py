@@ -6,7 +6,7 @@ split, hashed and joined to STATIC_URL): a survey page uses it a dozen to twenty
 from __future__ import annotations
 
 from django.conf import settings
-from whitenoise.storage import CompressedManifestStaticFilesStorage
+from whitenoise.storage import CompressedManifestStaticFilesStorage  # type: ignore[import-untyped]
 
 
 class KeptURLsStaticFilesStorage(CompressedManifestStaticFilesStorage):
