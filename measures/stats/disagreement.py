@@ -119,7 +119,9 @@ class FinalLabel(NamedTuple):
     provenance: str
 
 
-def final_label(values: Sequence[Any], *, adjudicated: Any = None, has_adjudication: bool = False) -> FinalLabel:
+def final_label(
+    values: Sequence[Any], *, adjudicated: Any = None, has_adjudication: bool = False
+) -> FinalLabel:
     """The final label of one unit from its raters' answers (comparable values: codes, keys,
     frozensets, tuples of spans) and its adjudication, if any."""
     if has_adjudication:
@@ -148,7 +150,9 @@ class AgreementBeforeAfter:
     rater_accuracy_after: float | None
 
 
-def agreement_before_after(units: Sequence[tuple[Sequence[tuple[Hashable, Any]], Any, bool]]) -> AgreementBeforeAfter:
+def agreement_before_after(
+    units: Sequence[tuple[Sequence[tuple[Hashable, Any]], Any, bool]],
+) -> AgreementBeforeAfter:
     """`units`: per unit with at least two raters, ((rater, value) pairs, adjudicated value,
     whether it was adjudicated)."""
     several = [unit for unit in units if len(unit[0]) >= 2]
