@@ -277,3 +277,57 @@ def rater_users(*, unit: Unit) -> set[int]:
     it."""
     ids = [answer.participant_id for answer in unit.answers]
     return set(Participant.objects.filter(pk__in=ids, user__isnull=False).values_list("user_id", flat=True))
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, frozenset):
+        return sorted(value)
+    if isinstance(value, tuple):
+        return [span._asdict() if hasattr(span, "_asdict") else span for span in value]
+    return value
+
+
+def unit_records(*, study: Study, units: Iterable[Unit]) -> list[dict[str, Any]]:
+    """The units as JSON-ready records (the command's `list` and the API's queue): blind, so the
+    raters are "Rater 1", "Rater 2", …; the source by its key."""
+    units = list(units)
+    sources = dict(
+        Source.objects.filter(study=study, pk__in={u.key.source_id for u in units}).values_list("pk", "key")
+    )
+    return [
+        {
+            "unit": unit.token,
+            "instrument": unit.instrument.key,
+            "version": unit.instrument.version,
+            "item": unit.item.key,
+            "item_kind": unit.item.kind.value,
+            "source": sources.get(unit.key.source_id, ""),
+            "text_id": unit.key.shown_text_id,
+            "reference_text_id": unit.key.reference_text_id,
+            "raters": len(unit.answers),
+            "disagreement": unit.disagreement.score if unit.disagreement else None,
+            "measure": unit.disagreement.measure if unit.disagreement else None,
+            "answers": [
+                {
+                    "rater": answer.rater,
+                    "value": answer.value,
+                    "justifications": [
+                        {"label": label, "text": text} for label, text in answer.justifications
+                    ],
+                }
+                for answer in unit.answers
+            ],
+            "adjudication": None
+            if unit.adjudication is None
+            else {
+                "value": unit.adjudication.value,
+                "reason": unit.adjudication.reason,
+                "guideline_gap": unit.adjudication.guideline_gap,
+                "note": unit.adjudication.note,
+                "created_at": unit.adjudication.created_at.isoformat(),
+            },
+            "final_value": _json_value(unit.final.value),
+            "provenance": unit.final.provenance,
+        }
+        for unit in units
+    ]
