@@ -129,3 +129,87 @@ def test_the_command_lists_and_records(setup):
         stdout=StringIO(),
     )
     assert AdjudicatedLabel.objects.get().value == 4
+
+
+def _record(setup, value=4):
+    from evaluation.adjudication_services import adjudication_record
+
+    return adjudication_record(
+        study=setup["study"],
+        unit=_token(setup),
+        value=value,
+        reason="misread",
+        adjudicator=setup["adjudicator"],
+    )
+
+
+def test_the_summary_sets_raw_beside_adjudicated(setup):
+    from evaluation.adjudication_selectors import adjudication_summary
+
+    before = adjudication_summary(study=setup["study"])
+    correctness = next(row for row in before["items"] if row["item"] == "correctness")
+    # Two texts per source, two sources: four targets, one where the raters disagree (2 vs 5).
+    assert correctness["targets"] == 4 and correctness["provenance"]["unresolved"] == 1
+    assert correctness["agreement"].unanimous_share == pytest.approx(3 / 4)
+    # raw: (3.5 + 4 + 4 + 4) / 4; the unresolved target keeps its raters' mean
+    assert correctness["raw_mean"] == pytest.approx(15.5 / 4) == correctness["adjudicated_mean"]
+    _record(setup, value=2)
+    after = next(
+        row for row in adjudication_summary(study=setup["study"])["items"] if row["item"] == "correctness"
+    )
+    assert after["provenance"]["adjudicated"] == 1 and after["agreement"].resolved_share == 1
+    assert after["raw_mean"] == pytest.approx(15.5 / 4)
+    assert after["adjudicated_mean"] == pytest.approx(14 / 4)
+
+
+@pytest.mark.parametrize("file_format", ["csv", "xlsx", "json"])
+def test_the_final_labels_export_says_where_each_label_came_from(client, setup, file_format):
+    import csv
+    import io
+
+    import openpyxl
+
+    _record(setup)
+    owner = setup["adjudicator"]
+    StudyMembership.objects.filter(user=owner).update(role="viewer")
+    client.force_login(owner)
+    for url in (
+        reverse("evaluation:study-item-export", args=["pages", file_format]),
+        reverse("api:item-export", args=["pages", file_format]),
+    ):
+        response = client.get(url, {"layout": "final_labels", "include_external_ids": "1"})
+        assert response.status_code == 200
+        body = b"".join(response.streaming_content)
+        if file_format == "csv":
+            rows = list(csv.DictReader(io.StringIO(body.decode("utf-8-sig"))))
+        elif file_format == "xlsx":
+            sheet = openpyxl.load_workbook(io.BytesIO(body)).active
+            header, *values = [list(row) for row in sheet.iter_rows(values_only=True)]
+            rows = [dict(zip(header, row, strict=False)) for row in values]
+        else:
+            rows = json.loads(body)
+        assert "participant" not in rows[0] and "external_id" not in rows[0]
+        text = str(setup["text"].pk)
+        found = {(row["item"], str(row["text_id"])): row for row in rows}
+        assert found[("correctness", text)]["provenance"] == "adjudicated"
+        assert str(found[("correctness", text)]["final_value"]) == "4"
+        assert found[("correctness", text)]["adjudication_reason"] == "misread"
+        assert found[("completeness", text)]["provenance"] == "agreement"
+        assert found[("error_spans", text)]["provenance"] == "unresolved"
+        assert found[("error_spans", text)]["final_value"] in ("", None)
+
+
+def test_the_dashboard_page_and_the_report_show_both_views(client, setup):
+    from evaluation.report_sections import report_sections_render
+
+    _record(setup)
+    StudyMembership.objects.filter(user=setup["adjudicator"]).update(role="viewer")
+    client.force_login(setup["adjudicator"])
+    page = client.get(reverse("evaluation:study-adjudication", args=["pages"])).content.decode()
+    # 25 targets with two raters (4 texts x 5 aspects, 2 sources x 2 judgements, 1 span answer):
+    # 23 agreed before; after, 24 have a final label (one adjudicated, the spans unresolved).
+    assert 'id="agreement-before">0.92<' in page
+    assert 'id="agreement-after">0.96<' in page
+    assert "final_labels" in page
+    (section,) = [s for s in report_sections_render(study=setup["study"]) if s["key"] == "adjudication"]
+    assert "agreement-before" in section["html"]

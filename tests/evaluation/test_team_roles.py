@@ -151,6 +151,7 @@ ENDPOINTS = [
     Endpoint("judging-api:run-list", "edit", method="post", data={"backend": "nonsense"}, api=True),
     Endpoint("judging-api:answers-csv", "view", api=True),
     Endpoint("judging-api:run-detail", "view", args=("run",), api=True),
+    Endpoint("evaluation:study-adjudication", "view"),
     Endpoint("console:adjudication", "adjudicate"),
     Endpoint("console:adjudication-unit", "adjudicate", args=("unit",)),
     Endpoint("console:adjudication-unit", "adjudicate", method="post", args=("unit",), data={"value": "9"}),
