@@ -19,7 +19,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from annotation.access import access_study, researcher_login_required
 from annotation.models import SimplificationText, Source, Study
 from evaluation.adjudication_selectors import Unit, UnknownUnit, adjudication_queue, adjudication_unit
-from evaluation.adjudication_services import REASONS, adjudication_record
+from evaluation.adjudication_services import MAX_TIME_SPENT_MS, REASONS, adjudication_record
 from instruments.schema import NOT_APPLICABLE, ItemKind
 from privacy.selectors import source_text
 
@@ -166,7 +166,7 @@ def adjudication_unit_page(request: HttpRequest, slug: str, unit: str) -> HttpRe
             reason=request.POST.get("reason", ""),
             guideline_gap=bool(request.POST.get("guideline_gap")),
             note=request.POST.get("note", ""),
-            time_spent_ms=max(elapsed, 0),
+            time_spent_ms=min(max(elapsed, 0), MAX_TIME_SPENT_MS),
             adjudicator=request.user,
         )
     except ValidationError as exc:

@@ -16,7 +16,7 @@ from rest_framework.views import APIView
 
 from annotation.access import access_study
 from evaluation.adjudication_selectors import adjudication_queue, unit_records
-from evaluation.adjudication_services import REASONS, adjudication_record
+from evaluation.adjudication_services import MAX_TIME_SPENT_MS, REASONS, adjudication_record
 
 _YES = frozenset({"1", "true", "yes", "on"})
 AdjudicationRequestSerializer = type(
@@ -28,7 +28,7 @@ AdjudicationRequestSerializer = type(
         "reason": serializers.ChoiceField(choices=REASONS.choices),
         "guideline_gap": serializers.BooleanField(required=False),
         "note": serializers.CharField(required=False, allow_blank=True),
-        "time_spent_ms": serializers.IntegerField(required=False, min_value=0),
+        "time_spent_ms": serializers.IntegerField(required=False, min_value=0, max_value=MAX_TIME_SPENT_MS),
     },
 )
 

@@ -19,7 +19,6 @@ from typing import Any
 
 from annotation.models import Participant, Source, Study, StudyInstrument
 from evaluation.models import AdjudicatedLabel
-from evaluation.span_analysis import spans_of
 from evaluation.study_answers import RatedAnswer, rated_answers
 from instruments.schema import NOT_APPLICABLE, Instrument, Item, ItemKind
 from instruments.validation import instrument_from_data
@@ -106,7 +105,15 @@ def comparable(item: Item, value: Any) -> Any:
     if item.kind is ItemKind.MULTIPLE_CHOICE:
         return frozenset(value)
     if item.kind is ItemKind.ERROR_SPANS:
-        return tuple(sorted(spans_of(value)))
+        # The span analysis's own Span (measures/stats/span_agreement.py), imported when needed: a
+        # web worker loads no numpy until a page measures spans.
+        from measures.stats.span_agreement import Span
+
+        spans = (
+            Span(int(s["start"]), int(s["end"]), str(s["category"]), str(s.get("severity", "")))
+            for s in value
+        )
+        return tuple(sorted(spans))
     return value
 
 

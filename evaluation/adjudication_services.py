@@ -24,6 +24,8 @@ from instruments.answers import InvalidAnswer, item_value_code, item_value_valid
 from instruments.schema import ItemKind
 
 REASONS = AdjudicatedLabel.Reason
+# A day: time on one unit beyond it is a clock that was left running, not work.
+MAX_TIME_SPENT_MS = 24 * 3600 * 1000
 
 
 def _raw(unit: Unit, raw: Any) -> Any:
@@ -79,8 +81,9 @@ def adjudication_record(
         raise ValidationError({"adjudicator": refused})
     if reason not in REASONS.values:
         raise ValidationError({"reason": f"reason: {reason!r} is not one of {', '.join(REASONS.values)}"})
-    if not isinstance(time_spent_ms, int) or time_spent_ms < 0:
-        raise ValidationError({"time_spent_ms": "time_spent_ms: a whole number of milliseconds, at least 0"})
+    if not isinstance(time_spent_ms, int) or not 0 <= time_spent_ms <= MAX_TIME_SPENT_MS:
+        refused = f"time_spent_ms: a whole number of milliseconds from 0 to {MAX_TIME_SPENT_MS}"
+        raise ValidationError({"time_spent_ms": refused})
     checked = _validated(found, value)
     score = item_value_code(found.item, checked)
     key = found.key

@@ -1,5 +1,6 @@
 """How much the raters of one item on one target disagree, and where a final label comes from.
-Django-free: the adjudication queue (evaluation/adjudication_selectors.py) builds its inputs from
+Django-free, and light to import (numpy loads only when sets or spans are measured): the
+adjudication queue (evaluation/adjudication_selectors.py) builds its inputs from
 the study's answers and orders its units by `Disagreement.score`, highest first.
 
 Every measure is a score from 0 (the raters agree) to 1 (they disagree as much as they can), so
@@ -26,10 +27,10 @@ import itertools
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from measures.stats.agreement import masi_distance
-from measures.stats.span_agreement import Span, overlap_f1
+if TYPE_CHECKING:
+    from measures.stats.span_agreement import Span
 
 SPREAD, NO_MAJORITY, SET_DISTANCE, SPAN_OVERLAP = "spread", "majority", "set distance", "span overlap"
 SINGLE_RATER, AGREEMENT, ADJUDICATED, UNRESOLVED = "single rater", "agreement", "adjudicated", "unresolved"
@@ -93,6 +94,8 @@ def _pairs_mean(values: Sequence[Any], distance) -> float:
 
 def set_disagreement(values: Sequence[frozenset[Any]]) -> Disagreement:
     """The mean MASI distance over the pairs of raters' sets of choices."""
+    from measures.stats.agreement import masi_distance
+
     _need_two(values)
     return Disagreement(_pairs_mean(values, masi_distance), SET_DISTANCE, len(values))
 
@@ -104,6 +107,8 @@ def span_pair_f1(a: Sequence[Span], b: Sequence[Span]) -> float:
         return 1.0
     if not a or not b:
         return 0.0
+    from measures.stats.span_agreement import overlap_f1
+
     f1 = overlap_f1({0: list(a)}, {0: list(b)})["all"]["f1"]
     return float(f1) if f1 is not None else 0.0
 

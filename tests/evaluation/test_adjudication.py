@@ -99,7 +99,7 @@ def test_final_labels_say_where_they_come_from(setup):
         ({"value": "9"}, "value", "is not a point of the scale"),
         ({"value": ""}, "value", "required"),
         ({"reason": "tired"}, "reason", "is not one of"),
-        ({"time_spent_ms": -1}, "time_spent_ms", "at least 0"),
+        ({"time_spent_ms": -1}, "time_spent_ms", "from 0 to"),
     ],
 )
 def test_bad_input_is_refused_on_its_field(setup, changes, field, reason):
