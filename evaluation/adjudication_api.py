@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from django.core.exceptions import ValidationError
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -47,7 +47,7 @@ class AdjudicationQueueView(APIView):
         parameters=[
             OpenApiParameter("all", OpenApiTypes.BOOL, description="also the units already adjudicated")
         ],
-        responses=OpenApiTypes.OBJECT,
+        responses=OpenApiResponse({"type": "array", "items": {"type": "object"}}, description="the queue"),
     )
     def get(self, request: Request, slug: str) -> Response:
         """The units whose raters disagree, most disagreement first, their answers blind (Rater 1,
