@@ -314,6 +314,8 @@ def unit_records(*, study: Study, units: Iterable[Unit]) -> list[dict[str, Any]]
             "raters": len(unit.answers),
             "disagreement": unit.disagreement.score if unit.disagreement else None,
             "measure": unit.disagreement.measure if unit.disagreement else None,
+            # For categories: the answer more than half of the raters gave (null: no majority).
+            "majority": unit.disagreement.majority if unit.disagreement else None,
             "answers": [
                 {
                     "rater": answer.rater,

@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from measures.stats.span_agreement import Span
 
-SPREAD, NO_MAJORITY, SET_DISTANCE, SPAN_OVERLAP = "spread", "majority", "set distance", "span overlap"
+SPREAD, NO_MAJORITY, SET_DISTANCE, SPAN_OVERLAP = "spread", "majority share", "set distance", "span overlap"
 SINGLE_RATER, AGREEMENT, ADJUDICATED, UNRESOLVED = "single rater", "agreement", "adjudicated", "unresolved"
 PROVENANCES = (SINGLE_RATER, AGREEMENT, ADJUDICATED, UNRESOLVED)
 
@@ -87,9 +87,9 @@ def category_disagreement(values: Sequence[Hashable]) -> Disagreement:
     return Disagreement(score, NO_MAJORITY, n, top if most * 2 > n else None)
 
 
-def _pairs_mean(values: Sequence[Any], distance) -> float:
+def _pairs_mean(values: Sequence[Any], distance: Callable[[Any, Any], float]) -> float:
     pairs = list(itertools.combinations(values, 2))
-    return sum(distance(a, b) for a, b in pairs) / len(pairs)
+    return float(sum(distance(a, b) for a, b in pairs) / len(pairs))
 
 
 def set_disagreement(values: Sequence[frozenset[Any]]) -> Disagreement:

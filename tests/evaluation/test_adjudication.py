@@ -171,3 +171,19 @@ def test_the_database_holds_one_label_per_unit_and_the_reasons(setup):
         label.save()
     with pytest.raises(IntegrityError), transaction.atomic():
         AdjudicatedLabel.objects.filter(pk=AdjudicatedLabel.objects.get().pk).update(reason="tired")
+
+
+def test_pairwise_answers_compare_by_their_choice_and_give_their_reason():
+    from evaluation.adjudication_selectors import comparable, disagreement_of, justification
+    from instruments.presets import preset_load
+
+    item = preset_load("pairwise_clinical").items[0]
+    assert item.kind.value == "pairwise"
+    keys = [option.key for option in item.options]
+    answers = [{"choice": keys[0], "reason": "clearer"}, {"choice": keys[1], "reason": ""}]
+    values = [comparable(item, value) for value in answers]
+    assert values == keys[:2]
+    assert justification(item, answers[0]) == "clearer" and justification(item, answers[1]) == ""
+    split = disagreement_of(item, values)
+    assert (split.score, split.majority, split.measure) == (1.0, None, "majority share")
+    assert disagreement_of(item, [keys[0], keys[0], keys[1]]).majority == keys[0]
