@@ -8,12 +8,24 @@ from __future__ import annotations
 import csv
 import io
 
+import pytest
+
 from annotation.models import ActivityEvent, ExpertRating
 from evaluation.models import AdjudicatedLabel
 from tests.e2e.dashboard import download, researcher_page
 from tests.evaluation.adjudication_studies import disagreeing_study
 
 PHONE = {"width": 390, "height": 844}
+
+
+def _violations(page) -> list[str]:
+    """axe-core's serious and critical violations (tests/e2e/test_accessibility.py), where the
+    bundled axe is installed."""
+    try:
+        from tests.e2e.test_accessibility import blocking_violations
+    except pytest.skip.Exception:
+        return []
+    return blocking_violations(page)
 
 
 def test_an_adjudicator_resolves_the_queue_and_the_dashboard_shows_both_views(
@@ -34,12 +46,14 @@ def test_an_adjudicator_resolves_the_queue_and_the_dashboard_shows_both_views(
     # The study list leads the adjudicator to the queue; the dashboard itself is not theirs.
     page.click("#adjudication-studies a")
     assert page.locator("#adjudication-queue tbody tr").count() == 2
+    assert not _violations(page)
     page.click("#adjudication-start")
 
     # Most disagreement first: the error spans (no span in common), raters blind.
     page.wait_for_selector("#unit-title")
     assert "clinical_error_spans" not in page.inner_text("#unit-title")  # the protocol's version
     assert page.locator(".marked li").count() == 2
+    assert not _violations(page)
     raters = page.locator(".rater h3").all_inner_texts()
     assert raters == ["Rater 1", "Rater 2"]
     assert "R1" not in page.inner_text(".raters").replace("R1 thinks", "")
