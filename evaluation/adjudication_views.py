@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET
 
 from annotation.access import access_study, researcher_login_required
 from annotation.models import Study, StudyMembership
-from evaluation.adjudication_selectors import adjudication_summary
+from evaluation.adjudication_summary import adjudication_summary
 
 
 def adjudication_report_section(*, study: Study) -> dict[str, Any]:

@@ -144,7 +144,7 @@ def _record(setup, value=4):
 
 
 def test_the_summary_sets_raw_beside_adjudicated(setup):
-    from evaluation.adjudication_selectors import adjudication_summary
+    from evaluation.adjudication_summary import adjudication_summary
 
     before = adjudication_summary(study=setup["study"])
     correctness = next(row for row in before["items"] if row["item"] == "correctness")
