@@ -224,12 +224,15 @@ class Study(models.Model):
 class StudyMembership(models.Model):
     """A member of a study's team and their role. Owner: everything, members and deletion
     included; editor: set-up, participants, launches; viewer: the dashboard, the report and the
-    exports without identifying fields. What each role may do is `Role.allows`."""
+    exports without identifying fields; adjudicator: the adjudication queue alone (the raters'
+    answers shown blind, evaluation/adjudication_services.py). What each role may do is
+    `Role.allows`."""
 
     class Role(models.TextChoices):
         OWNER = "owner", "Owner"
         EDITOR = "editor", "Editor"
         VIEWER = "viewer", "Viewer"
+        ADJUDICATOR = "adjudicator", "Adjudicator"
 
         def allows(self, need: str) -> bool:
             return need in ROLE_CAPABILITIES[self]
@@ -238,7 +241,7 @@ class StudyMembership(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     # Owner by default: `study.researchers.add(user)` (the admin's creator, the demo command) kept
     # the full rights a researcher had before roles existed. The members page always names a role.
-    role = models.CharField(max_length=10, choices=Role.choices, default=Role.OWNER)
+    role = models.CharField(max_length=12, choices=Role.choices, default=Role.OWNER)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -246,7 +249,8 @@ class StudyMembership(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["study", "user"], name="study_membership_unique_user"),
             models.CheckConstraint(
-                condition=Q(role__in=["owner", "editor", "viewer"]), name="study_membership_role"
+                condition=Q(role__in=["owner", "editor", "viewer", "adjudicator"]),
+                name="study_membership_role",
             ),
         ]
 
@@ -256,12 +260,13 @@ class StudyMembership(models.Model):
 
 # The capabilities an `access_study(need=...)` asks for, by role. "view": dashboard, report,
 # exports without identifying fields; "edit": set-up, participants, launches, identifying fields;
-# "own": the team and deletion.
-NEEDS = ("view", "edit", "own")
+# "own": the team and deletion; "adjudicate": the adjudication queue and recording consensus labels.
+NEEDS = ("view", "edit", "own", "adjudicate")
 ROLE_CAPABILITIES: dict[str, frozenset[str]] = {
-    StudyMembership.Role.OWNER: frozenset({"view", "edit", "own"}),
-    StudyMembership.Role.EDITOR: frozenset({"view", "edit"}),
+    StudyMembership.Role.OWNER: frozenset({"view", "edit", "own", "adjudicate"}),
+    StudyMembership.Role.EDITOR: frozenset({"view", "edit", "adjudicate"}),
     StudyMembership.Role.VIEWER: frozenset({"view"}),
+    StudyMembership.Role.ADJUDICATOR: frozenset({"adjudicate"}),
 }
 
 

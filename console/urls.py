@@ -3,6 +3,7 @@
 from django.urls import path
 
 from console import flow_views, instrument_views, launch_views, participant_views, study_views, upload_views
+from console.adjudication_views import adjudication_queue_page, adjudication_unit_page
 from console.archive_views import study_import, study_import_confirm
 from privacy import views as privacy_views
 
@@ -55,6 +56,8 @@ urlpatterns: list = [
         "<slug:slug>/privacy/finding/<int:finding_id>/", privacy_views.finding_review, name="privacy-finding"
     ),
     path("<slug:slug>/privacy/source/<int:source_id>/mark/", privacy_views.finding_add, name="privacy-mark"),
+    path("<slug:slug>/adjudication/", adjudication_queue_page, name="adjudication"),
+    path("<slug:slug>/adjudication/<str:unit>/", adjudication_unit_page, name="adjudication-unit"),
     path("<slug:slug>/upload/", upload_views.upload, name="upload"),
     path("<slug:slug>/upload/<int:upload_id>/", upload_views.upload_detail, name="upload-detail"),
     path("<slug:slug>/generate/", launch_views.launch_generation, name="launch-generation"),

@@ -384,7 +384,9 @@ class ItemExportView(APIView):
                 description="long: one row per answer; wide: one row per participant × target, "
                 "one column per item; spans: one row per error span marked (humans and judges), "
                 "a text seen without marks as one row with empty span fields; suggestions: one row "
-                "per AI-assisted span suggestion offered (judge or planted) with the rater's fate",
+                "per AI-assisted span suggestion offered (judge or planted) with the rater's fate; "
+                "final_labels: one row per item and target with the raters' values, the final label "
+                "and its provenance (single rater, agreement, adjudicated, unresolved)",
             ),
             EXTERNAL_IDS_PARAMETER,
         ],

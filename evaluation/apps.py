@@ -23,3 +23,23 @@ class EvaluationConfig(AppConfig):
         from evaluation.exporters.preferences import NoPreferencesError
 
         preference_source_register(records, read_jsonl, NoPreferencesError)
+
+        # The raw and adjudicated views, in the report and as a dashboard page of their own.
+        from evaluation.report_sections import ReportSection, report_section_register
+
+        report_section_register(
+            ReportSection(
+                key="adjudication",
+                title="Adjudication: raw and adjudicated figures",
+                template="evaluation/_adjudication.html",
+                context=_adjudication_section,
+                page="evaluation:study-adjudication",
+                page_label="Adjudication",
+            )
+        )
+
+
+def _adjudication_section(*, study):
+    from evaluation.adjudication_views import adjudication_report_section
+
+    return adjudication_report_section(study=study)

@@ -177,3 +177,88 @@ class SystemMetrics(models.Model):
 
     def __str__(self) -> str:
         return f"{self.family} of system {self.system_id}"
+
+
+class AdjudicatedLabel(models.Model):
+    """The consensus an adjudicator recorded for one item on one target that several raters
+    answered and disagreed on (evaluation/adjudication_services.py). Stored beside the raters'
+    answers, never over them: the analysis's "raw" view reads the answers, its "adjudicated" view
+    reads these where they exist. Keyed as an answer is: instrument version, item key and target
+    (the source, a shown text, or a shown text and its reference); one per key (three partial
+    unique constraints, since NULLs never collide). `value` is the answer as
+    `instruments.answers.item_value_validate` accepts it (its JSON form), `score` its numeric
+    coding; `disagreement` and `raters` record the queue's figures when it was decided."""
+
+    class Reason(models.TextChoices):
+        MISREAD = "misread", "A rater misread the text"
+        GUIDELINE_UNCLEAR = "guideline_unclear", "The guideline is unclear"
+        GENUINE_AMBIGUITY = "genuine_ambiguity", "Genuine ambiguity"
+
+    study = models.ForeignKey("annotation.Study", on_delete=models.CASCADE, related_name="adjudications")
+    instrument = models.ForeignKey(
+        "annotation.StudyInstrument", on_delete=models.PROTECT, related_name="adjudications"
+    )
+    item_key = models.SlugField(max_length=60)
+    source = models.ForeignKey("annotation.Source", on_delete=models.CASCADE, related_name="adjudications")
+    shown_text = models.ForeignKey(
+        "annotation.SimplificationText",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="adjudications",
+    )
+    reference_text = models.ForeignKey(
+        "annotation.SimplificationText", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    value = models.JSONField()
+    score = models.FloatField(null=True, blank=True)
+    reason = models.CharField(max_length=20, choices=Reason.choices)
+    guideline_gap = models.BooleanField(default=False, help_text="the guideline does not cover this case")
+    note = models.TextField(blank=True)
+    disagreement = models.FloatField(help_text="the queue's disagreement score (0..1) when decided")
+    raters = models.PositiveSmallIntegerField(help_text="how many raters had answered")
+    time_spent_ms = models.PositiveBigIntegerField(default=0)
+    # SET_NULL keeps the label when the account goes (adjudicator_label stays); an archive's copy
+    # has no account of the exporting server.
+    adjudicator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    adjudicator_label = models.CharField(max_length=150)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["study", "-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["instrument", "item_key", "source"],
+                condition=models.Q(shown_text__isnull=True),
+                name="adjudicated_label_unique_source",
+            ),
+            models.UniqueConstraint(
+                fields=["instrument", "item_key", "shown_text"],
+                condition=models.Q(shown_text__isnull=False, reference_text__isnull=True),
+                name="adjudicated_label_unique_text",
+            ),
+            models.UniqueConstraint(
+                fields=["instrument", "item_key", "shown_text", "reference_text"],
+                condition=models.Q(shown_text__isnull=False, reference_text__isnull=False),
+                name="adjudicated_label_unique_pair",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(reference_text__isnull=True) | models.Q(shown_text__isnull=False),
+                name="adjudicated_label_reference_needs_text",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(reason__in=["misread", "guideline_unclear", "genuine_ambiguity"]),
+                name="adjudicated_label_reason",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(disagreement__gte=0) & models.Q(disagreement__lte=1),
+                name="adjudicated_label_disagreement_0_1",
+            ),
+            models.CheckConstraint(condition=models.Q(raters__gte=2), name="adjudicated_label_two_raters"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study_id} {self.item_key} {self.value!r} ({self.reason})"

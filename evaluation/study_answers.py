@@ -560,3 +560,79 @@ def _rows(study: Study, sections, include_external_ids: bool) -> Iterator[tuple[
                 yield (*row[:2], external[values[0]], *row[2:])
             else:
                 yield row
+
+
+# --- Every rater's item answer, keyed as an ItemAnswer is ---------------------------------------
+
+
+@dataclass(frozen=True)
+class RatedAnswer:
+    """One analysed participant's answer to one instrument item on one target, whichever table
+    holds it: `instrument_id` is the StudyInstrument version, `value` the JSON form ItemAnswer.value
+    stores (item_value_to_json), `score` its numeric coding (None where it has none)."""
+
+    participant_id: int
+    instrument_id: int
+    item_key: str
+    source_id: int
+    shown_text_id: int | None
+    reference_text_id: int | None
+    value: Any
+    score: float | None
+
+
+def rated_answers(*, study: Study, flows: tuple[str, ...], source_id: int | None = None) -> list[RatedAnswer]:
+    """The answers of analysed participants under the instruments of `flows` (StudyInstrument.Flow
+    values), of one source where `source_id` is given: the ItemAnswer rows, and, for the radiologist
+    page, the protocol's typed columns (ExpertRating, ExpertSourceJudgement) under the current
+    version of its instrument (their bound items are not versioned: instrument_binding.py)."""
+    from annotation.instrument_binding import PROTOCOL_BINDINGS, RADIOLOGIST_PRESET, item_value_to_json
+    from annotation.selectors import analysed_participants
+    from instruments.answers import item_value_code
+    from instruments.validation import instrument_from_data
+
+    here = {"source_id": source_id} if source_id is not None else {}
+    stored = ItemAnswer.objects.filter(
+        analysed_participants(path="participant__"),
+        participant__study=study,
+        instrument__flow__in=flows,
+        **here,
+    ).order_by(
+        "instrument_id", "item_key", "source_id", "shown_text_id", "reference_text_id", "participant_id"
+    )
+    fields = (
+        "participant_id",
+        "instrument_id",
+        "item_key",
+        "source_id",
+        "shown_text_id",
+        "reference_text_id",
+    )
+    answers = [RatedAnswer(*row) for row in stored.values_list(*fields, "value", "score")]
+    protocol = StudyInstrument.objects.filter(study=study, key=RADIOLOGIST_PRESET, is_current=True).first()
+    if EXPERT not in flows or protocol is None:
+        return answers
+    items = {item.key: item for item in instrument_from_data(protocol.definition).items}
+    bindings = PROTOCOL_BINDINGS[RADIOLOGIST_PRESET]
+    expert = analysed_participants(path="participant__")
+
+    def typed(model, target: str, source: str):
+        keys = [key for key, binding in bindings.items() if binding.model is model]
+        rows = model.objects.filter(expert, participant__study=study, **{source: source_id} if here else {})
+        for participant_id, target_id, source_pk, *stored in rows.order_by("pk").values_list(
+            "participant_id", target, source, *(bindings[key].column for key in keys)
+        ):
+            for key, column_value in zip(keys, stored, strict=True):
+                value = bindings[key].value_of(column_value)
+                if value is None:
+                    continue
+                text_id = target_id if target == "shown_text_id" else None
+                score = item_value_code(items[key], value)
+                yield RatedAnswer(
+                    participant_id, protocol.pk, key, source_pk, text_id, None, item_value_to_json(value),
+                    score if isinstance(score, float) else None,
+                )  # fmt: skip
+
+    answers += typed(ExpertRating, "shown_text_id", "shown_text__source_id")
+    answers += typed(ExpertSourceJudgement, "source_id", "source_id")
+    return answers

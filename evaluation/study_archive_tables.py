@@ -109,6 +109,9 @@ ARCHIVED: tuple[Table, ...] = (
     Table(apps.get_model("judging", "JudgeAnswer"), "item__run__study"),
     # The study's AI-assisted span marking (its judge run and seeds): the copy shows the same pages.
     Table(apps.get_model("judging", "SpanAssistance"), "study"),
+    # The adjudicators' consensus labels, beside the answers: the adjudicator's account is not
+    # moved (adjudicator_label keeps who).
+    Table(apps.get_model("evaluation", "AdjudicatedLabel"), "study"),
     # Last: a revision names its answer by model and key (answer_type, answer_id).
     Table(AnswerRevision, "participant__study"),
 )

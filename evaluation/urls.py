@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
-from evaluation import plan_views, team_views, views
+from evaluation import adjudication_views, plan_views, team_views, views
 
 app_name = "evaluation"
 urlpatterns = [
@@ -30,6 +30,7 @@ urlpatterns = [
     path("<slug:slug>/archive.zip", views.study_archive, name="study-archive"),
     path("<slug:slug>/metrics.csv", views.study_metrics_csv, name="study-metrics-csv"),
     path("<slug:slug>/report.html", views.study_report, name="study-report"),
+    path("<slug:slug>/adjudication/", adjudication_views.study_adjudication, name="study-adjudication"),
     path("<slug:slug>/plan/", plan_views.study_plan, name="study-plan"),
     path("<slug:slug>/team/", team_views.study_team, name="study-team"),
     path("<slug:slug>/activity/", team_views.study_activity, name="study-activity"),

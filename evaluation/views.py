@@ -61,6 +61,8 @@ def study_list(request: HttpRequest) -> HttpResponse:
     rows = [{"study": study, "progress": progress_by_role(study=study)} for study in studies]
     editable = set(studies_for_user(user=request.user, need="edit").values_list("pk", flat=True))
     context = {"rows": rows, "editable": editable, "may_create": may_create_study(user=request.user)}
+    # An adjudicator's studies: the queue is all their role reaches.
+    context["adjudicating"] = studies_for_user(user=request.user, need="adjudicate").order_by("-created_at")
     return render(request, "evaluation/study_list.html", context)
 
 

@@ -152,6 +152,7 @@ def world(monkeypatch, django_capture_on_commit_callbacks):
             "task_id": pairwise_task.pk,
             "key": "protocol_003_radiologist",  # the console's instrument editor
             "item_key": "correctness",
+            "unit": "1.correctness.1.1.",  # an adjudication unit (none here: its page is a 404)
             # The de-identification page's actions (POST only: their GET answers 405).
             "finding_id": 1,
             "source_id": study.sources.first().pk,

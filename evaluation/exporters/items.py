@@ -7,7 +7,9 @@ format modules as the raw answers (csv, xlsx, json):
   column per item (`<instrument>.<item>`): the score for numeric items (ordinal code, count,
   matched proportion), the option key(s) for choices, the text for free text;
 * spans — one row per marked span of the error-span items, the humans' and the judges'
-  (evaluation/exporters/spans.py; a text seen without marks is one row with empty span fields).
+  (evaluation/exporters/spans.py; a text seen without marks is one row with empty span fields);
+* final_labels — one row per item and target of the adjudicated items: the raters' values, the
+  final label and where it came from (evaluation/exporters/final_labels.py).
 
 The answers are read in one query (evaluation/instrument_rows.answer_rows), ordered so that a
 wide row's answers are adjacent. `external_id` is added only when asked for and the user's role
@@ -22,6 +24,7 @@ from typing import Any
 
 from annotation.models import Study
 from annotation.selectors import systems_by_text
+from evaluation.exporters.final_labels import FINAL_LABEL_COLUMNS, final_label_rows
 from evaluation.exporters.rows import flat_cell
 from evaluation.exporters.spans import SPAN_COLUMNS, span_export_rows
 from evaluation.exporters.suggestions import SUGGESTION_COLUMNS, suggestion_export_rows
@@ -29,7 +32,7 @@ from evaluation.instrument_rows import answer_rows, study_instruments
 from evaluation.selectors import participant_label
 from instruments.schema import Instrument, ItemKind
 
-LAYOUTS = ("long", "wide", "spans", "suggestions")
+LAYOUTS = ("long", "wide", "spans", "suggestions", "final_labels")
 LONG_COLUMNS = (
     "study",
     "participant",
@@ -102,8 +105,9 @@ class ItemAnswerExport:
             "long": LONG_COLUMNS,
             "spans": SPAN_COLUMNS,
             "suggestions": SUGGESTION_COLUMNS,
+            "final_labels": FINAL_LABEL_COLUMNS,
         }.get(layout) or (*WIDE_KEY_COLUMNS, *self.item_columns())
-        self.columns = _with_external_id(columns, include_external_ids)
+        self.columns = _with_external_id(columns, include_external_ids and layout != "final_labels")
 
     def item_columns(self) -> list[str]:
         """`<instrument>.<item>` for every item of every instrument version, in instrument order."""
@@ -117,6 +121,10 @@ class ItemAnswerExport:
         return iter(self.exporter.stream(self.rows(), self.columns))
 
     def rows(self) -> Iterator[tuple[Any, ...]]:
+        if self.layout == "final_labels":
+            # Raters blind and no participant column: external ids have nothing to add here.
+            yield from final_label_rows(study=self.study, flat=self.flat)
+            return
         stored = answer_rows(study=self.study)
         systems = {text: ";".join(keys) for text, keys in systems_by_text(study=self.study).items()}
         kinds = _kinds(self.instruments)

@@ -170,3 +170,41 @@ def test_pairwise_tasks_of_the_copy_compare_the_copys_texts():
     assert tasks.count() == PairwiseTask.objects.filter(participant__study=original).count() > 0
     assert not tasks.exclude(left__source__study=copy).exists()
     assert not tasks.exclude(instrument__study=copy).exists()
+
+
+def test_adjudicated_labels_travel_with_the_copys_keys(client):
+    from evaluation.adjudication_selectors import UnitKey, adjudication_queue
+    from evaluation.adjudication_services import adjudication_record
+    from evaluation.models import AdjudicatedLabel
+    from tests.evaluation.adjudication_studies import disagreeing_study
+
+    setup = disagreeing_study(slug="adj-orig")
+    original, text = setup["study"], setup["text"]
+    unit = UnitKey(setup["protocol"].pk, "correctness", text.source_id, text.pk).token
+    adjudication_record(
+        study=original, unit=unit, value=4, reason="guideline_unclear", guideline_gap=True,
+        adjudicator=setup["adjudicator"],
+    )  # fmt: skip
+    buffer = io.BytesIO()
+    counts = study_archive_write(study=original, out=buffer)
+    assert counts["evaluation.adjudicatedlabel"] == 1
+    user = get_user_model().objects.create_user("adj-owner", password="pw")
+    copy = study_archive_import(archive_file=io.BytesIO(buffer.getvalue()), slug="adj-copy", researcher=user)
+    label = AdjudicatedLabel.objects.get(study=copy)
+    assert (label.value, label.reason, label.guideline_gap) == (4, "guideline_unclear", True)
+    assert label.adjudicator is None and label.adjudicator_label == setup["adjudicator"].username
+    assert (
+        label.instrument.study == copy
+        and label.source.study == copy
+        and label.shown_text.source.study == copy
+    )
+    # The copy's queue and final labels are the original's.
+    assert [u.item.key for u in adjudication_queue(study=copy)] == ["error_spans"]
+    original.researchers.add(user)
+    client.force_login(user)
+    exported = {}
+    for slug in ("adj-orig", "adj-copy"):
+        url = reverse("evaluation:study-item-export", args=[slug, "csv"]) + "?layout=final_labels"
+        body = _body(client.get(url)).decode("utf-8-sig")
+        exported[slug] = _table(list(csv.reader(io.StringIO(body))), slug)
+    assert exported["adj-copy"] == exported["adj-orig"] and len(exported["adj-orig"]) > 20

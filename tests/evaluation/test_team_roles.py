@@ -26,13 +26,13 @@ pytestmark = pytest.mark.usefixtures("fast_analysis")
 
 Role = StudyMembership.Role
 ALLOWED = {200, 201, 202, 302, 400, 503}
-PEOPLE = ("owner", "editor", "viewer", "outsider", "anonymous")
+PEOPLE = ("owner", "editor", "viewer", "adjudicator", "outsider", "anonymous")
 
 
 @dataclass(frozen=True)
 class Endpoint:
     name: str  # URL name
-    need: str  # "view", "edit" or "own"
+    need: str  # "view", "edit", "own" or "adjudicate"
     method: str = "get"
     args: tuple[str, ...] = ()  # after the study's slug (or instead of it: "batch")
     data: dict = field(default_factory=dict)
@@ -151,6 +151,12 @@ ENDPOINTS = [
     Endpoint("judging-api:run-list", "edit", method="post", data={"backend": "nonsense"}, api=True),
     Endpoint("judging-api:answers-csv", "view", api=True),
     Endpoint("judging-api:run-detail", "view", args=("run",), api=True),
+    Endpoint("evaluation:study-adjudication", "view"),
+    Endpoint("console:adjudication", "adjudicate"),
+    Endpoint("console:adjudication-unit", "adjudicate", args=("unit",)),
+    Endpoint("console:adjudication-unit", "adjudicate", method="post", args=("unit",), data={"value": "9"}),
+    Endpoint("api:adjudication-queue", "adjudicate", api=True),
+    Endpoint("api:adjudication-queue", "adjudicate", method="post", data={"unit": "nonsense"}, api=True),
 ]
 
 
@@ -185,9 +191,9 @@ def test_a_missing_api_namespace_would_show():
 def team(db):
     accounts = get_user_model().objects
     # Staff, so that the judge launch's own staff rule does not hide the role's.
-    people = {name: accounts.create_user(name, password="pw", is_staff=True) for name in PEOPLE[:4]}
+    people = {name: accounts.create_user(name, password="pw", is_staff=True) for name in PEOPLE[:5]}
     study = build_study(slug="roles", n_sources=2)
-    for name in ("owner", "editor", "viewer"):
+    for name in ("owner", "editor", "viewer", "adjudicator"):
         study_member_add(study=study, user=people[name], role=name, actor="test")
     build_study(slug="elsewhere", n_sources=1).researchers.add(people["outsider"])
     run = judging_services.judge_run_create(study=study, backend="glossary")
@@ -207,7 +213,21 @@ def team(db):
         "plan": str(plan.pk),
         "upload": str(upload.pk),
     }
-    return study, people, {**ids, "participant": str(participant.pk)}
+    return study, people, {**ids, "participant": str(participant.pk), "unit": _disagreement(study)}
+
+
+def _disagreement(study: Study) -> str:
+    """Two radiologists far apart on one text's correctness: the token of that unit."""
+    from annotation.expert.answers import expert_rating_save
+    from annotation.models import SimplificationText, StudyInstrument
+    from evaluation.adjudication_selectors import UnitKey
+
+    text = SimplificationText.objects.filter(source__study=study).order_by("pk").first()
+    for pseudonym, correctness in (("R100", 1), ("R101", 5)):
+        rater = Participant.objects.create(study=study, role="radiologist", pseudonym=pseudonym)
+        expert_rating_save(participant=rater, shown_text=text, scores={"correctness": correctness})
+    protocol = StudyInstrument.objects.get(study=study, key="protocol_003_radiologist", is_current=True)
+    return UnitKey(protocol.pk, "correctness", text.source_id, text.pk).token
 
 
 def _url(endpoint: Endpoint, study: Study, ids: dict[str, str]) -> str:
@@ -221,6 +241,11 @@ def _expected(endpoint: Endpoint, person: str) -> str:
     if person == "anonymous":
         return "login"
     if person == "outsider":
+        return "404"
+    listed = endpoint.args[:1] == ("batch",) or endpoint.name == "api:study-detail"
+    if listed and not Role(person).allows("view"):
+        # Batches and the API's study are looked up among the studies a member may view: an
+        # adjudicator (whose role reaches the adjudication queue alone) has none.
         return "404"
     return "allowed" if Role(person).allows(endpoint.need) else "403"
 
