@@ -24,6 +24,7 @@ urlpatterns = [
     path("generation/", include("generation.urls")),
     path("judging/", include("judging.urls")),
     path("ml/", include("ml.urls")),
+    path("", include("qualification.urls")),
     # Last in annotation.urls: a cut or mistyped survey link gets the survey's "link not valid" page.
     path("", include("annotation.urls")),
     path("favicon.ico", errors.favicon),
