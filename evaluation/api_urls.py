@@ -1,6 +1,7 @@
 from django.urls import path
 
 from evaluation import api, plan_api
+from qualification.api import QualificationResultsView
 
 app_name = "api"
 urlpatterns = [
@@ -22,6 +23,9 @@ urlpatterns = [
     path("studies/<slug:slug>/audit/", api.AuditView.as_view(), name="audit"),
     path("studies/<slug:slug>/exports/<str:file_format>/", api.ExportView.as_view(), name="export"),
     path("studies/<slug:slug>/items/<str:file_format>/", api.ItemExportView.as_view(), name="item-export"),
+    path(
+        "studies/<slug:slug>/qualification/", QualificationResultsView.as_view(), name="qualification-results"
+    ),
     path("studies/<slug:slug>/plans/", plan_api.PlanListView.as_view(), name="plan-list"),
     path("studies/<slug:slug>/plans/<int:plan_id>/", plan_api.PlanDetailView.as_view(), name="plan-detail"),
 ]

@@ -109,6 +109,11 @@ ARCHIVED: tuple[Table, ...] = (
     Table(apps.get_model("judging", "JudgeAnswer"), "item__run__study"),
     # The study's AI-assisted span marking (its judge run and seeds): the copy shows the same pages.
     Table(apps.get_model("judging", "SpanAssistance"), "study"),
+    # The qualification round: the team's rules, each attempt and its practice answers (kept
+    # apart from the study's answers there as here).
+    Table(apps.get_model("qualification", "QualificationRule"), "study"),
+    Table(apps.get_model("qualification", "QualificationAttempt"), "participant__study"),
+    Table(apps.get_model("qualification", "PracticeAnswer"), "attempt__participant__study"),
     # Last: a revision names its answer by model and key (answer_type, answer_id).
     Table(AnswerRevision, "participant__study"),
 )

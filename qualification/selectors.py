@@ -127,3 +127,39 @@ def qualification_results(*, study: Study) -> list[QualificationResult]:
             )
         )
     return results
+
+
+@dataclass(frozen=True)
+class RoundSetting:
+    """One flow and rater group on the console's page: its practice items and its rule (None: no
+    round asked)."""
+
+    flow: str
+    group: str
+    items: int
+    rule: QualificationRule | None
+
+    @property
+    def value(self) -> str:
+        return f"{self.flow}:{self.group}"
+
+
+def round_settings(*, study: Study) -> list[RoundSetting]:
+    """Every flow and group a round can be asked of: the groups that the flow's items with practice
+    items ask, and those with a rule already."""
+    rules = {(rule.flow, rule.rater_group): rule for rule in study_rules(study=study)}
+    settings = []
+    for flow in FLOW_ENTRY:
+        instrument = study_instrument_current(study=study, flow=flow).instrument
+        groups = {role for entry in instrument.practice for role in instrument.item(entry.item).roles}
+        groups |= {group for rule_flow, group in rules if rule_flow == flow}
+        for group in sorted(groups):
+            settings.append(
+                RoundSetting(
+                    flow=flow,
+                    group=group,
+                    items=len(practice_round(study=study, flow=flow, group=group)),
+                    rule=rules.get((flow, group)),
+                )
+            )
+    return settings
