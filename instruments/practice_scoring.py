@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from instruments.answers import AnswerValue, ErrorSpan
 from instruments.schema import Item, ItemKind, PracticeItem
-from measures.stats.span_agreement import ALL, Span, character_f1, overlap_f1
+from measures.stats.span_agreement import ALL, Annotation, Span, character_f1, overlap_f1
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,8 @@ def spans_score(
 ) -> PracticeScore:
     if not gold or not answer:
         return PracticeScore(not gold and not answer, 1.0 if not gold and not answer else 0.0)
-    mine, theirs = {"t": _spans(answer)}, {"t": _spans(gold)}
+    mine: Annotation = {"t": _spans(answer)}
+    theirs: Annotation = {"t": _spans(gold)}
     f1 = character_f1(mine, theirs)[ALL]["f1"] or 0.0
     # Recall of the span-level overlap match: the share of gold spans that an answer span of the
     # same category overlaps.

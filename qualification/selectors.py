@@ -15,7 +15,7 @@ from qualification.models import QualificationAttempt, QualificationRule
 
 # The flows whose real pages send a participant due to practise to the round first, with the URL
 # name of the flow's landing page (where a participant goes once done).
-FLOW_ENTRY = {"expert": "annotation:expert-start"}
+FLOW_ENTRY = {"expert": "annotation:expert-start", "pairwise": "annotation:pairwise-start"}
 
 
 def participant_group(participant: Participant) -> str:
@@ -23,9 +23,17 @@ def participant_group(participant: Participant) -> str:
     return participant.rater_group or participant.role
 
 
+def flow_instrument(*, study: Study, flow: str) -> CurrentInstrument | None:
+    """The instrument `flow` asks in `study` (None: a flow with no preset that the study does not ask)."""
+    try:
+        return study_instrument_current(study=study, flow=flow)
+    except KeyError:
+        return None
+
+
 @dataclass(frozen=True)
 class PracticeRound:
-    current: CurrentInstrument
+    current: CurrentInstrument | None
     entries: tuple[tuple[PracticeItem, Item], ...]
 
     def __len__(self) -> int:
@@ -38,7 +46,9 @@ class PracticeRound:
 def practice_round(*, study: Study, flow: str, group: str) -> PracticeRound:
     """The practice items `group` answers in `flow`: those of the flow's current instrument whose
     item the group is asked (its `roles`). No query while the study's instruments are cached."""
-    current = study_instrument_current(study=study, flow=flow)
+    current = flow_instrument(study=study, flow=flow)
+    if current is None:
+        return PracticeRound(current=None, entries=())
     instrument = current.instrument
     entries = tuple(
         (entry, instrument.item(entry.item))
@@ -150,7 +160,10 @@ def round_settings(*, study: Study) -> list[RoundSetting]:
     rules = {(rule.flow, rule.rater_group): rule for rule in study_rules(study=study)}
     settings = []
     for flow in FLOW_ENTRY:
-        instrument = study_instrument_current(study=study, flow=flow).instrument
+        current = flow_instrument(study=study, flow=flow)
+        if current is None:
+            continue
+        instrument = current.instrument
         groups = {role for entry in instrument.practice for role in instrument.item(entry.item).roles}
         groups |= {group for rule_flow, group in rules if rule_flow == flow}
         for group in sorted(groups):

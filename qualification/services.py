@@ -73,6 +73,7 @@ def attempt_start(*, participant: Participant, flow: str) -> QualificationAttemp
         raise ValidationError("This study has no practice round for you.")
     if not may_start(rule=rule, finished=finished):
         raise ValidationError("No further attempt is allowed.")
+    assert found.current is not None  # a round with items has its instrument
     instrument = found.current.instrument
     return QualificationAttempt.objects.create(
         participant=participant,

@@ -36,7 +36,8 @@ def practice(request: HttpRequest, participant: Participant, flow: str) -> HttpR
     group = participant_group(participant)
     found = practice_round(study=study, flow=flow, group=group)
     rule = rule_of(study=study, flow=flow, group=group)
-    language = found.current.language(translation.get_language() or study.language)
+    wanted = translation.get_language() or study.language
+    language = found.current.language(wanted) if found.current is not None else wanted
     continue_url = reverse(FLOW_ENTRY[flow], args=[participant.token])
     if request.method == "POST":
         return _post(request, participant, flow, found, language)
