@@ -337,3 +337,16 @@ def test_an_attempt_passes_with_the_share_and_not_too_fast():
     fast = attempt_outcome(rule, correct=5, total=5, seconds=10)
     assert not fast.passed and fast.too_fast
     assert rule.attempts == 2
+
+
+def test_a_change_to_practice_items_alone_keeps_answers_comparable():
+    from instruments.versioning import instrument_change, instrument_structure_fingerprint
+
+    old = instrument_from_data(document())
+    data = document()
+    data["practice"][0]["gold"] = 2
+    data["version"] = 2
+    new = instrument_from_data(data)
+    change = instrument_change(old, new)
+    assert change.comparable and "practice" in change.texts
+    assert instrument_structure_fingerprint(old) == instrument_structure_fingerprint(new)
