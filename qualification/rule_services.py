@@ -7,11 +7,13 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q
 
 from annotation.activity_services import activity_record
-from annotation.models import Study
+from annotation.models import Participant, Study
 from annotation.redirect_urls import redirect_url_errors
 from instruments.practice_scoring import PassRule, pass_rule_errors
+from qualification import states
 from qualification.models import QualificationRule
 from qualification.selectors import FLOW_ENTRY, practice_round
 
@@ -82,15 +84,22 @@ def qualification_rule_save(
 
 @transaction.atomic
 def qualification_rule_remove(*, study: Study, flow: str, group: str, actor: Any = None) -> bool:
+    """Stop asking the round: participants of the group still due to practise go on to the study
+    (their attempts so far are kept); those who passed, failed or were flagged keep their state."""
     rule = QualificationRule.objects.filter(study=study, flow=flow, rater_group=group).first()
     if rule is None:
         return False
+    released = (
+        Participant.objects.filter(study=study, qualification=states.DUE)
+        .filter(Q(rater_group=group) | Q(rater_group="", role=group))
+        .update(qualification=states.NONE)
+    )
     activity_record(
         study=study,
         actor=actor,
         verb="qualification.rule_removed",
         obj=rule,
-        details={"flow": flow, "group": group},
+        details={"flow": flow, "group": group, "released": released},
     )
     rule.delete()
     return True

@@ -10,6 +10,7 @@ from datetime import datetime
 from annotation.instrument_selectors import CurrentInstrument, study_instrument_current
 from annotation.models import Participant, Study
 from annotation.selectors import counted_participants
+from evaluation.selectors import participant_label
 from instruments.schema import Item, PracticeItem
 from qualification.models import QualificationAttempt, QualificationRule
 
@@ -122,7 +123,7 @@ def qualification_results(*, study: Study) -> list[QualificationResult]:
         results.append(
             QualificationResult(
                 participant_id=participant.pk,
-                pseudonym=participant.pseudonym or f"#{participant.pk}",
+                pseudonym=participant_label(participant.pseudonym, participant.pk),
                 role=participant.role,
                 group=rows[0].rater_group,
                 flow=flow,

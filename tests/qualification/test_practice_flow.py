@@ -155,3 +155,18 @@ def test_a_bad_practice_answer_is_refused_on_the_field_and_nothing_is_stored(cli
     assert response.status_code == 400
     assert "9 is not a point of the scale" in response.content.decode()
     assert not PracticeAnswer.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_round_no_longer_asked_lets_those_still_due_go_on(client, study):
+    from qualification.rule_services import qualification_rule_remove
+
+    qualification_rule_save(study=study, flow="expert", group="radiologist", share_percent=100)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    consent(client, participant)
+    answer_all(client, participant, right=1)
+    assert qualification_rule_remove(study=study, flow="expert", group="radiologist", actor="test")
+    participant.refresh_from_db()
+    assert participant.qualification == states.NONE
+    assert "/page/" in client.get(reverse("annotation:expert-start", args=[participant.token]))["Location"]
+    assert QualificationAttempt.objects.filter(participant=participant).count() == 1
