@@ -378,6 +378,10 @@ class Simplification(models.Model):
         return f"{self.source} · {self.system.key}"
 
 
+# Participant.qualification's values (qualification/states.py names them).
+QUALIFICATION_STATES = ("", "due", "passed", "flagged", "failed")
+
+
 class Participant(models.Model):
     class Role(models.TextChoices):
         RADIOLOGIST = "radiologist", "Radiologist"
@@ -418,6 +422,10 @@ class Participant(models.Model):
         blank=True,
         help_text="Ended by failed attention checks (Study.screen_out_after_failed_checks): not analysed.",
     )
+    # The qualification round (qualification/): "" none asked, "due" practising, "passed",
+    # "flagged" (failed, went on flagged), "failed" (screened out). Read with the participant, so a
+    # real page's gate costs no query.
+    qualification = models.CharField(max_length=8, blank=True, default="")
     # The language this participant was shown the study in (exports record it).
     language = models.CharField(max_length=16, blank=True)
     # Who an invited radiologist is, for the team sending the link (identifying: never exported,
@@ -446,6 +454,9 @@ class Participant(models.Model):
             ),
             models.UniqueConstraint(
                 fields=["study", "pseudonym"], condition=~Q(pseudonym=""), name="participant_unique_pseudonym"
+            ),
+            models.CheckConstraint(
+                condition=Q(qualification__in=QUALIFICATION_STATES), name="participant_qualification_state"
             ),
         ]
 

@@ -11,6 +11,8 @@ urlpatterns = [
     # join/) are no other app's. Last in annotation.urls: a cut or mistyped survey link gets the
     # survey's "link not valid" page.
     path("", include("annotation.urls")),
+    # The qualification round's practice pages (q/…: a prefix the survey's catch-all leaves alone).
+    path("", include("qualification.urls")),
     path("", home, name="home"),
     path("admin/", admin.site.urls),
     path("api/", api_root.api_root, name="api-root"),

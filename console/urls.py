@@ -2,7 +2,15 @@
 
 from django.urls import path
 
-from console import flow_views, instrument_views, launch_views, participant_views, study_views, upload_views
+from console import (
+    flow_views,
+    instrument_views,
+    launch_views,
+    participant_views,
+    qualification_views,
+    study_views,
+    upload_views,
+)
 from console.adjudication_views import adjudication_queue_page, adjudication_unit_page
 from console.archive_views import study_import, study_import_confirm
 from privacy import views as privacy_views
@@ -24,6 +32,7 @@ urlpatterns: list = [
     path("<slug:slug>/flows/controls/", flow_views.controls, name="flow-controls"),
     path("<slug:slug>/flows/span-assistance/", flow_views.span_assistance, name="flow-span-assistance"),
     path("<slug:slug>/instruments/", instrument_views.instrument_list, name="instruments"),
+    path("<slug:slug>/qualification/", qualification_views.qualification, name="qualification"),
     path(
         "<slug:slug>/instruments/error-spans/",
         instrument_views.instrument_error_spans_add,

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from evaluation import adjudication_api, api, plan_api
+from qualification.api import QualificationResultsView
 
 app_name = "api"
 urlpatterns = [
@@ -26,6 +27,9 @@ urlpatterns = [
         "studies/<slug:slug>/adjudication/",
         adjudication_api.AdjudicationQueueView.as_view(),
         name="adjudication-queue",
+    ),
+    path(
+        "studies/<slug:slug>/qualification/", QualificationResultsView.as_view(), name="qualification-results"
     ),
     path("studies/<slug:slug>/plans/", plan_api.PlanListView.as_view(), name="plan-list"),
     path("studies/<slug:slug>/plans/<int:plan_id>/", plan_api.PlanDetailView.as_view(), name="plan-detail"),

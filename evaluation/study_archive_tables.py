@@ -112,6 +112,11 @@ ARCHIVED: tuple[Table, ...] = (
     # The adjudicators' consensus labels, beside the answers: the adjudicator's account is not
     # moved (adjudicator_label keeps who).
     Table(apps.get_model("evaluation", "AdjudicatedLabel"), "study"),
+    # The qualification round: the team's rules, each attempt and its practice answers (kept
+    # apart from the study's answers there as here).
+    Table(apps.get_model("qualification", "QualificationRule"), "study"),
+    Table(apps.get_model("qualification", "QualificationAttempt"), "participant__study"),
+    Table(apps.get_model("qualification", "PracticeAnswer"), "attempt__participant__study"),
     # Last: a revision names its answer by model and key (answer_type, answer_id).
     Table(AnswerRevision, "participant__study"),
 )

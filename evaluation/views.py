@@ -46,6 +46,7 @@ from evaluation.study_answers import (
 )
 from evaluation.study_archive import study_archive_write
 from measures.stats.rater_reliability import DEFAULT_ALPHA, DEFAULT_MIN_PLANTED
+from qualification.selectors import qualification_results
 
 MATRIX_MAX_SOURCES = 200  # above this the Latin-square matrix is summarised, not drawn
 # Researchers sign in on the dashboard's own page: the admin's login admits staff only.
@@ -157,6 +158,7 @@ def study_progress_page(request: HttpRequest, slug: str) -> HttpResponse:
         "reliability_aspects": RELIABILITY_ASPECTS,
         "reliability_min_planted": DEFAULT_MIN_PLANTED,
         "reliability_alpha": DEFAULT_ALPHA,
+        "qualification_results": qualification_results(study=study),
         **study_answers_summary(study=study),
     }
     return render(request, "evaluation/study_progress.html", context)

@@ -136,6 +136,31 @@ class Item:
 
 
 @dataclass(frozen=True)
+class PracticeItem:
+    """A practice item of the qualification round (instruments/practice.py): one of the instrument's
+    items asked about texts written for practice, with its gold answer, the tolerance within which
+    an answer counts as correct, and the explanation a participant reads after answering. Which
+    rater groups see it is the item's `roles`. `gold` is the stored form of the answer
+    (instruments.answers); an error-span item's gold is per language, as its texts are."""
+
+    key: str
+    item: str
+    source: Wording
+    explanation: Wording
+    gold: object
+    text: Wording = field(default_factory=dict)
+    # The second text of a pair (a reference, or B of a pairwise comparison).
+    other: Wording = field(default_factory=dict)
+    # Tolerances, by kind: ordinal and count `within` points; choices and pairwise `also_accept`
+    # further keys; multiple choice and error spans `min_overlap` (0..1); free text `keywords`.
+    within: int = 0
+    also_accept: tuple[str, ...] = ()
+    min_overlap: float = 1.0
+    keywords: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class Instrument:
     key: str
     version: int
@@ -147,6 +172,8 @@ class Instrument:
     items: tuple[Item, ...]
     phases: tuple[Phase, ...] = ()
     description: Wording = field(default_factory=dict)
+    # The qualification round's practice items (instruments/practice.py); none by default.
+    practice: tuple[PracticeItem, ...] = ()
 
     def item(self, key: str) -> Item:
         for item in self.items:

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import yaml
 
 from instruments.document_limits import DocumentRefused, document_load
+from instruments.practice import practice_from_data, practice_to_data
 from instruments.schema import (
     OPTIONS_FROM_TEXTS,
     AppliesTo,
@@ -157,6 +158,7 @@ _TOP = (
     "description",
     "phases",
     "items",
+    "practice",
 )
 _CITATION = ("title", "authors", "venue", "year", "section", "short", "note")
 _ITEM: tuple[str, ...] = (
@@ -212,6 +214,7 @@ def instrument_from_data(data: object) -> Instrument:
     citation = _citation(reader, top.get("citation")) if "citation" in top else None
     phases = _phases(reader, top.get("phases", []))
     items = _items(reader, top["items"], {phase.key for phase in phases}) if "items" in top else ()
+    practice = practice_from_data(reader, top.get("practice", []), items, slug=SLUG)
     if reader.errors:
         raise InstrumentError(reader.errors)
     assert key is not None and version is not None and citation is not None
@@ -226,6 +229,7 @@ def instrument_from_data(data: object) -> Instrument:
         items=items,
         phases=phases,
         description=description,
+        practice=practice,
     )
 
 
@@ -530,6 +534,10 @@ def instrument_to_data(instrument: Instrument) -> dict[str, Any]:
     if instrument.phases:
         data["phases"] = [_phase_data(phase) for phase in instrument.phases]
     data["items"] = [_item_data(item) for item in instrument.items]
+    if instrument.practice:
+        data["practice"] = [
+            practice_to_data(entry, instrument.item(entry.item)) for entry in instrument.practice
+        ]
     return data
 
 

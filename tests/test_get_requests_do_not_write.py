@@ -153,11 +153,19 @@ def world(monkeypatch, django_capture_on_commit_callbacks):
             "key": "protocol_003_radiologist",  # the console's instrument editor
             "item_key": "correctness",
             "unit": "1.correctness.1.1.",  # an adjudication unit (none here: its page is a 404)
+            "flow": "expert",  # the qualification round's practice page
             # The de-identification page's actions (POST only: their GET answers 405).
             "finding_id": 1,
             "source_id": study.sources.first().pk,
         },
-        "tokens": {"r": expert.token, "l": lay.token, "s": lay.token, "p": rater.token, "c": comparer.token},
+        "tokens": {
+            "q": expert.token,
+            "r": expert.token,
+            "l": lay.token,
+            "s": lay.token,
+            "p": rater.token,
+            "c": comparer.token,
+        },
         "items": {"r": expert_item, "l": lay_item.pk},
     }
 

@@ -26,6 +26,7 @@ from annotation.views.entry import messages_of, survey_participant
 from annotation.views.errors import survey_error_page
 from instruments.schema import Instrument, ItemKind
 from instruments.validation import instrument_from_data
+from qualification.gate import practice_first, practice_on_entry
 
 TEMPLATES = "annotation/pairwise/"
 
@@ -82,6 +83,8 @@ def pairwise_start(request: HttpRequest, participant: Participant) -> HttpRespon
     the first visit after consenting), then the first unanswered one."""
     if not _consented(participant):
         return redirect("annotation:pairwise-consent", token=participant.token)
+    if practising := practice_first(participant, flow="pairwise"):
+        return practising
     pairwise_tasks_prepare(participant=participant, instrument=_instrument(participant))
     for task, answer in selectors.pairwise_pages(participant=participant):
         if answer is None:
@@ -102,6 +105,8 @@ def pairwise_consent(request: HttpRequest, participant: Participant) -> HttpResp
             participant_services.participant_consent(participant=participant, accepted=False)
             return render(request, TEMPLATES + "declined.html", {"participant": participant, "study": study})
         pairwise_consent_accept(participant=participant)
+        if practising := practice_on_entry(participant, flow="pairwise"):
+            return practising
         return redirect("annotation:pairwise-start", token=participant.token)
     instrument = instrument_from_data(stored.definition)
     own = study.expert_consent_text if participant.is_radiologist else study.lay_consent_text
@@ -126,6 +131,8 @@ def pairwise_task(request: HttpRequest, participant: Participant, task_id: int) 
         if request.method == "POST":
             return _error(request, _("Please read and agree to the study information first."), 409)
         return redirect("annotation:pairwise-consent", token=participant.token)
+    if practising := practice_first(participant, flow="pairwise"):
+        return practising
     task = selectors.access_pairwise_task(participant=participant, task_id=task_id)
     errors: list[str] = []
     if request.method == "POST":

@@ -25,6 +25,7 @@ from annotation.survey_fragments import fragment_response
 from annotation.views.entry import messages_of, survey_participant
 from annotation.views.errors import survey_error_page
 from annotation.wording import protocol_wording
+from qualification.gate import practice_first, practice_on_entry
 
 TEMPLATES = "annotation/expert/"
 
@@ -73,6 +74,8 @@ def expert_start(request: HttpRequest, participant: Participant) -> HttpResponse
     assignment.expert_pages_prepare(participant=participant)
     if participant.started_at is None:
         return redirect("annotation:expert-instructions", token=participant.token)
+    if practising := practice_first(participant, flow="expert"):
+        return practising
     return _redirect_resume(participant, why=WHY_RESUME)
 
 
@@ -90,6 +93,8 @@ def expert_instructions(request: HttpRequest, participant: Participant) -> HttpR
             participant_services.participant_consent(participant=participant, accepted=True)
         participant_services.participant_touch(participant=participant)
         assignment.expert_pages_prepare(participant=participant)
+        if practising := practice_on_entry(participant, flow="expert"):
+            return practising
         return _redirect_resume(participant, why=WHY_RESUME)
     context = {
         "participant": participant,
@@ -153,6 +158,8 @@ def _render_page(
 def expert_page(request: HttpRequest, participant: Participant, item: ExpertItem) -> HttpResponse:
     """One source: GET shows it; an htmx POST autosaves the answers it carries; a plain POST
     saves the whole form and moves on (or shows what is missing)."""
+    if practising := practice_first(participant, flow="expert"):
+        return practising
     if participant.started_at is None:
         participant_services.participant_touch(participant=participant)
     if request.method == "GET":

@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "django_otp.plugins.otp_totp",
     "signin",
     "privacy",
+    "qualification",
 ]
 
 MIDDLEWARE = [
