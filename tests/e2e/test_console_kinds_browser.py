@@ -94,6 +94,15 @@ def _launch(page) -> None:
     expect(page.locator("#study-status")).to_have_text("Open")
 
 
+def _shots(page, artifacts_dir, name: str) -> None:
+    """Screenshots at a laptop's width and a phone's (the page must not scroll sideways there)."""
+    for width, height in ((1280, 900), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.screenshot(path=str(artifacts_dir / f"{name}_{width}.png"), full_page=True)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.set_viewport_size({"width": 1024, "height": 768})
+
+
 def _answers_csv(page, slug: str) -> list[dict]:
     page.goto(f"/dashboard/{slug}/")
     document = download(page, page.get_by_role("button", name="Answers · CSV"))
@@ -177,7 +186,7 @@ def test_seed_002_is_set_up_run_and_counted_from_the_console(page, browser, live
 
 @pytest.mark.django_db(transaction=True)
 def test_a_pairwise_study_is_set_up_run_and_counted_from_the_console(
-    page, browser, live_server, tmp_path, settings
+    page, browser, live_server, tmp_path, settings, artifacts_dir
 ):
     from playwright.sync_api import expect
 
@@ -205,6 +214,8 @@ def test_a_pairwise_study_is_set_up_run_and_counted_from_the_console(
         with judge_page.expect_navigation():
             judge_page.get_by_role("button", name="I agree, continue").click()
         answered = 0
+        if n == 0:
+            _shots(judge_page, artifacts_dir, "pairwise_page")
         while "/compare/" in judge_page.url:
             choice = ("left", "right", "tie")[(n + answered) % 3]
             judge_page.locator(f"input[name=choice][value={choice}]").check()
