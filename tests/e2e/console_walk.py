@@ -96,6 +96,15 @@ def launch(page) -> None:
     expect(page.locator("#study-status")).to_have_text("Open")
 
 
+def screenshots(page, artifacts_dir: Path, name: str) -> None:
+    """Screenshots at a laptop's width and a phone's, where the page must not scroll sideways."""
+    for width, height in ((1280, 900), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.screenshot(path=str(artifacts_dir / f"{name}_{width}.png"), full_page=True)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390, name
+    page.set_viewport_size({"width": 1280, "height": 900})
+
+
 def answers_csv(page, slug: str) -> list[dict]:
     """The dashboard's "Answers · CSV", as rows."""
     page.goto(f"/dashboard/{slug}/")

@@ -24,6 +24,7 @@ from django.urls import get_resolver
 
 from annotation.models import Participant, Study
 from annotation.pairs import design
+from tests.e2e import console_walk as walk
 from tests.e2e.dashboard import download
 from tests.evaluation.conftest import FAST_ANALYSIS_OPTIONS
 
@@ -92,15 +93,6 @@ def _launch(page) -> None:
     with page.expect_navigation():
         page.click("#launch-study")
     expect(page.locator("#study-status")).to_have_text("Open")
-
-
-def _shots(page, artifacts_dir, name: str) -> None:
-    """Screenshots at a laptop's width and a phone's (the page must not scroll sideways there)."""
-    for width, height in ((1280, 900), (390, 844)):
-        page.set_viewport_size({"width": width, "height": height})
-        page.screenshot(path=str(artifacts_dir / f"{name}_{width}.png"), full_page=True)
-    assert page.evaluate("document.documentElement.scrollWidth") <= 390
-    page.set_viewport_size({"width": 1024, "height": 768})
 
 
 def _answers_csv(page, slug: str) -> list[dict]:
@@ -215,7 +207,7 @@ def test_a_pairwise_study_is_set_up_run_and_counted_from_the_console(
             judge_page.get_by_role("button", name="I agree, continue").click()
         answered = 0
         if n == 0:
-            _shots(judge_page, artifacts_dir, "pairwise_page")
+            walk.screenshots(judge_page, artifacts_dir, "pairwise_page")
         while "/compare/" in judge_page.url:
             choice = ("left", "right", "tie")[(n + answered) % 3]
             judge_page.locator(f"input[name=choice][value={choice}]").check()

@@ -203,7 +203,7 @@ def _layperson(browser, live_server, link: str, offset: int) -> dict:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_protocol_study_with_spans_and_controls_is_run_and_archived_in_the_browser(
-    page, browser, live_server, tmp_path, settings
+    page, browser, live_server, tmp_path, settings, artifacts_dir
 ):
     from playwright.sync_api import expect
 
@@ -220,6 +220,7 @@ def test_a_protocol_study_with_spans_and_controls_is_run_and_archived_in_the_bro
     walk.upload(page, _sources_csv(tmp_path), sources=3)
     walk.follow(page, "Generate")
     expect(page.locator("select[name=backend]")).to_have_value("glossary")
+    walk.screenshots(page, artifacts_dir, "console_generate")
     for system in ("plain_sc", "cot_bs", "cot_sc"):  # one generated system beside the uploaded one
         page.uncheck(f"input[name=systems][value={system}]")
     with page.expect_navigation():
