@@ -3,7 +3,8 @@ participants' links, in headless Chromium against the live server (PostgreSQL): 
 never opens the admin or a shell creates the study from a preset on the new-study form, uploads its
 texts, chooses the reference system, invites the instrument's rater groups from the list, launches,
 and after the participants' clicks reads the dashboard's counts and the answers CSV, which must
-hold exactly the clicks.
+hold exactly the clicks; the study archive, downloaded and imported in the browser, then gives a
+copy whose dashboard gives the same analysis and exports.
 
 (b) seed 002's design: two radiologists and one lay reader rate each (text, reference) pair on the
     four criteria;
@@ -175,6 +176,10 @@ def test_seed_002_is_set_up_run_and_counted_from_the_console(page, browser, live
     expect(page.locator('#units-table tr[data-group="radiologist"]')).to_contain_text("8 / 8")
     expect(page.locator('#units-table tr[data-group="layperson"]')).to_contain_text("4 / 4")
 
+    # The archive, moved in the browser: the copy's dashboard gives the same files.
+    counts = walk.copy_reproduces_the_files(page, slug="medlay", copy="medlay-copy", tmp_path=tmp_path)
+    assert counts["annotation.itemanswer"] == len(clicked)
+
 
 @pytest.mark.django_db(transaction=True)
 def test_a_pairwise_study_is_set_up_run_and_counted_from_the_console(
@@ -233,3 +238,7 @@ def test_a_pairwise_study_is_set_up_run_and_counted_from_the_console(
     assert {row["phase"] for row in rows} == {"pairwise"} and all(row["language"] == "en" for row in rows)
     page.goto("/dashboard/pw/progress/")
     expect(page.locator('#units-table tr[data-flow="pairwise"]')).to_contain_text("4 / 4")
+
+    # The archive, moved in the browser: the copy's dashboard gives the same files.
+    counts = walk.copy_reproduces_the_files(page, slug="pw", copy="pw-copy", tmp_path=tmp_path)
+    assert counts["annotation.itemanswer"] == 4 and counts["annotation.pairwisetask"] == 4
