@@ -252,6 +252,7 @@ def test_a_protocol_study_with_spans_and_controls_is_run_and_archived_in_the_bro
     expect(planted_rows).to_have_count(len(previewed))
     planted = {planted_rows.nth(i).locator("td").nth(4).inner_text() for i in range(len(previewed))}
     assert planted == previewed  # the preview showed what the same rate and seed plant
+    walk.screenshots(page, artifacts_dir, "console_flows")
 
     # 4. Two radiologists and two laypeople invited; the study opened from the set-up page.
     walk.invite(page, "radiologist (0 invited)", 2)
