@@ -18,6 +18,7 @@ import io
 import json
 import random
 import re
+from statistics import mean
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -25,6 +26,7 @@ from django.urls import get_resolver
 
 from annotation.models import Participant, Study
 from annotation.pairs import design
+from evaluation.report import fmt
 from tests.e2e import console_walk as walk
 from tests.e2e.dashboard import download
 from tests.evaluation.conftest import FAST_ANALYSIS_OPTIONS
@@ -171,6 +173,15 @@ def test_seed_002_is_set_up_run_and_counted_from_the_console(page, browser, live
     assert got == clicked
     assert {row["phase"] for row in rows} == {"pairs"} and {row["language"] for row in rows} == {"en"}
     assert all(row["systems"].endswith(" vs ref") for row in rows)
+    # The results: each criterion's mean over every rater's clicks, in the analysis and on the page.
+    analysis = json.loads(download(page, page.get_by_role("link", name="Analysis · JSON")))
+    (group,) = analysis["instrument_items"]["groups"]
+    items = {item["key"]: item for item in group["items"]}
+    for criterion in CRITERIA:
+        codes = [code for (_, _, asked), code in clicked.items() if asked == criterion]
+        assert items[criterion]["mean"]["mean"] == pytest.approx(mean(codes))
+        row = page.locator(f'table.data tr:has(td[title="{criterion}"])').first
+        assert row.locator("td.num").nth(1).inner_text().startswith(fmt(mean(codes)))
     # The progress page: units done per flow and rater group.
     page.goto("/dashboard/medlay/progress/")
     expect(page.locator('#units-table tr[data-group="radiologist"]')).to_contain_text("8 / 8")
@@ -236,6 +247,7 @@ def test_a_pairwise_study_is_set_up_run_and_counted_from_the_console(
         expected.setdefault(pseudonym, []).append(choice)
     assert {p: sorted(c) for p, c in by_judge.items()} == {p: sorted(c) for p, c in expected.items()}
     assert {row["phase"] for row in rows} == {"pairwise"} and all(row["language"] == "en" for row in rows)
+    expect(page.locator("h2#pairwise")).to_have_text("Pairwise ranking")  # the study's own results
     page.goto("/dashboard/pw/progress/")
     expect(page.locator('#units-table tr[data-flow="pairwise"]')).to_contain_text("4 / 4")
 
