@@ -60,11 +60,21 @@ def _text(wording, language: str = "en") -> str:
     return (wording or {}).get(language) or next(iter((wording or {}).values()), "")
 
 
+def _short(text: str, limit: int = 80) -> str:
+    """`text` cut to at most `limit` characters at a word's end, with an ellipsis where cut."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if not text[limit - 1].isspace() and " " in cut:
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:") + "…"
+
+
 def _asked(instrument: Instrument) -> tuple[AskedItem, ...]:
     return tuple(
         AskedItem(
             key=item.key,
-            title=_text(item.title) or _text(item.wording)[:80],
+            title=_text(item.title) or _short(_text(item.wording)),
             kind=item.kind.value,
             about=item.applies_to.value,
             groups=tuple(item.roles),

@@ -66,6 +66,14 @@ def test_every_shipped_kind_is_offered_with_what_it_asks_and_its_paper(client_ed
     assert kinds["layman_rrg_000_matching"].needs_reference and not kinds["medlaybench_002"].needs_reference
     assert kinds["medlaybench_002"].groups == ("layperson", "radiologist")
     assert kinds["layman_rrg_000_expert"].groups == ("medical_expert",)
+    # An item without a title is named by its wording, cut at a word's end with an ellipsis.
+    for kind in kinds.values():
+        for item in kind.items:
+            assert len(item.title) <= 80
+            if item.title.endswith("…"):
+                assert item.title[-2].isalnum(), item.title
+    protocol = {item.key: item.title for item in kinds["protocol"].items}
+    assert any(title.endswith("…") for title in protocol.values())
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,8 @@ participants' links, in headless Chromium against the live server (PostgreSQL): 
 never opens the admin or a shell creates the study from a preset on the new-study form, uploads its
 texts, chooses the reference system, invites the instrument's rater groups from the list, launches,
 and after the participants' clicks reads the dashboard's counts and the answers CSV, which must
-hold exactly the clicks.
+hold exactly the clicks; the study archive, downloaded and imported in the browser, then gives a
+copy whose dashboard gives the same analysis and exports.
 
 (b) seed 002's design: two radiologists and one lay reader rate each (text, reference) pair on the
     four criteria;
@@ -17,6 +18,7 @@ import io
 import json
 import random
 import re
+from statistics import mean
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -24,6 +26,8 @@ from django.urls import get_resolver
 
 from annotation.models import Participant, Study
 from annotation.pairs import design
+from evaluation.report import fmt
+from tests.e2e import console_walk as walk
 from tests.e2e.dashboard import download
 from tests.evaluation.conftest import FAST_ANALYSIS_OPTIONS
 
@@ -169,15 +173,28 @@ def test_seed_002_is_set_up_run_and_counted_from_the_console(page, browser, live
     assert got == clicked
     assert {row["phase"] for row in rows} == {"pairs"} and {row["language"] for row in rows} == {"en"}
     assert all(row["systems"].endswith(" vs ref") for row in rows)
+    # The results: each criterion's mean over every rater's clicks, in the analysis and on the page.
+    analysis = json.loads(download(page, page.get_by_role("link", name="Analysis · JSON")))
+    (group,) = analysis["instrument_items"]["groups"]
+    items = {item["key"]: item for item in group["items"]}
+    for criterion in CRITERIA:
+        codes = [code for (_, _, asked), code in clicked.items() if asked == criterion]
+        assert items[criterion]["mean"]["mean"] == pytest.approx(mean(codes))
+        row = page.locator(f'table.data tr:has(td[title="{criterion}"])').first
+        assert row.locator("td.num").nth(1).inner_text().startswith(fmt(mean(codes)))
     # The progress page: units done per flow and rater group.
     page.goto("/dashboard/medlay/progress/")
     expect(page.locator('#units-table tr[data-group="radiologist"]')).to_contain_text("8 / 8")
     expect(page.locator('#units-table tr[data-group="layperson"]')).to_contain_text("4 / 4")
 
+    # The archive, moved in the browser: the copy's dashboard gives the same files.
+    counts = walk.copy_reproduces_the_files(page, slug="medlay", copy="medlay-copy", tmp_path=tmp_path)
+    assert counts["annotation.itemanswer"] == len(clicked)
+
 
 @pytest.mark.django_db(transaction=True)
 def test_a_pairwise_study_is_set_up_run_and_counted_from_the_console(
-    page, browser, live_server, tmp_path, settings
+    page, browser, live_server, tmp_path, settings, artifacts_dir
 ):
     from playwright.sync_api import expect
 
@@ -205,6 +222,8 @@ def test_a_pairwise_study_is_set_up_run_and_counted_from_the_console(
         with judge_page.expect_navigation():
             judge_page.get_by_role("button", name="I agree, continue").click()
         answered = 0
+        if n == 0:
+            walk.screenshots(judge_page, artifacts_dir, "pairwise_page")
         while "/compare/" in judge_page.url:
             choice = ("left", "right", "tie")[(n + answered) % 3]
             judge_page.locator(f"input[name=choice][value={choice}]").check()
@@ -228,5 +247,10 @@ def test_a_pairwise_study_is_set_up_run_and_counted_from_the_console(
         expected.setdefault(pseudonym, []).append(choice)
     assert {p: sorted(c) for p, c in by_judge.items()} == {p: sorted(c) for p, c in expected.items()}
     assert {row["phase"] for row in rows} == {"pairwise"} and all(row["language"] == "en" for row in rows)
+    expect(page.locator("h2#pairwise")).to_have_text("Pairwise ranking")  # the study's own results
     page.goto("/dashboard/pw/progress/")
     expect(page.locator('#units-table tr[data-flow="pairwise"]')).to_contain_text("4 / 4")
+
+    # The archive, moved in the browser: the copy's dashboard gives the same files.
+    counts = walk.copy_reproduces_the_files(page, slug="pw", copy="pw-copy", tmp_path=tmp_path)
+    assert counts["annotation.itemanswer"] == 4 and counts["annotation.pairwisetask"] == 4
