@@ -2,7 +2,15 @@
 
 from django.urls import path
 
-from console import flow_views, instrument_views, launch_views, participant_views, study_views, upload_views
+from console import (
+    adaptive_views,
+    flow_views,
+    instrument_views,
+    launch_views,
+    participant_views,
+    study_views,
+    upload_views,
+)
 from console.archive_views import study_import, study_import_confirm
 from privacy import views as privacy_views
 
@@ -17,6 +25,7 @@ urlpatterns: list = [
     path("<slug:slug>/pilot/", study_views.study_pilot, name="study-pilot"),
     path("<slug:slug>/duplicate/", study_views.study_copy, name="study-duplicate"),
     path("<slug:slug>/flows/", flow_views.flows, name="flows"),
+    path("<slug:slug>/adaptive/", adaptive_views.adaptive_allocation, name="adaptive"),
     path("<slug:slug>/flows/add/", flow_views.flow_add, name="flow-add"),
     path("<slug:slug>/flows/reference/", flow_views.reference_set, name="flow-reference"),
     path("<slug:slug>/flows/launch/", flow_views.flows_launch, name="flows-launch"),
