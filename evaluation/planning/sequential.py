@@ -82,9 +82,27 @@ def true_difference(settings: PowerSettings) -> float:
     return expected(shifted, A) - expected(baseline, B)
 
 
+@dataclass(frozen=True)
+class _Model:
+    """What every simulated study of one setting shares: the latent scale, the systems' latent
+    means and the true difference (solved for once: root finding, slow)."""
+
+    scale: float
+    means: np.ndarray
+    truth: float
+
+    @classmethod
+    def of(cls, settings: PowerSettings) -> _Model:
+        baseline, shifted = latent_means(settings)
+        means = np.full(settings.n_systems, baseline)
+        means[A] = shifted
+        return cls(latent_scale(settings), means, true_difference(settings))
+
+
 def _study(
     settings: PowerSettings,
     square: LatinSquare,
+    model: _Model,
     *,
     policy: str,
     target_width: float,
@@ -93,10 +111,7 @@ def _study(
     seed: int,
 ) -> tuple[int, bool, bool, float]:
     k, n_sources = settings.n_systems, square.n_sources
-    scale = latent_scale(settings)
-    baseline, shifted = latent_means(settings)
-    means = np.full(k, baseline)
-    means[A] = shifted
+    scale, means = model.scale, model.means
     population = np.random.default_rng(seed)
     v = population.standard_normal(n_sources) * scale * math.sqrt(settings.source_var)
     u = population.standard_normal(max_participants) * scale * math.sqrt(settings.participant_var)
@@ -138,8 +153,7 @@ def _study(
             break
     assert interval is not None
     reached = can_close(interval, target_width=target_width, min_sources=min_sources)
-    truth = true_difference(settings)
-    return len(rows), reached, interval.covers(truth), float(interval.width or math.nan)
+    return len(rows), reached, interval.covers(model.truth), float(interval.width or math.nan)
 
 
 def simulate_sequential(
@@ -162,6 +176,7 @@ def simulate_sequential(
         n_sources=n_sources, n_systems=settings.n_systems, per_participant=settings.per_participant
     )
     seeds = np.random.SeedSequence(seed).generate_state(n_studies)
+    model = _Model.of(settings)
     runs = {}
     for policy in policies:
         if policy not in POLICIES:
@@ -170,6 +185,7 @@ def simulate_sequential(
             _study(
                 settings,
                 square,
+                model,
                 policy=policy,
                 target_width=target_width,
                 max_participants=max_participants,
