@@ -52,8 +52,10 @@ class AdaptiveAllocationForm(forms.Form):
     def __init__(self, *args: Any, study: Study, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         systems = System.objects.filter(study=study).order_by("position", "key")
-        self.fields["system_a"].queryset = systems
-        self.fields["system_b"].queryset = systems
+        for name in ("system_a", "system_b"):
+            field = self.fields[name]
+            assert isinstance(field, forms.ModelChoiceField)
+            field.queryset = systems
 
     def clean_pilot(self) -> Study | None:
         slug = self.cleaned_data["pilot"].strip()

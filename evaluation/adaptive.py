@@ -24,6 +24,7 @@ from evaluation.models import AdaptiveAllocation
 from evaluation.planning.outcome_frames import outcome_frame
 from evaluation.planning.outcomes import OUTCOMES
 from measures.stats import adaptive_allocation as allocation
+from measures.stats.interval_methods import MIN_PARTICIPANTS, MIN_SOURCES
 
 LAY_OUTCOMES = {key: outcome for key, outcome in OUTCOMES.items() if outcome.design == "lay"}
 
@@ -335,7 +336,7 @@ def adaptive_progress(*, study: Study) -> dict[str, Any] | None:
         "high": _rounded(interval.high),
         "width": _rounded(interval.width),
         "why_none": (
-            f"needs at least {allocation.MIN_PARTICIPANTS} laypeople and {allocation.MIN_SOURCES} "
+            f"needs at least {MIN_PARTICIPANTS} laypeople and {MIN_SOURCES} "
             "sources with answers of both systems"
         ),
         "projected_width": _rounded(interval.projected_width),

@@ -31,13 +31,13 @@ from evaluation.planning.power import (
     latent_scale,
 )
 from measures.stats.adaptive_allocation import (
-    MIN_SOURCES,
     adaptive_row,
     can_close,
     cell_variances,
     expected_counts,
     primary_interval,
 )
+from measures.stats.interval_methods import MIN_SOURCES
 
 POLICIES = ("fixed", "adaptive")
 A, B = 1, 0  # the shifted system against its baseline
@@ -118,7 +118,10 @@ def _study(
     w = population.standard_normal((max_participants, k)) * scale * math.sqrt(settings.interaction_var)
     noise = np.random.default_rng([seed, POLICIES.index(policy)])
     rows: list[int] = []
-    values, participants, sources, systems = [], [], [], []
+    values: list[np.ndarray] = []
+    participants: list[np.ndarray] = []
+    sources: list[np.ndarray] = []
+    systems: list[np.ndarray] = []
     batch = k  # the stopping rule is read after every block of the square (k rows)
     interval = None
     for p in range(max_participants):

@@ -56,6 +56,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -92,7 +93,7 @@ class PrimaryInterval:
         return self.low is not None and self.high is not None and self.low <= value <= self.high
 
 
-def _as_arrays(*arrays: Iterable) -> list[np.ndarray]:
+def _as_arrays(*arrays: Iterable[Any]) -> list[np.ndarray]:
     converted = [a if isinstance(a, np.ndarray) else np.asarray(list(a)) for a in arrays]
     if len({a.size for a in converted}) != 1:
         raise ValueError("values, participants, sources and systems must have the same length")
@@ -100,7 +101,7 @@ def _as_arrays(*arrays: Iterable) -> list[np.ndarray]:
 
 
 def _codes(labels: np.ndarray) -> np.ndarray:
-    return np.unique(labels, return_inverse=True)[1].ravel()
+    return np.asarray(np.unique(labels, return_inverse=True)[1], dtype=np.int64).ravel()
 
 
 def _cluster_sum(codes: np.ndarray, scores: np.ndarray) -> tuple[float, int]:
@@ -108,7 +109,9 @@ def _cluster_sum(codes: np.ndarray, scores: np.ndarray) -> tuple[float, int]:
     return float(np.sum(totals**2)), int(np.count_nonzero(np.bincount(codes)))
 
 
-def two_way_cluster_variance(scores: Iterable[float], participant: Iterable, source: Iterable) -> float:
+def two_way_cluster_variance(
+    scores: Iterable[float], participant: Iterable[Any], source: Iterable[Any]
+) -> float:
     """Cameron, Gelbach & Miller's (2011) two-way cluster-robust variance of Σ scores (scores =
     weight × residual per answer): V_participants + V_sources − V_cells, each
     V_G = G/(G − 1) · Σ_g (Σ_{answers of g} score)², cells = (participant, source) pairs. Where
@@ -159,7 +162,7 @@ def cell_variances(
 
 def primary_interval(
     values: Iterable[float],
-    participant: Iterable,
+    participant: Iterable[Any],
     source: Iterable[int],
     system: Iterable[int],
     *,
@@ -287,7 +290,8 @@ def expected_counts(square: LatinSquare, answered: np.ndarray, live_rows: Iterab
     owed = np.zeros_like(answered, dtype=np.float64)
     for (source, system), count in pair_counts(square, live_rows).items():
         owed[source, system] = count
-    return np.maximum(answered, owed)
+    counts: np.ndarray = np.maximum(answered, owed)
+    return counts
 
 
 def fixed_design_width(
