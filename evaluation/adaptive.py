@@ -35,16 +35,28 @@ def adaptive_allocation_of(*, study: Study) -> AdaptiveAllocation | None:
 
 
 def _planner_components(*, pilot: Study, outcome_key: str, system_a: System, system_b: System) -> dict:
-    """The planner's components of `pilot` for the outcome (evaluation/pilot.py), as stored."""
-    from evaluation.pilot import pilot_components  # numpy/statsmodels: only where an option is set
+    """The planner's components of `pilot` for the outcome (evaluation/pilot.py), and the source ×
+    system one of the two systems' answers (the crossed difference model; 0 where the pilot
+    cannot tell it), as stored."""
+    from evaluation.pilot import pilot_components, pilot_frame  # numpy/statsmodels: set-up only
+    from measures.stats.crossed import pair_components
 
-    components, _ = pilot_components(study=pilot, outcome=OUTCOMES[outcome_key])
+    outcome = OUTCOMES[outcome_key]
+    components, _ = pilot_components(study=pilot, outcome=outcome)
     residuals = components.residual_by_system
+    frame = pilot_frame(study=pilot, outcome=outcome)
+    pair = frame[frame["system"].isin([system_a.key, system_b.key])]
+    try:
+        cell = pair_components(pair["value"], pair["participant"], pair["source"], pair["system"])
+        cell_var = cell.column_interaction or 0.0
+    except ValueError:  # the pilot lacks one of the two systems
+        cell_var = 0.0
     return {
         "pilot": pilot.slug,
         "method": components.method,
         "participant": components.participant,
         "interaction": components.interaction or 0.0,
+        "cell": cell_var,
         "residual_a": residuals.get(system_a.key, components.residual),
         "residual_b": residuals.get(system_b.key, components.residual),
     }
@@ -119,6 +131,7 @@ def adaptive_allocation_set(
         residual_b=components["residual_b"],
         square=square,
         participants=maximum,
+        cell_var=components["cell"],
     )
     components["width_at_max"] = reachable if math.isfinite(reachable) else None
     if not width >= reachable:
@@ -247,6 +260,7 @@ def _state(*, study: Study, option: AdaptiveAllocation, design) -> AdaptiveState
         b=b,
         participant_var=float(components.get("participant", 0.0)),
         interaction_var=float(components.get("interaction", 0.0)),
+        cell_var=float(components.get("cell", 0.0)),
     )
     counts, variances = allocation.cell_variances(
         values, source, system, n_sources=square.n_sources, n_systems=square.n_systems

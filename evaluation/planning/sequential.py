@@ -90,13 +90,37 @@ class _Model:
     scale: float
     means: np.ndarray
     truth: float
+    cell_var: float
 
     @classmethod
     def of(cls, settings: PowerSettings) -> _Model:
         baseline, shifted = latent_means(settings)
         means = np.full(settings.n_systems, baseline)
         means[A] = shifted
-        return cls(latent_scale(settings), means, true_difference(settings))
+        return cls(latent_scale(settings), means, true_difference(settings), source_system_var(settings))
+
+
+def source_system_var(settings: PowerSettings) -> float:
+    """The source × system component the model's rounding and clipping create (σ²_c of the crossed
+    difference model): half the variance, over sources, of a source's true difference of
+    expected answers, by Gauss–Hermite quadrature over the source effect. What a pilot's crossed
+    fit estimates and the stopping rule's projection takes from it."""
+    scale = latent_scale(settings)
+    baseline, shifted = latent_means(settings)
+    residuals = _residual_vars(settings)
+    nodes, weights = np.polynomial.hermite_e.hermegauss(40)
+    weights = weights / weights.sum()
+    v = nodes * scale * math.sqrt(settings.source_var)
+
+    def expected(mean: float, system: int) -> np.ndarray:
+        within = dataclasses.replace(
+            settings, source_var=0.0, residual_var=float(residuals[system]), residual_vars=None
+        )
+        return np.array([expected_answer(within, mean + shift, scale) for shift in v])
+
+    difference = expected(shifted, A) - expected(baseline, B)
+    mean = float(weights @ difference)
+    return float(weights @ (difference - mean) ** 2) / 2
 
 
 def _study(
@@ -151,6 +175,7 @@ def _study(
             b=B,
             participant_var=settings.participant_var,
             interaction_var=settings.interaction_var,
+            cell_var=model.cell_var,
         )
         if can_close(interval, target_width=target_width, min_sources=min_sources):
             break

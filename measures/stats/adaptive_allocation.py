@@ -32,11 +32,12 @@ sources (Cochran 1977, Sampling Techniques, section 5.5).
 **The stopping rule** reads a *projected* width, not the interval's own: 2 · t · √V with
 
     V = Σ_k c_k² σ²_{s_k, j_k} + σ²_p (Σ_p (Σ_{k∈p} c_k)² − Σ_k c_k²)
-                              + σ²_w (Σ_{p,j} (Σ_{k∈(p,j)} c_k)² − Σ_k c_k²),
+                              + σ²_w (Σ_{p,j} (Σ_{k∈(p,j)} c_k)² − Σ_k c_k²) + σ²_c · 2 / S,
 
 Owen's (2007) variance of a linear estimator in a crossed design, with each cell's within-cell
-variance (which holds σ²_p + σ²_w + σ²_e) for the diagonal and the planner's participant and
-participant × system components (from the pilot) for the answers a participant shares. The study
+variance (which holds σ²_p + σ²_w + σ²_e) for the diagonal and the pilot's participant,
+participant × system and source × system (σ²_c, the crossed difference model's) components for
+the answers a participant or a cell shares. The study
 can close once it is at most the target on at least MIN_SOURCES paired sources. Why not the
 interval's own width: a fixed-width sequential rule on a noisy variance estimate (Chow & Robbins
 1965) stops when that estimate is low by chance, and the closing interval then undercovers (86 %
@@ -171,11 +172,13 @@ def primary_interval(
     confidence: float = 0.95,
     participant_var: float = 0.0,
     interaction_var: float = 0.0,
+    cell_var: float = 0.0,
     prior_answers: float = PRIOR_ANSWERS,
 ) -> PrimaryInterval:
     """Mean over sources of mean(a) − mean(b), its interval and the projected width (module
     docstring). `source`, `system`: non-negative integer codes per answer; NaN values dropped.
-    `participant_var`, `interaction_var`: the planner's components for the projection."""
+    `participant_var`, `interaction_var`, `cell_var` (source × system): the planner's components
+    for the projection."""
     y, p, s, k = _as_arrays(values, participant, source, system)
     y = y.astype(np.float64)
     keep = ~np.isnan(y) & ((k == a) | (k == b))
@@ -215,6 +218,8 @@ def primary_interval(
         float(np.sum(weights**2 * spreads[s, side]))
         + participant_var * (shared_p - diagonal)
         + interaction_var * (shared_w - diagonal)
+        # Each paired source's two cells sum to ±1/S: a source × system effect adds 2/S of it.
+        + cell_var * 2.0 / n_sources
     )
     return PrimaryInterval(
         estimate,
@@ -302,6 +307,7 @@ def fixed_design_width(
     residual_b: float,
     square: LatinSquare,
     participants: int,
+    cell_var: float = 0.0,
     confidence: float = 0.95,
 ) -> float:
     """The projected width (module docstring) of the fixed square after `participants` complete
@@ -319,6 +325,11 @@ def fixed_design_width(
     diagonal = 2 * n * per_cell * c * c
     shared_w = participants * 2 * (m / k * c) ** 2
     shared_p = participants * (m / k * c - m / k * c) ** 2
-    variance = own + participant_var * (shared_p - diagonal) + interaction_var * (shared_w - diagonal)
+    variance = (
+        own
+        + participant_var * (shared_p - diagonal)
+        + interaction_var * (shared_w - diagonal)
+        + cell_var * 2.0 / n
+    )
     df = min(participants, n) - 1
     return 2.0 * float(stats.t.ppf(0.5 + confidence / 2, df)) * math.sqrt(max(variance, 0.0))

@@ -31,6 +31,7 @@ def _square_answers(rng, square: LatinSquare, participants: int, *, noise=None, 
         + rng.normal(0, 0.5, participants)[p]
         + rng.normal(0, 0.7, square.n_sources)[s]
         + rng.normal(0, 0.3, (participants, square.n_systems))[p, k]
+        + rng.normal(0, 0.2, (square.n_sources, square.n_systems))[s, k]
         + rng.normal(0, 1, p.size) * sd[s]
     )
     return y, p, s, k
@@ -64,8 +65,10 @@ def test_the_projection_is_owens_sum_with_the_cells_spreads_and_the_planners_com
     rng = np.random.default_rng(3)
     square = LatinSquare(n_sources=8, n_systems=2, per_participant=4)
     y, p, s, k = _square_answers(rng, square, 12)
-    sigma_p, sigma_w = 0.25, 0.09
-    interval = aa.primary_interval(y, p, s, k, a=1, b=0, participant_var=sigma_p, interaction_var=sigma_w)
+    sigma_p, sigma_w, sigma_c = 0.25, 0.09, 0.04
+    interval = aa.primary_interval(
+        y, p, s, k, a=1, b=0, participant_var=sigma_p, interaction_var=sigma_w, cell_var=sigma_c
+    )
     # Brute force: every pair of answers, the covariance the model gives it.
     n_cells = {(si, ki): int(np.sum((s == si) & (k == ki))) for si, ki in zip(s, k, strict=True)}
     paired = {si for si in set(s.tolist()) if n_cells.get((si, 0)) and n_cells.get((si, 1))}
@@ -79,6 +82,8 @@ def test_the_projection_is_owens_sum_with_the_cells_spreads_and_the_planners_com
     variance = 0.0
     for i in range(y.size):
         for j in range(y.size):
+            if s[i] == s[j] and k[i] == k[j]:  # the same cell: its source × system effect
+                variance += c[i] * c[j] * sigma_c
             if i == j:
                 variance += c[i] ** 2 * spreads[s[i], k[i]]
             elif p[i] == p[j]:
@@ -148,6 +153,7 @@ def test_the_fixed_design_width_matches_simulated_studies():
         residual_b=1.0,
         square=square,
         participants=participants,
+        cell_var=0.04,
     )
     quantile = stats.t.ppf(0.975, min(participants, 12) - 1)
     simulated = float(np.var(estimates, ddof=1))
