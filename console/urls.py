@@ -12,6 +12,7 @@ from console import (
     upload_views,
 )
 from console.adjudication_views import adjudication_queue_page, adjudication_unit_page
+from console.adaptive_views import adaptive_allocation
 from console.archive_views import study_import, study_import_confirm
 from privacy import views as privacy_views
 
@@ -26,6 +27,7 @@ urlpatterns: list = [
     path("<slug:slug>/pilot/", study_views.study_pilot, name="study-pilot"),
     path("<slug:slug>/duplicate/", study_views.study_copy, name="study-duplicate"),
     path("<slug:slug>/flows/", flow_views.flows, name="flows"),
+    path("<slug:slug>/adaptive/", adaptive_allocation, name="adaptive"),
     path("<slug:slug>/flows/add/", flow_views.flow_add, name="flow-add"),
     path("<slug:slug>/flows/reference/", flow_views.reference_set, name="flow-reference"),
     path("<slug:slug>/flows/launch/", flow_views.flows_launch, name="flows-launch"),

@@ -262,3 +262,39 @@ class AdjudicatedLabel(models.Model):
 
     def __str__(self) -> str:
         return f"{self.study_id} {self.item_key} {self.value!r} ({self.reason})"
+
+
+class AdaptiveAllocation(models.Model):
+    """A study's adaptive allocation and stopping rule (evaluation/adaptive.py; the computation in
+    measures/stats/adaptive_allocation.py): off by default; when on, each new layperson gets the
+    Latin-square row whose answers most narrow the interval of the primary comparison
+    (`system_a` − `system_b` on `outcome`), and the study can close once that interval's
+    projected width is at most `target_width`. The planner's components (from `pilot`) are kept
+    as they were when the option was set."""
+
+    study = models.OneToOneField(
+        "annotation.Study", on_delete=models.CASCADE, related_name="adaptive_allocation"
+    )
+    enabled = models.BooleanField(default=False)
+    outcome = models.CharField(max_length=40, help_text="the planner's outcome key (a lay outcome)")
+    system_a = models.ForeignKey("annotation.System", on_delete=models.CASCADE, related_name="+")
+    system_b = models.ForeignKey("annotation.System", on_delete=models.CASCADE, related_name="+")
+    target_width = models.FloatField(help_text="full width of the 95 % interval at which the study can close")
+    max_participants = models.PositiveIntegerField()
+    close_recruitment = models.BooleanField(
+        default=False, help_text="stop handing out rows to newcomers once the target is reached"
+    )
+    components = models.JSONField(default=dict, help_text="the planner's components from the pilot")
+    recruitment_closed_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=models.Q(target_width__gt=0), name="adaptive_target_positive"),
+            models.CheckConstraint(
+                condition=~models.Q(system_a=models.F("system_b")), name="adaptive_two_systems"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"adaptive allocation of study {self.study_id}"

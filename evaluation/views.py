@@ -23,6 +23,7 @@ from django_htmx.http import HttpResponseClientRefresh
 from annotation.access import access_study, may_create_study, may_see_identifying, researcher_login_required
 from annotation.activity_services import activity_record
 from annotation.selectors import studies_for_user, study_language_summary
+from evaluation.adaptive import adaptive_progress
 from evaluation.context import (
     analysis_document,
     dashboard_context,
@@ -153,6 +154,7 @@ def study_progress_page(request: HttpRequest, slug: str) -> HttpResponse:
     context = {
         "study": study,
         "progress": study_progress(study=study),
+        "adaptive": adaptive_progress(study=study),
         "units": units_by_flow_and_group(study=study),
         "reliability": study_rater_reliability(study=study),
         "reliability_aspects": RELIABILITY_ASPECTS,

@@ -38,6 +38,20 @@ def _preference_order(
     return seeded_shuffle(ids, seed=participant.order_seed, purpose=f"pref:{source_id}")
 
 
+def _next_row(*, study: Study, design: LayDesign, live_rows: list[int]) -> int | None:
+    """The fixed square's next row, or the adaptive allocation's while the study has it on
+    (evaluation/adaptive.py, imported here: annotation does not load the analysis otherwise);
+    None when the adaptive allocation closed recruitment (its closure is kept: no exception
+    inside the handout's transaction)."""
+    from evaluation.adaptive import RecruitmentClosed, adaptive_row_handout
+
+    try:
+        row = adaptive_row_handout(study=study, design=design, live_rows=live_rows)
+    except RecruitmentClosed:
+        return None
+    return latin_square.next_row(design.square, live_rows) if row is None else row
+
+
 def _row_handout(
     *, participant: Participant, design: LayDesign, unavailable: set[tuple[int, int]], now: datetime | None
 ) -> int:
@@ -53,11 +67,14 @@ def _row_handout(
         locked = Participant.objects.select_for_update().get(pk=participant.pk)
         if locked.latin_square_row is not None:  # a second tab took it meanwhile
             return locked.latin_square_row
-        row = latin_square.next_row(design.square, lay_live_rows(study=study, now=now))
-        if all(j is None for j in design.square.assignment(row, unavailable=unavailable).values()):
-            raise StudyNotReady(_("No sentence of this study can be shown at the moment."))
-        locked.latin_square_row = row
-        locked.save(update_fields=["latin_square_row"])
+        row = _next_row(study=study, design=design, live_rows=lay_live_rows(study=study, now=now))
+        if row is not None:
+            if all(j is None for j in design.square.assignment(row, unavailable=unavailable).values()):
+                raise StudyNotReady(_("No sentence of this study can be shown at the moment."))
+            locked.latin_square_row = row
+            locked.save(update_fields=["latin_square_row"])
+    if row is None:
+        raise StudyNotReady(_("This study has all the answers it needs: thank you for your interest."))
     return row
 
 
