@@ -11,8 +11,8 @@ from console import (
     study_views,
     upload_views,
 )
-from console.adjudication_views import adjudication_queue_page, adjudication_unit_page
 from console.adaptive_views import adaptive_allocation
+from console.adjudication_views import adjudication_queue_page, adjudication_unit_page
 from console.archive_views import study_import, study_import_confirm
 from privacy import views as privacy_views
 
