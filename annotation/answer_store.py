@@ -1,0 +1,184 @@
+"""The one write path of every answer: `answers_upsert` writes one target's item answers
+(ItemAnswer rows) for every flow (the radiologist page and its planted controls, the lay panels,
+the pairs and pairwise flows, the importers), with the one revision rule: a revision
+(AnswerRevision, the earlier value) only when a value actually changed, never on the first save.
+
+Idempotent: answering twice updates the one row of (participant, instrument version, item, target,
+phase); a first save that loses an insert race to a concurrent one (double click, two tabs)
+updates the winner's row. The time spent goes to the first row the save writes, so the times of
+a target's answers add up to the time spent on it. Values are checked by the callers (each flow
+knows its items: annotation/protocol_answers.py for the protocol's, instrument_services for every
+other item); this module stores what it is given as (value as item_value_to_json writes it, score
+as item_value_code codes it)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotation.models import AnswerRevision, ItemAnswer, Participant, Study, StudyInstrument
+
+# A value meaning "the answer is withdrawn" (an emptied free text): its row goes.
+CLEAR = object()
+
+
+@dataclass(frozen=True)
+class Target:
+    """What an answer is about: the source, a shown text, a (shown text, reference) pair, or a
+    planted control (with its source); `phase` is the lay panel ("" elsewhere)."""
+
+    source_id: int
+    shown_text_id: int | None = None
+    reference_text_id: int | None = None
+    control_id: int | None = None
+    phase: str = ""
+
+    def lookup(self) -> dict[str, Any]:
+        return {
+            "source_id": self.source_id,
+            "shown_text_id": self.shown_text_id,
+            "reference_text_id": self.reference_text_id,
+            "control_id": self.control_id,
+            "phase": self.phase,
+        }
+
+
+def flow_instrument_id(*, study: Study, flow: str) -> int:
+    """The id of the StudyInstrument row `flow`'s answers are stored under now: the current
+    version; a study that has none yet gets the protocol presets attached (answers always name an
+    instrument version)."""
+    from annotation.instrument_selectors import study_instrument_current
+    from annotation.instrument_services import study_instruments_attach
+
+    current = study_instrument_current(study=study, flow=flow)
+    if current.row_id is not None:
+        return current.row_id
+    study_instruments_attach(study=study)
+    row_id = (
+        StudyInstrument.objects.filter(study=study, flow=flow, is_current=True)
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if row_id is None:
+        raise StudyInstrument.DoesNotExist(f"Study {study.slug} asks no {flow} instrument.")
+    return row_id
+
+
+def target_answers(
+    *, participant_id: int, instrument_id: int, target: Target, item_keys, lock: bool = True
+) -> dict[str, ItemAnswer]:
+    """The stored answers of `item_keys` on `target`, by item key (locked for the caller's write)."""
+    rows = ItemAnswer.objects.filter(
+        participant_id=participant_id,
+        instrument_id=instrument_id,
+        item_key__in=list(item_keys),
+        **target.lookup(),
+    )
+    if lock:
+        rows = rows.select_for_update()
+    return {row.item_key: row for row in rows}
+
+
+def answers_upsert(
+    *,
+    participant: Participant | int,
+    instrument_id: int,
+    target: Target,
+    values: Mapping[str, Any],
+    language: str = "",
+    time_spent_ms: int = 0,
+    suggestions: Mapping[str, dict] | None = None,
+    current: Mapping[str, ItemAnswer] | None = None,
+) -> dict[str, ItemAnswer]:
+    """Write `values` ({item key: (value, score)} or CLEAR) of one target; returns the rows as
+    written, by item key (a cleared key is absent). `current`: the target's rows as the caller
+    read them under a lock that serialises this target's writers (then they are not read again).
+    Call inside a transaction (one is opened otherwise)."""
+    participant_id = participant if isinstance(participant, int) else participant.pk
+    added = max(0, int(time_spent_ms))
+    now = timezone.now()
+    out: dict[str, ItemAnswer] = {}
+    with transaction.atomic(savepoint=False):
+        rows = (
+            dict(current)
+            if current is not None
+            else target_answers(
+                participant_id=participant_id, instrument_id=instrument_id, target=target, item_keys=values
+            )
+        )
+        for key, given in values.items():
+            row = rows.get(key)
+            if given is CLEAR:
+                if row is not None:
+                    _revision(row, None, now)
+                    ItemAnswer.objects.filter(pk=row.pk).delete()
+                continue
+            value, score = given
+            extra = {"suggestions": suggestions[key]} if suggestions and key in suggestions else {}
+            if row is None:
+                row = _insert(
+                    participant_id, instrument_id, target, key, value, score, language, added, extra
+                )
+                if row is not None:
+                    out[key] = row
+                    added = 0
+                    continue
+                row = target_answers(
+                    participant_id=participant_id, instrument_id=instrument_id, target=target, item_keys=[key]
+                )[key]
+            out[key] = _update(row, value, score, language, added, now, extra)
+            added = 0
+    return out
+
+
+def _insert(participant_id, instrument_id, target, key, value, score, language, added, extra):
+    """The new row, or None when a concurrent first save inserted it first (then it is updated)."""
+    try:
+        with transaction.atomic():
+            return ItemAnswer.objects.create(
+                participant_id=participant_id,
+                instrument_id=instrument_id,
+                item_key=key,
+                **target.lookup(),
+                value=value,
+                score=score,
+                language=language,
+                time_spent_ms=added,
+                **extra,
+            )
+    except IntegrityError:
+        return None
+
+
+def _update(row: ItemAnswer, value, score, language, added: int, now, extra) -> ItemAnswer:
+    changes: dict[str, Any] = {"value": value, "score": score, "updated_at": now, **extra}
+    if language:
+        changes["language"] = language
+    if added:
+        changes["time_spent_ms"] = F("time_spent_ms") + added
+    ItemAnswer.objects.filter(pk=row.pk).update(**changes)
+    _revision(row, value, now)
+    for name, new in changes.items():
+        if name != "time_spent_ms":
+            setattr(row, name, new)
+    row.time_spent_ms += added
+    return row
+
+
+def _revision(row: ItemAnswer, value: Any, now) -> None:
+    """Keep the row's earlier value when this save changes it (one INSERT, only then)."""
+    if row.value == value:
+        return
+    AnswerRevision.objects.create(
+        participant_id=row.participant_id,
+        answer_type=ItemAnswer._meta.label,
+        answer_id=row.pk,
+        previous={"value": row.value},
+        previous_at=row.updated_at or now,
+        revised_at=now,
+    )
