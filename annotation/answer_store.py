@@ -128,9 +128,13 @@ def answers_upsert(
                     out[key] = row
                     added = 0
                     continue
+                # A row written meanwhile by another writer (outside the caller's lock): updated, its
+                # time kept as that writer counted it.
                 row = target_answers(
                     participant_id=participant_id, instrument_id=instrument_id, target=target, item_keys=[key]
                 )[key]
+                out[key] = _update(row, value, score, language, 0, now, extra)
+                continue
             out[key] = _update(row, value, score, language, added, now, extra)
             added = 0
     return out

@@ -26,10 +26,11 @@ from annotation.instrument_selectors import (
     study_instrument_current,
 )
 from annotation.instrument_services import item_answer_save, study_instrument_save
-from annotation.models import ItemAnswer, Participant, SimplificationText, Study, StudyInstrument
+from annotation.models import Participant, SimplificationText, Study, StudyInstrument
 from instruments.presets import preset_load
 from instruments.schema import AppliesTo, ItemKind, Point, Scale
 from instruments.validation import instrument_from_data, instrument_to_data
+from tests.annotation import answers as typed_answers
 from tests.annotation.factories import ACTIONABILITY, build_study, instrument_with
 
 pytestmark = pytest.mark.django_db
@@ -188,7 +189,7 @@ def test_an_added_items_answer_is_validated_by_name_and_stored_with_its_code():
         shown_text_id=simplification.shown_text_id,
         language="en",
     )
-    (answer,) = ItemAnswer.objects.all()
+    (answer,) = typed_answers.item_answers().all()
     assert (answer.value, answer.score, answer.language) == (2, 2.0, "en")
     study.refresh_from_db()
     key = AnswerKey(participant.pk, "actionability", source.pk, simplification.shown_text_id)

@@ -8,7 +8,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotation.models import LayAnswer, LayItem
+from annotation.lay import answers as lay_answers
+from annotation.models import ItemAnswer, LayItem
 from evaluation.exporters.pages import answer_page
 from evaluation.exporters.rows import answer_rows
 from tests.evaluation.test_export_copy import study  # noqa: F401  (every kind of answer)
@@ -48,8 +49,8 @@ def test_a_page_is_not_shifted_by_answers_written_before_it(study):  # noqa: F81
     second = answer_page(study=study, limit=7, start=first.next)
     # The first item's answers, before the second page, replaced by fewer rows.
     item = LayItem.objects.filter(participant__study=study).order_by("participant_id", "position").first()
-    item.answers.all().delete()
-    LayAnswer.objects.create(item=item, phase="original", understanding="Completely")
+    ItemAnswer.objects.filter(participant_id=item.participant_id, source_id=item.source_id).delete()
+    lay_answers.lay_answer_save(item=item, phase="original", answers={"understanding": "Completely"})
     assert list(answer_rows(study=study))[7:14] != second.rows  # what an offset would now show
     assert answer_page(study=study, limit=7, start=first.next).rows == second.rows
 
