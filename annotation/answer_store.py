@@ -5,11 +5,12 @@ the pairs and pairwise flows, the importers), with the one revision rule: a revi
 
 Idempotent: answering twice updates the one row of (participant, instrument version, item, target,
 phase); a first save that loses an insert race to a concurrent one (double click, two tabs)
-updates the winner's row. The time spent goes to the first row the save writes, so the times of
-a target's answers add up to the time spent on it. Values are checked by the callers (each flow
-knows its items: annotation/protocol_answers.py for the protocol's, instrument_services for every
-other item); this module stores what it is given as (value as item_value_to_json writes it, score
-as item_value_code codes it)."""
+updates the winner's row; an answer sent again unchanged (an autosave sends the whole form)
+writes nothing. The time spent goes to the first row the save writes (where it writes none, to
+the first answer it was given), so the times of a target's answers add up to the time spent on
+it. Values are checked by the callers (each flow knows its items: annotation/instrument_binding.py
+for the protocol's, instrument_services for every other item); this module stores what it is given
+as (value as item_value_to_json writes it, score as item_value_code codes it)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import F
+from django.db.models.constants import OnConflict
 from django.utils import timezone
 
 from annotation.models import AnswerRevision, ItemAnswer, Participant, Study, StudyInstrument
@@ -111,6 +113,7 @@ def answers_upsert(
                 participant_id=participant_id, instrument_id=instrument_id, target=target, item_keys=values
             )
         )
+        unchanged: list[ItemAnswer] = []
         for key, given in values.items():
             row = rows.get(key)
             if given is CLEAR:
@@ -121,9 +124,8 @@ def answers_upsert(
             value, score = given
             extra = {"suggestions": suggestions[key]} if suggestions and key in suggestions else {}
             if row is None:
-                row = _insert(
-                    participant_id, instrument_id, target, key, value, score, language, added, extra
-                )
+                ids = (participant_id, instrument_id, target, key)
+                row = _insert(*ids, value, score, language, added, extra)
                 if row is not None:
                     out[key] = row
                     added = 0
@@ -135,33 +137,60 @@ def answers_upsert(
                 )[key]
                 out[key] = _update(row, value, score, language, 0, now, extra)
                 continue
+            if row.value == value and row.score == score and not extra:
+                # The same answer again (an autosave sends the whole form): nothing to write.
+                unchanged.append(row)
+                out[key] = row
+                continue
             out[key] = _update(row, value, score, language, added, now, extra)
             added = 0
+        if added and unchanged:
+            # Only the time changed: it goes to the target's first answer written.
+            row = unchanged[0]
+            _update(row, row.value, row.score, "", added, now, {})
     return out
 
 
 def _insert(participant_id, instrument_id, target, key, value, score, language, added, extra):
-    """The new row, or None when a concurrent first save inserted it first (then it is updated)."""
-    try:
-        with transaction.atomic():
-            return ItemAnswer.objects.create(
-                participant_id=participant_id,
-                instrument_id=instrument_id,
-                item_key=key,
-                **target.lookup(),
-                value=value,
-                score=score,
-                language=language,
-                time_spent_ms=added,
-                **extra,
-            )
-    except IntegrityError:
+    """The new row, or None when a concurrent first save inserted it first (then it is updated):
+    one INSERT … ON CONFLICT DO NOTHING RETURNING, no savepoint (a conflict never aborts the
+    caller's transaction)."""
+    now = timezone.now()
+    row = ItemAnswer(
+        participant_id=participant_id,
+        instrument_id=instrument_id,
+        item_key=key,
+        **target.lookup(),
+        value=value,
+        score=score,
+        language=language,
+        time_spent_ms=added,
+        created_at=now,
+        updated_at=now,
+        **extra,
+    )
+    opts = ItemAnswer._meta
+    fields = [f for f in opts.concrete_fields if f is not opts.pk and not f.generated]
+    manager: Any = ItemAnswer._base_manager
+    returned = manager._insert(
+        [row],
+        fields=fields,
+        returning_fields=opts.db_returning_fields,
+        raw=True,
+        on_conflict=OnConflict.IGNORE,
+    )
+    if not returned:
         return None
+    row.pk = returned[0][0]
+    row._state.adding = False
+    return row
 
 
 def _update(row: ItemAnswer, value, score, language, added: int, now, extra) -> ItemAnswer:
-    changes: dict[str, Any] = {"value": value, "score": score, "updated_at": now, **extra}
-    if language:
+    changes: dict[str, Any] = {"updated_at": now, **extra}
+    if row.value != value or row.score != score:
+        changes |= {"value": value, "score": score}
+    if language and language != row.language:
         changes["language"] = language
     if added:
         changes["time_spent_ms"] = F("time_spent_ms") + added

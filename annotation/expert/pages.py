@@ -25,7 +25,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, FilteredRelation, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -195,24 +195,79 @@ class ExpertPage:
         return f"{ORIGINAL}-{COMMENT}"
 
 
-_page_text_rows = PreparedQuery(
-    lambda text_ids: SimplificationText.objects.filter(pk__in=text_ids).values_list("pk", "text")
+# An item answer's columns, read beside the page's texts and beside its lock (one query each).
+_ANSWER_COLUMNS = (
+    "pk",
+    "instrument_id",
+    "item_key",
+    "source_id",
+    "shown_text_id",
+    "reference_text_id",
+    "control_id",
+    "phase",
+    "value",
+    "score",
+    "language",
+    "time_spent_ms",
+    "created_at",
+    "updated_at",
 )
 
 
-def _page_answers(item: ExpertItem) -> list[ItemAnswer]:
-    """Every answer of the page's participant on its source (the protocol's items, the added
-    items, the planted controls' rows): one query."""
-    return list(ItemAnswer.objects.filter(participant_id=item.participant_id, source_id=item.source_id))
+def _answer_of(participant_id: int, values) -> ItemAnswer | None:
+    if values[0] is None:
+        return None
+    answer = ItemAnswer(
+        participant_id=participant_id, **dict(zip(("id", *_ANSWER_COLUMNS[1:]), values, strict=True))
+    )
+    answer._state.adding = False
+    return answer
+
+
+# The page's texts, each with this participant's answers about it (LEFT JOIN: a text unanswered yet
+# comes once, with NULL answer columns).
+_page_text_rows = PreparedQuery(
+    lambda text_ids, participant_id: (
+        SimplificationText.objects.filter(pk__in=text_ids)
+        .annotate(
+            mine=FilteredRelation("item_answers", condition=Q(item_answers__participant_id=participant_id))
+        )
+        .values_list("pk", "text", *(f"mine__{name}" for name in _ANSWER_COLUMNS))
+    )
+)
+# This participant's answers about the page's source (the original's questions, the added items
+# about it) and its planted controls: every answer of theirs on the source without a shown text.
+_page_source_rows = PreparedQuery(
+    lambda source_id, participant_id: ItemAnswer.objects.filter(
+        source_id=source_id, participant_id=participant_id, shown_text__isnull=True
+    ).values_list(*_ANSWER_COLUMNS)
+)
+
+
+def _page_texts(item: ExpertItem) -> tuple[list[tuple[int, str]], list[ItemAnswer]]:
+    """The page's (text id, text) and this participant's answers about them: one query."""
+    texts: dict[int, str] = {}
+    answers: list[ItemAnswer] = []
+    for pk, text, *values in _page_text_rows.rows(
+        text_ids=tuple(item.text_order), participant_id=item.participant_id
+    ):
+        texts[pk] = text
+        if (answer := _answer_of(item.participant_id, values)) is not None:
+            answers.append(answer)
+    return list(texts.items()), answers
+
+
+def _page_source_answers(item: ExpertItem) -> list[ItemAnswer]:
+    rows = _page_source_rows.rows(source_id=item.source_id, participant_id=item.participant_id)
+    return [_answer_of(item.participant_id, values) for values in rows]  # type: ignore[misc]
 
 
 def _page_rows(
-    item: ExpertItem, answers: list[ItemAnswer]
+    item: ExpertItem, rows: list[tuple[int, str]], answers: list[ItemAnswer]
 ) -> tuple[list[tuple[str, SimplificationText]], dict[int, RatingRow], JudgementRow | None]:
     """The page's (label, text) in the stored order with this participant's rating of each and
     their judgement of the original. An id whose text has since been deleted (the source's
     simplification was regenerated before anyone rated it) is skipped, so labels stay stable."""
-    rows = _page_text_rows.rows(text_ids=tuple(item.text_order))
     order = item.text_order
     by_id: dict[int, SimplificationText] = {}
     ratings: dict[int, Any] = {}
@@ -372,8 +427,9 @@ def expert_page_get(*, item: ExpertItem) -> ExpertPage:
     participant's answers (never anyone else's), and which required answers are missing. Two
     queries (three when the study's instrument adds items)."""
     asked = _asked(item.participant)
-    answers = _page_answers(item)
-    texts, ratings, judgement = _page_rows(item, answers)
+    text_rows, answers = _page_texts(item)
+    answers += _page_source_answers(item)
+    texts, ratings, judgement = _page_rows(item, text_rows, answers)
     return _page_build(item, texts, ratings, judgement, asked, _added_answers(item, asked, answers))
 
 
@@ -430,16 +486,31 @@ def _parse(data: Mapping[str, Any], labels: dict[str, SimplificationText], asked
 
 
 _page_lock_rows = PreparedQuery(
-    lambda item_id: (
-        ExpertItem.objects.select_for_update(of=("self",)).filter(pk=item_id).values_list("completed_at")
+    lambda item_id, participant_id: (
+        ExpertItem.objects.select_for_update(of=("self",))
+        .filter(pk=item_id)
+        .annotate(
+            mine=FilteredRelation(
+                "source__item_answers",
+                condition=Q(
+                    source__item_answers__participant_id=participant_id,
+                    source__item_answers__shown_text__isnull=True,
+                ),
+            )
+        )
+        .values_list("completed_at", *(f"mine__{name}" for name in _ANSWER_COLUMNS))
     )
 )
 
 
-def _page_lock(item: ExpertItem) -> Any:
-    """Lock the page's row (every writer of its answers takes it first) and read its completion."""
-    ((completed_at,),) = _page_lock_rows.rows(item_id=item.pk)
-    return completed_at
+def _page_lock(item: ExpertItem) -> tuple[Any, list[ItemAnswer]]:
+    """Lock the page's row (every writer of its answers takes it first) and read in the same query
+    its completion and this participant's answers about its source and its planted controls."""
+    rows = _page_lock_rows.rows(item_id=item.pk, participant_id=item.participant_id)
+    answers = [
+        answer for _, *values in rows if (answer := _answer_of(item.participant_id, values)) is not None
+    ]
+    return rows[0][0], answers
 
 
 def expert_page_save(
@@ -461,9 +532,11 @@ def expert_page_save(
     if item.participant_id != participant.pk:
         raise ValidationError("This page belongs to another participant.")
     with transaction.atomic():
-        item.completed_at = was_completed = _page_lock(item)
-        page_answers = _page_answers(item)
-        texts, ratings, judgement = _page_rows(item, page_answers)
+        item.completed_at, source_answers = _page_lock(item)
+        was_completed = item.completed_at
+        text_rows, page_answers = _page_texts(item)
+        page_answers += source_answers
+        texts, ratings, judgement = _page_rows(item, text_rows, page_answers)
         labels = dict(texts)
         asked = _asked(participant)
         instrument_id = asked.current.row_id

@@ -175,30 +175,28 @@ def lay_answer_save(
         if not changed:
             targets = _targets(locked_item, phase)
             time_left = time_spent_ms
+            stored = {(r.item_key, r.phase): r for r in rows}
             for target in dict.fromkeys(targets[name] for name in clean) or [targets["understanding"]]:
                 keys = [name for name in clean if targets[name] == target]
-                answers_upsert(
+                written = answers_upsert(
                     participant=participant,
                     instrument_id=instrument_id,
                     target=target,
                     values={name: _BINDINGS[name].answer_of(clean[name]) for name in keys},
                     language=participant.language,
                     time_spent_ms=time_left,
-                    current={
-                        r.item_key: r
-                        for r in rows
-                        if r.item_key in keys and r.phase == phase and r.shown_text_id == target.shown_text_id
-                    },
+                    current={name: stored[(name, phase)] for name in keys if (name, phase) in stored},
                 )
+                stored |= {(name, phase): row for name, row in written.items()}
                 time_left = 0
-            rows = lay_panel_rows(item=locked_item, instrument_id=instrument_id)
-            return lay_answer_of(rows, item=locked_item, phase=phase) or LayAnswerRow(
+            empty = LayAnswerRow(
                 id=0,
                 participant_id=item.participant_id,
                 source_id=item.source_id,
                 phase=phase,
                 item_id=item.pk,
             )
+            return lay_answer_of(stored.values(), item=locked_item, phase=phase) or empty
     raise AnswerLocked()
 
 
