@@ -285,7 +285,7 @@ def test_bad_marks_are_refused_by_name_and_save_nothing(client, value, message):
     )
     assert response.status_code == 400
     assert message in response.content.decode()
-    assert not answers.item_answers().exists() and not participant.expert_ratings.exists()
+    assert not answers.item_answers().exists() and not answers.ratings(participant=participant)
     # A plain submit is refused the same way, on the page, with a 400.
     response = client.post(page_url(participant, item), {field: raw, "action": "next"})
     assert response.status_code == 400 and message in response.content.decode()

@@ -18,6 +18,7 @@ from annotation.expert import pages
 from annotation.models import (
     AnswerRevision,
     ExpertItem,
+    ItemAnswer,
     Participant,
     Study,
 )
@@ -397,7 +398,7 @@ def test_a_participant_who_finished_may_still_revise_while_the_study_is_open(cli
     rating = answers.rating(shown_text=item.text_order[0])
     assert rating.correctness == 1
     # The earlier value is kept (annotation.AnswerRevision), with when it had been saved.
-    row = answers.item_answers().get(
+    row = ItemAnswer.objects.get(
         participant=participant, shown_text_id=item.text_order[0], item_key="correctness"
     )
     (revision,) = AnswerRevision.objects.filter(answer_id=row.pk, answer_type="annotation.ItemAnswer")

@@ -351,11 +351,12 @@ def test_release_content_matches_the_csvs(release_dir):
     with open(release_dir / "proc_laypeople1.csv", encoding="utf-8-sig", newline="") as f:
         lay1 = list(csv.DictReader(f))
     item = LayItem.objects.get(participant__pseudonym="L001", source__key="s01")
-    panel1 = item.answers.get(phase="original")
+    panel1 = answers.lay_answer(item, "original")
     assert panel1.understanding == lay1[0]["Stage1: You understand the meaning of the sentence."]
-    assert sorted(item.preference.least.values_list("simplifications__system__key", flat=True)) == [
-        "plain_bs"
-    ]
+    least = answers.preference(item).least
+    assert sorted(
+        Simplification.objects.filter(shown_text_id__in=least).values_list("system__key", flat=True)
+    ) == ["plain_bs"]
 
 
 def copy_release(release_dir: Path, tmp_path: Path) -> Path:

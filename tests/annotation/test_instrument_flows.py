@@ -106,7 +106,7 @@ def test_a_bad_value_of_an_added_item_is_refused_by_name_and_saves_nothing(clien
     assert response.status_code == 400
     assert message in response.content.decode()
     assert not typed_answers.item_answers().exists()
-    assert not participant.expert_ratings.exists()  # all or nothing
+    assert not typed_answers.ratings(participant=participant)  # all or nothing
 
 
 def test_a_required_added_item_holds_the_page_open_until_answered():
@@ -294,7 +294,7 @@ def test_a_required_added_lay_item_holds_the_panel_and_bad_values_are_refused_by
     assert response.status_code == 400 and "trust: 7 is not a point of the scale" in response.content.decode()
     assert not typed_answers.item_answers().exists()
     # All or nothing: the panel's answer beside the bad one was not changed either.
-    assert item.answers.get(phase="assisted").understanding == "Most of it"
+    assert typed_answers.lay_answer(item, "assisted").understanding == "Most of it"
     assert client.post(url, {**PANEL2, "trust": "0", "continue": "1"}).status_code == 302
 
 

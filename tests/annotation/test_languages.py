@@ -167,7 +167,7 @@ def test_panel_one_questions_and_labels_in_spanish_the_stored_value_unchanged(sp
     refused = client.post(url, {"understanding": "Some parts of it", "continue": "1"})
     assert refused.status_code == 400
     assert "Responda a esta pregunta." in refused.content.decode()
-    assert item.answers.get(phase="original").understanding == "Some parts of it"
+    assert typed_answers.lay_answer(item, "original").understanding == "Some parts of it"
 
 
 def test_activation_costs_no_query(spanish_study, client):

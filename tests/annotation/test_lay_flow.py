@@ -486,8 +486,8 @@ def test_preference_panel_sets_and_overlap():
         },
     )
     preference = answers.preference(item)
-    assert set(preference.most.values_list("pk", flat=True)) == {a, b}
-    assert list(preference.least.values_list("pk", flat=True)) == [d]
+    assert set(preference.most) == {a, b}
+    assert list(preference.least) == [d]
     assert preference.most_justification == "Clear words." and preference.order_shown == [a, b, c, d]
     item.refresh_from_db()
     assert item.stage == "done"
@@ -505,19 +505,17 @@ def test_a_preference_autosave_of_one_question_keeps_the_other_and_refuses_an_ov
     assert "Simplification C cannot be among both" in str(both.value)
     assert both.value.conflicts == {"least": {c: "C"}}
     preference = answers.preference(item)
-    assert set(preference.most.values_list("pk", flat=True)) == {a, c}
+    assert set(preference.most) == {a, c}
     # The refused tick cost nothing else: the save's time is kept.
-    assert not preference.least.exists() and preference.time_spent_ms == 300
+    assert not preference.least and preference.time_spent_ms == 300
     _save(item, "preference", data={"fields": "least", "least": [b]}, submit=True)
-    assert set(preference.most.values_list("pk", flat=True)) == {a, c}
-    assert set(preference.least.values_list("pk", flat=True)) == {b}
+    assert set(preference.most) == {a, c}
+    assert set(preference.least) == {b}
 
 
 def _choices(item) -> tuple[set, set]:
     preference = answers.preference(item)
-    return set(preference.most.values_list("pk", flat=True)), set(
-        preference.least.values_list("pk", flat=True)
-    )
+    return set(preference.most), set(preference.least)
 
 
 def test_an_overlapping_tick_never_costs_the_valid_answers_beside_it():

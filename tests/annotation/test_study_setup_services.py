@@ -181,6 +181,10 @@ def test_duplicate_copies_the_set_up_and_no_participant_or_answer(researcher):
     AttentionCheck.objects.create(
         study=study, position=1, prompt="A?", options=["a", "b"], expected_answer="a"
     )
+    rater = participant_services.participant_create(study=study, role=RAD)
+    text = SimplificationText.objects.filter(source__study=study).first()
+    expert_answers.expert_rating_save(participant=rater, shown_text=text, scores={"correctness": 4})
+    # A row standing for another instrument (written after the answer, which names a real one).
     StudyInstrument.objects.create(
         study=study,
         key="lay",
@@ -190,9 +194,6 @@ def test_duplicate_copies_the_set_up_and_no_participant_or_answer(researcher):
         fingerprint="f",
         structure_fingerprint="s",
     )
-    rater = participant_services.participant_create(study=study, role=RAD)
-    text = SimplificationText.objects.filter(source__study=study).first()
-    expert_answers.expert_rating_save(participant=rater, shown_text=text, scores={"correctness": 4})
 
     copy = study_duplicate(study=study, slug="orig-2", title="Orig 2", actor=researcher)
 

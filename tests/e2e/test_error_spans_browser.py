@@ -143,7 +143,7 @@ def test_a_radiologist_marks_two_spans_one_by_keyboard_and_sees_them_after_reloa
     second = expected(KEYBOARD, "unexplained_jargon", "minor")
     assert wait_for(lambda: stored(participant), [second, first]) == [second, first]
     assert page.url.endswith(f"/page/{item.pk}/")  # "n" did not leave the page
-    assert not participant.expert_ratings.exists()  # nor did "3" answer a row
+    assert not answers.ratings(participant=participant)  # nor did "3" answer a row
     page.screenshot(path=str(artifacts_dir / "error_spans_marked.png"), full_page=True)
 
     # A list the server refuses (here forged: a span past the end of the text) is refused by name

@@ -395,7 +395,7 @@ def test_preference_unticked_box_and_typing_in_its_pause_survive_closing_the_tab
     with page.expect_response(lambda r: r.request.method == "POST") as saved:
         page.locator(f'#q-least input[value="{last}"]').check()
     assert saved.value.status == 200
-    assert set(typed_answers.preference(item).least.values_list("pk", flat=True)) == {last}
+    assert set(typed_answers.preference(item).least) == {last}
     page.locator(f'#q-most input[value="{first}"]').check()
     page.locator(f'#q-least input[value="{last}"]').uncheck()
     page.locator("#f-why_best").type("Plain words", delay=20)
@@ -411,8 +411,8 @@ def test_preference_unticked_box_and_typing_in_its_pause_survive_closing_the_tab
     def read() -> tuple:
         preference = typed_answers.preference(item)
         return (
-            set(preference.most.values_list("pk", flat=True)),
-            set(preference.least.values_list("pk", flat=True)),
+            set(preference.most),
+            set(preference.least),
             preference.most_justification,
         )
 
