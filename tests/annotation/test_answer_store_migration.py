@@ -215,3 +215,29 @@ def _check_backward(apps, made: dict) -> None:
         ("annotation.ExpertRating", rating.pk): {"correctness": 2},
         ("annotation.LayAnswer", answers["original"].pk): {"understanding": "Not at all"},
     }
+
+
+SQLITE_SCRIPT = r"""
+import json
+import django
+django.setup()
+from django.core.management import call_command
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from tests.annotation import test_answer_store_migration as t
+
+call_command("migrate", verbosity=0)
+old = t._migrate(t.BEFORE)
+made = t._populate(old)
+t._check_forward(t._migrate(t.AFTER), made)
+t._check_backward(t._migrate(t.BEFORE), made)
+executor = MigrationExecutor(connection)
+executor.migrate(executor.loader.graph.leaf_nodes())
+print(json.dumps({"checked": True}))
+"""
+
+
+def test_the_migration_runs_both_ways_on_the_embedded_sqlite_default(tmp_path):
+    from tests.annotation.sqlite_run import run_on_sqlite
+
+    assert run_on_sqlite(SQLITE_SCRIPT, tmp_path) == {"checked": True}
