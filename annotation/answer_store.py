@@ -144,9 +144,11 @@ def answers_upsert(
                 continue
             out[key] = _update(row, value, score, language, added, now, extra)
             added = 0
-        if added and unchanged:
-            # Only the time changed: it goes to the target's first answer written.
-            row = unchanged[0]
+        kept = unchanged or [r for k, r in rows.items() if values.get(k) is not CLEAR]
+        if added and kept:
+            # No answer written to carry the time (the same answers again, or one withdrawn): it
+            # goes to the target's first answer kept.
+            row = kept[0]
             _update(row, row.value, row.score, "", added, now, {})
     return out
 

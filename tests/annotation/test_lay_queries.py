@@ -14,6 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from annotation import participant_services
+from annotation.instrument_services import study_instruments_attach
 from annotation.lay import panels, steps
 from annotation.models import (
     AttentionCheck,
@@ -57,6 +58,8 @@ NAVIGATE = {"HTTP_X_RADLAY_NAVIGATE": "1"}
 def _big_study(slug: str, n_sources: int) -> Study:
     """n_sources × 3 systems, written in bulk (the services would take minutes for 2,000)."""
     study = Study.objects.create(slug=slug, title=slug, status=Study.Status.OPEN)
+    # Its instruments, as every study made by the services has them (answers name their version).
+    study_instruments_attach(study=study)
     systems = System.objects.bulk_create(
         [System(study=study, key=key, label=key, position=n) for n, key in enumerate(("a", "b", "c"))]
     )
