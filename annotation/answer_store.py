@@ -114,6 +114,7 @@ def answers_upsert(
             )
         )
         unchanged: list[ItemAnswer] = []
+        new: list[tuple[str, Any, Any, dict]] = []
         for key, given in values.items():
             row = rows.get(key)
             if given is CLEAR:
@@ -124,26 +125,28 @@ def answers_upsert(
             value, score = given
             extra = {"suggestions": suggestions[key]} if suggestions and key in suggestions else {}
             if row is None:
-                ids = (participant_id, instrument_id, target, key)
-                row = _insert(*ids, value, score, language, added, extra)
-                if row is not None:
-                    out[key] = row
-                    added = 0
+                new.append((key, value, score, extra))
+            elif row.value == value and row.score == score and not extra:
+                # The same answer again (an autosave sends the whole form): nothing to write.
+                unchanged.append(row)
+                out[key] = row
+            else:
+                out[key] = _update(row, value, score, language, added, now, extra)
+                added = 0
+        if new:
+            inserted = _insert(participant_id, instrument_id, target, new, language, added)
+            if inserted:
+                added = 0
+            out |= inserted
+            for key, value, score, extra in new:
+                if key in inserted:
                     continue
-                # A row written meanwhile by another writer (outside the caller's lock): updated, its
-                # time kept as that writer counted it.
+                # A row written meanwhile by another writer (outside the caller's lock): updated,
+                # its time kept as that writer counted it.
                 row = target_answers(
                     participant_id=participant_id, instrument_id=instrument_id, target=target, item_keys=[key]
                 )[key]
                 out[key] = _update(row, value, score, language, 0, now, extra)
-                continue
-            if row.value == value and row.score == score and not extra:
-                # The same answer again (an autosave sends the whole form): nothing to write.
-                unchanged.append(row)
-                out[key] = row
-                continue
-            out[key] = _update(row, value, score, language, added, now, extra)
-            added = 0
         kept = unchanged or [r for k, r in rows.items() if values.get(k) is not CLEAR]
         if added and kept:
             # No answer written to carry the time (the same answers again, or one withdrawn): it
@@ -153,39 +156,43 @@ def answers_upsert(
     return out
 
 
-def _insert(participant_id, instrument_id, target, key, value, score, language, added, extra):
-    """The new row, or None when a concurrent first save inserted it first (then it is updated):
-    one INSERT … ON CONFLICT DO NOTHING RETURNING, no savepoint (a conflict never aborts the
-    caller's transaction)."""
+def _insert(participant_id, instrument_id, target, new, language, added) -> dict[str, ItemAnswer]:
+    """The new rows of `new` ((item key, value, score, extra) each; the time on the first), by
+    item key, in one INSERT … ON CONFLICT DO NOTHING RETURNING: a row a concurrent first save
+    inserted first is left out (the caller updates it), and no savepoint is needed (a conflict
+    never aborts the caller's transaction)."""
     now = timezone.now()
-    row = ItemAnswer(
-        participant_id=participant_id,
-        instrument_id=instrument_id,
-        item_key=key,
-        **target.lookup(),
-        value=value,
-        score=score,
-        language=language,
-        time_spent_ms=added,
-        created_at=now,
-        updated_at=now,
-        **extra,
-    )
+    rows = [
+        ItemAnswer(
+            participant_id=participant_id,
+            instrument_id=instrument_id,
+            item_key=key,
+            **target.lookup(),
+            value=value,
+            score=score,
+            language=language,
+            time_spent_ms=added if n == 0 else 0,
+            created_at=now,
+            updated_at=now,
+            **extra,
+        )
+        for n, (key, value, score, extra) in enumerate(new)
+    ]
     opts = ItemAnswer._meta
     fields = [f for f in opts.concrete_fields if f is not opts.pk and not f.generated]
     manager: Any = ItemAnswer._base_manager
+    returning = [opts.pk, opts.get_field("item_key")]
     returned = manager._insert(
-        [row],
-        fields=fields,
-        returning_fields=opts.db_returning_fields,
-        raw=True,
-        on_conflict=OnConflict.IGNORE,
+        rows, fields=fields, returning_fields=returning, raw=True, on_conflict=OnConflict.IGNORE
     )
-    if not returned:
-        return None
-    row.pk = returned[0][0]
-    row._state.adding = False
-    return row
+    by_key = {row.item_key: row for row in rows}
+    inserted = {}
+    for pk, key in returned or ():
+        row = by_key[key]
+        row.pk = pk
+        row._state.adding = False
+        inserted[key] = row
+    return inserted
 
 
 def _update(row: ItemAnswer, value, score, language, added: int, now, extra) -> ItemAnswer:

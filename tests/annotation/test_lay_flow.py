@@ -509,6 +509,7 @@ def test_a_preference_autosave_of_one_question_keeps_the_other_and_refuses_an_ov
     # The refused tick cost nothing else: the save's time is kept.
     assert not preference.least and preference.time_spent_ms == 300
     _save(item, "preference", data={"fields": "least", "least": [b]}, submit=True)
+    preference = answers.preference(item)
     assert set(preference.most) == {a, c}
     assert set(preference.least) == {b}
 
