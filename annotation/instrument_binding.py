@@ -68,6 +68,8 @@ class Binding:
             return None
         if self.levels is not None:
             code = self.levels.value_of(column_value)
+            if code is None:
+                raise ValueError(f"{column_value!r} is no level of {self.column}")
             return code, float(code)
         if isinstance(column_value, (set, frozenset, list, tuple)):
             return (sorted(str(pk) for pk in column_value), None) if column_value else None

@@ -128,7 +128,7 @@ def _answer_counts(participant: Participant) -> dict[str, int]:
     """What `participant` answered, per kind: the protocol's typed shapes
     (annotation/answer_selectors.py), every other item answer, the checks and the revisions."""
     mine = Q(participant=participant)
-    typed = {
+    typed: dict[str, list[Any]] = {
         "lay answers": lay_answers(where=mine),
         "lay preferences": lay_preferences(where=mine),
         "radiologist ratings": expert_ratings(where=mine),

@@ -48,7 +48,16 @@ from django.utils import timezone
 
 from annotation.activity_services import activity_record
 from annotation.instrument_services import study_instruments_stamp_refresh
-from annotation.models import AnswerRevision, Participant, Source, Study, new_participant_token, text_hash
+from annotation.models import (
+    AnswerRevision,
+    ItemAnswer,
+    Participant,
+    SimplificationText,
+    Source,
+    Study,
+    new_participant_token,
+    text_hash,
+)
 from evaluation.study_archive_legacy import (
     LEGACY_REVISION_TYPES,
     LegacyAnswers,
@@ -101,6 +110,17 @@ __all__ = [
     "study_archive_manifest",
     "study_archive_write",
 ]
+
+
+# The lay panel 3 items whose answers are lists of text keys.
+CHOSEN = ("most", "least")
+
+
+def _int(value: Any) -> Any:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return value
 
 
 class ArchiveDatabaseError(Exception):
@@ -463,6 +483,17 @@ class _Importer:
             obj.approved_findings = obj.approved_edited = 0
         elif isinstance(obj, Participant):
             obj.pseudonym = obj.pseudonym or f"P{old_pk}"
+        elif (
+            isinstance(obj, ItemAnswer)
+            and obj.phase == ItemAnswer.Phase.PREFERENCE
+            and obj.item_key in CHOSEN
+        ):
+            # Panel 3's choices name texts by key (as text): the copy's keys.
+            if not isinstance(obj.value, list):
+                raise ArchiveError(f"{where}: value of {obj.item_key} is not a list of texts")
+            obj.value = sorted(
+                str(self._key(SimplificationText, _int(old), where, "value")) for old in obj.value
+            )
         elif isinstance(obj, AnswerRevision):
             answered = REVISION_TYPES.get(obj.answer_type)
             if answered is None:

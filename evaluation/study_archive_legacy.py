@@ -254,8 +254,8 @@ class LegacyAnswers:
                     # An answer emptied since (a cleared comment) has no row: 0, its item named.
                     answer_id=answer_id or 0,
                     previous={"value": coded} if answer_id else {"value": coded, "item_key": key},
-                    previous_at=parse_datetime(str(fields.get("previous_at") or "")),
-                    revised_at=parse_datetime(str(fields.get("revised_at") or "")),
+                    previous_at=_when(fields.get("previous_at"), where),
+                    revised_at=_when(fields.get("revised_at"), where),
                 )
             )
         return out
@@ -287,6 +287,13 @@ def _added_score(value: Any) -> float | None:
     if isinstance(value, list) and all(isinstance(v, dict) and "start" in v for v in value):
         return float(len(value))
     return None
+
+
+def _when(value: Any, where: str) -> Any:
+    parsed = parse_datetime(str(value or ""))
+    if parsed is None:
+        raise LegacyError(f"{where}: {value!r} is not a time")
+    return parsed
 
 
 def _reason(exc: Exception) -> str:

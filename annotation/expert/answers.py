@@ -82,6 +82,7 @@ def _coded(column: str, value: Any) -> tuple[Any, float | None] | None:
         return None
     if column == "severity":
         code = scales.SEVERITY.value_of(value)
+        assert code is not None  # checked by level_clean
         return code, float(code)
     if isinstance(value, int):
         return value, float(value)

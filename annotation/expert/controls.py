@@ -86,7 +86,7 @@ def page_controls_of(item: ExpertItem) -> dict[int, PlantedControl]:
 
 def answer_as_rating(answer: ControlAnswerRow, key: int) -> RatingRow:
     """A rating holding a control answer's scores, so the page shows the row as it shows a real one."""
-    scores = {aspect: answer.scores.get(aspect) for aspect in scales.EXPERT_ASPECTS}
+    scores: dict[str, Any] = {aspect: answer.scores.get(aspect) for aspect in scales.EXPERT_ASPECTS}
     return RatingRow(
         id=answer.id,
         participant_id=answer.participant_id,

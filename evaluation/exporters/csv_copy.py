@@ -275,7 +275,7 @@ def _statements(study: Study, columns: Sequence[str], include_external_ids: bool
         """SQL for the text `value,` of a free-text answer."""
         return f"concat({_free_text(raw, expression)}, ',')"
 
-    phases = {phase: csv_text(phase) for phase in (ItemAnswer.Phase.ORIGINAL, ItemAnswer.Phase.ASSISTED)}
+    phases = {str(phase): csv_text(phase) for phase in (ItemAnswer.Phase.ORIGINAL, ItemAnswer.Phase.ASSISTED)}
     statements = []
     questions = [f"q{i}" for i in range(len(LAY_QUESTIONS))]
     statements.append(

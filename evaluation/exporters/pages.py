@@ -98,8 +98,8 @@ def _read(
                 *(
                     text_id
                     for s, values, _ in batch
-                    if SECTIONS[s].chosen_at
-                    for text_id in chosen_text_ids(values[SECTIONS[s].chosen_at])
+                    if (chosen := SECTIONS[s].chosen_at) is not None
+                    for text_id in chosen_text_ids(values[chosen])
                 ),
             },
         )

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotation.lay import answers as lay_answers
+from annotation.answer_store import Target, answers_upsert, flow_instrument_id
 from annotation.models import ItemAnswer, LayItem
 from evaluation.exporters.pages import answer_page
 from evaluation.exporters.rows import answer_rows
@@ -50,7 +50,12 @@ def test_a_page_is_not_shifted_by_answers_written_before_it(study):  # noqa: F81
     # The first item's answers, before the second page, replaced by fewer rows.
     item = LayItem.objects.filter(participant__study=study).order_by("participant_id", "position").first()
     ItemAnswer.objects.filter(participant_id=item.participant_id, source_id=item.source_id).delete()
-    lay_answers.lay_answer_save(item=item, phase="original", answers={"understanding": "Completely"})
+    answers_upsert(  # written to the store directly: panel 1 is locked for the survey
+        participant=item.participant_id,
+        instrument_id=flow_instrument_id(study=study, flow="lay"),
+        target=Target(source_id=item.source_id, phase="original"),
+        values={"understanding": (4, 4.0)},  # Completely
+    )
     assert list(answer_rows(study=study))[7:14] != second.rows  # what an offset would now show
     assert answer_page(study=study, limit=7, start=first.next).rows == second.rows
 
