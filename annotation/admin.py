@@ -21,14 +21,10 @@ from annotation.models import (
     AttentionCheckResponse,
     ConsentRefusal,
     ExpertItem,
-    ExpertRating,
-    ExpertSourceJudgement,
-    LayAnswer,
+    ItemAnswer,
     LayItem,
-    LayPreference,
     Participant,
     PlantedControl,
-    PlantedControlAnswer,
     Simplification,
     SimplificationText,
     Source,
@@ -434,57 +430,29 @@ class PlantedControlAdmin(ReadOnlyAdmin):
     list_filter = (("study", RELATED), "kind")
 
 
-@admin.register(PlantedControlAnswer)
-class PlantedControlAnswerAdmin(ReadOnlyAdmin):
-    list_display = ("participant", "control", "scores", "revisions", "time_spent_ms", "updated_at")
-    list_filter = (("control__study", RELATED),)
+@admin.register(ItemAnswer)
+class ItemAnswerAdmin(ReadOnlyAdmin):
+    """Every answer of every flow (annotation/answer_store.py writes them)."""
 
-
-@admin.register(ExpertRating)
-class ExpertRatingAdmin(ReadOnlyAdmin):
     list_display = (
         "participant",
+        "item_key",
+        "phase",
+        "source",
         "shown_text",
-        "correctness",
-        "completeness",
-        "hallucination",
-        "structure",
-        "simplicity",
+        "control",
+        "value",
+        "score",
+        "time_spent_ms",
         "updated_at",
     )
-    list_filter = (("participant__study", RELATED), ("participant", RELATED))
-
-
-@admin.register(ExpertSourceJudgement)
-class ExpertSourceJudgementAdmin(ReadOnlyAdmin):
-    list_display = ("participant", "source", "severity", "simplicity", "updated_at")
-    list_filter = (("participant__study", RELATED), "severity")
+    list_filter = (("participant__study", RELATED), "phase", "item_key", ("instrument", RELATED))
 
 
 @admin.register(LayItem)
 class LayItemAdmin(ReadOnlyAdmin):
     list_display = ("participant", "source", "position", "assigned_system", "stage", "completed_at")
     list_filter = (("participant__study", RELATED), "stage", ("assigned_system", RELATED))
-
-
-@admin.register(LayAnswer)
-class LayAnswerAdmin(ReadOnlyAdmin):
-    list_display = (
-        "item",
-        "phase",
-        "understanding",
-        "confidence",
-        "severity_guess",
-        "helpfulness",
-        "updated_at",
-    )
-    list_filter = (("item__participant__study", RELATED), "phase")
-
-
-@admin.register(LayPreference)
-class LayPreferenceAdmin(ReadOnlyAdmin):
-    list_display = ("item", "most_justification", "least_justification", "updated_at")
-    list_filter = (("item__participant__study", RELATED),)
 
 
 @admin.register(AttentionCheckResponse)

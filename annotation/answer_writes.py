@@ -1,26 +1,18 @@
-"""What every answer write shares: the value checks (Likert range, level names, free text), the
-lock refusal, and the one idempotent write of an answer row with its revision history (split out of
-annotation/services.py by subject). `None` for an answer field means "not given in this call"
-(autosave sends one question at a time); it never clears an answer that was given."""
+"""What every answer write shares: the value checks (Likert range, level names, free text) and the
+lock refusal (split out of annotation/services.py by subject). `None` for an answer field means
+"not given in this call" (autosave sends one question at a time); it never clears an answer that
+was given. The write itself, with its revision rule, is annotation/answer_store.py's."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
-from django.db.models import F
-from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
 from annotation import scales
-from annotation.models import (
-    AnswerRevision,
-    Participant,
-)
-from annotation.prepared_queries import Joined, PreparedUpdate, PreparedUpdateReturningOld
+from annotation.models import Participant
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
@@ -96,129 +88,3 @@ def free_text_clean(name: str, value: str, *, max_length: int = COMMENT_MAX_LENG
 def role_require(participant: Participant, role: str) -> None:
     if participant.role != role:
         raise ValidationError(f"Participant {participant.pseudonym or participant.pk} is not a {role}.")
-
-
-# The default of `current` in the expert answer services: the caller has not read the row.
-UNREAD = object()
-
-
-@functools.cache
-def answer_update(model, names: tuple[str, ...]) -> PreparedUpdate:
-    # Most autosaves update one answer row: SQL compiled once per process.
-    return PreparedUpdate(
-        lambda row_id, added_ms, now, **fields: (
-            model.objects.filter(pk=row_id),
-            _answer_changes(fields, added_ms, now),
-        )
-    )
-
-
-def _answer_changes(fields: Mapping[str, Any], added_ms, now) -> dict[str, Any]:
-    # What every later save of an answer sets: its fields, the time added in the database, when.
-    return {**fields, "time_spent_ms": F("time_spent_ms") + added_ms, "updated_at": now}
-
-
-def answer_write(model, lookup: dict[str, Any], current, fields: dict[str, Any], time_spent_ms: int):
-    """Write `fields` of one answer row that the caller read as `current` under its lock: an
-    UPDATE of just those fields (the time is added in the database), or an INSERT. Should a row
-    appear that the caller's lock did not cover (a writer outside the page flow), the insert
-    updates it instead of failing, keeping that row's time."""
-    now = timezone.now()
-    added = max(0, int(time_spent_ms))
-    if current is not None:
-        previous = {name: getattr(current, name) for name in fields}
-        updated = answer_update(model, tuple(fields)).run(
-            row_id=current.pk, added_ms=added, now=now, **fields
-        )
-        if updated:
-            revision_record(model, lookup, current.pk, fields, previous, current.updated_at, now)
-            for name, value in fields.items():
-                setattr(current, name, value)
-            current.time_spent_ms += added
-            current.updated_at = now
-            return current
-    row = model(**lookup, **fields, time_spent_ms=added)
-    model.objects.bulk_create(
-        [row], update_conflicts=True, unique_fields=list(lookup), update_fields=[*fields, "updated_at"]
-    )
-    return row
-
-
-def answer_save_locked(
-    model, lookup: Mapping[str, Any], fields: Mapping[str, Any], time_spent_ms: int, defaults=None
-):
-    """The answer row of `lookup` with `fields` written and `time_spent_ms` added, inside the
-    caller's transaction: a later save is one UPDATE that locks the row and returns it; a first
-    save inserts the row with its values (and `defaults`). Of two concurrent first saves (double
-    click, two tabs), the loser of the insert race updates the winner's row."""
-    where = {model._meta.get_field(name).attname: getattr(v, "pk", v) for name, v in lookup.items()}
-    update = answer_update_where(model, tuple(sorted(where)), tuple(fields))
-    arguments = {
-        **{f"where_{name}": value for name, value in where.items()},
-        **fields,
-        "added_ms": max(0, int(time_spent_ms)),
-        "now": timezone.now(),
-    }
-    rows = update.rows(**arguments)
-    if not rows:
-        try:
-            with transaction.atomic():
-                row = {**lookup, **(defaults or {}), **fields, "time_spent_ms": arguments["added_ms"]}
-                return model.objects.create(**row)
-        except IntegrityError:
-            rows = update.rows(**arguments)  # the winner's row, committed by now
-            if not rows:
-                raise
-    # Each row is the answer as updated, then the changed fields' and updated_at's earlier values.
-    width = len(model._meta.concrete_fields)
-    answer = whole_row(model).instances(rows[0][:width])
-    *previous, previous_at = rows[0][width:]
-    revision_record(
-        model,
-        lookup,
-        answer.pk,
-        fields,
-        dict(zip(fields, previous, strict=True)),
-        previous_at,
-        arguments["now"],
-    )
-    return answer
-
-
-def revision_record(model, lookup, answer_id: int, fields, previous: dict, previous_at, now) -> None:
-    """Keep the earlier values of the fields this save changed (one INSERT, only then). A field
-    filled in for the first time (no earlier value) is not a change: a page saved aspect by aspect
-    writes no revision."""
-    changed = {
-        name: value for name, value in previous.items() if value not in (None, "") and value != fields[name]
-    }
-    if not changed:
-        return
-    participant_id = lookup["participant"].pk if "participant" in lookup else lookup["item"].participant_id
-    AnswerRevision.objects.create(
-        participant_id=participant_id,
-        answer_type=model._meta.label,
-        answer_id=answer_id,
-        previous=changed,
-        # A caller's row read without its time (none in radlay now) must not cost the answer.
-        previous_at=previous_at or now,
-        revised_at=now,
-    )
-
-
-@functools.cache
-def whole_row(model) -> Joined:
-    return Joined(model)
-
-
-@functools.cache
-def answer_update_where(model, keys: tuple[str, ...], names: tuple[str, ...]) -> PreparedUpdateReturningOld:
-    # An answer's later saves, found by their key (`where_<column>`): SQL compiled once per process.
-    return PreparedUpdateReturningOld(
-        lambda added_ms, now, **arguments: (
-            model.objects.filter(**{key: arguments[f"where_{key}"] for key in keys}),
-            _answer_changes({name: arguments[name] for name in names}, added_ms, now),
-        ),
-        model,
-        old=(*names, "updated_at"),
-    )

@@ -1,6 +1,6 @@
 """Reading a study's instruments: the current version per flow (what a survey page asks), and every
-answer given under them, bound columns and ItemAnswer rows alike, as item key → value (the engine's
-one read, which exports and analysis by item build on).
+answer given under them (ItemAnswer rows), as item key → value (the engine's one read, which
+exports and analysis by item build on).
 
 The current instrument is asked by every survey request, so it costs no query in the steady state:
 `Study.instruments_stamp` (loaded with the participant) names the current versions, and the parsed
@@ -24,15 +24,7 @@ from annotation.instrument_binding import (
     RADIOLOGIST_PRESET,
     item_value_from_json,
 )
-from annotation.models import (
-    ExpertRating,
-    ExpertSourceJudgement,
-    ItemAnswer,
-    LayAnswer,
-    LayPreference,
-    Study,
-    StudyInstrument,
-)
+from annotation.models import ItemAnswer, Study, StudyInstrument
 from instruments.answers import AnswerValue
 from instruments.presets import preset_load
 from instruments.schema import Instrument, Item
@@ -111,70 +103,24 @@ class AnswerKey:
 
 
 def instrument_answers(*, study: Study, flow: str) -> dict[AnswerKey, AnswerValue]:
-    """Every answer given in `flow` of `study`, by (participant, item, target, phase): the bound
-    items' from their typed columns (as the item's values: codes, not level names), every other
-    item's from ItemAnswer (of every version of the flow's instruments). Unanswered items are
-    absent."""
-    current = study_instrument_current(study=study, flow=flow)
-    bindings = PROTOCOL_BINDINGS.get(current.instrument.key, {})
-    answers: dict[AnswerKey, AnswerValue] = {}
-
-    def put(key: AnswerKey, stored: object) -> None:
-        value = bindings[key.item_key].value_of(stored)
-        if value is not None:
-            answers[key] = value
-
-    if flow == EXPERT:
-        aspects = [key for key, b in bindings.items() if b.model is ExpertRating]
-        rated = ExpertRating.objects.filter(participant__study=study).values_list(
-            "participant_id", "shown_text__source_id", "shown_text_id", *(bindings[k].column for k in aspects)
-        )
-        for participant_id, source_id, text_id, *values in rated:
-            for key, stored in zip(aspects, values, strict=True):
-                put(AnswerKey(participant_id, key, source_id, text_id), stored)
-        judged = [key for key, b in bindings.items() if b.model is ExpertSourceJudgement]
-        judgements = ExpertSourceJudgement.objects.filter(participant__study=study).values_list(
-            "participant_id", "source_id", *(bindings[k].column for k in judged)
-        )
-        for participant_id, source_id, *values in judgements:
-            for key, stored in zip(judged, values, strict=True):
-                put(AnswerKey(participant_id, key, source_id), stored)
-    elif flow == LAY:
-        questions = [key for key, b in bindings.items() if b.model is LayAnswer]
-        lay_answers = LayAnswer.objects.filter(item__participant__study=study).values_list(
-            "item__participant_id",
-            "item__source_id",
-            "item__shown_text_id",
-            "phase",
-            *(bindings[k].column for k in questions),
-        )
-        item_of = {item.key: item for item in current.instrument.items}
-        for participant_id, source_id, text_id, phase, *values in lay_answers:
-            for key, stored in zip(questions, values, strict=True):
-                # Q4 (helpfulness) is about the simplification shown; Q1-Q3 about the sentence.
-                target = text_id if item_of[key].applies_to == "simplification" else None
-                put(AnswerKey(participant_id, key, source_id, target, phase), stored)
-        preferences = LayPreference.objects.filter(item__participant__study=study).select_related("item")
-        for preference in preferences.prefetch_related("most", "least"):
-            lay_item = preference.item
-            for key, b in bindings.items():
-                if b.model is not LayPreference:
-                    continue
-                stored = getattr(preference, b.column)
-                if b.column in ("most", "least"):
-                    stored = {text.pk for text in stored.all()}
-                put(AnswerKey(lay_item.participant_id, key, lay_item.source_id, None, "preference"), stored)
+    """Every answer given in `flow` of `study`, by (participant, item, target, phase), as the
+    item's values (codes, not level names), of every version of the flow's instruments; the
+    answers on planted controls are not the study's. Unanswered items are absent."""
     definitions = dict(StudyInstrument.objects.filter(study=study, flow=flow).values_list("pk", "definition"))
     items = {
         pk: {item.key: item for item in instrument_from_data(definition).items}
         for pk, definition in definitions.items()
     }
-    added = ItemAnswer.objects.filter(instrument__in=definitions.keys()).values_list(
-        "participant_id", "instrument_id", "item_key", "source_id", "shown_text_id", "value"
+    rows = (
+        ItemAnswer.objects.filter(instrument__in=definitions.keys(), control__isnull=True)
+        .order_by("updated_at", "pk")
+        .values_list(
+            "participant_id", "instrument_id", "item_key", "source_id", "shown_text_id", "phase", "value"
+        )
     )
-    for participant_id, instrument_id, item_key, source_id, text_id, value in added:
+    answers: dict[AnswerKey, AnswerValue] = {}
+    for participant_id, instrument_id, item_key, source_id, text_id, phase, value in rows:
         item = items[instrument_id][item_key]
-        phase = item.phases[0] if item.phases else ""
         answers[AnswerKey(participant_id, item_key, source_id, text_id, phase)] = item_value_from_json(
             item, value
         )

@@ -1,16 +1,18 @@
-"""Writing a study's instruments and the answers the typed columns do not hold.
+"""Writing a study's instruments and the answers of their generic items.
 
 - `study_instruments_attach`: a new study gets the protocol presets (radiologist page, lay flow);
 - `study_instrument_save`: the version rule of instruments/versioning.py, enforced where it is
   written: before any answer an instrument is edited in place; once answers exist (ItemAnswer rows
-  under it, or answers in the bound typed columns of its flow) a change is a new version row, with
+  under it, or, for a protocol instrument, any answer of its flow) a change is a new version row, with
   who made it and why, the old row kept and the current flag moved in one transaction;
 - `item_answer_save`: one answer to an unbound item (a team's added item), validated by
-  instruments.answers.item_value_validate, stored with its analysis code as `score`.
+  instruments.answers.item_value_validate, stored (annotation/answer_store.py) with its analysis
+  code as `score`.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -18,16 +20,12 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from annotation.activity_services import activity_record
-from annotation.answer_writes import revision_record
+from annotation.answer_store import CLEAR, Target, answers_upsert
 from annotation.instrument_binding import binding_errors, item_value_to_json
 from annotation.instrument_selectors import EXPERT, LAY, PROTOCOL_PRESETS, instruments_stamp
 from annotation.item_questions import item_refusal
 from annotation.models import (
-    ExpertRating,
-    ExpertSourceJudgement,
     ItemAnswer,
-    LayAnswer,
-    LayPreference,
     Participant,
     SimplificationText,
     Study,
@@ -124,16 +122,11 @@ def instrument_has_answers(*, row: StudyInstrument) -> bool:
     in the study."""
     if ItemAnswer.objects.filter(instrument=row).exists():
         return True
-    if row.flow == EXPERT:
-        return (
-            ExpertRating.objects.filter(participant__study_id=row.study_id).exists()
-            or ExpertSourceJudgement.objects.filter(participant__study_id=row.study_id).exists()
-        )
-    if row.flow == LAY:
-        return (
-            LayAnswer.objects.filter(item__participant__study_id=row.study_id).exists()
-            or LayPreference.objects.filter(item__participant__study_id=row.study_id).exists()
-        )
+    if row.key == PROTOCOL_PRESETS.get(row.flow):
+        # The protocol's items pool across its versions: any answer of the flow counts.
+        return ItemAnswer.objects.filter(
+            instrument__study_id=row.study_id, instrument__flow=row.flow
+        ).exists()
     return False
 
 
@@ -366,6 +359,7 @@ def item_answer_save(
     shown_text: str | None = None,
     language: str = "",
     time_spent_ms: int = 0,
+    phase: str = "",
 ) -> ItemAnswer | None:
     """Save one answer to an unbound item. An empty answer clears a free-text answer and is ignored
     otherwise ("not given" never clears a rating); a bad value raises ValidationError keyed by the
@@ -377,14 +371,7 @@ def item_answer_save(
     answer is the whole list, so an emptied list replaces the marks given before (stored as [],
     "no error marked"); where none were given it is no answer. A changed answer keeps its earlier
     value in AnswerRevision, as every answer write does (annotation/answer_writes.py)."""
-    lookup = {
-        "participant": participant,
-        "instrument_id": instrument_id,
-        "item_key": item.key,
-        "source_id": source_id,
-        "shown_text_id": shown_text_id,
-        "reference_text": None,
-    }
+    target = Target(source_id=source_id, shown_text_id=shown_text_id, phase=phase)
     text_length = None
     suggestions: dict[str, Any] | None = None
     if item.kind is ItemKind.ERROR_SPANS:
@@ -399,9 +386,17 @@ def item_answer_save(
             shown_text = SimplificationText.objects.values_list("text", flat=True).get(pk=shown_text_id)
         text_length = None if shown_text is None else len(shown_text)
     empty = raw is None or (isinstance(raw, str) and not raw.strip())
+    write = functools.partial(
+        answers_upsert,
+        participant=participant,
+        instrument_id=instrument_id,
+        target=target,
+        language=language,
+        time_spent_ms=time_spent_ms,
+    )
     if empty:
         if item.kind is ItemKind.FREE_TEXT:
-            ItemAnswer.objects.filter(**lookup).delete()
+            write(values={item.key: CLEAR})
         return None
     try:
         value = item_value_validate(item, raw, text_length=text_length)
@@ -409,32 +404,15 @@ def item_answer_save(
         # Named by the item's key, the reason in the participant's language.
         raise ValidationError({item.key: [f"{item.key}: {item_refusal(exc)}"]}) from None
     if value is None and item.kind is ItemKind.ERROR_SPANS:
-        if not suggestions and not ItemAnswer.objects.filter(**lookup).exists():
+        exists = ItemAnswer.objects.filter(
+            participant=participant, instrument_id=instrument_id, item_key=item.key, **target.lookup()
+        ).exists()
+        if not suggestions and not exists:
             return None
         value = ()  # every mark removed: the list given before is replaced (and kept as a revision)
     code = item_value_code(item, value)
-    row, created = ItemAnswer.objects.get_or_create(
-        **lookup,
-        defaults={
-            "value": item_value_to_json(value),
-            "score": code if isinstance(code, float) else None,
-            "language": language,
-            "time_spent_ms": max(0, int(time_spent_ms)),
-            "suggestions": suggestions or {},
-        },
+    written = write(
+        values={item.key: (item_value_to_json(value), code if isinstance(code, float) else None)},
+        suggestions={item.key: suggestions} if suggestions is not None else None,
     )
-    if not created:
-        previous, previous_at = row.value, row.updated_at
-        row.value = item_value_to_json(value)
-        row.score = code if isinstance(code, float) else None
-        row.language = language
-        row.time_spent_ms += max(0, int(time_spent_ms))
-        fields = ["value", "score", "language", "time_spent_ms", "updated_at"]
-        if suggestions is not None:
-            row.suggestions = suggestions
-            fields.append("suggestions")
-        row.save(update_fields=fields)
-        revision_record(
-            ItemAnswer, lookup, row.pk, {"value": row.value}, {"value": previous}, previous_at, row.updated_at
-        )
-    return row
+    return written[item.key]

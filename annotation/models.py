@@ -500,66 +500,6 @@ class ExpertItem(models.Model):
         ]
 
 
-def _likert_check(field: str, name: str) -> models.CheckConstraint:
-    return models.CheckConstraint(
-        condition=Q(**{f"{field}__isnull": True})
-        | (Q(**{f"{field}__gte": scales.LIKERT.lowest}) & Q(**{f"{field}__lte": scales.LIKERT.highest})),
-        name=name,
-    )
-
-
-class ExpertRating(models.Model):
-    ASPECTS = tuple(scales.EXPERT_ASPECTS)
-
-    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="expert_ratings")
-    shown_text = models.ForeignKey(
-        SimplificationText, on_delete=models.CASCADE, related_name="expert_ratings"
-    )
-    correctness = models.PositiveSmallIntegerField(null=True, blank=True)
-    completeness = models.PositiveSmallIntegerField(null=True, blank=True)
-    hallucination = models.PositiveSmallIntegerField(null=True, blank=True)
-    structure = models.PositiveSmallIntegerField(null=True, blank=True)
-    simplicity = models.PositiveSmallIntegerField(null=True, blank=True)
-    comment = models.TextField(blank=True)
-    time_spent_ms = models.PositiveBigIntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["participant", "shown_text"], name="expert_rating_unique"),
-            *[_likert_check(a, f"expert_rating_{a}_1_5") for a in scales.EXPERT_ASPECTS],
-        ]
-
-    @property
-    def is_complete(self) -> bool:
-        return all(getattr(self, a) is not None for a in self.ASPECTS)
-
-
-class ExpertSourceJudgement(models.Model):
-    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="source_judgements")
-    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="expert_judgements")
-    severity = models.CharField(max_length=10, choices=SEVERITY_CHOICES, blank=True)
-    simplicity = models.PositiveSmallIntegerField(null=True, blank=True)
-    comment = models.TextField(blank=True)
-    time_spent_ms = models.PositiveBigIntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["participant", "source"], name="expert_source_judgement_unique"),
-            models.CheckConstraint(
-                condition=Q(severity="") | Q(severity__in=scales.SEVERITY.names), name="expert_severity_level"
-            ),
-            _likert_check("simplicity", "expert_source_simplicity_1_5"),
-        ]
-
-    @property
-    def is_complete(self) -> bool:
-        return bool(self.severity) and self.simplicity is not None
-
-
 # --- Lay flow ---------------------------------------------------------------------------------
 
 
@@ -600,62 +540,6 @@ class LayItem(models.Model):
                 fields=["participant", "position"], condition=~Q(stage="done"), name="lay_item_unfinished"
             ),
         ]
-
-
-class LayAnswer(models.Model):
-    class Phase(models.TextChoices):
-        ORIGINAL = "original", "Original only (panel 1)"
-        ASSISTED = "assisted", "With simplification (panel 2)"
-
-    item = models.ForeignKey(LayItem, on_delete=models.CASCADE, related_name="answers")
-    phase = models.CharField(max_length=10, choices=Phase.choices)
-    understanding = models.CharField(max_length=20, blank=True)
-    confidence = models.CharField(max_length=24, blank=True)
-    urgency_confidence = models.CharField(max_length=24, blank=True)
-    severity_guess = models.CharField(max_length=10, blank=True)
-    helpfulness = models.CharField(max_length=32, blank=True)
-    time_spent_ms = models.PositiveBigIntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["item", "phase"], name="lay_answer_unique_phase"),
-            models.CheckConstraint(
-                condition=Q(understanding="") | Q(understanding__in=scales.UNDERSTANDING.names),
-                name="lay_answer_understanding_level",
-            ),
-            models.CheckConstraint(
-                condition=Q(confidence="") | Q(confidence__in=scales.CONFIDENCE.names),
-                name="lay_answer_confidence_level",
-            ),
-            models.CheckConstraint(
-                condition=Q(urgency_confidence="")
-                | Q(urgency_confidence__in=scales.URGENCY_CONFIDENCE.names),
-                name="lay_answer_urgency_level",
-            ),
-            models.CheckConstraint(
-                condition=Q(severity_guess="") | Q(severity_guess__in=scales.SEVERITY.names),
-                name="lay_answer_severity_level",
-            ),
-            models.CheckConstraint(
-                condition=Q(helpfulness="")
-                | (Q(phase="assisted") & Q(helpfulness__in=scales.HELPFULNESS.names)),
-                name="lay_answer_helpfulness_assisted_only",
-            ),
-        ]
-
-
-class LayPreference(models.Model):
-    item = models.OneToOneField(LayItem, on_delete=models.CASCADE, related_name="preference")
-    most = models.ManyToManyField(SimplificationText, related_name="most_votes", blank=True)
-    least = models.ManyToManyField(SimplificationText, related_name="least_votes", blank=True)
-    most_justification = models.TextField(blank=True)
-    least_justification = models.TextField(blank=True)
-    order_shown = models.JSONField(default=list)
-    time_spent_ms = models.PositiveBigIntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
 
 class AttentionCheck(models.Model):
@@ -735,15 +619,13 @@ class ActivityEvent(models.Model):
 
 
 class AnswerRevision(models.Model):
-    """The previous values of an answer a participant changed (a lay answer or preference, a
-    radiologist's rating or judgement of an original): written in the same transaction as the
-    change, only when a value actually changed, never on the first save. `previous` holds the
-    changed fields' earlier values; `previous_at` when they had been saved."""
+    """The previous value of an answer a participant changed (an ItemAnswer row): written in the
+    same transaction as the change, only when the value actually changed, never on the first save
+    (annotation/answer_store.py). `previous` is {"value": the earlier value}; `previous_at` when it
+    had been saved."""
 
     participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="answer_revisions")
-    answer_type = models.CharField(
-        max_length=60, help_text='the answer\'s model, e.g. "annotation.LayAnswer"'
-    )
+    answer_type = models.CharField(max_length=60, help_text='the answer\'s model: "annotation.ItemAnswer"')
     answer_id = models.BigIntegerField()
     previous = models.JSONField()
     previous_at = models.DateTimeField()
@@ -806,14 +688,26 @@ class StudyInstrument(models.Model):
 
 
 class ItemAnswer(models.Model):
-    """One participant's answer to one instrument item on one target, for every item the protocol's
-    typed columns (ExpertRating, ExpertSourceJudgement, LayAnswer, LayPreference) do not hold: a
-    team's added items and every item of the other presets. `value` is the answer as
-    `instruments.answers.item_value_validate` accepts it; `score` its numeric coding
-    (`item_value_code`: the ordinal code, the count, the matched proportion; null for free text,
-    choices and "not applicable"). The target is the source, a shown text, or a (shown text,
-    reference text) pair, as the item's `applies_to` says; one answer per participant, instrument
-    version, item and target (three partial unique constraints, since NULLs never collide)."""
+    """One participant's answer to one instrument item on one target: the one store of every
+    answer of every flow (the protocol's items, a team's added items, every other preset's items,
+    the pairwise flow's choices, the answers on planted controls). `value` is the answer as
+    `instruments.answers.item_value_validate` accepts it (item_value_to_json); `score` its numeric
+    coding (`item_value_code`: the ordinal code, the count, the matched proportion; null for free
+    text, choices and "not applicable").
+
+    The target is the source, a shown text, a (shown text, reference text) pair (the pairwise
+    flow's left and right texts), or a planted control (`control`, its source as `source`), as the
+    item's `applies_to` says. `phase` is the lay panel the answer was given in (the protocol asks
+    Q1-Q3 in panels 1 and 2), empty in the other flows. One answer per participant, instrument
+    version, item, target and phase (partial unique constraints, since NULLs never collide). Only
+    annotation/answer_store.py writes these rows; the protocol's typed shapes are read through
+    annotation/answer_selectors.py."""
+
+    class Phase(models.TextChoices):
+        NONE = "", "No phase"
+        ORIGINAL = "original", "Original only (panel 1)"
+        ASSISTED = "assisted", "With simplification (panel 2)"
+        PREFERENCE = "preference", "Preferences (panel 3)"
 
     participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="item_answers")
     instrument = models.ForeignKey(StudyInstrument, on_delete=models.PROTECT, related_name="answers")
@@ -825,6 +719,10 @@ class ItemAnswer(models.Model):
     reference_text = models.ForeignKey(
         SimplificationText, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
     )
+    control = models.ForeignKey(
+        "PlantedControl", null=True, blank=True, on_delete=models.CASCADE, related_name="answers"
+    )
+    phase = models.CharField(max_length=10, choices=Phase.choices, blank=True, default="")
     value = models.JSONField()
     score = models.FloatField(null=True, blank=True)
     language = models.CharField(max_length=16, blank=True, help_text="the language the item was shown in")
@@ -838,12 +736,12 @@ class ItemAnswer(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["participant", "instrument", "item_key", "source"],
-                condition=Q(shown_text__isnull=True),
+                fields=["participant", "instrument", "item_key", "source", "phase"],
+                condition=Q(shown_text__isnull=True, control__isnull=True),
                 name="item_answer_unique_source",
             ),
             models.UniqueConstraint(
-                fields=["participant", "instrument", "item_key", "shown_text"],
+                fields=["participant", "instrument", "item_key", "shown_text", "phase"],
                 condition=Q(shown_text__isnull=False, reference_text__isnull=True),
                 name="item_answer_unique_text",
             ),
@@ -852,12 +750,28 @@ class ItemAnswer(models.Model):
                 condition=Q(shown_text__isnull=False, reference_text__isnull=False),
                 name="item_answer_unique_pair",
             ),
+            models.UniqueConstraint(
+                fields=["participant", "instrument", "item_key", "control"],
+                condition=Q(control__isnull=False),
+                name="item_answer_unique_control",
+            ),
             models.CheckConstraint(
                 condition=Q(reference_text__isnull=True) | Q(shown_text__isnull=False),
                 name="item_answer_reference_needs_text",
             ),
+            models.CheckConstraint(
+                condition=Q(control__isnull=True) | Q(shown_text__isnull=True),
+                name="item_answer_control_alone",
+            ),
+            models.CheckConstraint(
+                condition=Q(phase__in=["", "original", "assisted", "preference"]),
+                name="item_answer_phase",
+            ),
         ]
-        indexes = [models.Index(fields=["instrument", "item_key"], name="item_answer_instrument_item")]
+        indexes = [
+            models.Index(fields=["instrument", "item_key"], name="item_answer_instrument_item"),
+            models.Index(fields=["participant", "source"], name="item_answer_participant_source"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.participant_id} {self.item_key} {self.value!r}"
@@ -947,8 +861,8 @@ class PairwiseTask(models.Model):
 class PlantedControl(models.Model):
     """A deliberately degraded copy of one distinct simplification text (Appraise's "BAD
     references", made clinical: generation/controls.py), mixed into radiologists' pages and never
-    shown as such. Its answers live in PlantedControlAnswer, never in ExpertRating or ItemAnswer, so
-    a planted item cannot enter the study's tables. `start`/`end` locate the planted change in
+    shown as such. Its answers are ItemAnswer rows whose target is the control (`control` set, no
+    shown text), so a planted item cannot enter the study's tables. `start`/`end` locate the planted change in
     `text`, `original_start`/`original_end` the part of the original it replaced."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="planted_controls")
@@ -979,24 +893,3 @@ class PlantedControl(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.text[:60]}"
-
-
-class PlantedControlAnswer(models.Model):
-    """A radiologist's answers on a planted control's row: the protocol's aspects (`scores`,
-    {aspect: 1-5}) and the instrument's added items (`added`, {item key: stored JSON value}, error
-    spans included), checked as the real rows' answers are."""
-
-    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="control_answers")
-    control = models.ForeignKey(PlantedControl, on_delete=models.CASCADE, related_name="answers")
-    scores = models.JSONField(default=dict, blank=True)
-    added = models.JSONField(default=dict, blank=True)
-    comment = models.TextField(blank=True)
-    time_spent_ms = models.PositiveBigIntegerField(default=0)
-    revisions = models.PositiveIntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["participant", "control"], name="planted_control_answer_unique")
-        ]

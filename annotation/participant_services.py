@@ -12,19 +12,23 @@ from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from annotation.activity_services import activity_record
+from annotation.answer_selectors import (
+    expert_judgements,
+    expert_ratings,
+    lay_answers,
+    lay_preferences,
+    protocol_answers,
+)
 from annotation.models import (
     AnswerRevision,
     ConsentRefusal,
     ExpertItem,
-    ExpertRating,
-    ExpertSourceJudgement,
-    LayAnswer,
+    ItemAnswer,
     LayItem,
-    LayPreference,
     Participant,
     Study,
 )
@@ -37,7 +41,6 @@ from django.core.validators import validate_email
 
 from annotation.models import (
     AttentionCheckResponse,
-    ItemAnswer,
     new_participant_token,
 )
 
@@ -113,22 +116,37 @@ def participant_link_regenerate(*, participant: Participant, actor: Any = None) 
 
 
 def _answers_of(participant: Participant) -> dict[str, Any]:
-    """Every answer row of `participant`, by kind (querysets), in the order they are deleted."""
+    """Every answer row of `participant` (querysets), in the order they are deleted."""
     return {
-        "lay answers": LayAnswer.objects.filter(item__participant=participant),
-        "lay preferences": LayPreference.objects.filter(item__participant=participant),
-        "radiologist ratings": ExpertRating.objects.filter(participant=participant),
-        "radiologist judgements of originals": ExpertSourceJudgement.objects.filter(participant=participant),
-        "instrument answers": ItemAnswer.objects.filter(participant=participant),
+        "answers": ItemAnswer.objects.filter(participant=participant),
         "attention-check answers": AttentionCheckResponse.objects.filter(participant=participant),
         "answer revisions": AnswerRevision.objects.filter(participant=participant),
     }
 
 
+def _answer_counts(participant: Participant) -> dict[str, int]:
+    """What `participant` answered, per kind: the protocol's typed shapes
+    (annotation/answer_selectors.py), every other item answer, the checks and the revisions."""
+    mine = Q(participant=participant)
+    typed: dict[str, list[Any]] = {
+        "lay answers": lay_answers(where=mine),
+        "lay preferences": lay_preferences(where=mine),
+        "radiologist ratings": expert_ratings(where=mine),
+        "radiologist judgements of originals": expert_judgements(where=mine),
+    }
+    counts = {kind: len(rows) for kind, rows in typed.items()}
+    counts["instrument answers"] = (
+        ItemAnswer.objects.filter(mine, control__isnull=True).exclude(protocol_answers()).count()
+    )
+    counts["attention-check answers"] = AttentionCheckResponse.objects.filter(participant=participant).count()
+    counts["answer revisions"] = AnswerRevision.objects.filter(participant=participant).count()
+    return counts
+
+
 def participant_answer_counts(*, participant: Participant) -> dict[str, int]:
     """What withdrawing `participant` deletes, per kind (background answers counted as one per
     question answered). Shown on the confirmation page, recorded with the withdrawal."""
-    counts = {kind: queryset.count() for kind, queryset in _answers_of(participant).items()}
+    counts = _answer_counts(participant)
     counts["background answers"] = sum(1 for value in (participant.background or {}).values() if value)
     return counts
 

@@ -29,11 +29,13 @@ Each takes `using="default"` too. Arguments are passed by name, always the same 
 Adding a query: declare it once at module level (or in a `functools.cache`d factory when its shape
 depends on a model), next to the code that runs it, and call its method with keyword arguments:
 
-    _ANSWER = Joined(LayAnswer)
-    _answer_rows = PreparedQuery(
-        lambda item_id: LayAnswer.objects.filter(item_id=item_id).values_list(*_ANSWER.columns())
+    _ITEM = Joined(LayItem)
+    _item_rows = PreparedQuery(
+        lambda participant_id: LayItem.objects.filter(participant_id=participant_id).values_list(
+            *_ITEM.columns()
+        )
     )
-    answers = [_ANSWER.instances(row) for row in _answer_rows.rows(item_id=item.pk)]
+    items = [_ITEM.instances(row) for row in _item_rows.rows(participant_id=participant.pk)]
 
 Only what passes through the ORM unchanged can be a placeholder: ints, strings and aware
 datetimes (adapted as the backend adapts them) in exact lookups, comparisons and update values,

@@ -7,16 +7,13 @@ from collections.abc import Iterable
 from django.db.models import Count, Q, QuerySet
 from django.utils import translation
 
+from annotation.answer_selectors import expert_judgements, expert_ratings, lay_answers, lay_preferences
 from annotation.models import (
     NEEDS,
     ROLE_CAPABILITIES,
     ActivityEvent,
     AnswerRevision,
-    ExpertRating,
-    ExpertSourceJudgement,
-    LayAnswer,
     LayItem,
-    LayPreference,
     Participant,
     Simplification,
     SimplificationText,
@@ -32,8 +29,8 @@ def counted_participants(*, path: str = "") -> Q:
     """The one rule for who counts at all: every participant but the researchers' previews
     (Participant.is_preview) and the pilot's participants (Participant.is_pilot). Progress, the
     analysis, the exports, the API, the safety gate and the Latin-square balance all filter with
-    it. `path` leads from the queried model to its participant ("item__participant__" from a
-    LayAnswer)."""
+    it. `path` leads from the queried model to its participant ("participant__" from an
+    ItemAnswer, "item__participant__" from a LayItem's relation)."""
     return Q(**{f"{path}is_preview": False, f"{path}is_pilot": False})
 
 
@@ -105,19 +102,15 @@ def study_counts(*, study: Study) -> dict:
         .annotate(n=Count("id"))
         .values_list("role", "n")
     )
-    rating_pairs = (
-        ExpertRating.objects.filter(counted, participant__study=study)
-        .annotate(n_systems=Count("shown_text__simplifications"))
-        .values_list("n_systems", flat=True)
+    ratings = expert_ratings(study=study, where=counted)
+    produced = dict(
+        SimplificationText.objects.filter(source__study=study)
+        .annotate(n=Count("simplifications"))
+        .values_list("pk", "n")
     )
-    answers = dict(
-        LayAnswer.objects.filter(
-            counted_participants(path="item__participant__"), item__participant__study=study
-        )
-        .values_list("phase")
-        .annotate(n=Count("id"))
-        .values_list("phase", "n")
-    )
+    answers: dict[str, int] = {}
+    for answer in lay_answers(study=study, where=counted):
+        answers[answer.phase] = answers.get(answer.phase, 0) + 1
     return {
         "study": study.slug,
         "sources": Source.objects.filter(study=study).count(),
@@ -129,15 +122,11 @@ def study_counts(*, study: Study) -> dict:
         .distinct()
         .count(),
         "participants": {role: participants.get(role, 0) for role in Participant.Role.values},
-        "expert_ratings": sum(rating_pairs),
-        "expert_source_judgements": ExpertSourceJudgement.objects.filter(
-            counted, participant__study=study
-        ).count(),
+        "expert_ratings": sum(produced.get(r.shown_text_id, 0) for r in ratings),
+        "expert_source_judgements": len(expert_judgements(study=study, where=counted)),
         "lay_items": LayItem.objects.filter(counted, participant__study=study).count(),
-        "lay_answers": {phase: answers.get(phase, 0) for phase in LayAnswer.Phase.values},
-        "lay_preferences": LayPreference.objects.filter(
-            counted_participants(path="item__participant__"), item__participant__study=study
-        ).count(),
+        "lay_answers": {phase: answers.get(phase, 0) for phase in ("original", "assisted")},
+        "lay_preferences": len(lay_preferences(study=study, where=counted)),
     }
 
 

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from annotation import scales
+from annotation.answer_selectors import answered_text_ids
 from annotation.models import (
     Simplification,
     SimplificationText,
@@ -147,12 +148,9 @@ def _text_delete_if_unused(text_id: int) -> None:
         return
     in_use = (
         shown.simplifications.exists()
-        or shown.expert_ratings.exists()
         or shown.lay_items.exists()
-        or shown.most_votes.exists()
-        or shown.least_votes.exists()
-        # An instrument item's answer (error spans are offsets into this very text) keeps it.
-        or shown.item_answers.exists()
+        # An answer about it (error spans are offsets into this very text) keeps it.
+        or bool(answered_text_ids([shown.pk]))
     )
     if not in_use:
         shown.delete()

@@ -98,13 +98,12 @@ def synthetic_study(*, n_sources: int, n_lay: int, n_radiologists: int, seed: in
     import numpy as np
     from django.db import transaction
 
+    from annotation import scales
     from annotation.importers.bulk_insert import rows_insert
+    from annotation.instrument_services import study_instruments_attach
     from annotation.models import (
-        ExpertRating,
-        ExpertSourceJudgement,
-        LayAnswer,
+        ItemAnswer,
         LayItem,
-        LayPreference,
         Participant,
         Simplification,
         SimplificationText,
@@ -117,6 +116,14 @@ def synthetic_study(*, n_sources: int, n_lay: int, n_radiologists: int, seed: in
     rng = np.random.default_rng(seed)
     with transaction.atomic():
         study = Study.objects.create(slug=slug, title=f"Synthetic {n_sources} × {n_lay}", status="open")
+        # Every answer is an item answer of the protocol's instruments (annotation/answer_store.py).
+        instrument = {row.flow: row.pk for row in study_instruments_attach(study=study)}
+        answer_columns = ("participant_id", "instrument_id", "item_key", "source_id", "shown_text_id")
+        answer_columns += ("phase", "value", "score")
+        code = {
+            name: {level.name: level.value for level in scale.levels}
+            for name, scale in scales.LAY_SCALES.items()
+        }
         system_ids = rows_insert(
             System,
             columns=("key", "label", "position"),
@@ -176,24 +183,43 @@ def synthetic_study(*, n_sources: int, n_lay: int, n_radiologists: int, seed: in
                 for r in range(n_radiologists)
             ]
         )
+        text_source = [row[0] for row in text_rows]
         for radiologist in radiologists:
             scores = rng.integers(1, 6, (len(text_ids), 5))
-            rows_insert(
-                ExpertRating,
-                columns=("shown_text_id", *ExpertRating.ASPECTS),
-                rows=[(text_id, *map(int, s)) for text_id, s in zip(text_ids, scores, strict=True)],
-                fixed={"participant": radiologist},
-            )
-            judgements = []
+            rows = [
+                (radiologist.pk, instrument["expert"], aspect, source_id, text_id, "", int(v), float(v))
+                for text_id, source_id, s in zip(text_ids, text_source, scores, strict=True)
+                for aspect, v in zip(scales.EXPERT_ASPECTS, s, strict=True)
+            ]
             for source_id in source_ids:
-                severity = SEVERITY[int(rng.integers(0, 5))]
-                judgements.append((source_id, severity, int(rng.integers(1, 6))))
-            rows_insert(
-                ExpertSourceJudgement,
-                columns=("source_id", "severity", "simplicity"),
-                rows=judgements,
-                fixed={"participant": radiologist},
-            )
+                severity = int(rng.integers(1, 6))
+                simplicity = int(rng.integers(1, 6))
+                rows.append(
+                    (
+                        radiologist.pk,
+                        instrument["expert"],
+                        "severity",
+                        source_id,
+                        None,
+                        "",
+                        severity,
+                        float(severity),
+                    )
+                )
+                key = "original_simplicity"
+                rows.append(
+                    (
+                        radiologist.pk,
+                        instrument["expert"],
+                        key,
+                        source_id,
+                        None,
+                        "",
+                        simplicity,
+                        float(simplicity),
+                    )
+                )
+            rows_insert(ItemAnswer, columns=answer_columns, rows=rows)
 
         laypeople = Participant.objects.bulk_create(
             [
@@ -201,9 +227,8 @@ def synthetic_study(*, n_sources: int, n_lay: int, n_radiologists: int, seed: in
                 for p in range(n_lay)
             ]
         )
-        most_through, least_through = LayPreference.most.through, LayPreference.least.through
         for p, person in enumerate(laypeople):
-            item_ids = rows_insert(
+            rows_insert(
                 LayItem,
                 columns=("source_id", "position", "assigned_system_id", "shown_text_id", "preference_order"),
                 rows=[
@@ -219,50 +244,32 @@ def synthetic_study(*, n_sources: int, n_lay: int, n_radiologists: int, seed: in
                 fixed={"participant": person, "stage": "done"},
             )
             answers = rng.integers(0, 60, (n_sources, 8))
-            rows_insert(
-                LayAnswer,
-                columns=("item_id", "phase", "understanding", "confidence", "severity_guess", "helpfulness"),
-                rows=[
-                    row
-                    for i, item_id in enumerate(item_ids)
-                    for row in (
-                        (
-                            item_id,
-                            "original",
-                            UNDERSTANDING[answers[i, 0] % 2],
-                            CONFIDENCE[answers[i, 1] % 3],
-                            SEVERITY[answers[i, 2] % 5],
-                            "",
-                        ),
-                        (
-                            item_id,
-                            "assisted",
-                            UNDERSTANDING[1 + answers[i, 3] % 3],
-                            CONFIDENCE[answers[i, 4] % 3],
-                            SEVERITY[answers[i, 5] % 5],
-                            HELPFULNESS[answers[i, 6] % 4],
-                        ),
+            rows = []
+            for i in range(n_sources):
+                shown = text_of[(i, SYSTEMS[(p + i) % 4])]
+                given = (
+                    ("original", None, "understanding", UNDERSTANDING[answers[i, 0] % 2]),
+                    ("original", None, "confidence", CONFIDENCE[answers[i, 1] % 3]),
+                    ("original", None, "severity_guess", SEVERITY[answers[i, 2] % 5]),
+                    ("assisted", None, "understanding", UNDERSTANDING[1 + answers[i, 3] % 3]),
+                    ("assisted", None, "confidence", CONFIDENCE[answers[i, 4] % 3]),
+                    ("assisted", None, "severity_guess", SEVERITY[answers[i, 5] % 5]),
+                    ("assisted", shown, "helpfulness", HELPFULNESS[answers[i, 6] % 4]),
+                )
+                for phase, text, key, level in given:
+                    value = code[key][level]
+                    rows.append(
+                        (person.pk, instrument["lay"], key, source_ids[i], text, phase, value, float(value))
                     )
-                ],
-            )
-            preference_ids = rows_insert(
-                LayPreference,
-                columns=("item_id", "order_shown"),
-                rows=[(item_id, distinct[i]) for i, item_id in enumerate(item_ids)],
-            )
-            rows_insert(
-                most_through,
-                columns=("laypreference_id", "simplificationtext_id"),
-                rows=[
-                    (pref_id, distinct[i][answers[i, 7] % len(distinct[i])])
-                    for i, pref_id in enumerate(preference_ids)
-                ],
-            )
-            rows_insert(
-                least_through,
-                columns=("laypreference_id", "simplificationtext_id"),
-                rows=[(pref_id, distinct[i][0]) for i, pref_id in enumerate(preference_ids)],
-            )
+                most = str(distinct[i][answers[i, 7] % len(distinct[i])])
+                rows.append(
+                    (person.pk, instrument["lay"], "most", source_ids[i], None, "preference", [most], None)
+                )
+                least = str(distinct[i][0])
+                rows.append(
+                    (person.pk, instrument["lay"], "least", source_ids[i], None, "preference", [least], None)
+                )
+            rows_insert(ItemAnswer, columns=answer_columns, rows=rows)
     return study
 
 

@@ -74,7 +74,7 @@ def bench_size(n_sources: int, n_lay: int, repeats: int) -> dict:
     from django.urls import reverse
     from django.utils import timezone
 
-    from annotation.models import LayAnswer
+    from annotation.models import ItemAnswer
     from evaluation import services, tasks
 
     started = time.perf_counter()
@@ -104,8 +104,12 @@ def bench_size(n_sources: int, n_lay: int, repeats: int) -> dict:
     figures["dashboard, nothing counted"] = timed_get(client, dashboard)
     cache.clear()
     figures["API, nothing counted"] = timed_get(client, api)
-    answer = LayAnswer.objects.filter(item__participant__study=study).order_by("pk").first()
-    LayAnswer.objects.filter(pk=answer.pk).update(understanding="Not at all", updated_at=timezone.now())
+    answer = (
+        ItemAnswer.objects.filter(participant__study=study, item_key="understanding").order_by("pk").first()
+    )
+    ItemAnswer.objects.filter(pk=answer.pk).update(
+        value=1, score=1.0, updated_at=timezone.now()
+    )  # Not at all
     started = time.perf_counter()
     services.analysis_coverage_check_run(study_id=study.pk)
     checked = time.perf_counter() - started

@@ -125,14 +125,14 @@ VERIFY = r"""
 import json, sys
 import django
 django.setup()
-from annotation.models import ExpertItem, ExpertRating, ExpertSourceJudgement
+from django.db.models import Q
+from annotation.answer_selectors import expert_judgements, expert_ratings
+from annotation.models import ExpertItem
 wanted = json.load(sys.stdin)  # [[participant, item, field, value], ...]
 items = {i.pk: i for i in ExpertItem.objects.filter(pk__in={w[1] for w in wanted}).select_related("source")}
-participants = {w[0] for w in wanted}
-ratings = {(r.participant_id, r.shown_text_id): r
-           for r in ExpertRating.objects.filter(participant_id__in=participants)}
-judgements = {(j.participant_id, j.source_id): j
-              for j in ExpertSourceJudgement.objects.filter(participant_id__in=participants)}
+participants = Q(participant_id__in={w[0] for w in wanted})
+ratings = {(r.participant_id, r.shown_text_id): r for r in expert_ratings(where=participants)}
+judgements = {(j.participant_id, j.source_id): j for j in expert_judgements(where=participants)}
 lost, wrong = 0, 0
 for participant, item_id, name, value in wanted:
     item = items.get(item_id)
@@ -153,19 +153,20 @@ VERIFY_LAY = r"""
 import json, sys
 import django
 django.setup()
-from annotation.models import LayAnswer, LayPreference
+from django.db.models import Q
+from annotation.answer_selectors import lay_answers, lay_preferences
 wanted = json.load(sys.stdin)  # [[participant, item, "panel:question", value], ...]
 items = {w[1] for w in wanted}
-answers = {(a.item_id, a.phase): a for a in LayAnswer.objects.filter(item_id__in=items)}
-preferences = {p.item_id: p for p in
-               LayPreference.objects.filter(item_id__in=items).prefetch_related("most", "least")}
+mine = Q(participant_id__in={w[0] for w in wanted})
+answers = {(a.item_id, a.phase): a for a in lay_answers(where=mine) if a.item_id in items}
+preferences = {p.item_id: p for p in lay_preferences(where=mine) if p.item_id in items}
 lost, wrong = 0, 0
 for participant, item, key, value in wanted:
     panel, name = key.split(":")
     if panel == "preference":
         found = preferences.get(item)
-        chosen = getattr(found, name).all() if found and name in ("most", "least") else None
-        stored = None if chosen is None else [str(t.pk) for t in chosen]
+        chosen = getattr(found, name) if found and name in ("most", "least") else None
+        stored = None if chosen is None else [str(t) for t in chosen]
         ok = stored is not None and value in stored
     else:
         found = answers.get((item, panel))

@@ -451,7 +451,7 @@ def expert_ratings_z(ratings: pd.DataFrame) -> pd.DataFrame:
     deviation (measures.stats.rater_reliability.z_scores, WMT's z-normalisation), so a lenient and
     a severe radiologist weigh alike. A rating credited to several systems counts once in the
     radiologist's mean; a radiologist whose scores of an aspect never vary gets NaN there. Only
-    ExpertRating rows are here: planted controls' answers are stored apart and never enter."""
+    ratings of real texts are here: answers about planted controls never enter."""
     out = ratings.copy()
     once = ratings.drop_duplicates("rating_id")
     for aspect in EXPERT_ASPECTS:

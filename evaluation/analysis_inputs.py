@@ -24,15 +24,11 @@ import numpy as np
 import pandas as pd
 from django.conf import settings
 from django.db import connection
-from django.db.models import Case, ExpressionWrapper, FloatField, IntegerField, Value, When
+from django.db.models import Case, FloatField, Value, When
 
-from annotation import scales
+from annotation import answer_selectors, scales
 from annotation.models import (
-    ExpertRating,
-    ExpertSourceJudgement,
-    LayAnswer,
     LayItem,
-    LayPreference,
     Participant,
     Simplification,
     Source,
@@ -100,6 +96,17 @@ def _fetched_numbers(queryset, columns: list[str]) -> dict[str, np.ndarray]:
         arrays[name] = np.concatenate(part) if part else np.empty(0)
         part.clear()
     return arrays
+
+
+def _row_columns(rows: list, names: Mapping[str, str]) -> dict[str, np.ndarray]:
+    """The typed rows' attributes as one float64 array per column (None = NaN)."""
+    return {
+        column: np.array(
+            [np.nan if (value := getattr(row, attribute)) is None else value for row in rows],
+            dtype=np.float64,
+        )
+        for column, attribute in names.items()
+    }
 
 
 def _ids(values: np.ndarray) -> np.ndarray:
@@ -196,15 +203,17 @@ def expert_ratings_frame(*, study: Study, lookups: _Lookups | None = None) -> pd
     """Radiologists' ratings credited per system: one row per (rating, system that produced the
     rated text), with the five aspects as numbers 1–5 (NaN = not rated)."""
     lookups = lookups or _lookups(study)
-    rows = (
-        ExpertRating.objects.filter(counted_participants(path="participant__"), participant__study=study)
-        .order_by("pk")
-        .values_list(
-            "pk", "participant_id", "shown_text_id", "shown_text__source_id", *EXPERT_ASPECTS, "time_spent_ms"
-        )
-    )
-    columns = _fetched_numbers(
-        rows, ["rating_id", "participant_id", "text_id", "source_id", *EXPERT_ASPECTS, "time_spent_ms"]
+    ratings = answer_selectors.expert_ratings(study=study, where=counted_participants(path="participant__"))
+    columns = _row_columns(
+        ratings,
+        {
+            "rating_id": "id",
+            "participant_id": "participant_id",
+            "text_id": "shown_text_id",
+            "source_id": "source_id",
+            **{aspect: aspect for aspect in EXPERT_ASPECTS},
+            "time_spent_ms": "time_spent_ms",
+        },
     )
     text_ids = _ids(columns["text_id"])
     # One row per (rating, credited system), in rating order then system order; a rating of a
@@ -229,65 +238,28 @@ def expert_ratings_frame(*, study: Study, lookups: _Lookups | None = None) -> pd
 
 def expert_judgements_frame(*, study: Study) -> pd.DataFrame:
     """Radiologists' judgements of each original: severity (name and 1–5) and its simplicity."""
-    rows = (
-        ExpertSourceJudgement.objects.filter(
-            counted_participants(path="participant__"), participant__study=study
-        )
-        .order_by("pk")
-        .values_list("participant_id", "participant__pseudonym", "source__key", "severity", "simplicity")
+    judgements = answer_selectors.expert_judgements(
+        study=study, where=counted_participants(path="participant__")
     )
-    frame = _frame(rows, ["participant_id", "pseudonym", "source", "severity", "simplicity"])
-    labels = [
-        participant_label(p, i)
-        for p, i in zip(frame.pop("pseudonym"), frame.pop("participant_id"), strict=True)
+    labels = dict(Participant.objects.filter(study=study).values_list("pk", "pseudonym"))
+    sources = dict(Source.objects.filter(study=study).values_list("pk", "key"))
+    rows = [
+        (
+            participant_label(labels.get(j.participant_id, ""), j.participant_id),
+            sources[j.source_id],
+            j.severity,
+            j.simplicity,
+        )
+        for j in judgements
     ]
-    frame.insert(0, "participant", labels)
+    frame = _frame(rows, ["participant", "source", "severity", "simplicity"])
     frame["severity_value"] = _to_numbers(frame["severity"], scales.SEVERITY)
     frame["simplicity"] = frame["simplicity"].astype("float64")
     return frame
 
 
 # In the order of their names, so that sorting by the code sorts as the database sorts names.
-PHASES = tuple(sorted(LayAnswer.Phase.values))
-
-# A lay answer's phase and five questions travel as one integer, a base-8 digit each (the position
-# of the level in its scale + 1, or of the phase in PHASES + 1; 0 = not answered): the rows of
-# 20 000 sources × 20 laypeople come from the database as 4 numbers instead of 9.
-_DIGIT_BASE = 8
-
-
-def _level_digit(field: str, names: Iterable[str]) -> Case:
-    return Case(
-        *(When(**{field: name}, then=Value(i + 1)) for i, name in enumerate(names)),
-        default=Value(0),
-        output_field=IntegerField(),
-    )
-
-
-def _packed_answer() -> ExpressionWrapper:
-    digits = [
-        _level_digit("phase", PHASES),
-        *(
-            _level_digit(question, [level.name for level in scales.LAY_SCALES[question].levels])
-            for question in LAY_QUESTIONS
-        ),
-    ]
-    packed = digits[0]
-    for k, digit in enumerate(digits[1:], start=1):
-        packed = packed + digit * Value(_DIGIT_BASE**k)
-    return ExpressionWrapper(packed, output_field=IntegerField())
-
-
-def _unpacked_answers(packed: np.ndarray) -> dict[str, np.ndarray]:
-    """The phase (its position in PHASES, NaN when unknown) and the questions (their numbers,
-    NaN when not answered) of `_packed_answer` codes."""
-    codes = packed.astype(np.int64)
-    phase = (codes % _DIGIT_BASE).astype(np.float64) - 1
-    columns = {"phase": np.where(phase < 0, np.nan, phase)}
-    for k, question in enumerate(LAY_QUESTIONS, start=1):
-        numbers = np.array([np.nan, *(float(level.value) for level in scales.LAY_SCALES[question].levels)])
-        columns[question] = numbers[(codes // _DIGIT_BASE**k) % _DIGIT_BASE]
-    return columns
+PHASES = ("assisted", "original")
 
 
 def _lay_items(study: Study) -> dict[str, np.ndarray]:
@@ -322,27 +294,31 @@ def lay_answers_frame(
     """
     lookups = lookups or _lookups(study)
     items = items if items is not None else _lay_items(study)
-    rows = (
-        LayAnswer.objects.filter(
-            analysed_participants(path="item__participant__"), item__participant__study=study
-        )
-        .order_by()
-        .values_list("pk", "item_id", _packed_answer(), "time_spent_ms")
-    )
-    answers = _fetched_numbers(rows, ["answer_id", "item_id", "packed", "time_spent_ms"])
+    answers = [
+        a
+        for a in answer_selectors.lay_answers(study=study, where=analysed_participants(path="participant__"))
+        if a.item_id is not None
+    ]
+    item_ids = np.array([a.item_id for a in answers], dtype=np.float64)
     item_columns = _of_items(
         items,
-        answers["item_id"],
+        item_ids,
         ["participant_id", "position", "source_id", "assigned_system_id", "text_id"],
     )
     columns = {
-        "answer_id": answers["answer_id"],
-        "item_id": answers["item_id"],
+        "answer_id": np.array([a.id for a in answers], dtype=np.float64),
+        "item_id": item_ids,
         **item_columns,
-        **_unpacked_answers(answers.pop("packed")),
-        "time_spent_ms": answers["time_spent_ms"],
+        "phase": np.array([float(PHASES.index(a.phase)) for a in answers], dtype=np.float64),
+        **{
+            question: _to_numbers(
+                pd.Series([getattr(a, question) for a in answers], dtype=object), scale
+            ).to_numpy(dtype=np.float64)
+            for question, scale in ((q, scales.LAY_SCALES[q]) for q in LAY_QUESTIONS)
+        },
+        "time_spent_ms": np.array([a.time_spent_ms for a in answers], dtype=np.float64),
     }
-    del answers, item_columns
+    del item_columns
     # Participant by participant, their items in order, panel by panel: sorted here rather than
     # by the database, which would sort the whole joined table.
     order = np.lexsort((columns["phase"], columns.pop("position"), columns["participant_id"]))
@@ -377,17 +353,21 @@ def lay_preferences_frame(
     system that produced a chosen text) and of SimplificationText ids."""
     lookups = lookups or _lookups(study)
     items = items if items is not None else _lay_items(study)
-    prefs = (
-        LayPreference.objects.filter(
-            analysed_participants(path="item__participant__"), item__participant__study=study
+    preferences = [
+        p
+        for p in answer_selectors.lay_preferences(
+            study=study, where=analysed_participants(path="participant__")
         )
-        .order_by()
-        .values_list("pk", "item_id")
-    )
-    columns = _fetched_numbers(prefs, ["preference_id", "item_id"])
+        if p.item_id is not None
+    ]
+    columns = {
+        "preference_id": np.array([p.id for p in preferences], dtype=np.float64),
+        "item_id": np.array([p.item_id for p in preferences], dtype=np.float64),
+    }
     columns.update(_of_items(items, columns["item_id"], ["participant_id", "position", "source_id"]))
     order = np.lexsort((columns.pop("position"), columns["participant_id"]))
     columns = {name: values[order] for name, values in columns.items()}
+    chosen_of = {p.id: p for p in preferences}
     preference_ids = _ids(columns["preference_id"])
     frame = pd.DataFrame(
         {
@@ -401,34 +381,12 @@ def lay_preferences_frame(
     # sets of systems are a handful.
     system_sets: dict[frozenset, frozenset] = {}
     for side in ("most", "least"):
-        through = getattr(LayPreference, side).through
-        # The chosen texts of the preferences' id range, those of the study's preferences kept
-        # here: one range scan of the table's index instead of a join through the items and the
-        # participants for every row (another study's rows in the range are dropped).
-        chosen = _fetched_numbers(
-            through.objects.filter(
-                laypreference__gte=int(preference_ids.min(initial=0)),
-                laypreference__lte=int(preference_ids.max(initial=-1)),
-            ).values_list("laypreference_id", "simplificationtext_id"),
-            ["preference_id", "text_id"],
-        )
-        rows = pd.Index(preference_ids).get_indexer(_ids(chosen["preference_id"]))
-        ours = rows >= 0
-        rows = rows[ours]
-        text_ids = _ids(chosen["text_id"])[ours]
-        counts = np.bincount(rows, minlength=preference_ids.size)
+        # Equal sets are one object: most answers choose one text, shared by its rows.
+        shared: dict[frozenset, frozenset] = {}
         texts = np.full(preference_ids.size, frozenset(), dtype=object)
-        # Most answers choose one text: one frozenset per distinct text, shared by its rows.
-        single = counts[rows] == 1
-        singles, which = np.unique(text_ids[single], return_inverse=True)
-        single_sets = np.empty(singles.size, dtype=object)
-        single_sets[:] = [frozenset((text_id,)) for text_id in singles.tolist()]
-        texts[rows[single]] = single_sets[which.ravel()]
-        several: dict[int, list[int]] = {}
-        for row, text_id in zip(rows[~single].tolist(), text_ids[~single].tolist(), strict=True):
-            several.setdefault(row, []).append(text_id)
-        for row, ids in several.items():
-            texts[row] = frozenset(ids)
+        for row, preference_id in enumerate(preference_ids.tolist()):
+            chosen = frozenset(getattr(chosen_of[preference_id], side))
+            texts[row] = shared.setdefault(chosen, chosen)
         codes, distinct = pd.factorize(texts)
         systems = np.empty(len(distinct), dtype=object)
         for i, text_set in enumerate(distinct):

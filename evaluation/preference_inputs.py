@@ -9,12 +9,14 @@ from typing import Any
 
 from django.db.models import F
 
+from annotation.answer_selectors import expert_ratings
 from annotation.lay.choices import lay_choices
 from annotation.models import (
-    ExpertRating,
     PairwiseTask,
+    Participant,
     Simplification,
     SimplificationText,
+    Source,
     Study,
 )
 from annotation.selectors import analysed_participants, counted_participants
@@ -45,7 +47,7 @@ class StudyPreferences:
 
 
 def _lay_votes(study: Study) -> list[Vote]:
-    choices = lay_choices(study=study, participants=analysed_participants(path="item__participant__"))
+    choices = lay_choices(study=study, participants=analysed_participants(path="participant__"))
     texts_of: dict[int, list[int]] = {}
     for source_id, text_id in (
         SimplificationText.objects.filter(source__study=study).order_by("pk").values_list("source_id", "pk")
@@ -96,13 +98,12 @@ def _pairwise_votes(study: Study) -> list[Vote]:
 
 
 def _ratings(study: Study) -> list[Rating]:
-    rows = (
-        ExpertRating.objects.filter(counted_participants(path="participant__"), participant__study=study)
-        .values_list("participant__pseudonym", "shown_text__source__key", "shown_text_id", *EXPERT_ASPECTS)
-        .order_by("pk")
-    )
+    pseudonyms = dict(Participant.objects.filter(study=study).values_list("pk", "pseudonym"))
+    sources = dict(Source.objects.filter(study=study).values_list("pk", "key"))
     ratings = []
-    for rater, source, text, *scores in rows:
+    for row in expert_ratings(study=study, where=counted_participants(path="participant__")):
+        rater, source, text = pseudonyms[row.participant_id], sources[row.source_id], row.shown_text_id
+        scores = [getattr(row, aspect) for aspect in EXPERT_ASPECTS]
         given = [float(s) for s in scores if s is not None]
         if given:
             ratings.append(Rating(source, rater, text, sum(given) / len(given)))

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from annotation.answer_selectors import lay_answered_sources
 from annotation.lay.design import (
     ASSISTED,
     DONE,
@@ -52,7 +53,6 @@ from annotation.models import (
     AttentionCheck,
     AttentionCheckResponse,
     ExpertItem,
-    LayAnswer,
     LayItem,
     Participant,
     Simplification,
@@ -264,17 +264,11 @@ def latin_square_balance(
         "shown_text_id", "system_id"
     ):
         systems_of_text[text_id].append(system_id)
-    answered_items = set(
-        LayAnswer.objects.filter(
-            counted_participants(path="item__participant__"), item__participant__study=study, phase=ASSISTED
-        )
-        .exclude(helpfulness="")
-        .filter(item__stage__in=[PREFERENCE, DONE])
-        .values_list("item_id", flat=True)
-    )
-    for item_id, participant_id, source_id, system_id, text_id in LayItem.objects.filter(
+    # Panel 2 answered (its Q4 given) and moved on from.
+    helped = lay_answered_sources(study=study, item_key="helpfulness", phase=ASSISTED)
+    for _item_id, participant_id, source_id, system_id, text_id, stage in LayItem.objects.filter(
         counted_participants(path="participant__"), participant__study=study
-    ).values_list("pk", "participant_id", "source_id", "assigned_system_id", "shown_text_id"):
+    ).values_list("pk", "participant_id", "source_id", "assigned_system_id", "shown_text_id", "stage"):
         for other in systems_of_text.get(text_id, ()):
             if (source_id, other) in cells:
                 cells[(source_id, other)].credited += 1
@@ -282,7 +276,7 @@ def latin_square_balance(
             continue
         cell = cells[(source_id, system_id)]
         cell.assigned += 1
-        if item_id in answered_items:
+        if (participant_id, source_id) in helped and stage in (PREFERENCE, DONE):
             cell.answered += 1
             for other in systems_of_text.get(text_id, ()):
                 if other != system_id and (source_id, other) in cells:

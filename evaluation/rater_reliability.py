@@ -19,8 +19,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from django.db.models import Q
+
+from annotation.answer_selectors import control_answers, expert_ratings
 from annotation.instrument_selectors import EXPERT, study_instrument_current
-from annotation.models import ExpertRating, Participant, PlantedControl, PlantedControlAnswer, Study
+from annotation.models import Participant, PlantedControl, Study
 from annotation.selectors import counted_participants
 from evaluation.selectors import participant_label
 from instruments.schema import ItemKind
@@ -95,17 +98,14 @@ def study_rater_reliability(
     controls = {c.pk: c for c in PlantedControl.objects.filter(study=study)}
     if not controls:
         return []
-    answers = list(
-        PlantedControlAnswer.objects.filter(
-            counted_participants(path="participant__"), control__study=study
-        ).values_list("participant_id", "control_id", "scores", "added")
-    )
+    answers = [
+        (a.participant_id, a.control_id, a.scores, a.added)
+        for a in control_answers(study=study, where=counted_participants(path="participant__"))
+    ]
     degraded = {c.degrades_id for c in controls.values()}
     real: dict[tuple[int, int], float | None] = {
-        (participant_id, text_id): row_score(dict(zip(RELIABILITY_ASPECTS, values, strict=True)))
-        for participant_id, text_id, *values in ExpertRating.objects.filter(
-            participant__study=study, shown_text_id__in=degraded
-        ).values_list("participant_id", "shown_text_id", *RELIABILITY_ASPECTS)
+        (r.participant_id, r.shown_text_id): row_score({a: getattr(r, a) for a in RELIABILITY_ASPECTS})
+        for r in expert_ratings(study=study, where=Q(shown_text_id__in=degraded))
     }
     span_keys = _span_keys(study)
     pairs, spans = [], {}

@@ -13,11 +13,8 @@ from django.db.models import Count, Max, TextField
 from django.db.models.functions import Cast
 
 from annotation import scales
+from annotation.answer_selectors import typed_answer_coverage
 from annotation.models import (
-    ExpertRating,
-    ExpertSourceJudgement,
-    LayAnswer,
-    LayPreference,
     Simplification,
     Source,
     Study,
@@ -89,14 +86,7 @@ def system_metrics_stored(
 # snapshot still covers the study's data.
 def _coverage_querysets(study: Study) -> dict[str, object]:
     # Previews' and pilots' answers are in no analysis, so they never make a snapshot stale.
-    lay, expert = counted_participants(path="item__participant__"), counted_participants(path="participant__")
-    return {
-        "lay_answers": LayAnswer.objects.filter(lay, item__participant__study=study),
-        "lay_preferences": LayPreference.objects.filter(lay, item__participant__study=study),
-        "expert_ratings": ExpertRating.objects.filter(expert, participant__study=study),
-        "expert_judgements": ExpertSourceJudgement.objects.filter(expert, participant__study=study),
-        "simplifications": Simplification.objects.filter(source__study=study),
-    }
+    return {"simplifications": Simplification.objects.filter(source__study=study)}
 
 
 ANSWER_TABLES = ("lay_answers", "lay_preferences", "expert_ratings", "expert_judgements")
@@ -112,6 +102,10 @@ def analysis_coverage(*, study: Study) -> dict:
         "sources": Source.objects.filter(study=study).count(),
         "systems": System.objects.filter(study=study).count(),
     }
+    # The protocol's answers in their typed shapes (annotation/answer_selectors.py).
+    typed = typed_answer_coverage(study=study, where=counted_participants(path="participant__"))
+    for name, (n, last) in typed.items():
+        coverage[name] = {"n": n, "last": last.isoformat() if last else ""}
     for name, queryset in _coverage_querysets(study).items():
         aggregate = queryset.aggregate(n=Count("pk"), last=Max("updated_at"))
         coverage[name] = {

@@ -1,12 +1,10 @@
 """The one place that reads a study's answers of every flow, whichever table holds them today.
 
-Answers are stored in three places: the protocol's typed tables (ExpertRating,
-ExpertSourceJudgement, LayAnswer, LayPreference), ItemAnswer (every instrument item that is not one
-of the protocol's typed columns: pairs, pairwise, added items, error spans) and PlantedControlAnswer
-(a radiologist's answers on a planted control's row). The dashboard's header, the progress page's
-units per flow and rater group, the study list and the answer exports (downloads and API) read them
-through this module, so that storing them in one table later changes this module and nothing that
-calls it.
+Every answer is one ItemAnswer row (annotation/answer_store.py); the protocol's items are read in
+their typed shapes through annotation/answer_selectors.py (a radiologist's rating of a text, a
+judgement of a source, a lay panel, a panel-3 choice), a planted control's answers as one row per
+control. The dashboard's header, the progress page's units per flow and rater group, the study
+list and the answer exports (downloads and API) read them through this module.
 
 Flows, in the words the console shows:
 
@@ -28,19 +26,29 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, F, Func, IntegerField, Q, Subquery
+from django.db.models import (
+    Case,
+    CharField,
+    Count,
+    IntegerField,
+    Max,
+    Min,
+    OuterRef,
+    Q,
+    Subquery,
+    Sum,
+    Value,
+    When,
+)
+from django.db.models.functions import Cast, Concat
 
+from annotation import answer_selectors
 from annotation.models import (
     ExpertItem,
-    ExpertRating,
-    ExpertSourceJudgement,
     ItemAnswer,
-    LayAnswer,
     LayItem,
-    LayPreference,
     PairwiseTask,
     Participant,
-    PlantedControlAnswer,
     Simplification,
     Study,
     StudyInstrument,
@@ -61,6 +69,7 @@ from evaluation.exporters.rows import (
     external_ids,
     flat_cell,
 )
+from evaluation.selectors import EXPERT_ASPECTS
 
 EXPERT, LAY, PAIRS, PAIRWISE, CONTROLS = "expert", "lay", "pairs", "pairwise", "controls"
 FLOWS = (EXPERT, LAY, PAIRS, PAIRWISE, CONTROLS)
@@ -116,20 +125,6 @@ def _counted(study: Study):
     return Participant.objects.filter(counted_participants(), study=study)
 
 
-def _protocol_tables(study: Study) -> dict[str, Any]:
-    expert, lay = counted_participants(path="participant__"), counted_participants(path="item__participant__")
-    return {
-        EXPERT: (
-            ExpertRating.objects.filter(expert, participant__study=study),
-            ExpertSourceJudgement.objects.filter(expert, participant__study=study),
-        ),
-        LAY: (
-            LayAnswer.objects.filter(lay, item__participant__study=study),
-            LayPreference.objects.filter(lay, item__participant__study=study),
-        ),
-    }
-
-
 def protocol_asked(
     *, study: Study, flows: StudyFlows | None = None, protocol_answers: int | None = None
 ) -> bool:
@@ -144,20 +139,12 @@ def protocol_asked(
             return True
     if protocol_answers is not None:
         return protocol_answers > 0
-    return any(table.exists() for tables in _protocol_tables(study).values() for table in tables)
-
-
-def _table_counts(study: Study, tables: dict[str, Any]) -> dict[str, int]:
-    """Each named queryset's row count, in one query (a scalar COUNT subquery per table)."""
-    counts = {
-        name: Subquery(
-            queryset.order_by().annotate(n=Func(F("pk"), function="COUNT")).values("n"),
-            output_field=IntegerField(),
-        )
-        for name, queryset in tables.items()
-    }
-    row = Study.objects.filter(pk=study.pk).annotate(**counts).values(*counts).first()
-    return {name: int((row or {}).get(name) or 0) for name in tables}
+    return ItemAnswer.objects.filter(
+        answer_selectors.protocol_answers(),
+        counted_participants(path="participant__"),
+        participant__study=study,
+        control__isnull=True,
+    ).exists()
 
 
 # --- Counts -------------------------------------------------------------------------------------------
@@ -200,31 +187,28 @@ def answer_counts(*, study: Study, flows: StudyFlows | None = None) -> AnswerCou
     ):
         rows[flows.flow_of(role=role, rater_group=group)].participants += n
         by_role[role] += n
-    controls = PlantedControlAnswer.objects.filter(
-        counted_participants(path="participant__"), participant__study=study
-    )
-    tables = {
-        f"{flow}_{i}": table for flow, pair in _protocol_tables(study).items() for i, table in enumerate(pair)
-    }
-    counted = _table_counts(
-        study,
-        {
-            **tables,
-            "controls": controls,
-            "control_raters": Participant.objects.filter(pk__in=controls.values("participant_id")),
-        },
-    )
-    for name in tables:
-        rows[name.rsplit("_", 1)[0]].answers += counted[name]
+    counted = counted_participants(path="participant__")
+    typed = answer_selectors.typed_answer_coverage(study=study, where=counted)
+    rows[EXPERT].answers += typed["expert_ratings"][0] + typed["expert_judgements"][0]
+    rows[LAY].answers += typed["lay_answers"][0] + typed["lay_preferences"][0]
+    answers = ItemAnswer.objects.filter(counted, participant__study=study)
     for flow, n in (
-        ItemAnswer.objects.filter(counted_participants(path="participant__"), participant__study=study)
+        answers.filter(control__isnull=True)
+        .exclude(answer_selectors.protocol_answers())
         .values_list("instrument__flow")
         .annotate(n=Count("pk"))
         .order_by()
     ):
         rows[flow if flow in rows else PAIRS].answers += n
-    rows[CONTROLS].answers = counted["controls"]
-    rows[CONTROLS].participants = counted["control_raters"]
+    controls = answers.filter(control__isnull=False).aggregate(
+        n=Count(
+            Concat(Cast("participant_id", CharField()), Value(":"), Cast("control_id", CharField())),
+            distinct=True,
+        ),
+        raters=Count("participant_id", distinct=True),
+    )
+    rows[CONTROLS].answers = controls["n"]
+    rows[CONTROLS].participants = controls["raters"]
     shown = [row for row in rows.values() if row.participants or row.answers]
     return AnswerCounts(
         participants=sum(by_role.values()),
@@ -421,8 +405,12 @@ def item_answer_query(*, study: Study, known: AnswerLookups | None) -> AnswerQue
         ItemAnswer.objects.filter(
             counted_participants(path="participant__"),
             participant__study=study,
+            control__isnull=True,
             **_bounds(known, participant="participant_id", source="source_id"),
-        ).order_by("participant_id", "id"),
+        )
+        # The protocol's own items are the typed sections' (rows.SECTIONS).
+        .exclude(answer_selectors.protocol_answers())
+        .order_by("participant_id", "id"),
         (
             "participant_id",
             "source_id",
@@ -471,35 +459,65 @@ def _item_rows(stored, known: AnswerLookups, slug: str) -> Spread:
         )
 
 
+def _of_control(expression) -> Subquery:
+    """`expression` over the rows of the same participant's answers on the same planted control."""
+    return Subquery(
+        ItemAnswer.objects.filter(
+            participant_id=OuterRef("participant_id"), control_id=OuterRef("control_id")
+        )
+        .order_by()
+        .values("control_id")
+        .annotate(found=expression)
+        .values("found")
+    )
+
+
 def control_answer_query(*, study: Study, known: AnswerLookups | None) -> AnswerQuery:
+    """The answers on planted controls, one stored row per item answered, in the order of each
+    control's first answer: the aspects, then the added items, then the comment."""
+    aspects = list(EXPERT_ASPECTS)
     return AnswerQuery(
-        PlantedControlAnswer.objects.filter(
+        ItemAnswer.objects.filter(
             counted_participants(path="participant__"),
             participant__study=study,
-            **_bounds(known, participant="participant_id", source="control__degrades__source_id"),
-        ).order_by("participant_id", "id"),
+            control__isnull=False,
+            **_bounds(known, participant="participant_id", source="source_id"),
+        )
+        .annotate(
+            control_first=_of_control(Min("pk")),
+            control_spent=_of_control(Sum("time_spent_ms")),
+            control_created=_of_control(Min("created_at")),
+            control_updated=_of_control(Max("updated_at")),
+            rank=Case(
+                When(item_key__in=aspects, then=Value(0)),
+                When(item_key="comment", then=Value(2)),
+                default=Value(1),
+                output_field=IntegerField(),
+            ),
+        )
+        .order_by("participant_id", "control_first", "rank", "item_key"),
         (
             "participant_id",
-            "control__degrades__source_id",
+            "source_id",
             "control__degrades_id",
             "control__kind",
-            "scores",
-            "added",
-            "comment",
-            "time_spent_ms",
-            *_timestamps("created_at", "updated_at"),
+            "item_key",
+            "value",
+            "rank",
+            "control_spent",
+            *_timestamps("control_created", "control_updated"),
         ),
     )
 
 
 def _control_rows(stored, known: AnswerLookups, slug: str) -> Spread:
-    """A planted control's row: one row per aspect scored, added item and comment; `systems` names
-    the control's kind and the text it degrades, `text_id` is that text's."""
+    """A planted control's answers: one row per aspect scored, added item and comment; `systems`
+    names the control's kind and the text it degrades, `text_id` is that text's."""
     from annotation import scales
 
     likert = {level.value: level.name for level in scales.LIKERT.levels}
     for values in stored:
-        (participant_id, source_id, text_id, kind, scores, added, comment, spent, created,
+        (participant_id, source_id, text_id, kind, key, value, rank, spent, created,
          updated) = values[:10]  # fmt: skip
         common = {
             **_who(known, participant_id, slug),
@@ -511,17 +529,16 @@ def _control_rows(stored, known: AnswerLookups, slug: str) -> Spread:
             "created_at": _time(created),
             "updated_at": _time(updated),
         }
-        n = 0
-        for aspect in sorted(scores or {}):
-            score = scores[aspect]
-            value = likert.get(score, score)
-            yield values, n, AnswerRow(**common, question=aspect, value=value, value_number=score)
-            n += 1
-        for key in sorted(added or {}):
-            yield values, n, AnswerRow(**common, question=key, value=flat_cell(added[key]))
-            n += 1
-        if comment:
-            yield values, n, AnswerRow(**common, question="comment", value=comment)
+        if rank == 0:
+            yield (
+                values,
+                0,
+                AnswerRow(**common, question=key, value=likert.get(value, value), value_number=value),
+            )
+        elif rank == 1:
+            yield values, 0, AnswerRow(**common, question=key, value=flat_cell(value))
+        elif value:
+            yield values, 0, AnswerRow(**common, question="comment", value=value)
 
 
 ITEM_SECTIONS = (

@@ -5,7 +5,9 @@ the console's import page).
 Format (version 2): `manifest.json` (format name, version, the study's slug, the tables in the
 order they are written, their row counts, and the tables left out with the reason) and one
 `<app>.<model>.jsonl` per table (evaluation/study_archive_tables.py), one row a line in Django's
-JSON serialization. Version 1 archives (one JSON array per table, fewer tables) still import.
+JSON serialization. Version 1 archives (one JSON array per table, fewer tables) still import, and
+so do archives from before the one answer store, whose typed answer tables are mapped into item
+answers (evaluation/study_archive_legacy.py).
 
 Import streams each member row by row within the limits of evaluation/study_archive_reader.py,
 gives every row a new primary key, points its references (foreign keys and the keys JSON columns
@@ -46,7 +48,22 @@ from django.utils import timezone
 
 from annotation.activity_services import activity_record
 from annotation.instrument_services import study_instruments_stamp_refresh
-from annotation.models import AnswerRevision, Participant, Source, Study, new_participant_token, text_hash
+from annotation.models import (
+    AnswerRevision,
+    ItemAnswer,
+    Participant,
+    SimplificationText,
+    Source,
+    Study,
+    new_participant_token,
+    text_hash,
+)
+from evaluation.study_archive_legacy import (
+    LEGACY_REVISION_TYPES,
+    LegacyAnswers,
+    LegacyDatabaseError,
+    LegacyError,
+)
 from evaluation.study_archive_reader import ArchiveError, ArchiveLimits, BoundedArchive
 from evaluation.study_archive_tables import (
     ARCHIVED,
@@ -93,6 +110,17 @@ __all__ = [
     "study_archive_manifest",
     "study_archive_write",
 ]
+
+
+# The lay panel 3 items whose answers are lists of text keys.
+CHOSEN = ("most", "least")
+
+
+def _int(value: Any) -> Any:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return value
 
 
 class ArchiveDatabaseError(Exception):
@@ -310,6 +338,10 @@ class _Importer:
         self.keys[model] = {}
         suffix = "jsonl" if self.manifest.version >= 2 else "json"
         name = f"{table.label}.{suffix}"
+        if model is AnswerRevision:
+            # An archive from before the one answer store: its typed answers first (their
+            # revisions follow).
+            self._legacy_import(suffix)
         if not self.archive.has(name):
             if self.manifest.version == 1 and table.label not in VERSION_1_TABLES:
                 return
@@ -322,7 +354,10 @@ class _Importer:
             where = f"{name}, row {number}"
             if model is Study and number > 1:
                 raise ArchiveError(f"{where}: an archive holds one study, this one holds more")
-            batch.append(self._row_object(table, row, where))
+            if model is AnswerRevision and self._legacy_revision(row):
+                batch += self._legacy_revisions(row, where)
+            else:
+                batch.append(self._row_object(table, row, where))
             if len(batch) >= BATCH:
                 self._insert(table, batch)
                 batch = []
@@ -331,6 +366,39 @@ class _Importer:
         expected = self.manifest.counts.get(table.label)
         if expected is not None and expected != number:
             raise ArchiveError(f"{name} holds {number} rows, the manifest says {expected}")
+
+    def _legacy_import(self, suffix: str) -> None:
+        self.legacy = LegacyAnswers(archive=self.archive, suffix=suffix, keys=self.keys)
+        if not self.legacy.present():
+            return
+        study = Study.objects.get(pk=next(iter(self.keys[Study].values())))
+        study_instruments_stamp_refresh(study=study)
+        try:
+            self.legacy.import_all(study=study)
+        except LegacyError as exc:
+            raise ArchiveError(str(exc)) from None
+        except LegacyDatabaseError as exc:
+            raise ArchiveDatabaseError(
+                f"the database refused the answers of the typed tables: {exc}"
+            ) from exc
+        for label, number in self.legacy.counts.items():
+            expected = self.manifest.counts.get(label)
+            if expected is not None and expected != number:
+                raise ArchiveError(f"{label} holds {number} rows, the manifest says {expected}")
+
+    @staticmethod
+    def _legacy_revision(row: Any) -> bool:
+        fields = row.get("fields") if isinstance(row, dict) else None
+        return isinstance(fields, dict) and fields.get("answer_type") in LEGACY_REVISION_TYPES
+
+    def _legacy_revisions(self, row: dict, where: str) -> list[tuple[Any, models.Model, dict]]:
+        fields = dict(row["fields"])
+        fields["participant"] = self._key(Participant, fields.get("participant"), where, "participant")
+        try:
+            revisions = self.legacy.revisions(fields, where)
+        except LegacyError as exc:
+            raise ArchiveError(str(exc)) from None
+        return [(row.get("pk"), revision, {}) for revision in revisions]
 
     def _row_object(self, table: Table, row: dict, where: str) -> tuple[Any, models.Model, dict]:
         model = table.model
@@ -415,6 +483,17 @@ class _Importer:
             obj.approved_findings = obj.approved_edited = 0
         elif isinstance(obj, Participant):
             obj.pseudonym = obj.pseudonym or f"P{old_pk}"
+        elif (
+            isinstance(obj, ItemAnswer)
+            and obj.phase == ItemAnswer.Phase.PREFERENCE
+            and obj.item_key in CHOSEN
+        ):
+            # Panel 3's choices name texts by key (as text): the copy's keys.
+            if not isinstance(obj.value, list):
+                raise ArchiveError(f"{where}: value of {obj.item_key} is not a list of texts")
+            obj.value = sorted(
+                str(self._key(SimplificationText, _int(old), where, "value")) for old in obj.value
+            )
         elif isinstance(obj, AnswerRevision):
             answered = REVISION_TYPES.get(obj.answer_type)
             if answered is None:

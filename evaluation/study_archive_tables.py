@@ -26,16 +26,11 @@ from annotation.models import (
     AttentionCheckResponse,
     ConsentRefusal,
     ExpertItem,
-    ExpertRating,
-    ExpertSourceJudgement,
     ItemAnswer,
-    LayAnswer,
     LayItem,
-    LayPreference,
     PairwiseTask,
     Participant,
     PlantedControl,
-    PlantedControlAnswer,
     Simplification,
     SimplificationText,
     Source,
@@ -91,16 +86,11 @@ ARCHIVED: tuple[Table, ...] = (
         "participant__study",
         {"text_order": ("list", SimplificationText), "control_slots": ("slots", PlantedControl)},
     ),
-    Table(ExpertRating, "participant__study"),
-    Table(ExpertSourceJudgement, "participant__study"),
     Table(LayItem, "participant__study", {"preference_order": ("list", SimplificationText)}),
-    Table(LayAnswer, "item__participant__study"),
-    Table(LayPreference, "item__participant__study", {"order_shown": ("list", SimplificationText)}),
     Table(AttentionCheckResponse, "participant__study"),
     Table(ConsentRefusal, "study"),
     Table(ItemAnswer, "participant__study"),
     Table(PairwiseTask, "participant__study"),
-    Table(PlantedControlAnswer, "participant__study"),
     # The judges' tables by name: evaluation imports no judging (judging builds on evaluation).
     Table(apps.get_model("judging", "JudgeRun"), "study"),
     # JudgeItem.task's choices carry the tasks' labels as values; the database's check
@@ -158,12 +148,7 @@ EXCLUDED: dict[str, str] = {
 REVISION_TYPES: dict[str, type[models.Model]] = {
     model._meta.label: model
     for model in (
-        ExpertRating,
-        ExpertSourceJudgement,
-        LayAnswer,
-        LayPreference,
         ItemAnswer,
-        PlantedControlAnswer,
         AttentionCheckResponse,
     )
 }

@@ -2,9 +2,9 @@
 own, apart from judging.selectors, because it builds pandas frames: only the agreement's computation
 (judging.services.judge_run_agreement_compute, in a task or a command) imports it, never a page.
 
-Human answers are read here only as the *other side* of the comparison (radiologists'
-ExpertRating / ExpertSourceJudgement, laypeople's LayAnswer, all through Participant); judge answers
-only from judging's own tables.
+Human answers are read here only as the *other side* of the comparison (radiologists' ratings and
+judgements of originals, laypeople's answers, in the protocol's shapes of
+annotation/answer_selectors.py); judge answers only from judging's own tables.
 
 Shared texts: a text several systems produced for a source was rated, answered and judged once and
 counts for every one of those systems, on both sides, through Table 1's own function
@@ -15,12 +15,11 @@ counts for every one of those systems, on both sides, through Table 1's own func
 from __future__ import annotations
 
 import pandas as pd
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from annotation import scales
+from annotation.answer_selectors import expert_judgements, expert_ratings
 from annotation.models import (
-    ExpertRating,
-    ExpertSourceJudgement,
     Participant,
     Simplification,
     Study,
@@ -78,11 +77,12 @@ def agreement_inputs(*, run: JudgeRun) -> AgreementInputs:
     for text_id, key in text_systems:
         systems_of[text_id] = (*systems_of.get(text_id, ()), key)
     rating_rows: list[tuple] = []
-    for pid, pseudonym, text_id, source_id, *values in ExpertRating.objects.filter(
-        participant__in=_radiologists(study)
-    ).values_list(
-        "participant_id", "participant__pseudonym", "shown_text_id", "shown_text__source_id", *RUBRIC_FIELDS
-    ):
+    radiologists = dict(_radiologists(study).values_list("pk", "pseudonym"))
+    of_radiologists = Q(participant_id__in=list(radiologists))
+    for rating in expert_ratings(study=study, where=of_radiologists):
+        pid, pseudonym = rating.participant_id, radiologists[rating.participant_id]
+        text_id, source_id = rating.shown_text_id, rating.source_id
+        values = [getattr(rating, name) for name in RUBRIC_FIELDS]
         for name, value in zip(RUBRIC_FIELDS, values, strict=True):
             if value is not None:
                 rating_rows.append(
@@ -99,10 +99,10 @@ def agreement_inputs(*, run: JudgeRun) -> AgreementInputs:
     human_rows: list[tuple[str, str, int, str, float]] = list(
         ratings[["rater", "unit", "source", "field", "value"]].itertuples(index=False, name=None)
     )
-    for pid, pseudonym, source_id, severity, simplicity in ExpertSourceJudgement.objects.filter(
-        participant__in=_radiologists(study)
-    ).values_list("participant_id", "participant__pseudonym", "source_id", "severity", "simplicity"):
-        rater = _rater_name(pid, pseudonym)
+    for judgement in expert_judgements(study=study, where=of_radiologists):
+        pid, source_id = judgement.participant_id, judgement.source_id
+        severity, simplicity = judgement.severity, judgement.simplicity
+        rater = _rater_name(pid, radiologists[pid])
         if severity:
             human_rows.append(
                 (rater, f"s{source_id}", source_id, "severity", float(scales.SEVERITY.value_of(severity)))

@@ -16,8 +16,10 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
+from django.db.models import Q
+
 from annotation import scales
-from annotation.models import ExpertRating, ExpertSourceJudgement
+from annotation.answer_selectors import expert_judgements, expert_ratings
 from judging.agreement_inputs import _radiologists
 from judging.agreement_terms import FIELDS, RUBRIC_FIELDS, SCALE
 from judging.instrument_items import ITEM_TASK
@@ -37,16 +39,14 @@ def _human_values(run: JudgeRun) -> dict[tuple[str, int], dict[str, list[float]]
     """(target kind, id) → field → the radiologists' coded answers: text ids for the rubric,
     source ids for severity and the original's simplicity."""
     values: dict[tuple[str, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    radiologists = _radiologists(run.study)
-    for text_id, *fields in ExpertRating.objects.filter(participant__in=radiologists).values_list(
-        "shown_text_id", *RUBRIC_FIELDS
-    ):
-        for name, value in zip(RUBRIC_FIELDS, fields, strict=True):
+    radiologists = Q(participant_id__in=list(_radiologists(run.study).values_list("pk", flat=True)))
+    for rating in expert_ratings(study=run.study, where=radiologists):
+        for name in RUBRIC_FIELDS:
+            value = getattr(rating, name)
             if value is not None:
-                values[("text", text_id)][name].append(float(value))
-    for source_id, severity, simplicity in ExpertSourceJudgement.objects.filter(
-        participant__in=radiologists
-    ).values_list("source_id", "severity", "simplicity"):
+                values[("text", rating.shown_text_id)][name].append(float(value))
+    for judgement in expert_judgements(study=run.study, where=radiologists):
+        source_id, severity, simplicity = judgement.source_id, judgement.severity, judgement.simplicity
         code = scales.SEVERITY.value_of(severity) if severity else None
         if code is not None:
             values[("source", source_id)]["severity"].append(float(code))

@@ -1,7 +1,7 @@
 """Judge runs, kept apart from the human answers (DESIGN.md "Evaluation": LLM judges).
 
 A judge is not a Participant: its answers live in these tables only, so no human table, export or
-inter-rater statistic (all of which read annotation's Participant/ExpertRating/LayAnswer) can pick
+inter-rater statistic (all of which read annotation's Participant and ItemAnswer) can pick
 them up. Every answer carries its provenance through its run (backend, model, prompt version and
 digest, parameters) and keeps the raw model outputs it was built from.
 

@@ -1,53 +1,92 @@
-"""Writes of the radiologist flow's answers: ratings of each text, judgements of the original,
-and the pages (ExpertItem) a radiologist is given. Each answer service is idempotent (answering
-twice updates the one row), validates its values and adds the time spent to the row's total."""
+"""Writes of the radiologist flow's answers: ratings of each text, judgements of the original
+(the protocol's items, stored as every answer is by annotation/answer_store.py), and the pages
+(ExpertItem) a radiologist is given. Each answer service is idempotent (answering twice updates the
+one row of each item), validates its values and adds the time spent to the target's total."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from annotation import scales
-from annotation.expert import controls as expert_controls
-from annotation.importers.bulk_insert import rows_insert
-from annotation.models import (
-    ExpertItem,
-    ExpertRating,
-    ExpertSourceJudgement,
-    Participant,
-    Simplification,
-    SimplificationText,
-    Source,
-)
-from annotation.survey_page import seeded_shuffle
-
-if TYPE_CHECKING:
-    pass
-
-
+from annotation.answer_selectors import JudgementRow, RatingRow, rows_of_page
+from annotation.answer_store import CLEAR, Target, answers_upsert, flow_instrument_id, target_answers
 from annotation.answer_writes import (
-    UNREAD,
-    answer_save_locked,
-    answer_write,
     expert_scores_clean,
     free_text_clean,
     level_clean,
     likert_clean,
     role_require,
 )
+from annotation.expert import controls as expert_controls
+from annotation.importers.bulk_insert import rows_insert
+from annotation.instrument_binding import JUDGEMENT, RATING, SHAPE_ITEMS
+from annotation.models import (
+    ExpertItem,
+    ItemAnswer,
+    Participant,
+    Simplification,
+    SimplificationText,
+    Source,
+    StudyInstrument,
+)
+from annotation.survey_page import seeded_shuffle
+
+_RATING_ITEMS = SHAPE_ITEMS[RATING]
+_JUDGEMENT_ITEMS = SHAPE_ITEMS[JUDGEMENT]
+EXPERT = StudyInstrument.Flow.EXPERT.value
 
 
-def _expert_answer_save(model, lookup: dict[str, Any], current, fields: dict[str, Any], time_spent_ms: int):
-    # A caller that read the row under its page lock passes it as `current`: one write.
-    if current is not UNREAD:
-        return answer_write(model, lookup, current, fields, time_spent_ms)
-    # No savepoint: the values are checked before, so what can fail inside is the database, and
-    # that must abort the caller's whole transaction anyway.
+def _protocol_save(
+    participant: Participant,
+    target: Target,
+    items: Mapping[str, str],
+    columns: Mapping[str, Any],
+    time_spent_ms: int,
+    current: Mapping[str, ItemAnswer] | None,
+    language: str,
+):
+    """Write the typed `columns` ({column: value or "" to clear a text}) as the protocol items
+    `items` names, and return the target's rows after the write, by item key."""
+    instrument_id = flow_instrument_id(study=participant.study, flow=EXPERT)
     with transaction.atomic(savepoint=False):
-        return answer_save_locked(model, lookup, fields, time_spent_ms)
+        if current is None:
+            current = target_answers(
+                participant_id=participant.pk,
+                instrument_id=instrument_id,
+                target=target,
+                item_keys=items.values(),
+            )
+        values = {}
+        for column, value in columns.items():
+            binding_value = _coded(column, value)
+            values[items[column]] = CLEAR if binding_value is None else binding_value
+        written = answers_upsert(
+            participant=participant,
+            instrument_id=instrument_id,
+            target=target,
+            values=values,
+            language=language,
+            time_spent_ms=time_spent_ms,
+            current=current,
+        )
+    rows = {k: v for k, v in current.items() if k not in values}
+    return {**rows, **written}
+
+
+def _coded(column: str, value: Any) -> tuple[Any, float | None] | None:
+    if value is None or value == "":
+        return None
+    if column == "severity":
+        code = scales.SEVERITY.value_of(value)
+        assert code is not None  # checked by level_clean
+        return code, float(code)
+    if isinstance(value, int):
+        return value, float(value)
+    return value, None
 
 
 def expert_rating_save(
@@ -57,23 +96,29 @@ def expert_rating_save(
     scores: Mapping[str, Any] | None = None,
     comment: str | None = None,
     time_spent_ms: int = 0,
-    current: ExpertRating | None | object = UNREAD,
-) -> ExpertRating:
-    """Save (part of) a radiologist's rating of one distinct text. Unknown aspects, values outside
-    1-5 and texts of another study are refused. `current` is the row as the caller read it under a
-    lock that serialises writers of this row (None: there is none yet); with it the save is one
-    UPDATE or one INSERT instead of a locked read, a savepoint and a write."""
+    current: Mapping[str, ItemAnswer] | None = None,
+    language: str = "",
+) -> RatingRow:
+    """Save (part of) a radiologist's rating of one distinct text: the protocol's aspect items and
+    its comment, ItemAnswer rows about the text. Unknown aspects, values outside 1-5 and texts of
+    another study are refused; an emptied comment withdraws it. `current`: the text's rows as
+    the caller read them under a lock that serialises their writers (then not read again)."""
     role_require(participant, Participant.Role.RADIOLOGIST)
     if shown_text.source.study_id != participant.study_id:
         raise ValidationError("This simplification belongs to another study.")
-    clean = expert_scores_clean(scores)
+    fields: dict[str, Any] = dict(expert_scores_clean(scores))
     if comment is not None:
-        comment = free_text_clean("comment", comment)
-    fields: dict[str, Any] = dict(clean)
-    if comment is not None:
-        fields["comment"] = comment
-    lookup = {"participant": participant, "shown_text": shown_text}
-    return _expert_answer_save(ExpertRating, lookup, current, fields, time_spent_ms)
+        fields["comment"] = free_text_clean("comment", comment)
+    target = Target(source_id=shown_text.source_id, shown_text_id=shown_text.pk)
+    rows = _protocol_save(participant, target, _RATING_ITEMS, fields, time_spent_ms, current, language)
+    typed = next(iter(rows_of_page(rows.values(), participant_id=participant.pk)), None)
+    return (
+        typed
+        if isinstance(typed, RatingRow)
+        else RatingRow(
+            id=0, participant_id=participant.pk, source_id=shown_text.source_id, shown_text_id=shown_text.pk
+        )
+    )
 
 
 def expert_source_judgement_save(
@@ -84,27 +129,30 @@ def expert_source_judgement_save(
     simplicity: Any = None,
     comment: str | None = None,
     time_spent_ms: int = 0,
-    current: ExpertSourceJudgement | None | object = UNREAD,
-) -> ExpertSourceJudgement:
-    """Save (part of) a radiologist's judgement of an original sentence; `current` as for
+    current: Mapping[str, ItemAnswer] | None = None,
+    language: str = "",
+) -> JudgementRow:
+    """Save (part of) a radiologist's judgement of an original sentence (the protocol's severity,
+    simplicity and comment items, ItemAnswer rows about the source); `current` as for
     expert_rating_save."""
     role_require(participant, Participant.Role.RADIOLOGIST)
     if source.study_id != participant.study_id:
         raise ValidationError("This source belongs to another study.")
-    if severity is not None:
-        level_clean("severity", severity, scales.SEVERITY)
-    simplicity_value = likert_clean("simplicity", simplicity) if simplicity is not None else None
-    if comment is not None:
-        comment = free_text_clean("comment", comment)
     fields: dict[str, Any] = {}
     if severity is not None:
-        fields["severity"] = severity
-    if simplicity_value is not None:
-        fields["simplicity"] = simplicity_value
+        fields["severity"] = level_clean("severity", severity, scales.SEVERITY)
+    if simplicity is not None:
+        fields["simplicity"] = likert_clean("simplicity", simplicity)
     if comment is not None:
-        fields["comment"] = comment
-    lookup = {"participant": participant, "source": source}
-    return _expert_answer_save(ExpertSourceJudgement, lookup, current, fields, time_spent_ms)
+        fields["comment"] = free_text_clean("comment", comment)
+    target = Target(source_id=source.pk)
+    rows = _protocol_save(participant, target, _JUDGEMENT_ITEMS, fields, time_spent_ms, current, language)
+    typed = next(iter(rows_of_page(rows.values(), participant_id=participant.pk)), None)
+    return (
+        typed
+        if isinstance(typed, JudgementRow)
+        else JudgementRow(id=0, participant_id=participant.pk, source_id=source.pk)
+    )
 
 
 def _expert_text_order(participant: Participant, source_id: int, text_ids: Iterable[int]) -> list[int]:

@@ -4,8 +4,8 @@ them, and where their answers go.
 A control (annotation.models.PlantedControl, planted by generation/services/controls.py) joins the
 page of its source when the page is created, at a row index drawn from the participant's seed, and
 is then a row like any other: its blind label runs in the page's A, B, C… sequence, it asks the same
-questions, and it counts towards the page's completion. Only its answers go elsewhere: to
-PlantedControlAnswer, never to ExpertRating or ItemAnswer, so no table of the study can read them.
+questions, and it counts towards the page's completion. Only its answers' target differs: they are
+ItemAnswer rows about the control (`control` set, no shown text), which no table of the study reads.
 
 Inside a page build a control row stands in as a SimplificationText whose pk is the control's id
 negated (`row_key`): pages.py keys its rows by text id, and a negative id can be no text's. The key
@@ -18,13 +18,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.db.models import Q
 
 from annotation import scales
+from annotation.answer_selectors import ControlAnswerRow, RatingRow, control_answers
+from annotation.answer_store import CLEAR, Target, answers_upsert, flow_instrument_id, target_answers
 from annotation.answer_writes import expert_scores_clean, free_text_clean, role_require
 from annotation.instrument_binding import item_value_to_json
 from annotation.instrument_services import error_marks_decode
 from annotation.item_questions import item_refusal
-from annotation.models import ExpertItem, ExpertRating, Participant, PlantedControl, PlantedControlAnswer
+from annotation.models import ExpertItem, Participant, PlantedControl, StudyInstrument
 from annotation.survey_page import seeded_shuffle
 from instruments.answers import InvalidAnswer, item_value_code, item_value_validate
 from instruments.schema import Item, ItemKind
@@ -70,49 +73,43 @@ def merged_order(item: ExpertItem) -> list[int]:
     return order
 
 
-def page_controls(item: ExpertItem) -> tuple[dict[int, PlantedControl], dict[int, PlantedControlAnswer]]:
-    """The page's controls by row key, and this participant's answers to them by row key (no query
-    for a page without controls)."""
+def page_controls_of(item: ExpertItem) -> dict[int, PlantedControl]:
+    """The page's controls by row key (no query for a page without controls)."""
     ids = [control_id for _, control_id in item.control_slots or ()]
     if not ids:
-        return {}, {}
+        return {}
     # Only controls of the page's own source: ids in a page's JSON are not foreign keys (a page
     # brought from another server by a study archive names controls that are not this study's).
     of_page = PlantedControl.objects.filter(pk__in=ids, degrades__source_id=item.source_id)
-    controls = {row_key(c.pk): c for c in of_page}
-    answers = {
-        row_key(a.control_id): a
-        for a in PlantedControlAnswer.objects.filter(participant_id=item.participant_id, control_id__in=ids)
-    }
-    return controls, answers
+    return {row_key(c.pk): c for c in of_page}
 
 
-def answer_as_rating(answer: PlantedControlAnswer, key: int) -> ExpertRating:
-    """An unsaved ExpertRating holding a control answer's scores, so the page shows the row as it
-    shows a real one."""
-    scores = {aspect: answer.scores.get(aspect) for aspect in scales.EXPERT_ASPECTS}
-    return ExpertRating(
-        participant_id=answer.participant_id, shown_text_id=key, comment=answer.comment, **scores
+def answer_as_rating(answer: ControlAnswerRow, key: int) -> RatingRow:
+    """A rating holding a control answer's scores, so the page shows the row as it shows a real one."""
+    scores: dict[str, Any] = {aspect: answer.scores.get(aspect) for aspect in scales.EXPERT_ASPECTS}
+    return RatingRow(
+        id=answer.id,
+        participant_id=answer.participant_id,
+        source_id=answer.source_id,
+        shown_text_id=key,
+        comment=answer.comment,
+        **scores,
     )
 
 
-def added_values(answers: Mapping[int, PlantedControlAnswer]) -> dict[tuple[str, int | None], Any]:
-    """The added items' answers on the page's control rows, keyed as pages.py keys real ones."""
-    return {(k, key): value for key, answer in answers.items() for k, value in answer.added.items()}
-
-
-def _added_clean(item: Item, raw: object, text: str) -> Any:
-    """An added item's answer as ItemAnswer stores it (item_value_to_json), checked as
-    instruments.answers checks every answer; error spans against the control's own text."""
+def _added_clean(item: Item, raw: object, text: str) -> tuple[Any, float | None]:
+    """An added item's answer as ItemAnswer stores it (item_value_to_json, and its score),
+    checked as instruments.answers checks every answer; error spans against the control's own
+    text."""
     if item.kind is ItemKind.ERROR_SPANS and isinstance(raw, str):
         raw = error_marks_decode(item, raw)  # as on a real row: the same limits and refusals
     try:
         value = item_value_validate(item, raw, text_length=len(text))
-        item_value_code(item, value)
+        code = item_value_code(item, value)
     except InvalidAnswer as exc:
         # Worded as a real row's refusal, in the participant's language (the row must not tell).
         raise ValidationError({item.key: [f"{item.key}: {item_refusal(exc)}"]}) from None
-    return item_value_to_json(value)
+    return item_value_to_json(value), code if isinstance(code, float) else None
 
 
 def control_answer_save(
@@ -123,47 +120,57 @@ def control_answer_save(
     comment: str | None = None,
     added: Sequence[tuple[Item, Any]] = (),
     time_spent_ms: int = 0,
-) -> PlantedControlAnswer:
+) -> ControlAnswerRow:
     """Save (part of) a radiologist's answers on a control's row, with the refusals of a real row
     (expert_rating_save, item_answer_save): unknown aspects, values outside 1-5, a control of another
     study, an answer an added item cannot take (`added`: (item, raw answer) pairs). An empty added
     answer clears a free text, is "no error marked" ([]) for an error-span item (the widget posts
-    [] for a row left unmarked) and is ignored otherwise; a rating is never cleared."""
+    [] for a row left unmarked) and is ignored otherwise; a rating is never cleared. Stored as
+    every answer is (annotation/answer_store.py), under the study's radiologist instrument, with
+    the control as the target."""
     role_require(participant, Participant.Role.RADIOLOGIST)
     if control.study_id != participant.study_id:
         raise ValidationError("This simplification belongs to another study.")
     # Empty values are "not given" here as on a real row (pages.py drops them before either save).
     clean = expert_scores_clean({k: v for k, v in (scores or {}).items() if v != ""})
-    values: dict[str, Any] = {}
-    cleared: list[str] = []
+    values: dict[str, Any] = {aspect: (value, float(value)) for aspect, value in clean.items()}
     for item, raw in added:
         if raw is None or (isinstance(raw, str) and not raw.strip()):
             if item.kind is ItemKind.FREE_TEXT:
-                cleared.append(item.key)
+                values[item.key] = CLEAR
             continue
-        value = _added_clean(item, raw, control.text)
+        value, score = _added_clean(item, raw, control.text)
         if value is None:
             # An empty answer: "no error marked" is stored as a real row stores it ([]); any other
             # item's empty answer is "not given", never a stored null.
             if item.kind is ItemKind.ERROR_SPANS:
-                values[item.key] = []
+                values[item.key] = ([], 0.0)
             continue
-        values[item.key] = value
+        values[item.key] = (value, score)
     if comment is not None:
         comment = free_text_clean("comment", comment)
-    answer, _ = PlantedControlAnswer.objects.select_for_update().get_or_create(
-        participant=participant, control=control
+        values["comment"] = (comment, None) if comment else CLEAR
+    instrument_id = flow_instrument_id(study=participant.study, flow=StudyInstrument.Flow.EXPERT)
+    target = Target(source_id=control.degrades.source_id, control_id=control.pk)
+    current = target_answers(
+        participant_id=participant.pk, instrument_id=instrument_id, target=target, item_keys=values
     )
-    # A revision: an answer given before, now changed (the rater went back on it).
-    before = {**answer.scores, **answer.added}
-    answer.revisions += sum(1 for k, v in {**clean, **values}.items() if k in before and before[k] != v)
-    answer.scores = {**answer.scores, **clean}
-    answer.added = {k: v for k, v in {**answer.added, **values}.items() if k not in cleared}
-    if comment is not None:
-        answer.comment = comment
-    answer.time_spent_ms += max(0, int(time_spent_ms))
-    answer.save()
-    return answer
+    answers_upsert(
+        participant=participant,
+        instrument_id=instrument_id,
+        target=target,
+        values=values,
+        time_spent_ms=time_spent_ms,
+        current=current,
+    )
+    found = control_answers(where=Q(participant_id=participant.pk, control_id=control.pk))
+    return (
+        found[0]
+        if found
+        else ControlAnswerRow(
+            id=0, participant_id=participant.pk, source_id=control.degrades.source_id, control_id=control.pk
+        )
+    )
 
 
 def control_of(key: int, item: ExpertItem) -> PlantedControl:
@@ -171,7 +178,11 @@ def control_of(key: int, item: ExpertItem) -> PlantedControl:
     control_id = -key
     if control_id not in {c for _, c in item.control_slots or ()}:
         raise ValidationError("There is no such simplification on this page.")
-    control = PlantedControl.objects.filter(pk=control_id, degrades__source_id=item.source_id).first()
+    control = (
+        PlantedControl.objects.filter(pk=control_id, degrades__source_id=item.source_id)
+        .select_related("degrades")
+        .first()
+    )
     if control is None:
         raise ValidationError("There is no such simplification on this page.")
     return control

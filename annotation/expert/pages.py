@@ -9,10 +9,10 @@ nothing that could hint at a system (text ids are created in system order):
     A-<item key>, original-<item key>            the items a study added to its instrument
 
 The questions come from the study's current radiologist instrument, in the study's language: the
-protocol's items (bound to ExpertRating and ExpertSourceJudgement, annotation/instrument_binding.py)
-keep their rows and their wording from the instrument; every added item is asked beside them (an
-item about the simplification in each text's card, one about the source under the original) and
-stored in ItemAnswer.
+protocol's items (annotation/instrument_binding.py) keep their layout and take their wording from
+the instrument; every added item is asked beside them (an item about the simplification in each
+text's card, one about the source under the original). Every answer is an ItemAnswer row
+(annotation/answer_store.py): a page reads the participant's rows on its source in one query.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from annotation import participant_services, protocol_texts, scales
+from annotation.answer_selectors import JudgementRow, RatingRow, rows_of_page
 from annotation.expert import answers as expert_answers
 from annotation.expert import controls as planted
 from annotation.expert.progress import Progress, expert_page_place
@@ -38,8 +39,6 @@ from annotation.instrument_services import item_answer_save, item_answers_none_m
 from annotation.item_questions import ItemQuestion, item_question, shown
 from annotation.models import (
     ExpertItem,
-    ExpertRating,
-    ExpertSourceJudgement,
     ItemAnswer,
     Participant,
     SimplificationText,
@@ -196,57 +195,115 @@ class ExpertPage:
         return f"{ORIGINAL}-{COMMENT}"
 
 
-_RATING_FIELDS = (*scales.EXPERT_ASPECTS, "comment", "time_spent_ms", "updated_at")
-_JUDGEMENT_FIELDS = ("severity", "simplicity", "comment", "time_spent_ms", "updated_at")
+# An item answer's columns, read beside the page's texts and beside its lock (one query each).
+_ANSWER_COLUMNS = (
+    "pk",
+    "instrument_id",
+    "item_key",
+    "source_id",
+    "shown_text_id",
+    "reference_text_id",
+    "control_id",
+    "phase",
+    "value",
+    "score",
+    "language",
+    "time_spent_ms",
+    "created_at",
+    "updated_at",
+)
 
 
+def _answer_of(participant_id: int, values) -> ItemAnswer | None:
+    if values[0] is None:
+        return None
+    answer = ItemAnswer(
+        participant_id=participant_id, **dict(zip(("id", *_ANSWER_COLUMNS[1:]), values, strict=True))
+    )
+    answer._state.adding = False
+    return answer
+
+
+# The page's texts, each with this participant's answers about it (LEFT JOIN: a text unanswered yet
+# comes once, with NULL answer columns).
 _page_text_rows = PreparedQuery(
     lambda text_ids, participant_id: (
         SimplificationText.objects.filter(pk__in=text_ids)
         .annotate(
-            mine=FilteredRelation(
-                "expert_ratings", condition=Q(expert_ratings__participant_id=participant_id)
-            )
+            mine=FilteredRelation("item_answers", condition=Q(item_answers__participant_id=participant_id))
         )
-        .values_list("pk", "text", "mine__pk", *(f"mine__{name}" for name in _RATING_FIELDS))
+        .values_list("pk", "text", *(f"mine__{name}" for name in _ANSWER_COLUMNS))
     )
+)
+# This participant's answers about the page's source (the original's questions, the added items
+# about it) and its planted controls: every answer of theirs on the source without a shown text.
+_page_source_rows = PreparedQuery(
+    lambda source_id, participant_id: ItemAnswer.objects.filter(
+        source_id=source_id, participant_id=participant_id, shown_text__isnull=True
+    ).values_list(*_ANSWER_COLUMNS)
 )
 
 
-def _page_rows(item: ExpertItem) -> tuple[list[tuple[str, SimplificationText]], dict[int, ExpertRating]]:
-    """The page's (label, text) in the stored order with this participant's rating of each, in one
-    query. An id whose text has since been deleted (the source's simplification was regenerated
-    before anyone rated it) is skipped, so labels stay stable."""
-    rows = _page_text_rows.rows(text_ids=tuple(item.text_order), participant_id=item.participant_id)
+def _page_texts(item: ExpertItem) -> tuple[list[tuple[int, str]], list[ItemAnswer]]:
+    """The page's (text id, text) and this participant's answers about them: one query."""
+    texts: dict[int, str] = {}
+    answers: list[ItemAnswer] = []
+    for pk, text, *values in _page_text_rows.rows(
+        text_ids=tuple(item.text_order), participant_id=item.participant_id
+    ):
+        texts[pk] = text
+        if (answer := _answer_of(item.participant_id, values)) is not None:
+            answers.append(answer)
+    return list(texts.items()), answers
+
+
+def _page_source_answers(item: ExpertItem) -> list[ItemAnswer]:
+    rows = _page_source_rows.rows(source_id=item.source_id, participant_id=item.participant_id)
+    return [_answer_of(item.participant_id, values) for values in rows]  # type: ignore[misc]
+
+
+def _page_rows(
+    item: ExpertItem, rows: list[tuple[int, str]], answers: list[ItemAnswer]
+) -> tuple[list[tuple[str, SimplificationText]], dict[int, RatingRow], JudgementRow | None]:
+    """The page's (label, text) in the stored order with this participant's rating of each and
+    their judgement of the original. An id whose text has since been deleted (the source's
+    simplification was regenerated before anyone rated it) is skipped, so labels stay stable."""
     order = item.text_order
     by_id: dict[int, SimplificationText] = {}
-    ratings: dict[int, ExpertRating] = {}
-    for pk, text, rating_pk, *values in rows:
+    ratings: dict[int, Any] = {}
+    judgement: JudgementRow | None = None
+    for pk, text in rows:
         # The page's own source: saves a query per text in the services.
         by_id[pk] = SimplificationText(pk=pk, source=item.source, text=text)
-        if rating_pk is not None:
-            ratings[pk] = ExpertRating(
-                pk=rating_pk,
-                participant_id=item.participant_id,
-                shown_text_id=pk,
-                **dict(zip(_RATING_FIELDS, values, strict=True)),
-            )
+    control_rows = {}
+    for typed in rows_of_page(answers, participant_id=item.participant_id):
+        if isinstance(typed, RatingRow):
+            ratings[typed.shown_text_id] = typed
+        elif isinstance(typed, JudgementRow):
+            judgement = typed
+        else:
+            control_rows[planted.row_key(typed.control_id)] = typed
     if item.control_slots:
         # Planted controls are rows like the others (annotation/expert/controls.py).
-        controls, answers = planted.page_controls(item)
+        controls = planted.page_controls_of(item)
         order = planted.merged_order(item)
         for key, control in controls.items():
             by_id[key] = SimplificationText(pk=key, source=item.source, text=control.text)
-            if key in answers:
-                ratings[key] = planted.answer_as_rating(answers[key], key)
+            if key in control_rows:
+                ratings[key] = planted.answer_as_rating(control_rows[key], key)
     texts = [(text_label(i), by_id[text_id]) for i, text_id in enumerate(order) if text_id in by_id]
-    return texts, ratings
+    return texts, ratings, judgement
 
 
-def _judgement_of(item: ExpertItem) -> ExpertSourceJudgement | None:
-    return ExpertSourceJudgement.objects.filter(
-        participant_id=item.participant_id, source_id=item.source_id
-    ).first()
+def _target_rows(
+    answers: list[ItemAnswer], instrument_id: int | None, *, shown_text_id: int | None
+) -> dict[str, ItemAnswer]:
+    """A target's rows (a text, or the original) under the instrument version saved to now."""
+    return {
+        a.item_key: a
+        for a in answers
+        if a.instrument_id == instrument_id and a.control_id is None and a.shown_text_id == shown_text_id
+    }
 
 
 @dataclass(frozen=True)
@@ -271,25 +328,30 @@ def _asked(participant: Participant) -> _Asked:
     return _Asked(current=current, language=language, wording=page_wording(current, language))
 
 
-def _added_answers(item: ExpertItem, asked: _Asked) -> dict[tuple[str, int | None], Any]:
-    """This participant's answers to the added items on the page, by (item key, text id); no query
-    when the instrument adds none."""
+def _added_answers(
+    item: ExpertItem, asked: _Asked, answers: list[ItemAnswer]
+) -> dict[tuple[str, int | None], Any]:
+    """This participant's answers to the added items on the page, by (item key, text id; a
+    control's row key)."""
     if not asked.added or asked.current.row_id is None:
         return {}
-    rows = ItemAnswer.objects.filter(
-        participant_id=item.participant_id, instrument_id=asked.current.row_id, source_id=item.source_id
-    ).values_list("item_key", "shown_text_id", "value")
-    values: dict[tuple[str, int | None], Any] = {(key, text_id): value for key, text_id, value in rows}
-    if item.control_slots:
-        values |= planted.added_values(planted.page_controls(item)[1])
+    keys = {i.key for i in asked.added}
+    values: dict[tuple[str, int | None], Any] = {}
+    for a in answers:
+        if a.item_key not in keys:
+            continue
+        if a.control_id is not None:
+            values[(a.item_key, planted.row_key(a.control_id))] = a.value
+        elif a.instrument_id == asked.current.row_id:
+            values[(a.item_key, a.shown_text_id)] = a.value
     return values
 
 
 def _page_build(
     item: ExpertItem,
     texts: list[tuple[str, SimplificationText]],
-    ratings: Mapping[int, ExpertRating],
-    judgement: ExpertSourceJudgement | None,
+    ratings: Mapping[int, RatingRow],
+    judgement: JudgementRow | None,
     asked: _Asked,
     added: Mapping[tuple[str, int | None], Any],
 ) -> ExpertPage:
@@ -365,8 +427,10 @@ def expert_page_get(*, item: ExpertItem) -> ExpertPage:
     participant's answers (never anyone else's), and which required answers are missing. Two
     queries (three when the study's instrument adds items)."""
     asked = _asked(item.participant)
-    texts, ratings = _page_rows(item)
-    return _page_build(item, texts, ratings, _judgement_of(item), asked, _added_answers(item, asked))
+    text_rows, answers = _page_texts(item)
+    answers += _page_source_answers(item)
+    texts, ratings, judgement = _page_rows(item, text_rows, answers)
+    return _page_build(item, texts, ratings, judgement, asked, _added_answers(item, asked, answers))
 
 
 # --- Saving a page ---------------------------------------------------------------------------------
@@ -421,41 +485,32 @@ def _parse(data: Mapping[str, Any], labels: dict[str, SimplificationText], asked
     return per_text, original, added, errors
 
 
-@dataclass(frozen=True)
-class _Locked:
-    completed_at: Any
-    judgement: ExpertSourceJudgement | None
-
-
 _page_lock_rows = PreparedQuery(
     lambda item_id, participant_id: (
         ExpertItem.objects.select_for_update(of=("self",))
         .filter(pk=item_id)
         .annotate(
-            judged=FilteredRelation(
-                "source__expert_judgements",
-                condition=Q(source__expert_judgements__participant_id=participant_id),
+            mine=FilteredRelation(
+                "source__item_answers",
+                condition=Q(
+                    source__item_answers__participant_id=participant_id,
+                    source__item_answers__shown_text__isnull=True,
+                ),
             )
         )
-        .values_list("completed_at", "judged__pk", *(f"judged__{n}" for n in _JUDGEMENT_FIELDS))
+        .values_list("completed_at", *(f"mine__{name}" for name in _ANSWER_COLUMNS))
     )
 )
 
 
-def _page_lock(item: ExpertItem) -> _Locked:
-    """Lock the page's row and read in the same query what a save needs besides its texts: the
-    page's completion and this participant's judgement of the original."""
-    (row,) = _page_lock_rows.rows(item_id=item.pk, participant_id=item.participant_id)
-    completed_at, judgement_pk, *values = row
-    judgement = None
-    if judgement_pk is not None:
-        judgement = ExpertSourceJudgement(
-            pk=judgement_pk,
-            participant_id=item.participant_id,
-            source_id=item.source_id,
-            **dict(zip(_JUDGEMENT_FIELDS, values, strict=True)),
-        )
-    return _Locked(completed_at, judgement)
+def _page_lock(item: ExpertItem) -> tuple[Any, list[ItemAnswer]]:
+    """Lock the page's row (every writer of its answers takes it first) and read in the same query
+    its completion and this participant's answers about its source and its planted controls."""
+    rows = _page_lock_rows.rows(item_id=item.pk, participant_id=item.participant_id)
+    answers = [
+        answer for _, *values in rows if (answer := _answer_of(item.participant_id, values)) is not None
+    ]
+    return rows[0][0], answers
 
 
 def expert_page_save(
@@ -477,17 +532,19 @@ def expert_page_save(
     if item.participant_id != participant.pk:
         raise ValidationError("This page belongs to another participant.")
     with transaction.atomic():
-        locked = _page_lock(item)
-        item.completed_at = was_completed = locked.completed_at
-        texts, ratings = _page_rows(item)
+        item.completed_at, source_answers = _page_lock(item)
+        was_completed = item.completed_at
+        text_rows, page_answers = _page_texts(item)
+        page_answers += source_answers
+        texts, ratings, judgement = _page_rows(item, text_rows, page_answers)
         labels = dict(texts)
         asked = _asked(participant)
+        instrument_id = asked.current.row_id
         per_text, original, added, errors = _parse(data, labels, asked)
         if errors:
             raise ValidationError(errors)
         one_row = len({*per_text, *([ORIGINAL] if original else []), *(row for row, _ in added)}) == 1
         row_time = time_spent_ms if one_row else 0
-        judgement = locked.judgement
         for label, fields in sorted(per_text.items(), key=lambda entry: labels[entry[0]].pk):
             shown_text = labels[label]
             scores = {k: v for k, v in fields.items() if k != COMMENT and v not in (None, "")}
@@ -517,7 +574,10 @@ def expert_page_save(
                     scores=scores,
                     comment=comment,
                     time_spent_ms=row_time,
-                    current=current,
+                    current=_target_rows(page_answers, instrument_id, shown_text_id=shown_text.pk)
+                    if instrument_id is not None
+                    else None,
+                    language=asked.language,
                 )
             except ValidationError as exc:
                 errors.update(_field_errors(exc, label))
@@ -534,11 +594,14 @@ def expert_page_save(
                         simplicity=simplicity,
                         comment=comment,
                         time_spent_ms=row_time,
-                        current=judgement,
+                        current=_target_rows(page_answers, instrument_id, shown_text_id=None)
+                        if instrument_id is not None
+                        else None,
+                        language=asked.language,
                     )
                 except ValidationError as exc:
                     errors.update(_field_errors(exc, ORIGINAL))
-        answers = _added_answers(item, asked)
+        answers = _added_answers(item, asked, page_answers)
         for (row, key), raw in added.items():
             # Added items exist only in an instrument row of the study (never in the bare preset).
             assert asked.current.row_id is not None
@@ -664,8 +727,8 @@ def _no_marks_record(
     ]
     if not span_items or asked.current.row_id is None:
         return
-    # A planted control's answers live apart (annotation/expert/controls.py): an unmarked control
-    # is simply not caught, nothing to store.
+    # A planted control's answers are about the control (annotation/expert/controls.py): an
+    # unmarked control is simply not caught, nothing to store.
     unmarked = [
         (i, text)
         for i in span_items

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from annotation import participant_services, source_services, study_services
 from annotation.activity_services import activity_record
+from annotation.answer_selectors import answered_text_ids
 from annotation.expert import answers as expert_answers
 from annotation.importers.bulk_insert import rows_insert
 from annotation.importers.errors import ImportFormatError
@@ -122,12 +123,9 @@ class StudyBulkWriter:
         self._write()
         if self.replaced_texts:
             SimplificationText.objects.filter(
-                pk__in=self.replaced_texts,
+                pk__in=self.replaced_texts - answered_text_ids(self.replaced_texts),
                 simplifications__isnull=True,
-                expert_ratings__isnull=True,
                 lay_items__isnull=True,
-                most_votes__isnull=True,
-                least_votes__isnull=True,
             ).delete()
             self.replaced_texts.clear()
 

@@ -1,38 +1,40 @@
 """Writes of the lay flow's answers: panel 1–2 answers (with panel 1's lock), panel 3's
-preferences, and the items (LayItem) a layperson is given. Each answer service is idempotent,
-validates its values and adds the time spent to the row's total."""
+preferences (the protocol's items, stored as every answer is by annotation/answer_store.py, with
+the panel as the answer's phase), and the items (LayItem) a layperson is given. Each answer service
+is idempotent, validates its values and adds the time spent to the target's total."""
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Value
 from django.utils import timezone
 
 from annotation import scales
+from annotation.answer_selectors import LayAnswerRow, PreferenceRow
+from annotation.answer_store import CLEAR, Target, answers_upsert, flow_instrument_id, target_answers
+from annotation.answer_writes import AnswerLocked, level_clean, role_require
+from annotation.instrument_binding import LAYPERSON_PRESET, PROTOCOL_BINDINGS
 from annotation.models import (
-    LayAnswer,
+    ItemAnswer,
     LayItem,
-    LayPreference,
     Participant,
     SimplificationText,
     Source,
+    StudyInstrument,
     System,
 )
-from annotation.prepared_queries import PreparedQuery, PreparedUpdate
+from annotation.prepared_queries import PreparedUpdate
 from annotation.survey_page import seeded_shuffle
 
-if TYPE_CHECKING:
-    pass
-
-
-from annotation.answer_writes import AnswerLocked, answer_save_locked, level_clean, role_require
+LAY = StudyInstrument.Flow.LAY.value
+PHASES = (ItemAnswer.Phase.ORIGINAL.value, ItemAnswer.Phase.ASSISTED.value)
+_BINDINGS = PROTOCOL_BINDINGS[LAYPERSON_PRESET]
+_PREFERENCE_KEYS = ("most", "least", "most_justification", "least_justification")
 
 
 def lay_item_create(
@@ -64,6 +66,77 @@ def lay_item_create(
     )
 
 
+def _targets(item: LayItem, phase: str) -> dict[str, Target]:
+    """Where each of a panel's questions is stored: Q1-Q3 about the source, Q4 about the text."""
+    on_source = Target(source_id=item.source_id, phase=phase)
+    on_text = Target(source_id=item.source_id, shown_text_id=item.shown_text_id, phase=phase)
+    return {name: on_text if name == "helpfulness" else on_source for name in scales.LAY_QUESTIONS}
+
+
+def lay_panel_rows(
+    *, item: LayItem, instrument_id: int | None = None, lock: bool = False
+) -> list[ItemAnswer]:
+    """The item's stored answers to the protocol's lay questions and preference, both panels."""
+    rows = ItemAnswer.objects.filter(
+        participant_id=item.participant_id,
+        source_id=item.source_id,
+        instrument__key=LAYPERSON_PRESET,
+        item_key__in=[*scales.LAY_QUESTIONS, *_PREFERENCE_KEYS],
+        control__isnull=True,
+    )
+    if instrument_id is not None:
+        rows = rows.filter(instrument_id=instrument_id)
+    if lock:
+        rows = rows.select_for_update()
+    return list(rows.order_by("updated_at", "pk"))
+
+
+def lay_answer_of(rows: Iterable[ItemAnswer], *, item: LayItem, phase: str) -> LayAnswerRow | None:
+    """A panel's answers (phase "original" or "assisted") as one typed row, None when none."""
+    typed: LayAnswerRow | None = None
+    for row in rows:
+        if row.phase != phase or row.item_key not in scales.LAY_QUESTIONS:
+            continue
+        if typed is None:
+            typed = LayAnswerRow(
+                id=row.pk,
+                participant_id=item.participant_id,
+                source_id=item.source_id,
+                phase=phase,
+                item_id=item.pk,
+                created_at=row.created_at,
+                updated_at=row.updated_at,
+            )
+        typed.id = min(typed.id, row.pk)
+        typed.time_spent_ms += row.time_spent_ms
+        typed.updated_at = max(typed.updated_at or row.updated_at, row.updated_at)
+        setattr(typed, row.item_key, _BINDINGS[row.item_key].column_of(row.value))
+    return typed
+
+
+def lay_preference_of(rows: Iterable[ItemAnswer], *, item: LayItem) -> PreferenceRow | None:
+    """Panel 3's answers as one typed row, None when none."""
+    typed: PreferenceRow | None = None
+    for row in rows:
+        if row.phase != ItemAnswer.Phase.PREFERENCE or row.item_key not in _PREFERENCE_KEYS:
+            continue
+        if typed is None:
+            typed = PreferenceRow(
+                id=row.pk,
+                participant_id=item.participant_id,
+                source_id=item.source_id,
+                item_id=item.pk,
+                order_shown=list(item.preference_order),
+                created_at=row.created_at,
+                updated_at=row.updated_at,
+            )
+        typed.id = min(typed.id, row.pk)
+        typed.time_spent_ms += row.time_spent_ms
+        typed.updated_at = max(typed.updated_at or row.updated_at, row.updated_at)
+        setattr(typed, row.item_key, _BINDINGS[row.item_key].column_of(row.value))
+    return typed
+
+
 def lay_answer_save(
     *,
     item: LayItem,
@@ -71,11 +144,12 @@ def lay_answer_save(
     answers: Mapping[str, str | None],
     time_spent_ms: int = 0,
     item_locked: bool = False,
-) -> LayAnswer:
-    """Save (part of) a panel's answers. Panel 1 (phase "original") is locked once panel 2 was
-    shown; helpfulness (Q4) exists only in panel 2. `item_locked`: the caller holds the item's row
-    lock and read `item` under it (the lay panels do), so it is not read again."""
-    if phase not in LayAnswer.Phase.values:
+) -> LayAnswerRow:
+    """Save (part of) a panel's answers (level names by question). Panel 1 (phase "original") is
+    locked once panel 2 was shown; helpfulness (Q4) exists only in panel 2. `item_locked`: the
+    caller holds the item's row lock and read `item` under it (the lay panels do), so it is not
+    read again."""
+    if phase not in PHASES:
         raise ValidationError({"phase": f"Unknown phase {phase!r} (original or assisted)."})
     clean: dict[str, str] = {}
     for name, value in answers.items():
@@ -83,20 +157,46 @@ def lay_answer_save(
             raise ValidationError({name: f"Unknown question {name!r}."})
         if value is None:
             continue
-        if name == "helpfulness" and phase != LayAnswer.Phase.ASSISTED:
+        if name == "helpfulness" and phase != ItemAnswer.Phase.ASSISTED:
             raise ValidationError({name: "Helpfulness (Q4) is asked only with the simplification (panel 2)."})
         clean[name] = level_clean(name, value, scales.LAY_SCALES[name])
+    participant = item.participant
     # No savepoint, as for the radiologist's answers: the values are checked before, and a refusal
     # is raised after the block, so that a caller's transaction survives it.
     with transaction.atomic(savepoint=False):
         locked_item = item if item_locked else LayItem.objects.select_for_update().get(pk=item.pk)
-        if phase == LayAnswer.Phase.ORIGINAL and locked_item.original_locked_at is not None and clean:
-            existing = LayAnswer.objects.filter(item=item, phase=phase).first()
+        instrument_id = flow_instrument_id(study=participant.study, flow=LAY)
+        rows = lay_panel_rows(item=locked_item, instrument_id=instrument_id)
+        existing = lay_answer_of(rows, item=locked_item, phase=phase)
+        if phase == ItemAnswer.Phase.ORIGINAL and locked_item.original_locked_at is not None and clean:
             changed = existing is None or any(getattr(existing, k) != v for k, v in clean.items())
         else:
             changed = False
         if not changed:
-            return answer_save_locked(LayAnswer, {"item": item, "phase": phase}, clean, time_spent_ms)
+            targets = _targets(locked_item, phase)
+            time_left = time_spent_ms
+            stored = {(r.item_key, r.phase): r for r in rows}
+            for target in dict.fromkeys(targets[name] for name in clean) or [targets["understanding"]]:
+                keys = [name for name in clean if targets[name] == target]
+                written = answers_upsert(
+                    participant=participant,
+                    instrument_id=instrument_id,
+                    target=target,
+                    values={name: _BINDINGS[name].answer_of(clean[name]) for name in keys},
+                    language=participant.language,
+                    time_spent_ms=time_left,
+                    current={name: stored[(name, phase)] for name in keys if (name, phase) in stored},
+                )
+                stored |= {(name, phase): row for name, row in written.items()}
+                time_left = 0
+            empty = LayAnswerRow(
+                id=0,
+                participant_id=item.participant_id,
+                source_id=item.source_id,
+                phase=phase,
+                item_id=item.pk,
+            )
+            return lay_answer_of(stored.values(), item=locked_item, phase=phase) or empty
     raise AnswerLocked()
 
 
@@ -136,35 +236,12 @@ def lay_item_lock_original(*, item: LayItem) -> LayItem:
 class SavedPreference:
     """A panel-3 save: the row and the texts most and least liked after it."""
 
-    row: LayPreference
+    row: PreferenceRow
     most: frozenset[int]
     least: frozenset[int]
     # With `exclusive`: the ticks refused because the text was in the other question too
     # ("most"/"least" -> text ids); everything else of the save is stored.
     refused: Mapping[str, frozenset[int]] = dataclasses.field(default_factory=dict)
-
-
-# A preference's choices, both relations in one statement ("most"/"least", text id): SQL compiled once.
-_CHOICE_RELATIONS = (("most", LayPreference.most.through), ("least", LayPreference.least.through))
-_choice_rows = PreparedQuery(
-    lambda preference_id: functools.reduce(
-        lambda left, right: left.union(right, all=True),
-        (
-            through.objects.filter(laypreference_id=preference_id)
-            .annotate(relation=Value(name))
-            .values_list("relation", "simplificationtext_id")
-            for name, through in _CHOICE_RELATIONS
-        ),
-    )
-)
-
-
-def lay_preference_choices(*, preference_id: int) -> dict[str, set[int]]:
-    """The ids of the texts most and least liked in a preference, from one query."""
-    chosen: dict[str, set[int]] = {name: set() for name, _ in _CHOICE_RELATIONS}
-    for name, text_id in _choice_rows.rows(preference_id=preference_id):
-        chosen[name].add(text_id)
-    return chosen
 
 
 def lay_preference_save(
@@ -183,9 +260,7 @@ def lay_preference_save(
     text in the other question is refused (both, when neither was stored: the two came in one
     request and nothing says which was meant), and every other part of the save is stored — the
     refused ticks are returned in `refused`, never raised, so a conflict never costs a valid
-    answer. (Imported answers may hold such a pair: two systems' identical texts are one text.)
-    The choices are written as differences to the stored ones: a save that changes one question
-    costs one statement for it."""
+    answer. (Imported answers may hold such a pair: two systems' identical texts are one text.)"""
     allowed = set(item.preference_order)
     ids = {"most": _check_choice_ids("most", most, allowed)}
     ids["least"] = _check_choice_ids("least", least, allowed)
@@ -197,31 +272,46 @@ def lay_preference_save(
         )
         if value is not None
     }
+    participant = item.participant
+    target = Target(source_id=item.source_id, phase=ItemAnswer.Phase.PREFERENCE)
     with transaction.atomic(savepoint=False):
-        # The UPDATE locks the preference row: concurrent saves of one item read and write in turn.
-        preference = answer_save_locked(
-            LayPreference,
-            {"item": item},
-            given,
-            time_spent_ms,
-            defaults={"order_shown": item.preference_order},
+        instrument_id = flow_instrument_id(study=participant.study, flow=LAY)
+        # The read locks the preference's rows: concurrent saves of one item read and write in turn.
+        current = target_answers(
+            participant_id=participant.pk,
+            instrument_id=instrument_id,
+            target=target,
+            item_keys=_PREFERENCE_KEYS,
         )
-        stored = lay_preference_choices(preference_id=preference.pk)
+        stored = {
+            name: {int(t) for t in current[name].value} if name in current else set()
+            for name in ("most", "least")
+        }
         wanted = {name: set(chosen) if chosen is not None else stored[name] for name, chosen in ids.items()}
         refused = preference_overlap_refused(stored=stored, wanted=wanted) if exclusive else {}
         for name, texts in refused.items():
             wanted[name] -= texts
-        for name, through in _CHOICE_RELATIONS:
-            if removed := stored[name] - wanted[name]:
-                mine = through.objects.filter(laypreference_id=preference.pk)
-                mine.filter(simplificationtext_id__in=removed).delete()
-            if added := wanted[name] - stored[name]:
-                through.objects.bulk_create(
-                    [through(laypreference_id=preference.pk, simplificationtext_id=t) for t in sorted(added)],
-                    ignore_conflicts=True,
-                )
+        values: dict[str, Any] = {
+            name: (sorted(str(t) for t in wanted[name]), None) if wanted[name] else CLEAR
+            for name in ("most", "least")
+            if wanted[name] != stored[name]
+        }
+        values.update({name: (text, None) if text else CLEAR for name, text in given.items()})
+        written = answers_upsert(
+            participant=participant,
+            instrument_id=instrument_id,
+            target=target,
+            values=values,
+            language=participant.language,
+            time_spent_ms=time_spent_ms,
+            current=current,
+        )
+        rows = {**{k: v for k, v in current.items() if k not in values}, **written}
+    row = lay_preference_of(rows.values(), item=item) or PreferenceRow(
+        id=0, participant_id=participant.pk, source_id=item.source_id, item_id=item.pk
+    )
     return SavedPreference(
-        preference,
+        row,
         frozenset(wanted["most"]),
         frozenset(wanted["least"]),
         {name: frozenset(texts) for name, texts in refused.items() if texts},

@@ -27,7 +27,7 @@ from django.utils.translation import gettext as _
 from annotation import latin_square
 from annotation.lay.design import DONE, LayDesign, lay_design, lay_live_rows, lay_withheld_text_ids
 from annotation.lay.errors import LayFlowError, StudyNotReady
-from annotation.models import LayItem, LayPreference, Participant, Study
+from annotation.models import ItemAnswer, LayItem, Participant, Study
 from annotation.survey_page import seeded_shuffle
 
 
@@ -152,7 +152,7 @@ def lay_item_apply_safety_gate(*, item: LayItem) -> LayItem:
             item.shown_text_id = design.text_of[(i, j)]
             item.assigned_system_id = design.system_ids[j]
             changed += ["shown_text", "assigned_system"]
-    if not LayPreference.objects.filter(item=item).exists():
+    if not lay_preference_answered(item=item):
         kept = [t for t in item.preference_order if t not in withheld]
         if kept != item.preference_order:
             item.preference_order = kept
@@ -164,3 +164,10 @@ def lay_item_apply_safety_gate(*, item: LayItem) -> LayItem:
                 pk=item.pk
             )
     return item
+
+
+def lay_preference_answered(*, item: LayItem) -> bool:
+    """Whether panel 3 of the item holds any answer (its order may no longer change)."""
+    return ItemAnswer.objects.filter(
+        participant_id=item.participant_id, source_id=item.source_id, phase=ItemAnswer.Phase.PREFERENCE
+    ).exists()

@@ -8,7 +8,8 @@ from typing import NamedTuple
 
 from django.db.models import Q
 
-from annotation.models import LayPreference, Study
+from annotation.answer_selectors import lay_preferences
+from annotation.models import Participant, Source, Study
 
 
 class LayChoice(NamedTuple):
@@ -22,23 +23,24 @@ class LayChoice(NamedTuple):
 
 
 def lay_choices(*, study: Study, participants: Q) -> list[LayChoice]:
-    """Every panel-3 answer of the study's `participants` (a Q over `item__participant__`), by
-    participant and source position, in three queries."""
-    rows = list(
-        LayPreference.objects.filter(participants, item__participant__study=study)
-        .values_list(
-            "pk", "item__participant__pseudonym", "item__source_id", "item__source__key", "order_shown"
-        )
-        .order_by("item__participant__pseudonym", "item__source__position")
-    )
-    chosen: dict[str, dict[int, list[int]]] = {"most": {}, "least": {}}
-    for name in chosen:
-        through = getattr(LayPreference, name).through
-        for preference_id, text_id in through.objects.filter(
-            laypreference__item__participant__study=study
-        ).values_list("laypreference_id", "simplificationtext_id"):
-            chosen[name].setdefault(preference_id, []).append(text_id)
+    """Every panel-3 answer of the study's `participants` (a Q over `participant__`), by
+    participant and source position (annotation/answer_selectors.py's preferences)."""
+    preferences = lay_preferences(study=study, where=participants)
+    pseudonyms = dict(Participant.objects.filter(study=study).values_list("pk", "pseudonym"))
+    sources = {
+        pk: (key, position)
+        for pk, key, position in Source.objects.filter(study=study).values_list("pk", "key", "position")
+    }
+    rows = sorted(preferences, key=lambda p: (pseudonyms.get(p.participant_id, ""), sources[p.source_id][1]))
     return [
-        LayChoice(*row, most=chosen["most"].get(row[0], []), least=chosen["least"].get(row[0], []))
-        for row in rows
+        LayChoice(
+            p.id,
+            pseudonyms.get(p.participant_id, ""),
+            p.source_id,
+            sources[p.source_id][0],
+            list(p.order_shown) if p.item_id is not None else None,
+            sorted(p.most),
+            sorted(p.least),
+        )
+        for p in rows
     ]

@@ -26,8 +26,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from annotation import latin_square, selectors
+from annotation.answer_selectors import expert_ratings, low_rated_texts
 from annotation.lay.errors import StudyNotReady
-from annotation.models import ExpertRating, LayItem, Participant, Simplification, Study
+from annotation.models import LayItem, Participant, Simplification, SimplificationText, Study
 
 ORIGINAL = LayItem.Stage.ORIGINAL.value
 ASSISTED = LayItem.Stage.ASSISTED.value
@@ -150,38 +151,38 @@ class SafetyFlag:
     comment: str
 
 
-def _flagging_ratings(study: Study):
-    threshold = study.safety_gate_threshold
-    return ExpertRating.objects.filter(
-        selectors.counted_participants(path="participant__"),
-        participant__study=study,
-        participant__role=Participant.Role.RADIOLOGIST,
-        shown_text__source__study=study,
-    ).filter(Q(hallucination__lte=threshold) | Q(correctness__lte=threshold))
+def _radiologists() -> Q:
+    return selectors.counted_participants(path="participant__") & Q(
+        participant__role=Participant.Role.RADIOLOGIST
+    )
 
 
 def lay_safety_flags(*, study: Study) -> list[SafetyFlag]:
     """Every radiologist rating at or below the study's threshold on Hallucination or Correctness,
     one flag per (rating, aspect), whether or not the gate is enabled."""
     threshold = study.safety_gate_threshold
-    ratings = (
-        _flagging_ratings(study)
-        .select_related("participant", "shown_text__source")
-        .order_by("shown_text__source__position", "shown_text_id", "participant_id")
-    )
+    ratings = [
+        r
+        for r in expert_ratings(study=study, where=_radiologists())
+        if any(getattr(r, a) is not None and getattr(r, a) <= threshold for a in SAFETY_ASPECTS)
+    ]
+    texts = SimplificationText.objects.select_related("source").in_bulk({r.shown_text_id for r in ratings})
+    pseudonyms = dict(Participant.objects.filter(study=study).values_list("pk", "pseudonym"))
+    ratings.sort(key=lambda r: (texts[r.shown_text_id].source.position, r.shown_text_id, r.participant_id))
     systems = selectors.systems_by_text(study=study)
     flags = []
     for rating in ratings:
+        shown = texts[rating.shown_text_id]
         for aspect in SAFETY_ASPECTS:
             score = getattr(rating, aspect)
             if score is not None and score <= threshold:
                 flags.append(
                     SafetyFlag(
                         text_id=rating.shown_text_id,
-                        source_key=rating.shown_text.source.key,
-                        text=rating.shown_text.text,
+                        source_key=shown.source.key,
+                        text=shown.text,
                         systems=tuple(systems.get(rating.shown_text_id, ())),
-                        rater=rating.participant.pseudonym or f"#{rating.participant_id}",
+                        rater=pseudonyms.get(rating.participant_id) or f"#{rating.participant_id}",
                         aspect=aspect,
                         score=score,
                         comment=rating.comment,
@@ -195,10 +196,13 @@ def lay_withheld_text_ids(*, study: Study, among: Collection[int] | None = None)
     texts, so that opening one panel costs one small query whatever the study's size."""
     if not study.safety_gate_enabled:
         return set()
-    ratings = _flagging_ratings(study)
-    if among is not None:
-        ratings = ratings.filter(shown_text_id__in=list(among))
-    return set(ratings.values_list("shown_text_id", flat=True).distinct())
+    return low_rated_texts(
+        study=study,
+        aspects=SAFETY_ASPECTS,
+        threshold=study.safety_gate_threshold,
+        where=_radiologists(),
+        among=among,
+    )
 
 
 # --- Live rows -----------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from annotation import answer_writes, scales
+from annotation.answer_selectors import LayAnswerRow
 from annotation.instrument_selectors import LAY, CurrentInstrument, study_instrument_current
 from annotation.instrument_services import item_answer_save
 from annotation.item_questions import ItemQuestion, item_question, shown
@@ -44,14 +45,11 @@ from annotation.lay.errors import PanelClosed, PreferenceConflict
 from annotation.lay.steps import lay_item_for_save, lay_standing
 from annotation.models import (
     ItemAnswer,
-    LayAnswer,
     LayItem,
-    LayPreference,
     Participant,
     SimplificationText,
     Study,
 )
-from annotation.prepared_queries import Joined, PreparedQuery
 from annotation.survey_language import participant_language
 from annotation.survey_page import free_text_clean, page_elapsed_ms, render_stamp, text_label
 from instruments.schema import AppliesTo, Item, ItemKind
@@ -114,17 +112,10 @@ class PanelState:
         return bool(self.answers or self.most or self.least or self.added)
 
 
-def _answer_dict(answer: LayAnswer | None) -> dict[str, str]:
+def _answer_dict(answer: LayAnswerRow | None) -> dict[str, str]:
     if answer is None:
         return {}
     return {name: getattr(answer, name) for name in scales.LAY_QUESTIONS if getattr(answer, name)}
-
-
-_ANSWER = Joined(LayAnswer)
-# Read by every page of panels 1 and 2: SQL compiled once per process.
-_item_answer_rows = PreparedQuery(
-    lambda item_id: LayAnswer.objects.filter(item_id=item_id).values_list(*_ANSWER.columns())
-)
 
 
 def _target(item: LayItem, asked: Item) -> int | None:
@@ -137,14 +128,14 @@ def _added_answers(item: LayItem, added: tuple[Item, ...]) -> dict[str, Any]:
     if not added:
         return {}
     current, _ = _asked(item.participant.study)
-    targets = {(i.key, _target(item, i)) for i in added}
+    targets = {(i.key, _target(item, i), i.phases[0]) for i in added}
     rows = ItemAnswer.objects.filter(
         participant_id=item.participant_id,
         instrument_id=current.row_id,
         source_id=item.source_id,
-        item_key__in=[key for key, _ in targets],
-    ).values_list("item_key", "shown_text_id", "value")
-    return {key: value for key, text_id, value in rows if (key, text_id) in targets}
+        item_key__in=[key for key, _, _ in targets],
+    ).values_list("item_key", "shown_text_id", "phase", "value")
+    return {key: value for key, text_id, phase, value in rows if (key, text_id, phase) in targets}
 
 
 def _missing_added(added: tuple[Item, ...], answers: Mapping[str, Any]) -> list[str]:
@@ -155,9 +146,9 @@ def lay_panel_state(*, item: LayItem, panel: str) -> PanelState:
     study = item.participant.study
     state = PanelState(item=item, panel=panel)
     if panel in (ORIGINAL, ASSISTED):
-        answers = {a.phase: a for a in map(_ANSWER.instances, _item_answer_rows.rows(item_id=item.pk))}
-        state.original_answers = _answer_dict(answers.get(ORIGINAL))
-        state.answers = _answer_dict(answers.get(panel))
+        rows = lay_answers.lay_panel_rows(item=item)
+        state.original_answers = _answer_dict(lay_answers.lay_answer_of(rows, item=item, phase=ORIGINAL))
+        state.answers = _answer_dict(lay_answers.lay_answer_of(rows, item=item, phase=panel))
         state.missing = [q for q in lay_panel_questions(study=study, panel=panel) if q not in state.answers]
         added = lay_panel_added(study=study, panel=panel)
         # Panel 2 repeats panel 1's answers: both panels' added items in one query.
@@ -169,10 +160,9 @@ def lay_panel_state(*, item: LayItem, panel: str) -> PanelState:
         return state
     texts = SimplificationText.objects.in_bulk(item.preference_order)
     state.texts = [(text_label(n), texts[t]) for n, t in enumerate(item.preference_order) if t in texts]
-    preference = LayPreference.objects.filter(item=item).first()
+    preference = lay_answers.lay_preference_of(lay_answers.lay_panel_rows(item=item), item=item)
     if preference is not None:
-        chosen = lay_answers.lay_preference_choices(preference_id=preference.pk)
-        state.most, state.least = chosen["most"], chosen["least"]
+        state.most, state.least = set(preference.most), set(preference.least)
         state.most_justification = preference.most_justification
         state.least_justification = preference.least_justification
     state.missing = [name for name, chosen in (("most", state.most), ("least", state.least)) if not chosen]
@@ -453,6 +443,7 @@ def _added_save(
             shown_text_id=_target(item, asked),
             language=language,
             time_spent_ms=time_spent_ms,
+            phase=panel,
         )
         if saved is not None:
             answers[key] = saved.value

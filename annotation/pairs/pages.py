@@ -3,10 +3,10 @@ it, and where a participant is (progress, resume).
 
 Saving (`pair_answers_save`) is all or nothing: every answer a request carries is checked with
 `instruments.answers.item_value_validate` first, and if any is refused nothing is stored and each
-refused item is named with its reason; otherwise each answer is written to ItemAnswer (value as
-JSON, score = `item_value_code` where it is a number). An empty answer (a cleared text, no box
-ticked) removes the stored one. An autosave carries the controls that changed; a plain submit the
-whole page.
+refused item is named with its reason; otherwise each answer is written to ItemAnswer through
+annotation/answer_store.py (value as JSON, score = `item_value_code` where it is a number). An
+empty answer (a cleared text, no box ticked) removes the stored one. An autosave carries the
+controls that changed; a plain submit the whole page.
 
 Sentence matching (seed 000 section 4.4) is asked as a grid: the reference's sentences as rows, the
 shown (generated) text's sentences as columns, split by `measures.metrics.sentences.split_sentences`
@@ -24,11 +24,11 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import F
 from django.http import QueryDict
 from django.utils.translation import gettext as _
 
 from annotation import participant_services
+from annotation.answer_store import CLEAR, Target, answers_upsert
 from annotation.expert.progress import Progress
 from annotation.item_questions import item_refusal
 from annotation.models import ItemAnswer, Participant
@@ -387,32 +387,25 @@ def pair_answers_save(
     with transaction.atomic():
         # One save of a participant at a time: two racing first answers to an item cannot collide.
         Participant.objects.select_for_update().filter(pk=participant.pk).values_list("pk", flat=True).get()
-        first = True
+        time_left = time_spent_ms
         for page_item, value in writes:
             code = item_value_code(page_item.item, value)
-            answer, _created = ItemAnswer.objects.update_or_create(
+            answers_upsert(
                 participant=participant,
-                instrument=page_item.asked.row,
-                item_key=page_item.item.key,
-                **_target(pair, page_item),
-                defaults={
-                    "value": _json(value),
-                    "score": code if isinstance(code, float) else None,
-                    "language": participant_language(participant, page_item.asked.instrument),
-                },
+                instrument_id=page_item.asked.row.pk,
+                target=Target(**_target(pair, page_item)),
+                values={page_item.item.key: (_json(value), code if isinstance(code, float) else None)},
+                language=participant_language(participant, page_item.asked.instrument),
+                time_spent_ms=time_left,
             )
-            if first and time_spent_ms:
-                ItemAnswer.objects.filter(pk=answer.pk).update(
-                    time_spent_ms=F("time_spent_ms") + time_spent_ms
-                )
-            first = False
+            time_left = 0
         for page_item in clears:
-            ItemAnswer.objects.filter(
+            answers_upsert(
                 participant=participant,
-                instrument=page_item.asked.row,
-                item_key=page_item.item.key,
-                **_target(pair, page_item),
-            ).delete()
+                instrument_id=page_item.asked.row.pk,
+                target=Target(**_target(pair, page_item)),
+                values={page_item.item.key: CLEAR},
+            )
     return [page_item.field for page_item, _value in writes] + [page_item.field for page_item in clears]
 
 

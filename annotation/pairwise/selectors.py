@@ -119,7 +119,7 @@ def derived_comparisons(*, study: Study) -> list[Comparison]:
     from annotation.lay.choices import lay_choices
     from measures.stats.pairwise import Comparison, preferences_to_pairs
 
-    choices = lay_choices(study=study, participants=Q(item__participant__returned_at__isnull=True))
+    choices = lay_choices(study=study, participants=Q(participant__returned_at__isnull=True))
     systems: dict[object, list[str]] = {}  # text id -> system keys
     texts_of: dict[int, list[int]] = {}  # source id -> its texts, for answers that stored no order
     for source_id, text_id, key in (

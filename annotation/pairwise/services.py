@@ -12,6 +12,7 @@ from django.utils.translation import gettext as _
 
 from annotation import participant_services
 from annotation.activity_services import activity_record
+from annotation.answer_store import Target, answers_upsert
 from annotation.instrument_services import study_instruments_stamp_refresh
 from annotation.models import ItemAnswer, PairwiseTask, Participant, Simplification, Study, StudyInstrument
 from annotation.pairwise.assignment import Candidate, pairwise_plan
@@ -123,18 +124,17 @@ def pairwise_answer_save(
         raise ValidationError(
             {"reason": _("The reason is too long: at most %(limit)s characters.") % {"limit": limit}}
         ) from None
-    answer, _created = ItemAnswer.objects.update_or_create(
-        participant=task.participant,
-        instrument=task.instrument,
-        item_key=preference.key,
+    target = Target(
+        source_id=task.source_id,
         shown_text_id=task.left.shown_text_id,
         reference_text_id=task.right.shown_text_id,
-        defaults={
-            "source_id": task.source_id,
-            "value": value,
-            "score": None,
-            "language": task.participant.language or task.participant.study.language,
-            "time_spent_ms": max(0, int(time_spent_ms)),
-        },
     )
-    return answer
+    written = answers_upsert(
+        participant=task.participant,
+        instrument_id=task.instrument_id,
+        target=target,
+        values={preference.key: (value, None)},
+        language=task.participant.language or task.participant.study.language,
+        time_spent_ms=time_spent_ms,
+    )
+    return written[preference.key]

@@ -34,7 +34,7 @@ from django.db import connection
 from psycopg import ClientCursor, errors, pq, sql
 
 from annotation import scales
-from annotation.models import LayAnswer, Participant, Study
+from annotation.models import ItemAnswer, Participant, Study
 from evaluation.exporters.cells import FORMULA_TRIGGERS, PREFIX, csv_cell
 from evaluation.exporters.csv import csv_chunks
 from evaluation.exporters.rows import (
@@ -223,13 +223,15 @@ def _statements(study: Study, columns: Sequence[str], include_external_ids: bool
         query: AnswerQuery,
         names: Sequence[str],
         spread: Sequence[tuple[str, str, str]] = (),
+        each: str | None = None,
         **cells: str,
     ) -> str | None:
         """SELECT the CSV text of each row of `query` (as subquery `a` with columns `names`), in
         `query`'s order; None when the query can match nothing. Without `spread` a row is one CSV
         row of the cells given; with it, a row is the CSV rows of its (question, condition, SQL of
         the text `value,value_number`) whose condition holds, in that order, the other cells
-        computed once per row."""
+        computed once per row. With `each` (a column holding a JSON list of text ids) a row is one
+        CSV row per id, in ascending order, the id as `c.text_id`."""
         keys = [f"k{i}" for i in range(len(query.queryset.query.order_by))]
         try:
             inner, params = query.values_with_order().query.sql_with_params()
@@ -238,6 +240,9 @@ def _statements(study: Study, columns: Sequence[str], include_external_ids: bool
         inner = ClientCursor(raw).mogrify(inner, params)
         order = ", ".join(f"a.{key}" for key in keys)
         source = f"({inner} OFFSET 0) AS a({', '.join([*names, *keys])})"
+        if each is not None:
+            source += f" CROSS JOIN LATERAL jsonb_array_elements_text(a.{each}::jsonb) AS c(text_id)"
+            order += ", c.text_id::bigint"
         if not spread:
             line = _concat(raw, _joined(cells_sql(cells), ",") + ["'\r\n'"])
             return f"SELECT {line} FROM {source} ORDER BY {order}"
@@ -270,7 +275,7 @@ def _statements(study: Study, columns: Sequence[str], include_external_ids: bool
         """SQL for the text `value,` of a free-text answer."""
         return f"concat({_free_text(raw, expression)}, ',')"
 
-    phases = {phase.value: csv_text(phase.value) for phase in LayAnswer.Phase}
+    phases = {str(phase): csv_text(phase) for phase in (ItemAnswer.Phase.ORIGINAL, ItemAnswer.Phase.ASSISTED)}
     statements = []
     questions = [f"q{i}" for i in range(len(LAY_QUESTIONS))]
     statements.append(
@@ -297,15 +302,16 @@ def _statements(study: Study, columns: Sequence[str], include_external_ids: bool
         statements.append(
             statement(
                 preference_query(study=study, known=lookups, side=side),
-                ["participant_id", "source_id", "system_id", "text_id", *shared],
+                ["participant_id", "source_id", "system_id", "chosen", *shared],
+                each="chosen",
                 source=source_key,
                 # The same lookup twice: `systems` and `value` are the same text.
-                systems=f"{texts} ->> a.text_id::text",
+                systems=f"{texts} ->> c.text_id",
                 assigned_system=f"{systems} ->> a.system_id::text",
-                text_id="a.text_id",
+                text_id="c.text_id",
                 phase=_literal(raw, csv_text("preference")),
                 question=_literal(raw, csv_text(f"{side}_preferred")),
-                value=f"{texts} ->> a.text_id::text",
+                value=f"{texts} ->> c.text_id",
                 value_number="'1'",
                 **shared,
             )

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from django.db.models import BooleanField, F, Func, QuerySet, Value
 
 from annotation.models import Study
-from evaluation.exporters.rows import AnswerRow, answer_lookups_of
+from evaluation.exporters.rows import AnswerRow, answer_lookups_of, chosen_text_ids
 from evaluation.study_answers import ANSWER_SECTIONS as SECTIONS
 
 # The index of a position that comes after every row of its stored answer.
@@ -89,10 +89,18 @@ def _read(
             participants={values[0] for _, values, _ in batch},
             sources={values[SECTIONS[s].source_at] for s, values, _ in batch if SECTIONS[s].source_at},
             texts={
-                values[at]
-                for s, values, _ in batch
-                for at in (SECTIONS[s].text_at, SECTIONS[s].reference_at)
-                if at and values[at]
+                *(
+                    values[at]
+                    for s, values, _ in batch
+                    for at in (SECTIONS[s].text_at, SECTIONS[s].reference_at)
+                    if at and values[at]
+                ),
+                *(
+                    text_id
+                    for s, values, _ in batch
+                    if (chosen := SECTIONS[s].chosen_at) is not None
+                    for text_id in chosen_text_ids(values[chosen])
+                ),
             },
         )
         for s, values, key in batch:

@@ -22,15 +22,11 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from django.db import connection
-from django.db.models import CharField, F, Func, QuerySet
+from django.db.models import CharField, F, Func, Q, QuerySet
 
-from annotation import scales
+from annotation import answer_selectors, scales
 from annotation.models import (
     AttentionCheckResponse,
-    ExpertRating,
-    ExpertSourceJudgement,
-    LayAnswer,
-    LayPreference,
     Participant,
     Source,
     Study,
@@ -178,109 +174,98 @@ def _bounds(known: AnswerLookups | None, *, participant: str, source: str = "") 
     return bounds
 
 
+def _where(known: AnswerLookups | None, *, source: str = "source_id") -> Q:
+    """The counted participants, kept to those and the sources `known` holds (over ItemAnswer)."""
+    return Q(
+        counted_participants(path="participant__"),
+        **_bounds(known, participant="participant_id", source=source),
+    )
+
+
 def lay_answer_query(*, study: Study, known: AnswerLookups | None) -> AnswerQuery:
     return AnswerQuery(
-        LayAnswer.objects.filter(
-            counted_participants(path="item__participant__"),
-            item__participant__study=study,
-            **_bounds(known, participant="item__participant_id", source="item__source_id"),
-        ).order_by("item__participant_id", "item__position", "phase"),
+        answer_selectors.lay_answer_rows(study=study, where=_where(known))
+        .filter(item_id__isnull=False)
+        .order_by("participant_id", "item_position", "phase"),
         (
-            "item__participant_id",
-            "item__source_id",
-            "item__shown_text_id",
-            "item__assigned_system_id",
+            "participant_id",
+            "source_id",
+            "item_text_id",
+            "item_system_id",
             "phase",
             *LAY_QUESTIONS,
-            "time_spent_ms",
-            *_timestamps("created_at", "updated_at"),
+            "spent",
+            *_timestamps("first_at", "last_at"),
         ),
     )
 
 
 def preference_query(*, study: Study, known: AnswerLookups | None, side: str) -> AnswerQuery:
-    """The texts chosen as `side` ("most" or "least") preferred, one row per chosen text."""
-    through = getattr(LayPreference, side).through
+    """The preferences with texts chosen as `side` ("most" or "least") preferred: one stored
+    answer each, its chosen text ids as JSON text (spread into one row per chosen text)."""
     return AnswerQuery(
-        through.objects.filter(
-            counted_participants(path="laypreference__item__participant__"),
-            laypreference__item__participant__study=study,
-            **_bounds(
-                known,
-                participant="laypreference__item__participant_id",
-                source="laypreference__item__source_id",
-            ),
-        ).order_by(
-            "laypreference__item__participant_id",
-            "laypreference__item__position",
-            "simplificationtext_id",
-        ),
+        answer_selectors.preference_rows(study=study, where=_where(known))
+        .filter(**{f"{side}__isnull": False, "item_id__isnull": False})
+        .order_by("participant_id", "item_position"),
         (
-            "laypreference__item__participant_id",
-            "laypreference__item__source_id",
-            "laypreference__item__assigned_system_id",
-            "simplificationtext_id",
-            "laypreference__time_spent_ms",
-            *_timestamps("laypreference__created_at", "laypreference__updated_at"),
+            "participant_id",
+            "source_id",
+            "item_system_id",
+            side,
+            "spent",
+            *_timestamps("first_at", "last_at"),
         ),
     )
 
 
 def justification_query(*, study: Study, known: AnswerLookups | None) -> AnswerQuery:
     return AnswerQuery(
-        LayPreference.objects.filter(
-            counted_participants(path="item__participant__"),
-            item__participant__study=study,
-            **_bounds(known, participant="item__participant_id", source="item__source_id"),
-        )
+        answer_selectors.preference_rows(study=study, where=_where(known))
+        .filter(item_id__isnull=False)
         .exclude(most_justification="", least_justification="")
-        .order_by("item__participant_id", "item__position"),
+        .order_by("participant_id", "item_position"),
         (
-            "item__participant_id",
-            "item__source_id",
-            "item__assigned_system_id",
+            "participant_id",
+            "source_id",
+            "item_system_id",
             "most_justification",
             "least_justification",
-            "time_spent_ms",
-            *_timestamps("created_at", "updated_at"),
+            "spent",
+            *_timestamps("first_at", "last_at"),
         ),
     )
 
 
 def expert_rating_query(*, study: Study, known: AnswerLookups | None) -> AnswerQuery:
     return AnswerQuery(
-        ExpertRating.objects.filter(
-            counted_participants(path="participant__"),
-            participant__study=study,
-            **_bounds(known, participant="participant_id", source="shown_text__source_id"),
-        ).order_by("participant_id", "shown_text__source__position", "shown_text_id"),
+        answer_selectors.rating_rows(study=study, where=_where(known)).order_by(
+            "participant_id", "source__position", "shown_text_id"
+        ),
         (
             "participant_id",
-            "shown_text__source_id",
+            "text_source_id",
             "shown_text_id",
             *EXPERT_ASPECTS,
             "comment",
-            "time_spent_ms",
-            *_timestamps("created_at", "updated_at"),
+            "spent",
+            *_timestamps("first_at", "last_at"),
         ),
     )
 
 
 def source_judgement_query(*, study: Study, known: AnswerLookups | None) -> AnswerQuery:
     return AnswerQuery(
-        ExpertSourceJudgement.objects.filter(
-            counted_participants(path="participant__"),
-            participant__study=study,
-            **_bounds(known, participant="participant_id", source="source_id"),
-        ).order_by("participant_id", "source__position"),
+        answer_selectors.judgement_rows(study=study, where=_where(known)).order_by(
+            "participant_id", "source__position"
+        ),
         (
             "participant_id",
             "source_id",
             "severity",
             "simplicity",
             "comment",
-            "time_spent_ms",
-            *_timestamps("created_at", "updated_at"),
+            "spent",
+            *_timestamps("first_at", "last_at"),
         ),
     )
 
@@ -376,30 +361,36 @@ def _lay_rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slug: str
                 )
 
 
+def chosen_text_ids(stored: str | None) -> list[int]:
+    """The text ids of a preference's JSON list of chosen texts, in ascending order."""
+    return sorted(int(t) for t in json.loads(stored)) if stored else []
+
+
 def _preference_rows(side: str) -> Callable[[Iterable[tuple[Any, ...]], AnswerLookups, str], Spread]:
     def rows(stored: Iterable[tuple[Any, ...]], known: AnswerLookups, slug: str) -> Spread:
         _, sources, systems, text_systems = known
         for values in stored:
-            participant_id, source_id, system_id, text_id, time_spent, created, updated = values[:7]
+            participant_id, source_id, system_id, chosen, time_spent, created, updated = values[:7]
             who = _who(known, participant_id, slug)
-            yield (
-                values,
-                0,
-                AnswerRow(
-                    **who,
-                    source=sources[source_id],
-                    systems=text_systems.get(text_id, ""),
-                    assigned_system=systems.get(system_id, ""),
-                    text_id=text_id,
-                    phase="preference",
-                    question=f"{side}_preferred",
-                    value=text_systems.get(text_id, ""),
-                    value_number=1,
-                    time_spent_ms=time_spent,
-                    created_at=_time(created),
-                    updated_at=_time(updated),
-                ),
-            )
+            for n, text_id in enumerate(chosen_text_ids(chosen)):
+                yield (
+                    values,
+                    n,
+                    AnswerRow(
+                        **who,
+                        source=sources[source_id],
+                        systems=text_systems.get(text_id, ""),
+                        assigned_system=systems.get(system_id, ""),
+                        text_id=text_id,
+                        phase="preference",
+                        question=f"{side}_preferred",
+                        value=text_systems.get(text_id, ""),
+                        value_number=1,
+                        time_spent_ms=time_spent,
+                        created_at=_time(created),
+                        updated_at=_time(updated),
+                    ),
+                )
 
     return rows
 
@@ -540,6 +531,7 @@ class Section(NamedTuple):
     source_at: int | None = None
     text_at: int | None = None
     reference_at: int | None = None  # a second text the rows name (an item answer's reference)
+    chosen_at: int | None = None  # the JSON list of texts chosen (a preference), one row each
 
 
 # In the export's order.
@@ -549,13 +541,13 @@ SECTIONS = (
         lambda study, known: preference_query(study=study, known=known, side="most"),
         _preference_rows("most"),
         1,
-        3,
+        chosen_at=3,
     ),
     Section(
         lambda study, known: preference_query(study=study, known=known, side="least"),
         _preference_rows("least"),
         1,
-        3,
+        chosen_at=3,
     ),
     Section(lambda study, known: justification_query(study=study, known=known), _justification_rows, 1),
     Section(lambda study, known: expert_rating_query(study=study, known=known), _expert_rows, 1, 2),

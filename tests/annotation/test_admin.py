@@ -11,10 +11,7 @@ from tests.annotation.factories import build_study
 pytestmark = pytest.mark.django_db
 
 ANSWER_MODELS = [
-    models.ExpertRating,
-    models.ExpertSourceJudgement,
-    models.LayAnswer,
-    models.LayPreference,
+    models.ItemAnswer,
     models.LayItem,
     models.ExpertItem,
     models.AttentionCheckResponse,

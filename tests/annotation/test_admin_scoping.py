@@ -11,19 +11,17 @@ from django.urls import reverse
 
 from annotation.activity_services import activity_record
 from annotation.admin_access import STUDY_PATHS, StudyScopedAdmin
+from annotation.expert import answers as expert_answers
+from annotation.expert.controls import control_answer_save
+from annotation.lay import answers as lay_answers
 from annotation.models import (
     AttentionCheck,
     AttentionCheckResponse,
     ConsentRefusal,
     ExpertItem,
-    ExpertRating,
-    ExpertSourceJudgement,
-    LayAnswer,
     LayItem,
-    LayPreference,
     Participant,
     PlantedControl,
-    PlantedControlAnswer,
     Simplification,
     Study,
     StudyMembership,
@@ -50,10 +48,10 @@ def fill(study: Study, tag: str) -> dict[str, object]:
         study=study, role="layperson", pseudonym=f"L-{tag}", external_id=f"LPID-{tag}"
     )
     ExpertItem.objects.create(participant=radiologist, source=source, position=0, text_order=[text.pk])
-    ExpertRating.objects.create(
-        participant=radiologist, shown_text=text, correctness=4, comment=f"note {tag}"
+    expert_answers.expert_rating_save(
+        participant=radiologist, shown_text=text, scores={"correctness": 4}, comment=f"note {tag}"
     )
-    ExpertSourceJudgement.objects.create(participant=radiologist, source=source, severity="Mild")
+    expert_answers.expert_source_judgement_save(participant=radiologist, source=source, severity="Mild")
     control = PlantedControl.objects.create(
         study=study,
         degrades=text,
@@ -66,12 +64,12 @@ def fill(study: Study, tag: str) -> dict[str, object]:
         category="wrong_severity_or_false_reassurance",
         severity="could_harm",
     )
-    PlantedControlAnswer.objects.create(participant=radiologist, control=control, scores={"correctness": 2})
+    control_answer_save(participant=radiologist, control=control, scores={"correctness": 2})
     item = LayItem.objects.create(
         participant=lay, source=source, position=0, assigned_system=simplification.system, shown_text=text
     )
-    LayAnswer.objects.create(item=item, phase="original", understanding="")
-    LayPreference.objects.create(item=item, most_justification=f"because {tag}")
+    lay_answers.lay_answer_save(item=item, phase="original", answers={"understanding": "Completely"})
+    lay_answers.lay_preference_save(item=item, most_justification=f"because {tag}")
     check = AttentionCheck.objects.create(
         study=study, position=0, prompt=f"Pick blue {tag}", options=["blue", "red"], expected_answer="blue"
     )

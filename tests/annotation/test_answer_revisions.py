@@ -9,9 +9,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from annotation import participant_services
+from annotation.answer_selectors import LayAnswerRow
 from annotation.expert import answers as expert_answers
 from annotation.lay import answers as lay_answers
-from annotation.models import AnswerRevision, ExpertRating, LayAnswer, Simplification, SimplificationText
+from annotation.models import AnswerRevision, ItemAnswer, Simplification, SimplificationText
+from tests.annotation import answers
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db
@@ -34,15 +36,21 @@ def lay_item():
     )
 
 
-def _save(item, answers) -> tuple[LayAnswer, list[str]]:
+def _save(item, given) -> tuple[LayAnswerRow, list[str]]:
     with CaptureQueriesContext(connection) as queries:
-        answer = lay_answers.lay_answer_save(item=item, phase="original", answers=answers, time_spent_ms=10)
+        answer = lay_answers.lay_answer_save(item=item, phase="original", answers=given, time_spent_ms=10)
     return answer, [q["sql"] for q in queries.captured_queries]
 
 
+def _row(item, key: str) -> ItemAnswer:
+    return ItemAnswer.objects.get(
+        participant_id=item.participant_id, source_id=item.source_id, phase="original", item_key=key
+    )
+
+
 def test_a_changed_lay_answer_keeps_its_previous_value_for_one_insert(lay_item):
-    first, first_sql = _save(lay_item, PANEL1)
-    saved_at = LayAnswer.objects.get(pk=first.pk).updated_at
+    _first, first_sql = _save(lay_item, PANEL1)
+    saved_at = _row(lay_item, "understanding").updated_at
     _, same_sql = _save(lay_item, PANEL1)
     assert not AnswerRevision.objects.exists()
     _, changed_sql = _save(lay_item, {**PANEL1, "understanding": "Completely"})
@@ -52,13 +60,15 @@ def test_a_changed_lay_answer_keeps_its_previous_value_for_one_insert(lay_item):
     assert len(extra) == 1 and extra[0].startswith("INSERT")
     assert not any("answerrevision" in sql for sql in first_sql + same_sql)
     revision = AnswerRevision.objects.get()
-    assert revision.previous == {"understanding": "Some parts of it"}
-    assert revision.answer_type == "annotation.LayAnswer" and revision.answer_id == first.pk
+    understanding = _row(lay_item, "understanding")
+    # The item's value: the level's code (Some parts of it = 2).
+    assert revision.previous == {"value": 2}
+    assert revision.answer_type == "annotation.ItemAnswer" and revision.answer_id == understanding.pk
     assert revision.participant_id == lay_item.participant_id
     # The previous value's time is when it was saved (the second, unchanged save), not the first.
     assert revision.previous_at >= saved_at
-    assert revision.revised_at == LayAnswer.objects.get(pk=first.pk).updated_at
-    assert LayAnswer.objects.get(pk=first.pk).understanding == "Completely"
+    assert revision.revised_at == understanding.updated_at
+    assert answers.lay_answer(lay_item, "original").understanding == "Completely"
 
 
 def test_filling_in_a_field_for_the_first_time_is_not_a_revision(lay_item):
@@ -66,8 +76,11 @@ def test_filling_in_a_field_for_the_first_time_is_not_a_revision(lay_item):
     _save(lay_item, {"confidence": "With low confidence"})
     assert not AnswerRevision.objects.exists()
     _save(lay_item, {"understanding": "Not at all", "confidence": "With high confidence"})
-    (revision,) = AnswerRevision.objects.all()
-    assert revision.previous == {"understanding": "Some parts of it", "confidence": "With low confidence"}
+    revisions = {r.answer_id: r.previous for r in AnswerRevision.objects.all()}
+    assert revisions == {
+        _row(lay_item, "understanding").pk: {"value": 2},
+        _row(lay_item, "confidence").pk: {"value": 2},
+    }
 
 
 def test_a_changed_expert_rating_read_under_the_page_lock_keeps_its_previous_value(lay_item):
@@ -75,25 +88,30 @@ def test_a_changed_expert_rating_read_under_the_page_lock_keeps_its_previous_val
     radiologist = participant_services.participant_create(study=study, role="radiologist")
     text = SimplificationText.objects.filter(source__study=study).first()
     expert_answers.expert_rating_save(participant=radiologist, shown_text=text, scores={"correctness": 4})
-    current = ExpertRating.objects.get()
+
+    def current():
+        return {a.item_key: a for a in ItemAnswer.objects.filter(participant=radiologist, shown_text=text)}
+
+    read = current()
     with CaptureQueriesContext(connection) as same:
         expert_answers.expert_rating_save(
-            participant=radiologist, shown_text=text, scores={"correctness": 4}, current=current
+            participant=radiologist, shown_text=text, scores={"correctness": 4}, current=read
         )
-    current = ExpertRating.objects.get()
+    read = current()
     with CaptureQueriesContext(connection) as changed:
         expert_answers.expert_rating_save(
-            participant=radiologist, shown_text=text, scores={"correctness": 2}, current=current
+            participant=radiologist, shown_text=text, scores={"correctness": 2}, current=read
         )
-    assert len(changed.captured_queries) == len(same.captured_queries) + 1
+    # The same answer again writes nothing; the change is its UPDATE and the revision's INSERT.
+    assert (len(same.captured_queries), len(changed.captured_queries)) == (0, 2)
     revision = AnswerRevision.objects.get()
-    assert revision.previous == {"correctness": 4} and revision.participant_id == radiologist.pk
-    assert revision.answer_type == "annotation.ExpertRating"
-    # Without the caller's read (the locked path): the old value comes back from the UPDATE itself.
+    assert revision.previous == {"value": 4} and revision.participant_id == radiologist.pk
+    assert revision.answer_type == "annotation.ItemAnswer" and revision.answer_id == read["correctness"].pk
+    # Without the caller's read (the locked path) the service reads the row itself.
     expert_answers.expert_rating_save(participant=radiologist, shown_text=text, scores={"correctness": 5})
     assert list(AnswerRevision.objects.order_by("id").values_list("previous", flat=True)) == [
-        {"correctness": 4},
-        {"correctness": 2},
+        {"value": 4},
+        {"value": 2},
     ]
 
 
@@ -121,7 +139,6 @@ print(json.dumps({"previous": list(AnswerRevision.objects.values_list("previous"
 
 
 def test_the_embedded_sqlite_default_keeps_revisions_too(tmp_path):
-    # SQLite's RETURNING cannot name the joined table: the old values are read before the UPDATE.
     from tests.annotation.sqlite_run import run_on_sqlite
 
-    assert run_on_sqlite(SQLITE_SCRIPT, tmp_path) == {"previous": [{"understanding": "Some parts of it"}]}
+    assert run_on_sqlite(SQLITE_SCRIPT, tmp_path) == {"previous": [{"value": 2}]}

@@ -23,7 +23,6 @@ from annotation.instrument_services import study_instrument_save
 from annotation.models import (
     AnswerRevision,
     ExpertItem,
-    ItemAnswer,
     Participant,
     SimplificationText,
     Study,
@@ -32,6 +31,7 @@ from annotation.models import (
 from instruments.presets import preset_load
 from instruments.schema import ItemKind
 from instruments.validation import instrument_from_data, instrument_to_data
+from tests.annotation import answers
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db
@@ -195,7 +195,7 @@ def test_marks_are_autosaved_shown_back_and_replaced_with_a_revision(client):
         page_url(participant, item), {field: json.dumps(marks), "elapsed_ms": "900"}, **HTMX
     )
     assert response.status_code == 200 and "Saved" in response.content.decode()
-    (answer,) = ItemAnswer.objects.filter(participant=participant)
+    (answer,) = answers.item_answers().filter(participant=participant)
     assert answer.item_key == "error_spans" and answer.value == marks and answer.score == 2.0
     assert answer.shown_text.text == TEXT
     assert [TEXT[m["start"] : m["end"]] for m in answer.value] == ["small nodule", "probably benign"]
@@ -229,7 +229,7 @@ def test_an_empty_list_where_nothing_was_marked_is_no_answer(client):
     for value in ("", "[]"):
         response = client.post(page_url(participant, item), {field: value}, **HTMX)
         assert response.status_code == 200
-    assert not ItemAnswer.objects.exists()
+    assert not answers.item_answers().exists()
 
 
 def test_a_plain_submit_without_javascript_keeps_the_marks(client):
@@ -244,7 +244,7 @@ def test_a_plain_submit_without_javascript_keeps_the_marks(client):
         page_url(participant, item), {field: stored, "A-correctness": "3", "action": "skip"}
     )
     assert response.status_code == 302
-    assert ItemAnswer.objects.get().value == marks
+    assert answers.item_answers().get().value == marks
     assert not AnswerRevision.objects.exists()
 
 
@@ -285,7 +285,7 @@ def test_bad_marks_are_refused_by_name_and_save_nothing(client, value, message):
     )
     assert response.status_code == 400
     assert message in response.content.decode()
-    assert not ItemAnswer.objects.exists() and not participant.expert_ratings.exists()
+    assert not answers.item_answers().exists() and not answers.ratings(participant=participant)
     # A plain submit is refused the same way, on the page, with a 400.
     response = client.post(page_url(participant, item), {field: raw, "action": "next"})
     assert response.status_code == 400 and message in response.content.decode()
@@ -309,7 +309,7 @@ def test_a_regenerated_simplification_keeps_the_text_its_marks_point_into(client
     source_services.simplification_upsert(
         source=source, system=study.systems.get(key="a"), text="Another text."
     )
-    answer = ItemAnswer.objects.get()
+    answer = answers.item_answers().get()
     assert answer.shown_text.text == TEXT and answer.value == marks
 
 
@@ -332,7 +332,7 @@ def test_a_spanish_study_marks_in_spanish(client):
         re.search(r'<script id="survey-strings" type="application/json">(.*?)</script>', html)[1]
     )
     assert strings["span_added"] == "Marca %(n)s añadida: «%(text)s», %(category)s, %(severity)s."
-    assert ItemAnswer.objects.get().language == "es"
+    assert answers.item_answers().get().language == "es"
 
 
 def test_a_page_finished_without_marks_stores_no_error_marked_on_each_unmarked_text():
@@ -348,22 +348,22 @@ def test_a_page_finished_without_marks_stores_no_error_marked_on_each_unmarked_t
     data = {k: v for k, v in full_answers(page).items() if not k.endswith("-error_spans")}
     del data["A-structure"]
     pages.expert_page_save(participant=participant, item=item, data=data)
-    assert not ItemAnswer.objects.exists()  # not finished: nothing said about the texts yet
+    assert not answers.item_answers().exists()  # not finished: nothing said about the texts yet
 
     marks = [span("small nodule", "wrong_finding_or_location", "could_mislead")]
     pages.expert_page_save(
         participant=participant, item=item, data={field: json.dumps(marks), "A-structure": "3"}
     )
-    stored = {a.shown_text.text: a.value for a in ItemAnswer.objects.filter(participant=participant)}
+    stored = {a.shown_text.text: a.value for a in answers.item_answers().filter(participant=participant)}
     assert len(stored) == 2 and stored[TEXT] == marks
     (clean_text,) = set(stored) - {TEXT}
     assert stored[clean_text] == []
-    assert ItemAnswer.objects.get(shown_text__text=clean_text).score == 0.0
+    assert answers.item_answers().get(shown_text__text=clean_text).score == 0.0
 
     clean_field = f"{label_of(item, clean_text)}-error_spans"
     late = [{"start": 0, "end": 3, "category": "unexplained_jargon", "severity": "minor"}]
     pages.expert_page_save(participant=participant, item=item, data={clean_field: json.dumps(late)})
-    assert ItemAnswer.objects.get(shown_text__text=clean_text).value == late
+    assert answers.item_answers().get(shown_text__text=clean_text).value == late
 
 
 def test_the_marking_instructions_appear_once_per_page(client):

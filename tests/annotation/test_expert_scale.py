@@ -14,7 +14,8 @@ from django.urls import reverse
 
 from annotation import answer_writes, participant_services
 from annotation.expert import pages, progress
-from annotation.models import ExpertItem, ExpertRating, ExpertSourceJudgement, Participant
+from annotation.models import ExpertItem, Participant
+from tests.annotation import answers as typed_answers
 from tests.annotation.factories import build_study
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -81,7 +82,7 @@ def test_page_autosave_and_submit_cost_a_fixed_number_of_queries(
     with django_assert_max_num_queries(SUBMIT_QUERIES):
         response = client.post(url, full_answers(item) | {"action": "next"})
     assert response.status_code == 302 and response.url == page_url(participant, items[-1])
-    first = ExpertRating.objects.get(participant=participant, shown_text_id=item.text_order[0])
+    first = typed_answers.rating(participant=participant, shown_text=item.text_order[0])
     assert first.correctness == 4
 
 
@@ -157,7 +158,7 @@ def test_concurrent_full_page_posts_in_different_field_orders_neither_deadlock_n
         thread.join()
     assert not errors, errors
     assert statuses == [302] * 12
-    ratings = list(ExpertRating.objects.filter(participant=participant))
+    ratings = list(typed_answers.ratings(participant=participant))
     assert len(ratings) == 3
     # Each post wrote one value everywhere; the last one to commit wins on every row alike.
     values = {getattr(rating, aspect) for rating in ratings for aspect in ("correctness", "structure")}
@@ -185,7 +186,7 @@ def test_a_comment_with_a_nul_or_over_the_limit_is_a_clear_400(client, field, te
     assert response.status_code == 400
     html = response.content.decode()
     assert "Nothing on this page was saved" in html and message in html
-    assert not ExpertRating.objects.exists() and not ExpertSourceJudgement.objects.exists()
+    assert not typed_answers.ratings() and not typed_answers.judgements()
     # The limit itself is accepted.
     ok = "y" * answer_writes.COMMENT_MAX_LENGTH
     assert client.post(url, {field: ok}, **HTMX).status_code == 200

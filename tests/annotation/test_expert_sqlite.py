@@ -19,7 +19,8 @@ from django.urls import reverse
 call_command("migrate", verbosity=0)
 from annotation import participant_services
 from annotation.expert import assignment
-from annotation.models import ExpertRating, Participant
+from annotation.answer_selectors import expert_ratings
+from annotation.models import Participant
 from tests.annotation.factories import build_study
 
 study = build_study(slug="sqlite", n_sources=3, systems=("a", "b", "c"))
@@ -51,8 +52,8 @@ def rater(participant, items):
 threads = [threading.Thread(target=rater, args=(r, rater_pages[r.pk])) for r in raters]
 for t in threads: t.start()
 for t in threads: t.join()
-stored = ExpertRating.objects.filter(correctness=3, completeness=3, hallucination=3, structure=3,
-                                     simplicity=3).count()
+stored = sum(1 for r in expert_ratings() if {r.correctness, r.completeness, r.hallucination,
+                                            r.structure, r.simplicity} == {3})
 print(json.dumps({"journal": journal, "mode": settings.DATABASES["default"]["OPTIONS"]["transaction_mode"],
                   "statuses": sorted(set(statuses)), "requests": len(statuses), "errors": errors,
                   "stored": stored}))

@@ -18,11 +18,11 @@ from annotation.expert import pages
 from annotation.models import (
     AnswerRevision,
     ExpertItem,
-    ExpertRating,
-    ExpertSourceJudgement,
+    ItemAnswer,
     Participant,
     Study,
 )
+from tests.annotation import answers
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db
@@ -52,7 +52,7 @@ def full_answers(item, value: int = 4) -> dict[str, str]:
 
 
 def nothing_saved() -> bool:
-    return not ExpertRating.objects.exists() and not ExpertSourceJudgement.objects.exists()
+    return not answers.ratings() and not answers.judgements()
 
 
 # --- entry, instructions, resume ----------------------------------------------------------------------
@@ -164,8 +164,8 @@ def test_autosave_saves_one_answer_and_reports_it(client):
     # The page is not complete yet, so the survey's progress and the index entry are unchanged and
     # not sent again.
     assert 'id="progress"' not in html and 'id="index-' not in html
-    rating = ExpertRating.objects.get()
-    assert (rating.participant, rating.correctness, rating.completeness) == (participant, 2, None)
+    rating = answers.rating()
+    assert (rating.participant_id, rating.correctness, rating.completeness) == (participant.pk, 2, None)
     assert rating.shown_text_id == items[0].text_order[0]
     assert rating.time_spent_ms == 1800
     assert ExpertItem.objects.get(pk=items[0].pk).time_spent_ms == 1800
@@ -282,8 +282,8 @@ def test_double_submit_keeps_one_row_per_answer(client):
     assert first.status_code == second.status_code == 302
     client.post(page_url(participant, items[0]), {"A-correctness": "1"}, **HTMX)
     client.post(page_url(participant, items[0]), {"A-correctness": "1"}, **HTMX)
-    assert ExpertRating.objects.count() == 4
-    assert ExpertSourceJudgement.objects.count() == 1
+    assert len(answers.ratings()) == 4
+    assert len(answers.judgements()) == 1
 
 
 # --- the page form without JavaScript ----------------------------------------------------------------------
@@ -296,11 +296,11 @@ def test_a_complete_page_form_saves_everything_and_goes_to_the_next_page(client)
     data = full_answers(items[0], value=5) | {"A-comment": "Clear.", "original-comment": "Short finding."}
     response = client.post(page_url(participant, items[0]), data | {"action": "next"})
     assert response.status_code == 302 and response.url == page_url(participant, items[1])
-    ratings = ExpertRating.objects.filter(participant=participant)
-    assert ratings.count() == len(items[0].text_order)
+    ratings = answers.ratings(participant=participant)
+    assert len(ratings) == len(items[0].text_order)
     assert all(r.is_complete and r.correctness == 5 for r in ratings)
-    assert ratings.get(shown_text_id=items[0].text_order[0]).comment == "Clear."
-    judgement = ExpertSourceJudgement.objects.get()
+    assert answers.rating(shown_text=items[0].text_order[0]).comment == "Clear."
+    judgement = answers.judgement()
     assert (judgement.severity, judgement.simplicity, judgement.comment) == ("Moderate", 2, "Short finding.")
     assert ExpertItem.objects.get(pk=items[0].pk).completed_at is not None
 
@@ -316,7 +316,7 @@ def test_an_incomplete_page_form_saves_what_was_given_and_shows_what_is_missing(
     html = client.get(response.url).content.decode()
     assert html.count("Please answer") == 2
     assert "2 answers still missing" in re.sub(r"<[^>]+>", "", html)
-    assert ExpertRating.objects.count() == 4 and ExpertSourceJudgement.objects.get().simplicity == 2
+    assert len(answers.ratings()) == 4 and answers.judgement().simplicity == 2
     assert ExpertItem.objects.get(pk=items[0].pk).completed_at is None
 
 
@@ -339,7 +339,7 @@ def test_previous_and_skip_save_first_then_move(client):
     assert response.url == page_url(participant, items[0])
     response = client.post(page_url(participant, items[1]), {"A-completeness": "2", "action": "skip"})
     assert response.url == page_url(participant, items[2])
-    rating = ExpertRating.objects.get()
+    rating = answers.rating()
     assert (rating.correctness, rating.completeness) == (3, 2)
 
 
@@ -395,11 +395,14 @@ def test_a_participant_who_finished_may_still_revise_while_the_study_is_open(cli
     client.post(page_url(participant, item), full_answers(item, value=4))
     response = client.post(page_url(participant, item), {"A-correctness": "1"}, **HTMX)
     assert response.status_code == 200
-    rating = ExpertRating.objects.get(shown_text_id=item.text_order[0])
+    rating = answers.rating(shown_text=item.text_order[0])
     assert rating.correctness == 1
     # The earlier value is kept (annotation.AnswerRevision), with when it had been saved.
-    (revision,) = AnswerRevision.objects.filter(answer_id=rating.pk, answer_type="annotation.ExpertRating")
-    assert revision.previous == {"correctness": 4} and revision.previous_at < revision.revised_at
+    row = ItemAnswer.objects.get(
+        participant=participant, shown_text_id=item.text_order[0], item_key="correctness"
+    )
+    (revision,) = AnswerRevision.objects.filter(answer_id=row.pk, answer_type="annotation.ItemAnswer")
+    assert revision.previous == {"value": 4} and revision.previous_at < revision.revised_at
 
 
 def test_several_radiologists_rate_independently_and_answers_reach_study_stats(client):
@@ -411,8 +414,8 @@ def test_several_radiologists_rate_independently_and_answers_reach_study_stats(c
     html = client.get(page_url(second, item_2)).content.decode()
     assert " checked" not in html  # the second radiologist sees none of the first one's answers
     client.post(page_url(second, item_2), full_answers(item_2, value=2))
-    assert ExpertRating.objects.filter(participant=first, correctness=5).count() == 3
-    assert ExpertRating.objects.filter(participant=second, correctness=2).count() == 3
+    assert sum(r.correctness == 5 for r in answers.ratings(participant=first)) == 3
+    assert sum(r.correctness == 2 for r in answers.ratings(participant=second)) == 3
     out = StringIO()
     call_command("study_stats", study=study.slug, stdout=out)
     counts = json.loads(out.getvalue())

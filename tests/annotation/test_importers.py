@@ -9,14 +9,13 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.models import (
-    ExpertRating,
-    LayAnswer,
     LayItem,
     Participant,
     Simplification,
     Source,
     Study,
 )
+from tests.annotation import answers
 
 pytestmark = pytest.mark.django_db
 
@@ -323,9 +322,12 @@ def test_release_content_matches_the_csvs(release_dir):
     ) as f:
         rows = list(csv.reader(f))[1:]
     first = rows[0]
-    rating = ExpertRating.objects.get(
-        shown_text__simplifications__source__key="s01", shown_text__simplifications__system__key="plain_bs"
-    )
+    text = Simplification.objects.get(
+        source__study__slug="release", source__key="s01", system__key="plain_bs"
+    ).shown_text_id
+    (rating,) = [
+        r for r in answers.ratings(study=Study.objects.get(slug="release")) if r.shown_text_id == text
+    ]
     assert [
         rating.correctness,
         rating.completeness,
@@ -344,17 +346,17 @@ def test_release_content_matches_the_csvs(release_dir):
     texts = {i.shown_text_id for i in shared_items if i.shown_text.simplifications.count() == 2}
     assert len(texts) == 1
     # Missing answers stay missing (one Stage-1 urgency cell is empty in the release).
-    assert (
-        LayAnswer.objects.filter(item__participant__study__slug="release", urgency_confidence="").count() == 2
-    )
+    release = Study.objects.get(slug="release")
+    assert sum(1 for a in answers.lay_answers(study=release) if a.urgency_confidence == "") == 2
     with open(release_dir / "proc_laypeople1.csv", encoding="utf-8-sig", newline="") as f:
         lay1 = list(csv.DictReader(f))
     item = LayItem.objects.get(participant__pseudonym="L001", source__key="s01")
-    panel1 = item.answers.get(phase="original")
+    panel1 = answers.lay_answer(item, "original")
     assert panel1.understanding == lay1[0]["Stage1: You understand the meaning of the sentence."]
-    assert sorted(item.preference.least.values_list("simplifications__system__key", flat=True)) == [
-        "plain_bs"
-    ]
+    least = answers.preference(item).least
+    assert sorted(
+        Simplification.objects.filter(shown_text_id__in=least).values_list("system__key", flat=True)
+    ) == ["plain_bs"]
 
 
 def copy_release(release_dir: Path, tmp_path: Path) -> Path:

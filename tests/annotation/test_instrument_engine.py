@@ -5,11 +5,9 @@ the release read back through the engine after the data migration."""
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import io
 
 import pytest
-from django.apps import apps as django_apps
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
@@ -17,7 +15,7 @@ from django.core.management import call_command
 from annotation import participant_services, scales, study_services
 from annotation.expert import assignment, pages
 from annotation.importers.release import read_release
-from annotation.instrument_binding import PROTOCOL_BINDINGS, binding_of, unbound_items
+from annotation.instrument_binding import PROTOCOL_BINDINGS, SHAPE_ITEMS, binding_of, unbound_items
 from annotation.instrument_selectors import (
     EXPERT,
     LAY,
@@ -26,10 +24,11 @@ from annotation.instrument_selectors import (
     study_instrument_current,
 )
 from annotation.instrument_services import item_answer_save, study_instrument_save
-from annotation.models import ItemAnswer, Participant, SimplificationText, Study, StudyInstrument
+from annotation.models import Participant, SimplificationText, Study, StudyInstrument
 from instruments.presets import preset_load
 from instruments.schema import AppliesTo, ItemKind, Point, Scale
 from instruments.validation import instrument_from_data, instrument_to_data
+from tests.annotation import answers as typed_answers
 from tests.annotation.factories import ACTIONABILITY, build_study, instrument_with
 
 pytestmark = pytest.mark.django_db
@@ -63,8 +62,8 @@ def test_every_protocol_item_is_bound_and_every_binding_is_a_protocol_item():
         assert {item.key for item in preset.items} == set(bindings), name
         assert unbound_items(preset) == ()
         for key, binding in bindings.items():
-            field = binding.model._meta.get_field(binding.column)
-            assert field is not None, (name, key)
+            # The typed shape's column the protocol's analysis reads it in.
+            assert SHAPE_ITEMS[binding.shape][binding.column] == key, (name, key)
             item = preset.item(key)
             if binding.levels is not None:
                 # Level names ↔ the item's codes, one to one, in both directions.
@@ -188,7 +187,7 @@ def test_an_added_items_answer_is_validated_by_name_and_stored_with_its_code():
         shown_text_id=simplification.shown_text_id,
         language="en",
     )
-    (answer,) = ItemAnswer.objects.all()
+    (answer,) = typed_answers.item_answers().all()
     assert (answer.value, answer.score, answer.language) == (2, 2.0, "en")
     study.refresh_from_db()
     key = AnswerKey(participant.pk, "actionability", source.pk, simplification.shown_text_id)
@@ -202,12 +201,9 @@ def test_an_added_items_answer_is_validated_by_name_and_stored_with_its_code():
 def test_the_release_reads_back_through_the_engine_after_the_migration(release_dir):
     call_command("import_release", str(release_dir), "--study", "release-engine", stdout=io.StringIO())
     study = Study.objects.get(slug="release-engine")
-    # The migration path: a study made before instruments existed has no rows and no stamp.
-    StudyInstrument.objects.filter(study=study).delete()
-    Study.objects.filter(pk=study.pk).update(instruments_stamp="")
-    migration = importlib.import_module("annotation.migrations.0014_attach_protocol_instruments")
-    migration.attach(django_apps, None)
-    study.refresh_from_db()
+    # Every answer is stored under the study's presets (attached when it was created; a study made
+    # before instruments existed got them from migration 0014, its answers moved by 0021:
+    # tests/annotation/test_answer_store_migration.py).
     rows = {row.flow: row for row in StudyInstrument.objects.filter(study=study)}
     # The preset has since gained its practice items (a text-only change); the migration attaches
     # the preset as it was.

@@ -17,12 +17,13 @@ from django.utils import translation
 from annotation import participant_services
 from annotation.instrument_services import study_instrument_save
 from annotation.item_questions import _REFUSALS, item_refusal
-from annotation.models import ItemAnswer, Participant, Study
+from annotation.models import Participant, Study
 from annotation.pairs import design
 from annotation.pairs.setup import pairs_participants_invite
 from instruments.answers import REFUSALS, InvalidAnswer, item_value_validate
 from instruments.schema import AppliesTo, Item, ItemKind
 from instruments.validation import instrument_from_data
+from tests.annotation import answers
 from tests.annotation.factories import build_study, instrument_with
 from tests.annotation.test_instrument_flows import at_panel_1
 from tests.annotation.test_languages import MO
@@ -108,7 +109,7 @@ def _assert_spanish_refusals(client, url: str, field: str, data: dict | None = N
         assert response.status_code == 400, page[:300]
         assert message in page, page[:500]
         assert "count" not in page and "must be" not in page  # no English reason
-    assert not ItemAnswer.objects.exists()
+    assert not answers.item_answers().exists()
 
 
 def test_the_radiologist_page_refuses_an_added_count_in_spanish(client):

@@ -27,9 +27,10 @@ from django.utils.translation.template import templatize
 
 from annotation import participant_services, protocol_texts, scales
 from annotation.lay import assignment
-from annotation.models import ItemAnswer, LayItem, Participant, Study
+from annotation.models import LayItem, Participant, Study
 from annotation.wording import protocol_wording, translation_status
 from evaluation.exporters.rows import answer_columns, answer_rows
+from tests.annotation import answers as typed_answers
 from tests.annotation.factories import build_study
 
 REPO = Path(__file__).resolve().parents[2]
@@ -166,7 +167,7 @@ def test_panel_one_questions_and_labels_in_spanish_the_stored_value_unchanged(sp
     refused = client.post(url, {"understanding": "Some parts of it", "continue": "1"})
     assert refused.status_code == 400
     assert "Responda a esta pregunta." in refused.content.decode()
-    assert item.answers.get(phase="original").understanding == "Some parts of it"
+    assert typed_answers.lay_answer(item, "original").understanding == "Some parts of it"
 
 
 def test_activation_costs_no_query(spanish_study, client):
@@ -504,8 +505,10 @@ def test_a_spanish_pairs_study_with_spanish_items_is_all_spanish_and_records_es(
     assert "Fluidez:" in seen["refused"]
     person.refresh_from_db()
     assert person.language == "es" and person.completed_at is not None
-    languages = set(ItemAnswer.objects.filter(participant=person).values_list("language", flat=True))
-    assert languages == {"es"} and ItemAnswer.objects.filter(participant=person).count() > 0
+    languages = set(
+        typed_answers.item_answers().filter(participant=person).values_list("language", flat=True)
+    )
+    assert languages == {"es"} and typed_answers.item_answers().filter(participant=person).count() > 0
 
 
 def test_a_spanish_pairs_study_with_an_english_only_preset_translates_the_interface(client, db):
@@ -516,4 +519,6 @@ def test_a_spanish_pairs_study_with_an_english_only_preset_translates_the_interf
     assert "Factual Correctness" in seen["page"] and "strongly agree" in seen["page"]
     person.refresh_from_db()
     assert person.language == "es"
-    assert set(ItemAnswer.objects.filter(participant=person).values_list("language", flat=True)) == {"en"}
+    assert set(
+        typed_answers.item_answers().filter(participant=person).values_list("language", flat=True)
+    ) == {"en"}

@@ -20,9 +20,7 @@ from annotation.lay.errors import LayFlowError, PanelClosed, PreferenceConflict,
 from annotation.models import (
     AttentionCheck,
     AttentionCheckResponse,
-    LayAnswer,
     LayItem,
-    LayPreference,
     Participant,
     Simplification,
     SimplificationText,
@@ -30,6 +28,7 @@ from annotation.models import (
     System,
 )
 from evaluation import progress
+from tests.annotation import answers
 from tests.annotation.factories import build_study
 from tests.annotation.row_locks import study_row_held
 
@@ -158,7 +157,7 @@ def test_abandoned_and_returned_rows_are_reused_first_and_answers_kept():
     study.save()
     p = [_started(study) for _ in range(4)]
     _finish_item(_items(p[1])[0])
-    answers_before = LayAnswer.objects.filter(item__participant=p[1]).count()
+    answers_before = len(answers.lay_answers(participant=p[1]))
     assert answers_before == 2
     # p1 went quiet two hours ago; p3 returned the study on the recruiter.
     Participant.objects.filter(pk=p[1].pk).update(last_activity_at=timezone.now() - timedelta(hours=2))
@@ -169,7 +168,7 @@ def test_abandoned_and_returned_rows_are_reused_first_and_answers_kept():
     assert _started(study).latin_square_row == 0  # then the normal rotation
     p[1].refresh_from_db()
     assert p[1].latin_square_row == 1  # kept: it says where the abandoned participant's items came from
-    assert LayAnswer.objects.filter(item__participant=p[1]).count() == answers_before
+    assert len(answers.lay_answers(participant=p[1])) == answers_before
     assert design.participant_is_abandoned(participant=p[1])
     assert progress.participant_status(participant=p[1], started=True) == "abandoned"
 
@@ -353,7 +352,7 @@ def test_panel_1_submit_needs_every_answer_then_moves_on():
     item.refresh_from_db()
     assert item.stage == "original"
     _save(item, "original", submit=True, data={"confidence": "Not at all", "severity_guess": "Healthy"})
-    answer = LayAnswer.objects.get(item=item, phase="original")
+    answer = answers.lay_answer(item, "original")
     assert (answer.understanding, answer.confidence, answer.severity_guess) == (
         "Completely",
         "Not at all",
@@ -376,7 +375,7 @@ def test_panel_1_is_locked_once_panel_2_is_shown():
         lay_answers.lay_answer_save(item=item, phase="original", answers={"understanding": "Completely"})
     # A retried identical save is harmless.
     _save(item, "original", data=PANEL1)
-    assert LayAnswer.objects.get(item=item, phase="original").understanding == "Some parts of it"
+    assert answers.lay_answer(item, "original").understanding == "Some parts of it"
 
 
 def test_panel_2_shown_twice_at_once_locks_panel_1_once():
@@ -406,7 +405,7 @@ def test_later_panels_cannot_be_answered_early_and_left_panels_not_changed():
     assert item.stage == "done" and item.completed_at is not None
     with pytest.raises(PanelClosed):
         _save(item, "assisted", data={**PANEL2, "helpfulness": "It did not help"})
-    assert LayAnswer.objects.get(item=item, phase="assisted").helpfulness == "I understand much better"
+    assert answers.lay_answer(item, "assisted").helpfulness == "I understand much better"
 
 
 def test_a_save_out_of_turn_is_refused_and_writes_nothing():
@@ -429,10 +428,10 @@ def test_a_save_out_of_turn_is_refused_and_writes_nothing():
     _finish_item(items[0])
     with pytest.raises(PanelClosed, match="current question first"):  # the middle check is due
         _save(items[1], "original", data=PANEL1)
-    assert not LayAnswer.objects.filter(item=items[1]).exists()
+    assert not answers.lay_answers(item=items[1])
     entry.attention_check_answer(participant=participant, check=middle, answer="Red")
     _save(items[1], "original", data=PANEL1)
-    assert LayAnswer.objects.get(item=items[1], phase="original").understanding == PANEL1["understanding"]
+    assert answers.lay_answer(items[1], "original").understanding == PANEL1["understanding"]
     other = _items(_started(study))[0]
     with pytest.raises(Http404):  # somebody else's item
         panels.lay_panel_save(participant=participant, item_id=other.pk, panel="original", data=PANEL1)
@@ -448,7 +447,7 @@ def test_bad_values_and_questions_not_asked_are_refused():
     ):
         with pytest.raises(ValidationError):
             _save(item, "original", data=data)
-    assert not LayAnswer.objects.filter(item=item).exclude(understanding="", helpfulness="").exists()
+    assert not [a for a in answers.lay_answers(item=item) if a.understanding or a.helpfulness]
 
 
 def test_urgency_question_when_the_study_asks_it():
@@ -460,7 +459,7 @@ def test_urgency_question_when_the_study_asks_it():
         _save(item, "original", data=PANEL1, submit=True)
     assert set(missing.value.message_dict) == {"urgency_confidence"}
     _save(item, "original", data={"urgency_confidence": "With high confidence"}, submit=True)
-    assert LayAnswer.objects.get(item=item, phase="original").urgency_confidence == "With high confidence"
+    assert answers.lay_answer(item, "original").urgency_confidence == "With high confidence"
 
 
 def test_preference_panel_sets_and_overlap():
@@ -486,9 +485,9 @@ def test_preference_panel_sets_and_overlap():
             "least_justification": "Too long.",
         },
     )
-    preference = LayPreference.objects.get(item=item)
-    assert set(preference.most.values_list("pk", flat=True)) == {a, b}
-    assert list(preference.least.values_list("pk", flat=True)) == [d]
+    preference = answers.preference(item)
+    assert set(preference.most) == {a, b}
+    assert list(preference.least) == [d]
     assert preference.most_justification == "Clear words." and preference.order_shown == [a, b, c, d]
     item.refresh_from_db()
     assert item.stage == "done"
@@ -505,20 +504,19 @@ def test_a_preference_autosave_of_one_question_keeps_the_other_and_refuses_an_ov
         _save(item, "preference", data={"fields": "least", "least": [c]}, time_spent_ms=100)
     assert "Simplification C cannot be among both" in str(both.value)
     assert both.value.conflicts == {"least": {c: "C"}}
-    preference = LayPreference.objects.get(item=item)
-    assert set(preference.most.values_list("pk", flat=True)) == {a, c}
+    preference = answers.preference(item)
+    assert set(preference.most) == {a, c}
     # The refused tick cost nothing else: the save's time is kept.
-    assert not preference.least.exists() and preference.time_spent_ms == 300
+    assert not preference.least and preference.time_spent_ms == 300
     _save(item, "preference", data={"fields": "least", "least": [b]}, submit=True)
-    assert set(preference.most.values_list("pk", flat=True)) == {a, c}
-    assert set(preference.least.values_list("pk", flat=True)) == {b}
+    preference = answers.preference(item)
+    assert set(preference.most) == {a, c}
+    assert set(preference.least) == {b}
 
 
 def _choices(item) -> tuple[set, set]:
-    preference = LayPreference.objects.get(item=item)
-    return set(preference.most.values_list("pk", flat=True)), set(
-        preference.least.values_list("pk", flat=True)
-    )
+    preference = answers.preference(item)
+    return set(preference.most), set(preference.least)
 
 
 def test_an_overlapping_tick_never_costs_the_valid_answers_beside_it():
@@ -588,7 +586,7 @@ def test_single_distinct_text_skips_panel_3():
     assert design.lay_item_panels(item=item) == ("original", "assisted")
     _finish_item(item)
     item.refresh_from_db()
-    assert item.stage == "done" and not LayPreference.objects.filter(item=item).exists()
+    assert item.stage == "done" and not answers.preferences(item=item)
 
 
 def test_time_spent_is_added_per_panel():
@@ -596,7 +594,7 @@ def test_time_spent_is_added_per_panel():
     item = _items(_started(study))[0]
     _save(item, "original", data={"understanding": "Completely"}, time_spent_ms=1200)
     _save(item, "original", data={"confidence": "Not at all"}, time_spent_ms=800)
-    assert LayAnswer.objects.get(item=item, phase="original").time_spent_ms == 2000
+    assert answers.lay_answer(item, "original").time_spent_ms == 2000
     assert survey_page.elapsed_ms_clean("-5") == 0 and survey_page.elapsed_ms_clean("abc") == 0
     assert survey_page.elapsed_ms_clean(10**12) == survey_page.MAX_INTERVAL_MS
     stamp = panels.panel_stamp(item=item, panel="original", now=1000.0)

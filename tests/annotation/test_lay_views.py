@@ -20,13 +20,12 @@ from annotation.models import (
     AttentionCheck,
     AttentionCheckResponse,
     ConsentRefusal,
-    LayAnswer,
     LayItem,
-    LayPreference,
     Participant,
     Simplification,
     Study,
 )
+from tests.annotation import answers
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db
@@ -307,7 +306,7 @@ def test_autosave_plain_post_lock_and_no_way_back(client):
     )
     assert response.status_code == 200 and "Saved" in response.content.decode()
     client.post(url1, {**rendered, "understanding": "Completely", "autosave": "1", "elapsed_ms": "500"}, **HX)
-    answer = LayAnswer.objects.get(item=item, phase="original")
+    answer = answers.lay_answer(item, "original")
     assert answer.understanding == "Completely" and answer.time_spent_ms == 2000
     # Plain POST with a missing answer: 400 page that says what is missing; nothing advances.
     response = client.post(url1, {"understanding": "Completely", "confidence": "Not at all", "continue": "1"})
@@ -339,14 +338,14 @@ def test_autosave_plain_post_lock_and_no_way_back(client):
     for headers in ({}, HX):
         response = client.post(url1, {**PANEL1, "understanding": "Not at all", "autosave": "1"}, **headers)
         assert response.status_code == 409 and "locked" in response.content.decode()
-    assert LayAnswer.objects.get(item=item, phase="original").understanding == "Some parts of it"
+    assert answers.lay_answer(item, "original").understanding == "Some parts of it"
     # Panel 2 through the plain-POST fallback, timed by the signed render stamp.
     stamp = panels.panel_stamp(item=item, panel="assisted")
     response = client.post(
         _panel_url(participant, item, "assisted"), {**PANEL2, "rendered_at": stamp, "continue": "1"}
     )
     assert response.status_code == 302
-    assisted = LayAnswer.objects.get(item=item, phase="assisted")
+    assisted = answers.lay_answer(item, "assisted")
     assert assisted.helpfulness == "I understand much better" and assisted.understanding == "Most of it"
 
 
@@ -387,8 +386,8 @@ def test_preference_panel_and_completion(client):
         },
     )
     assert response.status_code == 302
-    preference = LayPreference.objects.get(item=item)
-    assert set(preference.most.values_list("pk", flat=True)) == {a, c}
+    preference = answers.preference(item)
+    assert set(preference.most) == {a, c}
     assert preference.most_justification == "Plain words"
     response = _follow_to(client, _url("lay-start", participant))
     page = response.content.decode()
@@ -440,7 +439,7 @@ def test_a_navigating_submit_answers_with_the_next_panel_itself(client):
     check = AttentionCheck.objects.get()
     assert response.status_code == 204 and response.content == b""
     assert response["X-Radlay-Location"] == _url("lay-check", participant, check_id=check.pk)
-    assert LayPreference.objects.get(item=first).most.get().pk == a
+    assert set(answers.preference(first).most) == {a}
 
     # A plain submit (no script) is still a redirect, and the end of the survey is a 204 too.
     client.post(_url("lay-check", participant, check_id=check.pk), {"answer": "Mild"})
@@ -494,7 +493,7 @@ def test_a_navigating_submit_out_of_turn_is_refused_like_a_plain_one(client):
     assert client.post(url1, {**PANEL1, "continue": "1"}, **NAVIGATE).status_code == 200
     response = client.post(url1, {**PANEL1, "understanding": "Completely", "continue": "1"}, **NAVIGATE)
     assert response.status_code == 409 and "X-Radlay-Page" not in response
-    assert LayAnswer.objects.get(item=item, phase="original").understanding == PANEL1["understanding"]
+    assert answers.lay_answer(item, "original").understanding == PANEL1["understanding"]
 
 
 def test_bad_values_are_400_and_save_nothing(client):
@@ -505,7 +504,7 @@ def test_bad_values_are_400_and_save_nothing(client):
     for data in ({"understanding": "Very much"}, {"severity_guess": "5"}, {"helpfulness": "It did not help"}):
         assert client.post(url, {**data, "autosave": "1"}, **HX).status_code == 400
         assert client.post(url, {**data, "continue": "1"}).status_code == 400
-    assert not LayAnswer.objects.exclude(understanding="", severity_guess="", helpfulness="").exists()
+    assert not [a for a in answers.lay_answers() if a.understanding or a.severity_guess or a.helpfulness]
     assert client.get(_url("lay-panel", participant, item_id=item.pk, panel="bogus")).status_code == 404
     assert (
         client.post(_panel_url(participant, item, "assisted"), {**PANEL2, "continue": "1"}).status_code == 409
@@ -523,7 +522,7 @@ def test_later_source_cannot_be_answered_ahead(client):
         client.post(_panel_url(participant, second, "original"), {**PANEL1, "continue": "1"}).status_code
         == 409
     )
-    assert not LayAnswer.objects.filter(item=second).exists()
+    assert not answers.lay_answers(item=second)
 
 
 def test_access_rules(client):
@@ -540,7 +539,7 @@ def test_access_rules(client):
     # Another participant's item: 404, nothing saved.
     response = client.post(_panel_url(other, item, "original"), {**PANEL1, "continue": "1"})
     assert response.status_code == 404
-    assert not LayAnswer.objects.exists()
+    assert not answers.lay_answers()
     # An unknown token: 404.
     assert client.get(reverse("annotation:lay-start", kwargs={"token": "nope"})).status_code == 404
     # A closed study: a clear 403 page, and autosave refused.
@@ -551,7 +550,7 @@ def test_access_rules(client):
         client.post(_panel_url(participant, item, "original"), {**PANEL1, "autosave": "1"}, **HX).status_code
         == 403
     )
-    assert not LayAnswer.objects.exists()
+    assert not answers.lay_answers()
 
 
 def test_returned_participant_cannot_continue(client):
@@ -566,7 +565,7 @@ def test_returned_participant_cannot_continue(client):
     assert client.get(url).status_code == 403
     assert client.post(url, {**PANEL1, "autosave": "1"}, **HX).status_code == 403
     assert client.post(url, {**PANEL1, "continue": "1"}).status_code == 403
-    assert not LayAnswer.objects.filter(item=item).exists()
+    assert not answers.lay_answers(item=item)
 
 
 def test_double_clicked_submit_is_answered_like_the_first(client):
@@ -600,11 +599,8 @@ def test_double_clicked_submit_is_answered_like_the_first(client):
     )
     # A second click that would change an answer is still refused.
     assert client.post(url, {**data, "most": [b], "least": [a]}).status_code == 409
-    assert list(LayPreference.objects.get(item=first).most.values_list("pk", flat=True)) == [a]
-    assert (
-        LayAnswer.objects.filter(item=first).count() == 2
-        and not LayAnswer.objects.filter(item=second).exists()
-    )
+    assert sorted(answers.preference(first).most) == [a]
+    assert len(answers.lay_answers(item=first)) == 2 and not answers.lay_answers(item=second)
 
 
 def test_autosave_time_is_capped_by_the_time_since_rendering(client):
@@ -617,11 +613,11 @@ def test_autosave_time_is_capped_by_the_time_since_rendering(client):
     client.post(
         url, {**rendered, "understanding": "Completely", "autosave": "1", "elapsed_ms": "1800000"}, **HX
     )
-    spent = LayAnswer.objects.get(item=item, phase="original").time_spent_ms
+    spent = answers.lay_answer(item, "original").time_spent_ms
     assert 3000 <= spent < 60_000
     # Without a render stamp the claim is not counted at all.
     client.post(url, {"confidence": "Not at all", "autosave": "1", "elapsed_ms": "1800000"}, **HX)
-    assert LayAnswer.objects.get(item=item, phase="original").time_spent_ms == spent
+    assert answers.lay_answer(item, "original").time_spent_ms == spent
 
 
 def test_nul_bytes_and_overlong_text_are_a_clear_400(client):
@@ -656,11 +652,7 @@ def test_nul_bytes_and_overlong_text_are_a_clear_400(client):
         assert response.status_code == 400 and message in response.content.decode()
         response = client.post(url, {**fields, "least_justification": bad, "continue": "1"})
         assert response.status_code == 400 and message in response.content.decode()
-    assert (
-        not LayPreference.objects.filter(item=item)
-        .exclude(most_justification="", least_justification="")
-        .exists()
-    )
+    assert not [p for p in answers.preferences(item=item) if p.most_justification or p.least_justification]
 
 
 def test_attention_check_pages(client):

@@ -5,18 +5,18 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from annotation import answer_writes, participant_services, source_services
+from annotation.answer_store import flow_instrument_id
 from annotation.expert import answers as expert_answers
 from annotation.lay import answers as lay_answers
 from annotation.models import (
-    ExpertRating,
-    ExpertSourceJudgement,
-    LayAnswer,
-    LayPreference,
+    ItemAnswer,
     Participant,
+    PlantedControl,
     Simplification,
     SimplificationText,
     Source,
 )
+from tests.annotation import answers
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db
@@ -77,7 +77,7 @@ def test_expert_rating_is_idempotent_and_partial(study, radiologist):
     expert_answers.expert_rating_save(
         participant=radiologist, shown_text=text, scores={"correctness": 5, "structure": 3}, time_spent_ms=250
     )
-    rating = ExpertRating.objects.get()
+    rating = answers.rating()
     assert (rating.correctness, rating.structure, rating.completeness) == (5, 3, None)
     assert rating.time_spent_ms == 750
     assert not rating.is_complete
@@ -96,7 +96,7 @@ def test_expert_rating_rejects_out_of_range(study, radiologist, value):
             expert_answers.expert_rating_save(
                 participant=radiologist, shown_text=text, scores={"correctness": value}
             )
-    assert ExpertRating.objects.count() == 0
+    assert answers.ratings() == []
 
 
 def test_expert_rating_refuses_laypeople_and_other_studies(study, layperson, radiologist):
@@ -113,34 +113,44 @@ def test_expert_rating_refuses_laypeople_and_other_studies(study, layperson, rad
         )
 
 
-def test_database_refuses_likert_out_of_range(study, radiologist):
+def _answer(participant, text, **fields) -> ItemAnswer:
+    instrument = flow_instrument_id(study=participant.study, flow="expert")
+    return ItemAnswer.objects.create(
+        participant=participant,
+        instrument_id=instrument,
+        source=text.source,
+        shown_text=text,
+        **{"item_key": "correctness", "value": 3, "score": 3.0, **fields},
+    )
+
+
+def test_database_refuses_a_second_answer_to_one_item_and_target(study, radiologist):
+    text = SimplificationText.objects.filter(source__study=study).first()
+    _answer(radiologist, text)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        _answer(radiologist, text, value=4, score=4.0)
+
+
+def test_database_refuses_unknown_phases_and_a_control_with_a_text(study, layperson, radiologist):
     text = SimplificationText.objects.filter(source__study=study).first()
     with pytest.raises(IntegrityError), transaction.atomic():
-        ExpertRating.objects.create(participant=radiologist, shown_text=text, correctness=9)
-
-
-def test_database_refuses_duplicate_rating(study, radiologist):
-    text = SimplificationText.objects.filter(source__study=study).first()
-    ExpertRating.objects.create(participant=radiologist, shown_text=text, correctness=3)
-    with pytest.raises(IntegrityError), transaction.atomic():
-        ExpertRating.objects.create(participant=radiologist, shown_text=text, correctness=4)
-
-
-def test_database_refuses_unknown_levels_and_helpfulness_in_panel_1(study, layperson):
-    source = Source.objects.get(study=study, key="s01")
-    item = lay_answers.lay_item_create(
-        participant=layperson,
-        source=source,
-        position=0,
-        shown_text=source.texts.first(),
-        assigned_system=None,
+        _answer(radiologist, text, phase="panel 4")
+    control = PlantedControl.objects.create(
+        study=study,
+        degrades=text,
+        kind="negation",
+        text="x",
+        start=0,
+        end=1,
+        original_start=0,
+        original_end=1,
+        category="c",
+        severity="s",
     )
     with pytest.raises(IntegrityError), transaction.atomic():
-        LayAnswer.objects.create(item=item, phase="original", understanding="Somewhat")
+        _answer(radiologist, text, control=control)
     with pytest.raises(IntegrityError), transaction.atomic():
-        LayAnswer.objects.create(item=item, phase="original", helpfulness="It did not help")
-    with pytest.raises(IntegrityError), transaction.atomic():
-        Source.objects.filter(pk=source.pk).update(reference_severity="Terrible")
+        Source.objects.filter(pk=text.source_id).update(reference_severity="Terrible")
 
 
 def test_source_judgement_idempotent(study, radiologist):
@@ -148,7 +158,7 @@ def test_source_judgement_idempotent(study, radiologist):
     expert_answers.expert_source_judgement_save(participant=radiologist, source=source, severity="Mild")
     expert_answers.expert_source_judgement_save(participant=radiologist, source=source, simplicity=2)
     expert_answers.expert_source_judgement_save(participant=radiologist, source=source, severity="Serious")
-    judgement = ExpertSourceJudgement.objects.get()
+    judgement = answers.judgement()
     assert (judgement.severity, judgement.simplicity) == ("Serious", 2)
     with pytest.raises(ValidationError):
         expert_answers.expert_source_judgement_save(participant=radiologist, source=source, severity="Fatal")
@@ -172,7 +182,7 @@ def test_lay_answers_idempotent_locked_and_validated(study, layperson):
         answers={"understanding": "Most of it", "severity_guess": "Mild"},
         time_spent_ms=5,
     )
-    answer = LayAnswer.objects.get(item=item, phase="original")
+    answer = answers.lay_answer(item, "original")
     assert (answer.understanding, answer.severity_guess, answer.time_spent_ms) == ("Most of it", "Mild", 15)
     with pytest.raises(ValidationError):
         lay_answers.lay_answer_save(item=item, phase="original", answers={"helpfulness": "It did not help"})
@@ -183,11 +193,11 @@ def test_lay_answers_idempotent_locked_and_validated(study, layperson):
         lay_answers.lay_answer_save(item=item, phase="original", answers={"understanding": "Completely"})
     # Re-sending the same value (a double submit) is not a change and is accepted.
     lay_answers.lay_answer_save(item=item, phase="original", answers={"understanding": "Most of it"})
-    assert LayAnswer.objects.get(item=item, phase="original").understanding == "Most of it"
+    assert answers.lay_answer(item, "original").understanding == "Most of it"
     lay_answers.lay_answer_save(
         item=item, phase="assisted", answers={"helpfulness": "I understand much better"}
     )
-    assert LayAnswer.objects.filter(item=item).count() == 2
+    assert len(answers.lay_answers(item=item)) == 2
 
 
 def test_lay_preference_sets_and_foreign_texts(study, layperson):
@@ -203,9 +213,9 @@ def test_lay_preference_sets_and_foreign_texts(study, layperson):
     a, b = item.preference_order[:2]
     lay_answers.lay_preference_save(item=item, most=[a, b], most_justification="clear")
     lay_answers.lay_preference_save(item=item, least=[b], most=[a])
-    preference = LayPreference.objects.get()
-    assert list(preference.most.values_list("pk", flat=True)) == [a]
-    assert list(preference.least.values_list("pk", flat=True)) == [b]
+    preference = answers.preference(item)
+    assert sorted(preference.most) == [a]
+    assert sorted(preference.least) == [b]
     assert preference.most_justification == "clear"
     foreign = SimplificationText.objects.filter(source__key="s02", source__study=study).first()
     with pytest.raises(ValidationError):

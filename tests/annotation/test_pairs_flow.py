@@ -12,12 +12,13 @@ from django.http import QueryDict
 from django.urls import reverse
 
 from annotation import participant_services, source_services
-from annotation.models import ItemAnswer, Participant, Simplification, Study, StudyInstrument, System
+from annotation.models import Participant, Simplification, Study, StudyInstrument, System
 from annotation.pairs import design, pages
 from annotation.pairs.setup import pairs_participants_invite, study_instrument_attach
 from instruments.answers import SentenceMatches, sentence_matching_proportion
 from instruments.schema import ProportionOf
 from measures.metrics.sentences import split_sentences
+from tests.annotation import answers as typed_answers
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db
@@ -150,13 +151,13 @@ def test_a_page_is_saved_all_or_nothing_with_each_refused_item_named(medlay):
     errors = refused.value.message_dict
     assert set(errors) == {"medlaybench_002.simplicity", "medlaybench_002.completeness"}
     assert "Simplicity" in errors["medlaybench_002.simplicity"][0]
-    assert not ItemAnswer.objects.exists()
+    assert not typed_answers.item_answers().exists()
 
     saved = pages.pair_answers_save(
         participant=person, pair=pair, data=_post(medlaybench_002__fluency="4"), time_spent_ms=1200
     )
     assert saved == ["medlaybench_002.fluency"]
-    answer = ItemAnswer.objects.get()
+    answer = typed_answers.item_answers().get()
     assert (answer.item_key, answer.value, answer.score, answer.language, answer.time_spent_ms) == (
         "fluency",
         4,
@@ -171,7 +172,7 @@ def test_a_page_is_saved_all_or_nothing_with_each_refused_item_named(medlay):
     )
     # Changing the answer updates the one row.
     pages.pair_answers_save(participant=person, pair=pair, data=_post(medlaybench_002__fluency="2"))
-    assert list(ItemAnswer.objects.values_list("value", "score")) == [(2, 2.0)]
+    assert list(typed_answers.item_answers().values_list("value", "score")) == [(2, 2.0)]
 
 
 def test_progress_and_resume_follow_the_required_answers(medlay):
@@ -214,7 +215,7 @@ def test_sentence_matching_stores_the_grid_and_its_proportion(matching):
     data.setlist(field, ["0-0", "1-0"])
     data.setlist(field + ".none", ["2"])
     pages.pair_answers_save(participant=person, pair=pair, data=data)
-    answer = ItemAnswer.objects.get()
+    answer = typed_answers.item_answers().get()
     assert answer.value == {"generated_count": 2, "matches": [[0], [0], []]}
     expected = sentence_matching_proportion(
         SentenceMatches(generated_count=2, matches=(frozenset({0}), frozenset({0}), frozenset())),
@@ -261,7 +262,7 @@ def test_pages_walk_from_the_invite_link_to_the_end(client, medlay):
     assert response.url == reverse("annotation:pairs-done", args=[person.token])
     done = client.get(response.url)
     assert done.status_code == 200 and person.completion_code.encode() in done.content
-    assert ItemAnswer.objects.filter(participant=person).count() == 4 * len(order)
+    assert typed_answers.item_answers().filter(participant=person).count() == 4 * len(order)
 
 
 def test_odd_requests_get_4xx_never_500(client, medlay, matching):
@@ -418,7 +419,7 @@ def test_every_kind_is_shown_and_stored_with_its_value_and_score(client):
     refused = client.post(
         url, {"team_pairs.omissions": "6", "team_pairs.why": "x" * 21, "team_pairs.tone": "hot"}
     )
-    assert refused.status_code == 400 and not ItemAnswer.objects.exists()
+    assert refused.status_code == 400 and not typed_answers.item_answers().exists()
     # The refused answers stay on the page, each error named.
     assert "x" * 21 in refused.content.decode() and "at most 5" in refused.content.decode()
     done = client.post(
@@ -432,7 +433,7 @@ def test_every_kind_is_shown_and_stored_with_its_value_and_score(client):
         },
     )
     assert done.status_code == 302
-    stored = {a.item_key: (a.value, a.score, a.reference_text_id) for a in ItemAnswer.objects.all()}
+    stored = {a.item_key: (a.value, a.score, a.reference_text_id) for a in typed_answers.item_answers().all()}
     assert stored == {
         "actionable": ("not_applicable", None, None),
         "tone": ("warm", None, None),
@@ -442,7 +443,11 @@ def test_every_kind_is_shown_and_stored_with_its_value_and_score(client):
     }
     # Clearing an optional answer removes it; a checkbox group sent empty by the autosave too.
     client.post(url, {"team_pairs.why": "", "lists": "team_pairs.flaws"}, HTTP_HX_REQUEST="true")
-    assert set(ItemAnswer.objects.values_list("item_key", flat=True)) == {"actionable", "tone", "omissions"}
+    assert set(typed_answers.item_answers().values_list("item_key", flat=True)) == {
+        "actionable",
+        "tone",
+        "omissions",
+    }
     assert pages.pairs_progress(participant=nurse).done == 1
 
 

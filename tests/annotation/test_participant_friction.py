@@ -15,9 +15,10 @@ from django.urls import reverse
 
 from annotation import participant_services, protocol_texts
 from annotation.lay import design
-from annotation.models import AttentionCheck, LayAnswer, LayItem, Participant
+from annotation.models import AttentionCheck, LayItem, Participant
 from annotation.selectors import analysed_participants
 from evaluation import analysis_inputs, progress
+from tests.annotation import answers as typed_answers
 from tests.annotation.factories import build_study
 from tests.annotation.test_expert_views import full_answers, page_url, radiologist, started
 from tests.annotation.test_lay_flow import _choices
@@ -239,13 +240,13 @@ def test_two_failed_checks_screen_a_participant_out_when_the_study_says_so(clien
     ended = client.get(_panel_url(participant, items[1], "original"))
     assert ended.status_code == 200 and "the survey ends here for you" in ended.content.decode()
     refused = client.post(_panel_url(participant, items[1], "original"), {**PANEL1, "autosave": "1"}, **HX)
-    assert refused.status_code == 403 and not LayAnswer.objects.filter(item=items[1]).exists()
+    assert refused.status_code == 403 and not typed_answers.lay_answers(item=items[1])
     # Recorded for the researcher, and out of the analysis (kept in the exports).
     statuses = {r["participant"]: r["status"] for r in progress.participants_progress(study=study)}
     assert statuses[participant.pseudonym] == "screened out"
     assert design.participant_is_abandoned(participant=participant)
     assert participant.latin_square_row not in design.lay_live_rows(study=study)
-    assert LayAnswer.objects.filter(item__participant=participant).count() == 2
+    assert len(typed_answers.lay_answers(participant=participant)) == 2
     assert analysis_inputs.lay_answers_frame(study=study).empty
     assert analysis_inputs.lay_preferences_frame(study=study).empty
 

@@ -16,17 +16,16 @@ from annotation.expert import assignment, pages
 from annotation.expert import controls as planted
 from annotation.instrument_services import study_instrument_save
 from annotation.models import (
+    AnswerRevision,
     ExpertItem,
-    ExpertRating,
-    ItemAnswer,
     Participant,
     PlantedControl,
-    PlantedControlAnswer,
     SimplificationText,
 )
 from generation.controls import plant_control
 from generation.services.controls import study_controls_plant
 from instruments.schema import AppliesTo, Item, ItemKind, Option
+from tests.annotation import answers
 from tests.annotation.factories import ACTIONABILITY, build_study, instrument_with
 
 pytestmark = pytest.mark.django_db
@@ -207,12 +206,13 @@ def test_a_control_rows_answers_go_to_their_own_store_and_complete_the_page(clie
     client.post(reverse("annotation:expert-instructions", args=[participant.token]))
     response = client.post(url, {f"{label}-correctness": "2", "elapsed_ms": "500"}, **HTMX)
     assert response.status_code == 200
-    answer = PlantedControlAnswer.objects.get(participant=participant, control=control)
+    answer = answers.control_answers(participant=participant, control=control)[0]
     assert answer.scores == {"correctness": 2} and answer.time_spent_ms == 500
-    assert not ExpertRating.objects.filter(participant=participant).exists()
+    assert not answers.ratings(participant=participant)
     client.post(url, {f"{label}-correctness": "1", f"{label}-comment": "Wrong."}, **HTMX)
-    answer.refresh_from_db()
-    assert (answer.scores, answer.comment, answer.revisions) == ({"correctness": 1}, "Wrong.", 1)
+    answer = answers.control_answers(participant=participant, control=control)[0]
+    revisions = AnswerRevision.objects.filter(participant=participant).count()
+    assert (answer.scores, answer.comment, revisions) == ({"correctness": 1}, "Wrong.", 1)
     # Refusals as on a real row: nothing of the request is saved.
     real_label = next(r.label for r in pages.expert_page_get(item=item).texts if r.label != label)
     response = client.post(url, {f"{label}-completeness": "9", f"{real_label}-correctness": "4"}, **HTMX)
@@ -220,21 +220,19 @@ def test_a_control_rows_answers_go_to_their_own_store_and_complete_the_page(clie
         response.status_code == 400
         and "completeness must be a whole number from 1 to 5" in response.content.decode()
     )
-    assert not ExpertRating.objects.filter(participant=participant).exists()
-    answer.refresh_from_db()
+    assert not answers.ratings(participant=participant)
+    answer = answers.control_answers(participant=participant, control=control)[0]
     assert "completeness" not in answer.scores
-    # A whole page: real rows to ExpertRating, the control to its store; the page is then complete.
+    # A whole page: real rows rated, the control's answers about the control; the page is then complete.
     page = pages.expert_page_get(item=item)
     data = {"original-severity": "Mild", "original-simplicity": "3"}
     data |= {cell.field: "4" for row in page.texts for cell in row.aspects}
     client.post(url, data)
     item.refresh_from_db()
     assert item.completed_at is not None
-    assert ExpertRating.objects.filter(participant=participant).count() == 4
-    assert set(
-        ExpertRating.objects.filter(participant=participant).values_list("shown_text__source", flat=True)
-    ) == {item.source_id}
-    answer.refresh_from_db()
+    assert len(answers.ratings(participant=participant)) == 4
+    assert {r.source_id for r in answers.ratings(participant=participant)} == {item.source_id}
+    answer = answers.control_answers(participant=participant, control=control)[0]
     assert answer.scores == dict.fromkeys(
         ("correctness", "completeness", "hallucination", "structure", "simplicity"), 4
     )
@@ -277,8 +275,8 @@ def test_added_items_on_a_control_row_are_checked_and_kept_with_the_control():
     participant, item = _page_with_control(study)
     label, control = _control_label(item)
     pages.expert_page_save(participant=participant, item=item, data={f"{label}-actionability": "2"})
-    assert not ItemAnswer.objects.exists()
-    assert PlantedControlAnswer.objects.get(control=control).added == {"actionability": 2}
+    assert not answers.item_answers().filter(control__isnull=True).exists()
+    assert answers.control_answers(control=control)[0].added == {"actionability": 2}
     page = pages.expert_page_get(item=item)
     row = next(r for r in page.texts if r.label == label)
     assert row.added[0].value == 2
@@ -358,8 +356,8 @@ def test_a_page_with_a_control_finished_without_marks_stores_no_error_marked_on_
     data |= {cell.field: "4" for row in page.texts for cell in row.aspects}
     page = pages.expert_page_save(participant=participant, item=item, data=data)
     assert page.complete
-    stored = ItemAnswer.objects.filter(participant=participant, item_key="error_spans")
+    stored = answers.item_answers().filter(participant=participant, item_key="error_spans")
     assert stored.count() == len(page.texts) - 1
     assert all(value == [] for value in stored.values_list("value", flat=True))
     assert not stored.filter(shown_text__text=control.text).exists()
-    assert PlantedControlAnswer.objects.get(participant=participant, control=control).added == {}
+    assert answers.control_answers(participant=participant, control=control)[0].added == {}

@@ -38,11 +38,9 @@ def texts_with_ratings(text_ids, participant_id):
     return (
         SimplificationText.objects.filter(pk__in=text_ids)
         .annotate(
-            mine=FilteredRelation(
-                "expert_ratings", condition=Q(expert_ratings__participant_id=participant_id)
-            )
+            mine=FilteredRelation("item_answers", condition=Q(item_answers__participant_id=participant_id))
         )
-        .values_list("pk", "text", "mine__pk", "mine__correctness")
+        .values_list("pk", "text", "mine__pk", "mine__value")
         .order_by("pk")
     )
 

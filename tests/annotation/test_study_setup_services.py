@@ -19,8 +19,7 @@ from annotation.models import (
     ActivityEvent,
     AttentionCheck,
     AttentionCheckResponse,
-    ExpertRating,
-    LayAnswer,
+    ItemAnswer,
     Participant,
     Simplification,
     SimplificationText,
@@ -44,6 +43,7 @@ from annotation.study_services import (
 from evaluation import analysis_inputs, progress
 from evaluation.exporters.rows import answer_rows
 from evaluation.selectors import analysis_coverage
+from tests.annotation import answers as typed_answers
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db
@@ -181,6 +181,10 @@ def test_duplicate_copies_the_set_up_and_no_participant_or_answer(researcher):
     AttentionCheck.objects.create(
         study=study, position=1, prompt="A?", options=["a", "b"], expected_answer="a"
     )
+    rater = participant_services.participant_create(study=study, role=RAD)
+    text = SimplificationText.objects.filter(source__study=study).first()
+    expert_answers.expert_rating_save(participant=rater, shown_text=text, scores={"correctness": 4})
+    # A row standing for another instrument (written after the answer, which names a real one).
     StudyInstrument.objects.create(
         study=study,
         key="lay",
@@ -190,9 +194,6 @@ def test_duplicate_copies_the_set_up_and_no_participant_or_answer(researcher):
         fingerprint="f",
         structure_fingerprint="s",
     )
-    rater = participant_services.participant_create(study=study, role=RAD)
-    text = SimplificationText.objects.filter(source__study=study).first()
-    expert_answers.expert_rating_save(participant=rater, shown_text=text, scores={"correctness": 4})
 
     copy = study_duplicate(study=study, slug="orig-2", title="Orig 2", actor=researcher)
 
@@ -223,10 +224,7 @@ def test_duplicate_copies_the_set_up_and_no_participant_or_answer(researcher):
     versions = sorted(copy.instruments.values_list("key", "version", "fingerprint"))
     assert versions == sorted(study.instruments.values_list("key", "version", "fingerprint"))
     assert ("lay", 1, "f") in versions
-    assert (
-        not copy.participants.exists()
-        and not ExpertRating.objects.filter(shown_text__source__study=copy).exists()
-    )
+    assert not copy.participants.exists() and not ItemAnswer.objects.filter(source__study=copy).exists()
     assert StudyMembership.objects.get(study=copy).user == researcher
     assert _verbs(copy) == ["study.created"] and "study.duplicated" in _verbs(study)
     # The original is untouched.
@@ -296,7 +294,7 @@ def test_a_preview_answers_in_a_draft_study_and_takes_no_participant_number(rese
     assert preview.is_preview and not preview.is_pilot and preview.pseudonym == "preview-L1"
     assert access_participant(token=preview.token).pk == preview.pk  # draft, yet the preview may answer
     _lay_answering(preview)
-    assert LayAnswer.objects.filter(item__participant=preview).count() == 1
+    assert len(typed_answers.lay_answers(participant=preview)) == 1
     study_open(study=study, actor=researcher)
     real = participant_services.participant_create(study=study, role=LAY)
     assert real.pseudonym == "L001"
@@ -336,7 +334,7 @@ def test_previews_and_pilots_leak_into_nothing_that_counts(researcher, django_us
     )
     counted = {real_lay.pseudonym, real_rad.pseudonym}
     # The uncounted participants' answers are there, only not counted.
-    assert LayAnswer.objects.filter(item__participant__study=study).count() == 3
+    assert len(typed_answers.lay_answers(study=study)) == 3
 
     # Progress (dashboard, study list, API) and the Latin-square balance.
     assert {r["participant"] for r in progress.participants_progress(study=study)} == counted
@@ -392,9 +390,7 @@ def test_discarding_the_pilot_deletes_its_participants_and_answers_only(research
     assert "2 pilot participant(s), not 3" in " ".join(refused.value.messages)
     assert pilot_participants_discard(study=study, actor=researcher, expected=2) == 2
     assert list(study.participants.all()) == [preview]
-    assert not LayAnswer.objects.filter(
-        item__participant__study=study, item__participant__is_pilot=True
-    ).exists()
+    assert not ItemAnswer.objects.filter(participant__study=study, participant__is_pilot=True).exists()
     event = ActivityEvent.objects.get(study=study, verb="pilot.discarded")
     assert event.details == {"count": 2, "pseudonyms": ["L001", "L002"]}
     study_open(study=study, actor=researcher)

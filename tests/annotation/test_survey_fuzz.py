@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from annotation import participant_services, scales
-from annotation.models import ExpertItem, ExpertRating, LayAnswer, LayItem, Participant
+from annotation.models import ExpertItem, LayItem, Participant
+from tests.annotation import answers
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db(transaction=False)
@@ -82,7 +83,7 @@ def test_lay_panels_never_fail_whatever_is_posted(lay_setup, data, panel, htmx):
     )
     _ok(client.post(url, data, **({"HTTP_HX_REQUEST": "true"} if htmx else {})))
     _ok(client.get(url))
-    for answer in LayAnswer.objects.filter(item__participant=participant):
+    for answer in answers.lay_answers(participant=participant):
         for question, scale in scales.LAY_SCALES.items():
             value = getattr(answer, question)
             assert value == "" or value in scale.names
@@ -132,7 +133,7 @@ def test_radiologist_page_never_fails_whatever_is_posted(expert_setup, data, htm
     url = reverse("annotation:expert-page", args=[participant.token, items[0].pk])
     _ok(client.post(url, data, **({"HTTP_HX_REQUEST": "true"} if htmx else {})))
     _ok(client.get(url))
-    for rating in ExpertRating.objects.filter(participant=participant):
+    for rating in answers.ratings(participant=participant):
         for aspect in scales.EXPERT_ASPECTS:
             assert getattr(rating, aspect) in (None, 1, 2, 3, 4, 5)
         assert "\x00" not in (rating.comment or "")

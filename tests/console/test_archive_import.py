@@ -12,10 +12,11 @@ from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from annotation.models import ItemAnswer, Study, StudyMembership
+from annotation.models import Study, StudyMembership
 from console.archive_views import SESSION_KEY
 from evaluation.study_archive import study_archive_write
 from evaluation.study_archive_tables import EXCLUDED
+from tests.annotation import answers as typed_answers
 from tests.evaluation.instrument_studies import seed002_study
 
 pytestmark = pytest.mark.django_db
@@ -44,7 +45,7 @@ def test_upload_shows_the_counts_then_confirm_imports_the_copy(client, staff, ar
     response = _upload(client, archive_bytes)
     html = response.content.decode()
     assert response.status_code == 200
-    answers = ItemAnswer.objects.filter(participant__study__slug="medlay").count()
+    answers = typed_answers.item_answers().filter(participant__study__slug="medlay").count()
     assert f'<td>annotation.itemanswer</td><td class="num">{answers}</td>' in html
     for table in EXCLUDED:
         assert f"<code>{table}</code>" in html
@@ -58,7 +59,7 @@ def test_upload_shows_the_counts_then_confirm_imports_the_copy(client, staff, ar
         "console:study-setup", args=["moved"]
     )
     moved = Study.objects.get(slug="moved")
-    assert ItemAnswer.objects.filter(participant__study=moved).count() == answers
+    assert typed_answers.item_answers().filter(participant__study=moved).count() == answers
     assert StudyMembership.objects.get(study=moved, user=staff).role == "owner"
     assert moved.activity.filter(verb="study.imported", actor=staff).exists()
     assert not (media / "archive-imports" / f"{token}.zip").exists()

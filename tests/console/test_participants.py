@@ -11,11 +11,12 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
-from annotation.models import ActivityEvent, LayAnswer, LayItem, LayPreference, Participant
+from annotation.models import ActivityEvent, LayItem, Participant
 from annotation.participant_services import invite_contacts_parse, participant_withdraw
 from annotation.team_services import study_member_add
 from evaluation.models import AnalysisSnapshot
 from evaluation.selectors import analysis_coverage
+from tests.annotation import answers
 from tests.evaluation.test_analysis_inputs import build_answered_study
 
 
@@ -118,17 +119,17 @@ def test_withdrawing_counts_deletes_and_recomputes(client, editor):
     layperson = Participant.objects.filter(study=study, role="layperson").order_by("pk").first()
     layperson.background = {"age": "30-49"}
     layperson.save()
-    mine = LayAnswer.objects.filter(item__participant=layperson).count()
+    mine = len(answers.lay_answers(participant=layperson))
     assert mine > 0
-    others = LayAnswer.objects.filter(item__participant__study=study).count() - mine
+    others = len(answers.lay_answers(study=study)) - mine
     client.force_login(editor)
     url = reverse("console:participant-withdraw", args=[study.slug, layperson.pk])
     confirm = client.get(url)
     counts = confirm.context["counts"]
     assert counts["lay answers"] == mine and counts["background answers"] == 1
-    assert counts["lay preferences"] == LayPreference.objects.filter(item__participant=layperson).count()
+    assert counts["lay preferences"] == len(answers.preferences(participant=layperson))
     assert f"<td>lay answers</td><td>{mine}</td>" in confirm.content.decode()
-    assert LayAnswer.objects.filter(item__participant=layperson).count() == mine  # nothing deleted by GET
+    assert len(answers.lay_answers(participant=layperson)) == mine  # nothing deleted by GET
     old_link = reverse("annotation:entry", args=[layperson.token])
     response = client.post(url)
     assert response.status_code == 302
@@ -140,7 +141,7 @@ def test_withdrawing_counts_deletes_and_recomputes(client, editor):
         and layperson.background == {}
     )
     assert not LayItem.objects.filter(participant=layperson).exists()
-    assert LayAnswer.objects.filter(item__participant__study=study).count() == others
+    assert len(answers.lay_answers(study=study)) == others
     event = ActivityEvent.objects.get(study=study, verb="participants.withdrawn")
     assert event.details["deleted"]["lay answers"] == mine
     # The analysis was recomputed without the withdrawn answers.

@@ -15,11 +15,10 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from annotation import participant_services
+from annotation.expert.controls import control_answer_save
 from annotation.models import (
-    ItemAnswer,
     Participant,
     PlantedControl,
-    PlantedControlAnswer,
     Study,
     StudyInstrument,
 )
@@ -39,6 +38,7 @@ from evaluation.study_answers import (
     units_by_flow_and_group,
 )
 from instruments.presets import preset_load, preset_path
+from tests.annotation import answers
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db
@@ -260,7 +260,7 @@ def test_a_pairwise_study_counts_and_exports_its_comparisons():
     for file_format in ("csv", "json"):
         document = b"".join(AnswerExport(study=study, file_format=file_format)).decode()
         assert "pairwise_clinical.preference" in document and "clearer" in document
-    assert ItemAnswer.objects.get().language == "en"
+    assert answers.item_answers().get().language == "en"
 
 
 def test_a_planted_controls_answers_are_in_the_answers_export_and_counted():
@@ -279,7 +279,7 @@ def test_a_planted_controls_answers_are_in_the_answers_export_and_counted():
         severity="major",
     )
     rater = participant_services.participant_create(study=study, role="radiologist")
-    PlantedControlAnswer.objects.create(
+    control_answer_save(
         participant=rater, control=control, scores={"correctness": 2, "hallucination": 1}, comment="odd"
     )
     counts = answer_counts(study=study)

@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
-from annotation.models import ItemAnswer, PlantedControlAnswer, Study
+from annotation.models import Study
 from evaluation.study_archive_tables import ARCHIVED, EXCLUDED
+from tests.annotation import answers as typed_answers
 from tests.evaluation.archive_studies import protocol_study
 from tests.evaluation.conftest import FAST_ANALYSIS_OPTIONS
 
@@ -46,8 +47,8 @@ def test_a_researcher_archives_and_imports_a_study_in_the_browser(page, tmp_path
     with page.expect_navigation():
         page.get_by_role("button", name="Read the archive").click()
     counts = page.locator("#archive-counts")
-    answers = ItemAnswer.objects.filter(participant__study=original).count()
-    controls = PlantedControlAnswer.objects.filter(participant__study=original).count()
+    answers = typed_answers.item_answers().filter(participant__study=original).count()
+    controls = len(answers.control_answers(study=original))
     assert answers > 0 and controls > 0
     assert counts.locator("tr", has_text="annotation.itemanswer").locator("td.num").inner_text() == str(
         answers
@@ -75,8 +76,8 @@ def test_a_researcher_archives_and_imports_a_study_in_the_browser(page, tmp_path
     assert page.url.endswith("/console/spans-moved/")
     assert "imported from the archive of spans-orig" in page.content()
     moved = Study.objects.get(slug="spans-moved")
-    assert ItemAnswer.objects.filter(participant__study=moved).count() == answers
-    assert PlantedControlAnswer.objects.filter(participant__study=moved).count() == controls
+    assert typed_answers.item_answers().filter(participant__study=moved).count() == answers
+    assert len(answers.control_answers(study=moved)) == controls
 
     page.goto("/console/spans-moved/instruments/")
     html = page.content()

@@ -8,20 +8,21 @@ from __future__ import annotations
 import pytest
 
 from annotation import participant_services
-from annotation.models import ExpertItem, ItemAnswer, Participant, StudyInstrument
+from annotation.models import ExpertItem, Participant, StudyInstrument
 from annotation.span_suggestions import span_suggestions_offered
 from evaluation import services as evaluation_services
 from evaluation.analysis import AnalysisOptions
 from instruments.validation import instrument_from_data
 from judging import services as judging_services
 from judging.span_assistance import span_assistance_set
+from tests.annotation import answers
 from tests.annotation.test_error_spans import label_of
 from tests.e2e.polling import wait_for
 from tests.judging.test_span_assistance import TEXT, assisted_study
 
 
 def _fates(participant) -> dict[str, tuple[str, str]]:
-    answer = ItemAnswer.objects.filter(participant=participant, item_key="error_spans").first()
+    answer = answers.item_answers().filter(participant=participant, item_key="error_spans").first()
     if answer is None:
         return {}
     return {s["id"]: (s["origin"], s["fate"]) for s in (answer.suggestions or {}).get("items", [])}
@@ -74,7 +75,7 @@ def test_a_radiologist_accepts_a_suggestion_and_deletes_a_planted_one(page, live
     expected = {judge.id: ("judge", "accepted"), planted.id: ("planted", "deleted")}
     got = wait_for(lambda: {k: v for k, v in _fates(participant).items() if k in expected}, expected)
     assert got == expected
-    answer = ItemAnswer.objects.get(participant=participant, item_key="error_spans")
+    answer = answers.item_answers().get(participant=participant, item_key="error_spans")
     assert answer.value == [
         {"start": judge.start, "end": judge.end, "category": judge.category, "severity": judge.severity}
     ]
@@ -93,7 +94,10 @@ def test_a_radiologist_accepts_a_suggestion_and_deletes_a_planted_one(page, live
     assert got == expected
     edited = {"start": other.start, "end": other.end, "category": other.category, "severity": "minor"}
     expect(status).to_contain_text("Mark 2 added")
-    stored = lambda: edited in ItemAnswer.objects.get(participant=participant, item_key="error_spans").value  # noqa: E731
+
+    def stored() -> bool:
+        return edited in answers.item_answers().get(participant=participant, item_key="error_spans").value
+
     assert wait_for(stored, True)
 
     # After a reload the decided suggestions stay decided.

@@ -22,9 +22,10 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import get_resolver
 
-from annotation.models import ItemAnswer, Participant, Study, StudyInstrument
+from annotation.models import Participant, Study, StudyInstrument
 from instruments.validation import instrument_from_data
 from judging.models import JudgeAnswer, JudgeRun
+from tests.annotation import answers as typed_answers
 from tests.e2e.test_console_study_lifecycle import (
     GOOD,
     _follow,
@@ -153,7 +154,7 @@ def test_an_item_added_in_the_editor_reaches_survey_analysis_exports_judges_and_
         )
         added = [f for f in fields if f.endswith("-actionability")]
         assert added and len(added) == sum(1 for f in fields if f.endswith("-correctness"))
-    answers = list(ItemAnswer.objects.filter(participant__study=study, item_key="actionability"))
+    answers = list(typed_answers.item_answers().filter(participant__study=study, item_key="actionability"))
     by_rater = {
         pseudonym: sorted(a.score for a in answers if a.participant.pseudonym == pseudonym)
         for pseudonym in ("R001", "R002")

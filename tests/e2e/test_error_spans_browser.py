@@ -15,6 +15,7 @@ import pytest
 
 from annotation import participant_services
 from annotation.models import AnswerRevision, ExpertItem, ItemAnswer, Participant
+from tests.annotation import answers
 from tests.annotation.test_error_spans import TEXT, label_of, span_study
 from tests.e2e.polling import wait_for
 
@@ -63,7 +64,7 @@ def axe_blocking(page) -> list[str]:
 
 
 def stored(participant) -> list[dict] | None:
-    answer = ItemAnswer.objects.filter(participant=participant, item_key="error_spans").first()
+    answer = answers.item_answers().filter(participant=participant, item_key="error_spans").first()
     return None if answer is None else sorted(answer.value, key=lambda m: (m["start"], m["end"]))
 
 
@@ -142,7 +143,7 @@ def test_a_radiologist_marks_two_spans_one_by_keyboard_and_sees_them_after_reloa
     second = expected(KEYBOARD, "unexplained_jargon", "minor")
     assert wait_for(lambda: stored(participant), [second, first]) == [second, first]
     assert page.url.endswith(f"/page/{item.pk}/")  # "n" did not leave the page
-    assert not participant.expert_ratings.exists()  # nor did "3" answer a row
+    assert not answers.ratings(participant=participant)  # nor did "3" answer a row
     page.screenshot(path=str(artifacts_dir / "error_spans_marked.png"), full_page=True)
 
     # A list the server refuses (here forged: a span past the end of the text) is refused by name
@@ -219,7 +220,7 @@ def test_a_radiologist_marks_two_spans_one_by_keyboard_and_sees_them_after_reloa
     page.get_by_role("button", name=f"Remove mark 2: “{MOUSE}”").click()
     expect(status).to_contain_text(f"Mark removed: “{MOUSE}”.")
     assert wait_for(lambda: stored(participant), [second]) == [second]
-    answer = ItemAnswer.objects.get(participant=participant, item_key="error_spans")
+    answer = answers.item_answers().get(participant=participant, item_key="error_spans")
     # Each change kept the list before it: [first] when the second mark came, both at the removal.
     revisions = AnswerRevision.objects.filter(answer_type="annotation.ItemAnswer", answer_id=answer.pk)
     assert [len(r.previous["value"]) for r in revisions] == [2, 1]  # newest first
@@ -270,7 +271,7 @@ def test_without_javascript_the_page_says_marks_need_it_and_keeps_them(browser, 
         page.click("#next-page")
         expect(page).to_have_url(re.compile(r"\?missing=1$"))
         assert participant.expert_ratings.get().correctness == 2
-        assert ItemAnswer.objects.get(item_key="error_spans").value == [mark]
+        assert answers.item_answers().get(item_key="error_spans").value == [mark]
         assert not AnswerRevision.objects.exists()  # sent back as it was: no change
     finally:
         context.close()

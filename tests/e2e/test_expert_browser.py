@@ -9,7 +9,8 @@ import re
 import pytest
 
 from annotation import participant_services, scales
-from annotation.models import ExpertItem, ExpertRating, ExpertSourceJudgement, Participant
+from annotation.models import ExpertItem, Participant
+from tests.annotation import answers
 from tests.annotation.factories import build_study
 from tests.e2e.polling import wait_for
 
@@ -140,7 +141,7 @@ def test_a_radiologist_rates_a_study_reloads_goes_back_and_everything_is_stored(
     page.context.set_offline(True)
     page.locator(f'[data-field="{fields[0]}"] label:has(input[data-key="2"])').click()
     expect(page.locator(f'[data-field="{fields[0]}"] .row-status .offline')).to_be_visible()
-    assert not ExpertSourceJudgement.objects.filter(participant=participant, source=items[2].source).exists()
+    assert not answers.judgements(participant=participant, source=items[2].source)
     page.context.set_offline(False)
     wait_saved(page, fields[0])
     given[items[2].pk][fields[0]] = answer_value(fields[0], "2")
@@ -168,12 +169,12 @@ def test_a_radiologist_rates_a_study_reloads_goes_back_and_everything_is_stored(
         item.refresh_from_db()
         assert item.completed_at is not None and item.time_spent_ms > 0
         expected = given[item.pk]
-        judgement = ExpertSourceJudgement.objects.get(participant=participant, source=item.source)
+        judgement = answers.judgement(participant=participant, source=item.source)
         assert judgement.severity == expected["original-severity"]
         assert judgement.simplicity == expected["original-simplicity"]
         for label_index, text_id in enumerate(item.text_order):
             label = "ABCDE"[label_index]
-            rating = ExpertRating.objects.get(participant=participant, shown_text_id=text_id)
+            rating = answers.rating(participant=participant, shown_text=text_id)
             stored = {f"{label}-{aspect}": getattr(rating, aspect) for aspect in scales.EXPERT_ASPECTS}
             assert stored == {
                 k: v for k, v in expected.items() if k.startswith(f"{label}-") and k != f"{label}-comment"
@@ -181,8 +182,8 @@ def test_a_radiologist_rates_a_study_reloads_goes_back_and_everything_is_stored(
             assert rating.comment == expected.get(f"{label}-comment", "")
             total_ratings += 1
     # One sentence's texts are shared by two systems: 4 + 3 + 4 distinct texts to rate.
-    assert ExpertRating.objects.filter(participant=participant).count() == total_ratings == 4 + 3 + 4
-    assert ExpertSourceJudgement.objects.filter(participant=participant).count() == 3
+    assert len(answers.ratings(participant=participant)) == total_ratings == 4 + 3 + 4
+    assert len(answers.judgements(participant=participant)) == 3
     assert given[items[1].pk]["B-correctness"] == new != old
 
 
@@ -238,15 +239,12 @@ def test_seventeen_answers_typed_fast_survive_closing_the_tab_on_postgresql(brow
     expected = {field: answer_value(field, key) for field, key in pressed.items()}
 
     def read() -> dict:
-        ratings = list(
-            ExpertRating.objects.filter(participant=participant).values_list(
-                "shown_text_id", *scales.EXPERT_ASPECTS
-            )
-        )
-        judgement = (
-            ExpertSourceJudgement.objects.filter(participant=participant)
-            .values_list("severity", "simplicity")
-            .first()
+        ratings = [
+            (r.shown_text_id, *(getattr(r, a) for a in scales.EXPERT_ASPECTS))
+            for r in answers.ratings(participant=participant)
+        ]
+        judgement = next(
+            ((j.severity, j.simplicity) for j in answers.judgements(participant=participant)), None
         )
         return stored_answers(ratings, judgement, item.text_order)
 

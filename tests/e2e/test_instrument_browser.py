@@ -11,9 +11,10 @@ import pytest
 
 from annotation import participant_services
 from annotation.instrument_services import study_instrument_save
-from annotation.models import ExpertItem, ItemAnswer, Participant
+from annotation.models import ExpertItem, Participant
 from instruments.presets import preset_load
 from instruments.schema import Point, Scale
+from tests.annotation import answers
 from tests.annotation.factories import ACTIONABILITY, build_study, instrument_with
 from tests.e2e.polling import wait_for
 
@@ -45,8 +46,8 @@ def test_a_radiologist_answers_an_added_likert_item_and_sees_it_after_a_reload(p
 
     row.locator('label:has(input[value="4"])').click()
     expect(row.locator(".row-status .saved")).to_be_visible()
-    assert wait_for(lambda: ItemAnswer.objects.filter(participant=participant).exists(), True)
-    answer = ItemAnswer.objects.get(participant=participant)
+    assert wait_for(lambda: answers.item_answers().filter(participant=participant).exists(), True)
+    answer = answers.item_answers().get(participant=participant)
     assert (answer.item_key, answer.value, answer.score) == ("actionability", 4, 4.0)
     assert answer.shown_text_id == item.text_order[0]
 

@@ -15,13 +15,11 @@ from annotation.instrument_services import study_instrument_save
 from annotation.models import (
     AttentionCheck,
     AttentionCheckResponse,
-    ItemAnswer,
-    LayAnswer,
     LayItem,
-    LayPreference,
     Participant,
 )
 from instruments.schema import Item
+from tests.annotation import answers as typed_answers
 from tests.annotation.factories import WHY_BEST, build_study, instrument_with
 from tests.e2e.polling import wait_for
 
@@ -271,18 +269,18 @@ def test_two_laypeople_complete_the_survey_on_a_phone(phone, live_server, artifa
         for item in items:
             expected = answers[item.position]
             for phase in ("original", "assisted"):
-                row = LayAnswer.objects.get(item=item, phase=phase)
+                row = typed_answers.lay_answer(item, phase)
                 stored = {f: getattr(row, f) for f in ASSISTED_FIELDS if getattr(row, f)}
                 assert stored == expected[phase], (participant, item.position, phase)
                 assert row.time_spent_ms > 0
             assert item.original_locked_at is not None
-            preference = LayPreference.objects.get(item=item)
-            assert set(preference.most.values_list("pk", flat=True)) == expected["preference"]["most"]
-            assert set(preference.least.values_list("pk", flat=True)) == expected["preference"]["least"]
+            preference = typed_answers.preference(item)
+            assert set(preference.most) == expected["preference"]["most"]
+            assert set(preference.least) == expected["preference"]["least"]
             assert preference.most_justification == expected["preference"]["most_justification"]
             assert preference.least_justification == expected["preference"]["least_justification"]
             assert preference.order_shown == item.preference_order
-    assert LayAnswer.objects.count() == 16 and LayPreference.objects.count() == 8
+    assert len(typed_answers.lay_answers()) == 16 and len(typed_answers.preferences()) == 8
     assert AttentionCheckResponse.objects.filter(passed=True).count() == 2
 
 
@@ -316,7 +314,7 @@ def test_missing_answers_are_shown_where_they_are_and_go_away_once_answered(phon
     expect(page.locator(".question p.error")).to_have_count(0)
     _continue(page)
     assert page.url.endswith("/assisted/")
-    answer = LayAnswer.objects.get(item__participant=participant, phase="original")
+    (answer,) = typed_answers.lay_answers(participant=participant, phase="original")
     assert (answer.understanding, answer.confidence, answer.severity_guess) == (
         "Completely",
         "Not at all",
@@ -363,11 +361,11 @@ def test_panel_1_answers_keyed_fast_survive_closing_the_tab(browser, live_server
     }
 
     def read() -> dict:
-        row = LayAnswer.objects.filter(item=item, phase="original").first()
+        row = next(iter(typed_answers.lay_answers(item=item, phase="original")), None)
         return {f: getattr(row, f) for f in ORIGINAL_FIELDS if getattr(row, f)} if row else {}
 
     assert wait_for(read, expected) == expected
-    assert LayAnswer.objects.get(item=item, phase="original").time_spent_ms > 0
+    assert typed_answers.lay_answer(item, "original").time_spent_ms > 0
     context.close()
 
 
@@ -397,22 +395,24 @@ def test_preference_unticked_box_and_typing_in_its_pause_survive_closing_the_tab
     with page.expect_response(lambda r: r.request.method == "POST") as saved:
         page.locator(f'#q-least input[value="{last}"]').check()
     assert saved.value.status == 200
-    assert set(LayPreference.objects.get(item=item).least.values_list("pk", flat=True)) == {last}
+    assert set(typed_answers.preference(item).least) == {last}
     page.locator(f'#q-most input[value="{first}"]').check()
     page.locator(f'#q-least input[value="{last}"]').uncheck()
     page.locator("#f-why_best").type("Plain words", delay=20)
     assert wait_for(
-        lambda: list(ItemAnswer.objects.filter(participant=participant).values_list("item_key", "value")),
+        lambda: list(
+            typed_answers.item_answers().filter(participant=participant).values_list("item_key", "value")
+        ),
         [("why_best", "Plain words")],
     ) == [("why_best", "Plain words")]
     page.locator("#most_justification").type("Short words.", delay=20)
     page.close()
 
     def read() -> tuple:
-        preference = LayPreference.objects.get(item=item)
+        preference = typed_answers.preference(item)
         return (
-            set(preference.most.values_list("pk", flat=True)),
-            set(preference.least.values_list("pk", flat=True)),
+            set(preference.most),
+            set(preference.least),
             preference.most_justification,
         )
 

@@ -27,12 +27,12 @@ import pandas as pd
 import pytest
 
 from annotation import source_services
-from annotation.models import ItemAnswer
 from annotation.pairs import design
 from annotation.pairs.setup import pairs_participants_invite, study_instrument_attach
 from instruments.answers import SentenceMatches, sentence_matching_proportion
 from instruments.schema import ProportionOf
 from measures.metrics.sentences import split_sentences
+from tests.annotation import answers as typed_answers
 from tests.annotation.factories import build_study
 from tests.e2e.dashboard import download, researcher_page
 
@@ -138,12 +138,12 @@ def test_seed_002_two_radiologists_and_a_lay_reader_rate_caption_pairs(
         expect(page.locator("#done")).to_contain_text("you have finished")
     stored = {
         (a.participant_id, a.shown_text_id, a.item_key): (a.value, a.score)
-        for a in ItemAnswer.objects.filter(participant__study=study)
+        for a in typed_answers.item_answers().filter(participant__study=study)
     }
     assert stored == {key: (code, float(code)) for key, code in clicked.items()}
     assert all(
         a.reference_text_id is None and a.instrument.key == "medlaybench_002" and a.time_spent_ms >= 0
-        for a in ItemAnswer.objects.filter(participant__study=study)
+        for a in typed_answers.item_answers().filter(participant__study=study)
     )
 
     context, dashboard = researcher_page(browser, live_server, study)
@@ -325,7 +325,7 @@ def test_seed_000_three_annotators_match_sentences(page, browser, live_server, a
                 page.set_viewport_size({"width": 1024, "height": 768})
             page.click("#next-page")
         expect(page.locator("#done")).to_contain_text("you have finished")
-    answers = ItemAnswer.objects.filter(participant__study=study)
+    answers = typed_answers.item_answers().filter(participant__study=study)
     assert answers.count() == 3 * n_pairs
     for answer in answers:
         rows = ticked[(answer.participant_id, answer.shown_text_id)]
@@ -476,5 +476,5 @@ def test_a_spanish_study_runs_the_pairs_flow_in_spanish(page, live_server):
     expect(page.locator("#done h1")).to_have_text("Gracias, ha terminado")
     annotator.refresh_from_db()
     assert annotator.language == "es"
-    answer = ItemAnswer.objects.get(participant=annotator)
+    answer = typed_answers.item_answers().get(participant=annotator)
     assert answer.language == "en" and answer.value["matches"] == [[0], [1], []]

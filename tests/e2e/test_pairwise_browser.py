@@ -10,10 +10,11 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from annotation import participant_services
-from annotation.models import ItemAnswer, PairwiseTask, Participant
+from annotation.models import PairwiseTask, Participant
 from annotation.pairwise.services import pairwise_instrument_attach
 from evaluation import services as evaluation_services
 from measures.stats.pairwise import bradley_terry
+from tests.annotation import answers as typed_answers
 from tests.annotation.factories import build_study
 from tests.evaluation.conftest import FAST_ANALYSIS_OPTIONS
 
@@ -90,7 +91,7 @@ def test_three_raters_rank_three_systems_and_the_dashboard_shows_the_bradley_ter
         assert _answer_all(page, person.token, rater, keyboard=rater == 0) == 8
         context.close()
 
-    answers = ItemAnswer.objects.filter(participant__study=study)
+    answers = typed_answers.item_answers().filter(participant__study=study)
     assert answers.count() == 24
     assert answers.filter(value__reason="Clearer wording.").count() == 2
 

@@ -11,8 +11,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import get_resolver
 
-from annotation.models import LayAnswer, Participant
+from annotation.models import Participant
 from evaluation.models import AnalysisSnapshot
+from tests.annotation import answers
 from tests.e2e.polling import wait_for
 from tests.evaluation.conftest import FAST_ANALYSIS_OPTIONS
 from tests.evaluation.test_analysis_inputs import build_answered_study
@@ -59,7 +60,7 @@ def test_a_layperson_who_answers_half_a_panel_and_leaves_does_not_break_the_next
         page.locator('#q-understanding label:has(input[value="Most of it"])').click()
     assert saved.value.status == 200
     lay.close()
-    half = LayAnswer.objects.get(item__participant__external_id="halfway01")
+    (half,) = answers.lay_answers(participant=Participant.objects.get(external_id="halfway01"))
     assert (half.understanding, half.confidence, half.severity_guess) == ("Most of it", "", "")
 
     # The researcher's next visit: the snapshot is recomputed with the half answer and shown.

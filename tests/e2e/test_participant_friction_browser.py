@@ -12,7 +12,8 @@ from annotation import participant_services
 from annotation.expert import assignment as expert_assignment
 from annotation.expert import pages
 from annotation.lay import assignment, panels
-from annotation.models import LayAnswer, LayItem, Participant
+from annotation.models import LayItem, Participant
+from tests.annotation import answers as typed_answers
 from tests.annotation.factories import build_study
 from tests.annotation.test_expert_views import full_answers
 from tests.annotation.test_lay_flow import _choices
@@ -99,7 +100,7 @@ def test_a_mouse_answer_hands_the_number_keys_to_the_next_question(page):
     expect(page.locator('#q-confidence input[value="With low confidence"]')).to_be_checked()
 
     def saved() -> tuple:
-        answer = LayAnswer.objects.filter(item=item, phase="original").first()
+        answer = next(iter(typed_answers.lay_answers(item=item, phase="original")), None)
         return (answer.understanding, answer.confidence) if answer else ()
 
     assert wait_for(saved, ("Most of it", "With low confidence")) == ("Most of it", "With low confidence")
@@ -118,7 +119,7 @@ def test_a_fully_answered_panel_takes_digits_and_enter(page):
     page.keyboard.press("Enter")
     page.wait_for_url(re.compile(r"/assisted/$"))
     expect(page.locator(".simp")).to_be_visible()
-    answer = LayAnswer.objects.get(item=item, phase="original")
+    answer = typed_answers.lay_answer(item, "original")
     assert (answer.understanding, answer.severity_guess) == ("Most of it", "Healthy")
 
 

@@ -12,9 +12,10 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from annotation import participant_services, source_services, study_services
-from annotation.models import ExpertItem, Participant, PlantedControl, PlantedControlAnswer
+from annotation.models import ExpertItem, Participant, PlantedControl
 from evaluation.rater_reliability import RELIABILITY_ASPECTS, study_rater_reliability
 from generation.services.controls import study_controls_plant
+from tests.annotation import answers
 
 SIDES = ("left", "right")
 # Four systems' wordings of each source: negations, sides and sizes for the controls to change.
@@ -109,7 +110,7 @@ def test_a_random_rater_is_flagged_unreliable_and_a_careful_one_is_not(page, bro
         other.close()
     # Every control was answered, by both, in the store apart from the real ratings.
     for participant in (careful, careless):
-        assert PlantedControlAnswer.objects.filter(participant=participant).count() == 10
+        assert len(answers.control_answers(participant=participant)) == 10
         assert participant.expert_ratings.count() == 40
 
     get_user_model().objects.create_superuser("researcher", password="pw-planted-1")

@@ -14,9 +14,10 @@ import pytest
 from django.urls import get_resolver
 
 from annotation import participant_services
-from annotation.models import LayAnswer, LayItem, Participant
+from annotation.models import LayItem, Participant
 from annotation.wording import protocol_wording
 from evaluation.exporters.rows import answer_columns, answer_rows
+from tests.annotation import answers as typed_answers
 from tests.annotation.factories import build_study
 from tests.e2e.dashboard import download, researcher_page
 from tests.evaluation.conftest import FAST_ANALYSIS_OPTIONS
@@ -107,7 +108,7 @@ def test_a_spanish_layperson_takes_the_protocol_and_the_export_says_es(
 
     person.refresh_from_db()
     assert person.language == "es" and person.completed_at is not None
-    stored = LayAnswer.objects.filter(item__participant=person, phase="original")
+    stored = typed_answers.lay_answers(participant=person, phase="original")
     assert {answer.understanding for answer in stored} == {"Most of it"}  # stored as the level name
     assert LayItem.objects.filter(participant=person).count() == 2
     rows = list(answer_rows(study=spanish_study))

@@ -17,7 +17,8 @@ from django.core.management import call_command
 
 from annotation import participant_services, source_services
 from annotation.error_span_services import study_error_spans_add
-from annotation.models import ExpertItem, ItemAnswer, Participant, Study
+from annotation.models import ExpertItem, Participant, Study
+from tests.annotation import answers
 from tests.annotation.test_error_spans import label_of
 from tests.e2e.polling import wait_for
 from tests.e2e.test_error_spans_browser import FIND, arrive
@@ -164,7 +165,7 @@ def test_a_300_word_report_on_the_radiologist_page_and_a_mark_across_paragraphs(
     }
 
     def stored():
-        answer = ItemAnswer.objects.filter(participant=participant, item_key="error_spans").first()
+        answer = answers.item_answers().filter(participant=participant, item_key="error_spans").first()
         return None if answer is None else answer.value
 
     assert wait_for(stored, [mark]) == [mark]

@@ -12,10 +12,8 @@ from annotation.expert import controls as planted
 from annotation.models import (
     AnswerRevision,
     ExpertItem,
-    ItemAnswer,
     Participant,
     PlantedControl,
-    PlantedControlAnswer,
 )
 from annotation.pairwise.services import (
     pairwise_answer_save,
@@ -23,6 +21,7 @@ from annotation.pairwise.services import (
     pairwise_tasks_prepare,
 )
 from generation.services.controls import study_controls_plant
+from tests.annotation import answers
 from tests.annotation.factories import build_study
 from tests.evaluation.instrument_studies import seed000_study, seed002_study
 from tests.evaluation.span_studies import SPAN_ITEM, span_study
@@ -32,7 +31,7 @@ def protocol_study(slug: str):
     """The protocol's radiologist pages with the error-span item, planted controls mixed in, whole
     pages answered (protocol aspects, spans, control rows) and one answer changed (a revision)."""
     study, _, people = span_study(slug=slug, raters=2)
-    ItemAnswer.objects.filter(participant__study=study).delete()  # the pages write their own
+    answers.item_answers().filter(participant__study=study).delete()  # the pages write their own
     study_controls_plant(study=study, rate=0.3, seed=3)
     for person in people:
         for item in assignment.expert_items_ensure(participant=person)[:4]:
@@ -50,7 +49,7 @@ def protocol_study(slug: str):
                     planted.control_answer_save(
                         participant=person, control=control, added=[(SPAN_ITEM, [span])]
                     )
-    assert PlantedControlAnswer.objects.filter(participant__study=study).exists()
+    assert answers.control_answers(study=study)
     assert ExpertItem.objects.filter(participant__study=study).exclude(control_slots=[]).exists()
     assert AnswerRevision.objects.filter(participant__study=study).exists()
     return study

@@ -9,8 +9,9 @@ import pytest
 from annotation import participant_services
 from annotation.expert import answers as expert_answers
 from annotation.lay import answers as lay_answers
-from annotation.models import LayItem, LayPreference, Participant, SimplificationText, Study
+from annotation.models import LayItem, Participant, SimplificationText, Study
 from evaluation import analysis_inputs
+from tests.annotation import answers
 from tests.annotation.factories import build_study, lay_item_of
 
 UNDERSTANDING = ["Not at all", "Some parts of it", "Most of it", "Completely"]
@@ -168,13 +169,7 @@ def test_preferences_frame_keeps_its_study_when_another_studys_preferences_lie_b
     lay_answers.lay_preference_save(item=item, most=texts[:2], least=[texts[-1]])
     for study in (first, second):
         frame = analysis_inputs.lay_preferences_frame(study=study)
-        stored = LayPreference.objects.filter(item__participant__study=study).prefetch_related(
-            "most", "least"
-        )
-        expected = {
-            pref.pk: ({text.pk for text in pref.most.all()}, {text.pk for text in pref.least.all()})
-            for pref in stored
-        }
+        expected = {pref.pk: (set(pref.most), set(pref.least)) for pref in answers.preferences(study=study)}
         assert len(frame) == len(expected) == (5 if study == first else 8)
         for row in frame.itertuples():
             assert (set(row.most_texts), set(row.least_texts)) == expected[row.preference_id]

@@ -8,7 +8,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotation.models import LayAnswer, LayItem
+from annotation.answer_store import Target, answers_upsert, flow_instrument_id
+from annotation.models import ItemAnswer, LayItem
 from evaluation.exporters.pages import answer_page
 from evaluation.exporters.rows import answer_rows
 from tests.evaluation.test_export_copy import study  # noqa: F401  (every kind of answer)
@@ -48,8 +49,13 @@ def test_a_page_is_not_shifted_by_answers_written_before_it(study):  # noqa: F81
     second = answer_page(study=study, limit=7, start=first.next)
     # The first item's answers, before the second page, replaced by fewer rows.
     item = LayItem.objects.filter(participant__study=study).order_by("participant_id", "position").first()
-    item.answers.all().delete()
-    LayAnswer.objects.create(item=item, phase="original", understanding="Completely")
+    ItemAnswer.objects.filter(participant_id=item.participant_id, source_id=item.source_id).delete()
+    answers_upsert(  # written to the store directly: panel 1 is locked for the survey
+        participant=item.participant_id,
+        instrument_id=flow_instrument_id(study=study, flow="lay"),
+        target=Target(source_id=item.source_id, phase="original"),
+        values={"understanding": (4, 4.0)},  # Completely
+    )
     assert list(answer_rows(study=study))[7:14] != second.rows  # what an offset would now show
     assert answer_page(study=study, limit=7, start=first.next).rows == second.rows
 

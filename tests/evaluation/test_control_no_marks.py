@@ -1,26 +1,24 @@
 """A planted control left unmarked on a study with error spans: stored as "no error marked" ([]),
-as a real row stores it; the null an earlier version stored is migrated; the reliability figures
-and the progress page read every partial answer."""
+as a real row stores it; the reliability figures and the progress page read every partial answer.
+(The nulls an earlier version stored were migrated by 0018; 0021 moves the answers into the store,
+tests/annotation/test_answer_store_migration.py.)"""
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
-from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from annotation import participant_services
 from annotation.error_span_services import study_error_spans_add
 from annotation.expert import assignment, pages
-from annotation.models import Participant, PlantedControl, PlantedControlAnswer
+from annotation.models import ItemAnswer, Participant, PlantedControl
 from evaluation.rater_reliability import marked_spans, study_rater_reliability
 from generation.services.controls import study_controls_plant
+from tests.annotation import answers
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db
-migration = importlib.import_module("annotation.migrations.0018_control_no_marks")
 
 
 def _span_study(slug: str):
@@ -50,9 +48,7 @@ def _answer_pages_without_marks(study, seed: int) -> Participant:
 def test_an_unmarked_control_is_stored_as_no_error_marked_and_the_progress_page_answers(client):
     study = _span_study("no-marks-page")
     participant = _answer_pages_without_marks(study, seed=7)
-    stored = list(
-        PlantedControlAnswer.objects.filter(participant=participant).values_list("added", flat=True)
-    )
+    stored = [answer.added for answer in answers.control_answers(participant=participant)]
     assert stored and all(added == {"error_spans": []} for added in stored)
 
     rows = study_rater_reliability(study=study)
@@ -65,37 +61,17 @@ def test_an_unmarked_control_is_stored_as_no_error_marked_and_the_progress_page_
     assert section.status_code == 200
 
 
-def test_the_nulls_stored_before_are_migrated_and_read_as_no_span_meanwhile(client):
-    study = _span_study("no-marks-migrate")
-    participant = _answer_pages_without_marks(study, seed=8)
-    answers = PlantedControlAnswer.objects.filter(participant=participant)
-    # What the earlier version stored: a null for the unmarked control, and a null of another item.
-    answers.update(added={"error_spans": None, "actionability": None})
-    first = answers.order_by("pk").first()
-    PlantedControlAnswer.objects.filter(pk=first.pk).update(added={"error_spans": None, "actionability": 2})
-
-    # Before the migration runs, the reliability and the page read the nulls as no span.
-    assert study_rater_reliability(study=study)[0]["span_found"] == 0.0
-    client.force_login(get_user_model().objects.create_superuser("no-marks-mig", password="pw"))
-    assert client.get(reverse("evaluation:study-progress", args=[study.slug])).status_code == 200
-
-    migration.control_no_marks(apps, None)
-    migrated = dict(answers.values_list("pk", "added"))
-    assert migrated.pop(first.pk) == {"error_spans": [], "actionability": 2}
-    assert set(map(repr, migrated.values())) == {repr({"error_spans": []})}
-
-
 def test_a_control_whose_planted_span_is_marked_is_found():
     study = _span_study("no-marks-found")
     participant = _answer_pages_without_marks(study, seed=9)
     control = PlantedControl.objects.filter(answers__participant=participant).first()
     span = {"start": control.start, "end": max(control.end, control.start + 1)}
     span |= {"category": "wrong_finding_or_location", "severity": "could_harm"}
-    PlantedControlAnswer.objects.filter(participant=participant, control=control).update(
-        added={"error_spans": [span]}
+    ItemAnswer.objects.filter(participant=participant, control=control, item_key="error_spans").update(
+        value=[span], score=1.0
     )
     (row,) = study_rater_reliability(study=study)
-    n = PlantedControlAnswer.objects.filter(participant=participant).count()
+    n = len(answers.control_answers(participant=participant))
     assert row["span_found"] == pytest.approx(1 / n)
 
 

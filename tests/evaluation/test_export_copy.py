@@ -16,13 +16,13 @@ from django.core.management import call_command
 from django.db import connection
 
 from annotation import participant_services
+from annotation.answer_store import CLEAR, Target, answers_upsert, flow_instrument_id
 from annotation.expert import answers as expert_answers
 from annotation.lay import answers as lay_answers
 from annotation.models import (
     AttentionCheck,
     AttentionCheckResponse,
     LayItem,
-    LayPreference,
     Participant,
     SimplificationText,
     Source,
@@ -60,8 +60,16 @@ def study(db):
     ]
     for item, (most, least) in zip(items, justifications, strict=False):
         lay_answers.lay_preference_save(item=item, most_justification="x", least_justification="x")
-        # Written directly: the service strips the leading tab and CR that this test needs.
-        LayPreference.objects.filter(item=item).update(most_justification=most, least_justification=least)
+        # Written to the store directly: the service strips the leading tab and CR this test needs.
+        answers_upsert(
+            participant=item.participant,
+            instrument_id=flow_instrument_id(study=study, flow="lay"),
+            target=Target(source_id=item.source_id, phase="preference"),
+            values={
+                "most_justification": (most, None) if most else CLEAR,
+                "least_justification": (least, None) if least else CLEAR,
+            },
+        )
 
     # A layperson who answered only some questions, on an item with no assigned system.
     person = participant_services.participant_create(

@@ -11,16 +11,11 @@ import pytest
 from django.core.management import call_command
 
 from annotation import scales
-from annotation.models import (
-    ExpertRating,
-    ExpertSourceJudgement,
-    LayAnswer,
-    LayPreference,
-)
 from evaluation.exporters import FORMATS
 from evaluation.exporters.csv import csv_chunks
 from evaluation.exporters.json import json_chunks
 from evaluation.exporters.rows import answer_columns, answer_rows
+from tests.annotation import answers
 from tests.evaluation.test_analysis_inputs import build_answered_study
 
 
@@ -28,17 +23,17 @@ def expected_answer_count(study) -> int:
     """Counted straight from the tables: one per answered question, chosen text, non-empty free
     text, rated aspect and judged property."""
     n = 0
-    for answer in LayAnswer.objects.filter(item__participant__study=study):
+    for answer in answers.lay_answers(study=study):
         n += sum(
             bool(getattr(answer, q))
             for q in ("understanding", "confidence", "urgency_confidence", "severity_guess", "helpfulness")
         )
-    for preference in LayPreference.objects.filter(item__participant__study=study):
-        n += preference.most.count() + preference.least.count()
+    for preference in answers.preferences(study=study):
+        n += len(preference.most) + len(preference.least)
         n += bool(preference.most_justification) + bool(preference.least_justification)
-    for rating in ExpertRating.objects.filter(participant__study=study):
+    for rating in answers.ratings(study=study):
         n += sum(getattr(rating, a) is not None for a in scales.EXPERT_ASPECTS) + bool(rating.comment)
-    for judgement in ExpertSourceJudgement.objects.filter(participant__study=study):
+    for judgement in answers.judgements(study=study):
         n += bool(judgement.severity) + (judgement.simplicity is not None) + bool(judgement.comment)
     return n
 
@@ -209,7 +204,7 @@ def test_timestamps_are_iso_8601_utc_as_python_writes_them(study):
     """On PostgreSQL the database formats the timestamps; they must read as Python's isoformat."""
     from datetime import UTC
 
-    answer = LayAnswer.objects.filter(item__participant__study=study).order_by("pk").first()
+    answer = answers.lay_answers(study=study)[0]
     expected = answer.created_at.astimezone(UTC).isoformat(timespec="microseconds")
     rows = [r for r in answer_rows(study=study) if r.created_at == expected]
     assert rows, expected

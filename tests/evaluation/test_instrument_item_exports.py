@@ -13,10 +13,11 @@ from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from annotation.models import ItemAnswer, StudyMembership
+from annotation.models import StudyMembership
 from annotation.team_services import study_member_add
 from evaluation.analysis import AnalysisOptions, study_analysis
 from evaluation.analysis_inputs import study_frames
+from tests.annotation import answers
 from tests.evaluation.instrument_studies import seed000_study, seed002_study
 
 pytestmark = pytest.mark.usefixtures("fast_analysis")
@@ -52,7 +53,7 @@ def _body(response) -> bytes:
 def test_long_and_wide_csv_reproduce_the_analysis(client, owner, medlay):
     client.force_login(owner)
     long = pd.read_csv(io.BytesIO(_body(client.get(f"/dashboard/{medlay.slug}/items.csv"))))
-    assert len(long) == ItemAnswer.objects.filter(participant__study=medlay).count()
+    assert len(long) == answers.item_answers().filter(participant__study=medlay).count()
     assert set(long["instrument"]) == {"medlaybench_002"} and set(long["language"]) == {"en"}
     assert set(long["item_kind"]) == {"ordinal"} and "external_id" not in long.columns
     wide = pd.read_csv(
@@ -106,7 +107,7 @@ def test_sentence_matching_values_are_typed_in_json_and_text_in_csv(client, owne
     }
     stored = {
         (a.participant.pseudonym, a.shown_text_id): a
-        for a in ItemAnswer.objects.filter(participant__study=study)
+        for a in answers.item_answers().filter(participant__study=study)
     }
     for record in records:
         answer = stored[(record["participant"], record["text_id"])]

@@ -12,10 +12,10 @@ import pytest
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
-from annotation.models import ItemAnswer
 from evaluation.analysis import AnalysisOptions, study_analysis
 from evaluation.analysis_inputs import study_frames
 from instruments.answers import item_value_validate, sentence_matching_proportion
+from tests.annotation import answers as typed_answers
 from tests.annotation.factories import build_study
 from tests.evaluation.instrument_studies import answer_add, instrument_add, seed000_study, seed002_study
 
@@ -26,16 +26,20 @@ OPTIONS = AnalysisOptions(n_resamples=50, correlation_resamples=20, metric_famil
 
 def _answers(study) -> pd.DataFrame:
     """The answers read straight from the ORM, independently of the analysis's selector."""
-    rows = ItemAnswer.objects.filter(participant__study=study).values(
-        "participant__pseudonym",
-        "participant__role",
-        "item_key",
-        "source__key",
-        "shown_text_id",
-        "reference_text_id",
-        "value",
-        "score",
-        "shown_text__simplifications__system__key",  # each text here has one system
+    rows = (
+        typed_answers.item_answers()
+        .filter(participant__study=study)
+        .values(
+            "participant__pseudonym",
+            "participant__role",
+            "item_key",
+            "source__key",
+            "shown_text_id",
+            "reference_text_id",
+            "value",
+            "score",
+            "shown_text__simplifications__system__key",  # each text here has one system
+        )
     )
     return pd.DataFrame.from_records(rows).rename(
         columns={"shown_text__simplifications__system__key": "system"}
@@ -276,7 +280,7 @@ def test_versions_pool_only_when_their_structure_is_equal():
         2: instrument_add(study=study, instrument=reworded),
         3: instrument_add(study=study, instrument=shortened),
     }
-    shown = ItemAnswer.objects.filter(participant__study=study).first()
+    shown = typed_answers.item_answers().filter(participant__study=study).first()
     extra = answer_add(
         participant=raters[0],
         row=rows[2],
@@ -300,7 +304,9 @@ def test_versions_pool_only_when_their_structure_is_equal():
     assert [g["label"] for g in groups] == ["medlaybench_002 v1–2", "medlaybench_002 v3"]
     assert groups[0]["versions"] == [1, 2] and "pooled" in groups[0]["note"]
     assert "kept apart" in groups[1]["note"]
-    pooled = ItemAnswer.objects.filter(instrument__version__in=[1, 2], item_key="factual_correctness")
+    pooled = typed_answers.item_answers().filter(
+        instrument__version__in=[1, 2], item_key="factual_correctness"
+    )
     assert groups[0]["items"][0]["n_answers"] == pooled.count() and extra in pooled
     assert groups[1]["items"][0]["n_answers"] == 1
     assert groups[1]["items"][0]["mean"]["mean"] == 2.0

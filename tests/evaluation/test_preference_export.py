@@ -180,7 +180,8 @@ def test_pairwise_and_lay_answers_become_the_pairs_the_analysis_reads():
     from collections import Counter
 
     from annotation import participant_services
-    from annotation.models import LayPreference, PairwiseTask, Participant, StudyInstrument
+    from annotation.lay import answers as lay_answers
+    from annotation.models import PairwiseTask, Participant, StudyInstrument
     from annotation.pairwise.selectors import derived_comparisons, pairwise_comparisons
     from annotation.pairwise.services import (
         pairwise_answer_save,
@@ -204,11 +205,10 @@ def test_pairwise_and_lay_answers_become_the_pairs_the_analysis_reads():
     texts = {
         s.system.key: s.shown_text for s in source.simplifications.select_related("system", "shown_text")
     }
-    preference = LayPreference.objects.create(
-        item=lay_item_of(lay, source, study.systems.get(key="a")), order_shown=[texts[k].pk for k in "abc"]
-    )
-    preference.most.set([texts["b"]])
-    preference.least.set([texts["c"]])
+    item = lay_item_of(lay, source, study.systems.get(key="a"))
+    item.preference_order = [texts[k].pk for k in "abc"]
+    item.save(update_fields=["preference_order"])
+    lay_answers.lay_preference_save(item=item, most=[texts["b"].pk], least=[texts["c"].pk])
 
     found = study_preferences(study=study)
     system_of = {text: systems[0] for text, systems in found.systems.items()}

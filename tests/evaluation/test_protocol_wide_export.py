@@ -9,9 +9,9 @@ import io
 import pytest
 from django.urls import reverse
 
-from annotation.models import ExpertRating, LayAnswer
 from evaluation.exporters.answers import AnswerExport
 from evaluation.exporters.wide import ProtocolWideExport
+from tests.annotation import answers
 from tests.evaluation.test_analysis_inputs import build_answered_study
 
 pytestmark = pytest.mark.django_db
@@ -37,8 +37,8 @@ def test_every_long_value_is_one_cell_of_the_wide_rows():
     # One wide row per lay panel and per rated text (the other stored answers have rows of their own).
     lay = [r for r in wide_rows if r["role"] == "layperson" and r["phase"] in ("original", "assisted")]
     expert = [r for r in wide_rows if r["phase"] == "expert"]
-    assert len(lay) == LayAnswer.objects.filter(item__participant__study=study).count()
-    assert len(expert) == ExpertRating.objects.filter(participant__study=study).count()
+    assert len(lay) == len(answers.lay_answers(study=study))
+    assert len(expert) == len(answers.ratings(study=study))
 
 
 def test_the_dashboard_offers_it_where_the_protocol_is_asked(client):

@@ -15,7 +15,7 @@ from scipy import stats
 
 from annotation import participant_services
 from annotation.expert import assignment, pages
-from annotation.models import Participant, PlantedControl, PlantedControlAnswer
+from annotation.models import Participant, PlantedControl
 from evaluation import analysis as A
 from evaluation.analysis import AnalysisOptions, expert_ratings_z
 from evaluation.analysis_inputs import study_frames
@@ -26,6 +26,7 @@ from evaluation.rater_reliability import (
     study_rater_reliability,
 )
 from generation.services.controls import study_controls_plant
+from tests.annotation import answers
 from tests.annotation.factories import build_study
 
 ASPECTS = ("correctness", "completeness", "hallucination", "structure", "simplicity")
@@ -177,7 +178,7 @@ def test_planted_rows_never_enter_the_tables():
         tables.append((_tables(frames, z=False), _tables(frames, z=True)))
     (raw_plain, z_plain), (raw_controlled, z_controlled) = tables
     assert z_plain["expert"] != raw_plain["expert"] and raw_plain["ratings"] == 2 * 40
-    assert PlantedControlAnswer.objects.filter(control__study=controlled).count() == 2 * 10
+    assert len(answers.control_answers(study=controlled)) == 2 * 10
     assert raw_controlled == raw_plain
     assert z_controlled == z_plain
     analysis = A.study_analysis(frames, options=dataclasses.replace(FAST, expert_z_scores=True))

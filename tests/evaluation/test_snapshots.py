@@ -16,10 +16,13 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 
-from annotation.models import ExpertRating, ExpertSourceJudgement, LayAnswer, LayPreference, Study
+from annotation import scales
+from annotation.lay import answers as lay_answers
+from annotation.models import ItemAnswer, LayItem, Study
 from evaluation import services, tasks
 from evaluation.models import AnalysisSnapshot
 from evaluation.selectors import snapshot_analysis
+from tests.annotation import answers
 from tests.evaluation.test_analysis_inputs import build_answered_study
 from tests.generation.test_celery_worker import broker_mode
 from work.models import WORKER_HEARTBEAT, WorkerHeartbeat
@@ -43,9 +46,14 @@ def sent(monkeypatch):
 
 
 def change_an_answer(study, understanding: str = "Not at all") -> None:
-    answer = LayAnswer.objects.filter(item__participant__study=study, phase="assisted").order_by("pk").first()
-    LayAnswer.objects.filter(pk=answer.pk).update(
-        understanding=understanding, updated_at=timezone.now() + timedelta(seconds=1)
+    answer = (
+        ItemAnswer.objects.filter(participant__study=study, phase="assisted", item_key="understanding")
+        .order_by("pk")
+        .first()
+    )
+    code = scales.UNDERSTANDING.value_of(understanding)
+    ItemAnswer.objects.filter(pk=answer.pk).update(
+        value=code, score=float(code), updated_at=timezone.now() + timedelta(seconds=1)
     )
 
 
@@ -54,10 +62,10 @@ def test_the_snapshot_follows_the_data(study):
     assert not first.stale and not first.recomputing
     lay_before = first.snapshot.result["lay"]
     assert first.snapshot.n_answers == (
-        LayAnswer.objects.filter(item__participant__study=study).count()
-        + LayPreference.objects.filter(item__participant__study=study).count()
-        + ExpertRating.objects.filter(participant__study=study).count()
-        + ExpertSourceJudgement.objects.filter(participant__study=study).count()
+        len(answers.lay_answers(study=study))
+        + len(answers.preferences(study=study))
+        + len(answers.ratings(study=study))
+        + len(answers.judgements(study=study))
     )
     # Nothing changed: no recomputation.
     computed_at = first.snapshot.computed_at
@@ -306,7 +314,7 @@ def test_api_fresh_waits_for_a_snapshot_computed_after_the_request(client_in, st
 
 # --- the check of the study's data, off the request path -----------------------------------------
 
-ANSWER_TABLES = ("annotation_layanswer", "annotation_laypreference", "annotation_expertrating")
+ANSWER_TABLES = ("annotation_itemanswer",)
 # Longer than any computation in the suite takes, however busy the machine: a snapshot that landed
 # leaves a count younger than this, so no check is due until a test ages it.
 CHECK_SECONDS = 600
@@ -358,16 +366,19 @@ def test_a_reader_sends_the_check_of_the_data_instead_of_counting(client_in, stu
 
 
 def test_a_landed_snapshot_needs_no_check_and_new_answers_show_once_counted(client_in, study, sent, checks):
-    answer = LayAnswer.objects.filter(item__participant__study=study, phase="assisted").first()
-    item, understanding = answer.item, answer.understanding
-    answer.delete()
+    answer = answers.lay_answers(study=study, phase="assisted")[0]
+    item = LayItem.objects.get(participant_id=answer.participant_id, source_id=answer.source_id)
+    understanding = answer.understanding
+    ItemAnswer.objects.filter(
+        participant_id=item.participant_id, source_id=item.source_id, phase="assisted"
+    ).delete()
     services.analysis_snapshot_compute_here(study=study)
     url = reverse("evaluation:study-detail", args=["snap"])
     with CaptureQueriesContext(connection) as captured:
         html = client_in.get(url).content.decode()
     # The snapshot left the count it was computed from: no count, no check.
     assert counted_tables(captured) == set() and checks == [] and "checking" not in html
-    LayAnswer.objects.create(item=item, phase="assisted", understanding=understanding)
+    lay_answers.lay_answer_save(item=item, phase="assisted", answers={"understanding": understanding})
     # Until a check counts it, the page shows the snapshot as fresh; the check finds the answer.
     assert "answer since" not in client_in.get(url).content.decode()
     services.analysis_coverage_check_run(study_id=study.pk)

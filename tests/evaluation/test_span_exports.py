@@ -13,8 +13,8 @@ from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from annotation.models import ItemAnswer
 from evaluation.span_analysis import wilson_interval
+from tests.annotation import answers as typed_answers
 from tests.evaluation.span_studies import span_study
 
 pytestmark = pytest.mark.usefixtures("fast_analysis")
@@ -39,7 +39,7 @@ def _body(response) -> bytes:
 
 def _expected(study) -> list[tuple]:
     rows = []
-    for answer in ItemAnswer.objects.filter(participant__study=study, item_key="error_spans"):
+    for answer in typed_answers.item_answers().filter(participant__study=study, item_key="error_spans"):
         text = answer.shown_text.text
         marked = sorted(
             answer.value or [], key=lambda s: (s["start"], s["end"], s["category"], s["severity"])
@@ -70,7 +70,9 @@ def test_one_row_per_span_and_one_per_text_seen_without_marks(client, owner, spa
     assert len(clean) and (clean["start"] == "").all()
     # the marked text is the shown text's characters at the offsets
     some = frame[frame["spans_on_text"] > 0].iloc[0]
-    answer = ItemAnswer.objects.get(participant__pseudonym=some["participant"], shown_text_id=some["text_id"])
+    answer = typed_answers.item_answers().get(
+        participant__pseudonym=some["participant"], shown_text_id=some["text_id"]
+    )
     assert answer.shown_text.text[int(some["start"]) : int(some["end"])] == some["marked_text"]
     xlsx = pd.read_excel(
         io.BytesIO(_body(client.get(f"/dashboard/{spans.slug}/items.xlsx", {"layout": "spans"})))
@@ -106,7 +108,7 @@ def test_dashboard_and_report_lead_with_the_could_harm_share(client, owner, span
         page = client.get(f"/dashboard/{spans.slug}/")
     text = page.content.decode()
     assert "Clinical safety: error spans" in text and "could harm" in text
-    answers = ItemAnswer.objects.filter(participant__study=spans, item_key="error_spans")
+    answers = typed_answers.item_answers().filter(participant__study=spans, item_key="error_spans")
     for system in ("plain", "lay"):
         texts = {}
         for a in answers.filter(shown_text__simplifications__system__key=system):

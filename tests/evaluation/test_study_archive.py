@@ -14,9 +14,11 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from annotation.models import LayAnswer, LayPreference, Participant, Study
+from annotation.models import AnswerRevision, Participant, Study
 from evaluation import services
 from evaluation.study_archive import ArchiveError, study_archive_import, study_archive_write
+from tests.annotation import answers
+from tests.evaluation.legacy_archives import typed_archive
 from tests.evaluation.test_analysis_inputs import build_answered_study
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_analysis")]
@@ -50,12 +52,8 @@ def test_an_archive_reproduces_the_analysis_and_the_exports(tmp_path, capsys):
     assert "imported study 'arrived'" in capsys.readouterr().out
     arrived = Study.objects.get(slug="arrived")
     assert arrived.pk != original.pk
-    for model, path in ((LayAnswer, "item__participant__study"), (LayPreference, "item__participant__study")):
-        assert (
-            model.objects.filter(**{path: arrived}).count()
-            == model.objects.filter(**{path: original}).count()
-            > 0
-        )
+    for typed in (answers.lay_answers, answers.preferences):
+        assert len(typed(study=arrived)) == len(typed(study=original)) > 0
     # Every participant keeps the label the analysis and the exports name them by.
     assert Participant.objects.filter(study=arrived, pseudonym="").count() == 0
 
@@ -100,18 +98,18 @@ def test_a_broken_archive_imports_nothing_and_says_what_is_wrong(tmp_path):
     buffer = io.BytesIO()
     study_archive_write(study=study, out=buffer)
     studies = Study.objects.count()
-    # A lay answer that refers to an item the archive does not hold: found after most rows are written.
+    # An answer that refers to a source the archive does not hold: found after most rows are written.
     source = zipfile.ZipFile(io.BytesIO(buffer.getvalue()))
     damaged = io.BytesIO()
     with zipfile.ZipFile(damaged, "w") as out:
         for name in source.namelist():
             data = source.read(name)
-            if name == "annotation.layanswer.jsonl":
+            if name == "annotation.itemanswer.jsonl":
                 rows = [json.loads(line) for line in data.splitlines()]
-                rows[-1]["fields"]["item"] = 10**9
+                rows[-1]["fields"]["source"] = 10**9
                 data = "\n".join(map(json.dumps, rows)).encode()
             out.writestr(name, data)
-    with pytest.raises(ArchiveError, match=r"annotation.layanswer.jsonl, row \d+: item refers to a row"):
+    with pytest.raises(ArchiveError, match=r"annotation.itemanswer.jsonl, row \d+: source refers to a row"):
         study_archive_import(archive_file=io.BytesIO(damaged.getvalue()), slug="half")
     assert Study.objects.count() == studies and not Study.objects.filter(slug="half").exists()
     with pytest.raises(ArchiveError, match="a study with slug 'broken' exists here"):
@@ -130,32 +128,13 @@ def test_import_study_points_an_answer_export_to_the_archive(tmp_path):
         call_command("import_study", str(answers), "--study", "again", "--title", "T")
 
 
-def _v1(archive: bytes) -> bytes:
-    """The archive as version 1 wrote it: one JSON array per table of its fifteen tables."""
-    from evaluation.study_archive import VERSION_1_TABLES
-
-    source = zipfile.ZipFile(io.BytesIO(archive))
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as v1:
-        manifest = json.loads(source.read("manifest.json"))
-        for label in VERSION_1_TABLES:
-            rows = [json.loads(line) for line in source.read(f"{label}.jsonl").splitlines()]
-            v1.writestr(f"{label}.json", json.dumps(rows))
-        manifest = {**manifest, "version": 1, "counts": {k: manifest["counts"][k] for k in VERSION_1_TABLES}}
-        manifest["tables"] = sorted(VERSION_1_TABLES)
-        del manifest["excluded"]
-        v1.writestr("manifest.json", json.dumps(manifest))
-    return out.getvalue()
-
-
 def test_a_version_1_archive_still_imports():
     study = build_answered_study(slug="old")
     buffer = io.BytesIO()
     study_archive_write(study=study, out=buffer)
-    copy = study_archive_import(archive_file=io.BytesIO(_v1(buffer.getvalue())), slug="old-copy")
-    assert LayAnswer.objects.filter(item__participant__study=copy).count() == (
-        LayAnswer.objects.filter(item__participant__study=study).count()
-    )
+    v1 = typed_archive(buffer.getvalue(), study, version=1)
+    copy = study_archive_import(archive_file=io.BytesIO(v1), slug="old-copy")
+    assert len(answers.lay_answers(study=copy)) == (len(answers.lay_answers(study=study)))
     before, after = (services.study_analysis_compute(study=s) for s in (study, copy))
     assert canonical({**after, "study": "old"}) == canonical(before)
 
@@ -193,17 +172,69 @@ def test_the_command_reports_a_database_error_as_one(tmp_path):
     with zipfile.ZipFile(path, "w") as out:
         for name in source.namelist():
             data = source.read(name)
-            if name == "annotation.layanswer.jsonl":
+            if name == "annotation.itemanswer.jsonl":
                 rows = [json.loads(line) for line in data.splitlines()]
                 data = "\n".join(map(json.dumps, [*rows, {**rows[0], "pk": 10**9}])).encode()
             if name == "manifest.json":
                 manifest = json.loads(data)
-                manifest["counts"]["annotation.layanswer"] += 1
+                manifest["counts"]["annotation.itemanswer"] += 1
                 data = json.dumps(manifest).encode()
             out.writestr(name, data)
     with pytest.raises(
-        CommandError, match=r"^database error while importing .*annotation.layanswer"
+        CommandError, match=r"^database error while importing .*annotation.itemanswer"
     ) as caught:
         call_command("import_study_archive", str(path), slug="twice-copy")
     assert ", row " not in str(caught.value) and "nothing was imported" in str(caught.value)
     assert not Study.objects.filter(slug="twice-copy").exists()
+
+
+def test_an_archive_from_before_the_one_answer_store_imports_its_typed_tables():
+    """A version 2 archive whose protocol answers, planted-control answers and their revisions are
+    in the typed tables: mapped into item answers, the analysis, the exports and the revisions as
+    the original's."""
+    from tests.evaluation.archive_studies import protocol_study
+
+    study = protocol_study("typed")
+    buffer = io.BytesIO()
+    study_archive_write(study=study, out=buffer)
+    legacy = typed_archive(buffer.getvalue(), study, version=2)
+    names = zipfile.ZipFile(io.BytesIO(legacy)).namelist()
+    assert "annotation.expertrating.jsonl" in names and "annotation.plantedcontrolanswer.jsonl" in names
+    copy = study_archive_import(archive_file=io.BytesIO(legacy), slug="typed-copy")
+    for typed in (answers.ratings, answers.judgements, answers.control_answers):
+        before, after = typed(study=study), typed(study=copy)
+        assert len(after) == len(before) > 0
+    key = lambda r: (r.participant_id, r.source_id, r.time_spent_ms)  # noqa: E731
+    assert sorted(map(key, answers.control_answers(study=copy))) != []
+    scores = [
+        sorted(json.dumps(c.scores, sort_keys=True) for c in answers.control_answers(study=s))
+        for s in (study, copy)
+    ]
+    assert scores[0] == scores[1]
+    assert AnswerRevision.objects.filter(participant__study=copy).count() == (
+        AnswerRevision.objects.filter(participant__study=study).count()
+    )
+    assert set(
+        AnswerRevision.objects.filter(participant__study=copy).values_list("answer_type", flat=True)
+    ) == {"annotation.ItemAnswer"}
+    before, after = (services.study_analysis_compute(study=s) for s in (study, copy))
+    assert canonical({**after, "study": "typed"}) == canonical(before)
+
+
+def test_a_typed_row_the_services_would_refuse_is_named_and_nothing_imported():
+    study = build_answered_study(slug="typed-bad")
+    buffer = io.BytesIO()
+    study_archive_write(study=study, out=buffer)
+    legacy = zipfile.ZipFile(io.BytesIO(typed_archive(buffer.getvalue(), study, version=2)))
+    damaged = io.BytesIO()
+    with zipfile.ZipFile(damaged, "w") as out:
+        for name in legacy.namelist():
+            data = legacy.read(name)
+            if name == "annotation.expertrating.jsonl":
+                rows = [json.loads(line) for line in data.splitlines()]
+                rows[1]["fields"]["correctness"] = 9
+                data = "\n".join(map(json.dumps, rows)).encode()
+            out.writestr(name, data)
+    with pytest.raises(ArchiveError, match=r"annotation.expertrating.jsonl, row 2: correctness must be"):
+        study_archive_import(archive_file=io.BytesIO(damaged.getvalue()), slug="typed-bad-copy")
+    assert not Study.objects.filter(slug="typed-bad-copy").exists()

@@ -8,10 +8,9 @@ import json
 import pytest
 
 from annotation import scales
+from annotation.expert import answers as expert_answers
+from annotation.lay import answers as lay_answers
 from annotation.models import (
-    ExpertRating,
-    ExpertSourceJudgement,
-    LayAnswer,
     LayItem,
     Participant,
     Simplification,
@@ -41,14 +40,14 @@ def add_radiologist(study, pseudonym: str, shift: int = 0) -> Participant:
     )
     for simplification in Simplification.objects.filter(source__study=study).select_related("system"):
         value = min(5, max(1, RATINGS[simplification.system.key] + shift))
-        ExpertRating.objects.update_or_create(
+        expert_answers.expert_rating_save(
             participant=radiologist,
             shown_text=simplification.shown_text,
-            defaults=dict.fromkeys(ASPECTS, value),
+            scores=dict.fromkeys(ASPECTS, value),
         )
     for source in study.sources.all():
-        ExpertSourceJudgement.objects.create(
-            participant=radiologist, source=source, severity=source.reference_severity, simplicity=2
+        expert_answers.expert_source_judgement_save(
+            participant=radiologist, source=source, severity=source.reference_severity or None, simplicity=2
         )
     return radiologist
 
@@ -70,9 +69,11 @@ def study(db):
             assigned_system=simplification.system,
             shown_text=simplification.shown_text,
         )
-        LayAnswer.objects.create(item=item, phase="original", severity_guess="Critical")
-        LayAnswer.objects.create(
-            item=item, phase="assisted", severity_guess=simplification.source.reference_severity
+        lay_answers.lay_answer_save(item=item, phase="original", answers={"severity_guess": "Critical"})
+        lay_answers.lay_answer_save(
+            item=item,
+            phase="assisted",
+            answers={"severity_guess": simplification.source.reference_severity or None},
         )
     return study
 

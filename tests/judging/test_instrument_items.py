@@ -10,7 +10,7 @@ import krippendorff
 import numpy as np
 import pytest
 
-from annotation.models import ItemAnswer, Participant
+from annotation.models import Participant
 from evaluation.analysis import AnalysisOptions, study_analysis
 from evaluation.analysis_inputs import study_frames
 from instruments.answers import item_value_validate
@@ -26,6 +26,7 @@ from judging.instrument_items import (
     parse_item_answer,
 )
 from judging.models import JudgeAnswer
+from tests.annotation import answers as typed_answers
 from tests.evaluation.instrument_studies import seed000_study, seed002_study
 
 CRITERIA = ("factual_correctness", "completeness", "simplicity", "fluency")
@@ -85,7 +86,7 @@ def launch(django_capture_on_commit_callbacks):
 @pytest.mark.django_db
 def test_the_glossary_judge_answers_seed002s_criteria_offline_and_enters_agreement(launch):
     study, instrument, raters = seed002_study(slug="medjudge", n_sources=6)
-    humans_before = ItemAnswer.objects.count()
+    humans_before = typed_answers.item_answers().count()
     run = launch(study=study, backend="glossary", instruments=["medlaybench_002"])
     assert run.items.filter(task=ITEM_TASK).count() == 6 * 2  # every (lay caption, expert caption) pair
     assert run.items.exclude(status="succeeded").count() == 0
@@ -102,7 +103,8 @@ def test_the_glossary_judge_answers_seed002s_criteria_offline_and_enters_agreeme
     assert values(run) == values(again)
     # Judges are not participants and write no human answer.
     assert (
-        ItemAnswer.objects.count() == humans_before and Participant.objects.filter(study=study).count() == 3
+        typed_answers.item_answers().count() == humans_before
+        and Participant.objects.filter(study=study).count() == 3
     )
     # The run's agreement and the study analysis set the judge beside the humans, per item.
     records = {r["item"]: r for r in run.agreement["instrument_items"]}
@@ -116,7 +118,7 @@ def test_the_glossary_judge_answers_seed002s_criteria_offline_and_enters_agreeme
     fluency = next(item for item in group["items"] if item["key"] == "fluency")
     assert fluency["n_participants"] == 3  # the judge is not counted among the humans
     mine = next(j for j in fluency["judges"] if j["judge"] == str(run.pk))
-    humans = ItemAnswer.objects.filter(participant__study=study, item_key="fluency")
+    humans = typed_answers.item_answers().filter(participant__study=study, item_key="fluency")
     units = sorted({(a.shown_text_id, a.reference_text_id) for a in humans})
     grid = np.full((4, len(units)), np.nan)
     for a in humans:

@@ -9,12 +9,13 @@ import io
 import pytest
 from django.core.management import call_command
 
-from annotation.models import ExpertRating, Simplification, Study
+from annotation.models import Simplification, Study
 from evaluation.analysis import lay_table
 from evaluation.analysis_document import ORIGINAL
 from evaluation.analysis_inputs import study_frames
 from evaluation.report import fmt
 from judging.report import judge_report_context
+from tests.annotation import answers
 
 pytestmark = [pytest.mark.release, pytest.mark.django_db]
 
@@ -30,7 +31,7 @@ def test_the_glossary_judge_on_the_release(release_dir, launch, settings):
     # 160 simplifications (40 sources × 4 systems) shown as 156 distinct texts: 4 pairs of systems gave
     # the same text, rated once by the radiologist and judged once, counting for both systems.
     assert Simplification.objects.filter(source__study=study).count() == 160
-    assert ExpertRating.objects.filter(participant__study=study).count() == 156
+    assert len(answers.ratings(study=study)) == 156
     for aspect in ("correctness", "completeness", "hallucination", "structure", "simplicity"):
         assert per_field[(aspect, rater)]["n"] == 160
         assert per_field[(aspect, rater)]["n_sources"] == 40

@@ -14,11 +14,12 @@ from django.template.loader import render_to_string
 
 from annotation import participant_services, source_services
 from annotation.error_span_services import study_error_spans_add
-from annotation.models import ItemAnswer, Participant, StudyInstrument
+from annotation.models import Participant, StudyInstrument
 from annotation.span_suggestions import span_suggestions_offered
 from evaluation import services as evaluation_services
 from evaluation.analysis import AnalysisOptions
 from judging.span_assistance import span_assistance_set
+from tests.annotation import answers
 from tests.annotation.factories import build_study
 from tests.annotation.test_error_spans import HTMX, label_of, page_url, started
 
@@ -90,7 +91,7 @@ def test_the_page_offers_suggestions_and_the_fates_are_stored_and_counted(assist
     answer = {"marks": marks, "suggestions": {keep.id: "accepted", drop.id: "deleted"}}
     response = client.post(page_url(participant, item), {field: json.dumps(answer)}, **HTMX)
     assert response.status_code == 200
-    row = ItemAnswer.objects.get(participant=participant, item_key="error_spans")
+    row = answers.item_answers().get(participant=participant, item_key="error_spans")
     assert row.value == marks
     fates = {s["id"]: (s["origin"], s["fate"]) for s in row.suggestions["items"]}
     assert fates[keep.id] == (keep.origin, "accepted") and fates[drop.id] == ("planted", "deleted")
@@ -106,7 +107,7 @@ def test_the_page_offers_suggestions_and_the_fates_are_stored_and_counted(assist
             page_url(participant, item), {field: json.dumps({"marks": [], "suggestions": forged})}, **HTMX
         )
         assert "error_spans" in response.content.decode()
-        assert ItemAnswer.objects.get(pk=row.pk).value == marks
+        assert answers.item_answers().get(pk=row.pk).value == marks
 
     analysis = evaluation_services.study_analysis_compute(study=study, options=FAST)
     section = analysis["span_suggestions"]

@@ -10,7 +10,6 @@ import krippendorff
 import pandas as pd
 import pytest
 
-from annotation.models import ItemAnswer
 from instruments.answers import item_value_validate
 from instruments.schema import AppliesTo
 from judging.heuristic import error_spans
@@ -18,6 +17,7 @@ from judging.instrument import AnswerError
 from judging.instrument_items import answer_schema, item_prompt, judge_items, parse_item_answer
 from judging.models import JudgeAnswer
 from measures.stats.span_agreement import Span, count_alpha, overlap_f1
+from tests.annotation import answers
 from tests.evaluation.span_studies import SPAN_ITEM, span_instrument, span_study
 
 CATEGORIES = [o.key for o in SPAN_ITEM.options]
@@ -176,7 +176,7 @@ def test_the_run_page_shows_judge_radiologist_span_agreement(launch, client):
         judge[text_id] = _spans(value)
     assert sum(map(len, judge.values())) > 0
     raters = {}
-    for answer in ItemAnswer.objects.filter(participant__study=study, item_key="error_spans"):
+    for answer in answers.item_answers().filter(participant__study=study, item_key="error_spans"):
         raters.setdefault(answer.participant.pseudonym, {})[answer.shown_text_id] = _spans(answer.value)
     (record,) = run.agreement["error_spans"]
     rows = {row["rater"]: row for row in record["rows"]}

@@ -7,7 +7,8 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.models import ExpertRating, ItemAnswer, LayAnswer
+from annotation.answer_selectors import protocol_answers, typed_answer_coverage
+from annotation.models import ItemAnswer
 from evaluation.study_archive import ArchiveDatabaseError, ArchiveError, study_archive_import
 
 
@@ -41,9 +42,13 @@ class Command(BaseCommand):
             raise CommandError(
                 f"database error while importing {options['archive']}: {exc}; nothing was imported"
             ) from None
-        answers = LayAnswer.objects.filter(item__participant__study=study).count()
-        answers += ExpertRating.objects.filter(participant__study=study).count()
-        answers += ItemAnswer.objects.filter(participant__study=study).count()
+        typed = typed_answer_coverage(study=study)
+        answers = typed["lay_answers"][0] + typed["expert_ratings"][0]
+        answers += (
+            ItemAnswer.objects.filter(participant__study=study, control__isnull=True)
+            .exclude(protocol_answers())
+            .count()
+        )
         participants = study.participants.count()
         self.stdout.write(
             f"imported study {study.slug!r} ({participants} participants, {answers} answers and ratings)"

@@ -5,7 +5,8 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from annotation import participant_services
-from annotation.models import ItemAnswer, PairwiseTask, Participant, StudyInstrument
+from annotation.lay import answers as lay_answers
+from annotation.models import PairwiseTask, Participant, StudyInstrument
 from annotation.pairwise.assignment import Candidate, pairwise_plan
 from annotation.pairwise.selectors import derived_comparisons, pairwise_comparisons
 from annotation.pairwise.services import (
@@ -15,6 +16,7 @@ from annotation.pairwise.services import (
     pairwise_tasks_prepare,
 )
 from measures.stats.pairwise import preferences_to_pairs
+from tests.annotation import answers
 from tests.annotation.factories import build_study
 
 SYSTEMS = ("a", "b", "c")
@@ -84,7 +86,7 @@ def test_an_answer_is_stored_as_an_item_answer_and_changing_it_updates_it(study)
     task = tasks[0]
     pairwise_answer_save(task=task, choice="left", reason="  clearer  ")
     answer = pairwise_answer_save(task=task, choice="neither", reason="")
-    stored = ItemAnswer.objects.get(participant=person)
+    stored = answers.item_answers().get(participant=person)
     assert stored.pk == answer.pk
     assert stored.value == {"choice": "neither", "reason": ""}
     assert stored.shown_text_id == task.left.shown_text_id
@@ -101,7 +103,7 @@ def test_a_bad_choice_is_a_named_error_and_writes_nothing(study):
         pairwise_answer_save(task=tasks[0], choice="tie", reason="x" * 2001)
     assert error.value.message_dict["reason"] == ["The reason is too long: at most 2000 characters."]
     assert "reason" in error.value.message_dict
-    assert not ItemAnswer.objects.exists()
+    assert not answers.item_answers().exists()
 
 
 def test_the_views_walk_through_the_pages_and_refuse_bad_input_with_a_4xx(client, study):
@@ -162,7 +164,7 @@ def test_consent_comes_before_the_first_comparison_and_declining_is_recorded(cli
     assert client.get(own_url).url == consent
     refused = client.post(own_url, {"choice": "tie"})
     assert refused.status_code == 409 and b"Please read and agree" in refused.content
-    assert not ItemAnswer.objects.exists()
+    assert not answers.item_answers().exists()
 
     declined = client.post(consent, {"choice": "decline"})
     assert declined.status_code == 200 and b"You chose not to take part" in declined.content
@@ -192,7 +194,7 @@ def test_the_selector_reads_every_answer_in_one_query(study, django_assert_num_q
     assert len(comparisons) == 12
     stored = {
         (a.participant_id, a.shown_text_id, a.reference_text_id): a.value["choice"]
-        for a in ItemAnswer.objects.all()
+        for a in answers.item_answers().all()
     }
     for task in PairwiseTask.objects.select_related("participant", "source", "left__system", "right__system"):
         match = [
@@ -217,12 +219,9 @@ def test_lay_preferences_become_derived_comparisons(db):
     texts = {
         s.system.key: s.shown_text for s in source.simplifications.select_related("system", "shown_text")
     }
-    order = [texts[k].pk for k in SYSTEMS]
-    from annotation.models import LayPreference
-
-    preference = LayPreference.objects.create(item=item, order_shown=order)
-    preference.most.set([texts["b"]])
-    preference.least.set([texts["c"]])
+    item.preference_order = [texts[k].pk for k in SYSTEMS]
+    item.save(update_fields=["preference_order"])
+    lay_answers.lay_preference_save(item=item, most=[texts["b"].pk], least=[texts["c"].pk])
     derived = derived_comparisons(study=study)
     expected = preferences_to_pairs(["b"], ["c"], list(SYSTEMS))
     assert sorted((c.left, c.right) for c in derived) == sorted((c.left, c.right) for c in expected)
@@ -230,7 +229,7 @@ def test_lay_preferences_become_derived_comparisons(db):
 
 
 def test_a_text_ticked_both_most_and_least_counts_as_neither(db):
-    from annotation.models import LayPreference
+    from annotation.answer_store import Target, answers_upsert, flow_instrument_id
     from tests.annotation.factories import lay_item_of
 
     study = build_study(slug="lay-both", n_sources=1, systems=SYSTEMS)
@@ -240,8 +239,17 @@ def test_a_text_ticked_both_most_and_least_counts_as_neither(db):
     texts = {
         s.system.key: s.shown_text for s in source.simplifications.select_related("system", "shown_text")
     }
-    preference = LayPreference.objects.create(item=item, order_shown=[])  # no stored order: all texts
-    preference.most.set([texts["a"], texts["b"]])
-    preference.least.set([texts["b"]])
+    item.preference_order = []  # no stored order: all texts
+    item.save(update_fields=["preference_order"])
+    # Stored as an import may hold them (two systems' identical texts are one text).
+    answers_upsert(
+        participant=person,
+        instrument_id=flow_instrument_id(study=study, flow="lay"),
+        target=Target(source_id=source.pk, phase="preference"),
+        values={
+            "most": (sorted(str(texts[k].pk) for k in "ab"), None),
+            "least": ([str(texts["b"].pk)], None),
+        },
+    )
     derived = derived_comparisons(study=study)
     assert sorted((c.left, c.right) for c in derived) == [("a", "b"), ("a", "c")]

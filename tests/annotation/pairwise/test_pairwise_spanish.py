@@ -11,8 +11,9 @@ import yaml
 from django.urls import reverse
 
 from annotation import participant_services
-from annotation.models import ItemAnswer, Participant, Study
+from annotation.models import Participant, Study
 from annotation.pairwise.services import pairwise_instrument_attach
+from tests.annotation import answers as typed_answers
 from tests.annotation.factories import build_study
 
 PRESET = Path(__file__).resolve().parents[3] / "instruments" / "presets" / "pairwise_clinical.yaml"
@@ -71,7 +72,7 @@ def test_a_spanish_pairwise_participant_sees_spanish_throughout_and_it_is_record
     assert "Thank you" not in html
 
     assert Participant.objects.get(pk=person.pk).language == "es"
-    answers = ItemAnswer.objects.filter(participant=person)
+    answers = typed_answers.item_answers().filter(participant=person)
     assert answers.count() == 2 and set(answers.values_list("language", flat=True)) == {"es"}
 
 

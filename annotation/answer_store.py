@@ -1,0 +1,226 @@
+"""The one write path of every answer: `answers_upsert` writes one target's item answers
+(ItemAnswer rows) for every flow (the radiologist page and its planted controls, the lay panels,
+the pairs and pairwise flows, the importers), with the one revision rule: a revision
+(AnswerRevision, the earlier value) only when a value actually changed, never on the first save.
+
+Idempotent: answering twice updates the one row of (participant, instrument version, item, target,
+phase); a first save that loses an insert race to a concurrent one (double click, two tabs)
+updates the winner's row; an answer sent again unchanged (an autosave sends the whole form)
+writes nothing. The time spent goes to the first row the save writes (where it writes none, to
+the first answer it was given), so the times of a target's answers add up to the time spent on
+it. Values are checked by the callers (each flow knows its items: annotation/instrument_binding.py
+for the protocol's, instrument_services for every other item); this module stores what it is given
+as (value as item_value_to_json writes it, score as item_value_code codes it)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.db.models.constants import OnConflict
+from django.utils import timezone
+
+from annotation.models import AnswerRevision, ItemAnswer, Participant, Study, StudyInstrument
+
+# A value meaning "the answer is withdrawn" (an emptied free text): its row goes.
+CLEAR = object()
+
+
+@dataclass(frozen=True)
+class Target:
+    """What an answer is about: the source, a shown text, a (shown text, reference) pair, or a
+    planted control (with its source); `phase` is the lay panel ("" elsewhere)."""
+
+    source_id: int
+    shown_text_id: int | None = None
+    reference_text_id: int | None = None
+    control_id: int | None = None
+    phase: str = ""
+
+    def lookup(self) -> dict[str, Any]:
+        return {
+            "source_id": self.source_id,
+            "shown_text_id": self.shown_text_id,
+            "reference_text_id": self.reference_text_id,
+            "control_id": self.control_id,
+            "phase": self.phase,
+        }
+
+
+def flow_instrument_id(*, study: Study, flow: str) -> int:
+    """The id of the StudyInstrument row `flow`'s answers are stored under now: the current
+    version; a study that has none yet gets the protocol presets attached (answers always name an
+    instrument version)."""
+    from annotation.instrument_selectors import study_instrument_current
+    from annotation.instrument_services import study_instruments_attach
+
+    current = study_instrument_current(study=study, flow=flow)
+    if current.row_id is not None:
+        return current.row_id
+    study_instruments_attach(study=study)
+    row_id = (
+        StudyInstrument.objects.filter(study=study, flow=flow, is_current=True)
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if row_id is None:
+        raise StudyInstrument.DoesNotExist(f"Study {study.slug} asks no {flow} instrument.")
+    return row_id
+
+
+def target_answers(
+    *, participant_id: int, instrument_id: int, target: Target, item_keys, lock: bool = True
+) -> dict[str, ItemAnswer]:
+    """The stored answers of `item_keys` on `target`, by item key (locked for the caller's write)."""
+    rows = ItemAnswer.objects.filter(
+        participant_id=participant_id,
+        instrument_id=instrument_id,
+        item_key__in=list(item_keys),
+        **target.lookup(),
+    )
+    if lock:
+        rows = rows.select_for_update()
+    return {row.item_key: row for row in rows}
+
+
+def answers_upsert(
+    *,
+    participant: Participant | int,
+    instrument_id: int,
+    target: Target,
+    values: Mapping[str, Any],
+    language: str = "",
+    time_spent_ms: int = 0,
+    suggestions: Mapping[str, dict] | None = None,
+    current: Mapping[str, ItemAnswer] | None = None,
+) -> dict[str, ItemAnswer]:
+    """Write `values` ({item key: (value, score)} or CLEAR) of one target; returns the rows as
+    written, by item key (a cleared key is absent). `current`: the target's rows as the caller
+    read them under a lock that serialises this target's writers (then they are not read again).
+    Call inside a transaction (one is opened otherwise)."""
+    participant_id = participant if isinstance(participant, int) else participant.pk
+    added = max(0, int(time_spent_ms))
+    now = timezone.now()
+    out: dict[str, ItemAnswer] = {}
+    with transaction.atomic(savepoint=False):
+        rows = (
+            dict(current)
+            if current is not None
+            else target_answers(
+                participant_id=participant_id, instrument_id=instrument_id, target=target, item_keys=values
+            )
+        )
+        unchanged: list[ItemAnswer] = []
+        new: list[tuple[str, Any, Any, dict]] = []
+        for key, given in values.items():
+            row = rows.get(key)
+            if given is CLEAR:
+                if row is not None:
+                    _revision(row, None, now)
+                    ItemAnswer.objects.filter(pk=row.pk).delete()
+                continue
+            value, score = given
+            extra = {"suggestions": suggestions[key]} if suggestions and key in suggestions else {}
+            if row is None:
+                new.append((key, value, score, extra))
+            elif row.value == value and row.score == score and not extra:
+                # The same answer again (an autosave sends the whole form): nothing to write.
+                unchanged.append(row)
+                out[key] = row
+            else:
+                out[key] = _update(row, value, score, language, added, now, extra)
+                added = 0
+        if new:
+            inserted = _insert(participant_id, instrument_id, target, new, language, added)
+            if inserted:
+                added = 0
+            out |= inserted
+            for key, value, score, extra in new:
+                if key in inserted:
+                    continue
+                # A row written meanwhile by another writer (outside the caller's lock): updated,
+                # its time kept as that writer counted it.
+                row = target_answers(
+                    participant_id=participant_id, instrument_id=instrument_id, target=target, item_keys=[key]
+                )[key]
+                out[key] = _update(row, value, score, language, 0, now, extra)
+        kept = unchanged or [r for k, r in rows.items() if values.get(k) is not CLEAR]
+        if added and kept:
+            # No answer written to carry the time (the same answers again, or one withdrawn): it
+            # goes to the target's first answer kept.
+            row = kept[0]
+            _update(row, row.value, row.score, "", added, now, {})
+    return out
+
+
+def _insert(participant_id, instrument_id, target, new, language, added) -> dict[str, ItemAnswer]:
+    """The new rows of `new` ((item key, value, score, extra) each; the time on the first), by
+    item key, in one INSERT … ON CONFLICT DO NOTHING RETURNING: a row a concurrent first save
+    inserted first is left out (the caller updates it), and no savepoint is needed (a conflict
+    never aborts the caller's transaction)."""
+    now = timezone.now()
+    rows = [
+        ItemAnswer(
+            participant_id=participant_id,
+            instrument_id=instrument_id,
+            item_key=key,
+            **target.lookup(),
+            value=value,
+            score=score,
+            language=language,
+            time_spent_ms=added if n == 0 else 0,
+            created_at=now,
+            updated_at=now,
+            **extra,
+        )
+        for n, (key, value, score, extra) in enumerate(new)
+    ]
+    opts = ItemAnswer._meta
+    fields = [f for f in opts.concrete_fields if f is not opts.pk and not f.generated]
+    manager: Any = ItemAnswer._base_manager
+    returning = [opts.pk, opts.get_field("item_key")]
+    returned = manager._insert(
+        rows, fields=fields, returning_fields=returning, raw=True, on_conflict=OnConflict.IGNORE
+    )
+    by_key = {row.item_key: row for row in rows}
+    inserted = {}
+    for pk, key in returned or ():
+        row = by_key[key]
+        row.pk = pk
+        row._state.adding = False
+        inserted[key] = row
+    return inserted
+
+
+def _update(row: ItemAnswer, value, score, language, added: int, now, extra) -> ItemAnswer:
+    changes: dict[str, Any] = {"updated_at": now, **extra}
+    if row.value != value or row.score != score:
+        changes |= {"value": value, "score": score}
+    if language and language != row.language:
+        changes["language"] = language
+    if added:
+        changes["time_spent_ms"] = F("time_spent_ms") + added
+    ItemAnswer.objects.filter(pk=row.pk).update(**changes)
+    _revision(row, value, now)
+    for name, new in changes.items():
+        if name != "time_spent_ms":
+            setattr(row, name, new)
+    row.time_spent_ms += added
+    return row
+
+
+def _revision(row: ItemAnswer, value: Any, now) -> None:
+    """Keep the row's earlier value when this save changes it (one INSERT, only then)."""
+    if row.value == value:
+        return
+    AnswerRevision.objects.create(
+        participant_id=row.participant_id,
+        answer_type=ItemAnswer._meta.label,
+        answer_id=row.pk,
+        previous={"value": row.value},
+        previous_at=row.updated_at or now,
+        revised_at=now,
+    )
