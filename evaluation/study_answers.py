@@ -600,19 +600,16 @@ class RatedAnswer:
 
 def rated_answers(*, study: Study, flows: tuple[str, ...], source_id: int | None = None) -> list[RatedAnswer]:
     """The answers of analysed participants under the instruments of `flows` (StudyInstrument.Flow
-    values), of one source where `source_id` is given: the ItemAnswer rows, and, for the radiologist
-    page, the protocol's typed columns (ExpertRating, ExpertSourceJudgement) under the current
-    version of its instrument (their bound items are not versioned: instrument_binding.py)."""
-    from annotation.instrument_binding import PROTOCOL_BINDINGS, RADIOLOGIST_PRESET, item_value_to_json
+    values), of one source where `source_id` is given: the store's rows on real targets (planted
+    controls' rows are never a study answer), the protocol's items among them."""
     from annotation.selectors import analysed_participants
-    from instruments.answers import item_value_code
-    from instruments.validation import instrument_from_data
 
     here = {"source_id": source_id} if source_id is not None else {}
     stored = ItemAnswer.objects.filter(
         analysed_participants(path="participant__"),
         participant__study=study,
         instrument__flow__in=flows,
+        control__isnull=True,
         **here,
     ).order_by(
         "instrument_id", "item_key", "source_id", "shown_text_id", "reference_text_id", "participant_id"
@@ -625,31 +622,4 @@ def rated_answers(*, study: Study, flows: tuple[str, ...], source_id: int | None
         "shown_text_id",
         "reference_text_id",
     )
-    answers = [RatedAnswer(*row) for row in stored.values_list(*fields, "value", "score")]
-    protocol = StudyInstrument.objects.filter(study=study, key=RADIOLOGIST_PRESET, is_current=True).first()
-    if EXPERT not in flows or protocol is None:
-        return answers
-    items = {item.key: item for item in instrument_from_data(protocol.definition).items}
-    bindings = PROTOCOL_BINDINGS[RADIOLOGIST_PRESET]
-    expert = analysed_participants(path="participant__")
-
-    def typed(model, target: str, source: str):
-        keys = [key for key, binding in bindings.items() if binding.model is model]
-        rows = model.objects.filter(expert, participant__study=study, **{source: source_id} if here else {})
-        for participant_id, target_id, source_pk, *stored in rows.order_by("pk").values_list(
-            "participant_id", target, source, *(bindings[key].column for key in keys)
-        ):
-            for key, column_value in zip(keys, stored, strict=True):
-                value = bindings[key].value_of(column_value)
-                if value is None:
-                    continue
-                text_id = target_id if target == "shown_text_id" else None
-                score = item_value_code(items[key], value)
-                yield RatedAnswer(
-                    participant_id, protocol.pk, key, source_pk, text_id, None, item_value_to_json(value),
-                    score if isinstance(score, float) else None,
-                )  # fmt: skip
-
-    answers += typed(ExpertRating, "shown_text_id", "shown_text__source_id")
-    answers += typed(ExpertSourceJudgement, "source_id", "source_id")
-    return answers
+    return [RatedAnswer(*row) for row in stored.values_list(*fields, "value", "score")]

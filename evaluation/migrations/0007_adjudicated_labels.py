@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0020_study_membership_adjudicator'),
+        ('annotation', '0024_study_membership_adjudicator'),
         ('evaluation', '0006_worker_heartbeat_moved_to_work'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('annotation', '0020_participant_qualification'),
+        ('annotation', '0023_participant_qualification'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

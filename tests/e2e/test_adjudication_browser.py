@@ -10,7 +10,7 @@ import io
 
 import pytest
 
-from annotation.models import ActivityEvent, ExpertRating
+from annotation.models import ActivityEvent, ItemAnswer
 from evaluation.models import AdjudicatedLabel
 from tests.e2e.dashboard import download, researcher_page
 from tests.evaluation.adjudication_studies import disagreeing_study
@@ -90,7 +90,9 @@ def test_an_adjudicator_resolves_the_queue_and_the_dashboard_shows_both_views(
     assert len(labels["error_spans"].value) == 1
     # Stored beside the raw answers, never over them.
     assert sorted(
-        ExpertRating.objects.filter(shown_text=setup["text"]).values_list("correctness", flat=True)
+        ItemAnswer.objects.filter(shown_text=setup["text"], item_key="correctness").values_list(
+            "value", flat=True
+        )
     ) == [
         2,
         5,

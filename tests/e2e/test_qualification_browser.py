@@ -9,7 +9,7 @@ import re
 import pytest
 
 from annotation import participant_services
-from annotation.models import ExpertItem, ExpertRating, Participant
+from annotation.models import ExpertItem, ItemAnswer, Participant
 from instruments.presets import preset_load
 from qualification.models import PracticeAnswer, QualificationAttempt
 from qualification.rule_services import qualification_rule_save
@@ -92,6 +92,6 @@ def test_a_radiologist_fails_then_passes_and_reaches_the_first_page(browser, liv
     assert [(a.correct, a.passed) for a in attempts] == [(2, False), (4, True)]
     assert PracticeAnswer.objects.filter(attempt__participant=participant).count() == 10
     # Practice is not rating: nothing reached the study's answers.
-    assert not ExpertRating.objects.filter(participant=participant).exists()
+    assert not ItemAnswer.objects.filter(participant=participant).exists()
     participant.refresh_from_db()
     assert participant.qualification == "passed"

@@ -8,7 +8,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from annotation.models import ActivityEvent, ExpertRating, StudyMembership
+from annotation.models import ActivityEvent, ItemAnswer, StudyMembership
 from evaluation.adjudication_selectors import UnitKey, adjudication_queue, study_units
 from evaluation.adjudication_services import adjudication_record
 from evaluation.models import AdjudicatedLabel
@@ -56,7 +56,9 @@ def test_recording_stores_the_label_beside_the_answers(setup):
     assert (label.value, label.score, label.raters, label.disagreement) == (4, 4.0, 2, 0.75)
     # The raw answers are untouched.
     assert sorted(
-        ExpertRating.objects.filter(shown_text=setup["text"]).values_list("correctness", flat=True)
+        ItemAnswer.objects.filter(shown_text=setup["text"], item_key="correctness").values_list(
+            "value", flat=True
+        )
     ) == [
         2,
         5,

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0019_source_upload_lease'),
+        ('annotation', '0023_participant_qualification'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

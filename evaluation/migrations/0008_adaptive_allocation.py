@@ -7,8 +7,8 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0019_source_upload_lease'),
-        ('evaluation', '0006_worker_heartbeat_moved_to_work'),
+        ('annotation', '0024_study_membership_adjudicator'),
+        ('evaluation', '0007_adjudicated_labels'),
     ]
 
     operations = [

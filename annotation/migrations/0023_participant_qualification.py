@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0019_source_upload_lease'),
+        ('annotation', '0022_drop_typed_answer_tables'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
