@@ -29,6 +29,7 @@ from annotation.models import Study
 from ml import selectors
 from ml.models import ModelArtifact, TrainingJob
 from ml.selectors import PairFilter
+from work import runner
 from work.runner import DATABASE_ERRORS
 from work.single_jobs import JobKind, abandoned_reason, job_claim, job_launch, job_lease, jobs_heal
 
@@ -190,13 +191,11 @@ def training_job_create(
     return job
 
 
-def _training_send(job_id: int) -> None:
-    """Send the job's task under the id stored on the job (a new one when the healing check sends
-    it again)."""
-    from ml.tasks import training_job_run_task
+TASK = "ml.tasks.training_job_run_task"
 
-    task_id = TrainingJob.objects.filter(pk=job_id).values_list("celery_task_id", flat=True).first()
-    training_job_run_task.apply_async(args=[job_id], task_id=task_id or str(uuid.uuid4()))
+
+def _training_send(job_id: int) -> None:
+    runner.send(TASK, [[job_id]])
 
 
 def _training_abandon(job: TrainingJob) -> None:
@@ -216,12 +215,8 @@ TRAINING = JobKind(
 
 def training_job_enqueue(*, job: TrainingJob) -> TrainingJob:
     """Dispatch the job's task after the current transaction commits (never inside it: the worker
-    must find the row). The task id is stored first, so the admin can show it at once."""
-    task_id = str(uuid.uuid4())
-    TrainingJob.objects.filter(pk=job.pk).update(
-        celery_task_id=task_id, sent_at=timezone.now(), send_error=""
-    )
-    job.celery_task_id = task_id
+    must find the row). The task that claims the job writes its id on it (celery_task_id)."""
+    TrainingJob.objects.filter(pk=job.pk).update(sent_at=timezone.now(), send_error="")
     job_launch(TRAINING, job.pk)
     return job
 

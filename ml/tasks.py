@@ -10,7 +10,7 @@ from ml.models import TrainingJob
 from work import runner
 
 
-@runner.job_task("ml.tasks.training_job_run_task")
+@runner.job_task(services.TASK)
 def training_job_run_task(self, job_id: int) -> str:
     """Run one training job with the job layer's policy (work.runner.job_task). Idempotent: a
     finished job is left alone, and a redelivered or retried task (its worker died, or the database
