@@ -26,6 +26,7 @@ from django.utils import timezone
 from annotation.models import Study
 from evaluation.models import PowerPlan
 from work import runner
+from work.job_progress import JobProgress, job_progress
 from work.runner import DATABASE_ERRORS
 from work.single_jobs import (
     JobKind,
@@ -155,6 +156,17 @@ def plan_run(*, plan_id: int, task_id: str = "") -> PowerPlan | None:
 def power_plans_heal() -> int:
     """The periodic healing check of the plans (beat, and every worker's start)."""
     return jobs_heal(PLANS)
+
+
+def plan_progress(*, plan: PowerPlan) -> JobProgress | None:
+    """What the plan's page shows while it is queued or simulating (None once it is finished)."""
+    if plan.finished:
+        return None
+    if plan.status == PowerPlan.Status.RUNNING:
+        doing = f"Simulating since {timezone.localtime(plan.started_at):%H:%M:%S}…"
+    else:
+        doing = f"Queued at {timezone.localtime(plan.created_at):%H:%M:%S}, waiting for a worker…"
+    return job_progress(PLANS, plan, doing=doing)
 
 
 def plans_for_study(*, study: Study) -> QuerySet[PowerPlan]:

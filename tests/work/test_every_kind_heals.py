@@ -19,6 +19,7 @@ real tasks.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -27,6 +28,7 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
@@ -44,9 +46,13 @@ from ml.models import TrainingJob
 from tests.annotation.factories import build_study
 from tests.evaluation.conftest import FAST_ANALYSIS_OPTIONS
 from tests.evaluation.test_analysis_inputs import build_answered_study
+from tests.generation.test_celery_worker import REPO, broker_mode, wait_for, worker_database_url
+from tests.generation.test_fault_injection import Services, restart_postgresql
 from tests.ml.tiny_models import build_tiny_t5
 from tests.work.test_job_layer import make_study
 from work import runner, scheduler
+
+__all__ = ["broker_mode"]  # a fixture, imported for the tests below
 
 PLAN = {
     "outcome": "understanding",
@@ -64,7 +70,11 @@ TRAINING = {
     "validation_fraction": 0.25,
     "eval_max_new_tokens": 4,
 }
-SOURCES_FILE = "source_key,source_text,plain_bs\na,No acute fracture.,No broken bone.\n"
+
+
+def _sources_file(rows: int) -> str:
+    lines = [f"s{i},No acute fracture {i}.,No broken bone {i}." for i in range(rows)]
+    return "source_key,source_text,plain_bs\n" + "\n".join(lines) + "\n"
 
 
 class Broker:
@@ -117,16 +127,16 @@ class Kind:
     abandoned: Callable[[Any], bool]
 
 
-def _upload_launch():
+def _upload_launch(rows: int = 1):
     editor = get_user_model().objects.create_user("uploader", password="pw")
     study = build_study(slug="upload", n_sources=1, status="draft")
     return upload_services.source_upload_create(
-        study=study, uploaded_file=SimpleUploadedFile("s.csv", SOURCES_FILE.encode()), user=editor
+        study=study, uploaded_file=SimpleUploadedFile("s.csv", _sources_file(rows).encode()), user=editor
     )
 
 
-def _plan_launch():
-    form = PlanForm.with_defaults(PLAN)
+def _plan_launch(simulations: int = 40):
+    form = PlanForm.with_defaults({**PLAN, "simulations": simulations})
     assert form.is_valid(), form.errors
     study = build_answered_study(slug="pilot", n_sources=8, n_lay=8, n_radiologists=2)
     return plans.plan_create(study=study, parameters=form.cleaned_data)
@@ -138,10 +148,10 @@ def _snapshot_launch():
     return AnalysisSnapshot.objects.get(study=study)
 
 
-def _training_launch(base: str):
+def _training_launch(base: str, epochs: int = 1):
     study = build_study(slug="train-me", n_sources=4, systems=("plain_bs", "cot_bs"))
     return ml_services.training_job_create(
-        study=study, pair_filter="all", base_model_path=base, hyperparameters=TRAINING
+        study=study, pair_filter="all", base_model_path=base, hyperparameters={**TRAINING, "epochs": epochs}
     )
 
 
@@ -165,12 +175,13 @@ def _all_abandoned(jobs) -> bool:
     return jobs.exists() and all(job.status == "failed" and "stopped answering" in job.error for job in jobs)
 
 
-KINDS: dict[str, Callable[[str], Kind]] = {
-    "generation": lambda base: Kind(
+# Each kind, with its work made `scale` times as long (the database restart must find it running).
+KINDS: dict[str, Callable[[str, int], Kind]] = {
+    "generation": lambda base, scale=1: Kind(
         "generation",
         lambda: _batch_launch(
             lambda: batches.generation_batch_create(
-                study=make_study(), systems=["plain_bs"], backend="glossary"
+                study=make_study(n=3 * scale), systems=["plain_bs"], backend="glossary"
             )
         ),
         lambda batch: GenerationJob.objects.filter(batch=batch),
@@ -183,11 +194,11 @@ KINDS: dict[str, Callable[[str], Kind]] = {
         ),
         lambda batch: _all_abandoned(GenerationJob.objects.filter(batch=batch, attempts__gt=0)),
     ),
-    "judging": lambda base: Kind(
+    "judging": lambda base, scale=1: Kind(
         "judging",
         lambda: _batch_launch(
             lambda: judging_services.judge_run_create(
-                study=make_study(), backend="glossary", instruments=["radiologist"]
+                study=make_study(n=3 * scale), backend="glossary", instruments=["radiologist"]
             )
         ),
         lambda run: JudgeItem.objects.filter(run=run),
@@ -199,7 +210,7 @@ KINDS: dict[str, Callable[[str], Kind]] = {
         ),
         lambda run: _all_abandoned(JudgeItem.objects.filter(run=run, attempts__gt=0)),
     ),
-    "snapshot": lambda base: Kind(
+    "snapshot": lambda base, scale=1: Kind(
         "snapshot",
         _snapshot_launch,
         _one,
@@ -212,27 +223,27 @@ KINDS: dict[str, Callable[[str], Kind]] = {
             _reloaded(snapshot)
         ),
     ),
-    "plan": lambda base: Kind(
+    "plan": lambda base, scale=1: Kind(
         "plan",
-        _plan_launch,
+        lambda: _plan_launch(40 * scale),
         _one,
         "running",
         plans.power_plans_heal,
         lambda plan: _reloaded(plan).status == "done",
         lambda plan: (lambda p: p.status == "failed" and "stopped answering" in p.error)(_reloaded(plan)),
     ),
-    "training": lambda base: Kind(
+    "training": lambda base, scale=1: Kind(
         "training",
-        lambda: _training_launch(base),
+        lambda: _training_launch(base, epochs=scale),
         _one,
         "running",
         ml_services.training_jobs_heal,
         lambda job: _reloaded(job).status == "succeeded",
         lambda job: (lambda j: j.status == "failed" and "stopped answering" in j.error)(_reloaded(job)),
     ),
-    "upload": lambda base: Kind(
+    "upload": lambda base, scale=1: Kind(
         "upload",
-        _upload_launch,
+        lambda: _upload_launch(rows=1 if scale == 1 else 2000 * scale),
         _one,
         "running",
         upload_heal.source_uploads_heal,
@@ -326,3 +337,74 @@ def test_a_launch_while_the_broker_is_down_is_recorded_and_sent_by_the_healing_c
     assert kind.heal() >= 1
     broker.deliver()
     assert kind.succeeded(work)
+
+
+# --- a database restart, with a real worker and beat ------------------------------------------------
+
+RECOVERY = {
+    "RADLAY_JOB_HEARTBEAT": "0.5",
+    "RADLAY_JOB_STALE_AFTER": "3",
+    "RADLAY_JOB_DISPATCH_DEADLINE": "6",
+    "RADLAY_JOB_HEAL_INTERVAL": "1",
+    "RADLAY_JOB_RETRY_DELAY": "0.2",
+    "RADLAY_JUDGE_BOOTSTRAP_RESAMPLES": "20",
+    "RADLAY_ANALYSIS_REFRESH_SECONDS": "3600",  # only the healing check sends anything
+}
+FINAL_WITHIN = 240  # seconds; generous for a loaded 2-core machine
+
+
+@pytest.fixture
+def restartable():
+    if not os.environ.get("RADLAY_TEST_PG_CTL") or not os.environ.get("RADLAY_TEST_PGDATA"):
+        pytest.skip("RADLAY_TEST_PG_CTL/RADLAY_TEST_PGDATA unset: `make test` sets them to its PostgreSQL")
+
+
+@pytest.fixture
+def real_worker(transactional_db, restartable, broker_mode, tmp_path, settings):
+    """A worker and beat of this test (tests/generation/test_fault_injection.py's), on the test
+    database and Redis, sharing the media and model directories with this process."""
+    database_url = worker_database_url()
+    redis_url = os.environ.get("REDIS_URL") or settings.REDIS_URL
+    if database_url is None or connection.vendor != "postgresql" or not redis_url:
+        pytest.skip("needs the PostgreSQL test database and the Redis that `make test` starts")
+    env = {
+        **os.environ,
+        **RECOVERY,
+        "DJANGO_SETTINGS_MODULE": "config.settings.test",
+        "RADLAY_TEST_REAL_CELERY": "1",
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_url,
+        "DJANGO_MEDIA_ROOT": str(settings.MEDIA_ROOT),
+        "RADLAY_MODEL_DIR": str(settings.RADLAY_MODEL_DIR),
+        "PYTHONPATH": str(REPO),
+    }
+    from config.celery_app import app as celery_app
+
+    celery_app.control.purge()  # nothing left over from an earlier test
+    services = Services(tmp_path, env)
+    yield services
+    services.close()
+
+
+@pytest.mark.integration
+def test_a_database_restart_while_the_work_runs_heals_by_itself(kind, real_worker, tiny_t5_path):
+    big = KINDS[kind.name](tiny_t5_path, 4)
+    real_worker.beat()
+    real_worker.worker()
+    work = big.launch()
+    units = big.units(work)
+    wait_for(
+        lambda: units.filter(started_at__isnull=False).exists() or big.succeeded(work),
+        timeout=FINAL_WITHIN,
+        what=f"the {kind.name} to start",
+        logs=real_worker.tmp_path,
+    )
+
+    restart_postgresql()
+
+    wait_for(
+        lambda: big.succeeded(work),
+        timeout=FINAL_WITHIN,
+        what=f"the {kind.name} to finish by itself after the restart",
+        logs=real_worker.tmp_path,
+    )
