@@ -23,6 +23,7 @@ from annotation.importers.write import study_file_import
 from annotation.models import SourceUpload, Study
 from console.upload_jobs import TASK, UPLOADS
 from work.lease import beating
+from work.limits import running_limits_check
 from work.single_jobs import job_claim, job_launch, lease_lapsed
 
 logger = logging.getLogger(__name__)
@@ -38,8 +39,10 @@ def source_upload_create(
     *, study: Study, uploaded_file: UploadedFile, user: Any, split_sentences: bool = False
 ) -> SourceUpload:
     """Store the uploaded file (streamed in chunks: Django keeps a large upload in a temporary
-    file, never in memory) and queue its import after the commit. ValidationError names `file`.
-    `split_sentences`: a FHIR/HL7 file's reports become a source per sentence."""
+    file, never in memory) and queue its import after the commit. ValidationError names `file` (a
+    bad file, or one upload more than the job layer's running limits allow,
+    RADLAY_JOB_MAX_RUNNING_PER_STUDY and _PER_USER). `split_sentences`: a FHIR/HL7 file's reports
+    become a source per sentence."""
     name = Path(uploaded_file.name or "").name
     if Path(name).suffix.lower() not in SUFFIXES:
         raise ValidationError(
@@ -54,6 +57,16 @@ def source_upload_create(
             {"file": f"{name} is larger than {settings.RADLAY_UPLOAD_MAX_MB} MB (RADLAY_UPLOAD_MAX_MB)."}
         )
     with transaction.atomic():
+        running_limits_check(
+            running=SourceUpload.objects.filter(
+                status__in=(SourceUpload.Status.QUEUED, SourceUpload.Status.RUNNING)
+            ),
+            study=study,
+            user=user,
+            noun="upload",
+            user_field="uploaded_by",
+            field="file",
+        )
         upload = SourceUpload(
             study=study,
             original_name=name[:200],

@@ -15,8 +15,6 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F, Q, QuerySet
@@ -27,6 +25,7 @@ from annotation.models import Study
 from evaluation.models import PowerPlan
 from work import runner
 from work.job_progress import JobProgress, job_progress
+from work.limits import running_limits_check
 from work.runner import DATABASE_ERRORS
 from work.single_jobs import (
     JobKind,
@@ -82,23 +81,6 @@ def plans_active() -> QuerySet[PowerPlan]:
     )
 
 
-def _limits_check(*, study: Study, user) -> None:
-    """Raise PlanLimitReached when the study or the user already has as many active plans as the
-    settings allow. Call inside a transaction holding the user's and the study's row locks."""
-    limits = [("This study has", "study", Q(study=study), "RADLAY_JOB_MAX_RUNNING_PER_STUDY")]
-    if user is not None:
-        limits.append(("You have", "researcher", Q(requested_by=user), "RADLAY_JOB_MAX_RUNNING_PER_USER"))
-    for who, per, mine, setting in limits:
-        limit = getattr(settings, setting)
-        active = plans_active().filter(mine).count()
-        if active >= limit:
-            raise PlanLimitReached(
-                f"{who} {active} plan{'s' if active != 1 else ''} queued or running already (at most "
-                f"{limit} per {per}, {setting}): wait for one to finish, then ask again.",
-                code="limit",
-            )
-
-
 def plan_create(
     *, study: Study, parameters: Mapping[str, Any], user=None, dispatch: bool = True
 ) -> PowerPlan:
@@ -107,12 +89,14 @@ def plan_create(
     counts against the per-study and per-researcher limits: PlanLimitReached when one is full."""
     with transaction.atomic():
         if dispatch:
-            # The rows locked in one order (user, then study), so that two requests of one
-            # researcher or one study count in turn and never both pass the last free place.
-            if user is not None and user.pk is not None:
-                get_user_model().objects.select_for_update().filter(pk=user.pk).first()
-            Study.objects.select_for_update().filter(pk=study.pk).first()
-            _limits_check(study=study, user=user if user is not None and user.pk is not None else None)
+            running_limits_check(
+                running=plans_active(),
+                study=study,
+                user=user,
+                noun="plan",
+                user_field="requested_by",
+                error=PlanLimitReached,
+            )
         plan = PowerPlan.objects.create(
             study=study,
             requested_by=user,
@@ -133,6 +117,7 @@ def plan_run(*, plan_id: int, task_id: str = "") -> PowerPlan | None:
     if not job_claim(PLANS, plan_id, task_id=task_id):
         return PowerPlan.objects.select_related("study").filter(pk=plan_id).first()
     plan = PowerPlan.objects.select_related("study").get(pk=plan_id)
+    outcome: dict[str, Any]
     try:
         with job_lease(PLANS, plan_id, task_id=task_id):
             # numpy, scipy and matplotlib load here, in the task or command that runs the plan.

@@ -1,6 +1,6 @@
 """Limits on launching heavy background work, the same for every kind: how many of one kind may be
-queued or running at once per study and per user (batches here; power plans count theirs with the
-same settings, evaluation/plans.py), how large a batch may be, and its concurrency. A launch past a
+queued or running at once per study and per user (batches: check_launch; single jobs such as power
+plans and uploads: running_limits_check), how large a batch may be, and its concurrency. A launch past a
 limit is refused with a message that names the limit and its setting, before anything is created.
 
 Settings (config/settings/base.py, one default each):
@@ -16,7 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
+from django.db.models import Q, QuerySet
 
 from annotation.models import Study
 from work.scheduler import JobQueue
@@ -58,3 +60,38 @@ def check_launch(queue: JobQueue, *, study: Study, user: Any, size: int, unit: s
         )
     if errors:
         raise ValidationError(errors)
+
+
+def running_limits_check(
+    *,
+    running: QuerySet,
+    study: Study,
+    user: Any,
+    noun: str,
+    user_field: str,
+    field: str | None = None,
+    error: type[ValidationError] = ValidationError,
+) -> None:
+    """Refuse (`error`, naming the limit and its setting, on `field` or the whole form) one more
+    piece of single-job work (`noun`: "plan", "upload") for `study` by `user` when `running`, the
+    kind's queued or running work, already holds RADLAY_JOB_MAX_RUNNING_PER_STUDY of the study or
+    RADLAY_JOB_MAX_RUNNING_PER_USER of the user (`user_field` names who asked). Call inside the
+    launch's transaction: it locks the user's row, then the study's, so that two requests of one
+    researcher or one study count in turn and never both take the last place."""
+    if user is not None and user.pk is None:
+        user = None
+    if user is not None:
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+    Study.objects.select_for_update().filter(pk=study.pk).first()
+    limits = [("This study has", "study", Q(study=study), "RADLAY_JOB_MAX_RUNNING_PER_STUDY")]
+    if user is not None:
+        limits.append(("You have", "researcher", Q(**{user_field: user}), "RADLAY_JOB_MAX_RUNNING_PER_USER"))
+    for who, per, mine, setting in limits:
+        limit = int(getattr(settings, setting))
+        active = running.filter(mine).count()
+        if active >= limit:
+            message = (
+                f"{who} {active} {noun}{'s' if active != 1 else ''} queued or running already (at most "
+                f"{limit} per {per}, {setting}): wait for one to finish, then ask again."
+            )
+            raise error({field: message} if field else message, code="limit")

@@ -120,7 +120,7 @@ def job_send(kind: JobKind, key: Any) -> bool:
         kind.send(key)
     except SEND_ERRORS as exc:
         logger.warning("could not send the %s %s: %s", kind.name, key, exc)
-        kind.model.objects.filter(**{kind.key: key}, status=kind.queued).update(
+        kind.model._default_manager.filter(**{kind.key: key}, status=kind.queued).update(
             send_error=f"{type(exc).__name__}: {exc}"[:500], sent_at=timezone.now()
         )
         return False
@@ -143,7 +143,7 @@ def job_claim(kind: JobKind, key: Any, *, task_id: str) -> bool:
         # task retried after a lost database connection keeps its id.
         claimable |= Q(status=kind.running, **{kind.task_field: task_id})
     return bool(
-        kind.model.objects.filter(claimable, **{kind.key: key}).update(
+        kind.model._default_manager.filter(claimable, **{kind.key: key}).update(
             status=kind.running,
             started_at=now,
             heartbeat_at=now,
@@ -160,9 +160,9 @@ def job_lease(kind: JobKind, key: Any, *, task_id: str) -> Iterator[None]:
     long as `task_id` holds it (from a thread with its own database connection)."""
 
     def stamp() -> None:
-        kind.model.objects.filter(**{kind.key: key, "status": kind.running, kind.task_field: task_id}).update(
-            heartbeat_at=timezone.now()
-        )
+        kind.model._default_manager.filter(
+            **{kind.key: key, "status": kind.running, kind.task_field: task_id}
+        ).update(heartbeat_at=timezone.now())
 
     with lease.beating(stamp, interval=kind.timing().heartbeat, name=f"{kind.name}-{key}"):
         yield
@@ -175,7 +175,7 @@ def job_take_over(kind: JobKind, key: Any) -> bool:
     timing = kind.timing()
     with transaction.atomic():
         job = (
-            kind.model.objects.select_for_update(skip_locked=True, of=("self",))
+            kind.model._default_manager.select_for_update(skip_locked=True, of=("self",))
             .filter(lost(kind), **{kind.key: key})
             .first()
         )
@@ -188,7 +188,7 @@ def job_take_over(kind: JobKind, key: Any) -> bool:
         fields: dict[str, Any] = {"sent_at": timezone.now(), "send_error": ""}
         if kind.requeue_lost_runs:
             fields.update(status=kind.queued, heartbeat_at=None, **{kind.task_field: ""})
-        kind.model.objects.filter(pk=job.pk).update(**fields, **kind.requeued())
+        kind.model._default_manager.filter(pk=job.pk).update(**fields, **kind.requeued())
     logger.warning("%s %s lost its worker or message: sent again", kind.name, key)
     # Sent once the row is committed: the task that takes it must find it queued.
     job_send(kind, key)
@@ -198,5 +198,5 @@ def job_take_over(kind: JobKind, key: Any) -> bool:
 def jobs_heal(kind: JobKind) -> int:
     """The periodic healing check of `kind`: send every lost job again, abandon those past their
     attempts. Returns how many it acted on. Call outside a transaction."""
-    keys = list(kind.model.objects.filter(lost(kind)).values_list(kind.key, flat=True))
+    keys = list(kind.model._default_manager.filter(lost(kind)).values_list(kind.key, flat=True))
     return sum(job_take_over(kind, key) for key in keys)
