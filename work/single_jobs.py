@@ -174,7 +174,7 @@ def job_take_over(kind: JobKind, key: Any) -> bool:
     acted. Call outside a transaction (the send follows the commit of the row)."""
     timing = kind.timing()
     with transaction.atomic():
-        job = (
+        job: Any = (
             kind.model._default_manager.select_for_update(skip_locked=True, of=("self",))
             .filter(lost(kind), **{kind.key: key})
             .first()
