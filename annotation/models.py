@@ -814,9 +814,11 @@ class SourceUpload(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    # The job layer's lease (console/upload_heal.py): when the task was last sent, the task that
-    # holds the upload (its retry takes it over), and how many times a task took it.
+    # The job layer's lease (work.single_jobs): when the task was last sent (and why the broker
+    # refused it), the task that holds the upload (its retry takes it over), and how many times a
+    # task took it.
     sent_at = models.DateTimeField(null=True, blank=True)
+    send_error = models.TextField(blank=True)
     task_id = models.CharField(max_length=255, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
 

@@ -2,9 +2,9 @@
 and judge items), `gpu` (local models), `heavy` (long CPU work a researcher asks for: sample-size
 plans, a judge run's agreement), which its own worker consumes so that it never holds up the
 snapshots (docker/compose.yml). Settings come from Django's settings under the CELERY_ namespace;
-the beat schedule there runs the self-healing checks of generation's batches, judging's runs, the
-console's uploads and evaluation's analysis snapshots, which every worker also runs when it
-starts."""
+the beat schedule there runs the self-healing checks of every kind of background work
+(generation's batches, judging's runs, the console's uploads, evaluation's analysis snapshots and
+power plans, ml's training jobs), which every worker also runs when it starts."""
 
 import logging
 import os
@@ -27,6 +27,8 @@ app.conf.task_routes = {
     "judging.tasks.judge_runs_heal": {"queue": "default"},
     "console.tasks.source_uploads_heal": {"queue": "default"},
     "evaluation.tasks.analysis_snapshots_heal": {"queue": "default"},
+    "evaluation.tasks.power_plans_heal": {"queue": "default"},
+    "ml.tasks.training_jobs_heal": {"queue": "default"},
     "judging.tasks.judge_run_agreement": {"queue": "heavy"},
     "ml.tasks.*": {"queue": "gpu"},
     "evaluation.tasks.power_plan_run": {"queue": "heavy"},
@@ -43,6 +45,8 @@ def heal_on_start(sender=None, **kwargs) -> None:
         "judging.tasks.judge_runs_heal",
         "console.tasks.source_uploads_heal",
         "evaluation.tasks.analysis_snapshots_heal",
+        "evaluation.tasks.power_plans_heal",
+        "ml.tasks.training_jobs_heal",
     ):
         try:
             app.send_task(task)

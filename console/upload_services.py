@@ -7,7 +7,6 @@ broker) it runs in the request that queued it, after the commit (work.runner.sen
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,6 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
-from django.db.models import F, Q
 from django.utils import timezone
 
 from annotation.activity_services import activity_record
@@ -23,13 +21,14 @@ from annotation.importers.errors import ImportFormatError
 from annotation.importers.report_file import SUFFIXES, study_file_open
 from annotation.importers.write import study_file_import
 from annotation.models import SourceUpload, Study
-from work import runner
+from console.upload_jobs import TASK, UPLOADS
 from work.lease import beating
-from work.scheduler import timing_from_settings
+from work.limits import running_limits_check
+from work.single_jobs import job_claim, job_launch, lease_lapsed
 
 logger = logging.getLogger(__name__)
 
-TASK = "console.tasks.source_upload_run"
+__all__ = ["TASK"]  # the task's name, for console/tasks.py
 # How often the running import stamps its progress (and heartbeat), in seconds.
 PROGRESS_INTERVAL = 1.0
 # Reading (validating) the file is about a third of an import's time, writing the rest.
@@ -40,8 +39,10 @@ def source_upload_create(
     *, study: Study, uploaded_file: UploadedFile, user: Any, split_sentences: bool = False
 ) -> SourceUpload:
     """Store the uploaded file (streamed in chunks: Django keeps a large upload in a temporary
-    file, never in memory) and queue its import after the commit. ValidationError names `file`.
-    `split_sentences`: a FHIR/HL7 file's reports become a source per sentence."""
+    file, never in memory) and queue its import after the commit. ValidationError names `file` (a
+    bad file, or one upload more than the job layer's running limits allow,
+    RADLAY_JOB_MAX_RUNNING_PER_STUDY and _PER_USER). `split_sentences`: a FHIR/HL7 file's reports
+    become a source per sentence."""
     name = Path(uploaded_file.name or "").name
     if Path(name).suffix.lower() not in SUFFIXES:
         raise ValidationError(
@@ -56,6 +57,16 @@ def source_upload_create(
             {"file": f"{name} is larger than {settings.RADLAY_UPLOAD_MAX_MB} MB (RADLAY_UPLOAD_MAX_MB)."}
         )
     with transaction.atomic():
+        running_limits_check(
+            running=SourceUpload.objects.filter(
+                status__in=(SourceUpload.Status.QUEUED, SourceUpload.Status.RUNNING)
+            ),
+            study=study,
+            user=user,
+            noun="upload",
+            user_field="uploaded_by",
+            field="file",
+        )
         upload = SourceUpload(
             study=study,
             original_name=name[:200],
@@ -73,37 +84,8 @@ def source_upload_create(
             obj=upload,
             details={"file": name, "bytes": upload.size},
         )
-        transaction.on_commit(lambda: runner.send(TASK, [[upload.pk]]))
+        job_launch(UPLOADS, upload.pk)
     return upload
-
-
-def stale_after() -> timedelta:
-    """A running import silent this long lost its worker: the job layer's stale_after (four
-    heartbeats of RADLAY_GENERATION_HEARTBEAT), as for every job."""
-    return timedelta(seconds=timing_from_settings().stale_after)
-
-
-def _claim(upload_id: int, task_id: str) -> bool:
-    """Take the upload for `task_id`: a queued one, one whose worker died (a stale heartbeat), or
-    one this same task holds already (its retry after a lost database connection keeps the task
-    id, as the job layer's claim allows)."""
-    now = timezone.now()
-    lapsed = now - stale_after()
-    claimable = Q(status=SourceUpload.Status.QUEUED) | Q(
-        status=SourceUpload.Status.RUNNING, heartbeat_at__lt=lapsed
-    )
-    claimable |= Q(status=SourceUpload.Status.RUNNING, heartbeat_at__isnull=True, started_at__lt=lapsed)
-    if task_id:
-        claimable |= Q(status=SourceUpload.Status.RUNNING, task_id=task_id)
-    return bool(
-        SourceUpload.objects.filter(claimable, pk=upload_id).update(
-            status=SourceUpload.Status.RUNNING,
-            started_at=now,
-            heartbeat_at=now,
-            task_id=task_id,
-            attempts=F("attempts") + 1,
-        )
-    )
 
 
 def source_upload_run(*, upload_id: int, task_id: str = "") -> SourceUpload | None:
@@ -112,7 +94,9 @@ def source_upload_run(*, upload_id: int, task_id: str = "") -> SourceUpload | No
     the progress every PROGRESS_INTERVAL seconds from its own connection, since the import's own
     writes stay invisible until its one transaction commits. None when there was nothing to
     claim (a finished upload, or one another worker runs)."""
-    if not _claim(upload_id, task_id):
+    # The job layer's claim: a queued upload, one whose worker died (a stale heartbeat), or one
+    # this same task holds already (its retry after a lost database connection keeps the task id).
+    if not job_claim(UPLOADS, upload_id, task_id=task_id):
         return None
     upload = SourceUpload.objects.select_related("study", "uploaded_by").get(pk=upload_id)
     outcome: dict[str, Any] = {}
@@ -197,8 +181,4 @@ def upload_error(exc: ImportFormatError) -> dict[str, Any]:
 def upload_is_stalled(*, upload: SourceUpload) -> bool:
     """A running import whose heartbeat stopped: its worker died (nothing of it was written; the
     healing check sends it again, console/upload_heal.py)."""
-    return (
-        upload.status == SourceUpload.Status.RUNNING
-        and upload.heartbeat_at is not None
-        and upload.heartbeat_at < timezone.now() - stale_after()
-    )
+    return upload.heartbeat_at is not None and lease_lapsed(UPLOADS, upload)

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods
 
 from annotation.access import access_study, researcher_login_required
 from annotation.models import SourceUpload
+from console.upload_selectors import upload_progress
 from console.upload_services import source_upload_create, upload_is_stalled
 
 POLL_SECONDS = 1
@@ -75,6 +76,7 @@ def upload_detail(request: HttpRequest, slug: str, upload_id: int) -> HttpRespon
         "upload": found,
         "finished": found.status in (SourceUpload.Status.SUCCEEDED, SourceUpload.Status.FAILED),
         "stalled": upload_is_stalled(upload=found),
+        "progress": upload_progress(upload=found),
         "poll_seconds": POLL_SECONDS,
         "form": SourceUploadForm(),
     }

@@ -29,6 +29,13 @@ class PowerPlan(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The job layer's lease (work.single_jobs): when the task was last sent (and why the broker
+    # refused it), the task that holds the plan, its heartbeat, and how many tasks took it.
+    sent_at = models.DateTimeField(null=True, blank=True)
+    send_error = models.TextField(blank=True)
+    task_id = models.CharField(max_length=255, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at", "-pk"]
@@ -76,6 +83,9 @@ class AnalysisSnapshot(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     # How many times the healing check took this recomputation over from a lost worker or message.
     healed = models.PositiveIntegerField(default=0)
+    # How many tasks took this recomputation (a new request starts over): one whose worker was lost
+    # RADLAY_JOB_ATTEMPTS times is given up (work.single_jobs).
+    attempts = models.PositiveIntegerField(default=0)
 
     # What the stored result covers (evaluation.selectors.analysis_coverage at its start).
     computed_at = models.DateTimeField(null=True, blank=True)

@@ -39,6 +39,11 @@ def study_plan(request: HttpRequest, slug: str) -> HttpResponse:
 def study_plan_detail(request: HttpRequest, slug: str, plan_id: int) -> HttpResponse:
     study = access_study(user=request.user, slug=slug)
     plan = plans.access_plan(study=study, plan_id=plan_id)
-    context = {"study": study, "plan": plan, "table": plan_table(plan.result) if plan.result else None}
+    context = {
+        "study": study,
+        "plan": plan,
+        "progress": plans.plan_progress(plan=plan),
+        "table": plan_table(plan.result) if plan.result else None,
+    }
     template = "evaluation/plan_detail.html#result" if request.htmx else "evaluation/plan_detail.html"
     return render(request, template, context)

@@ -38,16 +38,14 @@ import time
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
-from kombu.exceptions import KombuError
 
 from annotation.models import Simplification, Source, Study, System
 from evaluation.analysis_document import split_details
@@ -58,9 +56,18 @@ from evaluation.selectors import (
     system_metrics_stored,
     text_metrics_stored,
 )
-from work.lease import beating
 from work.selectors import WorkerSilence, worker_silence
 from work.services import worker_heartbeat_stamp
+from work.single_jobs import (
+    JobKind,
+    abandoned_reason,
+    job_claim,
+    job_lease,
+    job_send,
+    job_take_over,
+    jobs_heal,
+    lease_lapsed,
+)
 
 if TYPE_CHECKING:
     from evaluation.analysis import AnalysisOptions
@@ -231,54 +238,39 @@ def study_analysis_compute(*, study: Study, options: AnalysisOptions | None = No
 # --- analysis snapshots ----------------------------------------------------------------------------
 
 
-def _lost_snapshots() -> Q:
-    """The recomputations whose worker or message is gone: a running one whose heartbeat lapsed
-    (its worker died: kill -9, out of memory, a lost host), a queued one whose send failed more than
-    a healing interval ago (the broker was down), and a queued one sent longer ago than
-    RADLAY_ANALYSIS_DISPATCH_DEADLINE that no worker started (its message was lost)."""
-    now = timezone.now()
-    lapsed = now - timedelta(seconds=settings.RADLAY_ANALYSIS_STALE_AFTER)
-    retry = now - timedelta(seconds=settings.RADLAY_ANALYSIS_HEAL_INTERVAL)
-    undelivered = now - timedelta(seconds=settings.RADLAY_ANALYSIS_DISPATCH_DEADLINE)
-    return (
-        Q(status=Status.RUNNING, heartbeat_at__lt=lapsed)
-        | Q(status=Status.RUNNING, heartbeat_at__isnull=True, started_at__lt=lapsed)
-        | Q(status=Status.QUEUED, sent_at__isnull=True)
-        | (Q(status=Status.QUEUED, sent_at__lt=retry) & ~Q(send_error=""))
-        | Q(status=Status.QUEUED, send_error="", sent_at__lt=undelivered)
-    )
+def _snapshot_send(study_id: int) -> None:
+    from evaluation.tasks import analysis_snapshot_send  # tasks import this module
+
+    analysis_snapshot_send(study_id=study_id)
 
 
-def _snapshot_send(*, study_id: int) -> None:
-    """Hand the claimed recomputation to the broker. A failed send (the broker is down) is kept on
-    the row, not raised: the page that asked is not a 500, and the healing check sends it again."""
-    from evaluation.tasks import analysis_snapshot_send
-
-    try:
-        analysis_snapshot_send(study_id=study_id)
-    except (KombuError, OSError) as exc:
-        logger.warning("could not send the analysis of study %s: %s", study_id, exc)
-        AnalysisSnapshot.objects.filter(study_id=study_id, status=Status.QUEUED).update(
-            send_error=f"{type(exc).__name__}: {exc}"[:500], sent_at=timezone.now()
-        )
-
-
-def _snapshot_take_over(*, study_id: int) -> bool:
-    """Queue again the lost recomputation of `study_id` (see _lost_snapshots) and send it. One
-    conditional UPDATE is the claim, so two healing checks never both send it. Returns whether it
-    was lost."""
-    taken = AnalysisSnapshot.objects.filter(_lost_snapshots(), study_id=study_id).update(
-        status=Status.QUEUED,
-        sent_at=timezone.now(),
-        send_error="",
+def _snapshot_abandon(snapshot: AnalysisSnapshot) -> None:
+    """A recomputation whose worker was lost RADLAY_JOB_ATTEMPTS times (the analysis kills it:
+    out of memory, say) is given up with the reason; the same data are not tried again by the
+    periodic refresh, and a change of the data or a request asks again."""
+    AnalysisSnapshot.objects.filter(pk=snapshot.pk).update(
+        status=Status.IDLE,
         runner="",
         heartbeat_at=None,
-        healed=F("healed") + 1,
+        dirty=False,
+        error=abandoned_reason(SNAPSHOTS, snapshot),
+        error_at=timezone.now(),
+        error_coverage=analysis_coverage(study=snapshot.study),
     )
-    if taken:
-        logger.warning("the analysis of study %s lost its worker or message: sent again", study_id)
-        _snapshot_send(study_id=study_id)
-    return bool(taken)
+
+
+# A study's recomputation on the job layer: its lease, healing and attempts (work.single_jobs).
+SNAPSHOTS = JobKind(
+    name="analysis",
+    model=AnalysisSnapshot,
+    send=_snapshot_send,
+    queued=Status.QUEUED,
+    running=Status.RUNNING,
+    abandon=_snapshot_abandon,
+    key="study_id",
+    task_field="runner",
+    requeued=lambda: {"healed": F("healed") + 1},
+)
 
 
 def analysis_snapshot_request(*, study: Study) -> bool:
@@ -300,47 +292,29 @@ def analysis_snapshot_request(*, study: Study) -> bool:
         send_error="",
         runner="",
         heartbeat_at=None,
+        attempts=0,
     )
     if claimed:
-        _snapshot_send(study_id=study.pk)
+        job_send(SNAPSHOTS, study.pk)
         return True
-    if _snapshot_take_over(study_id=study.pk):
+    if job_take_over(SNAPSHOTS, study.pk):
         return True
     AnalysisSnapshot.objects.filter(study=study).exclude(status=Status.IDLE).update(dirty=True)
     return False
 
 
-@contextlib.contextmanager
-def _lease_kept(*, study_id: int, runner: str) -> Iterator[None]:
-    """Stamp the running snapshot's heartbeat every RADLAY_ANALYSIS_HEARTBEAT seconds while the
-    block runs (the job layer's heartbeat thread, with its own database connection)."""
-
-    def stamp() -> None:
-        AnalysisSnapshot.objects.filter(study_id=study_id, status=Status.RUNNING, runner=runner).update(
-            heartbeat_at=timezone.now()
-        )
-
-    with beating(stamp, interval=settings.RADLAY_ANALYSIS_HEARTBEAT, name=f"analysis-{study_id}"):
-        yield
-
-
-def analysis_snapshot_compute(*, study_id: int) -> bool:
+def analysis_snapshot_compute(*, study_id: int, task_id: str = "") -> bool:
     """The task's work: claim the queued snapshot (queued → running, or a running one whose lease
     lapsed), compute the analysis of the study's data and its figures while keeping the lease,
     store them with what they covered, and send one more recomputation if the data changed
     meanwhile. Returns False when there was nothing to claim (another worker has it, or a
-    redelivered message of a finished task)."""
-    runner = uuid.uuid4().hex
-    now = timezone.now()
-    lapsed = now - timedelta(seconds=settings.RADLAY_ANALYSIS_STALE_AFTER)
-    claimed = AnalysisSnapshot.objects.filter(
-        Q(status=Status.QUEUED) | Q(status=Status.RUNNING, heartbeat_at__lt=lapsed),
-        study_id=study_id,
-    ).update(status=Status.RUNNING, started_at=now, heartbeat_at=now, runner=runner, send_error="")
-    if not claimed:
+    redelivered message of a finished task). `task_id`: the Celery task's, so that its retry
+    after a lost database connection takes over its own claim."""
+    runner = task_id or uuid.uuid4().hex
+    if not job_claim(SNAPSHOTS, study_id, task_id=runner):
         return False
     study = Study.objects.get(pk=study_id)
-    with _lease_kept(study_id=study_id, runner=runner):
+    with job_lease(SNAPSHOTS, study_id, task_id=runner):
         stored = _snapshot_store(study=study)
     # Only the holder of the lease ends it: a computation taken over meanwhile is the newer one's.
     ended = AnalysisSnapshot.objects.filter(study_id=study_id, runner=runner).update(
@@ -354,10 +328,9 @@ def analysis_snapshot_compute(*, study_id: int) -> bool:
 def analysis_snapshots_heal(*, worker: str = "") -> int:
     """The periodic healing check (beat, and every worker's start): stamp that a worker is alive,
     and queue again and send every recomputation whose worker or message was lost. Returns how
-    many it sent."""
+    many it acted on."""
     worker_heartbeat_stamp(worker=worker)
-    lost = AnalysisSnapshot.objects.filter(_lost_snapshots()).values_list("study_id", flat=True)
-    return sum(_snapshot_take_over(study_id=study_id) for study_id in list(lost))
+    return jobs_heal(SNAPSHOTS)
 
 
 def analysis_snapshot_compute_here(*, study: Study) -> AnalysisSnapshot:
@@ -520,18 +493,13 @@ def analysis_snapshot_refresh(*, study: Study, force: bool = False) -> SnapshotS
     )
     answers_since = coverage["n_answers"] - (snapshot.n_answers if snapshot else 0) if coverage else 0
     recomputing = snapshot is not None and snapshot.status != Status.IDLE
-    lapsed_before = timezone.now() - timedelta(seconds=settings.RADLAY_ANALYSIS_STALE_AFTER)
     return SnapshotState(
         snapshot=snapshot,
         recomputing=recomputing,
         answers_since=max(0, answers_since),
         stale=stale,
         checking=checking,
-        lease_lapsed=(
-            snapshot is not None
-            and snapshot.status == Status.RUNNING
-            and (snapshot.heartbeat_at or snapshot.started_at or lapsed_before) < lapsed_before
-        ),
+        lease_lapsed=snapshot is not None and lease_lapsed(SNAPSHOTS, snapshot),
         worker_silence=worker_silence(),
     )
 

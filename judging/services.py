@@ -13,7 +13,7 @@ sent back to the model with the reason, up to RADLAY_JUDGE_PARSE_ATTEMPTS calls 
 whose every sample validated gets its JudgeAnswer (medians + spread); otherwise it fails with the
 kind and message of the failure and no answer. A transient backend error (429/5xx after the
 backend's own retries) or a lost database connection sends the item again after a backoff,
-RADLAY_JUDGE_ITEM_ATTEMPTS times; when even that cannot be recorded (the database is down), the task
+RADLAY_JOB_ATTEMPTS times; when even that cannot be recorded (the database is down), the task
 itself is retried (work.runner's policy) and takes its item over once the database is back. Calls go
 through generation's database call cache: a resumed or rerun item pays for nothing twice.
 
@@ -74,17 +74,9 @@ logger = logging.getLogger(__name__)
 MAX_SAMPLES = 20
 
 
-def _setting(name: str, default: Any) -> Any:
-    return getattr(settings, name, default)
-
-
 def timing() -> scheduler.Timing:
-    """The scheduler's heartbeat and lost-item timing, with judging's own attempts and retry delay
-    (read at call time: tests override them)."""
-    return scheduler.timing_from_settings(
-        max_attempts=max(1, int(_setting("RADLAY_JUDGE_ITEM_ATTEMPTS", 3))),
-        retry_delay=float(_setting("RADLAY_JUDGE_RETRY_DELAY", 10.0)),
-    )
+    """The job layer's timing (read at call time: tests override it)."""
+    return scheduler.timing_from_settings()
 
 
 def _send(item_ids: list[int], *, backend: str, countdown: float | None = None) -> None:
@@ -170,7 +162,7 @@ def judge_run_create(
         errors["temperature"] = "The temperature cannot be negative."
     if max_tokens is not None and max_tokens < 1:
         errors["max_tokens"] = "max tokens must be at least 1."
-    concurrency = int(_setting("RADLAY_GENERATION_CONCURRENCY", 8) if concurrency is None else concurrency)
+    concurrency = int(settings.RADLAY_GENERATION_CONCURRENCY if concurrency is None else concurrency)
     errors.update(limits.concurrency_errors(concurrency))
     sources = list(Source.objects.filter(study=study).order_by("position"))
     if not sources:
@@ -489,7 +481,7 @@ def _item_judge(item: JudgeItem) -> _Outcome:
     prompt, agent, context = question.prompt, question.agent, question.context
     backend = run_backend(run)
     p = run.parameters
-    max_calls = max(1, int(_setting("RADLAY_JUDGE_PARSE_ATTEMPTS", 3)))
+    max_calls = max(1, int(settings.RADLAY_JUDGE_PARSE_ATTEMPTS))
     outcome = _Outcome()
     for sample in range(run.samples):
         params = GenerationParams(
@@ -612,7 +604,7 @@ def judge_run_agreement_compute(*, run: JudgeRun, n_resamples: int | None = None
     from judging.agreement_inputs import agreement_inputs
     from judging.calibration import calibration_summary, run_calibration
 
-    n_resamples = int(n_resamples or _setting("RADLAY_JUDGE_BOOTSTRAP_RESAMPLES", 500))
+    n_resamples = int(n_resamples or settings.RADLAY_JUDGE_BOOTSTRAP_RESAMPLES)
     data = agreement_inputs(run=run)
     result = judge_agreement(data, n_resamples=n_resamples)
     result["n_resamples"] = n_resamples

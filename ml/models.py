@@ -92,6 +92,12 @@ class TrainingJob(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # The job layer's lease (work.single_jobs): when the task was last sent (and why the broker
+    # refused it), its heartbeat while it trains, and how many tasks took it.
+    sent_at = models.DateTimeField(null=True, blank=True)
+    send_error = models.TextField(blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at"]

@@ -2,7 +2,11 @@
 embedder backed by the database cache (ml/embedding_cache.py).
 
 `training_job_run` is long (minutes to hours on a GPU) and holds no transaction while training:
-progress rows are written as it goes, and only the final registration is atomic.
+progress rows are written as it goes, and only the final registration is atomic. A training job is
+background work on the job layer (work.single_jobs): sent after the commit (a broker that is down
+is written on the job and the healing check sends it again), claimed by one task, kept under a
+heartbeat while it trains, sent again when its worker dies (it resumes from its last checkpoint)
+and given up after RADLAY_JOB_ATTEMPTS lost workers.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ from annotation.models import Study
 from ml import selectors
 from ml.models import ModelArtifact, TrainingJob
 from ml.selectors import PairFilter
+from work import runner
+from work.runner import DATABASE_ERRORS
+from work.single_jobs import JobKind, abandoned_reason, job_claim, job_launch, job_lease, jobs_heal
 
 logger = logging.getLogger(__name__)
 
@@ -184,16 +191,39 @@ def training_job_create(
     return job
 
 
+TASK = "ml.tasks.training_job_run_task"
+
+
+def _training_send(job_id: int) -> None:
+    runner.send(TASK, [[job_id]])
+
+
+def _training_abandon(job: TrainingJob) -> None:
+    _finish(job, TrainingJob.Status.FAILED, error=abandoned_reason(TRAINING, job), heartbeat_at=None)
+
+
+TRAINING = JobKind(
+    name="training job",
+    model=TrainingJob,
+    send=_training_send,
+    queued=TrainingJob.Status.QUEUED,
+    running=TrainingJob.Status.RUNNING,
+    abandon=_training_abandon,
+    task_field="celery_task_id",
+)
+
+
 def training_job_enqueue(*, job: TrainingJob) -> TrainingJob:
     """Dispatch the job's task after the current transaction commits (never inside it: the worker
-    must find the row). The task id is stored first, so the admin can show it at once."""
-    from ml.tasks import training_job_run_task
-
-    task_id = str(uuid.uuid4())
-    TrainingJob.objects.filter(pk=job.pk).update(celery_task_id=task_id)
-    job.celery_task_id = task_id
-    transaction.on_commit(lambda: training_job_run_task.apply_async(args=[job.pk], task_id=task_id))
+    must find the row). The task that claims the job writes its id on it (celery_task_id)."""
+    TrainingJob.objects.filter(pk=job.pk).update(sent_at=timezone.now(), send_error="")
+    job_launch(TRAINING, job.pk)
     return job
+
+
+def training_jobs_heal() -> int:
+    """The periodic healing check of the training jobs (beat, and every worker's start)."""
+    return jobs_heal(TRAINING)
 
 
 def training_job_cancel(*, job: TrainingJob) -> TrainingJob:
@@ -221,7 +251,10 @@ def training_job_retry(*, job: TrainingJob) -> TrainingJob:
         locked.cancel_requested = False
         locked.error = ""
         locked.finished_at = None
-        locked.save(update_fields=["status", "cancel_requested", "error", "finished_at", "updated_at"])
+        locked.attempts = 0  # on purpose: its attempts start over
+        locked.save(
+            update_fields=["status", "cancel_requested", "error", "finished_at", "attempts", "updated_at"]
+        )
         training_job_enqueue(job=locked)
     return locked
 
@@ -244,8 +277,9 @@ def _training_data(job: TrainingJob):
 
 
 def _claim(job: TrainingJob, task_id: str) -> bool:
-    """Mark the job running unless it is finished. A job already `running` is taken over: that is
-    the same task redelivered after its worker died (acks_late), and training resumes."""
+    """Mark the job running unless it is finished, cancelled, or running live elsewhere (the job
+    layer's claim: a running job is taken over when its heartbeat stopped, or by the same task
+    redelivered after its worker died; training resumes from the last checkpoint)."""
     with transaction.atomic():
         locked = TrainingJob.objects.select_for_update().get(pk=job.pk)
         if locked.is_finished:
@@ -255,19 +289,14 @@ def _claim(job: TrainingJob, task_id: str) -> bool:
             locked.finished_at = timezone.now()
             locked.save(update_fields=["status", "finished_at", "updated_at"])
             return False
-        locked.status = TrainingJob.Status.RUNNING
-        locked.started_at = locked.started_at or timezone.now()
-        if task_id:
-            locked.celery_task_id = task_id
-        locked.save(update_fields=["status", "started_at", "celery_task_id", "updated_at"])
-    return True
+    return job_claim(TRAINING, job.pk, task_id=task_id)
 
 
 def training_job_succeed(
     job: TrainingJob,
     *,
     suffix: str,
-    path: str,
+    path: str | Path,
     architecture: str,
     training_data: str,
     hyperparameters: dict[str, Any],
@@ -306,12 +335,17 @@ def training_job_run(*, job: TrainingJob, task_id: str = "", device: str | None 
     Safe to call twice: a finished job is returned as is. Failures are recorded on the job (status
     failed, error with the traceback) rather than raised: the row is the record of what happened.
     """
-    from ml.training import TrainingCancelled, TrainingConfig, TrainingProgress, train_simplifier
-
     if not _claim(job, task_id):
         job.refresh_from_db()
         return job
     job.refresh_from_db()
+    with job_lease(TRAINING, job.pk, task_id=task_id):
+        return _train(job, device=device)
+
+
+def _train(job: TrainingJob, *, device: str | None) -> TrainingJob:
+    from ml.training import TrainingCancelled, TrainingConfig, TrainingProgress, train_simplifier
+
     last_write = 0.0
 
     def on_progress(progress: TrainingProgress) -> None:
@@ -361,6 +395,8 @@ def training_job_run(*, job: TrainingJob, task_id: str = "", device: str | None 
         )
         job.refresh_from_db()
         return job
+    except DATABASE_ERRORS:
+        raise  # the task's retry takes its own claim over and resumes from the checkpoint
     except Exception:  # noqa: BLE001 - any failure is recorded on the job, whatever it is
         logger.exception("training job %s failed", job.pk)
         _finish(job, TrainingJob.Status.FAILED, error=traceback.format_exc()[-10000:])

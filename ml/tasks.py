@@ -7,12 +7,19 @@ from celery import shared_task
 
 from ml import services
 from ml.models import TrainingJob
+from work import runner
 
 
-@shared_task(bind=True, acks_late=True)
+@runner.job_task(services.TASK)
 def training_job_run_task(self, job_id: int) -> str:
-    """Run one training job. Idempotent: a finished job is left alone, and a redelivered task
-    (its worker died) resumes from the job's last checkpoint. Never auto-retried: a failure is
+    """Run one training job with the job layer's policy (work.runner.job_task). Idempotent: a
+    finished job is left alone, and a redelivered or retried task (its worker died, or the database
+    connection was lost) resumes from the job's last checkpoint. A failure of the training is
     recorded on the job, and the admin's "retry" action queues it again."""
     job = TrainingJob.objects.get(pk=job_id)
     return services.training_job_run(job=job, task_id=self.request.id or "").status
+
+
+@shared_task(name="ml.tasks.training_jobs_heal", ignore_result=True)
+def training_jobs_heal() -> int:
+    return services.training_jobs_heal()

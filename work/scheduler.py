@@ -85,6 +85,7 @@ class Timing:
     dispatch_deadline: float = 600.0  # a job sent this long ago that never started lost its message
     max_attempts: int = 3
     retry_delay: float = 10.0  # the first retry's backoff ceiling; doubles per attempt, capped at 5 min
+    heal_interval: float = 30.0  # how often the healing check runs (a refused send waits this long)
 
     def retry_countdown(self, attempts: int, retry_after: float | None = None) -> float:
         """Backoff before attempt `attempts + 1`: full jitter, never shorter than the server's
@@ -148,16 +149,17 @@ def raise_if_unsent(queue: JobQueue, result: Dispatch, *, batch: Any, action: st
 
 
 def timing_from_settings(**overrides: Any) -> Timing:
-    """The scheduler's timing from the RADLAY_GENERATION_* settings (read at call time: tests
-    override them), with a batch kind's own `overrides` (e.g. its attempts)."""
-    heartbeat = float(getattr(settings, "RADLAY_GENERATION_HEARTBEAT", 15.0))
-    stale = getattr(settings, "RADLAY_GENERATION_STALE_AFTER", None)
+    """The job layer's timing from the RADLAY_JOB_* settings (read at call time: tests override
+    them), with a kind's own `overrides`."""
+    heartbeat = float(settings.RADLAY_JOB_HEARTBEAT)
+    stale = settings.RADLAY_JOB_STALE_AFTER
     timing = Timing(
         heartbeat=heartbeat,
         stale_after=float(stale) if stale else 4 * heartbeat,
-        dispatch_deadline=float(getattr(settings, "RADLAY_GENERATION_DISPATCH_DEADLINE", 600.0)),
-        max_attempts=max(1, int(getattr(settings, "RADLAY_GENERATION_JOB_ATTEMPTS", 3))),
-        retry_delay=float(getattr(settings, "RADLAY_GENERATION_RETRY_DELAY", 10.0)),
+        dispatch_deadline=float(settings.RADLAY_JOB_DISPATCH_DEADLINE),
+        max_attempts=max(1, int(settings.RADLAY_JOB_ATTEMPTS)),
+        retry_delay=float(settings.RADLAY_JOB_RETRY_DELAY),
+        heal_interval=float(settings.RADLAY_JOB_HEAL_INTERVAL),
     )
     return dataclasses.replace(timing, **overrides)
 

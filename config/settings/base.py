@@ -5,6 +5,8 @@ from pathlib import Path
 
 import environ
 
+from config.settings.renamed import env_renamed
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
@@ -330,40 +332,34 @@ RADLAY_GENERATION_CONCURRENCY = env.int("RADLAY_GENERATION_CONCURRENCY", default
 RADLAY_DEIDENTIFY_ON_IMPORT = env.bool("RADLAY_DEIDENTIFY_ON_IMPORT", default=True)
 # Jobs of a local-model (gpu queue) batch that one task runs in lockstep, one device batch per step.
 RADLAY_GPU_BATCH_SIZE = env.int("RADLAY_GPU_BATCH_SIZE", default=16)
-RADLAY_GENERATION_JOB_ATTEMPTS = env.int("RADLAY_GENERATION_JOB_ATTEMPTS", default=3)
-# LLM judges (judging/): model calls per sample before a malformed answer fails the item, attempts
-# of an item on transient errors, first back-off, and bootstrap resamples of the agreement intervals.
+# LLM judges (judging/): model calls per sample before a malformed answer fails the item, and
+# bootstrap resamples of the agreement intervals.
 RADLAY_JUDGE_PARSE_ATTEMPTS = env.int("RADLAY_JUDGE_PARSE_ATTEMPTS", default=3)
-RADLAY_JUDGE_ITEM_ATTEMPTS = env.int("RADLAY_JUDGE_ITEM_ATTEMPTS", default=3)
-RADLAY_JUDGE_RETRY_DELAY = env.float("RADLAY_JUDGE_RETRY_DELAY", default=10.0)
 RADLAY_JUDGE_BOOTSTRAP_RESAMPLES = env.int("RADLAY_JUDGE_BOOTSTRAP_RESAMPLES", default=500)
-RADLAY_GENERATION_RETRY_DELAY = env.float("RADLAY_GENERATION_RETRY_DELAY", default=10.0)
-# A running job stamps a heartbeat this often; one silent for RADLAY_GENERATION_STALE_AFTER
-# (default 4 heartbeats) lost its worker and is sent again.
-RADLAY_GENERATION_HEARTBEAT = env.float("RADLAY_GENERATION_HEARTBEAT", default=15.0)
-RADLAY_GENERATION_STALE_AFTER = env.float("RADLAY_GENERATION_STALE_AFTER", default=0) or None
-# A job (or a judge run's agreement computation) sent this long ago (seconds) that never started
-# lost its message and is sent again.
-RADLAY_GENERATION_DISPATCH_DEADLINE = env.float("RADLAY_GENERATION_DISPATCH_DEADLINE", default=600.0)
-# How often Celery beat runs the self-healing checks (generation.tasks.generation_batches_heal,
-# judging.tasks.judge_runs_heal).
-RADLAY_GENERATION_HEAL_INTERVAL = env.float("RADLAY_GENERATION_HEAL_INTERVAL", default=30.0)
+# --- The job layer (work/): every kind of background work (generation batches, judge runs, analysis
+# snapshots, power plans, training jobs, source uploads) runs under these. The names they had before
+# (generation's, the analysis's, the plans' own) are read for one more release: config/settings/renamed.py.
+# Attempts of a job on transient errors (a lost worker counts as one), and the first retry's backoff
+# ceiling in seconds (it doubles per attempt, up to 5 minutes).
+RADLAY_JOB_ATTEMPTS = env_renamed(env, "int", "RADLAY_JOB_ATTEMPTS", 3)
+RADLAY_JOB_RETRY_DELAY = env_renamed(env, "float", "RADLAY_JOB_RETRY_DELAY", 10.0)
+# A running job stamps a heartbeat this often (seconds); one silent for RADLAY_JOB_STALE_AFTER
+# (unset or 0: four heartbeats) lost its worker and is sent again.
+RADLAY_JOB_HEARTBEAT = env_renamed(env, "float", "RADLAY_JOB_HEARTBEAT", 15.0)
+RADLAY_JOB_STALE_AFTER = env_renamed(env, "float", "RADLAY_JOB_STALE_AFTER", 0) or None
+# A job sent this long ago (seconds) that never started lost its message and is sent again.
+RADLAY_JOB_DISPATCH_DEADLINE = env_renamed(env, "float", "RADLAY_JOB_DISPATCH_DEADLINE", 600.0)
+# How often Celery beat runs the self-healing check of every kind of background work (seconds); a
+# launch the broker refused is sent again by the first check after this long.
+RADLAY_JOB_HEAL_INTERVAL = env_renamed(env, "float", "RADLAY_JOB_HEAL_INTERVAL", 30.0)
+_HEAL = {"schedule": RADLAY_JOB_HEAL_INTERVAL, "options": {"expires": RADLAY_JOB_HEAL_INTERVAL}}
 CELERY_BEAT_SCHEDULE = {
-    "generation-batches-heal": {
-        "task": "generation.tasks.generation_batches_heal",
-        "schedule": RADLAY_GENERATION_HEAL_INTERVAL,
-        "options": {"expires": RADLAY_GENERATION_HEAL_INTERVAL},
-    },
-    "judge-runs-heal": {
-        "task": "judging.tasks.judge_runs_heal",
-        "schedule": RADLAY_GENERATION_HEAL_INTERVAL,
-        "options": {"expires": RADLAY_GENERATION_HEAL_INTERVAL},
-    },
-    "source-uploads-heal": {
-        "task": "console.tasks.source_uploads_heal",
-        "schedule": RADLAY_GENERATION_HEAL_INTERVAL,
-        "options": {"expires": RADLAY_GENERATION_HEAL_INTERVAL},
-    },
+    "generation-batches-heal": {"task": "generation.tasks.generation_batches_heal", **_HEAL},
+    "judge-runs-heal": {"task": "judging.tasks.judge_runs_heal", **_HEAL},
+    "source-uploads-heal": {"task": "console.tasks.source_uploads_heal", **_HEAL},
+    "analysis-snapshots-heal": {"task": "evaluation.tasks.analysis_snapshots_heal", **_HEAL},
+    "power-plans-heal": {"task": "evaluation.tasks.power_plans_heal", **_HEAL},
+    "training-jobs-heal": {"task": "ml.tasks.training_jobs_heal", **_HEAL},
     # Analysis snapshots of open studies whose answers changed are recomputed before anyone opens
     # the dashboard (evaluation.services.analysis_snapshots_refresh).
     "analysis-snapshots-refresh": {
@@ -373,12 +369,12 @@ CELERY_BEAT_SCHEDULE = {
 }
 # A batch page that shows no finished job for this long (seconds) says "no progress", drops its ETA
 # and names the jobs sent this long ago that never started (with a Resume button).
-RADLAY_GENERATION_STALL_AFTER = env.float("RADLAY_GENERATION_STALL_AFTER", default=300.0)
-# Launch limits of heavy background work, per kind (generation batches, judge runs; work.limits):
-# running at once per study and per user (superusers and command-line launches are exempt from the
-# per-user one), jobs (generation) or model calls (judging) per launch, and the largest concurrency.
-RADLAY_MAX_RUNNING_BATCHES_PER_STUDY = env.int("RADLAY_MAX_RUNNING_BATCHES_PER_STUDY", default=3)
-RADLAY_MAX_RUNNING_BATCHES_PER_USER = env.int("RADLAY_MAX_RUNNING_BATCHES_PER_USER", default=5)
+RADLAY_JOB_STALL_AFTER = env_renamed(env, "float", "RADLAY_JOB_STALL_AFTER", 300.0)
+# Launch limits of heavy background work, counted per kind (work.limits): queued or running at once
+# per study and per user (superusers and command-line launches are exempt from the per-user one).
+RADLAY_JOB_MAX_RUNNING_PER_STUDY = env_renamed(env, "int", "RADLAY_JOB_MAX_RUNNING_PER_STUDY", 3)
+RADLAY_JOB_MAX_RUNNING_PER_USER = env_renamed(env, "int", "RADLAY_JOB_MAX_RUNNING_PER_USER", 5)
+# Jobs (generation) or model calls (judging) per batch launch, and the largest concurrency of a batch.
 RADLAY_MAX_BATCH_SIZE = env.int("RADLAY_MAX_BATCH_SIZE", default=20_000)
 RADLAY_MAX_BATCH_CONCURRENCY = env.int("RADLAY_MAX_BATCH_CONCURRENCY", default=256)
 RADLAY_LLM_RETRY_DELAY = env.float("RADLAY_LLM_RETRY_DELAY", default=1.0)
@@ -401,28 +397,10 @@ if not 0 <= RADLAY_ANALYSIS_FRESH_TIMEOUT <= 10:
     from django.core.exceptions import ImproperlyConfigured
 
     raise ImproperlyConfigured("RADLAY_ANALYSIS_FRESH_TIMEOUT must be between 0 and 10 seconds")
-# The lease of a running snapshot: its task stamps a heartbeat this often (seconds); one silent for
-# RADLAY_ANALYSIS_STALE_AFTER lost its worker, and the healing check (every
-# RADLAY_ANALYSIS_HEAL_INTERVAL, on beat) queues it again. A queued one that no worker started
-# within RADLAY_ANALYSIS_DISPATCH_DEADLINE is sent again; a failed send, at the next check.
-RADLAY_ANALYSIS_HEARTBEAT = env.float("RADLAY_ANALYSIS_HEARTBEAT", default=15.0)
-RADLAY_ANALYSIS_STALE_AFTER = env.float("RADLAY_ANALYSIS_STALE_AFTER", default=60.0)
-RADLAY_ANALYSIS_HEAL_INTERVAL = env.float("RADLAY_ANALYSIS_HEAL_INTERVAL", default=30.0)
-RADLAY_ANALYSIS_DISPATCH_DEADLINE = env.float("RADLAY_ANALYSIS_DISPATCH_DEADLINE", default=120.0)
 # Pages say "no worker is running" when no worker has run the healing check for this long (seconds).
 RADLAY_WORKER_SILENT_AFTER = env.float("RADLAY_WORKER_SILENT_AFTER", default=180.0)
-CELERY_BEAT_SCHEDULE["analysis-snapshots-heal"] = {
-    "task": "evaluation.tasks.analysis_snapshots_heal",
-    "schedule": RADLAY_ANALYSIS_HEAL_INTERVAL,
-    "options": {"expires": RADLAY_ANALYSIS_HEAL_INTERVAL},
-}
-# Embedded mode (no broker): compute snapshots on a background thread, not in the request.
-RADLAY_ANALYSIS_IN_THREAD = CELERY_TASK_ALWAYS_EAGER
-# Sample-size plans (evaluation/plans.py; docs/analysis/partial-answers-and-limits.md). They run on
-# the `heavy` queue, never beside the snapshots. At most this many plans queued or running per
-# study and per researcher; a request asking more is refused (429 in the API) until one ends.
-RADLAY_PLAN_MAX_ACTIVE_PER_STUDY = env.int("RADLAY_PLAN_MAX_ACTIVE_PER_STUDY", default=2)
-RADLAY_PLAN_MAX_ACTIVE_PER_USER = env.int("RADLAY_PLAN_MAX_ACTIVE_PER_USER", default=3)
+# Sample-size plans (evaluation/plans.py; docs/analysis/partial-answers-and-limits.md) run on the
+# `heavy` queue, never beside the snapshots; the job layer's limits count them.
 # The size of one plan: simulations × points² × max_participants × max_sources (the simulated
 # answers, an upper bound), and the same with mixed_simulations (mixed-model fits, far dearer per
 # answer). The form's defaults are 1e9 and 2e8; its largest values were 4e12 and 4e12 (hours).

@@ -19,9 +19,9 @@ STORAGES = {
 }
 # Tests that need the semantic metrics pass an embedder explicitly; the rest skip loading a model.
 RADLAY_ANALYSIS_OPTIONS = {"embeddings": False}
-# Snapshots are computed where they are requested, and every read checks freshness, so a test
-# sees the analysis of the data it just wrote; one process, so an in-memory cache.
-RADLAY_ANALYSIS_IN_THREAD = False
+# Every read checks freshness, so a test sees the analysis of the data it just wrote (snapshots are
+# computed where they are requested: RADLAY_EMBEDDED_TASKS_IN_BACKGROUND above); one process, so an
+# in-memory cache.
 RADLAY_ANALYSIS_CHECK_SECONDS = 0
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 # Abuse limits are off in the suite (many tests log in and join from 127.0.0.1 within seconds);

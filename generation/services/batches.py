@@ -207,7 +207,7 @@ def generation_batch_cancel(*, batch: GenerationBatch) -> int:
 def generation_batch_resume(*, batch: GenerationBatch, retry_failed: bool = False) -> list[int]:
     """Start a stopped or stalled batch again (scheduler.resume): cancelled jobs become pending,
     failed ones too when `retry_failed`, and every job not done that is not running live (a
-    heartbeat within RADLAY_GENERATION_STALE_AFTER) is sent again now. Returns the ids sent now;
+    heartbeat within RADLAY_JOB_STALE_AFTER) is sent again now. Returns the ids sent now;
     raises TaskQueueUnreachable when the broker refused them (the batch is resumed all the same)."""
     dispatch = scheduler.resume(QUEUE, batch=batch, retry_failed=retry_failed)
     scheduler.raise_if_unsent(QUEUE, dispatch, batch=batch, action="resumed")

@@ -4,10 +4,10 @@ and the run of one claimed job or of a chunk of them, recorded whatever happens.
 Every claimed job ends. The pipeline's error, an answer the study cannot store (empty, over-long),
 or a database error while recording becomes a failure of that job with a readable reason:
 transient ones (a backend's 429/5xx/garbage answer after its own retries, a rejected answer, a lost
-database connection) send the job again after a backoff, up to RADLAY_GENERATION_JOB_ATTEMPTS; the
+database connection) send the job again after a backoff, up to RADLAY_JOB_ATTEMPTS; the
 rest fail it at once. If even the failure cannot be recorded (the database is gone), the job's
 heartbeat stops with its task, and the periodic check (generation_batches_heal) sends it again once
-its heartbeat is older than RADLAY_GENERATION_STALE_AFTER.
+its heartbeat is older than RADLAY_JOB_STALE_AFTER.
 
 Local models (GPU_BACKENDS: transformers) run in chunks: the dispatcher sends a GPU batch's jobs as
 chunks of up to RADLAY_GPU_BATCH_SIZE jobs of one family, one task per chunk; the task claims each

@@ -100,7 +100,7 @@ def test_a_live_upload_and_one_sent_again_moments_ago_are_left_alone(
 
 def test_a_queued_upload_whose_message_was_lost_is_sent_again(upload, django_capture_on_commit_callbacks):
     assert upload_heal.source_uploads_heal() == 0  # sent just now: not lost yet
-    overdue = timezone.now() - timedelta(seconds=django_settings.RADLAY_GENERATION_DISPATCH_DEADLINE + 1)
+    overdue = timezone.now() - timedelta(seconds=django_settings.RADLAY_JOB_DISPATCH_DEADLINE + 1)
     SourceUpload.objects.filter(pk=upload.pk).update(sent_at=overdue)
     with django_capture_on_commit_callbacks(execute=True):
         assert upload_heal.source_uploads_heal() == 1
@@ -110,7 +110,7 @@ def test_a_queued_upload_whose_message_was_lost_is_sent_again(upload, django_cap
 def test_an_upload_that_lost_its_worker_every_attempt_is_abandoned_and_its_file_removed(
     upload, draft, settings, django_capture_on_commit_callbacks
 ):
-    settings.RADLAY_GENERATION_JOB_ATTEMPTS = 3
+    settings.RADLAY_JOB_ATTEMPTS = 3
     path = _stored(upload)
     assert path.exists()
     _worker_died(upload, attempts=3)

@@ -31,10 +31,10 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 LEASE = {
-    "RADLAY_ANALYSIS_HEARTBEAT": "0.5",
-    "RADLAY_ANALYSIS_STALE_AFTER": "3",
-    "RADLAY_ANALYSIS_HEAL_INTERVAL": "1",
-    "RADLAY_ANALYSIS_DISPATCH_DEADLINE": "20",
+    "RADLAY_JOB_HEARTBEAT": "0.5",
+    "RADLAY_JOB_STALE_AFTER": "3",
+    "RADLAY_JOB_HEAL_INTERVAL": "1",
+    "RADLAY_JOB_DISPATCH_DEADLINE": "20",
     "RADLAY_ANALYSIS_REFRESH_SECONDS": "3600",  # only the healing check sends anything
     "CELERY_BROKER_CONNECTION_TIMEOUT": "1",
 }

@@ -26,6 +26,7 @@ from tests.annotation import answers
 from tests.evaluation.test_analysis_inputs import build_answered_study
 from tests.generation.test_celery_worker import broker_mode
 from work.models import WORKER_HEARTBEAT, WorkerHeartbeat
+from work.scheduler import timing_from_settings
 
 __all__ = ["broker_mode"]  # a fixture, for the pages of a deployment with a broker
 
@@ -96,8 +97,8 @@ def test_at_most_one_recomputation_is_queued_and_a_change_meanwhile_runs_once_mo
 
 def test_a_claim_of_a_dead_worker_is_taken_over(study, sent, settings):
     services.analysis_snapshot_request(study=study)
-    stale = timezone.now() - timedelta(seconds=settings.RADLAY_ANALYSIS_STALE_AFTER + 1)
-    # A live lease (a heartbeat within RADLAY_ANALYSIS_STALE_AFTER) is not taken over...
+    stale = timezone.now() - timedelta(seconds=timing_from_settings().stale_after + 1)
+    # A live lease (a heartbeat within RADLAY_JOB_STALE_AFTER) is not taken over...
     AnalysisSnapshot.objects.filter(study=study).update(
         status="running", started_at=stale, heartbeat_at=timezone.now(), runner="dead"
     )
@@ -117,7 +118,7 @@ def test_a_claim_of_a_dead_worker_is_taken_over(study, sent, settings):
 
 def test_a_dead_workers_claim_is_taken_over_by_the_next_request_too(study, sent, settings):
     services.analysis_snapshot_request(study=study)
-    stale = timezone.now() - timedelta(seconds=settings.RADLAY_ANALYSIS_STALE_AFTER + 1)
+    stale = timezone.now() - timedelta(seconds=timing_from_settings().stale_after + 1)
     AnalysisSnapshot.objects.filter(study=study).update(
         status="running", started_at=stale, heartbeat_at=stale
     )
@@ -128,7 +129,7 @@ def test_a_dead_workers_claim_is_taken_over_by_the_next_request_too(study, sent,
 @pytest.mark.django_db(transaction=True)
 def test_a_running_computation_keeps_its_lease(study, settings, monkeypatch):
     """The task stamps its heartbeat while it computes, so a slow analysis is never taken over."""
-    settings.RADLAY_ANALYSIS_HEARTBEAT = 0.05
+    settings.RADLAY_JOB_HEARTBEAT = 0.05
     seen: list = []
 
     def slow(**kwargs):
@@ -161,7 +162,7 @@ def test_a_failed_send_is_kept_and_sent_again_by_the_healing_check(study, settin
     # would otherwise wait for the broker's connection timeout).
     assert services.analysis_snapshots_heal() == 0
     AnalysisSnapshot.objects.filter(study=study).update(
-        sent_at=timezone.now() - timedelta(seconds=settings.RADLAY_ANALYSIS_HEAL_INTERVAL + 1)
+        sent_at=timezone.now() - timedelta(seconds=settings.RADLAY_JOB_HEAL_INTERVAL + 1)
     )
     monkeypatch.setattr(tasks, "analysis_snapshot_send", lambda *, study_id: calls.append(study_id))
     assert services.analysis_snapshots_heal() == 1
@@ -171,7 +172,7 @@ def test_a_failed_send_is_kept_and_sent_again_by_the_healing_check(study, settin
     # A message sent that no worker started within the dispatch deadline is sent again.
     assert services.analysis_snapshots_heal() == 0
     AnalysisSnapshot.objects.filter(study=study).update(
-        sent_at=timezone.now() - timedelta(seconds=settings.RADLAY_ANALYSIS_DISPATCH_DEADLINE + 1)
+        sent_at=timezone.now() - timedelta(seconds=settings.RADLAY_JOB_DISPATCH_DEADLINE + 1)
     )
     assert services.analysis_snapshots_heal() == 1
     assert calls == [study.pk, study.pk]
@@ -199,7 +200,7 @@ def test_the_dashboard_says_since_when_it_recomputes_and_that_a_worker_was_lost(
 ):
     services.analysis_snapshot_compute_here(study=study)
     asked = timezone.now() - timedelta(minutes=7)
-    stale = timezone.now() - timedelta(seconds=settings.RADLAY_ANALYSIS_STALE_AFTER + 30)
+    stale = timezone.now() - timedelta(seconds=timing_from_settings().stale_after + 30)
     AnalysisSnapshot.objects.filter(study=study).update(
         status="running", requested_at=asked, started_at=asked, heartbeat_at=stale
     )
@@ -482,7 +483,7 @@ def test_a_lost_computation_with_every_worker_down_is_told_one_way(
     computation within a minute: it says the worker stopped, and that nothing is computed until one
     is started. With a worker answering, it says the computation is sent to it."""
     services.analysis_snapshot_compute_here(study=study)
-    stale = timezone.now() - timedelta(seconds=settings.RADLAY_ANALYSIS_STALE_AFTER + 30)
+    stale = timezone.now() - timedelta(seconds=timing_from_settings().stale_after + 30)
     AnalysisSnapshot.objects.filter(study=study).update(
         status="running", requested_at=stale, started_at=stale, heartbeat_at=stale
     )

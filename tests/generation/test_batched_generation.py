@@ -432,7 +432,7 @@ def test_a_chunk_whose_worker_died_is_taken_over_and_resumes_from_the_cache(
     settings, sent, scripted_gpu, django_capture_on_commit_callbacks
 ):
     settings.RADLAY_GPU_BATCH_SIZE = 4
-    settings.RADLAY_GENERATION_STALE_AFTER = 600
+    settings.RADLAY_JOB_STALE_AFTER = 600
     study = make_study(4)
     batch = gpu_batch(study, django_capture_on_commit_callbacks, max_rounds=2)
     ((chunk, _, _),) = sent

@@ -277,7 +277,7 @@ def test_a_500_is_retried_and_the_job_succeeds(llm, launch):
 def test_a_timeout_is_recorded_as_a_failure_while_the_other_jobs_finish(settings, llm, launch):
     settings.RADLAY_LLM_TIMEOUT = 0.3
     settings.RADLAY_LLM_MAX_RETRIES = 1  # two calls per job attempt
-    settings.RADLAY_GENERATION_JOB_ATTEMPTS = 2
+    settings.RADLAY_JOB_ATTEMPTS = 2
     slow = "Slow sentence: moderate hydronephrosis."
 
     def generator(request):
@@ -313,7 +313,7 @@ def test_a_transient_failure_sends_the_job_again_after_a_backoff(
     settings, llm, sent, django_capture_on_commit_callbacks
 ):
     settings.RADLAY_LLM_MAX_RETRIES = 0
-    settings.RADLAY_GENERATION_JOB_ATTEMPTS = 3
+    settings.RADLAY_JOB_ATTEMPTS = 3
     study = make_study(sentences=SENTENCES[:1])
     with django_capture_on_commit_callbacks(execute=True):
         batch = batches.generation_batch_create(
@@ -460,7 +460,7 @@ def test_a_worker_killed_mid_job_resumes_without_paying_twice(
 def test_a_stale_running_job_is_taken_over_by_any_message_and_by_dispatch(
     settings, sent, django_capture_on_commit_callbacks
 ):
-    settings.RADLAY_GENERATION_STALE_AFTER = 600
+    settings.RADLAY_JOB_STALE_AFTER = 600
     study = make_study(sentences=SENTENCES[:2])
     with django_capture_on_commit_callbacks(execute=True):
         batch = batches.generation_batch_create(

@@ -44,12 +44,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("studies_approve_
 __all__ = ["broker_mode"]  # a fixture, imported for the tests below
 
 RECOVERY = {
-    "RADLAY_GENERATION_HEARTBEAT": "0.5",
-    "RADLAY_GENERATION_STALE_AFTER": "3",
-    "RADLAY_GENERATION_DISPATCH_DEADLINE": "6",
-    "RADLAY_GENERATION_HEAL_INTERVAL": "1",
-    "RADLAY_GENERATION_RETRY_DELAY": "0.2",
-    "RADLAY_GENERATION_JOB_ATTEMPTS": "3",
+    "RADLAY_JOB_HEARTBEAT": "0.5",
+    "RADLAY_JOB_STALE_AFTER": "3",
+    "RADLAY_JOB_DISPATCH_DEADLINE": "6",
+    "RADLAY_JOB_HEAL_INTERVAL": "1",
+    "RADLAY_JOB_RETRY_DELAY": "0.2",
+    "RADLAY_JOB_ATTEMPTS": "3",
     "RADLAY_LLM_MAX_RETRIES": "1",
     "RADLAY_LLM_RETRY_DELAY": "0.05",
     "RADLAY_LLM_TIMEOUT": "10",

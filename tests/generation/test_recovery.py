@@ -65,7 +65,7 @@ def run_job(job_id: int, capture, task_id: str = "t") -> GenerationJob:
 def test_an_empty_answer_is_a_retryable_failure_with_its_reason_then_a_failed_job(
     settings, llm, sent, django_capture_on_commit_callbacks
 ):
-    settings.RADLAY_GENERATION_JOB_ATTEMPTS = 2
+    settings.RADLAY_JOB_ATTEMPTS = 2
     llm.garble_all("empty")
     batch = launch_unsent(make_study(sentences=SENTENCES[:1]), capture=django_capture_on_commit_callbacks)
     job = batch.jobs.get()
@@ -84,7 +84,7 @@ def test_an_empty_answer_is_a_retryable_failure_with_its_reason_then_a_failed_jo
 def test_an_answer_the_study_cannot_store_fails_the_job_not_the_task(
     settings, llm, sent, monkeypatch, django_capture_on_commit_callbacks
 ):
-    settings.RADLAY_GENERATION_JOB_ATTEMPTS = 1
+    settings.RADLAY_JOB_ATTEMPTS = 1
     batch = launch_unsent(make_study(sentences=SENTENCES[:2]), capture=django_capture_on_commit_callbacks)
     empty, long = batch.jobs.order_by("source__position")
     real = outcomes.jobs_generate
@@ -133,7 +133,7 @@ def test_a_database_error_while_storing_is_a_transient_job_failure(
 
 def test_the_job_level_retry_honours_retry_after(settings, llm, sent, django_capture_on_commit_callbacks):
     settings.RADLAY_LLM_MAX_RETRIES = 0
-    settings.RADLAY_GENERATION_RETRY_DELAY = 0.001  # the backoff alone would be ~0
+    settings.RADLAY_JOB_RETRY_DELAY = 0.001  # the backoff alone would be ~0
     batch = launch_unsent(make_study(sentences=SENTENCES[:1]), capture=django_capture_on_commit_callbacks)
     job = batch.jobs.get()
     llm.fail_next(429, headers={"Retry-After": "2"})
@@ -191,9 +191,9 @@ def test_garbled_answers_are_readable_transient_errors_retried_up_to_the_limit(s
 def test_the_periodic_check_sends_lost_jobs_again_and_fails_those_out_of_attempts(
     settings, sent, django_capture_on_commit_callbacks
 ):
-    settings.RADLAY_GENERATION_HEARTBEAT = 5
-    settings.RADLAY_GENERATION_DISPATCH_DEADLINE = 60
-    settings.RADLAY_GENERATION_JOB_ATTEMPTS = 3
+    settings.RADLAY_JOB_HEARTBEAT = 5
+    settings.RADLAY_JOB_DISPATCH_DEADLINE = 60
+    settings.RADLAY_JOB_ATTEMPTS = 3
     study = make_study()
     batch = launch_unsent(
         study, capture=django_capture_on_commit_callbacks, backend="glossary", model_name=""
@@ -252,8 +252,8 @@ def test_a_lost_job_of_a_cancelled_batch_is_cancelled_and_the_batch_finishes(
 
 
 def test_a_live_heartbeat_keeps_a_long_job_from_being_taken_over(settings, transactional_db, monkeypatch):
-    settings.RADLAY_GENERATION_HEARTBEAT = 0.1
-    settings.RADLAY_GENERATION_STALE_AFTER = 0.5
+    settings.RADLAY_JOB_HEARTBEAT = 0.1
+    settings.RADLAY_JOB_STALE_AFTER = 0.5
     study = make_study(sentences=SENTENCES[:1])
     monkeypatch.setattr(tasks, "generation_jobs_send", lambda *a, **k: None)
     batch = batches.generation_batch_create(study=study, systems=["plain_bs"], backend="glossary")
@@ -380,7 +380,7 @@ def test_the_command_and_the_pages_report_a_broker_outage_without_a_traceback(cl
 def test_a_stalled_batch_shows_no_progress_and_its_lost_jobs_instead_of_an_eta(
     settings, sent, django_capture_on_commit_callbacks
 ):
-    settings.RADLAY_GENERATION_STALL_AFTER = 120
+    settings.RADLAY_JOB_STALL_AFTER = 120
     batch = launch_unsent(
         make_study(), capture=django_capture_on_commit_callbacks, backend="glossary", model_name=""
     )
@@ -409,7 +409,7 @@ def test_a_stalled_batch_shows_no_progress_and_its_lost_jobs_instead_of_an_eta(
 def test_the_page_of_a_stalled_batch_names_its_stuck_jobs(
     client, settings, sent, monkeypatch, django_capture_on_commit_callbacks
 ):
-    settings.RADLAY_GENERATION_STALL_AFTER = 60
+    settings.RADLAY_JOB_STALL_AFTER = 60
     batch = launch_unsent(
         make_study(), capture=django_capture_on_commit_callbacks, backend="glossary", model_name=""
     )

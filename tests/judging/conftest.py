@@ -26,7 +26,7 @@ RATINGS = {"plain_bs": 4, "plain_sc": 5, "cot_bs": 2, "cot_sc": 3}
 @pytest.fixture(autouse=True)
 def judge_settings(settings):
     settings.RADLAY_JUDGE_BOOTSTRAP_RESAMPLES = 20
-    settings.RADLAY_JUDGE_RETRY_DELAY = 0.0
+    settings.RADLAY_JOB_RETRY_DELAY = 0.0
     settings.RADLAY_LLM_RETRY_DELAY = 0.0
     settings.RADLAY_LLM_MAX_RETRIES = 1
     settings.RADLAY_LLM_TIMEOUT = 5.0

@@ -156,7 +156,7 @@ def test_429_and_5xx_are_retried_and_a_persistent_outage_fails_only_its_items(
     study, launch, judge_server, settings
 ):
     settings.RADLAY_LLM_MAX_RETRIES = 1  # two calls per item attempt
-    settings.RADLAY_JUDGE_ITEM_ATTEMPTS = 2
+    settings.RADLAY_JOB_ATTEMPTS = 2
     judge_server.fail_next(429, times=1, headers={"Retry-After": "0"})
     judge_server.fail_next(503, times=1)
     run = launch(
@@ -233,7 +233,7 @@ def test_two_radiologists_give_the_mean_comparison_and_the_ceiling(study, launch
 def test_an_item_whose_worker_stopped_beating_is_sent_again_by_the_heal(
     study, django_capture_on_commit_callbacks, monkeypatch, settings
 ):
-    settings.RADLAY_GENERATION_STALE_AFTER = 60.0
+    settings.RADLAY_JOB_STALE_AFTER = 60.0
     sent = []
     monkeypatch.setattr(services, "_send", lambda ids, **kw: sent.extend(ids))
     with django_capture_on_commit_callbacks(execute=True):

@@ -36,8 +36,8 @@ from tests.judging.conftest import add_radiologist, valid_answer
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("studies_approve_scripted_llm")]
 
 JUDGE_RECOVERY = {
-    "RADLAY_JUDGE_RETRY_DELAY": "0.2",
-    "RADLAY_JUDGE_ITEM_ATTEMPTS": "3",
+    "RADLAY_JOB_RETRY_DELAY": "0.2",
+    "RADLAY_JOB_ATTEMPTS": "3",
     "RADLAY_JUDGE_BOOTSTRAP_RESAMPLES": "50",
 }
 FINISH_WITHIN = 120

@@ -182,7 +182,7 @@ def test_the_command_reports_a_broker_outage_with_status_2(kind, monkeypatch):
 @pytest.mark.django_db(transaction=True)
 def test_wait_in_the_embedded_mode_sends_lost_jobs_again(kind, monkeypatch, settings, capsys):
     assert runner.embedded_mode()
-    settings.RADLAY_GENERATION_DISPATCH_DEADLINE = 0.0
+    settings.RADLAY_JOB_DISPATCH_DEADLINE = 0.0
     real = runner.send
     dropped: list[str] = []
 
@@ -289,7 +289,7 @@ def test_a_database_error_during_a_job_sends_it_again(kind, monkeypatch, swallow
 def test_the_page_names_jobs_sent_long_ago_that_never_started_and_resume_sends_them(
     kind, client, settings, swallowed, django_capture_on_commit_callbacks
 ):
-    settings.RADLAY_GENERATION_STALL_AFTER = 300
+    settings.RADLAY_JOB_STALL_AFTER = 300
     batch = kind.launch(make_study(n=2))
     six_minutes_ago = timezone.now() - timedelta(minutes=6)
     kind.batch_model.objects.filter(pk=batch.pk).update(created_at=six_minutes_ago)
@@ -318,8 +318,8 @@ def _ids(args: list) -> list[int]:
 
 @pytest.mark.django_db
 def test_launches_past_the_limits_are_refused_with_the_limit_named(kind, settings, swallowed):
-    settings.RADLAY_MAX_RUNNING_BATCHES_PER_STUDY = 1
-    settings.RADLAY_MAX_RUNNING_BATCHES_PER_USER = 1
+    settings.RADLAY_JOB_MAX_RUNNING_PER_STUDY = 1
+    settings.RADLAY_JOB_MAX_RUNNING_PER_USER = 1
     settings.RADLAY_MAX_BATCH_SIZE = 2
     researcher = get_user_model().objects.create_user("r", password="pw")
     study, other = make_study(n=2), make_study("other", n=2)
@@ -329,10 +329,10 @@ def test_launches_past_the_limits_are_refused_with_the_limit_named(kind, setting
     kind.launch(study, created_by=researcher)
     with pytest.raises(ValidationError) as caught:
         kind.launch(study)
-    assert "RADLAY_MAX_RUNNING_BATCHES_PER_STUDY" in caught.value.message_dict["study"][0]
+    assert "RADLAY_JOB_MAX_RUNNING_PER_STUDY" in caught.value.message_dict["study"][0]
     with pytest.raises(ValidationError) as caught:
         kind.launch(other, created_by=researcher)
-    assert "RADLAY_MAX_RUNNING_BATCHES_PER_USER" in caught.value.message_dict["created_by"][0]
+    assert "RADLAY_JOB_MAX_RUNNING_PER_USER" in caught.value.message_dict["created_by"][0]
     with pytest.raises(ValidationError) as caught:
         kind.launch(other, concurrency=2**31)
     assert "RADLAY_MAX_BATCH_CONCURRENCY" in caught.value.message_dict["concurrency"][0]

@@ -125,7 +125,8 @@ ALLOWED = {
     "generation": {"annotation", "work", "lexicon"},
     # lexicon: the glossary judge's error spans read the glossary and the fact check (issue 33).
     "judging": {"annotation", "work", "generation", "evaluation", "instruments", "measures", "lexicon"},
-    "ml": {"annotation", "measures"},
+    # work: training jobs run on the job layer.
+    "ml": {"annotation", "measures", "work"},
     "console": {"annotation", "work", "evaluation", "generation", "judging", "instruments"},
     "instruments": set(),
     "lexicon": set(),

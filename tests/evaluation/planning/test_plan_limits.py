@@ -28,8 +28,8 @@ LARGEST = {
 
 @pytest.fixture
 def limits(settings):
-    settings.RADLAY_PLAN_MAX_ACTIVE_PER_STUDY = 2
-    settings.RADLAY_PLAN_MAX_ACTIVE_PER_USER = 3
+    settings.RADLAY_JOB_MAX_RUNNING_PER_STUDY = 2
+    settings.RADLAY_JOB_MAX_RUNNING_PER_USER = 3
     return settings
 
 
@@ -86,7 +86,7 @@ def test_queued_plans_are_limited_per_study_and_per_researcher(studies, api, lim
     message = third.json()["errors"]["__all__"][0]["message"]
     assert (
         "This study has 2 plans queued or running" in message
-        and "RADLAY_PLAN_MAX_ACTIVE_PER_STUDY" in message
+        and "RADLAY_JOB_MAX_RUNNING_PER_STUDY" in message
     )
     # Another study of the same researcher: one more, then the researcher's own limit.
     assert api.post("/api/studies/two/plans/", SMALL, format="json").status_code == 202
