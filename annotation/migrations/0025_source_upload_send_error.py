@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0019_source_upload_lease'),
+        ('annotation', '0024_study_membership_adjudicator'),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('evaluation', '0006_worker_heartbeat_moved_to_work'),
+        ('evaluation', '0008_adaptive_allocation'),
     ]
 
     operations = [
