@@ -10,15 +10,17 @@ from django.urls import reverse
 
 from annotation import participant_services
 from annotation.instrument_services import study_instrument_save
-from annotation.models import ItemAnswer, Participant, Study, StudyInstrument
+from annotation.models import ItemAnswer, Participant, Study, StudyInstrument, StudyMembership
 from annotation.pairs import design
 from annotation.pairs.setup import study_instrument_attach
+from instruments.presets import preset_load
 from instruments.validation import instrument_from_data, instrument_to_data
 from qualification import states
-from qualification.models import QualificationAttempt
+from qualification.models import QualificationAttempt, QualificationRule
 from qualification.rule_services import qualification_rule_save
 from qualification.selectors import practice_round, round_settings
 from tests.annotation.factories import build_study
+from tests.qualification.test_lay_round import PRACTICE as LAY_PRACTICE
 
 pytestmark = pytest.mark.django_db
 
@@ -148,3 +150,24 @@ def test_the_console_offers_each_group_the_pairs_items_ask(study):
     assert not len(practice_round(study=study, flow="pairs", group="nurse"))
     with pytest.raises(Exception, match="no practice items for this rater group"):
         qualification_rule_save(study=study, flow="pairs", group="nurse", share_percent=50)
+
+
+def test_the_console_page_sets_a_lay_and_a_pairs_rule(client, study, django_user_model):
+    lay = instrument_to_data(preset_load("protocol_003_layperson"))
+    lay["practice"] = LAY_PRACTICE
+    study_instrument_save(study=study, instrument=instrument_from_data(lay), actor=None, note="p", flow="lay")
+    user = django_user_model.objects.create_user("editor", password="pw-editor-123")
+    StudyMembership.objects.create(study=study, user=user, role=StudyMembership.Role.EDITOR)
+    client.force_login(user)
+    url = reverse("console:qualification", args=[study.slug])
+    page = client.get(url).content.decode()
+    assert "layperson · lay flow" in page and "layperson · pairs flow" in page
+    for target in ("lay:layperson", "pairs:radiologist"):
+        prefix = target.replace(":", "-")
+        fields = {"target": target, "share_percent": 50, "retries": 0, "min_seconds": 0, "on_fail": "flag"}
+        form = {"prefix": prefix, "action": "save", **{f"{prefix}-{k}": v for k, v in fields.items()}}
+        assert client.post(url, form).status_code == 302
+    assert sorted(QualificationRule.objects.values_list("flow", "rater_group", "on_fail")) == [
+        ("lay", "layperson", "flag"),
+        ("pairs", "radiologist", "flag"),
+    ]
