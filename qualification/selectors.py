@@ -9,6 +9,7 @@ from datetime import datetime
 
 from annotation.instrument_selectors import CurrentInstrument, study_instrument_current
 from annotation.models import Participant, Study
+from annotation.pairs.design import pairs_instruments
 from annotation.selectors import counted_participants
 from evaluation.selectors import participant_label
 from instruments.schema import Item, PracticeItem
@@ -16,7 +17,13 @@ from qualification.models import QualificationAttempt, QualificationRule
 
 # The flows whose real pages send a participant due to practise to the round first, with the URL
 # name of the flow's landing page (where a participant goes once done).
-FLOW_ENTRY = {"expert": "annotation:expert-start", "pairwise": "annotation:pairwise-start"}
+FLOW_ENTRY = {
+    "expert": "annotation:expert-start",
+    "lay": "annotation:lay-start",
+    "pairs": "annotation:pairs-start",
+    "pairwise": "annotation:pairwise-start",
+}
+PAIRS = "pairs"
 
 
 def participant_group(participant: Participant) -> str:
@@ -32,6 +39,18 @@ def flow_instrument(*, study: Study, flow: str) -> CurrentInstrument | None:
         return None
 
 
+def flow_instruments(*, study: Study, flow: str) -> list[CurrentInstrument]:
+    """Every instrument `flow` asks in `study`: the pairs flow may ask several (in key order, as its
+    pages do); every other flow asks one."""
+    if flow == PAIRS:
+        return [
+            CurrentInstrument(row_id=asked.row.pk, instrument=asked.instrument)
+            for asked in pairs_instruments(study=study)
+        ]
+    current = flow_instrument(study=study, flow=flow)
+    return [current] if current is not None else []
+
+
 @dataclass(frozen=True)
 class PracticeRound:
     current: CurrentInstrument | None
@@ -44,19 +63,25 @@ class PracticeRound:
         return next((pair for pair in self.entries if pair[0].key == key), None)
 
 
-def practice_round(*, study: Study, flow: str, group: str) -> PracticeRound:
-    """The practice items `group` answers in `flow`: those of the flow's current instrument whose
-    item the group is asked (its `roles`). No query while the study's instruments are cached."""
-    current = flow_instrument(study=study, flow=flow)
-    if current is None:
-        return PracticeRound(current=None, entries=())
+def _group_entries(current: CurrentInstrument, group: str) -> tuple[tuple[PracticeItem, Item], ...]:
     instrument = current.instrument
-    entries = tuple(
+    return tuple(
         (entry, instrument.item(entry.item))
         for entry in instrument.practice
         if group in instrument.item(entry.item).roles
     )
-    return PracticeRound(current=current, entries=entries)
+
+
+def practice_round(*, study: Study, flow: str, group: str) -> PracticeRound:
+    """The practice items `group` answers in `flow`: those of the flow's current instrument whose
+    item the group is asked (its `roles`). In the pairs flow, which may ask several instruments,
+    those of the first one (in key order) that has practice items for the group. No query while the
+    study's instruments are cached (the pairs flow reads its instrument rows: one query)."""
+    found = flow_instruments(study=study, flow=flow)
+    for current in found:
+        if entries := _group_entries(current, group):
+            return PracticeRound(current=current, entries=entries)
+    return PracticeRound(current=found[0] if found else None, entries=())
 
 
 def rule_of(*, study: Study, flow: str, group: str) -> QualificationRule | None:
@@ -161,11 +186,15 @@ def round_settings(*, study: Study) -> list[RoundSetting]:
     rules = {(rule.flow, rule.rater_group): rule for rule in study_rules(study=study)}
     settings = []
     for flow in FLOW_ENTRY:
-        current = flow_instrument(study=study, flow=flow)
-        if current is None:
+        instruments = [current.instrument for current in flow_instruments(study=study, flow=flow)]
+        if not instruments:
             continue
-        instrument = current.instrument
-        groups = {role for entry in instrument.practice for role in instrument.item(entry.item).roles}
+        groups = {
+            role
+            for instrument in instruments
+            for entry in instrument.practice
+            for role in instrument.item(entry.item).roles
+        }
         groups |= {group for rule_flow, group in rules if rule_flow == flow}
         for group in sorted(groups):
             settings.append(

@@ -14,11 +14,13 @@ from annotation.access import access_lay_item, shown_text_attach
 from annotation.lay.design import ASSISTED, DONE, PREFERENCE, lay_background_pending, panel_number
 from annotation.models import AttentionCheck, LayItem, Participant
 from annotation.prepared_queries import Joined, PreparedQuery
+from qualification.states import GATED as PRACTICE_STATES
 
 # Step kinds, in the order a participant meets them.
 COMPLETED = "completed"  # finished: the completion code (shown even after the study closed)
 CLOSED = "closed"  # the study is not open
 RETURNED = "returned"  # returned or withdrawn (e.g. on Prolific): may not continue
+PRACTICE = "practice"  # the qualification round is due (or ended it): its pages, not the survey's
 SCREENED = "screened"  # ended by failed attention checks (Study.screen_out_after_failed_checks)
 DECLINED = "declined"
 CONSENT = "consent"
@@ -56,6 +58,8 @@ def lay_standing(*, participant: Participant) -> LayStep | None:
         return LayStep(CLOSED)
     if participant.returned_at is not None:
         return LayStep(RETURNED)
+    if participant.qualification in PRACTICE_STATES:  # screened out by the round: its end page
+        return LayStep(PRACTICE)
     if participant.screened_out_at is not None:
         return LayStep(SCREENED)
     if participant.declined_at is not None:

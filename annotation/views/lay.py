@@ -41,6 +41,7 @@ from annotation.survey_language import survey_language_activate, survey_language
 from annotation.views.entry import messages_of, study_unavailable, survey_participant
 from annotation.views.errors import survey_error_page
 from annotation.wording import protocol_wording
+from qualification.gate import practice_on_entry
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +105,8 @@ def _step_url(participant: Participant, step: LayStep) -> str:
         )
     if step.kind == steps.CHECK:
         return reverse("annotation:lay-check", kwargs={"token": token, "check_id": step.check.pk})
+    if step.kind == steps.PRACTICE:
+        return reverse("qualification:practice", kwargs={"token": token, "flow": "lay"})
     return reverse(_STEP_PAGES.get(step.kind, "annotation:lay-start"), kwargs={"token": token})
 
 
@@ -366,6 +369,8 @@ def lay_instructions(request: HttpRequest, participant: Participant) -> HttpResp
     if request.method == "POST":
         if not started:
             assignment.lay_survey_start(participant=participant)
+            if practising := practice_on_entry(participant, flow="lay"):
+                return practising
         return redirect("annotation:lay-start", token=participant.token)
     text, _ = _instructions_parts(participant.study)
     context = _base_context(

@@ -25,6 +25,7 @@ from annotation.pairs import design, pages
 from annotation.survey_page import page_elapsed_ms, render_stamp
 from annotation.views.entry import activity_touch, messages_of, survey_participant
 from annotation.views.errors import survey_error_page
+from qualification.gate import practice_first, practice_on_entry
 
 TEMPLATES = "annotation/pairs/"
 STAMP_SALT = "radlay.pairs.page"
@@ -94,6 +95,8 @@ def pairs_start(request: HttpRequest, participant: Participant) -> HttpResponse:
     _in_pairs_flow(participant)
     if participant.consented_at is None or participant.declined_at is not None:
         return redirect("annotation:pairs-consent", token=participant.token)
+    if practising := practice_first(participant, flow="pairs"):
+        return practising
     return _resume(participant)
 
 
@@ -108,6 +111,8 @@ def pairs_consent(request: HttpRequest, participant: Participant) -> HttpRespons
             participant_services.participant_consent(participant=participant, accepted=False)
             return render(request, TEMPLATES + "declined.html", {"participant": participant, "study": study})
         pages.pairs_consent_accept(participant=participant)
+        if practising := practice_on_entry(participant, flow="pairs"):
+            return practising
         return _resume(participant)
     items = design.pairs_page_items(study=study, group=design.rater_group(participant))
     instruments = {page_item.asked.instrument.key: page_item.asked.instrument for page_item in items}
@@ -171,6 +176,8 @@ def pairs_page(request: HttpRequest, participant: Participant, text_id: int) -> 
         if request.method == "POST":
             raise pages.PairsFlowError(_("Please read and agree to the study information first."))
         return redirect("annotation:pairs-consent", token=participant.token)
+    if practising := practice_first(participant, flow="pairs"):
+        return practising
     pair = _pair(participant, text_id)
     if request.method == "GET":
         return _render_page(request, participant, pair)
@@ -226,6 +233,8 @@ def pairs_done(request: HttpRequest, participant: Participant) -> HttpResponse:
     _in_pairs_flow(participant)
     if participant.consented_at is None:
         return redirect("annotation:pairs-consent", token=participant.token)
+    if practising := practice_first(participant, flow="pairs"):
+        return practising
     if pages.pairs_resume(participant=participant) is not None:
         return _resume(participant, missing=True)
     participant_services.participant_complete(participant=participant)
