@@ -13,6 +13,7 @@ from evaluation.adjudication_section import adjudication_document
 from evaluation.adjudication_selectors import UnitKey
 from evaluation.adjudication_services import adjudication_record
 from evaluation.adjudication_summary import adjudication_summary
+from evaluation.context import study_report_html
 from evaluation.selectors import analysis_coverage, snapshot_analysis
 from tests.evaluation.adjudication_studies import disagreeing_study
 from tests.evaluation.test_interval_bounds import check
@@ -79,6 +80,9 @@ def test_recording_and_revising_a_label_refresh_the_adjudication_section():
 
     # Every interval of the section lies inside its declared support.
     assert check(again) > 0
+    # The report's Methods say how the final labels are formed.
+    report = study_report_html(study=study, reported=None)
+    assert "Final labels (the adjudication section)" in report and "no consensus is made up" in report
 
 
 def test_a_study_without_adjudicable_answers_has_no_section():
