@@ -8,6 +8,7 @@ from typing import Any
 
 from annotation.models import Study
 from evaluation.adjudication_selectors import Unit, study_units
+from instruments.schema import ItemKind
 from measures.stats.disagreement import PROVENANCES, UNRESOLVED, agreement_before_after
 
 
@@ -23,6 +24,30 @@ def _number(value: Any) -> float | None:
 
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
+
+
+def _support(unit: Unit) -> tuple[float | None, float | None] | None:
+    """The range a numeric unit's values lie in (None: an end without bound); None for a unit
+    whose values are not numbers."""
+    if unit.item.kind is ItemKind.ORDINAL and unit.item.scale is not None:
+        codes = [float(code) for code in unit.item.scale.codes]
+        return min(codes), max(codes)
+    if unit.item.kind is ItemKind.ERROR_SPANS:
+        return 0.0, None
+    return None
+
+
+def _pooled_support(
+    supports: list[tuple[float | None, float | None]],
+) -> tuple[float | None, float | None] | None:
+    """The smallest range holding each of `supports` (None: no numeric unit)."""
+    if not supports:
+        return None
+    lows, highs = [low for low, _ in supports], [high for _, high in supports]
+    return (
+        None if None in lows else min(low for low in lows if low is not None),
+        None if None in highs else max(high for high in highs if high is not None),
+    )
 
 
 def adjudication_summary(*, study: Study) -> dict[str, Any]:
@@ -41,12 +66,15 @@ def adjudication_summary(*, study: Study) -> dict[str, Any]:
         provenance = {name: 0 for name in PROVENANCES}
         raw_means: list[float] = []
         final_means: list[float] = []
+        supports = []
         for unit in units:
             provenance[unit.final.provenance] += 1
             scores = [n for n in (_number(a.comparable) for a in unit.answers) if n is not None]
             raw = _mean(scores)
             if raw is not None:
                 raw_means.append(raw)
+                if (support := _support(unit)) is not None:
+                    supports.append(support)
                 final = _number(unit.final.value) if unit.final.provenance != UNRESOLVED else None
                 final_means.append(final if final is not None else raw)
         before_after = agreement_before_after(
@@ -69,6 +97,8 @@ def adjudication_summary(*, study: Study) -> dict[str, Any]:
             "agreement": before_after,
             "raw_mean": _mean(raw_means),
             "adjudicated_mean": _mean(final_means),
+            # The range both means lie in (a scale's codes; 0 and up for span counts).
+            "mean_support": _pooled_support(supports),
         }
 
     items = [

@@ -22,7 +22,7 @@ from annotation.models import (
 )
 from annotation.selectors import counted_participants
 from evaluation.analysis_document import join_details
-from evaluation.models import AnalysisSnapshot, SystemMetrics, TextMetrics
+from evaluation.models import AdjudicatedLabel, AnalysisSnapshot, SystemMetrics, TextMetrics
 
 LAY_QUESTIONS = scales.LAY_QUESTIONS
 EXPERT_ASPECTS = tuple(scales.EXPERT_ASPECTS)
@@ -82,11 +82,15 @@ def system_metrics_stored(
 # --- analysis snapshots ----------------------------------------------------------------------------
 
 
-# The answer tables whose rows the analysis reads; their counts and last change say whether a
-# snapshot still covers the study's data.
+# The answer tables (and the adjudicated labels) whose rows the analysis reads; their counts and
+# last change say whether a snapshot still covers the study's data.
 def _coverage_querysets(study: Study) -> dict[str, object]:
     # Previews' and pilots' answers are in no analysis, so they never make a snapshot stale.
-    return {"simplifications": Simplification.objects.filter(source__study=study)}
+    return {
+        "simplifications": Simplification.objects.filter(source__study=study),
+        # An adjudicated label recorded, revised or removed changes the adjudication section.
+        "adjudicated_labels": AdjudicatedLabel.objects.filter(study=study),
+    }
 
 
 ANSWER_TABLES = ("lay_answers", "lay_preferences", "expert_ratings", "expert_judgements")

@@ -232,6 +232,12 @@ def study_analysis_compute(*, study: Study, options: AnalysisOptions | None = No
     suggestions = span_suggestions_section(study=study, confidence=options.confidence, seed=options.seed)
     if suggestions is not None:
         analysis["span_suggestions"] = suggestions
+    from evaluation.adjudication_section import adjudication_analysis_section
+
+    # The raw and adjudicated views (the adjudicated labels are in the snapshot's coverage).
+    adjudication = adjudication_analysis_section(study=study, confidence=options.confidence)
+    if adjudication is not None:
+        analysis["adjudication"] = adjudication
     return analysis
 
 

@@ -308,3 +308,5 @@ def test_every_interval_of_a_protocol_study_is_inside_its_support(data):
         analysis = evaluation_services.study_analysis_compute(study=study, options=FAST)
         transaction.set_rollback(True)
     assert check(analysis) > 0
+    # Three radiologists' ratings: the adjudication section's shares have their intervals.
+    assert check(analysis["adjudication"]) > 0
