@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from functools import partial
 
 from django.db import transaction
 from django.db.models import Q
@@ -108,7 +109,7 @@ def source_uploads_heal() -> int:
                 logger.warning("upload %s: abandoned after %s lost workers", upload_id, upload.attempts)
             else:
                 SourceUpload.objects.filter(pk=upload_id).update(sent_at=timezone.now())
-                transaction.on_commit(lambda upload_id=upload_id: _send(upload_id))
+                transaction.on_commit(partial(_send, upload_id))
                 logger.warning("upload %s: its import was lost; sent again", upload_id)
         acted += 1
     return acted + finished_files_remove()

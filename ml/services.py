@@ -267,7 +267,7 @@ def training_job_succeed(
     job: TrainingJob,
     *,
     suffix: str,
-    path: str,
+    path: str | Path,
     architecture: str,
     training_data: str,
     hyperparameters: dict[str, Any],
