@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 
 from annotation import scales
 from annotation.answer_selectors import answered_text_ids
+from annotation.data_policy_hooks import sources_imported
 from annotation.models import (
     Simplification,
     SimplificationText,
@@ -72,9 +73,7 @@ def sources_deidentify_on_import(*, study: Study, sources: list[Source]) -> None
     inside the import's transaction, so that a failed import leaves no findings either."""
     if not settings.RADLAY_DEIDENTIFY_ON_IMPORT or not sources:
         return
-    from privacy.services import sources_deidentify  # privacy's models import annotation's
-
-    sources_deidentify(study=study, sources=sources, actor="import")
+    sources_imported(study=study, sources=sources)
 
 
 def system_upsert(

@@ -6,7 +6,7 @@ each message beside the field it names."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.conf import settings
@@ -119,7 +119,8 @@ class StudySettingsForm(forms.ModelForm):
                 self.initial[name] = default
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         # Left as the default, a text stays empty in the study (so it keeps following the protocol).
         for name, default in TEXT_DEFAULTS.items():
             if _same_text(cleaned.get(name) or "", default):
@@ -204,8 +205,11 @@ class BaseBackgroundFormSet(BaseFormSet):
         ]
 
 
-BackgroundFormSet = formset_factory(
-    BackgroundQuestionForm, formset=BaseBackgroundFormSet, extra=1, can_delete=True, can_order=True
+BackgroundFormSet = cast(
+    type[BaseBackgroundFormSet],
+    formset_factory(
+        BackgroundQuestionForm, formset=BaseBackgroundFormSet, extra=1, can_delete=True, can_order=True
+    ),
 )
 
 
@@ -223,7 +227,8 @@ class AttentionCheckForm(forms.Form):
     expected_answer = forms.CharField(max_length=200, required=False, label="Expected answer")
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         if self.errors:
             return cleaned
         options = options_from_lines(cleaned.get("options", ""))
@@ -282,6 +287,7 @@ class BaseAttentionCheckFormSet(BaseFormSet):
         ]
 
 
-AttentionCheckFormSet = formset_factory(
-    AttentionCheckForm, formset=BaseAttentionCheckFormSet, extra=1, can_delete=True
+AttentionCheckFormSet = cast(
+    type[BaseAttentionCheckFormSet],
+    formset_factory(AttentionCheckForm, formset=BaseAttentionCheckFormSet, extra=1, can_delete=True),
 )

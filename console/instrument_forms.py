@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.conf import settings
@@ -139,7 +139,7 @@ class ItemAddForm(_Languages, SaveFields):
     ) -> None:
         super().__init__(*args, **kwargs)
         self.languages = languages
-        self.fields["phase"].choices = [("", "—"), *((p, p) for p in phases)]
+        cast(forms.ChoiceField, self.fields["phase"]).choices = [("", "—"), *((p, p) for p in phases)]
         if not phases:
             del self.fields["phase"]
         for language in languages:
@@ -170,7 +170,8 @@ class ItemAddForm(_Languages, SaveFields):
             raise forms.ValidationError("Codes are whole numbers, e.g. 1 2 3 4 5.") from None
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         kind = data.get("kind")
         if kind in (ItemKind.ORDINAL, ItemKind.SINGLE_CHOICE, ItemKind.MULTIPLE_CHOICE):
             counts = {
@@ -337,7 +338,8 @@ class DefinitionForm(SaveFields):
     )
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         upload = data.get("file")
         if upload is not None:
             if upload.size > MAX_DOCUMENT_BYTES:

@@ -50,7 +50,7 @@ MOVE_ACTIONS = (("up", "↑ Up"), ("down", "↓ Down"), ("remove", "Remove"))
 _ANY_INDEX = re.compile(r"\[\d+\]")
 _ITEM_PATH = re.compile(r"^items\[(\d+)\]\.?(.*?): (.*)$", re.S)
 # The role each protocol flow asks (an added item's default).
-_FLOW_ROLE = {
+_FLOW_ROLE: dict[str, str] = {
     StudyInstrument.Flow.EXPERT: Participant.Role.RADIOLOGIST.value,
     StudyInstrument.Flow.LAY: Participant.Role.LAYPERSON.value,
 }
@@ -140,7 +140,7 @@ def _put_draft_errors(form, errors: list[str], *, item_index: int | None) -> lis
         target = None
         if match and item_index is not None and int(match.group(1)) == item_index:
             target = form.field_of(match.group(2))
-        if target is not None:
+        if match and target is not None:
             # One line for a rule every point or option breaks alike ("points[*].label.es: missing").
             line = f"{_ANY_INDEX.sub('[*]', match.group(2)) or 'item'}: {match.group(3)}"
             if line not in form.errors.get(target, []):
@@ -158,7 +158,7 @@ def _put_draft_errors(form, errors: list[str], *, item_index: int | None) -> lis
 def instrument_list(request: HttpRequest, slug: str) -> HttpResponse:
     study = access_study(user=request.user, slug=slug, need="edit")
     rows = list(study_instrument_versions(study=study))
-    current = []
+    current: list[dict[str, Any]] = []
     for row in rows:
         if not row.is_current:
             continue
@@ -173,7 +173,7 @@ def instrument_list(request: HttpRequest, slug: str) -> HttpResponse:
                 "n_added": len(
                     [i for i in instrument.items if i.key not in PROTOCOL_BINDINGS.get(row.key, {})]
                 ),
-                "item_answers": sum(r.n_answers for r in versions),
+                "item_answers": sum(r.n_answers for r in versions),  # type: ignore[attr-defined]  # annotated by the selector
                 "has_answers": instrument_has_answers(row=row),
             }
         )

@@ -6,6 +6,7 @@ and owners."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, cast
 
 from django import forms
 from django.contrib import messages
@@ -32,13 +33,13 @@ def _launch(
     service: Callable[..., Model],
     title: str,
     noun: str,
-    page: Callable[[Model], str],
+    page: Callable[[Any], str],
 ) -> HttpResponse:
     study = access_study(user=request.user, slug=slug, need="edit")
     data = request.POST if request.method == "POST" else None
     form = form_class(data, initial={"study": study.pk})
     # The study is the page's: not a choice.
-    form.fields["study"].queryset = Study.objects.filter(pk=study.pk)
+    cast(forms.ModelChoiceField, form.fields["study"]).queryset = Study.objects.filter(pk=study.pk)
     form.fields["study"].widget = forms.HiddenInput()
     status = 200
     if request.method == "POST":

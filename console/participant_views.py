@@ -6,6 +6,8 @@ that counts them), and the open recruitment link with Prolific's parameters. Edi
 
 from __future__ import annotations
 
+from typing import cast
+
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import ValidationError
@@ -52,10 +54,12 @@ class InviteForm(forms.Form):
         super().__init__(*args, **kwargs)
         # A list, never free text: the rater groups of the study's instruments (annotation/
         # rater_groups.py), each with its count; a group that is not a role says which role it is.
-        self.fields["role"].choices = [(g.value, g.label) for g in invite_groups(study=study)]
+        role = cast(forms.ChoiceField, self.fields["role"])
+        role.choices = [(g.value, g.label) for g in invite_groups(study=study)]
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if not self.errors and not data.get("count") and not (data.get("contacts") or "").strip():
             self.add_error("count", "Give how many to invite, or their names and e-mails.")
         return data

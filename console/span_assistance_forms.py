@@ -6,7 +6,7 @@ command refuse the same rates with the same reason."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 
@@ -41,7 +41,7 @@ class SpanAssistanceForm(forms.Form):
 
     def __init__(self, *args: Any, study: Study, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["run"].queryset = (
+        cast(forms.ModelChoiceField, self.fields["run"]).queryset = (
             JudgeRun.objects.filter(study=study).select_related("study").order_by("-pk")
         )
 

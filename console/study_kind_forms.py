@@ -35,7 +35,8 @@ class StudyKindCreateForm(StudyCreateForm):
         fields = ["title", "slug", "unit", "language"]
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         data["kind"] = data.get("kind") or KIND_PRESETS[0]
         upload = data.get("instrument_file")
         if data.get("kind") != OWN_FILE:

@@ -204,7 +204,7 @@ def _setup_context(study: Study, settings_form, background, checks, *, unsaved: 
 
 
 # What the status card offers in each status (pilot participants are discarded on the pilot page).
-STATUS_BUTTONS = {
+STATUS_BUTTONS: dict[str, list[tuple[str, str]]] = {
     Study.Status.DRAFT: [("pilot", "Start a pilot"), ("open", "Open")],
     Study.Status.PILOT: [("open", "Open")],
     Study.Status.OPEN: [("pause", "Pause"), ("close", "Close")],

@@ -81,4 +81,4 @@ def upload_detail(request: HttpRequest, slug: str, upload_id: int) -> HttpRespon
         "form": SourceUploadForm(),
     }
     template = "console/upload_detail.html"
-    return render(request, f"{template}#progress" if request.htmx else template, context)
+    return render(request, f"{template}#progress" if request.htmx else template, context)  # type: ignore[attr-defined]

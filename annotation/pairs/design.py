@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from django.db.models import Q
 
+from annotation.data_policy_hooks import shown_source_text
 from annotation.models import Participant, Simplification, SimplificationText, Study, StudyInstrument, System
 from annotation.survey_page import seeded_shuffle
 from instruments.schema import OPTIONS_FROM_TEXTS, AppliesTo, Citation, Instrument, Item, ItemKind, Wording
@@ -175,10 +176,8 @@ def pair_texts(pair: Pair) -> tuple[SimplificationText, str]:
     """The shown text and the reference's words (the source's where the source is the reference)."""
     shown = SimplificationText.objects.select_related("source").get(pk=pair.shown_text_id)
     if pair.reference_text_id is None:
-        # Raters of pairs may be laypeople: the source as laypeople see it (privacy/selectors.py).
-        from privacy.selectors import source_text
-
-        return shown, source_text(source=shown.source, audience="lay")
+        # Raters of pairs may be laypeople: the source as laypeople see it (privacy's reader).
+        return shown, shown_source_text(source=shown.source, audience="lay")
     return shown, SimplificationText.objects.get(pk=pair.reference_text_id).text
 
 

@@ -63,13 +63,13 @@ def cached_backend(
     cached in the database; `extra` options are added to those from the settings. A backend that
     calls out (registry.EXTERNAL_BACKENDS) asks the data-policy gate of `study` (an
     annotation Study) before every call: this is the one place such a backend is built."""
-    from privacy.gate import external_call_check
+    from generation.data_policy_hooks import data_policy
 
     options = {**backend_options(name), **extra}
     backend: ChatBackend = _instance(build, name, model, tuple(sorted(options.items())))
     if name in EXTERNAL_BACKENDS:
         backend = GatedBackend(
-            backend, permit=partial(external_call_check, study=study, backend=name, purpose=purpose)
+            backend, permit=partial(data_policy().call_check, study=study, backend=name, purpose=purpose)
         )
     return CachedBackend(backend, DbCallCache(backend=name, model=model))
 

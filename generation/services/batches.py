@@ -28,6 +28,7 @@ from annotation.models import Source, Study, System
 from annotation.source_services import system_upsert
 from generation.backends.configured import openai_server_problem
 from generation.backends.registry import GPU_BACKENDS, backend_missing
+from generation.data_policy_hooks import data_policy
 from generation.models import (
     GENERATED_SYSTEMS,
     SYSTEM_FAMILY,
@@ -38,7 +39,6 @@ from generation.pipeline.self_correction import DEFAULT_MAX_ROUNDS
 from generation.prompts.registry import DEFAULT_VERSION, available_versions
 from generation.services.jobs import QUEUE
 from generation.services.outcomes import DEFAULT_SCGR_ATTEMPTS, SYSTEM_TAG, tagged_system
-from privacy.gate import external_call_problem
 from work import limits, scheduler
 
 FAMILY_ORDER = ("plain", "cot", "scgr")
@@ -123,7 +123,7 @@ def generation_batch_create(
         errors["sources"] = "Every source must belong to the study."
     elif not source_list:
         errors["study"] = f"Study {study.slug!r} has no sources to simplify."
-    if not errors and (problem := external_call_problem(study=study, backend=backend)):
+    if not errors and (problem := data_policy().call_problem(study=study, backend=backend)):
         errors["backend"] = problem
     if not errors and check_server and backend == GenerationBatch.Backend.OPENAI:
         if problem := openai_server_problem():

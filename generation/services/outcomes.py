@@ -14,6 +14,7 @@ from django.conf import settings
 from generation.backends.base import ChatBackend, GenerationParams
 from generation.backends.configured import cached_backend
 from generation.backends.registry import GPU_BACKENDS
+from generation.data_policy_hooks import data_policy, model_source_texts
 from generation.models import SYSTEM_LABELS, GenerationBatch, GenerationJob
 from generation.pipeline.self_correction import (
     DEFAULT_MAX_ROUNDS,
@@ -24,8 +25,6 @@ from generation.pipeline.self_correction import (
     run_self_correction_batch,
 )
 from generation.prompts.registry import load_prompts
-from privacy.gate import provenance_policy
-from privacy.selectors import source_texts
 
 if TYPE_CHECKING:
     from generation.pipeline.scgr import SCGRResult
@@ -123,7 +122,7 @@ def jobs_generate(jobs: Sequence[GenerationJob]) -> list[Outcome]:
         "backend": batch.backend,
         "seed": params.seed,
     }
-    data_policy = provenance_policy(study=batch.study, backend=batch.backend)
+    policy = data_policy().provenance(study=batch.study, backend=batch.backend)
 
     def common_parameters(job: GenerationJob) -> dict[str, Any]:
         return {
@@ -131,15 +130,15 @@ def jobs_generate(jobs: Sequence[GenerationJob]) -> list[Outcome]:
             "generation_batch": batch.pk,
             "generation_job": job.pk,
             "model_artifact": batch.model_artifact_id,
-            "data_policy": data_policy,
+            "data_policy": policy,
         }
 
     if family == GenerationJob.Family.SCGR:
         return [_run_scgr(job, backend, params, base, common_parameters(job)) for job in jobs]
 
     prompts = load_prompts(batch.prompt_version)
-    # What a model reads of a source: its de-identified text (privacy/selectors.py).
-    texts = source_texts(sources=[job.source for job in jobs], audience="model")
+    # What a model reads of a source: its de-identified text (privacy's, registered).
+    texts = model_source_texts([job.source for job in jobs])
     sentences = [texts[job.source_id] for job in jobs]
     sc_key = f"{family}_sc"
     # Every job of a batch and family asks for the same systems.
@@ -268,7 +267,7 @@ def _run_scgr(
     from generation.pipeline.scgr import scgr_simplify  # loads the glossary: only when SCGR is asked for
 
     max_attempts = int(job.batch.parameters.get("scgr_max_attempts", DEFAULT_SCGR_ATTEMPTS))
-    text = source_texts(sources=[job.source], audience="model")[job.source_id]
+    text = model_source_texts([job.source])[job.source_id]
     result = scgr_simplify(text, backend=backend, params=params, max_attempts=max_attempts)
     best = min(result.attempts, key=lambda a: len(a.violations))
     provenance = {

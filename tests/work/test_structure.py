@@ -71,7 +71,7 @@ def _assigned(tree: ast.AST) -> set[str]:
 
 
 def _source_files():
-    for app in ("annotation", "config", "evaluation", "generation", "judging", "ml", "work"):
+    for app in APPS:
         yield from modules(app)
 
 
@@ -109,6 +109,8 @@ APPS = (
     "judging",
     "ml",
     "console",
+    "privacy",
+    "signin",
     "instruments",
     "measures",
     "lexicon",
@@ -120,14 +122,38 @@ ALLOWED = {
     "annotation": {"config", "instruments", "measures"},
     "work": {"annotation"},
     # generation: the preference export names the prompt family a pair was generated with.
-    "evaluation": {"annotation", "config", "work", "ml", "instruments", "measures", "generation"},
+    # privacy: the text an export or the API shows; signin: the API token's second factor.
+    "evaluation": {
+        "annotation",
+        "config",
+        "work",
+        "ml",
+        "instruments",
+        "measures",
+        "generation",
+        "privacy",
+        "signin",
+    },
     "measures": {"lexicon"},
     "generation": {"annotation", "work", "lexicon"},
     # lexicon: the glossary judge's error spans read the glossary and the fact check (issue 33).
-    "judging": {"annotation", "work", "generation", "evaluation", "instruments", "measures", "lexicon"},
+    "judging": {
+        "annotation",
+        "work",
+        "generation",
+        "evaluation",
+        "instruments",
+        "measures",
+        "lexicon",
+        "privacy",
+    },
     # work: training jobs run on the job layer.
-    "ml": {"annotation", "measures", "work"},
-    "console": {"annotation", "work", "evaluation", "generation", "judging", "instruments"},
+    "ml": {"annotation", "measures", "work", "privacy"},
+    "console": {"annotation", "work", "evaluation", "generation", "judging", "instruments", "privacy"},
+    # privacy reaches annotation's import writers and shown texts, and generation's backends, through
+    # what it registers in PrivacyConfig.ready() (annotation/ and generation/data_policy_hooks.py).
+    "privacy": {"annotation", "generation", "lexicon"},
+    "signin": {"annotation"},
     "instruments": set(),
     "lexicon": set(),
     "config": set(),

@@ -2,13 +2,15 @@
 opens them here; the same checks and messages as the admin's actions.
 
 `manage.py study policy SLUG [local-only|deidentified|external-approved] [--endpoint URL]
---reason TEXT` sets the study's data policy (privacy/), or prints it without a policy."""
+--reason TEXT` sets the study's data policy, or prints it without a policy (privacy/study_policy_command.py,
+registered through annotation/data_policy_hooks.py)."""
 
 import json
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.data_policy_hooks import study_policy_action
 from annotation.models import Study
 from annotation.selectors import study_counts
 from annotation.study_services import study_close, study_open
@@ -33,7 +35,13 @@ class Command(BaseCommand):
         if study is None:
             raise CommandError(f"No study with slug {slug!r}.")
         if action == "policy":
-            self._policy(study, options["policy"], endpoint=options["endpoint"], reason=options["reason"])
+            study_policy_action(
+                study,
+                options["policy"],
+                endpoint=options["endpoint"],
+                reason=options["reason"],
+                stdout=self.stdout,
+            )
             return
         if options["policy"]:
             raise CommandError(f"`study {action}` takes no policy; did you mean `study policy {slug} ...`?")
@@ -54,32 +62,3 @@ class Command(BaseCommand):
             self.stdout.write(self.style.SUCCESS(f"Study {study.slug!r} is now {state}."))
         else:
             self.stdout.write(f"Study {study.slug!r} was already {state}; nothing changed.")
-
-    def _policy(self, study: Study, policy: str | None, *, endpoint: str, reason: str) -> None:
-        from privacy.selectors import data_policy_of
-        from privacy.services import data_policy_change
-
-        if policy is not None:
-            try:
-                data_policy_change(
-                    study=study,
-                    policy=policy,
-                    endpoint=endpoint,
-                    reason=reason,
-                    actor="manage.py study policy",
-                )
-            except ValidationError as exc:
-                raise CommandError(" ".join(exc.messages)) from None
-        current = data_policy_of(study=study)
-        self.stdout.write(
-            json.dumps(
-                {
-                    "study": study.slug,
-                    "policy": current.policy,
-                    "endpoint": current.endpoint,
-                    "deidentification_approved": current.is_approved,
-                    "radiologists_see_originals": current.originals_for_radiologists,
-                },
-                indent=2,
-            )
-        )
