@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from annotation.answer_selectors import protocol_answers
 from annotation.instrument_binding import PROTOCOL_BINDINGS
 from annotation.models import ItemAnswer, Study, StudyInstrument
 from annotation.selectors import analysed_participants, counted_participants
@@ -22,8 +23,11 @@ def study_instruments(*, study: Study) -> dict[tuple[str, int], Instrument]:
     """Every instrument version the study has, by (key, version), as validated instruments — but
     the protocol's: its bound items are the typed tables' (Tables 1–3), so a protocol version is
     here only with the items a team added to it, and only once one of them was answered."""
+    # The instrument items' answers: the protocol's own items and the planted controls' rows are
+    # not theirs (annotation/answer_selectors.py reads the protocol's).
     answered = set(
-        ItemAnswer.objects.filter(participant__study=study)
+        ItemAnswer.objects.filter(participant__study=study, control__isnull=True)
+        .exclude(protocol_answers())
         .values_list("instrument__key", "instrument__version")
         .distinct()
     )
@@ -56,7 +60,9 @@ def answer_rows(*, study: Study, analysed_only: bool = False) -> list[tuple[Any,
     `analysed_only`: without participants screened out (the analysis's rule,
     annotation.selectors.analysed_participants); the exports keep every counted participant
     (previews and the pilot's are in neither)."""
-    answers = ItemAnswer.objects.filter(counted_participants(path="participant__"), participant__study=study)
+    answers = ItemAnswer.objects.filter(
+        counted_participants(path="participant__"), participant__study=study, control__isnull=True
+    ).exclude(protocol_answers())
     if analysed_only:
         answers = answers.filter(analysed_participants(path="participant__"))
     return list(

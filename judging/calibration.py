@@ -19,7 +19,7 @@ from typing import Any
 from django.db.models import Q
 
 from annotation import scales
-from annotation.answer_selectors import expert_judgements, expert_ratings
+from annotation.answer_selectors import expert_judgements, expert_ratings, protocol_answers
 from judging.agreement_inputs import _radiologists
 from judging.agreement_terms import FIELDS, RUBRIC_FIELDS, SCALE
 from judging.instrument_items import ITEM_TASK
@@ -107,10 +107,17 @@ def instrument_item_answers(run: JudgeRun) -> dict[str, list[JudgedAnswer]]:
         return {}
     keys = {row[0] for row in answers}
     humans: dict[tuple[Any, ...], list[tuple[Any, Any]]] = defaultdict(list)
-    for key, item_key, source, text, reference, value, score in ItemAnswer.objects.filter(
-        participant__study=run.study, participant__returned_at__isnull=True, instrument__key__in=keys
-    ).values_list(
-        "instrument__key", "item_key", "source_id", "shown_text_id", "reference_text_id", "value", "score"
+    for key, item_key, source, text, reference, value, score in (
+        ItemAnswer.objects.filter(
+            participant__study=run.study,
+            participant__returned_at__isnull=True,
+            instrument__key__in=keys,
+            control__isnull=True,
+        )
+        .exclude(protocol_answers())
+        .values_list(
+            "instrument__key", "item_key", "source_id", "shown_text_id", "reference_text_id", "value", "score"
+        )
     ):
         humans[(key, item_key, source, text, reference)].append((value, score))
     parsed: dict[str, Any] = {}

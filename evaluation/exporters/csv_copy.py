@@ -303,7 +303,6 @@ def _statements(study: Study, columns: Sequence[str], include_external_ids: bool
             statement(
                 preference_query(study=study, known=lookups, side=side),
                 ["participant_id", "source_id", "system_id", "chosen", *shared],
-                each="chosen",
                 source=source_key,
                 # The same lookup twice: `systems` and `value` are the same text.
                 systems=f"{texts} ->> c.text_id",
@@ -314,6 +313,7 @@ def _statements(study: Study, columns: Sequence[str], include_external_ids: bool
                 value=f"{texts} ->> c.text_id",
                 value_number="'1'",
                 **shared,
+                each="chosen",
             )
         )
     statements.append(
