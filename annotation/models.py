@@ -378,7 +378,7 @@ class Simplification(models.Model):
         return f"{self.source} · {self.system.key}"
 
 
-# Participant.qualification's values (qualification/states.py names them).
+# Participant.qualification's values (annotation/qualification_states.py names them).
 QUALIFICATION_STATES = ("", "due", "passed", "flagged", "failed")
 
 

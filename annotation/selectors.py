@@ -155,3 +155,8 @@ def study_language_summary(*, study: Study) -> dict[str, str] | None:
     except KeyError:
         name = study.language
     return {"code": study.language, "name": name, "status": translation_status(study.language)}
+
+
+def participant_label(pseudonym: str, pk: int) -> str:
+    """How a participant is named in frames, progress and exports: the pseudonym, else P<pk>."""
+    return pseudonym or f"P{pk}"

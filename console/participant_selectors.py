@@ -11,8 +11,8 @@ from django.urls import reverse
 
 from annotation.lay.entry import RECRUITMENT_PARAMS
 from annotation.models import Participant, Study
+from annotation.selectors import participant_label
 from evaluation.progress import participants_progress
-from evaluation.selectors import participant_label
 
 WITHDRAWN = "withdrawn"
 

@@ -17,12 +17,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.activity_services import activity_record
-from annotation.latin_square import LatinSquare
+from annotation.allocation_hooks import RecruitmentClosed
 from annotation.models import Source, Study, System
 from evaluation.analysis_inputs import lay_answers_frame
 from evaluation.models import AdaptiveAllocation
 from evaluation.planning.outcome_frames import outcome_frame
 from evaluation.planning.outcomes import OUTCOMES
+from measures.latin_square import LatinSquare
 from measures.stats import adaptive_allocation as allocation
 from measures.stats.interval_methods import MIN_PARTICIPANTS, MIN_SOURCES
 
@@ -272,10 +273,6 @@ def _state(*, study: Study, option: AdaptiveAllocation, design) -> AdaptiveState
         variances=variances,
         participants=int(np.unique(participant).size) if participant.size else 0,
     )
-
-
-class RecruitmentClosed(Exception):
-    """The study reached its target and closes recruitment itself: no row for a newcomer."""
 
 
 def adaptive_row_handout(*, study: Study, design, live_rows: list[int]) -> int | None:

@@ -35,11 +35,11 @@ from annotation.models import (
     Study,
     System,
 )
-from annotation.selectors import analysed_participants, counted_participants
+from annotation.selectors import analysed_participants, counted_participants, participant_label
 from evaluation.analysis import AnalysisOptions, StudyFrames
 from evaluation.instrument_inputs import analysis_answers_frame
 from evaluation.instrument_rows import instruments_outside_protocol, study_instruments
-from evaluation.selectors import EXPERT_ASPECTS, FETCH_CHUNK, LAY_QUESTIONS, participant_label
+from evaluation.selectors import EXPERT_ASPECTS, FETCH_CHUNK, LAY_QUESTIONS
 from evaluation.span_inputs import span_shown_texts
 
 

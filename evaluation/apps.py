@@ -24,6 +24,17 @@ class EvaluationConfig(AppConfig):
 
         preference_source_register(records, read_jsonl, NoPreferencesError)
 
+        # The adaptive allocation hands out the lay flow's rows while a study has it on.
+        # Imported at the first handout, not at start-up (a web worker loads no numpy until then).
+        from annotation.allocation_hooks import row_handout_register
+
+        def adaptive_row_handout(**kwargs):
+            from evaluation.adaptive import adaptive_row_handout as handout
+
+            return handout(**kwargs)
+
+        row_handout_register(adaptive_row_handout)
+
         # The raw and adjudicated views, in the report and as a dashboard page of their own.
         from evaluation.report_sections import ReportSection, report_section_register
 

@@ -10,11 +10,10 @@ import numpy as np
 import pandas as pd
 
 from annotation.models import Study
-from annotation.selectors import systems_by_text
+from annotation.selectors import participant_label, systems_by_text
 from evaluation.instrument_items import ANSWER_COLUMNS
 from evaluation.instrument_rows import answer_rows
 from evaluation.item_raters import item_raters
-from evaluation.selectors import participant_label
 
 
 def analysis_answers_frame(*, study: Study) -> pd.DataFrame:

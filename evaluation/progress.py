@@ -60,8 +60,7 @@ from annotation.models import (
     Study,
     System,
 )
-from annotation.selectors import counted_participants
-from evaluation.selectors import participant_label
+from annotation.selectors import counted_participants, participant_label
 from evaluation.study_answers import PROTOCOL_FLOWS, participant_units, study_flows
 
 if TYPE_CHECKING:

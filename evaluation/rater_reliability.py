@@ -24,8 +24,7 @@ from django.db.models import Q
 from annotation.answer_selectors import control_answers, expert_ratings
 from annotation.instrument_selectors import EXPERT, study_instrument_current
 from annotation.models import Participant, PlantedControl, Study
-from annotation.selectors import counted_participants
-from evaluation.selectors import participant_label
+from annotation.selectors import counted_participants, participant_label
 from instruments.schema import ItemKind
 from measures.stats.rater_reliability import (
     DEFAULT_ALPHA,

@@ -29,11 +29,6 @@ EXPERT_ASPECTS = tuple(scales.EXPERT_ASPECTS)
 FETCH_CHUNK = 50_000
 
 
-def participant_label(pseudonym: str, pk: int) -> str:
-    """How a participant is named in frames, progress and exports: the pseudonym, else P<pk>."""
-    return pseudonym or f"P{pk}"
-
-
 # --- stored per-text metrics -----------------------------------------------------------------------
 
 

@@ -8,3 +8,11 @@ class QualificationConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "qualification"
     verbose_name = "Qualification round"
+
+    def ready(self) -> None:
+        # The flows' entry asks the round's app whether the round is due (annotation builds on
+        # nothing of qualification: annotation/qualification_gate.py).
+        from annotation.qualification_gate import entry_hook_register
+        from qualification.services import qualification_enter
+
+        entry_hook_register(qualification_enter)

@@ -9,12 +9,12 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q
 
+from annotation import qualification_states as states
 from annotation.activity_services import activity_record
 from annotation.models import Participant, Study
 from annotation.redirect_urls import redirect_url_errors
-from instruments.practice_scoring import PassRule, pass_rule_errors
-from qualification import states
 from qualification.models import QualificationRule
+from qualification.practice_scoring import PassRule, pass_rule_errors
 from qualification.selectors import FLOW_ENTRY, practice_round
 
 

@@ -10,8 +10,7 @@ from datetime import datetime
 from annotation.instrument_selectors import CurrentInstrument, study_instrument_current
 from annotation.models import Participant, Study
 from annotation.pairs.design import pairs_instruments
-from annotation.selectors import counted_participants
-from evaluation.selectors import participant_label
+from annotation.selectors import counted_participants, participant_label
 from instruments.schema import Item, PracticeItem
 from qualification.models import QualificationAttempt, QualificationRule
 

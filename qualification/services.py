@@ -11,15 +11,15 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from annotation import qualification_states as states
 from annotation.activity_services import activity_record
 from annotation.item_questions import item_refusal
 from annotation.models import Participant
 from instruments.answers import InvalidAnswer, item_value_validate
 from instruments.practice import gold_data
-from instruments.practice_scoring import AttemptOutcome, PassRule, attempt_outcome, practice_score
 from instruments.schema import ItemKind
-from qualification import states
 from qualification.models import PracticeAnswer, QualificationAttempt, QualificationRule
+from qualification.practice_scoring import AttemptOutcome, PassRule, attempt_outcome, practice_score
 from qualification.selectors import PracticeRound, participant_group, practice_round, rule_of
 
 ACTOR = "participant"

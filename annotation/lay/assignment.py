@@ -1,4 +1,4 @@
-"""The Latin-square row handout (DESIGN.md "Latin square"; annotation/latin_square.py computes).
+"""The Latin-square row handout (DESIGN.md "Latin square"; measures/latin_square.py computes).
 
 A newcomer gets a row when they start the survey (after the instructions), chosen under a lock on
 the study row from the rows of the live participants (annotation/lay/design.py), so two
@@ -24,11 +24,12 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from annotation import latin_square
+from annotation.allocation_hooks import RecruitmentClosed, adaptive_row
 from annotation.lay.design import DONE, LayDesign, lay_design, lay_live_rows, lay_withheld_text_ids
 from annotation.lay.errors import LayFlowError, StudyNotReady
 from annotation.models import ItemAnswer, LayItem, Participant, Study
 from annotation.survey_page import seeded_shuffle
+from measures import latin_square
 
 
 def _preference_order(
@@ -40,13 +41,11 @@ def _preference_order(
 
 def _next_row(*, study: Study, design: LayDesign, live_rows: list[int]) -> int | None:
     """The fixed square's next row, or the adaptive allocation's while the study has it on
-    (evaluation/adaptive.py, imported here: annotation does not load the analysis otherwise);
-    None when the adaptive allocation closed recruitment (its closure is kept: no exception
-    inside the handout's transaction)."""
-    from evaluation.adaptive import RecruitmentClosed, adaptive_row_handout
-
+    (evaluation/adaptive.py, registered in annotation/allocation_hooks.py); None when the adaptive
+    allocation closed recruitment (its closure is kept: no exception inside the handout's
+    transaction)."""
     try:
-        row = adaptive_row_handout(study=study, design=design, live_rows=live_rows)
+        row = adaptive_row(study=study, design=design, live_rows=live_rows)
     except RecruitmentClosed:
         return None
     return latin_square.next_row(design.square, live_rows) if row is None else row

@@ -25,10 +25,11 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from annotation import latin_square, selectors
+from annotation import selectors
 from annotation.answer_selectors import expert_ratings, low_rated_texts
 from annotation.lay.errors import StudyNotReady
 from annotation.models import LayItem, Participant, Simplification, SimplificationText, Study
+from measures import latin_square
 
 ORIGINAL = LayItem.Stage.ORIGINAL.value
 ASSISTED = LayItem.Stage.ASSISTED.value

@@ -14,7 +14,7 @@ from annotation.access import access_lay_item, shown_text_attach
 from annotation.lay.design import ASSISTED, DONE, PREFERENCE, lay_background_pending, panel_number
 from annotation.models import AttentionCheck, LayItem, Participant
 from annotation.prepared_queries import Joined, PreparedQuery
-from qualification.states import GATED as PRACTICE_STATES
+from annotation.qualification_states import GATED as PRACTICE_STATES
 
 # Step kinds, in the order a participant meets them.
 COMPLETED = "completed"  # finished: the completion code (shown even after the study closed)

@@ -3,7 +3,7 @@
 Balance: for the source at fixed index i, the k systems' C(k, 2) pairs (of systems whose texts
 differ) are taken in a fixed order and participant p gets pair (p + i) mod C(k, 2), so over any
 C(k, 2) consecutive participants every pair is shown once per source, and each participant sees
-the pairs in rotation across sources (the Latin-square idea of annotation/latin_square.py applied
+the pairs in rotation across sources (the Latin-square idea of measures/latin_square.py applied
 to pairs). The side of each pair and the order of the sources are drawn from the participant's
 seed, so they are random per participant and reproducible."""
 

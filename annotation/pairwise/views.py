@@ -22,11 +22,11 @@ from annotation.pairwise.services import (
     pairwise_consent_accept,
     pairwise_tasks_prepare,
 )
+from annotation.qualification_gate import practice_first, practice_on_entry
 from annotation.views.entry import messages_of, survey_participant
 from annotation.views.errors import survey_error_page
 from instruments.schema import Instrument, ItemKind
 from instruments.validation import instrument_from_data
-from qualification.gate import practice_first, practice_on_entry
 
 TEMPLATES = "annotation/pairwise/"
 

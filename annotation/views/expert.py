@@ -21,11 +21,11 @@ from annotation import answer_writes, participant_services, protocol_texts, scal
 from annotation.access import access_expert_page
 from annotation.expert import assignment, pages, progress
 from annotation.models import ExpertItem, Participant
+from annotation.qualification_gate import practice_first, practice_on_entry
 from annotation.survey_fragments import fragment_response
 from annotation.views.entry import messages_of, survey_participant
 from annotation.views.errors import survey_error_page
 from annotation.wording import protocol_wording
-from qualification.gate import practice_first, practice_on_entry
 
 TEMPLATES = "annotation/expert/"
 

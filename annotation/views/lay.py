@@ -36,12 +36,12 @@ from annotation.lay.design import ASSISTED, PANELS, lay_background_questions, pa
 from annotation.lay.errors import LayFlowError, PreferenceConflict
 from annotation.lay.steps import LayStep, lay_next_step, lay_progress, lay_standing
 from annotation.models import LayItem, Participant, Study
+from annotation.qualification_gate import practice_on_entry
 from annotation.survey_fragments import fragment_response
 from annotation.survey_language import survey_language_activate, survey_language_guess
 from annotation.views.entry import messages_of, study_unavailable, survey_participant
 from annotation.views.errors import survey_error_page
 from annotation.wording import protocol_wording
-from qualification.gate import practice_on_entry
 
 logger = logging.getLogger(__name__)
 

@@ -22,10 +22,10 @@ from annotation.access import WrongFlow
 from annotation.lay.entry import lay_completion_url
 from annotation.models import Participant
 from annotation.pairs import design, pages
+from annotation.qualification_gate import practice_first, practice_on_entry
 from annotation.survey_page import page_elapsed_ms, render_stamp
 from annotation.views.entry import activity_touch, messages_of, survey_participant
 from annotation.views.errors import survey_error_page
-from qualification.gate import practice_first, practice_on_entry
 
 TEMPLATES = "annotation/pairs/"
 STAMP_SALT = "radlay.pairs.page"

@@ -23,13 +23,12 @@ from datetime import datetime
 from typing import Any
 
 from annotation.models import Study
-from annotation.selectors import systems_by_text
+from annotation.selectors import participant_label, systems_by_text
 from evaluation.exporters.final_labels import FINAL_LABEL_COLUMNS, final_label_rows
 from evaluation.exporters.rows import flat_cell
 from evaluation.exporters.spans import SPAN_COLUMNS, span_export_rows
 from evaluation.exporters.suggestions import SUGGESTION_COLUMNS, suggestion_export_rows
 from evaluation.instrument_rows import answer_rows, study_instruments
-from evaluation.selectors import participant_label
 from instruments.schema import Instrument, ItemKind
 
 LAYOUTS = ("long", "wide", "spans", "suggestions", "final_labels")

@@ -32,8 +32,8 @@ from annotation.models import (
     Study,
     System,
 )
-from annotation.selectors import counted_participants, systems_by_text
-from evaluation.selectors import EXPERT_ASPECTS, LAY_QUESTIONS, participant_label
+from annotation.selectors import counted_participants, participant_label, systems_by_text
+from evaluation.selectors import EXPERT_ASPECTS, LAY_QUESTIONS
 
 CHUNK = 5000
 

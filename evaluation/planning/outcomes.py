@@ -3,7 +3,7 @@
 An outcome is one number per (participant, source, system): a lay panel-2 answer (the system is
 the one the Latin square assigned to that item) or a radiologist's rating of a system's text. Its
 `design` says how a study collects it: "lay" — each participant sees a window of sources, one
-system per source, by radlay's Latin square (annotation/latin_square.py); "expert" — each
+system per source, by radlay's Latin square (measures/latin_square.py); "expert" — each
 radiologist rates every system's text of every source. Its `kind` says how simulated answers are
 drawn on the outcome's scale (see evaluation/planning/power.py). How each is read from a pilot's
 answers is in evaluation/planning/outcome_frames.py.

@@ -3,7 +3,7 @@
 For each design (participants who complete × sources) the simulation draws `n_simulations` studies:
 
 1. **Design** — lay outcomes: participant r holds Latin-square row r and sees the window of
-   sources that `annotation.latin_square.LatinSquare` gives it, one system per source, exactly as
+   sources that `measures.latin_square.LatinSquare` gives it, one system per source, exactly as
    the survey hands them out; radiologist outcomes: every radiologist rates every system's text
    of every source. Drop-outs: with a drop-out rate d, round(N·d/(1−d)) more participants start,
    each answers a uniformly random share of its items, and holds the row of a random completer
@@ -46,8 +46,8 @@ import numpy as np
 from scipy import optimize, sparse, special, stats
 from scipy.sparse import csgraph
 
-from annotation.latin_square import LatinSquare
 from evaluation.planning.outcomes import Outcome
+from measures.latin_square import LatinSquare
 
 _MAX_FLOATS = 6_000_000  # per simulation chunk: bounds memory whatever the design
 

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from annotation.latin_square import LatinSquare, next_row
 from evaluation.planning.power import (
     PowerSettings,
     _answers,
@@ -30,6 +29,7 @@ from evaluation.planning.power import (
     latent_means,
     latent_scale,
 )
+from measures.latin_square import LatinSquare, next_row
 from measures.stats.adaptive_allocation import (
     adaptive_row,
     can_close,

@@ -16,7 +16,7 @@ of freedom. It needs no model of how precise each d_s is, so an unequal (adaptiv
 changes only its width; the participant × system interaction, which does not cancel in a
 difference, enters through the participant clusters.
 
-**The allocation** hands a newcomer the Latin-square row (annotation/latin_square.py) that most
+**The allocation** hands a newcomer the Latin-square row (measures/latin_square.py) that most
 reduces the estimate's variance, taken as Σ_k c_k² σ²_{s,j}: one more answer on cell (s, j)
 takes σ²_{s,j} (1/n − 1/(n + 1)) / S² off it. σ²_{s,j} is the cell's variance of one answer,
 estimated from the cell's answers and shrunk towards its system's pooled within-cell variance
@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from annotation.latin_square import LatinSquare, pair_counts
+from measures.latin_square import LatinSquare, pair_counts
 from measures.stats.interval_methods import MIN_PARTICIPANTS, MIN_SOURCES
 
 PRIOR_ANSWERS = 4.0  # weight of the pooled variance in a cell's shrunk variance, in answers

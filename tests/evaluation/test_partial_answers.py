@@ -274,8 +274,8 @@ def test_any_partial_answer_set_on_controls_and_spans_gives_the_reliability_of_t
 
     from annotation.expert import assignment, pages
     from annotation.models import PlantedControl
+    from annotation.selectors import participant_label
     from evaluation.rater_reliability import RELIABILITY_ASPECTS, study_rater_reliability
-    from evaluation.selectors import participant_label
 
     with transaction.atomic():
         study = _control_study()

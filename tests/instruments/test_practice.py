@@ -10,12 +10,6 @@ import json
 import pytest
 
 from instruments.answers import ErrorSpan, item_value_validate
-from instruments.practice_scoring import (
-    PassRule,
-    attempt_outcome,
-    pass_rule_errors,
-    practice_score,
-)
 from instruments.presets import preset_load
 from instruments.validation import (
     InstrumentError,
@@ -25,6 +19,12 @@ from instruments.validation import (
     instrument_to_json,
 )
 from measures.stats.span_agreement import Span, character_f1
+from qualification.practice_scoring import (
+    PassRule,
+    attempt_outcome,
+    pass_rule_errors,
+    practice_score,
+)
 
 EN_ES = {"en": "x", "es": "x"}
 

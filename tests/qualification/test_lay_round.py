@@ -10,12 +10,12 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation import participant_services
+from annotation import qualification_states as states
 from annotation.instrument_services import study_instrument_save
 from annotation.lay import steps
 from annotation.models import LayAnswer, LayItem, Participant, Study
 from instruments.presets import preset_load
 from instruments.validation import instrument_from_data, instrument_to_data
-from qualification import states
 from qualification.models import PracticeAnswer, QualificationAttempt
 from qualification.rule_services import qualification_rule_save
 from qualification.selectors import round_settings

@@ -9,13 +9,13 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation import participant_services
+from annotation import qualification_states as states
 from annotation.instrument_services import study_instrument_save
 from annotation.models import ItemAnswer, Participant, Study, StudyInstrument, StudyMembership
 from annotation.pairs import design
 from annotation.pairs.setup import study_instrument_attach
 from instruments.presets import preset_load
 from instruments.validation import instrument_from_data, instrument_to_data
-from qualification import states
 from qualification.models import QualificationAttempt, QualificationRule
 from qualification.rule_services import qualification_rule_save
 from qualification.selectors import practice_round, round_settings

@@ -8,11 +8,11 @@ import pytest
 from django.urls import reverse
 
 from annotation import participant_services
+from annotation import qualification_states as states
 from annotation.instrument_services import study_instrument_save
 from annotation.models import Participant
 from annotation.pairwise.services import pairwise_instrument_attach
 from instruments.validation import instrument_from_data, instrument_to_data
-from qualification import states
 from qualification.models import PracticeAnswer
 from qualification.rule_services import qualification_rule_save
 from tests.annotation.factories import build_study

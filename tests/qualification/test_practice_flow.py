@@ -10,9 +10,9 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation import participant_services
+from annotation import qualification_states as states
 from annotation.models import ActivityEvent, Participant
 from instruments.presets import preset_load
-from qualification import states
 from qualification.models import PracticeAnswer, QualificationAttempt, QualificationRule
 from qualification.rule_services import qualification_rule_save
 from tests.annotation.factories import build_study

@@ -13,9 +13,9 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestPower
 
-from annotation.latin_square import LatinSquare
 from evaluation.planning import power
 from evaluation.planning.outcomes import OUTCOMES, Outcome
+from measures.latin_square import LatinSquare
 
 NORMAL = Outcome("normal", "An unbounded normal answer", "lay", "continuous", -1e9, 1e9)
 

@@ -14,7 +14,7 @@ import statsmodels.api as sm
 from scipy import stats
 from statsmodels.stats.sandwich_covariance import cov_cluster_2groups
 
-from annotation.latin_square import LatinSquare, next_row
+from measures.latin_square import LatinSquare, next_row
 from measures.stats import adaptive_allocation as aa
 
 

@@ -1,4 +1,5 @@
-"""The states of Participant.qualification, by name. Django-free."""
+"""The states of Participant.qualification, by name. Django-free: annotation/qualification_gate.py
+gates the real pages by them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Latin square as a pure function (annotation/latin_square.py): the classic cyclic design,
+"""The Latin square as a pure function (measures/latin_square.py): the classic cyclic design,
 the rotated subsets, the skipping of unavailable pairs, and the balance of the row handout under
 random dropouts with backfill (simulated)."""
 
@@ -10,7 +10,7 @@ from math import ceil, floor
 
 import pytest
 
-from annotation.latin_square import LatinSquare, next_row, pair_counts
+from measures.latin_square import LatinSquare, next_row, pair_counts
 
 
 def _hand_out(square: LatinSquare, n: int) -> list[int]:
