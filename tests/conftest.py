@@ -80,6 +80,28 @@ def release_dir() -> Path:
     return path
 
 
+# Tiny Hugging Face models (tests/ml/tiny_models.py), built once per session (per pytest-xdist
+# worker) and shared by every test module: ml.inference.load_model caches a loaded model by its
+# directory, so the modules also share one loaded model. Tests that change a loaded model use
+# tests/ml/conftest.py's fresh_model_cache.
+@pytest.fixture(scope="session")
+def tiny_t5(tmp_path_factory) -> Path:
+    tiny_models = pytest.importorskip("tests.ml.tiny_models")
+    return tiny_models.build_tiny_t5(tmp_path_factory.mktemp("models") / "tiny-t5")
+
+
+@pytest.fixture(scope="session")
+def tiny_llama(tmp_path_factory) -> Path:
+    tiny_models = pytest.importorskip("tests.ml.tiny_models")
+    return tiny_models.build_tiny_causal_lm(tmp_path_factory.mktemp("models") / "tiny-llama", arch="llama")
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2(tmp_path_factory) -> Path:
+    tiny_models = pytest.importorskip("tests.ml.tiny_models")
+    return tiny_models.build_tiny_causal_lm(tmp_path_factory.mktemp("models") / "tiny-gpt2", arch="gpt2")
+
+
 @pytest.fixture
 def external_calls_approved(settings, monkeypatch):
     """Studies without a data policy of their own are treated, by the real gate, as if an owner
