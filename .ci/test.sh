@@ -6,7 +6,7 @@
 # tests). The tests then run in two pytest invocations, each printing its own summary line:
 #   1. everything but the tests marked pg_restart, across the machine's cores (pytest-xdist,
 #      -n auto, whole files per worker; each worker has its own copy of the test database and its
-#      own Redis database);
+#      own Redis database; the 40 slowest tests are listed, to keep an eye on);
 #   2. the tests marked pg_restart alone (they restart this PostgreSQL, which would break every
 #      other worker's connections).
 # Arguments go to both (`make test ARGS="tests/evaluation -x"`; a later -n overrides -n auto in the
@@ -34,7 +34,7 @@ test_services
 test_environment
 set +e
 echo "==> pytest, in parallel: every test but those that restart PostgreSQL"
-.venv/bin/python -m pytest -p no:cacheprovider -n auto --dist loadfile --pg-restart=exclude "$@"
+.venv/bin/python -m pytest -p no:cacheprovider -n auto --dist loadfile --durations=40 --pg-restart=exclude "$@"
 parallel=$?
 echo "==> pytest, alone: the tests that restart PostgreSQL"
 .venv/bin/python -m pytest -p no:cacheprovider --pg-restart=only "$@" -n 0
