@@ -1,8 +1,27 @@
 """Test settings: the test command points DATABASE_URL/REDIS_URL at the throwaway PostgreSQL and
 Redis it starts; tasks run eagerly unless a test starts a real worker."""
 
-from .base import *  # noqa: F401,F403
-from .base import env
+import os
+from urllib.parse import urlsplit, urlunsplit
+
+
+def worker_redis_url(url: str, worker: str) -> str:
+    """REDIS_URL's database number plus the pytest-xdist worker's index (gw0 keeps it, gw1 the next)."""
+    parts = urlsplit(url)
+    number = int(parts.path.strip("/") or 0) + int(worker.removeprefix("gw"))
+    return urlunsplit(parts._replace(path=f"/{number}"))
+
+
+# Under pytest-xdist each worker has a Redis database of its own, so that one worker's broker
+# queues (and a purge of them) never reach another's. The URL is exported, marked as derived, so
+# that the processes a test starts (a Celery worker, gunicorn) inherit it unchanged.
+_worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _worker and os.environ.get("REDIS_URL") and os.environ.get("RADLAY_TEST_REDIS_WORKER") != _worker:
+    os.environ["REDIS_URL"] = worker_redis_url(os.environ["REDIS_URL"], _worker)
+    os.environ["RADLAY_TEST_REDIS_WORKER"] = _worker
+
+from .base import *  # noqa: E402,F401,F403
+from .base import env  # noqa: E402
 
 DEBUG = False
 SECRET_KEY = "radlay-test-key"

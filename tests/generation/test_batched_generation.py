@@ -532,14 +532,13 @@ def test_the_gpu_task_takes_a_chunk_or_a_single_job_id(settings, scripted_gpu, m
 
 
 @pytest.fixture(scope="module")
-def tiny_t5_dir(tmp_path_factory):
+def tiny_t5_dir(tiny_t5):
+    """The session's tiny T5 (tests/conftest.py)."""
     import torch
-
-    from tests.ml.tiny_models import build_tiny_t5
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a tiny model gains nothing from intra-op threads on a 2-core CI box
-    yield build_tiny_t5(tmp_path_factory.mktemp("models") / "tiny-t5")
+    yield tiny_t5
     torch.set_num_threads(threads)
 
 

@@ -550,15 +550,14 @@ def test_retry_failed_runs_failed_jobs_again(llm, launch, django_capture_on_comm
 
 
 @pytest.fixture(scope="module")
-def tiny_t5_dir(tmp_path_factory):
+def tiny_t5_dir(tiny_t5):
+    """The session's tiny T5 (tests/conftest.py)."""
     import torch
-
-    from tests.ml.tiny_models import build_tiny_t5
 
     # A tiny model gains nothing from intra-op threads; on a 2-core CI machine they only slow it down.
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    yield build_tiny_t5(tmp_path_factory.mktemp("models") / "tiny-t5")
+    yield tiny_t5
     torch.set_num_threads(threads)
 
 

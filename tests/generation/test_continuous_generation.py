@@ -121,20 +121,6 @@ def test_complete_all_returns_answers_in_request_order():
 # --- transformers' own continuous batching, on a tiny decoder-only model --------------------------
 
 
-@pytest.fixture(scope="module")
-def tiny_llama(tmp_path_factory):
-    from tests.ml.tiny_models import build_tiny_causal_lm
-
-    return build_tiny_causal_lm(tmp_path_factory.mktemp("models") / "tiny-llama", arch="llama")
-
-
-@pytest.fixture(scope="module")
-def tiny_t5(tmp_path_factory):
-    from tests.ml.tiny_models import build_tiny_t5
-
-    return build_tiny_t5(tmp_path_factory.mktemp("models") / "tiny-t5")
-
-
 def test_transformers_backend_streams_on_a_causal_model_with_greedy_outputs_of_generate(tiny_llama, tiny_t5):
     from generation.backends.transformers_backend import TransformersBackend
     from ml.inference import generate, load_model

@@ -147,7 +147,8 @@ def fault_env(transactional_db, scripted_llm, tmp_path):
 
 
 def restart_postgresql() -> None:
-    """Restart the test PostgreSQL (RADLAY_TEST_PG_CTL/RADLAY_TEST_PGDATA: `make test`'s own)."""
+    """Restart the test PostgreSQL (RADLAY_TEST_PG_CTL/RADLAY_TEST_PGDATA: `make test`'s own). A test
+    that calls it is marked pg_restart: it runs alone, after the parallel run."""
     pg_ctl, pgdata = os.environ["RADLAY_TEST_PG_CTL"], os.environ["RADLAY_TEST_PGDATA"]
     connection.close()
     log = os.environ.get("RADLAY_TEST_PG_LOG", os.devnull)
@@ -213,6 +214,7 @@ def test_redis_down_at_launch_and_mid_batch(fault_env, scripted_llm):
     assert_each_once(study, 1)
 
 
+@pytest.mark.pg_restart
 def test_a_postgresql_restart_mid_batch(fault_env, scripted_llm, broker_mode):
     pg_ctl, pgdata = os.environ.get("RADLAY_TEST_PG_CTL"), os.environ.get("RADLAY_TEST_PGDATA")
     if not pg_ctl or not pgdata:

@@ -115,12 +115,6 @@ def test_baselines_use_one_batched_call(fake_inference):
     assert results[1].flagged and "cut off" in results[1].flag_reason
 
 
-@pytest.fixture(scope="module")
-def tiny_llama(tmp_path_factory):
-    tiny_models = pytest.importorskip("tests.ml.tiny_models")
-    return tiny_models.build_tiny_causal_lm(tmp_path_factory.mktemp("models") / "tiny-llama", arch="llama")
-
-
 def test_real_local_model_batched_baselines_match_direct_inference(tiny_llama):
     from ml import inference
 

@@ -103,13 +103,6 @@ class FakeEngine:
         self.shut_down = True
 
 
-@pytest.fixture(scope="module")
-def tiny_llama(tmp_path_factory):
-    from tests.ml.tiny_models import build_tiny_causal_lm
-
-    return build_tiny_causal_lm(tmp_path_factory.mktemp("models") / "tiny-llama", arch="llama")
-
-
 @pytest.fixture
 def fake_vllm(monkeypatch, tiny_llama):
     """A `vllm` module whose LLM builds a FakeEngine over the model directory's tokenizer."""

@@ -1,28 +1,10 @@
-from pathlib import Path
-
 import pytest
 import torch
 from transformers.utils import logging as transformers_logging
 
 from ml.inference import clear_model_cache
-from tests.ml.tiny_models import build_tiny_causal_lm, build_tiny_t5
 
 transformers_logging.disable_progress_bar()
-
-
-@pytest.fixture(scope="session")
-def tiny_t5(tmp_path_factory) -> Path:
-    return build_tiny_t5(tmp_path_factory.mktemp("models") / "tiny-t5")
-
-
-@pytest.fixture(scope="session")
-def tiny_llama(tmp_path_factory) -> Path:
-    return build_tiny_causal_lm(tmp_path_factory.mktemp("models") / "tiny-llama", arch="llama")
-
-
-@pytest.fixture(scope="session")
-def tiny_gpt2(tmp_path_factory) -> Path:
-    return build_tiny_causal_lm(tmp_path_factory.mktemp("models") / "tiny-gpt2", arch="gpt2")
 
 
 @pytest.fixture

@@ -71,6 +71,7 @@ def run_finished(run: JudgeRun, fault_env, within: float = FINISH_WITHIN) -> Jud
     return JudgeRun.objects.get(pk=run.pk)
 
 
+@pytest.mark.pg_restart
 def test_judge_items_survive_a_postgresql_restart(judged, fault_env, scripted_llm, broker_mode, restartable):  # noqa: F811
     from config.celery_app import app as celery_app
 
@@ -138,6 +139,7 @@ def test_the_agreement_is_healed_after_its_worker_is_killed(judged, fault_env, b
     )
 
 
+@pytest.mark.pg_restart
 @pytest.mark.parametrize("command", ["generate", "judge"])
 def test_wait_commands_survive_a_postgresql_restart(command, judged, fault_env, scripted_llm, restartable):  # noqa: F811
     from config.celery_app import app as celery_app

