@@ -13,7 +13,7 @@ from annotation import participant_services
 from annotation import qualification_states as states
 from annotation.instrument_services import study_instrument_save
 from annotation.lay import steps
-from annotation.models import LayAnswer, LayItem, Participant, Study
+from annotation.models import ItemAnswer, LayItem, Participant, Study
 from instruments.presets import preset_load
 from instruments.validation import instrument_from_data, instrument_to_data
 from qualification.models import PracticeAnswer, QualificationAttempt
@@ -107,7 +107,7 @@ def test_a_layperson_fails_retries_passes_and_reaches_the_first_panel(
     assert client.get(lay_url("lay-start", participant))["Location"] == practice_url(participant)
     assert client.get(panel_url)["Location"] == lay_url("lay-start", participant)
     assert client.post(panel_url, {"understanding": "Most of it"}).status_code == 302
-    assert not LayAnswer.objects.filter(item__participant=participant).exists()
+    assert not ItemAnswer.objects.filter(participant=participant).exists()
 
     feedback = answer_all(client, participant, right=1)
     assert "Most readers understand" not in feedback[0]  # each item's own explanation
