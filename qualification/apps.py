@@ -12,7 +12,12 @@ class QualificationConfig(AppConfig):
     def ready(self) -> None:
         # The flows' entry asks the round's app whether the round is due (annotation builds on
         # nothing of qualification: annotation/qualification_gate.py).
+        # Imported at the first entry, not at start-up (the scoring loads numpy).
         from annotation.qualification_gate import entry_hook_register
-        from qualification.services import qualification_enter
+
+        def qualification_enter(**kwargs) -> bool:
+            from qualification.services import qualification_enter as enter
+
+            return enter(**kwargs)
 
         entry_hook_register(qualification_enter)
