@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from instruments.answers import AnswerValue, ErrorSpan
 from instruments.schema import Item, ItemKind, PracticeItem
-from measures.stats.span_agreement import ALL, Annotation, Span, character_f1, overlap_f1
 
 
 @dataclass(frozen=True)
@@ -55,17 +54,21 @@ def practice_score(item: Item, entry: PracticeItem, answer: AnswerValue, *, lang
     raise ValueError(f"{item.key}: a practice item cannot ask a {kind.value} item")
 
 
-def _spans(spans: tuple[ErrorSpan, ...]) -> list[Span]:
-    return [Span(s.start, s.end, s.category, s.severity) for s in spans]
-
-
 def spans_score(
     answer: tuple[ErrorSpan, ...], gold: tuple[ErrorSpan, ...], min_overlap: float
 ) -> PracticeScore:
+    # Imported here: the span measures load numpy, which a web worker's start-up does not
+    # (tests/test_web_imports.py); only a span item's practice answer needs them.
+    from measures.stats.span_agreement import ALL, Annotation, Span, character_f1, overlap_f1
+
     if not gold or not answer:
         return PracticeScore(not gold and not answer, 1.0 if not gold and not answer else 0.0)
-    mine: Annotation = {"t": _spans(answer)}
-    theirs: Annotation = {"t": _spans(gold)}
+
+    def spans(given: tuple[ErrorSpan, ...]) -> list[Span]:
+        return [Span(s.start, s.end, s.category, s.severity) for s in given]
+
+    mine: Annotation = {"t": spans(answer)}
+    theirs: Annotation = {"t": spans(gold)}
     f1 = character_f1(mine, theirs)[ALL]["f1"] or 0.0
     # Recall of the span-level overlap match: the share of gold spans that an answer span of the
     # same category overlaps.

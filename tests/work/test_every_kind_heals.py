@@ -387,6 +387,7 @@ def real_worker(transactional_db, restartable, broker_mode, tmp_path, settings):
 
 
 @pytest.mark.integration
+@pytest.mark.pg_restart  # restarts the suite's PostgreSQL: runs alone, after the parallel run
 def test_a_database_restart_while_the_work_runs_heals_by_itself(kind, real_worker, tiny_t5_path):
     big = KINDS[kind.name](tiny_t5_path, 4)
     real_worker.beat()
