@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -19,13 +18,18 @@ from django.utils import timezone
 from annotation.activity_services import activity_record
 from annotation.allocation_hooks import RecruitmentClosed
 from annotation.models import Source, Study, System
-from evaluation.analysis_inputs import lay_answers_frame
 from evaluation.models import AdaptiveAllocation
-from evaluation.planning.outcome_frames import outcome_frame
 from evaluation.planning.outcomes import OUTCOMES
 from measures.latin_square import LatinSquare
-from measures.stats import adaptive_allocation as allocation
 from measures.stats.interval_methods import MIN_PARTICIPANTS, MIN_SOURCES
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from measures.stats import adaptive_allocation as allocation
+
+# numpy, pandas and the allocation's statistics load in the functions that compute (a web worker
+# imports this module with the progress page and starts without them: tests/test_web_imports.py).
 
 LAY_OUTCOMES = {key: outcome for key, outcome in OUTCOMES.items() if outcome.design == "lay"}
 
@@ -88,6 +92,8 @@ def adaptive_allocation_set(
     target the planner cannot reach (narrower than the fixed square's projected width at
     `max_participants`, from the pilot's components). The console page and `manage.py
     adaptive_allocation` call it."""
+    from measures.stats import adaptive_allocation as allocation
+
     errors: dict[str, str] = {}
     if outcome not in LAY_OUTCOMES:
         errors["outcome"] = (
@@ -207,11 +213,18 @@ class AdaptiveState:
 
     @property
     def can_close(self) -> bool:
+        from measures.stats import adaptive_allocation as allocation
+
         return allocation.can_close(self.interval, target_width=self.option.target_width)
 
 
 def _coded_frame(*, study: Study, option: AdaptiveAllocation, source_ids, system_ids):
     """The outcome's answers with the square's source and system indices (-1: outside it)."""
+    import numpy as np
+
+    from evaluation.analysis_inputs import lay_answers_frame
+    from evaluation.planning.outcome_frames import outcome_frame
+
     frame = outcome_frame(
         lay_answers=lay_answers_frame(study=study),
         expert_ratings=None,
@@ -243,6 +256,10 @@ def adaptive_state(*, study: Study, option: AdaptiveAllocation | None = None) ->
 
 
 def _state(*, study: Study, option: AdaptiveAllocation, design) -> AdaptiveState:
+    import numpy as np
+
+    from measures.stats import adaptive_allocation as allocation
+
     square = design.square
     values, participant, source, system = _coded_frame(
         study=study, option=option, source_ids=list(design.source_ids), system_ids=list(design.system_ids)
@@ -280,6 +297,8 @@ def adaptive_row_handout(*, study: Study, design, live_rows: list[int]) -> int |
     fixed square's `next_row` applies). Raises RecruitmentClosed, recording the closure once,
     when the target is reached and the option closes recruitment. Call under the study's row
     lock (annotation/lay/assignment.py's handout): a constant number of queries."""
+    from measures.stats import adaptive_allocation as allocation
+
     option = AdaptiveAllocation.objects.filter(study=study, enabled=True).first()
     if option is None:
         return None
