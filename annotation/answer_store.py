@@ -60,7 +60,12 @@ def flow_instrument_id(*, study: Study, flow: str) -> int:
     current = study_instrument_current(study=study, flow=flow)
     if current.row_id is not None:
         return current.row_id
-    study_instruments_attach(study=study)
+    with transaction.atomic():
+        # Participants answering together attach the presets once: under the study's row lock,
+        # the first attaches and the others find its rows.
+        Study.objects.select_for_update().filter(pk=study.pk).values_list("pk", flat=True).first()
+        if not StudyInstrument.objects.filter(study=study, flow=flow, is_current=True).exists():
+            study_instruments_attach(study=study)
     row_id = (
         StudyInstrument.objects.filter(study=study, flow=flow, is_current=True)
         .values_list("pk", flat=True)

@@ -73,19 +73,24 @@ def _targets(item: LayItem, phase: str) -> dict[str, Target]:
     return {name: on_text if name == "helpfulness" else on_source for name in scales.LAY_QUESTIONS}
 
 
+_PANEL_KEYS = (*scales.LAY_QUESTIONS, *_PREFERENCE_KEYS)
+
+
 def lay_panel_rows(
     *, item: LayItem, instrument_id: int | None = None, lock: bool = False
 ) -> list[ItemAnswer]:
     """The item's stored answers to the protocol's lay questions and preference, both panels."""
+    # With the instrument's id the rows need no join to its key (a save knows it: the panels' path).
+    version: dict[str, object] = {"instrument__key": LAYPERSON_PRESET}
+    if instrument_id is not None:
+        version = {"instrument_id": instrument_id}
     rows = ItemAnswer.objects.filter(
         participant_id=item.participant_id,
         source_id=item.source_id,
-        instrument__key=LAYPERSON_PRESET,
-        item_key__in=[*scales.LAY_QUESTIONS, *_PREFERENCE_KEYS],
+        item_key__in=_PANEL_KEYS,
         control__isnull=True,
+        **version,
     )
-    if instrument_id is not None:
-        rows = rows.filter(instrument_id=instrument_id)
     if lock:
         rows = rows.select_for_update()
     return list(rows.order_by("updated_at", "pk"))
