@@ -94,7 +94,7 @@ def _context(study: Study, unit: Unit, *, errors: dict[str, list[str]] | None = 
             pk__in=[unit.key.shown_text_id, unit.key.reference_text_id]
         ).values_list("pk", "text")
     )
-    shown_text = texts.get(unit.key.shown_text_id, "")
+    shown_text = texts.get(unit.key.shown_text_id, "") if unit.key.shown_text_id is not None else ""
     answers = []
     for answer in unit.answers:
         marked = []
@@ -118,7 +118,9 @@ def _context(study: Study, unit: Unit, *, errors: dict[str, list[str]] | None = 
         "item_title": _label(unit.item.title, language) or unit.item.key,
         "source_text": source_text(source=source, audience="expert"),
         "shown_text": shown_text,
-        "reference_text": texts.get(unit.key.reference_text_id, ""),
+        "reference_text": (
+            texts.get(unit.key.reference_text_id, "") if unit.key.reference_text_id is not None else ""
+        ),
         "answers": answers,
         "choices": choices,
         "multiple": unit.item.kind in (ItemKind.MULTIPLE_CHOICE, ItemKind.ERROR_SPANS),
@@ -171,7 +173,7 @@ def adjudication_unit_page(request: HttpRequest, slug: str, unit: str) -> HttpRe
         )
     except ValidationError as exc:
         context = _context(study, found, errors=exc.message_dict, posted=request.POST)
-        if request.htmx:
+        if request.htmx:  # type: ignore[attr-defined]
             return render(request, f"{TEMPLATE}#unit", context)
         return render(request, TEMPLATE, context, status=400)
     remaining = adjudication_queue(study=study)
@@ -180,6 +182,6 @@ def adjudication_unit_page(request: HttpRequest, slug: str, unit: str) -> HttpRe
         if remaining
         else reverse("console:adjudication", args=[study.slug])
     )
-    if request.htmx:
+    if request.htmx:  # type: ignore[attr-defined]
         return HttpResponseClientRedirect(target)
     return redirect(target)
