@@ -28,7 +28,7 @@ from annotation.models import (
     StudyInstrument,
     System,
 )
-from annotation.prepared_queries import PreparedUpdate
+from annotation.prepared_queries import Joined, PreparedQuery, PreparedUpdate
 from annotation.survey_page import seeded_shuffle
 
 LAY = StudyInstrument.Flow.LAY.value
@@ -74,25 +74,41 @@ def _targets(item: LayItem, phase: str) -> dict[str, Target]:
 
 
 _PANEL_KEYS = (*scales.LAY_QUESTIONS, *_PREFERENCE_KEYS)
+_ANSWER = Joined(ItemAnswer)
+# A save's read of the panel's stored rows: the same SQL on every autosave, written once.
+_panel_rows = PreparedQuery(
+    lambda participant_id, source_id, instrument_id: (
+        ItemAnswer.objects.filter(
+            participant_id=participant_id,
+            source_id=source_id,
+            instrument_id=instrument_id,
+            item_key__in=_PANEL_KEYS,
+            control__isnull=True,
+        )
+        .order_by("updated_at", "pk")
+        .values_list(*_ANSWER.columns())
+    )
+)
 
 
-def lay_panel_rows(
-    *, item: LayItem, instrument_id: int | None = None, lock: bool = False
-) -> list[ItemAnswer]:
-    """The item's stored answers to the protocol's lay questions and preference, both panels."""
-    # With the instrument's id the rows need no join to its key (a save knows it: the panels' path).
-    version: dict[str, object] = {"instrument__key": LAYPERSON_PRESET}
+def lay_panel_rows(*, item: LayItem, instrument_id: int | None = None) -> list[ItemAnswer]:
+    """The item's stored answers to the protocol's lay questions and preference, both panels:
+    under `instrument_id` (a save knows it: no join to the instrument's key), else under any
+    version of the protocol's lay instrument."""
     if instrument_id is not None:
-        version = {"instrument_id": instrument_id}
+        return [
+            _ANSWER.instances(row)
+            for row in _panel_rows.rows(
+                participant_id=item.participant_id, source_id=item.source_id, instrument_id=instrument_id
+            )
+        ]
     rows = ItemAnswer.objects.filter(
         participant_id=item.participant_id,
         source_id=item.source_id,
+        instrument__key=LAYPERSON_PRESET,
         item_key__in=_PANEL_KEYS,
         control__isnull=True,
-        **version,
     )
-    if lock:
-        rows = rows.select_for_update()
     return list(rows.order_by("updated_at", "pk"))
 
 
