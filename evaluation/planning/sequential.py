@@ -297,8 +297,8 @@ def plan_fixed(
     ]
     share = 0.0
     while True:
-        looks = [next(study, None) for study in studies]
-        if looks[0] is None:
+        looks = [look for study in studies if (look := next(study, None)) is not None]
+        if not looks:  # every study has run to max_participants (they all look at the same sizes)
             return FixedPlan(None, level, share, n_studies)
         n = looks[0][0]
         share = float(

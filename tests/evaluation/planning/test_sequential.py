@@ -109,3 +109,8 @@ def test_a_sequential_study_is_seeded_and_refuses_a_target_of_zero():
         assert first[policy].participants.tolist() == again[policy].participants.tolist()
     with pytest.raises(ValueError, match="target width"):
         simulate_sequential(settings, 12, target_width=0, max_participants=40, n_studies=1)
+
+
+def test_a_fixed_plan_says_so_when_the_maximum_does_not_reach_the_target():
+    plan = plan_fixed(_settings(), 12, target_width=0.05, max_participants=8, n_studies=5, seed=1)
+    assert plan.participants is None and plan.share < 0.8
