@@ -11,12 +11,17 @@ comparison's true value is `settings.effect` (`true_difference` where the system
 variances differ). Fixed and adaptive studies of one seed share their
 sources' and participants' effects (common random numbers), so their difference in
 participants is measured on the same simulated populations.
+
+`plan_fixed` and `simulate_fixed` give the design a team would otherwise run: the fewest
+participants at which the planner's simulated studies reach the target width with a given
+assurance (the planner's target power by default), recruited up front and read once.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +36,7 @@ from evaluation.planning.power import (
 )
 from measures.latin_square import LatinSquare, next_row
 from measures.stats.adaptive_allocation import (
+    PrimaryInterval,
     adaptive_row,
     can_close,
     cell_variances,
@@ -123,17 +129,17 @@ def source_system_var(settings: PowerSettings) -> float:
     return float(weights @ (difference - mean) ** 2) / 2
 
 
-def _study(
+def _looks(
     settings: PowerSettings,
     square: LatinSquare,
     model: _Model,
     *,
     policy: str,
-    target_width: float,
     max_participants: int,
-    min_sources: int,
     seed: int,
-) -> tuple[int, bool, bool, float]:
+) -> Iterator[tuple[int, PrimaryInterval]]:
+    """One simulated study, newcomer by newcomer: (participants so far, primary interval) after
+    every block of the square (k rows) and at `max_participants`."""
     k, n_sources = settings.n_systems, square.n_sources
     scale, means = model.scale, model.means
     population = np.random.default_rng(seed)
@@ -147,7 +153,6 @@ def _study(
     sources: list[np.ndarray] = []
     systems: list[np.ndarray] = []
     batch = k  # the stopping rule is read after every block of the square (k rows)
-    interval = None
     for p in range(max_participants):
         if policy == "adaptive" and values:
             y, s, j = np.concatenate(values), np.concatenate(sources), np.concatenate(systems)
@@ -166,22 +171,53 @@ def _study(
         participants.append(np.full(len(s), p))
         if (p + 1) % batch and p + 1 < max_participants:
             continue
-        interval = primary_interval(
-            np.concatenate(values),
-            np.concatenate(participants),
-            np.concatenate(sources),
-            np.concatenate(systems),
-            a=A,
-            b=B,
-            participant_var=settings.participant_var,
-            interaction_var=settings.interaction_var,
-            cell_var=model.cell_var,
+        yield (
+            len(rows),
+            primary_interval(
+                np.concatenate(values),
+                np.concatenate(participants),
+                np.concatenate(sources),
+                np.concatenate(systems),
+                a=A,
+                b=B,
+                participant_var=settings.participant_var,
+                interaction_var=settings.interaction_var,
+                cell_var=model.cell_var,
+            ),
         )
-        if can_close(interval, target_width=target_width, min_sources=min_sources):
+
+
+def _study(
+    settings: PowerSettings,
+    square: LatinSquare,
+    model: _Model,
+    *,
+    policy: str,
+    target_width: float,
+    max_participants: int,
+    min_sources: int,
+    seed: int,
+) -> tuple[int, bool, bool, float]:
+    look = None
+    for look in _looks(settings, square, model, policy=policy, max_participants=max_participants, seed=seed):
+        if can_close(look[1], target_width=target_width, min_sources=min_sources):
             break
-    assert interval is not None
+    assert look is not None
+    n, interval = look
     reached = can_close(interval, target_width=target_width, min_sources=min_sources)
-    return len(rows), reached, interval.covers(model.truth), float(interval.width or math.nan)
+    return n, reached, interval.covers(model.truth), float(interval.width or math.nan)
+
+
+def _square(
+    settings: PowerSettings, n_sources: int, target_width: float, max_participants: int
+) -> LatinSquare:
+    if target_width <= 0:
+        raise ValueError("The target width must be positive.")
+    if max_participants < 2 or n_sources < 2:
+        raise ValueError("A sequential study needs at least two participants and two sources.")
+    return LatinSquare(
+        n_sources=n_sources, n_systems=settings.n_systems, per_participant=settings.per_participant
+    )
 
 
 def simulate_sequential(
@@ -196,13 +232,7 @@ def simulate_sequential(
     policies: tuple[str, ...] = POLICIES,
 ) -> dict[str, SequentialRun]:
     """Each policy on the same `n_studies` simulated populations (module docstring)."""
-    if target_width <= 0:
-        raise ValueError("The target width must be positive.")
-    if max_participants < 2 or n_sources < 2:
-        raise ValueError("A sequential study needs at least two participants and two sources.")
-    square = LatinSquare(
-        n_sources=n_sources, n_systems=settings.n_systems, per_participant=settings.per_participant
-    )
+    square = _square(settings, n_sources, target_width, max_participants)
     seeds = np.random.SeedSequence(seed).generate_state(n_studies)
     model = _Model.of(settings)
     runs = {}
@@ -225,3 +255,87 @@ def simulate_sequential(
         participants, reached, covered, widths = (np.array(column) for column in zip(*results, strict=True))
         runs[policy] = SequentialRun(policy, participants, reached.astype(bool), covered.astype(bool), widths)
     return runs
+
+
+@dataclass(frozen=True)
+class FixedPlan:
+    """The fixed design a team would recruit up front: the fewest participants (whole blocks of
+    the square, the looks of the sequential rule) at which at least `assurance` of the planner's
+    simulated studies reach the target width; None when `max_participants` does not."""
+
+    participants: int | None
+    assurance: float
+    share: float  # share of the planning studies that reach the target at `participants`
+    n_studies: int
+
+
+def plan_fixed(
+    settings: PowerSettings,
+    n_sources: int,
+    *,
+    target_width: float,
+    max_participants: int,
+    n_studies: int,
+    seed: int = 0,
+    assurance: float | None = None,
+    min_sources: int = MIN_SOURCES,
+) -> FixedPlan:
+    """Plan a fixed design by simulation on the same generative model: the fixed square's studies,
+    on planning draws independent of `simulate_sequential`'s with the same seed, all read at
+    each block; "reaches the target" is the stopping rule's own criterion (`can_close`) read once
+    at the planned size. `assurance` defaults to the planner's target power (`settings.target`,
+    0.8): the share of studies that must reach the target width."""
+    level = settings.target if assurance is None else assurance
+    if not 0 < level < 1:
+        raise ValueError("The assurance must lie between 0 and 1.")
+    square = _square(settings, n_sources, target_width, max_participants)
+    model = _Model.of(settings)
+    planning = np.random.SeedSequence(seed).spawn(1)[0].generate_state(n_studies)
+    studies = [
+        _looks(settings, square, model, policy="fixed", max_participants=max_participants, seed=int(s))
+        for s in planning
+    ]
+    share = 0.0
+    while True:
+        looks = [look for study in studies if (look := next(study, None)) is not None]
+        if not looks:  # every study has run to max_participants (they all look at the same sizes)
+            return FixedPlan(None, level, share, n_studies)
+        n = looks[0][0]
+        share = float(
+            np.mean([can_close(i, target_width=target_width, min_sources=min_sources) for _, i in looks])
+        )
+        if share >= level:
+            return FixedPlan(n, level, share, n_studies)
+
+
+def simulate_fixed(
+    settings: PowerSettings,
+    n_sources: int,
+    *,
+    participants: int,
+    target_width: float,
+    n_studies: int,
+    seed: int = 0,
+    min_sources: int = MIN_SOURCES,
+) -> SequentialRun:
+    """The fixed design of `participants` on the same simulated populations (and the same answers)
+    as `simulate_sequential`'s with this seed: every study reads its interval once, at the end;
+    `reached` is whether that interval meets the target."""
+    square = _square(settings, n_sources, target_width, participants)
+    model = _Model.of(settings)
+    seeds = np.random.SeedSequence(seed).generate_state(n_studies)
+    results = []
+    for study_seed in seeds:
+        *_, (n, interval) = _looks(
+            settings, square, model, policy="fixed", max_participants=participants, seed=int(study_seed)
+        )
+        results.append(
+            (
+                n,
+                can_close(interval, target_width=target_width, min_sources=min_sources),
+                interval.covers(model.truth),
+                float(interval.width or math.nan),
+            )
+        )
+    n_taken, reached, covered, widths = (np.array(column) for column in zip(*results, strict=True))
+    return SequentialRun("planned fixed", n_taken, reached.astype(bool), covered.astype(bool), widths)

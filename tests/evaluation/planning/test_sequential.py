@@ -10,7 +10,7 @@ import pytest
 
 from evaluation.planning.outcomes import get_outcome
 from evaluation.planning.power import PowerSettings
-from evaluation.planning.sequential import simulate_sequential, true_difference
+from evaluation.planning.sequential import plan_fixed, simulate_fixed, simulate_sequential, true_difference
 
 # The 2024 release's understanding (panel 2), fitted by the planner's moment estimator: 8
 # laypeople × 40 sentences, four systems (residual per system 0.22–0.80, mean 0.44).
@@ -54,6 +54,47 @@ def test_adaptive_and_fixed_studies_stop_at_the_target_with_nominal_coverage():
     assert saved.mean() > -2 * se, (saved.mean(), se)
 
 
+@pytest.mark.slow
+def test_the_adaptive_design_needs_fewer_participants_than_a_fixed_design_of_the_same_assurance():
+    # The comparison a team faces: recruit up front the fixed N the planner's simulation gives
+    # (the target width reached in 80 % of studies, the planner's target power), or monitor and
+    # stop. A group-sequential design saves expected sample size against a fixed design of the
+    # same assurance (Jennison & Turnbull 2000); the stopping rule here must do so at nominal
+    # coverage.
+    settings, n = _settings(), 400
+    plan = plan_fixed(settings, 24, target_width=0.5, max_participants=120, n_studies=n, seed=11)
+    assert plan.assurance == settings.target == 0.8
+    assert plan.participants is not None and plan.share >= 0.8
+    fixed = simulate_fixed(
+        settings, 24, participants=plan.participants, target_width=0.5, n_studies=n, seed=11
+    )
+    adaptive = simulate_sequential(
+        settings, 24, target_width=0.5, max_participants=120, n_studies=n, seed=11, policies=("adaptive",)
+    )["adaptive"]
+    # Planned on independent draws, the fixed design reaches the target in about its assurance of
+    # the evaluated studies (three binomial standard errors below it at most).
+    assert fixed.reached.mean() >= 0.8 - 3 * np.sqrt(0.8 * 0.2 / n), fixed.reached.mean()
+    assert adaptive.reached.all()
+    saved = plan.participants - adaptive.participants
+    se = saved.std(ddof=1) / np.sqrt(n)
+    assert saved.mean() > 3 * se, (plan.participants, adaptive.mean_participants, se)
+    for run in (fixed, adaptive):
+        assert 0.93 <= run.coverage <= 0.97, (run.policy, run.coverage, run.coverage_se)
+
+
+def test_a_fixed_plan_takes_the_assurance_it_is_given():
+    settings = _settings()
+    design = {"target_width": 0.8, "max_participants": 40, "n_studies": 20, "seed": 4}
+    lenient = plan_fixed(settings, 12, assurance=0.2, **design)
+    strict = plan_fixed(settings, 12, assurance=0.95, **design)
+    assert lenient.participants is not None and strict.participants is not None
+    assert lenient.participants <= strict.participants
+    assert lenient.share >= 0.2 and strict.share >= 0.95
+    assert plan_fixed(settings, 12, **design).assurance == 0.8
+    with pytest.raises(ValueError, match="assurance"):
+        plan_fixed(settings, 12, assurance=1.0, **design)
+
+
 def test_the_true_difference_is_the_planned_effect_when_residuals_are_equal():
     assert true_difference(_settings()) == pytest.approx(0.25, abs=1e-6)
     unequal = _settings(residual_vars=(0.8, 0.22))
@@ -68,3 +109,8 @@ def test_a_sequential_study_is_seeded_and_refuses_a_target_of_zero():
         assert first[policy].participants.tolist() == again[policy].participants.tolist()
     with pytest.raises(ValueError, match="target width"):
         simulate_sequential(settings, 12, target_width=0, max_participants=40, n_studies=1)
+
+
+def test_a_fixed_plan_says_so_when_the_maximum_does_not_reach_the_target():
+    plan = plan_fixed(_settings(), 12, target_width=0.05, max_participants=8, n_studies=5, seed=1)
+    assert plan.participants is None and plan.share < 0.8
