@@ -136,6 +136,8 @@ EXCLUDED: dict[str, str] = {
     "evaluation.textmetrics": "computed: the receiving server computes the text metrics",
     "evaluation.systemmetrics": "computed: the receiving server computes the system metrics",
     "evaluation.powerplan": "a planning computation, not data of the study; run it again",
+    "evaluation.adaptiveallocation": "a recruitment option of the running study (a copy does not "
+    "recruit): set it again on the copy's Adaptive allocation page",
     "generation.generationbatch": "the generation jobs' records; the texts they generated are "
     "archived as simplifications",
     "generation.generationjob": "the generation jobs' records; the texts they generated are "

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Q
+from django.db.models import Q
 
 from annotation import scales
+from annotation.answer_selectors import expert_ratings, lay_preferences
 from annotation.models import Participant, SimplificationText, Study
 from ml.corpora import SimplificationPair
 from ml.models import ModelArtifact, TrainingJob
@@ -75,26 +77,34 @@ def training_texts_for_study(*, study: Study, filter: PairFilter | str | Mapping
     texts = _study_texts(study)
     if pair_filter.kind == "expert_min":
         k = pair_filter.min_score
-        by_radiologist = Q(expert_ratings__participant__role=Participant.Role.RADIOLOGIST)
-        below = Q()
-        for aspect in scales.EXPERT_ASPECTS:
-            below |= Q(**{f"expert_ratings__{aspect}__lt": k}) | Q(
-                **{f"expert_ratings__{aspect}__isnull": True}
-            )
-        texts = texts.annotate(
-            n_ratings=Count("expert_ratings", filter=by_radiologist, distinct=True),
-            n_below=Count("expert_ratings", filter=by_radiologist & below, distinct=True),
-        ).filter(n_ratings__gt=0, n_below=0)
+        # Every radiologist's rating of a text (one per participant and text; an aspect left
+        # empty is None and does not meet the bar).
+        ratings = expert_ratings(study=study, where=Q(participant__role=Participant.Role.RADIOLOGIST))
+        rated: set[int] = set()
+        below: set[int] = set()
+        for rating in ratings:
+            rated.add(rating.shown_text_id)
+            if any(
+                (score := getattr(rating, aspect)) is None or score < k for aspect in scales.EXPERT_ASPECTS
+            ):
+                below.add(rating.shown_text_id)
+        texts = texts.filter(pk__in=sorted(rated - below))
     elif pair_filter.kind == "lay_preferred":
+        # A text's votes: the lay panel-3 answers (one per participant and source) naming it most liked.
+        counts: Counter[int] = Counter()
+        for preference in lay_preferences(study=study):
+            counts.update(preference.most)
         votes = list(
-            texts.annotate(votes=Count("most_votes", distinct=True))
-            .filter(votes__gt=0)
-            .values_list("pk", "source_id", "votes")
+            texts.filter(pk__in=sorted(pk for pk, n in counts.items() if n > 0)).values_list(
+                "pk", "source_id"
+            )
         )
         best: dict[int, int] = {}
-        for _, source_id, n in votes:
-            best[source_id] = max(best.get(source_id, 0), n)
-        texts = SimplificationText.objects.filter(pk__in=[pk for pk, s, n in votes if n == best[s]])
+        for pk, source_id in votes:
+            best[source_id] = max(best.get(source_id, 0), counts[pk])
+        texts = SimplificationText.objects.filter(
+            pk__in=[pk for pk, source_id in votes if counts[pk] == best[source_id]]
+        )
     return texts.select_related("source").order_by("source__position", "pk")
 
 

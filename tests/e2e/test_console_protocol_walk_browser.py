@@ -21,7 +21,9 @@ from statistics import mean
 import pytest
 from django.urls import get_resolver
 
+from annotation.models import ItemAnswer, Study
 from evaluation.rater_reliability import RELIABILITY_ASPECTS
+from tests.annotation import answers
 from tests.e2e import console_walk as walk
 from tests.evaluation.conftest import FAST_ANALYSIS_OPTIONS
 
@@ -424,7 +426,18 @@ def test_a_protocol_study_with_spans_and_controls_is_run_and_archived_in_the_bro
     # 8. The archive, downloaded and imported in the browser: the copy gives the same files.
     counts = walk.copy_reproduces_the_files(page, slug=SLUG, copy=COPY, tmp_path=tmp_path)
     assert counts["annotation.plantedcontrol"] == len(planted)
-    assert counts["annotation.plantedcontrolanswer"] > 0 and counts["annotation.itemanswer"] > 0
+    # Every answer, the planted controls' ones included (`control` set), is an ItemAnswer row: the
+    # manifest has no other answer table, and the copy holds the same control answers.
+    assert "annotation.plantedcontrolanswer" not in counts
+    assert counts["annotation.itemanswer"] == ItemAnswer.objects.filter(participant__study__slug=SLUG).count()
+    control_rows = ItemAnswer.objects.filter(participant__study__slug=SLUG, control__isnull=False)
+    assert control_rows.count() > 0
+    assert ItemAnswer.objects.filter(participant__study__slug=COPY, control__isnull=False).count() == (
+        control_rows.count()
+    )
+    assert len(answers.control_answers(study=Study.objects.get(slug=COPY))) == len(
+        answers.control_answers(study=Study.objects.get(slug=SLUG))
+    )
     page.goto(f"/console/{COPY}/instruments/")
     expect(page.locator("body")).to_contain_text("clinical_error_spans")
     page.goto(f"/console/{COPY}/flows/")

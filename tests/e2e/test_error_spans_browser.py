@@ -233,7 +233,7 @@ def test_a_radiologist_marks_two_spans_one_by_keyboard_and_sees_them_after_reloa
     expect(page).to_have_url(re.compile(r"\?missing=1$"))
     expect(page.get_by_text("Nothing on this page was saved")).to_have_count(0)
     assert stored(participant) == [second]
-    assert participant.expert_ratings.get().correctness == 4
+    assert answers.rating(participant=participant).correctness == 4
 
 
 @pytest.mark.django_db(transaction=True)
@@ -270,7 +270,7 @@ def test_without_javascript_the_page_says_marks_need_it_and_keeps_them(browser, 
         page.locator(f'[data-field="{field[0]}-correctness"] label:has(input[data-key="2"])').click()
         page.click("#next-page")
         expect(page).to_have_url(re.compile(r"\?missing=1$"))
-        assert participant.expert_ratings.get().correctness == 2
+        assert answers.rating(participant=participant).correctness == 2
         assert answers.item_answers().get(item_key="error_spans").value == [mark]
         assert not AnswerRevision.objects.exists()  # sent back as it was: no change
     finally:

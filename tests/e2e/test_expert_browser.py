@@ -265,6 +265,8 @@ def test_seventeen_answers_typed_fast_survive_closing_the_tab_on_sqlite(browser,
     import urllib.request
     from pathlib import Path
 
+    from annotation.instrument_binding import JUDGEMENT, PROTOCOL_BINDINGS, RADIOLOGIST_PRESET, RATING
+
     root = Path(__file__).resolve().parents[2]
     database = tmp_path / "radlay.sqlite3"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "REDIS_URL"))}
@@ -318,17 +320,28 @@ def test_seventeen_answers_typed_fast_survive_closing_the_tab_on_sqlite(browser,
         expected = {field: answer_value(field, key) for field, key in pressed.items()}
 
         def read() -> dict:
+            # Every answer is an ItemAnswer row: the protocol's rating items on a shown text, its
+            # judgement items on the source; each value read as its typed column holds it.
             with sqlite3.connect(database, timeout=30) as db:
-                aspects = ", ".join(scales.EXPERT_ASPECTS)
-                ratings = db.execute(
-                    f"SELECT shown_text_id, {aspects} FROM annotation_expertrating WHERE participant_id = ?",
-                    (made["participant"],),
+                rows = db.execute(
+                    "SELECT a.shown_text_id, a.item_key, a.value FROM annotation_itemanswer a"
+                    " JOIN annotation_studyinstrument i ON i.id = a.instrument_id"
+                    " WHERE a.participant_id = ? AND a.control_id IS NULL AND i.key = ?",
+                    (made["participant"], RADIOLOGIST_PRESET),
                 ).fetchall()
-                judgement = db.execute(
-                    "SELECT severity, simplicity FROM annotation_expertsourcejudgement"
-                    " WHERE participant_id = ?",
-                    (made["participant"],),
-                ).fetchone()
+            by_text: dict[int, dict[str, object]] = {}
+            source: dict[str, object] = {}
+            for text_id, key, value in rows:
+                binding = PROTOCOL_BINDINGS[RADIOLOGIST_PRESET].get(key)
+                if binding is None:
+                    continue
+                column = binding.column_of(json.loads(value))
+                if binding.shape == RATING:
+                    by_text.setdefault(text_id, {})[binding.column] = column
+                elif binding.shape == JUDGEMENT:
+                    source[binding.column] = column
+            ratings = [(t, *(cols.get(a) for a in scales.EXPERT_ASPECTS)) for t, cols in by_text.items()]
+            judgement = (source.get("severity", ""), source.get("simplicity")) if source else None
             return stored_answers(ratings, judgement, made["order"])
 
         assert wait_for(read, expected) == expected

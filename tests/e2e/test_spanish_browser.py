@@ -151,7 +151,7 @@ def test_a_spanish_radiologist_rates_in_spanish(page, live_server, spanish_study
     expect(page.locator("#page-state")).to_contain_text("respuestas")
     person.refresh_from_db()
     assert person.language == "es"
-    assert person.source_judgements.get().severity == "Serious"  # stored as the level name
+    assert typed_answers.judgement(participant=person).severity == "Serious"  # stored as the level name
     rows = list(answer_rows(study=spanish_study))
     columns = answer_columns()
     assert [(row[columns.index("question")], row[columns.index("language")]) for row in rows] == [

@@ -24,10 +24,12 @@ def test_every_model_that_reaches_a_study_is_archived_or_excluded_with_a_reason(
         f"{missing} reach a study but are neither archived nor excluded: add each to ARCHIVED or, "
         "with the reason, to EXCLUDED in evaluation/study_archive_tables.py"
     )
-    # The walk finds what it must: answers two and three foreign keys away, and m2m tables.
-    for label in ("annotation.itemanswer", "annotation.plantedcontrolanswer", "judging.judgeanswer",
-                  "annotation.laypreference_most", "annotation.answerrevision"):  # fmt: skip
+    # The walk finds what it must: answers two and three foreign keys away (every flow's answers,
+    # planted-control rows included, are item answers), and m2m tables.
+    for label in ("annotation.itemanswer", "judging.judgeanswer", "qualification.practiceanswer",
+                  "annotation.answerrevision"):  # fmt: skip
         assert coverage[label] and coverage[label].startswith("archived"), label
+    assert coverage["generation.generationjob_simplifications"], "an m2m table is walked"
     assert all(reason.strip() for reason in EXCLUDED.values())
     # Nothing archived and excluded at once; nothing listed that does not exist or reach a study.
     archived = {table.label for table in ARCHIVED}

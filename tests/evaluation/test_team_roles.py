@@ -157,6 +157,9 @@ ENDPOINTS = [
     Endpoint("console:adjudication-unit", "adjudicate", method="post", args=("unit",), data={"value": "9"}),
     Endpoint("api:adjudication-queue", "adjudicate", api=True),
     Endpoint("api:adjudication-queue", "adjudicate", method="post", data={"unit": "nonsense"}, api=True),
+    Endpoint("console:qualification", "edit"),
+    Endpoint("console:adaptive", "edit"),
+    Endpoint("api:qualification-results", "view", api=True),
 ]
 
 
