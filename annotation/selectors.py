@@ -13,6 +13,7 @@ from annotation.models import (
     ROLE_CAPABILITIES,
     ActivityEvent,
     AnswerRevision,
+    ItemAnswer,
     LayItem,
     Participant,
     Simplification,
@@ -86,6 +87,36 @@ def answer_revisions(*, study: Study, pseudonym: str = "") -> QuerySet[AnswerRev
     if pseudonym:
         revisions = revisions.filter(participant__pseudonym=pseudonym)
     return revisions.order_by("-revised_at", "-id")
+
+
+def answer_revisions_described(revisions: Iterable[AnswerRevision]) -> list[AnswerRevision]:
+    """`revisions` with what a reader needs on each: `question` (the answer's item key, with its
+    phase where it has one) and `earlier` (the earlier value as the participant chose it: a level's
+    name for a protocol scale, else the stored value). A revision of an answer since withdrawn
+    shows its stored value."""
+    from annotation.instrument_binding import PROTOCOL_BINDINGS
+
+    revisions = list(revisions)
+    ids = [r.answer_id for r in revisions if r.answer_type == ItemAnswer._meta.label]
+    answers = {
+        pk: (key, item_key, phase)
+        for pk, key, item_key, phase in ItemAnswer.objects.filter(pk__in=ids).values_list(
+            "pk", "instrument__key", "item_key", "phase"
+        )
+    }
+    for revision in revisions:
+        previous = revision.previous
+        stored = previous.get("value", previous) if isinstance(previous, dict) else previous
+        found = answers.get(revision.answer_id) if revision.answer_type == ItemAnswer._meta.label else None
+        revision.question = ""
+        revision.earlier = stored
+        if found is not None:
+            key, item_key, phase = found
+            revision.question = f"{item_key} ({phase})" if phase else item_key
+            binding = PROTOCOL_BINDINGS.get(key, {}).get(item_key)
+            if binding is not None and binding.levels is not None:
+                revision.earlier = binding.column_of(stored) or stored
+    return revisions
 
 
 def study_members(*, study: Study) -> QuerySet[StudyMembership]:

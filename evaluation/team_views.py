@@ -15,7 +15,13 @@ from django.shortcuts import redirect, render
 from annotation.access import access_study
 from annotation.activity_services import activity_record
 from annotation.models import StudyMembership
-from annotation.selectors import activity_events, activity_verbs, answer_revisions, study_members
+from annotation.selectors import (
+    activity_events,
+    activity_verbs,
+    answer_revisions,
+    answer_revisions_described,
+    study_members,
+)
 from annotation.team_services import (
     study_member_add,
     study_member_remove,
@@ -70,6 +76,7 @@ def study_activity(request: HttpRequest, slug: str) -> HttpResponse:
     revisions = Paginator(answer_revisions(study=study, pseudonym=pseudonym), EVENTS_PER_PAGE).get_page(
         request.GET.get("revisions_page")
     )
+    revisions.object_list = answer_revisions_described(revisions.object_list)
     context = {
         "study": study,
         "page": page,

@@ -127,12 +127,14 @@ def _saved_study(data) -> tuple[Study, dict]:
             if data.draw(st.booleans()):
                 answers = _answers(data, PANEL_ONE)
                 lay_answers.lay_answer_save(item=item, phase="original", answers=answers)
-                saved["original"].append((sources[i].key, answers))
+                if answers:  # a panel saved with no answer stores none (one ItemAnswer per answer)
+                    saved["original"].append((sources[i].key, answers))
             if data.draw(st.booleans()):
                 lay_answers.lay_item_lock_original(item=item)
                 answers = _answers(data, PANEL_TWO)
                 lay_answers.lay_answer_save(item=item, phase="assisted", answers=answers)
-                saved["assisted"].append((sources[i].key, text_systems[shown.pk], answers))
+                if answers:
+                    saved["assisted"].append((sources[i].key, text_systems[shown.pk], answers))
             if data.draw(st.booleans()):
                 order = list(item.preference_order)
                 most = data.draw(st.none() | st.lists(st.sampled_from(order), unique=True))
