@@ -631,6 +631,11 @@ class AnswerRevision(models.Model):
     previous_at = models.DateTimeField()
     revised_at = models.DateTimeField()
 
+    # Set by annotation.selectors.answer_revisions_described for the activity page: which question
+    # (and panel) the revision belongs to, and its earlier value as the page shows it.
+    question: str
+    earlier: object
+
     class Meta:
         ordering = ["-revised_at", "-id"]
         indexes = [models.Index(fields=["participant", "-revised_at"], name="revision_participant_time")]
