@@ -112,50 +112,54 @@ def lay_panel_rows(*, item: LayItem, instrument_id: int | None = None) -> list[I
     return list(rows.order_by("updated_at", "pk"))
 
 
-def lay_answer_of(rows: Iterable[ItemAnswer], *, item: LayItem, phase: str) -> LayAnswerRow | None:
-    """A panel's answers (phase "original" or "assisted") as one typed row, None when none."""
-    typed: LayAnswerRow | None = None
+def _folded(rows: Iterable[ItemAnswer], keep, make):
+    """One typed row of the store's `rows` that `keep` selects: `make(first row)` starts it, each
+    row adds its time, its latest change and its value (as the typed column); None when none."""
+    typed = None
     for row in rows:
-        if row.phase != phase or row.item_key not in scales.LAY_QUESTIONS:
+        if not keep(row):
             continue
         if typed is None:
-            typed = LayAnswerRow(
-                id=row.pk,
-                participant_id=item.participant_id,
-                source_id=item.source_id,
-                phase=phase,
-                item_id=item.pk,
-                created_at=row.created_at,
-                updated_at=row.updated_at,
-            )
+            typed = make(row)
         typed.id = min(typed.id, row.pk)
         typed.time_spent_ms += row.time_spent_ms
         typed.updated_at = max(typed.updated_at or row.updated_at, row.updated_at)
         setattr(typed, row.item_key, _BINDINGS[row.item_key].column_of(row.value))
     return typed
+
+
+def lay_answer_of(rows: Iterable[ItemAnswer], *, item: LayItem, phase: str) -> LayAnswerRow | None:
+    """A panel's answers (phase "original" or "assisted") as one typed row, None when none."""
+    return _folded(
+        rows,
+        lambda row: row.phase == phase and row.item_key in scales.LAY_QUESTIONS,
+        lambda row: LayAnswerRow(
+            id=row.pk,
+            participant_id=item.participant_id,
+            source_id=item.source_id,
+            phase=phase,
+            item_id=item.pk,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+        ),
+    )
 
 
 def lay_preference_of(rows: Iterable[ItemAnswer], *, item: LayItem) -> PreferenceRow | None:
     """Panel 3's answers as one typed row, None when none."""
-    typed: PreferenceRow | None = None
-    for row in rows:
-        if row.phase != ItemAnswer.Phase.PREFERENCE or row.item_key not in _PREFERENCE_KEYS:
-            continue
-        if typed is None:
-            typed = PreferenceRow(
-                id=row.pk,
-                participant_id=item.participant_id,
-                source_id=item.source_id,
-                item_id=item.pk,
-                order_shown=list(item.preference_order),
-                created_at=row.created_at,
-                updated_at=row.updated_at,
-            )
-        typed.id = min(typed.id, row.pk)
-        typed.time_spent_ms += row.time_spent_ms
-        typed.updated_at = max(typed.updated_at or row.updated_at, row.updated_at)
-        setattr(typed, row.item_key, _BINDINGS[row.item_key].column_of(row.value))
-    return typed
+    return _folded(
+        rows,
+        lambda row: row.phase == ItemAnswer.Phase.PREFERENCE and row.item_key in _PREFERENCE_KEYS,
+        lambda row: PreferenceRow(
+            id=row.pk,
+            participant_id=item.participant_id,
+            source_id=item.source_id,
+            item_id=item.pk,
+            order_shown=list(item.preference_order),
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+        ),
+    )
 
 
 def lay_answer_save(
