@@ -50,7 +50,9 @@ def _stable(html: str) -> str:
     return html
 
 
-def _study(slug: str, n_sources: int):
+def bench_study(slug: str, n_sources: int):
+    """An open study of `n_sources` sentences x 3 systems, bulk-inserted (bench/survey_requests.py
+    uses it too)."""
     from annotation.models import Simplification, SimplificationText, Source, Study, System, text_hash
 
     study = Study.objects.create(
@@ -154,7 +156,7 @@ def main() -> None:
     # A database of its own (kept between runs), beside the test suite's test_<name>.
     connection.settings_dict["TEST"]["NAME"] = f"{connection.settings_dict['NAME']}_survey_pages"
     connection.creation.create_test_db(verbosity=0, keepdb=True)
-    study = _study("page-timing", args.sources)
+    study = bench_study("page-timing", args.sources)
     urls = _pages(study)
     client = Client()
     print(f"{'page':<16} {'CPU ms/GET':>10} {'rounds':>24} {'calls/GET':>9} {'queries':>8} {'bytes':>7}")

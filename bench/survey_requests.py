@@ -107,36 +107,10 @@ def _layer_costs(names: list[str]) -> dict[str, float]:
 
 
 def _study(n_sources: int):
-    from annotation.models import Simplification, SimplificationText, Source, Study, System, text_hash
+    # The same study as bench/survey_pages.py's (imported here: Django is set up by then).
+    from bench.survey_pages import bench_study
 
-    study = Study.objects.create(
-        slug=f"requests-{time.time_ns()}", title="Requests", status=Study.Status.OPEN
-    )
-    systems = [System.objects.create(study=study, key=k, label=k, position=i) for i, k in enumerate("abc")]
-    sources = Source.objects.bulk_create(
-        [
-            Source(
-                study=study,
-                key=f"s{i}",
-                position=i,
-                text=f"Sentence {i}: a {i % 30 + 2} mm nodule in the right upper lobe, unchanged.",
-            )
-            for i in range(n_sources)
-        ]
-    )
-    texts = SimplificationText.objects.bulk_create(
-        [
-            SimplificationText(source=s, text=t, text_hash=text_hash(t))
-            for s in sources
-            for y in systems
-            for t in [f"A small spot {s.pk} ({y.key})."]
-        ]
-    )
-    shown = iter(texts)
-    Simplification.objects.bulk_create(
-        [Simplification(source=s, system=y, shown_text=next(shown)) for s in sources for y in systems]
-    )
-    return study
+    return bench_study("requests", n_sources)
 
 
 class Walker:
