@@ -439,7 +439,7 @@ class Participant(models.Model):
     # and is never counted (annotation.selectors.counted_participants).
     is_preview = models.BooleanField(default=False)
     # Joined while the study was in pilot: kept apart from the study's data (counted nowhere) and
-    # discarded in one action before opening (annotation.study_setup.pilot_participants_discard).
+    # discarded in one action before opening (annotation.study_services.pilot_participants_discard).
     is_pilot = models.BooleanField(default=False)
     completion_code = models.CharField(max_length=16, default=new_completion_code)
     created_at = models.DateTimeField(auto_now_add=True)
