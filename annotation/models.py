@@ -644,7 +644,7 @@ class AnswerRevision(models.Model):
         return f"{self.answer_type} {self.answer_id} revised {self.revised_at:%Y-%m-%d %H:%M}"
 
 
-# --- Instruments as data (issue 30; instruments/ holds the format, validation and presets) -------
+# --- Instruments as data (instruments/ holds the format, validation and presets) ----------------
 
 
 class StudyInstrument(models.Model):
