@@ -124,7 +124,7 @@ PRESET_ACTIONS = [
 
 @admin.action(description="Add the clinical error-span typology to the radiologist instrument")
 def add_error_spans(modeladmin, request, queryset):
-    """Issue 33: every radiologist page then asks for error spans under each simplification
+    """Clinical error spans: every radiologist page then asks for error spans under each simplification
     (annotation/error_span_services.py; the version rule applies once answers exist)."""
     for study in queryset:
         try:

@@ -1,5 +1,5 @@
 """What every answer write shares: the value checks (Likert range, level names, free text) and the
-lock refusal (split out of annotation/services.py by subject). `None` for an answer field means
+lock refusal. `None` for an answer field means
 "not given in this call" (autosave sends one question at a time); it never clears an answer that
 was given. The write itself, with its revision rule, is annotation/answer_store.py's."""
 

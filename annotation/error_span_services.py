@@ -1,4 +1,4 @@
-"""Putting the clinical error-span typology (issue 33) into a study: the `clinical_error_spans`
+"""Putting the clinical error-span typology into a study: the `clinical_error_spans`
 preset's item is added to the study's current radiologist instrument, so that every radiologist
 page asks it under each simplification (annotation/expert/pages.py, the partial
 templates/annotation/items/_error_spans.html). The write goes through study_instrument_save, so the

@@ -42,7 +42,7 @@ from instruments.versioning import (
 )
 
 # The kinds the radiologist page and the lay panels show for an added item; the others (sentence
-# matching, pairwise) belong to the rate-each-pair flow. Error spans (issue 33) are marked on the
+# matching, pairwise) belong to the rate-each-pair flow. Error spans are marked on the
 # radiologist page only (EXPERT_ONLY_KINDS): the lay panels have no marking widget.
 PAGE_KINDS = frozenset(
     {ItemKind.ORDINAL, ItemKind.SINGLE_CHOICE, ItemKind.COUNT, ItemKind.FREE_TEXT, ItemKind.ERROR_SPANS}

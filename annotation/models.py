@@ -439,7 +439,7 @@ class Participant(models.Model):
     # and is never counted (annotation.selectors.counted_participants).
     is_preview = models.BooleanField(default=False)
     # Joined while the study was in pilot: kept apart from the study's data (counted nowhere) and
-    # discarded in one action before opening (annotation.study_setup.pilot_participants_discard).
+    # discarded in one action before opening (annotation.study_services.pilot_participants_discard).
     is_pilot = models.BooleanField(default=False)
     completion_code = models.CharField(max_length=16, default=new_completion_code)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -644,7 +644,7 @@ class AnswerRevision(models.Model):
         return f"{self.answer_type} {self.answer_id} revised {self.revised_at:%Y-%m-%d %H:%M}"
 
 
-# --- Instruments as data (issue 30; instruments/ holds the format, validation and presets) -------
+# --- Instruments as data (instruments/ holds the format, validation and presets) ----------------
 
 
 class StudyInstrument(models.Model):

@@ -157,8 +157,8 @@ LAY_SCALES: dict[str, Scale] = {
     "severity_guess": SEVERITY,
     "helpfulness": HELPFULNESS,
 }
-# The lay questions of panels 1 and 2 by their stored name (LayAnswer's fields, the export
-# columns), in the survey's order, with the number participants see (seed 003 Figure 1; Q2b is the
+# The lay questions of panels 1 and 2 by their stored name (the item keys of the lay instrument,
+# the export columns), in the survey's order, with the number participants see (seed 003 Figure 1; Q2b is the
 # original survey's optional urgency question).
 LAY_QUESTION_NUMBERS: dict[str, str] = {
     "understanding": "Q1",

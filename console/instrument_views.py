@@ -1,4 +1,4 @@
-"""The console's instrument pages (issue 30): each flow's current instrument and its versions, an
+"""The console's instrument pages: each flow's current instrument and its versions, an
 editor per instrument (add an item, edit an item's texts, remove or move an added item, the whole
 document as YAML or JSON) and a live preview drawn with the survey's own item partials.
 
@@ -193,7 +193,7 @@ def instrument_list(request: HttpRequest, slug: str) -> HttpResponse:
 @researcher_login_required
 @require_POST
 def instrument_error_spans_add(request: HttpRequest, slug: str) -> HttpResponse:
-    """The clinical error-span typology (issue 33) into the radiologist instrument, by the service
+    """The clinical error-span typology into the radiologist instrument, by the service
     the command and the admin use: in place before answers, else a new version with the note."""
     study = access_study(user=request.user, slug=slug, need="edit")
     note = request.POST.get("change_note", "").strip()[:500]

@@ -1,4 +1,4 @@
-"""The console's set-up pages of a study (issue 29, items 1, 5, 6): create, configure (settings,
+"""The console's set-up pages of a study: create, configure (settings,
 texts with their preview, background questions and attention checks as rows), duplicate, open /
 pilot / pause / close, preview the surveys and the pilot's participants. Each POST parses a form
 and calls one service of annotation/study_services.py; editors and owners only

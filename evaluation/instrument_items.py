@@ -1,4 +1,4 @@
-"""The analysis of a study's instrument items (issue 30, docs/analysis/instrument-items.md): every
+"""The analysis of a study's instrument items (docs/analysis/instrument-items.md): every
 item a team's instrument or a non-protocol preset asks, from one frame of its answers. Pure
 computation: no Django. `evaluation/instrument_inputs.py::instrument_answers_frame` builds the frame
 from the study's ItemAnswer rows (one query); a notebook can build it from an export's long format.

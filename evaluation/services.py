@@ -199,7 +199,7 @@ def study_analysis_compute(*, study: Study, options: AnalysisOptions | None = No
     frames = study_frames(study=study)
     _freed_memory_returned()
     analysis = study_analysis(frames, options=options, store=TextMetricsStore(study))
-    # Issue 33: the ranking from pairwise answers, and from the lay most/least preferences (derived).
+    # The ranking from pairwise answers, and from the lay most/least preferences (derived).
     asked, derived = pairwise_comparisons(study=study), derived_comparisons(study=study)
     analysis["pairwise"] = pairwise_summary(
         asked,

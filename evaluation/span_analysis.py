@@ -1,4 +1,4 @@
-"""The analysis of an error-span item (issue 33, docs/analysis/error-spans.md): where raters marked
+"""The analysis of an error-span item (docs/analysis/error-spans.md): where raters marked
 errors in the simplifications, per system, and how far raters (and a judge and the raters) agree.
 Pure computation: no Django. evaluation/span_inputs.py builds the frame from the study's ItemAnswer
 rows and their shown texts; a notebook can build it from the span export.

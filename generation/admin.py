@@ -229,7 +229,7 @@ class PlantControlsForm(forms.Form):
 
 @admin.action(description="Plant controls into radiologists' pages…")
 def plant_controls(modeladmin, request, queryset):
-    """Planted controls (issue 33): an intermediate page asks the rate and seed, then
+    """Planted controls: an intermediate page asks the rate and seed, then
     generation.services.controls plants them in the one selected study."""
     studies = list(queryset[:2])
     if len(studies) != 1:

@@ -19,7 +19,7 @@ class ItemKind(StrEnum):
     COUNT = "count"
     FREE_TEXT = "free_text"
     SENTENCE_MATCHING = "sentence_matching"
-    # Issue 33: error spans mark character ranges of a shown text with a category (the item's
+    # Error spans mark character ranges of a shown text with a category (the item's
     # options) and a severity (its severities); pairwise items are asked by the pairwise flow
     # (annotation/pairwise/).
     ERROR_SPANS = "error_spans"

@@ -13,7 +13,7 @@ the generation backends' public interface (the "glossary" backend's Radiologist 
 * severity is guessed from a short list of finding words (``SEVERITY_CUES``), normal otherwise;
 * a later sample of a K-sample run at a temperature > 0 moves scored answers by one level at a
   seeded rate (``sample_variation``), so that a K-sample run has a confidence to calibrate;
-* an error-span item (issue 33) is answered by the rules of ``error_spans``: jargon the glossary
+* an error-span item is answered by the rules of ``error_spans``: jargon the glossary
   knows left without a lay explanation, and the facts lexicon.facts.check_facts finds lost, changed
   or added against the source, each with a category and a severity by rule.
 """
@@ -66,7 +66,7 @@ def guess_severity(text: str) -> str:
     return "Healthy"
 
 
-# --- error spans (issue 33) ---------------------------------------------------------------------------
+# --- error spans -------------------------------------------------------------------------------------
 # The clinical typology's keys (instruments/presets/clinical_error_spans.yaml) and its severities by
 # rank: 0 minor, 1 could mislead, 2 could harm (an item with other severities takes them by rank).
 JARGON, OMITTED, WRONG = "unexplained_jargon", "omitted_finding", "wrong_finding_or_location"

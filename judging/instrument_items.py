@@ -1,4 +1,4 @@
-"""A judge that asks an instrument's items (issue 30): the prompt and the JSON answer schema are
+"""A judge that asks an instrument's items: the prompt and the JSON answer schema are
 built from the items that apply to one kind of target (the source, a simplification, or a
 simplification–reference pair), so a judge for any instrument — seed 002's four criteria, a team's
 own rubric — needs no code change. Django-free.
@@ -13,7 +13,7 @@ K samples of one target are summarised per item: the score is the median of the 
 (as judging.instrument.aggregate_samples does for the protocol's fields), the value is the most
 frequent answer (the first of equals), the spread lists the K coded values.
 
-An error-span item (issue 33) is answered as a list of errors, each with the quoted words of the text
+An error-span item is answered as a list of errors, each with the quoted words of the text
 to rate (or its character offsets "start"/"end", end exclusive), a category and a severity of the
 item's. A quote is aligned to offsets with measures.stats.span_agreement.align_quoted_spans (exact,
 then ignoring case and spacing, then a close fuzzy match); when offsets and a quote are both given and

@@ -5,5 +5,6 @@
   `is_known_to_laypeople(word)` (the Patient agent's check)
 - facts: `extract_entities(text)`, `check_facts(source, simplification)` (Radiologist agent, SCGR)
 
-Used by generation (glossary backend, SCGR) and evaluation (HIT, CWR); imports neither.
+Used by measures (the HIT and CWR metrics), generation (glossary backend, SCGR), judging (the
+glossary judge's error spans) and privacy (the name recognizer's word lists); imports none of them.
 """

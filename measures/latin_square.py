@@ -20,7 +20,7 @@ the window wraps past the last source; when k divides n this is exactly (r + i) 
 Row handout (`next_row`) is greedy on the live pair counts, so rows freed by participants who
 dropped out are handed out again first and the counts stay balanced under dropouts: with every
 source shown, or with m dividing n, the per-pair counts of completed participants never differ by
-more than 1 (tests/annotation/test_latin_square.py simulates it). When m does not divide n the
+more than 1 (tests/measures/test_latin_square.py simulates it). When m does not divide n the
 windows overlap, and between two complete periods a pair can lead another by 2 with this
 rotation (counts are exact again at every full period); choose `lay_sources_per_participant`
 dividing the number of sources to avoid that.

@@ -1,11 +1,11 @@
-"""No GET request writes (issue 32): every URL pattern of the project (the admin aside) is resolved,
+"""No GET request writes: every URL pattern of the project (the admin aside) is resolved,
 its arguments built from one small world (a study with answers, a running generation batch and a
 running judge run each with a lost job, a power plan, participants of both flows), and requested
 with GET as a superuser, as a researcher of the study and anonymously; no row of any table may
 change (each table's rows, hashed, before and after).
 
 The exceptions are named: a radiologist's page records the participant's last activity
-(SURVEY_WRITES), and a download is recorded in the study's append-only activity log (issue 29's
+(SURVEY_WRITES), and a download is recorded in the study's append-only activity log (the
 audit log: who exported what, when) — only as appended "export.downloaded" events. The study's
 analysis snapshot is computed before the sweep: a missing or stale one is filled when first read
 (evaluation's derived cache, not the job layer's). Everything else a researcher or the API reads

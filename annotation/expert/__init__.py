@@ -7,7 +7,9 @@ annotation/lay/ is for the layperson survey:
                   pages, where to resume;
 - `pages.py`      one page: what it shows (the original and every distinct simplification under blind
                   labels A, B, C…, each with the study's instrument's questions), which answers are
-                  missing, and saving its form (autosave or a whole-page POST).
+                  missing, and saving its form (autosave or a whole-page POST);
+- `answers.py`    the writes of its answers (ratings of each text, judgements of the original);
+- `controls.py`   planted controls: where they join a page and where their answers go.
 
 Views (annotation/views/expert.py) stay thin: they parse the request and call one function here.
 """

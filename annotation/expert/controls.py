@@ -1,4 +1,4 @@
-"""Planted controls on a radiologist's pages (issue 33): where they join a page, how a page reads
+"""Planted controls on a radiologist's pages: where they join a page, how a page reads
 them, and where their answers go.
 
 A control (annotation.models.PlantedControl, planted by generation/services/controls.py) joins the

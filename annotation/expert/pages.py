@@ -376,7 +376,7 @@ def _page_build(
                 field=f"{label}-{i.key}",
                 language=asked.language,
                 value=added.get((i.key, text.pk)),
-                text=text.text,  # an error-span item marks this text (issue 33)
+                text=text.text,  # an error-span item marks this text
             )
             for i in about_text
         ]

@@ -10,6 +10,8 @@
                 the simplification is shown");
 - `entry.py`    consent and the recruitment link, background questions, attention checks and
                 completion;
+- `answers.py`  the writes of panel 1–2 answers and panel 3's preferences;
+- `choices.py`  the panel-3 choices as rows, for the derived pairwise ranking and the exports;
 - `errors.py`   the refusals the views answer with 4xx.
 
 Path: consent → optional background questions → instructions → per source three panels (original;

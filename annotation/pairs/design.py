@@ -29,7 +29,8 @@ from annotation.survey_page import seeded_shuffle
 from instruments.schema import OPTIONS_FROM_TEXTS, AppliesTo, Citation, Instrument, Item, ItemKind, Wording
 from instruments.validation import instrument_from_data
 
-# The kinds a pairs page shows. Error spans and pairwise comparison are issue 33's.
+# The kinds a pairs page shows. Error spans belong to the radiologist page and pairwise
+# comparison to its own flow.
 PAGE_KINDS = frozenset(
     {
         ItemKind.ORDINAL,

@@ -140,7 +140,7 @@ AUTHENTICATION_BACKENDS = [
     "signin.oidc.HospitalOIDCBackend",
 ]
 
-# --- Hospital sign-in and second factor (docs/deployment.md "Hospital sign-in") ----------------
+# --- Hospital sign-in and second factor (docs/deployment/hospital-sign-in.md) ----------------
 # RADLAY_OIDC_ISSUER: the provider's issuer URL (its /.well-known/openid-configuration names the
 # endpoints); empty: local accounts only. The client radlay is registered as, with redirect URI
 # https://<host>/signin/oidc/callback/.

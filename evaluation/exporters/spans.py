@@ -1,4 +1,4 @@
-"""A study's error-span answers (issue 33) as one row per marked span, the "spans" layout of the
+"""A study's error-span answers as one row per marked span, the "spans" layout of the
 instrument-item export (evaluation/exporters/items.py): who marked it (a participant, or a judge run
 as "judge <run>" with role "judge:<run>"), on which shown text (source, systems, simplification
 ids), where (start, end: character offsets into the text the rater saw, end exclusive), the marked

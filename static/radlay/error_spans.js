@@ -1,4 +1,4 @@
-/* radlay error spans (issue 33) on the radiologist page: the rater marks the parts of a
+/* radlay error spans on the radiologist page: the rater marks the parts of a
    simplification that contain an error, each with a category and a severity
    (templates/annotation/items/_error_spans.html). Loaded after survey.js and expert.js.
 

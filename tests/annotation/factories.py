@@ -96,7 +96,7 @@ def lay_item_of(person: Participant, source: Source, system: System, *, position
     )
 
 
-# An aspect a team adds to the protocol's radiologist rubric (issue 30's example).
+# An aspect a team adds to the protocol's radiologist rubric (the instrument editor's example).
 ACTIONABILITY = Item(
     key="actionability",
     kind=ItemKind.ORDINAL,

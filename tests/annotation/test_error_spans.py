@@ -1,4 +1,4 @@
-"""Error spans on the radiologist page (issue 33): the clinical typology put into a study's
+"""Error spans on the radiologist page: the clinical typology put into a study's
 radiologist instrument (in place before answers, a new recorded version after, refused when there
 already), and the marks a radiologist sets on a simplification: autosaved as one JSON list, checked
 against the shown text (code-point offsets), refused by name with a 4xx, shown back on reload,

@@ -520,7 +520,7 @@ def _choices(item) -> tuple[set, set]:
 
 
 def test_an_overlapping_tick_never_costs_the_valid_answers_beside_it():
-    """Issue 34 item 2, as the page sends it (both questions on every change): B most, then B
+    """Panel 3's overlapping tick, as the page sends it (both questions on every change): B most, then B
     least (refused: B stays most), then C least (saved, B least still refused), then the submit:
     Q5 = {B}, Q6 = {C}; the submit with the refused tick does not move on and names it, the next
     one does."""

@@ -1,4 +1,4 @@
-"""SQL queries per lay survey request (issue: survey requests cost a small constant number of
+"""SQL queries per lay survey request (the rule: survey requests cost a small constant number of
 queries whatever the study's size and the participant's progress). The same requests are counted
 on a 2,000-source study at its first sentence and deep into it, and on a 6-source study; each stays
 under one bound, so a per-row query or a reload of the participant's whole progress fails here."""

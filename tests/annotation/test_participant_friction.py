@@ -1,4 +1,4 @@
-"""Issue 34 items 2 and 8, server side: panel 3's overlapping tick is refused by itself and named
+"""Participant friction, server side: panel 3's overlapping tick is refused by itself and named
 (the rest of the save is stored), the radiologist page flags rows only after a submit attempt or on
 a page begun earlier, consent texts and details for both roles, the decline and screen-out pages
 with their return links, the lay instructions page's one "Instructions", and attention-check

@@ -1,4 +1,4 @@
-"""Planted controls (issue 33): planting (generation/services/controls.py), mixing into
+"""Planted controls: planting (generation/services/controls.py), mixing into
 radiologists' pages and routing their answers (annotation/expert/controls.py, pages.py)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Adjudication's done-when: two radiologists disagree (their answers written through the services
+"""Adjudication end to end: two radiologists disagree (their answers written through the services
 the radiologist page calls), an adjudicator resolves the queue in headless Chromium on a phone's
 screen (390 px), with the keyboard where the page offers it, and the dashboard and the exports then
 show the raw and the adjudicated figures with the provenance of every final label."""

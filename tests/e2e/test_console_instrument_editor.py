@@ -1,4 +1,4 @@
-"""Issue 30's done-when, in the browser: a researcher creates a study, uploads its sources and
+"""The instrument editor end to end, in the browser: a researcher creates a study, uploads its sources and
 generates simplifications (glossary), adds one 5-point Likert item ("actionability") to the
 radiologist instrument through the console's editor, watching the live preview (its errors while
 the Spanish text is missing, then the item drawn with the survey's partial, in either language),

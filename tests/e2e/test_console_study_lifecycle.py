@@ -1,4 +1,4 @@
-"""The whole life of a study in the browser (issue 29), by a researcher who has never used a shell:
+"""The whole life of a study in the browser, by a researcher who has never used a shell:
 logs in, creates the study from the dashboard's "New study" form, uploads a CSV with one bad row
 (sees its row and column), fixes and re-uploads it, adds a background question and an attention
 check as form rows, generates simplifications with the glossary backend, previews both surveys

@@ -1,4 +1,4 @@
-"""Issue 33's done-when, in headless Chromium: a radiologist on a study with the clinical error-span
+"""Error spans end to end, in headless Chromium: a radiologist on a study with the clinical error-span
 typology marks two spans on one simplification, one with the mouse (a real drag) and one with the
 keyboard only, with different categories and severities; after a reload both marks are shown, and
 the stored offsets (code points of the shown text, which holds a character that takes two UTF-16

@@ -1,5 +1,5 @@
-"""The pairs flow in headless Chromium, end to end, for the two designs it was built for (issue 30,
-done-when (a) and (b)): raters answer by clicking, the stored ItemAnswer values equal their clicks,
+"""The pairs flow in headless Chromium, end to end, for the two designs it was built for (seed
+002's and seed 000's): raters answer by clicking, the stored ItemAnswer values equal their clicks,
 then a researcher logs in, downloads the item export and the analysis from the dashboard, and every
 figure the analysis gives — and the dashboard shows — is recomputed here from the exported file with
 the reference libraries:

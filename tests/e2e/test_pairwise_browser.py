@@ -1,4 +1,4 @@
-"""Issue 33's pairwise study in the browser: three raters compare the texts of 3 systems (one by
+"""A pairwise study in the browser: three raters compare the texts of 3 systems (one by
 keyboard alone, one on a 390 px phone), and the dashboard's ranking equals bradley_terry fitted
 here on the pairs stored in the database."""
 

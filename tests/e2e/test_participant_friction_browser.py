@@ -1,4 +1,4 @@
-"""Issue 34 items 2 and 8 in headless Chromium: panel 3's overlapping tick (B most, B least, C
+"""Participant friction in headless Chromium: panel 3's overlapping tick (B most, B least, C
 least, submit) loses no valid answer; on the lay panels a mouse answer hands the number keys on to
 the next question and a finished panel takes digits and Enter; on the radiologist page the
 unanswered-rows messages follow the answers, stay in view, and rows are flagged only where the
@@ -53,7 +53,7 @@ def _saved_after(page, action, status: int = 200) -> None:
 
 
 def test_b_most_b_least_c_least_submit_keeps_b_most_and_c_least(page):
-    """The exact sequence of issue 34 item 2. The tick stored first (B as most) stays; the new
+    """The exact sequence a participant met. The tick stored first (B as most) stays; the new
     conflicting tick (B as least) is refused: unticked again, marked invalid, and named; C as least
     is saved beside it; the submit loses nothing and goes on."""
     from playwright.sync_api import expect

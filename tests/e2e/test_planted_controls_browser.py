@@ -1,4 +1,4 @@
-"""Issue 33's done-when for planted controls: on a study with 20% planted controls, two radiologists
+"""Planted controls end to end: on a study with 20% planted controls, two radiologists
 answer every page in headless Chromium, one at random (seeded random Likert choices), one as a
 careful rater does (real simplifications 4-5; a planted copy, where they notice its error, 1-2 on
 factual correctness, completeness and hallucination). The progress page then flags the random one

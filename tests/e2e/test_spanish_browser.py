@@ -1,4 +1,4 @@
-"""The protocol in Spanish, end to end in headless Chromium (issue 30, done-when (c)): a layperson
+"""The protocol in Spanish, end to end in headless Chromium: a layperson
 of a Spanish study sees the consent, the instructions, panel 1's questions and the completion page
 in Spanish, answers by the Spanish labels, and the answers export a researcher downloads from the
 dashboard says "es" for every answer; a radiologist of the same study gets the instructions and the

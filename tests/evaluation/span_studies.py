@@ -1,4 +1,4 @@
-"""A study whose radiologist instrument carries the clinical error-span item (issue 33), with
+"""A study whose radiologist instrument carries the clinical error-span item, with
 radiologists' span answers written as ItemAnswer rows (the rater page that writes them is tested in
 its own module). Sources are real-looking report sentences so that the glossary judge finds errors."""
 

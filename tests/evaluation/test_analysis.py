@@ -543,7 +543,7 @@ def test_confidence_interval_brackets_each_mean():
     assert lay_original["n"] == 4
     # Two laypeople on two sources: the crossed t interval would be 1.5 ± t(0.975, 1) · 0.5 =
     # [-4.85, 7.85] on a 1–4 scale; below 3 participants and 5 sources radlay gives the estimate
-    # with the reason instead of an interval (issue 31).
+    # with the reason instead of an interval (docs/analysis/intervals.md, minimum design).
     assert lay_original["low"] is None and lay_original["high"] is None
     assert lay_original["reason"] == TOO_FEW
     assert "Wilson" in lay_original["method"]

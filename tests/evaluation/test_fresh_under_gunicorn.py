@@ -1,7 +1,7 @@
 """`GET /api/studies/<slug>/analysis/?fresh=1` against a real gunicorn with 3 sync workers (as
 docker/compose.yml runs it), a broker and no Celery worker, so that no snapshot ever lands: each
 such request answers 202 within a few seconds, and three of them at once never hold every worker,
-so a participant's page is answered within a second throughout (issue 34: they held all three
+so a participant's page is answered within a second throughout (before, they held all three
 workers for 120 s and a participant waited 121.8 s)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Analysis snapshots under faults, with a REAL Celery worker and beat, a Redis of the test's own (it
 is stopped and started again) and the test PostgreSQL: after the fault the snapshot reaches a final
-state by itself, without anyone pressing "recompute now" (issue 35 item 1, issue 34 item 9).
+state by itself, without anyone pressing "recompute now".
 
 The worker and beat run with short lease timings (heartbeat 0.5 s, lapsed after 3 s, the healing
 check every second), so each scenario takes well under two minutes. Helpers come from the
@@ -136,7 +136,7 @@ def test_a_rerun_asked_while_the_broker_is_down_is_sent_when_it_returns(snapshot
     snapshot_faults.start_redis(snapshot_faults.redis_port)  # empty: what it held is gone
     workers = [p for p in snapshot_faults.processes if p.poll() is None]
     if len(workers) < 2:
-        # A worker that exited on the outage (issue 35 item 6) is restarted, as its supervisor would.
+        # A worker that exited on the outage is restarted, as its supervisor would.
         snapshot_faults.worker()
     again = computed(
         snapshot_faults,

@@ -1,6 +1,6 @@
 """Batched generation for local models: the self-correction loop in lockstep over many sentences
 (generation.pipeline.self_correction.run_self_correction_batch) and the gpu queue's chunks of jobs
-(generation.jobs.generation_jobs_run, the dispatcher's chunks, generation.tasks).
+(generation.services.jobs.generation_jobs_run, the dispatcher's chunks, generation.tasks).
 
 The reference for every lockstep result is run_self_correction on the same sentence alone, with a
 backend whose answers depend only on the call (the glossary, or the scripted one below), so the

@@ -1,4 +1,4 @@
-"""Issue 35.3: a judge run's agreement is computed under a lease and healed like an item: a
+"""A judge run's agreement is computed under a lease and healed like an item: a
 computation whose worker died (heartbeat silent) or whose message was lost (never started) is sent
 again by the healing check, and a finished run without one gets one."""
 

@@ -51,7 +51,7 @@ def test_the_glossary_judge_on_the_release(release_dir, launch, settings):
 
 
 def test_the_judge_pages_laypeople_are_table_1(release_dir, launch, settings):
-    """Issue 31, item 7: the judge page counted a shared text's lay answers for the one system the
+    """Before, the judge page counted a shared text's lay answers for the one system the
     Latin square assigned (cot_sc: n 72, MSE 1.292, accuracy 0.431); Table 1 counts them for every
     system that produced the text (cot_sc: 88 / 1.341 / 0.420, checked against the release's CSV files
     in tests/evaluation/test_release.py). Both now read the same rule."""

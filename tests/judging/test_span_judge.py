@@ -1,4 +1,4 @@
-"""LLM judges and the glossary judge on the error-span item (issue 33): the prompt and schema from
+"""LLM judges and the glossary judge on the error-span item: the prompt and schema from
 the item, quotes aligned to offsets, refusals with their reason, the glossary judge's rules on the
 authors' release, and the judge–radiologist span agreement on the run page."""
 

@@ -1,5 +1,5 @@
 """`measures` (the statistics and metrics) imports no Django, so ml, judging, the bench scripts and a
-notebook can use it without a configured project (issue 32)."""
+notebook can use it without a configured project."""
 
 from __future__ import annotations
 

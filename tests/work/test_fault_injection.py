@@ -1,7 +1,7 @@
-"""Judge runs and the `--wait` commands under faults (issue 35, items 2, 3 and 5), with a REAL Celery
-worker and beat, Redis and the test PostgreSQL, as tests/generation/test_fault_injection.py does for
-generation batches (its fixtures and helpers are reused). Each test asserts that the work reaches
-its final state by itself, without a manual step.
+"""Judge runs and the `--wait` commands under faults (a lost worker, a broker outage, a database
+outage), with a REAL Celery worker and beat, Redis and the test PostgreSQL, as
+tests/generation/test_fault_injection.py does for generation batches (its fixtures and helpers are
+reused). Each test asserts that the work reaches its final state by itself, without a manual step.
 
 The PostgreSQL restarts need RADLAY_TEST_PG_CTL/RADLAY_TEST_PGDATA (`make test` and .ci/test.sh set
 them to their own throwaway PostgreSQL); never point them at a shared server."""

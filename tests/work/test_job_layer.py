@@ -1,9 +1,9 @@
 """The job layer (work/) behaves the same for each of its users: every test runs for a generation
 batch and for a judge run. The four behaviours that had drifted between two copies (database retry
 of the tasks, a broker outage reported at launch, `--wait` re-sending lost jobs in the embedded
-mode, the embedded-mode runner), the items of issue 35 that are the layer's (transient database
+mode, the embedded-mode runner), the faults that are the layer's to heal (transient database
 errors of an item, `--wait` through a database outage, stuck jobs named with a Resume), and the
-launch limits of issue 34."""
+limits on launching heavy work."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def swallowed(monkeypatch):
     return sent
 
 
-# --- drift 1: database auto-retry on every job task -------------------------------------------------
+# --- database auto-retry on every job task ----------------------------------------------------------
 
 
 @pytest.mark.django_db
@@ -147,7 +147,7 @@ def test_a_lost_database_connection_retries_the_task(kind, monkeypatch, swallowe
     assert job.status == "succeeded" and job.attempts == 1, job.error
 
 
-# --- drift 2: a refusing broker is reported at launch, the batch exists -------------------------------
+# --- a refusing broker is reported at launch, the batch exists ----------------------------------------
 
 
 @pytest.mark.django_db(transaction=True)  # committed for real: the messages go out at the commit
@@ -176,7 +176,7 @@ def test_the_command_reports_a_broker_outage_with_status_2(kind, monkeypatch):
     assert caught.value.returncode == 2 and "will start when it is back" in str(caught.value)
 
 
-# --- drift 3 and issue 35.5: --wait re-sends lost jobs (embedded mode), outlives a database outage ----
+# --- --wait re-sends lost jobs (embedded mode), outlives a database outage -----------------------------
 
 
 @pytest.mark.django_db(transaction=True)
@@ -229,7 +229,7 @@ def test_wait_outlives_a_database_outage(kind, monkeypatch, swallowed, capsys):
     assert "3 succeeded" in out.out
 
 
-# --- drift 4: one embedded-mode runner, no nesting ------------------------------------------------------
+# --- one embedded-mode runner, no nesting ---------------------------------------------------------------
 
 
 @pytest.mark.django_db
@@ -255,7 +255,7 @@ def test_the_embedded_mode_runs_the_jobs_one_after_another(
     assert max(depths) == min(depths)
 
 
-# --- issue 35.2: a database error during an item is transient, never a permanent failure -------------
+# --- a database error during an item is transient, never a permanent failure -------------------------
 
 
 @pytest.mark.django_db
@@ -282,7 +282,7 @@ def test_a_database_error_during_a_job_sends_it_again(kind, monkeypatch, swallow
     assert "database failed" in job.error
 
 
-# --- issue 35.7: stuck jobs named after the stall threshold, with a Resume button (a POST) -----------
+# --- stuck jobs named after the stall threshold, with a Resume button (a POST) -----------------------
 
 
 @pytest.mark.django_db
@@ -313,7 +313,7 @@ def _ids(args: list) -> list[int]:
     return [pk for arg in args for pk in (arg if isinstance(arg, list) else [arg])]
 
 
-# --- issue 34.5: limits on launching heavy work ---------------------------------------------------------
+# --- limits on launching heavy work ---------------------------------------------------------------------
 
 
 @pytest.mark.django_db

@@ -138,7 +138,7 @@ ALLOWED = {
     },
     "measures": {"lexicon"},
     "generation": {"annotation", "work", "lexicon"},
-    # lexicon: the glossary judge's error spans read the glossary and the fact check (issue 33).
+    # lexicon: the glossary judge's error spans read the glossary and the fact check.
     "judging": {
         "annotation",
         "work",

@@ -1,5 +1,5 @@
 """`manage.py plant_controls`: plant degraded copies of a study's simplifications into
-radiologists' pages (issue 33, docs/guide/planted-controls.md).
+radiologists' pages (docs/guide/planted-controls.md).
 
     manage.py plant_controls --study demo --rate 0.2 [--seed 0]
     manage.py plant_controls --study demo --rate 0        # remove them (before any page is made)

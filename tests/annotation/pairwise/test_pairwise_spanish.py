@@ -1,4 +1,4 @@
-"""A Spanish study's pairwise participant (issue 30 item 4, issue 33 item 3): consent, a comparison
+"""A Spanish study's pairwise participant: consent, a comparison
 and the done page in Spanish, the instrument's Spanish wording from the preset, and the language
 recorded on the participant and on each answer."""
 

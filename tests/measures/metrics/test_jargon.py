@@ -88,7 +88,7 @@ def test_copy_and_deletion_score_zero_on_the_release_originals(release_dir):
     assert with_jargon >= 30
 
 
-# Issue 31, item 6: (source, candidate, {term: outcome}) with radlay's glossary.
+# (source, candidate, {term: outcome}) with radlay's glossary.
 HIT_CASES = [
     # Deleting the jargon clause keeps "normal", which the source already had for the liver.
     (
@@ -191,7 +191,7 @@ def test_deleting_words_of_a_release_original_never_scores(release_dir):
             assert details.hit in (None, 0.0), (source.text, candidate, details)
 
 
-# Issue 31 (item 6) counted 241 "translated" credits over the release's 160 simplifications, 18 of
+# An earlier version of HIT counted 241 "translated" credits over the release's 160 simplifications, 18 of
 # them with a rendering the original already contained. 11 of those 18 matched in the original only
 # through the term itself ("bony" ~ "bone", "mass" ~ "lump", "simple" in "simple (harmless)") and
 # remain translations; the 7 below are withdrawn: the candidate kept wording the original had at

@@ -2,7 +2,7 @@
 systems, accuracy, MSE) on simulated Latin-square studies: 4, 8 and 24 participants × 40
 sources, four systems, participant r seeing source j with system (r + j) mod 4.
 
-Scenarios (issue 31): (a) the additive crossed model; (b) a residual variance per system (1.04,
+Scenarios: (a) the additive crossed model; (b) a residual variance per system (1.04,
 0.29, 0.36, 0.64: the release's spread); (c) a participant × system interaction of variance 0.1;
 (d) answers rounded to the 1–4 and 1–5 scales, with accuracy against the middle level on both
 and MSE on the 1–5 one (the severity scale, the only one radlay computes an MSE on);
