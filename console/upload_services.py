@@ -41,7 +41,7 @@ def source_upload_create(
     """Store the uploaded file (streamed in chunks: Django keeps a large upload in a temporary
     file, never in memory) and queue its import after the commit. ValidationError names `file` (a
     bad file, or one upload more than the job layer's running limits allow,
-    RADLAY_JOB_LIMITS.per_study and _PER_USER). `split_sentences`: a FHIR/HL7 file's reports
+    RADLAY_JOB_LIMITS.per_study and per_user). `split_sentences`: a FHIR/HL7 file's reports
     become a source per sentence."""
     name = Path(uploaded_file.name or "").name
     if Path(name).suffix.lower() not in SUFFIXES:

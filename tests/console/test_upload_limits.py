@@ -1,5 +1,5 @@
 """Uploads count against the job layer's running limits, as every kind of background work: one
-more queued or running upload than RADLAY_JOB_LIMITS.per_study (or _PER_USER) is refused on
+more queued or running upload than RADLAY_JOB_LIMITS.per_study (or per_user) is refused on
 the file field with the limit and its setting named, before the file is stored."""
 
 from __future__ import annotations

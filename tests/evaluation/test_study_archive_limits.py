@@ -88,7 +88,7 @@ def test_a_bomb_that_declares_its_size_is_refused_before_anything_is_inflated(bo
     archive = _zip([_manifest(), ("annotation.study.jsonl", bomb_data, GB16, 0)])
     assert len(archive) < 2 * 1024 * 1024
     _refused_quickly(
-        archive, r"annotation.study.jsonl inflates to 1,600 MB, more than the 1,024 MB .*MEMBER_MB"
+        archive, r"annotation.study.jsonl inflates to 1,600 MB, more than the 1,024 MB .*archive_member_mb"
     )
     with pytest.raises(ArchiveError, match="inflates to 1,600 MB"):
         study_archive_manifest(archive_file=io.BytesIO(archive))
