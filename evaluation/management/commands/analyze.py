@@ -44,7 +44,7 @@ class Command(BaseCommand):
             action=argparse.BooleanOptionalAction,
             default=None,
             help="embed texts (ml.embeddings, local model, cached in the database) for the semantic metrics "
-            "(default: RADLAY_ANALYSIS_OPTIONS['embeddings'], on unless RADLAY_ANALYSIS.embeddings=false)",
+            "(default: RADLAY_ANALYSIS.embeddings, on unless RADLAY_ANALYSIS=embeddings=off)",
         )
         parser.add_argument("--embedding-model", default=None, help="local sentence-transformers directory")
         parser.add_argument(
