@@ -93,14 +93,14 @@ def join_limits(view: Callable) -> Callable:
     @wraps(view)
     def wrapped(request: HttpRequest, slug: str, *args, **kwargs) -> HttpResponse:
         if request.method == "POST":
-            wait = _limited(request, group="join-ip", key="ip", rate=settings.RADLAY_JOIN_RATE_PER_IP)
+            wait = _limited(request, group="join-ip", key="ip", rate=settings.RADLAY_RATE_LIMITS.join_ip)
             if wait:
                 return _refuse(request, TOO_MANY, 429, wait)
             wait = _limited(
                 request,
                 group="join-study",
                 key=lambda group, r: slug,
-                rate=settings.RADLAY_JOIN_RATE_PER_STUDY,
+                rate=settings.RADLAY_RATE_LIMITS.join_study,
             )
             if wait:
                 return _refuse(request, STUDY_BUSY, 429, wait)
@@ -122,7 +122,9 @@ def consent_limits(view: Callable) -> Callable:
     @wraps(view)
     def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
         if request.method == "POST":
-            wait = _limited(request, group="consent-ip", key="ip", rate=settings.RADLAY_CONSENT_RATE_PER_IP)
+            wait = _limited(
+                request, group="consent-ip", key="ip", rate=settings.RADLAY_RATE_LIMITS.consent_ip
+            )
             if wait:
                 return _refuse(request, TOO_MANY, 429, wait)
         return view(request, *args, **kwargs)
@@ -138,11 +140,11 @@ def resume_blocked(request: HttpRequest) -> HttpResponse | None:
         request,
         group="resume-refused",
         key="ip",
-        rate=settings.RADLAY_RESUME_REFUSALS_PER_IP,
+        rate=settings.RADLAY_RATE_LIMITS.resume_refusals_ip,
         increment=False,
     )
     return _refuse(request, TOO_MANY, 429, wait) if wait else None
 
 
 def resume_refusal_count(request: HttpRequest) -> None:
-    _limited(request, group="resume-refused", key="ip", rate=settings.RADLAY_RESUME_REFUSALS_PER_IP)
+    _limited(request, group="resume-refused", key="ip", rate=settings.RADLAY_RATE_LIMITS.resume_refusals_ip)

@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -52,7 +53,7 @@ def setup_django() -> None:
     from django.core.management import call_command
 
     settings.ALLOWED_HOSTS = ["*"]
-    settings.RADLAY_ANALYSIS_CHECK_SECONDS = 10
+    settings.RADLAY_ANALYSIS = replace(settings.RADLAY_ANALYSIS, check_seconds=10)
     call_command("migrate", verbosity=0)
 
 

@@ -84,7 +84,7 @@ def environment(database_url: str, static_root: str) -> dict[str, str]:
         "DJANGO_LOG_LEVEL": "WARNING",
         # Every simulated participant comes from 127.0.0.1, where a real study's come from their own
         # networks: the per-IP limit on consents (60/h) would turn the later laypeople away.
-        "RADLAY_CONSENT_RATE_PER_IP": "",
+        "RADLAY_RATE_LIMITS": "consent_ip=",
         "PYTHONPATH": str(ROOT),
     }
 

@@ -41,7 +41,7 @@ for _name, _value in {
     "DJANGO_SECURE_COOKIES": "0",
     "DJANGO_SSL_REDIRECT": "0",
     "DJANGO_LOG_LEVEL": "WARNING",
-    "RADLAY_CONSENT_RATE_PER_IP": "",
+    "RADLAY_RATE_LIMITS": "consent_ip=",
     # The production storage needs the collected files' manifest (collected once, then kept).
     "DJANGO_STATIC_ROOT": str(Path(tempfile.gettempdir()) / "radlay-survey-requests-static"),
 }.items():

@@ -5,9 +5,9 @@ RATELIMIT_IP_META_KEY), the API's throttles (DRF) and the login lockout (django-
 AXES_CLIENT_IP_CALLABLE): a header any client can write (X-Forwarded-For) must never decide it,
 or rotating the header escapes every limit.
 
-- RADLAY_CLIENT_IP_HEADER empty: REMOTE_ADDR, the peer of the connection.
+- RADLAY_CLIENT_IP.header empty: REMOTE_ADDR, the peer of the connection.
 - Set (a request.META key, e.g. HTTP_X_FORWARDED_FOR or HTTP_X_REAL_IP): the comma-separated
-  addresses in it, of which the RADLAY_NUM_PROXIES-th from the right, the one the outermost
+  addresses in it, of which the RADLAY_CLIENT_IP.proxies-th from the right, the one the outermost
   trusted proxy saw. Each proxy appends the address it received the request from, so everything
   left of that entry was written by the client and is ignored. A value that is not an IP address
   falls back to REMOTE_ADDR.
@@ -34,13 +34,13 @@ CACHE_ERRORS = (RedisError, OSError)
 
 def client_ip(request: HttpRequest) -> str:
     remote = request.META.get("REMOTE_ADDR", "")
-    header = settings.RADLAY_CLIENT_IP_HEADER
+    header = settings.RADLAY_CLIENT_IP.header
     if not header:
         return remote
     addresses = [part.strip() for part in request.META.get(header, "").split(",") if part.strip()]
     if not addresses:
         return remote
-    candidate = addresses[-min(max(settings.RADLAY_NUM_PROXIES, 1), len(addresses))]
+    candidate = addresses[-min(max(settings.RADLAY_CLIENT_IP.proxies, 1), len(addresses))]
     try:
         return str(ipaddress.ip_address(candidate))
     except ValueError:

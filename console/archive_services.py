@@ -63,11 +63,10 @@ def archive_stage(*, uploaded_file: UploadedFile) -> tuple[str, ArchiveManifest]
         raise ValidationError(
             {"file": f"{name}: a study archive is a .zip file (the dashboard's “Study archive”)."}
         )
-    limit = settings.RADLAY_UPLOAD_MAX_MB * 1024 * 1024
+    limit = settings.RADLAY_FILE_LIMITS.upload_mb * 1024 * 1024
     if uploaded_file.size and uploaded_file.size > limit:
-        raise ValidationError(
-            {"file": f"{name} is larger than {settings.RADLAY_UPLOAD_MAX_MB} MB (RADLAY_UPLOAD_MAX_MB)."}
-        )
+        largest = settings.RADLAY_FILE_LIMITS.upload_mb
+        raise ValidationError({"file": f"{name} is larger than {largest} MB (RADLAY_FILE_LIMITS.upload_mb)."})
     _stale_discard()
     token = secrets.token_hex(16)
     path = _staging_dir() / f"{token}.zip"

@@ -33,7 +33,7 @@ APPLIES_TO = (
     (AppliesTo.PAIR.value, "a (simplification, reference) pair"),
 )
 # The most a researcher may upload or paste: an instrument of a few hundred items.
-MAX_DOCUMENT_BYTES = settings.RADLAY_INSTRUMENT_MAX_BYTES
+MAX_DOCUMENT_BYTES = settings.RADLAY_FILE_LIMITS.instrument_bytes
 FREE_TEXT_LENGTH = 2000
 TEXTS = ("title", "wording", "help")
 

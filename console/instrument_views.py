@@ -126,7 +126,9 @@ def _document_of(form: DefinitionForm) -> object:
     text, file_format = form.cleaned_data["text"], form.cleaned_data["format"]
     try:
         # Size and nesting bounded before parsing: a refusal costs milliseconds.
-        return document_load(text, file_format=file_format, max_bytes=settings.RADLAY_INSTRUMENT_MAX_BYTES)
+        return document_load(
+            text, file_format=file_format, max_bytes=settings.RADLAY_FILE_LIMITS.instrument_bytes
+        )
     except DocumentRefused as exc:
         return Draft(errors=[str(exc)])
 

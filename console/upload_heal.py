@@ -1,7 +1,7 @@
 """Uploads heal like every other job (docs/architecture/job-layer.md): the healing check, sent by
-beat every RADLAY_JOB_HEAL_INTERVAL seconds and at every worker's start, sends again an upload whose
+beat every RADLAY_JOB_TIMING.heal_interval seconds and at every worker's start, sends again an upload whose
 worker died (running, its heartbeat older than the job layer's stale_after) or whose message was
-lost (queued, sent longer than RADLAY_JOB_DISPATCH_DEADLINE ago, or refused by a broker that was
+lost (queued, sent longer than RADLAY_JOB_TIMING.dispatch_deadline ago, or refused by a broker that was
 down); an upload that lost its worker RADLAY_JOB_ATTEMPTS times is abandoned (work.single_jobs,
 console/upload_jobs.py). The file of every finished upload (imported, refused or abandoned) is
 removed from the media storage."""

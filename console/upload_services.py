@@ -41,7 +41,7 @@ def source_upload_create(
     """Store the uploaded file (streamed in chunks: Django keeps a large upload in a temporary
     file, never in memory) and queue its import after the commit. ValidationError names `file` (a
     bad file, or one upload more than the job layer's running limits allow,
-    RADLAY_JOB_MAX_RUNNING_PER_STUDY and _PER_USER). `split_sentences`: a FHIR/HL7 file's reports
+    RADLAY_JOB_LIMITS.per_study and per_user). `split_sentences`: a FHIR/HL7 file's reports
     become a source per sentence."""
     name = Path(uploaded_file.name or "").name
     if Path(name).suffix.lower() not in SUFFIXES:
@@ -51,11 +51,10 @@ def source_upload_create(
                 "(.json, .ndjson) or HL7 v2 messages (.hl7)."
             }
         )
-    limit = settings.RADLAY_UPLOAD_MAX_MB * 1024 * 1024
+    limit = settings.RADLAY_FILE_LIMITS.upload_mb * 1024 * 1024
     if uploaded_file.size and uploaded_file.size > limit:
-        raise ValidationError(
-            {"file": f"{name} is larger than {settings.RADLAY_UPLOAD_MAX_MB} MB (RADLAY_UPLOAD_MAX_MB)."}
-        )
+        largest = settings.RADLAY_FILE_LIMITS.upload_mb
+        raise ValidationError({"file": f"{name} is larger than {largest} MB (RADLAY_FILE_LIMITS.upload_mb)."})
     with transaction.atomic():
         running_limits_check(
             running=SourceUpload.objects.filter(

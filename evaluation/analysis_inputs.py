@@ -420,11 +420,11 @@ def study_frames(*, study: Study) -> StudyFrames:
 
 def analysis_options_from_settings(**overrides) -> AnalysisOptions:
     """The options the dashboard, API and report use: AnalysisOptions' defaults, overridden by
-    the optional setting RADLAY_ANALYSIS_OPTIONS (a dict of AnalysisOptions fields, plus
-    "embeddings": True or a model directory), then by `overrides`."""
-    values = {**getattr(settings, "RADLAY_ANALYSIS_OPTIONS", {}), **overrides}
+    the setting RADLAY_ANALYSIS_OPTIONS (a dict of AnalysisOptions fields, plus "embeddings": True
+    or a model directory), then by `overrides`; embeddings by default as RADLAY_ANALYSIS says."""
+    values = {**settings.RADLAY_ANALYSIS_OPTIONS, **overrides}
     # {"embeddings": True} (or a model directory) gives the semantic metrics their embedder.
-    embeddings = values.pop("embeddings", None)
+    embeddings = values.pop("embeddings", settings.RADLAY_ANALYSIS.embeddings)
     if embeddings:
         from ml.services import embedder_get
 

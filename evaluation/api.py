@@ -244,7 +244,7 @@ class AnalysisView(APIView):
                 "fresh",
                 bool,
                 description="ask for an analysis computed after this request and wait for it (up to "
-                "RADLAY_ANALYSIS_FRESH_TIMEOUT seconds, 5 by default, one such request at a time); "
+                "RADLAY_ANALYSIS.fresh_timeout seconds, 5 by default, one such request at a time); "
                 "202 when it is not ready by then: poll the Location",
             )
         ],
@@ -267,7 +267,7 @@ class AnalysisView(APIView):
         snapshot = state.snapshot
         if fresh:
             snapshot = analysis_snapshot_wait(
-                study=study, after=asked, timeout=settings.RADLAY_ANALYSIS_FRESH_TIMEOUT
+                study=study, after=asked, timeout=settings.RADLAY_ANALYSIS.fresh_timeout
             )
             state = analysis_snapshot_refresh(study=study)
         if snapshot is None or state.snapshot is None or state.snapshot.result is None:

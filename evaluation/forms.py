@@ -8,7 +8,7 @@ from django.conf import settings
 from evaluation.planning.outcomes import OUTCOMES
 
 # Bounds keep each number finite; their product is bounded by the server's work budgets
-# (RADLAY_PLAN_MAX_WORK, RADLAY_PLAN_MAX_MIXED_WORK; PlanForm.clean): the largest of each at once
+# (RADLAY_JOB_LIMITS' plan_work and plan_mixed_work; PlanForm.clean): the largest of each at once
 # (20 × 20 designs of up to 1,000 participants × 2,000 sources, 5,000 simulations) is hours.
 MAX_PARTICIPANTS = 1000
 MAX_SOURCES = 2000
@@ -59,11 +59,9 @@ class PlanForm(forms.Form):
             return data
         points, participants, sources = (int(size or 0) for size in sizes)
         answers = points * points * participants * sources
-        for field, setting in (
-            ("simulations", "RADLAY_PLAN_MAX_WORK"),
-            ("mixed_simulations", "RADLAY_PLAN_MAX_MIXED_WORK"),
-        ):
-            budget = getattr(settings, setting)
+        for field, key in (("simulations", "plan_work"), ("mixed_simulations", "plan_mixed_work")):
+            budget = getattr(settings.RADLAY_JOB_LIMITS, key)
+            setting = f"RADLAY_JOB_LIMITS.{key}"
             if data.get(field) is not None and data[field] * answers > budget:
                 self.add_error(
                     field,

@@ -7,7 +7,7 @@ A plan is background work on the job layer (work.single_jobs): its task is sent 
 (a broker that is down is written on the plan, and the healing check sends it again), a worker
 claims it and stamps its heartbeat while it simulates, a plan whose worker died is sent again by
 the healing check and given up after RADLAY_JOB_ATTEMPTS lost workers, and the job layer's limits
-(RADLAY_JOB_MAX_RUNNING_PER_STUDY and _PER_USER) count the plans queued or running."""
+(RADLAY_JOB_LIMITS.per_study and per_user) count the plans queued or running."""
 
 from __future__ import annotations
 

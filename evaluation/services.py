@@ -14,11 +14,11 @@ so its time grows with the study: about a second at 20 000 sources × 20 laypeop
 snapshot covered, requests a recomputation when they differ, and keeps what it counted, with when,
 in the shared cache. Readers of the analysis (the dashboard, the API, the report) call
 `analysis_snapshot_refresh`, which reads that count and, when it is older than
-RADLAY_ANALYSIS_CHECK_SECONDS (or missing), sends a check to a worker (one at a time per study)
+RADLAY_ANALYSIS.check_seconds (or missing), sends a check to a worker (one at a time per study)
 instead of counting in the request; the page says it is checking and polls. A snapshot that lands
 leaves the count it was computed from, and a periodic task (`analysis_snapshots_refresh`, on the
 beat schedule) checks open studies so that snapshots are fresh before anyone looks. With
-RADLAY_ANALYSIS_CHECK_SECONDS = 0, and for a forced refresh, the check runs in the request. The
+RADLAY_ANALYSIS.check_seconds = 0, and for a forced refresh, the check runs in the request. The
 survey's save path pays nothing for any of it.
 
 The pages import this module for the snapshot bookkeeping; the analysis and its figures (pandas,
@@ -430,7 +430,7 @@ def analysis_coverage_check(*, study: Study, force: bool = False) -> dict:
     request a recomputation when it no longer matches the snapshot (not again for data a
     computation failed on) or when `force`. Returns the coverage. The work of the check a reader
     sends (`analysis_coverage_check_send`) and of the beat task; a reader runs it itself only when
-    forced or with RADLAY_ANALYSIS_CHECK_SECONDS = 0."""
+    forced or with RADLAY_ANALYSIS.check_seconds = 0."""
     counted_at = time.time()
     coverage = analysis_coverage(study=study)
     _coverage_remember(study_id=study.pk, coverage=coverage, counted_at=counted_at)
@@ -457,7 +457,7 @@ def analysis_coverage_check_send(*, study: Study) -> None:
     add is the claim; it expires, so a check lost with its worker is sent again later)."""
     from evaluation.tasks import analysis_coverage_check_send as send
 
-    timeout = max(60, settings.RADLAY_ANALYSIS_CHECK_SECONDS)
+    timeout = max(60, settings.RADLAY_ANALYSIS.check_seconds)
     # Without the cache there is no claim: no check is sent (beat's refresh checks open studies).
     if _cached(
         "claiming a check of a study's answers",
@@ -468,10 +468,10 @@ def analysis_coverage_check_send(*, study: Study) -> None:
 
 def analysis_snapshot_refresh(*, study: Study, force: bool = False) -> SnapshotState:
     """What a reader of the analysis calls: the state to show, from the snapshot and the last
-    count of the study's data. A count older than RADLAY_ANALYSIS_CHECK_SECONDS (or none) sends
+    count of the study's data. A count older than RADLAY_ANALYSIS.check_seconds (or none) sends
     a check to a worker and shows the last one meanwhile; `force` (or a check interval of 0)
     checks here and requests a recomputation whatever the data."""
-    check_seconds = settings.RADLAY_ANALYSIS_CHECK_SECONDS
+    check_seconds = settings.RADLAY_ANALYSIS.check_seconds
     checking = False
     if force or not check_seconds:
         coverage = analysis_coverage_check(study=study, force=force)

@@ -3,10 +3,9 @@ sizes the zip declares before anything is inflated, and every member is read as 
 inflated bytes are counted as they come, so that a small file inflating to gigabytes (a "zip
 bomb") is refused after at most a limit's worth of work and memory, never read whole.
 
-Limits (config/settings/base.py, docs/configuration.md): RADLAY_ARCHIVE_MAX_MEMBER_MB (one
-member, inflated), RADLAY_ARCHIVE_MAX_TOTAL_MB (all members, inflated), RADLAY_ARCHIVE_MAX_ROW_MB
-(one row of a table). A member holds one JSON row a line (version 2) or one JSON array (version 1,
-read row by row with the same bounds).
+Limits (RADLAY_FILE_LIMITS, docs/configuration.md): archive_member_mb (one member, inflated),
+archive_total_mb (all members, inflated), archive_row_mb (one row of a table). A member holds
+one JSON row a line (version 2) or one JSON array (version 1, read row by row with the same bounds).
 """
 
 from __future__ import annotations
@@ -39,9 +38,9 @@ class ArchiveLimits:
     @classmethod
     def from_settings(cls) -> ArchiveLimits:
         return cls(
-            member_bytes=settings.RADLAY_ARCHIVE_MAX_MEMBER_MB * MB,
-            total_bytes=settings.RADLAY_ARCHIVE_MAX_TOTAL_MB * MB,
-            row_bytes=settings.RADLAY_ARCHIVE_MAX_ROW_MB * MB,
+            member_bytes=settings.RADLAY_FILE_LIMITS.archive_member_mb * MB,
+            total_bytes=settings.RADLAY_FILE_LIMITS.archive_total_mb * MB,
+            row_bytes=settings.RADLAY_FILE_LIMITS.archive_row_mb * MB,
         )
 
 
@@ -64,13 +63,14 @@ class BoundedArchive:
             if info.file_size > self.limits.member_bytes:
                 raise ArchiveError(
                     f"{info.filename} inflates to {_mb(info.file_size)}, more than the "
-                    f"{_mb(self.limits.member_bytes)} a member may hold (RADLAY_ARCHIVE_MAX_MEMBER_MB)"
+                    f"{_mb(self.limits.member_bytes)} a member may hold "
+                    "(RADLAY_FILE_LIMITS.archive_member_mb)"
                 )
             declared += info.file_size
         if declared > self.limits.total_bytes:
             raise ArchiveError(
                 f"the archive inflates to {_mb(declared)}, more than the {_mb(self.limits.total_bytes)} "
-                "an archive may hold (RADLAY_ARCHIVE_MAX_TOTAL_MB)"
+                "an archive may hold (RADLAY_FILE_LIMITS.archive_total_mb)"
             )
 
     def close(self) -> None:
@@ -112,12 +112,12 @@ class BoundedArchive:
                 if read > self.limits.member_bytes:
                     raise ArchiveError(
                         f"{name} inflates to more than the {_mb(self.limits.member_bytes)} a member "
-                        "may hold (RADLAY_ARCHIVE_MAX_MEMBER_MB)"
+                        "may hold (RADLAY_FILE_LIMITS.archive_member_mb)"
                     )
                 if self.inflated > self.limits.total_bytes:
                     raise ArchiveError(
                         f"the archive inflates to more than the {_mb(self.limits.total_bytes)} an "
-                        "archive may hold (RADLAY_ARCHIVE_MAX_TOTAL_MB)"
+                        "archive may hold (RADLAY_FILE_LIMITS.archive_total_mb)"
                     )
                 yield chunk
 
@@ -171,7 +171,8 @@ class BoundedArchive:
 
     def _row_too_large(self, name: str, number: int) -> ArchiveError:
         return ArchiveError(
-            f"{name}, row {number}: larger than {_mb(self.limits.row_bytes)} (RADLAY_ARCHIVE_MAX_ROW_MB)"
+            f"{name}, row {number}: larger than {_mb(self.limits.row_bytes)} "
+            "(RADLAY_FILE_LIMITS.archive_row_mb)"
         )
 
 

@@ -72,7 +72,7 @@ class GenerationBatchForm(forms.Form):
         required=False,
         help_text="Tasks of this batch queued or running at once (jobs for API backends, chunks of jobs "
         "for local models) "
-        f"(default {settings.RADLAY_GENERATION_CONCURRENCY}).",
+        f"(default {settings.RADLAY_JOB_CONCURRENCY}).",
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -69,7 +69,7 @@ class GenerationBatch(ScheduledBatch):
     parameters = models.JSONField(default=dict, blank=True)
     concurrency = models.PositiveIntegerField(
         help_text="At most this many tasks of the batch queued or running: jobs for API backends, chunks of "
-        "RADLAY_GPU_BATCH_SIZE jobs for local models."
+        "RADLAY_LOCAL_MODELS.batch_size jobs for local models."
     )
 
     class Meta:

@@ -1,5 +1,5 @@
 """An instrument document's cost is bounded before it is parsed: its size (the caller's limit,
-RADLAY_INSTRUMENT_MAX_BYTES on the web) and its nesting. The nesting is the schema's: the deepest
+RADLAY_FILE_LIMITS.instrument_bytes on the web) and its nesting. The nesting is the schema's: the deepest
 valid instrument is a mapping of `items`, an item, its scale, its points, a point and its wording by
 language (seven levels), so a document nested past MAX_NESTING can be no instrument and is refused.
 

@@ -9,7 +9,7 @@ that was not cancelled finishes, its agreement with the humans is computed.
 One item = one judge task on one source or simplification text, K samples. Each sample is one call
 (plus retries): the answer must parse and validate (judging.instrument.parse_answer); an unusable
 answer (malformed JSON, out-of-range score, an option not worded as in the survey, a refusal) is
-sent back to the model with the reason, up to RADLAY_JUDGE_PARSE_ATTEMPTS calls per sample. An item
+sent back to the model with the reason, up to RADLAY_JUDGING.parse_attempts calls per sample. An item
 whose every sample validated gets its JudgeAnswer (medians + spread); otherwise it fails with the
 kind and message of the failure and no answer. A transient backend error (429/5xx after the
 backend's own retries) or a lost database connection sends the item again after a backoff,
@@ -162,7 +162,7 @@ def judge_run_create(
         errors["temperature"] = "The temperature cannot be negative."
     if max_tokens is not None and max_tokens < 1:
         errors["max_tokens"] = "max tokens must be at least 1."
-    concurrency = int(settings.RADLAY_GENERATION_CONCURRENCY if concurrency is None else concurrency)
+    concurrency = int(settings.RADLAY_JOB_CONCURRENCY if concurrency is None else concurrency)
     errors.update(limits.concurrency_errors(concurrency))
     sources = list(Source.objects.filter(study=study).order_by("position"))
     if not sources:
@@ -481,7 +481,7 @@ def _item_judge(item: JudgeItem) -> _Outcome:
     prompt, agent, context = question.prompt, question.agent, question.context
     backend = run_backend(run)
     p = run.parameters
-    max_calls = max(1, int(settings.RADLAY_JUDGE_PARSE_ATTEMPTS))
+    max_calls = max(1, int(settings.RADLAY_JUDGING.parse_attempts))
     outcome = _Outcome()
     for sample in range(run.samples):
         params = GenerationParams(
@@ -604,7 +604,7 @@ def judge_run_agreement_compute(*, run: JudgeRun, n_resamples: int | None = None
     from judging.agreement_inputs import agreement_inputs
     from judging.calibration import calibration_summary, run_calibration
 
-    n_resamples = int(n_resamples or settings.RADLAY_JUDGE_BOOTSTRAP_RESAMPLES)
+    n_resamples = int(n_resamples or settings.RADLAY_JUDGING.bootstrap_resamples)
     data = agreement_inputs(run=run)
     result = judge_agreement(data, n_resamples=n_resamples)
     result["n_resamples"] = n_resamples

@@ -62,7 +62,7 @@ def default_model_path() -> Path:
         from django.conf import settings
 
         if settings.configured:
-            configured = getattr(settings, "RADLAY_EMBEDDING_MODEL", "") or configured
+            configured = settings.RADLAY_EMBEDDING_MODEL or configured
     except ImportError:  # used outside Django (a notebook)
         pass
     return Path(configured).expanduser() if configured else bundled_model_path()

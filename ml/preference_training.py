@@ -24,7 +24,7 @@ logger = logging.getLogger(__name__)
 
 
 def min_pairs() -> int:
-    return max(1, int(settings.RADLAY_DPO_MIN_PAIRS))
+    return max(1, int(settings.RADLAY_TRAINING.dpo_min_pairs))
 
 
 def _preference_filter(pair_filter: str | Mapping[str, Any] | None) -> dict[str, Any]:
@@ -84,7 +84,7 @@ def dpo_job_prepare(
     output_dir: str,
 ) -> TrainingJob:
     """A validated, unsaved DPO job; refuses a base without weights, a study without preferences
-    and fewer than RADLAY_DPO_MIN_PAIRS pairs, each in words."""
+    and fewer than RADLAY_TRAINING.dpo_min_pairs pairs, each in words."""
     from ml.dpo import DPOSettings, check_base_model
 
     _, _, NoPreferencesError = preference_source()
@@ -126,7 +126,7 @@ def dpo_job_prepare(
                 "study"
                 if study is not None
                 else "corpus_path": f"DPO needs at least {min_pairs()} preference pairs; "
-                f"{description} (RADLAY_DPO_MIN_PAIRS)."
+                f"{description} (RADLAY_TRAINING.dpo_min_pairs)."
             }
         )
     job.full_clean()

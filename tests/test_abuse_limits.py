@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import socket
+from dataclasses import replace
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -87,7 +88,7 @@ def _join(client, pid: str, choice: str = "accept", ip: str = "10.0.0.1"):
 
 def test_join_is_limited_per_ip(client, open_study, settings):
     settings.RATELIMIT_ENABLE = True
-    settings.RADLAY_JOIN_RATE_PER_IP = "3/h"
+    settings.RADLAY_RATE_LIMITS = replace(settings.RADLAY_RATE_LIMITS, join_ip="3/h")
     statuses = [_join(client, f"PID{i}", choice="decline").status_code for i in range(5)]
     assert statuses == [200, 200, 200, 429, 429]
     assert ConsentRefusal.objects.count() == 3
@@ -98,8 +99,7 @@ def test_join_is_limited_per_ip(client, open_study, settings):
 
 def test_join_is_limited_per_study(client, open_study, settings):
     settings.RATELIMIT_ENABLE = True
-    settings.RADLAY_JOIN_RATE_PER_IP = ""
-    settings.RADLAY_JOIN_RATE_PER_STUDY = "4/h"
+    settings.RADLAY_RATE_LIMITS = replace(settings.RADLAY_RATE_LIMITS, join_ip="", join_study="4/h")
     statuses = [_join(client, f"PID{i}", ip=f"10.0.1.{i}").status_code for i in range(6)]
     assert statuses == [302, 302, 302, 302, 429, 429]
     assert Participant.objects.filter(study=open_study).count() == 4
@@ -116,7 +116,7 @@ def test_open_enrolments_are_capped(client, open_study, settings):
 
 def test_consent_is_limited_per_ip(client, open_study, settings):
     settings.RATELIMIT_ENABLE = True
-    settings.RADLAY_CONSENT_RATE_PER_IP = "2/h"
+    settings.RADLAY_RATE_LIMITS = replace(settings.RADLAY_RATE_LIMITS, consent_ip="2/h")
     invited = participant_services.participants_invite(
         study=open_study, role=Participant.Role.LAYPERSON, count=3
     )
@@ -167,24 +167,25 @@ PROXIES = {
 @pytest.fixture(params=list(PROXIES))
 def spoofed(request, settings):
     """Headers of the i-th request of one client that writes a new X-Forwarded-For every time."""
-    settings.RADLAY_CLIENT_IP_HEADER, headers = PROXIES[request.param]
-    settings.RADLAY_NUM_PROXIES = 1
+    header, headers = PROXIES[request.param]
+    settings.RADLAY_CLIENT_IP = replace(settings.RADLAY_CLIENT_IP, header=header, proxies=1)
     return headers
 
 
 def test_client_address_rule(rf, settings):
-    settings.RADLAY_CLIENT_IP_HEADER = ""
+    settings.RADLAY_CLIENT_IP = replace(settings.RADLAY_CLIENT_IP, header="")
     assert client_ip(rf.get("/", HTTP_X_FORWARDED_FOR="1.2.3.4", REMOTE_ADDR="10.0.0.1")) == "10.0.0.1"
-    settings.RADLAY_CLIENT_IP_HEADER = "HTTP_X_FORWARDED_FOR"
+    settings.RADLAY_CLIENT_IP = replace(settings.RADLAY_CLIENT_IP, header="HTTP_X_FORWARDED_FOR")
     chain = "1.1.1.1, 2.2.2.2, 3.3.3.3"
     assert client_ip(rf.get("/", HTTP_X_FORWARDED_FOR=chain)) == "3.3.3.3"
-    settings.RADLAY_NUM_PROXIES = 2  # two proxies: the outer one appended 2.2.2.2
+    # two proxies: the outer one appended 2.2.2.2
+    settings.RADLAY_CLIENT_IP = replace(settings.RADLAY_CLIENT_IP, proxies=2)
     assert client_ip(rf.get("/", HTTP_X_FORWARDED_FOR=chain)) == "2.2.2.2"
     assert client_ip(rf.get("/", HTTP_X_FORWARDED_FOR="9.9.9.9")) == "9.9.9.9"  # shorter than the chain
     # No header or a value that is not an address: the connection's peer.
     assert client_ip(rf.get("/", REMOTE_ADDR="10.0.0.2")) == "10.0.0.2"
     assert client_ip(rf.get("/", HTTP_X_FORWARDED_FOR="x, <b>", REMOTE_ADDR="10.0.0.3")) == "10.0.0.3"
-    settings.RADLAY_CLIENT_IP_HEADER = "HTTP_X_REAL_IP"
+    settings.RADLAY_CLIENT_IP = replace(settings.RADLAY_CLIENT_IP, header="HTTP_X_REAL_IP")
     assert (
         client_ip(rf.get("/", HTTP_X_REAL_IP="2001:db8::1", HTTP_X_FORWARDED_FOR="1.1.1.1")) == "2001:db8::1"
     )
@@ -209,8 +210,7 @@ def test_rotating_forwarded_for_escapes_no_api_throttle(spoofed, monkeypatch):
 
 def test_rotating_forwarded_for_escapes_no_join_or_consent_limit(spoofed, client, open_study, settings):
     settings.RATELIMIT_ENABLE = True
-    settings.RADLAY_JOIN_RATE_PER_IP = "2/h"
-    settings.RADLAY_CONSENT_RATE_PER_IP = "2/h"
+    settings.RADLAY_RATE_LIMITS = replace(settings.RADLAY_RATE_LIMITS, join_ip="2/h", consent_ip="2/h")
     statuses = [
         client.post(f"/join/recruit/?PROLIFIC_PID=P{i}", {"choice": "decline"}, **spoofed(i)).status_code
         for i in range(3)

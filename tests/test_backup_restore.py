@@ -37,7 +37,7 @@ def outputs(database_url: str, tmp_path: Path, tag: str) -> dict[str, bytes]:
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings.test",
         "DATABASE_URL": database_url,
-        "RADLAY_ANALYSIS_EMBEDDINGS": "false",
+        "RADLAY_ANALYSIS": "embeddings=false",
     }
     manage = [sys.executable, str(REPO / "manage.py")]
     files = {"analysis": tmp_path / f"{tag}-analysis.json"}

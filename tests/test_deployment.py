@@ -51,7 +51,7 @@ from django.conf import settings as s
 from django.test import Client
 print(json.dumps({
     "hsts": s.SECURE_HSTS_SECONDS, "redirect": s.SECURE_SSL_REDIRECT, "cookies": s.SESSION_COOKIE_SECURE,
-    "axes": [s.AXES_ENABLED, s.AXES_FAILURE_LIMIT], "join": s.RADLAY_JOIN_RATE_PER_IP,
+    "axes": [s.AXES_ENABLED, s.AXES_FAILURE_LIMIT], "join": s.RADLAY_RATE_LIMITS.join_ip,
     "cap": s.RADLAY_MAX_OPEN_ENROLMENTS, "api": s.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"],
     "schema": Client().get("/api/schema/", secure=True).status_code,
     # Rendered, the docs page needs collectstatic's manifest (the Docker image has it): only its
@@ -74,10 +74,9 @@ def test_production_settings_come_from_the_environment():
         DJANGO_HSTS_SECONDS="0",
         DJANGO_SSL_REDIRECT="false",
         DJANGO_SECURE_COOKIES="false",
-        RADLAY_LOGIN_FAILURE_LIMIT="5",
-        RADLAY_JOIN_RATE_PER_IP="5/m",
+        RADLAY_LOGIN_LOCKOUT="failures=5",
+        RADLAY_RATE_LIMITS="join_ip=5/m,api_user=9/min",
         RADLAY_MAX_OPEN_ENROLMENTS="7",
-        RADLAY_API_RATE_USER="9/min",
         RADLAY_PUBLIC_API_SCHEMA="true",
     )
     shown = json.loads(changed.stdout.splitlines()[-1])

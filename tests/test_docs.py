@@ -4,8 +4,11 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# env.str("NAME", ...), env.bool(\n "NAME", ...), env("NAME") in the settings modules
-ENV_READ = re.compile(r"\benv(?:\.\w+)?\(\s*\"([A-Z][A-Z0-9_]+)\"")
+# env.str("NAME", ...), env.bool(\n "NAME", ...), env("NAME"), env_spec(specs.X, "NAME"),
+# env_renamed(env, "int", "NAME", ...) in the settings modules
+ENV_READ = re.compile(
+    r"(?:\benv(?:\.\w+)?\(|env_spec\(specs\.\w+,|env_renamed\(env, \"\w+\",)\s*\"([A-Z][A-Z0-9_]+)\""
+)
 
 
 def test_every_setting_from_the_environment_is_in_the_configuration_reference():

@@ -45,7 +45,7 @@ def add_launch_options(
         "--concurrency",
         type=int,
         default=None,
-        help=f"{items} of the {noun} queued or running at once (default RADLAY_GENERATION_CONCURRENCY)",
+        help=f"{items} of the {noun} queued or running at once (default RADLAY_JOB_CONCURRENCY)",
     )
     parser.add_argument(
         "--resume",

@@ -151,15 +151,15 @@ def raise_if_unsent(queue: JobQueue, result: Dispatch, *, batch: Any, action: st
 def timing_from_settings(**overrides: Any) -> Timing:
     """The job layer's timing from the RADLAY_JOB_* settings (read at call time: tests override
     them), with a kind's own `overrides`."""
-    heartbeat = float(settings.RADLAY_JOB_HEARTBEAT)
-    stale = settings.RADLAY_JOB_STALE_AFTER
+    heartbeat = float(settings.RADLAY_JOB_TIMING.heartbeat)
+    stale = settings.RADLAY_JOB_TIMING.stale_after
     timing = Timing(
         heartbeat=heartbeat,
         stale_after=float(stale) if stale else 4 * heartbeat,
-        dispatch_deadline=float(settings.RADLAY_JOB_DISPATCH_DEADLINE),
+        dispatch_deadline=float(settings.RADLAY_JOB_TIMING.dispatch_deadline),
         max_attempts=max(1, int(settings.RADLAY_JOB_ATTEMPTS)),
-        retry_delay=float(settings.RADLAY_JOB_RETRY_DELAY),
-        heal_interval=float(settings.RADLAY_JOB_HEAL_INTERVAL),
+        retry_delay=float(settings.RADLAY_JOB_TIMING.retry_delay),
+        heal_interval=float(settings.RADLAY_JOB_TIMING.heal_interval),
     )
     return dataclasses.replace(timing, **overrides)
 

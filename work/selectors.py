@@ -40,7 +40,7 @@ class WorkProgress:
     elapsed: timedelta
     finished: bool
     eta: timedelta | None = None
-    # Minutes since the last job finished (or the batch started), once past RADLAY_JOB_STALL_AFTER.
+    # Minutes since the last job finished (or the batch started), once past RADLAY_JOB_TIMING.stall_after.
     stalled_minutes: int | None = None
     # Jobs whose worker (running, heartbeat stopped) or message (sent, never started) looks lost.
     stuck: tuple[str, ...] = ()
@@ -118,7 +118,7 @@ def clock(duration: timedelta) -> str:
 
 
 def stall_after() -> float:
-    return float(settings.RADLAY_JOB_STALL_AFTER)
+    return float(settings.RADLAY_JOB_TIMING.stall_after)
 
 
 def stuck_jobs(
@@ -131,7 +131,7 @@ def stuck_jobs(
 ) -> tuple[str, ...]:
     """The batch's jobs that look lost, each as `describe(job)` and why: running with a heartbeat
     older than stale_after (the worker died), or sent longer ago than the stall threshold
-    (RADLAY_JOB_STALL_AFTER, or the re-send deadline when shorter) and never started (the
+    (RADLAY_JOB_TIMING.stall_after, or the re-send deadline when shorter) and never started (the
     message is gone, or the queue is that busy). The healing check re-sends the first kind within a
     minute and the second at the re-send deadline; the page's Resume sends them now."""
     now = now or timezone.now()
@@ -168,7 +168,7 @@ def work_progress(
 ) -> WorkProgress:
     """Counts, usage and timing of a batch. The ETA extrapolates the mean time per finished job
     (succeeded or failed) since the batch started to the jobs still pending or running, and is
-    given only while jobs keep finishing: past RADLAY_JOB_STALL_AFTER without one, the batch
+    given only while jobs keep finishing: past RADLAY_JOB_TIMING.stall_after without one, the batch
     reports how long it has made no progress, and names the jobs that look lost (stuck_jobs)."""
     now = now or timezone.now()
     counts = queue.job_model.objects.filter(**{f"{queue.batch_field}_id": batch.pk}).aggregate(
@@ -218,7 +218,7 @@ def work_progress(
 
 @dataclass(frozen=True)
 class WorkerSilence:
-    """No Celery worker has run the periodic healing check for RADLAY_WORKER_SILENT_AFTER seconds
+    """No Celery worker has run the periodic healing check for RADLAY_JOB_TIMING.worker_silent_after seconds
     (`seen_at`: when one last did; None: never)."""
 
     seen_at: datetime | None
@@ -231,7 +231,7 @@ def worker_silence() -> WorkerSilence | None:
         return None
     seen_at = WorkerHeartbeat.objects.filter(name=WORKER_HEARTBEAT).values_list("seen_at", flat=True).first()
     if seen_at is not None and timezone.now() - seen_at < timedelta(
-        seconds=settings.RADLAY_WORKER_SILENT_AFTER
+        seconds=settings.RADLAY_JOB_TIMING.worker_silent_after
     ):
         return None
     return WorkerSilence(seen_at=seen_at)

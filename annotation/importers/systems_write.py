@@ -15,7 +15,7 @@ def systems_bulk_upsert(
     *, study: Study, keys: list[str], labels: dict[str, str], file: str
 ) -> dict[str, int]:
     """{key: system id} for `keys` (in order), creating the missing ones. Refuses (ImportFormatError)
-    a study that would pass RADLAY_IMPORT_MAX_SYSTEMS. Call inside the import's transaction."""
+    a study that would pass RADLAY_FILE_LIMITS.import_systems. Call inside the import's transaction."""
     keys = list(dict.fromkeys(keys))
     existing = {s.key: s for s in System.objects.filter(study=study, key__in=keys)}
     new_keys = [k for k in keys if k not in existing]

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import environ
 
-from config.settings.renamed import env_renamed
+from config.settings import specs
+from config.settings.renamed import env_renamed, env_spec
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 env = environ.Env()
@@ -156,36 +157,33 @@ RADLAY_OIDC_GROUP_ROLES = env.dict("RADLAY_OIDC_GROUP_ROLES", default={})
 RADLAY_MFA_REQUIRED = env.bool("RADLAY_MFA_REQUIRED", default=False)
 OTP_TOTP_ISSUER = "radlay"
 
-# --- Abuse limits (README "Configuration") ----------------------------------------------------
-# Logins (/dashboard/login/, /radiologist/login/, /admin/login/, /api/token/): after
-# RADLAY_LOGIN_FAILURE_LIMIT wrong passwords for one username from one IP, that pair is locked for
-# RADLAY_LOGIN_LOCKOUT_HOURS, right password or not.
-AXES_ENABLED = env.bool("RADLAY_LOGIN_LOCKOUT", default=True)
-AXES_FAILURE_LIMIT = env.int("RADLAY_LOGIN_FAILURE_LIMIT", default=10)
-AXES_COOLOFF_TIME = env.float("RADLAY_LOGIN_LOCKOUT_HOURS", default=1.0)
+# --- Abuse limits (docs/configuration.md) ------------------------------------------------------
+# The structured settings (RADLAY_LOGIN_LOCKOUT, RADLAY_RATE_LIMITS, ...) have their keys and their
+# defaults in config/settings/specs.py; the old variables they fold are read by renamed.py.
+# Logins (/dashboard/login/, /radiologist/login/, /admin/login/, /api/token/): after `failures`
+# wrong passwords for one username from one IP, that pair is locked for `hours`, right password or not.
+RADLAY_LOGIN_LOCKOUT = env_spec(specs.LoginLockout, "RADLAY_LOGIN_LOCKOUT")
+AXES_ENABLED = RADLAY_LOGIN_LOCKOUT.enabled
+AXES_FAILURE_LIMIT = RADLAY_LOGIN_LOCKOUT.failures
+AXES_COOLOFF_TIME = RADLAY_LOGIN_LOCKOUT.hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
 # The client address every limit (login lockout, join/consent rates, API throttles) is keyed on,
 # one rule in config.request_limits.client_ip: REMOTE_ADDR, or behind reverse proxies the request
 # header that holds it (a request.META key, e.g. HTTP_X_FORWARDED_FOR or HTTP_X_REAL_IP), read
-# RADLAY_NUM_PROXIES entries from the right so that what a client writes into it is ignored.
-RADLAY_CLIENT_IP_HEADER = env.str("RADLAY_CLIENT_IP_HEADER", default="")
-RADLAY_NUM_PROXIES = env.int("RADLAY_NUM_PROXIES", default=1)
+# `proxies` entries from the right so that what a client writes into it is ignored.
+RADLAY_CLIENT_IP = env_spec(specs.ClientIp, "RADLAY_CLIENT_IP")
 RATELIMIT_IP_META_KEY = "config.request_limits.client_ip"
 AXES_CLIENT_IP_CALLABLE = "config.request_limits.client_ip"
-RATELIMIT_ENABLE = env.bool("RADLAY_RATE_LIMITS", default=True)
+# POSTs to the open recruitment link /join/<study>/ (agree or decline), per client IP and per study,
+# to a participant's consent page per IP, and refused attempts to resume a participant from the
+# recruitment link (a known PROLIFIC_PID from a browser that did not start it, without the
+# SESSION_ID it started with) per client address; the API's throttles.
+RADLAY_RATE_LIMITS = env_spec(specs.RateLimits, "RADLAY_RATE_LIMITS")
+RATELIMIT_ENABLE = RADLAY_RATE_LIMITS.enabled
 # A limit whose counter cannot be read (the cache is down) lets the request through.
 RATELIMIT_FAIL_OPEN = True
-# POSTs to the open recruitment link /join/<study>/ (agree or decline), per client IP and per study,
-# and to a participant's consent page per IP ("" = no limit); django-ratelimit's "N/s|m|h|d".
-RADLAY_JOIN_RATE_PER_IP = env.str("RADLAY_JOIN_RATE_PER_IP", default="20/h")
-RADLAY_JOIN_RATE_PER_STUDY = env.str("RADLAY_JOIN_RATE_PER_STUDY", default="600/h")
-RADLAY_CONSENT_RATE_PER_IP = env.str("RADLAY_CONSENT_RATE_PER_IP", default="60/h")
-# Refused attempts to resume a participant from the recruitment link (a known PROLIFIC_PID from a
-# browser that did not start it, without the SESSION_ID it started with) per client address; over
-# it every resumption from that address is answered 429 for the rest of the window.
-RADLAY_RESUME_REFUSALS_PER_IP = env.str("RADLAY_RESUME_REFUSALS_PER_IP", default="10/h")
 # Laypeople of one study enrolled and still working; newcomers wait while it is reached (0 = no cap).
 RADLAY_MAX_OPEN_ENROLMENTS = env.int("RADLAY_MAX_OPEN_ENROLMENTS", default=500)
 
@@ -203,20 +201,11 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env.str("DJANGO_STATIC_ROOT", default=str(BASE_DIR / "staticfiles")))
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every request without it
 MEDIA_ROOT = Path(env.str("DJANGO_MEDIA_ROOT", default=str(BASE_DIR / "var" / "media")))
-# The largest sources file the console's upload page takes (streamed to MEDIA_ROOT, then imported).
-RADLAY_UPLOAD_MAX_MB = env.int("RADLAY_UPLOAD_MAX_MB", default=512)
-# A study archive's bounds (evaluation/study_archive_reader.py): one member and all members
-# inflated, one row of a table; checked on the sizes the zip declares and on the bytes inflated.
-RADLAY_ARCHIVE_MAX_MEMBER_MB = env.int("RADLAY_ARCHIVE_MAX_MEMBER_MB", default=1024)
-RADLAY_ARCHIVE_MAX_TOTAL_MB = env.int("RADLAY_ARCHIVE_MAX_TOTAL_MB", default=4096)
-RADLAY_ARCHIVE_MAX_ROW_MB = env.int("RADLAY_ARCHIVE_MAX_ROW_MB", default=16)
-# A sources file (upload or `manage.py import_study`) is refused past these (annotation/importers/
-# import_limits.py): columns of its header, and systems of the file or of the study after it.
-RADLAY_IMPORT_MAX_COLUMNS = env.int("RADLAY_IMPORT_MAX_COLUMNS", default=256)
-RADLAY_IMPORT_MAX_SYSTEMS = env.int("RADLAY_IMPORT_MAX_SYSTEMS", default=200)
-# An instrument document (the console's editor, `manage.py instrument`) is refused past this size,
-# before it is parsed (instruments/document_limits.py; its nesting is bounded by the schema).
-RADLAY_INSTRUMENT_MAX_BYTES = env.int("RADLAY_INSTRUMENT_MAX_BYTES", default=1_000_000)
+# What a file a researcher gives radlay may ask of the server: the upload page's largest file
+# (streamed to MEDIA_ROOT, then imported), a study archive's members and rows
+# (evaluation/study_archive_reader.py), a sources file's columns and systems
+# (annotation/importers/import_limits.py), an instrument document's size before it is parsed.
+RADLAY_FILE_LIMITS = env_spec(specs.FileLimits, "RADLAY_FILE_LIMITS")
 LOGIN_URL = "admin:login"
 # A failed CSRF check gets the branded page that says what to do next (config/errors.py).
 CSRF_FAILURE_VIEW = "annotation.views.errors.csrf_failure"
@@ -236,8 +225,8 @@ REST_FRAMEWORK = {
         "config.request_limits.UserThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {
-        "anon": env.str("RADLAY_API_RATE_ANON", default="30/min"),
-        "user": env.str("RADLAY_API_RATE_USER", default="600/min"),
+        "anon": RADLAY_RATE_LIMITS.api_anon,
+        "user": RADLAY_RATE_LIMITS.api_user,
     },
 }
 
@@ -251,7 +240,11 @@ def api_renderers(browsable: bool) -> list[str]:
     )
 
 
-REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"] = api_renderers(env.bool("RADLAY_BROWSABLE_API", default=True))
+# DRF's browsable HTML API: unset, on here and off in production (config/settings/production.py).
+RADLAY_BROWSABLE_API = env.bool("RADLAY_BROWSABLE_API", default=None)
+REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"] = api_renderers(RADLAY_BROWSABLE_API is not False)
+# The OpenAPI schema and its docs page without a login (production asks for one unless this is on).
+RADLAY_PUBLIC_API_SCHEMA = env.bool("RADLAY_PUBLIC_API_SCHEMA", default=False)
 SPECTACULAR_SETTINGS = {
     "TITLE": "radlay API",
     "DESCRIPTION": "Two-pronged human evaluation of radiology report simplification.",
@@ -304,15 +297,17 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT 
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 # Fine-tuning runs for hours; it checkpoints, so a run cut by the limit resumes on retry.
-RADLAY_TRAINING_TIME_LIMIT = env.int("RADLAY_TRAINING_TIME_LIMIT", default=24 * 60 * 60)
+RADLAY_TRAINING = env_spec(specs.Training, "RADLAY_TRAINING")
 CELERY_TASK_ANNOTATIONS = {
     "ml.tasks.training_job_run_task": {
-        "time_limit": RADLAY_TRAINING_TIME_LIMIT,
-        "soft_time_limit": max(60, RADLAY_TRAINING_TIME_LIMIT - 300),
+        "time_limit": RADLAY_TRAINING.time_limit,
+        "soft_time_limit": max(60, RADLAY_TRAINING.time_limit - 300),
     }
 }
 
 # --- radlay ---------------------------------------------------------------------------------
+# The production settings module sets it: `manage.py demo` refuses to run there.
+RADLAY_PRODUCTION = False
 # Where the authors' 2024 release lives (read at test/import time, never copied into the repo).
 RADLAY_RELEASE_DIR = Path(
     env.str(
@@ -324,35 +319,34 @@ RADLAY_EMBEDDING_MODEL = env.str("RADLAY_EMBEDDING_MODEL", default="")
 RADLAY_MODEL_DIR = Path(env.str("RADLAY_MODEL_DIR", default=str(BASE_DIR / "var" / "models")))
 OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="")
 OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
-RADLAY_LLM_TIMEOUT = env.float("RADLAY_LLM_TIMEOUT", default=60.0)
-RADLAY_LLM_MAX_RETRIES = env.int("RADLAY_LLM_MAX_RETRIES", default=4)
-RADLAY_GENERATION_CONCURRENCY = env.int("RADLAY_GENERATION_CONCURRENCY", default=8)
+# Calls to the OpenAI-compatible backend: timeout, retries and the first retry's delay.
+RADLAY_LLM_CALLS = env_spec(specs.LlmCalls, "RADLAY_LLM_CALLS")
+# Local models: the device, the jobs of a local-model (gpu queue) batch one task runs at once, the
+# share of the GPU's memory vllm's engine may take (weights + KV cache).
+RADLAY_LOCAL_MODELS = env_spec(specs.LocalModels, "RADLAY_LOCAL_MODELS")
 # De-identify sources as they are imported (privacy/): findings for the review page, and the
 # de-identified text external backends and laypeople receive.
 RADLAY_DEIDENTIFY_ON_IMPORT = env.bool("RADLAY_DEIDENTIFY_ON_IMPORT", default=True)
-# Jobs of a local-model (gpu queue) batch that one task runs in lockstep, one device batch per step.
-RADLAY_GPU_BATCH_SIZE = env.int("RADLAY_GPU_BATCH_SIZE", default=16)
 # LLM judges (judging/): model calls per sample before a malformed answer fails the item, and
 # bootstrap resamples of the agreement intervals.
-RADLAY_JUDGE_PARSE_ATTEMPTS = env.int("RADLAY_JUDGE_PARSE_ATTEMPTS", default=3)
-RADLAY_JUDGE_BOOTSTRAP_RESAMPLES = env.int("RADLAY_JUDGE_BOOTSTRAP_RESAMPLES", default=500)
+RADLAY_JUDGING = env_spec(specs.Judging, "RADLAY_JUDGING")
 # --- The job layer (work/): every kind of background work (generation batches, judge runs, analysis
 # snapshots, power plans, training jobs, source uploads) runs under these. The names they had before
 # (generation's, the analysis's, the plans' own) are read for one more release: config/settings/renamed.py.
-# Attempts of a job on transient errors (a lost worker counts as one), and the first retry's backoff
-# ceiling in seconds (it doubles per attempt, up to 5 minutes).
+# Attempts of a job on transient errors (a lost worker counts as one).
 RADLAY_JOB_ATTEMPTS = env_renamed(env, "int", "RADLAY_JOB_ATTEMPTS", 3)
-RADLAY_JOB_RETRY_DELAY = env_renamed(env, "float", "RADLAY_JOB_RETRY_DELAY", 10.0)
-# A running job stamps a heartbeat this often (seconds); one silent for RADLAY_JOB_STALE_AFTER
-# (unset or 0: four heartbeats) lost its worker and is sent again.
-RADLAY_JOB_HEARTBEAT = env_renamed(env, "float", "RADLAY_JOB_HEARTBEAT", 15.0)
-RADLAY_JOB_STALE_AFTER = env_renamed(env, "float", "RADLAY_JOB_STALE_AFTER", 0) or None
-# A job sent this long ago (seconds) that never started lost its message and is sent again.
-RADLAY_JOB_DISPATCH_DEADLINE = env_renamed(env, "float", "RADLAY_JOB_DISPATCH_DEADLINE", 600.0)
-# How often Celery beat runs the self-healing check of every kind of background work (seconds); a
-# launch the broker refused is sent again by the first check after this long.
-RADLAY_JOB_HEAL_INTERVAL = env_renamed(env, "float", "RADLAY_JOB_HEAL_INTERVAL", 30.0)
-_HEAL = {"schedule": RADLAY_JOB_HEAL_INTERVAL, "options": {"expires": RADLAY_JOB_HEAL_INTERVAL}}
+# The job layer's clock (heartbeat, staleness, re-send deadline, healing interval, retry back-off,
+# stall and worker-silence thresholds) and its launch limits: keys and defaults in specs.py.
+RADLAY_JOB_TIMING = env_spec(specs.JobTiming, "RADLAY_JOB_TIMING")
+RADLAY_JOB_LIMITS = env_spec(specs.JobLimits, "RADLAY_JOB_LIMITS")
+# Tasks of one batch (generation, judge run) queued or running at once unless its launch says.
+RADLAY_JOB_CONCURRENCY = env_renamed(env, "int", "RADLAY_JOB_CONCURRENCY", 8)
+# Readers of the analysis, and the beat that refreshes open studies' snapshots (specs.Analysis).
+RADLAY_ANALYSIS = env_spec(specs.Analysis, "RADLAY_ANALYSIS")
+_HEAL = {
+    "schedule": RADLAY_JOB_TIMING.heal_interval,
+    "options": {"expires": RADLAY_JOB_TIMING.heal_interval},
+}
 CELERY_BEAT_SCHEDULE = {
     "generation-batches-heal": {"task": "generation.tasks.generation_batches_heal", **_HEAL},
     "judge-runs-heal": {"task": "judging.tasks.judge_runs_heal", **_HEAL},
@@ -364,48 +358,14 @@ CELERY_BEAT_SCHEDULE = {
     # the dashboard (evaluation.services.analysis_snapshots_refresh).
     "analysis-snapshots-refresh": {
         "task": "evaluation.tasks.analysis_snapshots_refresh",
-        "schedule": env.float("RADLAY_ANALYSIS_REFRESH_SECONDS", default=60.0),
+        "schedule": RADLAY_ANALYSIS.refresh_seconds,
     },
 }
-# A batch page that shows no finished job for this long (seconds) says "no progress", drops its ETA
-# and names the jobs sent this long ago that never started (with a Resume button).
-RADLAY_JOB_STALL_AFTER = env_renamed(env, "float", "RADLAY_JOB_STALL_AFTER", 300.0)
-# Launch limits of heavy background work, counted per kind (work.limits): queued or running at once
-# per study and per user (superusers and command-line launches are exempt from the per-user one).
-RADLAY_JOB_MAX_RUNNING_PER_STUDY = env_renamed(env, "int", "RADLAY_JOB_MAX_RUNNING_PER_STUDY", 3)
-RADLAY_JOB_MAX_RUNNING_PER_USER = env_renamed(env, "int", "RADLAY_JOB_MAX_RUNNING_PER_USER", 5)
-# Jobs (generation) or model calls (judging) per batch launch, and the largest concurrency of a batch.
-RADLAY_MAX_BATCH_SIZE = env.int("RADLAY_MAX_BATCH_SIZE", default=20_000)
-RADLAY_MAX_BATCH_CONCURRENCY = env.int("RADLAY_MAX_BATCH_CONCURRENCY", default=256)
-RADLAY_LLM_RETRY_DELAY = env.float("RADLAY_LLM_RETRY_DELAY", default=1.0)
-RADLAY_TRANSFORMERS_DEVICE = env.str("RADLAY_TRANSFORMERS_DEVICE", default="") or None
-# The vllm backend (optional install): share of the GPU's memory its engine may take (weights + KV cache).
-RADLAY_VLLM_GPU_MEMORY_UTILIZATION = env.float("RADLAY_VLLM_GPU_MEMORY_UTILIZATION", default=0.85)
-# `train_simplifier --method dpo` refuses fewer preference pairs than this.
-RADLAY_DPO_MIN_PAIRS = env.int("RADLAY_DPO_MIN_PAIRS", default=20)
 
-# Dashboard/API/report/analyze options (evaluation.analysis_inputs.analysis_options_from_settings). The
-# semantic metrics embed texts with the local MiniLM (cached in the database by text hash).
-RADLAY_ANALYSIS_OPTIONS = {"embeddings": env.bool("RADLAY_ANALYSIS_EMBEDDINGS", default=True)}
-# Readers compare the study's answers with what its snapshot covers at most this often (seconds).
-RADLAY_ANALYSIS_CHECK_SECONDS = env.int("RADLAY_ANALYSIS_CHECK_SECONDS", default=10)
-# How long GET /api/studies/<slug>/analysis/?fresh=1 waits for the new snapshot (seconds) before
-# answering 202: the wait holds a web worker, so it stays far under gunicorn's --timeout, and only
-# one such request waits at a time (evaluation.services.analysis_snapshot_wait).
-RADLAY_ANALYSIS_FRESH_TIMEOUT = env.float("RADLAY_ANALYSIS_FRESH_TIMEOUT", default=5.0)
-if not 0 <= RADLAY_ANALYSIS_FRESH_TIMEOUT <= 10:
-    from django.core.exceptions import ImproperlyConfigured
-
-    raise ImproperlyConfigured("RADLAY_ANALYSIS_FRESH_TIMEOUT must be between 0 and 10 seconds")
-# Pages say "no worker is running" when no worker has run the healing check for this long (seconds).
-RADLAY_WORKER_SILENT_AFTER = env.float("RADLAY_WORKER_SILENT_AFTER", default=180.0)
-# Sample-size plans (evaluation/plans.py; docs/analysis/partial-answers-and-limits.md) run on the
-# `heavy` queue, never beside the snapshots; the job layer's limits count them.
-# The size of one plan: simulations × points² × max_participants × max_sources (the simulated
-# answers, an upper bound), and the same with mixed_simulations (mixed-model fits, far dearer per
-# answer). The form's defaults are 1e9 and 2e8; its largest values were 4e12 and 4e12 (hours).
-RADLAY_PLAN_MAX_WORK = env.int("RADLAY_PLAN_MAX_WORK", default=10_000_000_000)
-RADLAY_PLAN_MAX_MIXED_WORK = env.int("RADLAY_PLAN_MAX_MIXED_WORK", default=2_000_000_000)
+# Further AnalysisOptions fields for the dashboard, API, report and `analyze`
+# (evaluation.analysis_inputs.analysis_options_from_settings): not from the environment; the
+# test settings and the benchmarks set it to make analyses quick.
+RADLAY_ANALYSIS_OPTIONS: dict = {}
 
 # --- Content-Security-Policy (django-csp) ---------------------------------------------------------
 # Pages load scripts, styles, fonts and images from this server only, with no inline scripts, inline

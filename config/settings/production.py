@@ -3,7 +3,16 @@
 from django.core.exceptions import ImproperlyConfigured
 
 from .base import *  # noqa: F401,F403
-from .base import REDIS_URL, REST_FRAMEWORK, SPECTACULAR_SETTINGS, api_renderers, csp_policy, env
+from .base import (
+    RADLAY_BROWSABLE_API,
+    RADLAY_PUBLIC_API_SCHEMA,
+    REDIS_URL,
+    REST_FRAMEWORK,
+    SPECTACULAR_SETTINGS,
+    api_renderers,
+    csp_policy,
+    env,
+)
 
 RADLAY_PRODUCTION = True  # `manage.py demo` refuses to run with these settings
 SECRET_KEY = env.str("DJANGO_SECRET_KEY")  # no default: refuses to start without one
@@ -31,7 +40,7 @@ if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 # The OpenAPI schema and its browsable docs list every endpoint and field: researchers only,
 # unless RADLAY_PUBLIC_API_SCHEMA=true.
-if not env.bool("RADLAY_PUBLIC_API_SCHEMA", default=False):
+if not RADLAY_PUBLIC_API_SCHEMA:
     SPECTACULAR_SETTINGS = {
         **SPECTACULAR_SETTINGS,
         "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
@@ -43,5 +52,5 @@ CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY_REPORT_ONLY = csp_policy(
 # The browsable HTML API breaks the CSP (inline styles): JSON only unless asked for.
 REST_FRAMEWORK = {
     **REST_FRAMEWORK,
-    "DEFAULT_RENDERER_CLASSES": api_renderers(env.bool("RADLAY_BROWSABLE_API", default=False)),
+    "DEFAULT_RENDERER_CLASSES": api_renderers(RADLAY_BROWSABLE_API is True),
 }

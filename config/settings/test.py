@@ -2,6 +2,7 @@
 Redis it starts; tasks run eagerly unless a test starts a real worker."""
 
 import os
+from dataclasses import replace
 from urllib.parse import urlsplit, urlunsplit
 
 
@@ -37,11 +38,10 @@ STORAGES = {
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
 # Tests that need the semantic metrics pass an embedder explicitly; the rest skip loading a model.
-RADLAY_ANALYSIS_OPTIONS = {"embeddings": False}
 # Every read checks freshness, so a test sees the analysis of the data it just wrote (snapshots are
 # computed where they are requested: RADLAY_EMBEDDED_TASKS_IN_BACKGROUND above); one process, so an
 # in-memory cache.
-RADLAY_ANALYSIS_CHECK_SECONDS = 0
+RADLAY_ANALYSIS = replace(RADLAY_ANALYSIS, embeddings=False, check_seconds=0)  # noqa: F405
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 # Abuse limits are off in the suite (many tests log in and join from 127.0.0.1 within seconds);
 # tests/test_abuse_limits.py switches each one on and checks it.

@@ -26,18 +26,18 @@ def backend_options(name: str) -> dict[str, Any]:
         options = {
             "base_url": settings.OPENAI_BASE_URL or None,
             "api_key": settings.OPENAI_API_KEY or None,
-            "timeout": float(settings.RADLAY_LLM_TIMEOUT),
+            "timeout": float(settings.RADLAY_LLM_CALLS.timeout),
             "retry": RetryPolicy(
-                max_attempts=int(settings.RADLAY_LLM_MAX_RETRIES) + 1,
-                initial_delay=float(getattr(settings, "RADLAY_LLM_RETRY_DELAY", 1.0)),
+                max_attempts=int(settings.RADLAY_LLM_CALLS.retries) + 1,
+                initial_delay=float(settings.RADLAY_LLM_CALLS.retry_delay),
             ),
         }
     elif name == "transformers":
-        device = getattr(settings, "RADLAY_TRANSFORMERS_DEVICE", None)
+        device = settings.RADLAY_LOCAL_MODELS.device
         if device:
             options["device"] = device
     elif name == "vllm":
-        options["gpu_memory_utilization"] = float(settings.RADLAY_VLLM_GPU_MEMORY_UTILIZATION)
+        options["gpu_memory_utilization"] = float(settings.RADLAY_LOCAL_MODELS.vllm_gpu_memory)
     return options
 
 

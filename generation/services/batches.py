@@ -116,7 +116,7 @@ def generation_batch_create(
         errors["prompt_version"] = (
             f"Unknown prompt version {prompt_version!r} ({', '.join(available_versions())})."
         )
-    concurrency = settings.RADLAY_GENERATION_CONCURRENCY if concurrency is None else concurrency
+    concurrency = settings.RADLAY_JOB_CONCURRENCY if concurrency is None else concurrency
     errors.update(limits.concurrency_errors(concurrency))
     source_list = list(sources) if sources is not None else list(Source.objects.filter(study=study))
     if any(source.study_id != study.pk for source in source_list):
@@ -207,7 +207,7 @@ def generation_batch_cancel(*, batch: GenerationBatch) -> int:
 def generation_batch_resume(*, batch: GenerationBatch, retry_failed: bool = False) -> list[int]:
     """Start a stopped or stalled batch again (scheduler.resume): cancelled jobs become pending,
     failed ones too when `retry_failed`, and every job not done that is not running live (a
-    heartbeat within RADLAY_JOB_STALE_AFTER) is sent again now. Returns the ids sent now;
+    heartbeat within RADLAY_JOB_TIMING.stale_after) is sent again now. Returns the ids sent now;
     raises TaskQueueUnreachable when the broker refused them (the batch is resumed all the same)."""
     dispatch = scheduler.resume(QUEUE, batch=batch, retry_failed=retry_failed)
     scheduler.raise_if_unsent(QUEUE, dispatch, batch=batch, action="resumed")

@@ -7,10 +7,10 @@ transient ones (a backend's 429/5xx/garbage answer after its own retries, a reje
 database connection) send the job again after a backoff, up to RADLAY_JOB_ATTEMPTS; the
 rest fail it at once. If even the failure cannot be recorded (the database is gone), the job's
 heartbeat stops with its task, and the periodic check (generation_batches_heal) sends it again once
-its heartbeat is older than RADLAY_JOB_STALE_AFTER.
+its heartbeat is older than RADLAY_JOB_TIMING.stale_after.
 
 Local models (GPU_BACKENDS: transformers) run in chunks: the dispatcher sends a GPU batch's jobs as
-chunks of up to RADLAY_GPU_BATCH_SIZE jobs of one family, one task per chunk; the task claims each
+chunks of up to RADLAY_LOCAL_MODELS.batch_size jobs of one family, one task per chunk; the task claims each
 job of its chunk, runs the pipeline for the claimed ones in lockstep (one device batch per model
 call) and records each job in its own transaction. A concurrency slot holds a chunk. In a chunk, a
 transient failure (a full GPU) sends each job again on its own; any other failure reruns the
@@ -49,7 +49,7 @@ def _send(batch: GenerationBatch, job_ids: list[int], countdown: float | None) -
 
 def _chunks(batch: GenerationBatch, job_ids: list[int]) -> list[list[int]]:
     """API backends: one send for all (a message per job, see generation.tasks.generation_jobs_send).
-    Local models: chunks of one family, at most RADLAY_GPU_BATCH_SIZE each; SCGR jobs go alone
+    Local models: chunks of one family, at most RADLAY_LOCAL_MODELS.batch_size each; SCGR jobs go alone
     (their pipeline has no lockstep form)."""
     if not is_gpu_batch(batch):
         return [job_ids]

@@ -36,7 +36,7 @@ def gpu_batch_size() -> int:
     """How many jobs of a local-model batch one gpu task runs at once: their requests all in flight
     on a continuous-batching engine (vllm; transformers on a decoder-only model), else in lockstep
     (one device batch per step)."""
-    return max(1, int(getattr(settings, "RADLAY_GPU_BATCH_SIZE", 16)))
+    return max(1, int(settings.RADLAY_LOCAL_MODELS.batch_size))
 
 
 SYSTEM_TAG = re.compile(r"^[a-z0-9][a-z0-9-]{0,29}$")

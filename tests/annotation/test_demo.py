@@ -83,4 +83,4 @@ def test_training_tasks_get_a_longer_time_limit_than_the_default():
 
     annotations = celery_app.conf.task_annotations
     limit = annotations["ml.tasks.training_job_run_task"]["time_limit"]
-    assert limit == settings.RADLAY_TRAINING_TIME_LIMIT > settings.CELERY_TASK_TIME_LIMIT
+    assert limit == settings.RADLAY_TRAINING.time_limit > settings.CELERY_TASK_TIME_LIMIT

@@ -1,5 +1,5 @@
 """What one sources file may cost (annotation/importers/import_limits.py): a header past
-RADLAY_IMPORT_MAX_COLUMNS and a file or study past RADLAY_IMPORT_MAX_SYSTEMS are refused before
+RADLAY_FILE_LIMITS.import_columns and a file or study past its import_systems are refused before
 anything is written, within a second and in bounded memory; the systems a file names are written in
 bulk (a few queries, whatever their number)."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 import tracemalloc
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -54,12 +55,16 @@ def test_twenty_thousand_system_columns_are_refused_within_a_second_and_nothing_
     error = _refused_cheaply(
         lambda: study_file_import(slug="wide", title="", study_file=StudyFile(path), actor="test")
     )
-    assert error.row == 1 and "20,002 columns" in str(error) and "RADLAY_IMPORT_MAX_COLUMNS" in str(error)
+    assert (
+        error.row == 1
+        and "20,002 columns" in str(error)
+        and "RADLAY_FILE_LIMITS.import_columns" in str(error)
+    )
     assert not Study.objects.filter(slug="wide").exists() and not System.objects.exists()
 
 
 def test_the_column_limit_is_a_setting(tmp_path, settings):
-    settings.RADLAY_IMPORT_MAX_COLUMNS = 6
+    settings.RADLAY_FILE_LIMITS = replace(settings.RADLAY_FILE_LIMITS, import_columns=6)
     study_file_import(slug="four", title="", study_file=StudyFile(_wide(tmp_path, 4)), actor="test")
     assert System.objects.filter(study__slug="four").count() == 4
     error = _refused_cheaply(lambda: StudyFile(_wide(tmp_path, 5, name="five.csv")).check())
@@ -67,9 +72,9 @@ def test_the_column_limit_is_a_setting(tmp_path, settings):
 
 
 def test_systems_past_the_limit_are_refused_in_a_wide_file_a_long_file_and_a_study(tmp_path, settings):
-    settings.RADLAY_IMPORT_MAX_SYSTEMS = 3
+    settings.RADLAY_FILE_LIMITS = replace(settings.RADLAY_FILE_LIMITS, import_systems=3)
     error = _refused_cheaply(lambda: StudyFile(_wide(tmp_path, 4)).check())
-    assert "names 4 systems; at most 3" in str(error) and "RADLAY_IMPORT_MAX_SYSTEMS" in str(error)
+    assert "names 4 systems; at most 3" in str(error) and "RADLAY_FILE_LIMITS.import_systems" in str(error)
 
     long = tmp_path / "long.jsonl"
     long.write_text(
@@ -91,7 +96,9 @@ def test_systems_past_the_limit_are_refused_in_a_wide_file_a_long_file_and_a_stu
 
 
 def test_the_systems_of_a_file_are_written_in_a_few_queries(tmp_path, settings):
-    settings.RADLAY_IMPORT_MAX_SYSTEMS = settings.RADLAY_IMPORT_MAX_COLUMNS = 1000
+    settings.RADLAY_FILE_LIMITS = replace(
+        settings.RADLAY_FILE_LIMITS, import_systems=1000, import_columns=1000
+    )
     small, large = _wide(tmp_path, 5, name="small.csv"), _wide(tmp_path, 500, name="large.csv")
     counts = []
     for slug, path in (("small", small), ("large", large)):

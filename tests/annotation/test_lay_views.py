@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import re
 import time
+from dataclasses import replace
 
 import pytest
 from django.core.cache import cache
@@ -239,7 +240,7 @@ def test_resumption_probes_are_throttled(resumable, settings):
     participant, url = resumable
     cache.clear()
     settings.RATELIMIT_ENABLE = True
-    settings.RADLAY_RESUME_REFUSALS_PER_IP = "3/h"
+    settings.RADLAY_RATE_LIMITS = replace(settings.RADLAY_RATE_LIMITS, resume_refusals_ip="3/h")
     prober = Client(REMOTE_ADDR="10.7.0.1")
     statuses = [
         prober.get(f"{url}?PROLIFIC_PID={RESUME_PID}&SESSION_ID=guess{i}").status_code for i in range(5)

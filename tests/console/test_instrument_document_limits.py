@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
@@ -30,7 +32,7 @@ def test_a_deep_document_is_refused_by_name_and_nothing_saved(client, editing, n
 
 
 def test_the_size_limit_is_the_setting(client, editing, settings):  # noqa: F811
-    settings.RADLAY_INSTRUMENT_MAX_BYTES = 1000
+    settings.RADLAY_FILE_LIMITS = replace(settings.RADLAY_FILE_LIMITS, instrument_bytes=1000)
     row = _row(editing)
     text = "key: x\n" + "# padding\n" * 200
     response = client.post(URL, {"op": "definition", "based_on": instrument_revision(row), "document": text})

@@ -100,7 +100,7 @@ def test_a_live_upload_and_one_sent_again_moments_ago_are_left_alone(
 
 def test_a_queued_upload_whose_message_was_lost_is_sent_again(upload, django_capture_on_commit_callbacks):
     assert upload_heal.source_uploads_heal() == 0  # sent just now: not lost yet
-    overdue = timezone.now() - timedelta(seconds=django_settings.RADLAY_JOB_DISPATCH_DEADLINE + 1)
+    overdue = timezone.now() - timedelta(seconds=django_settings.RADLAY_JOB_TIMING.dispatch_deadline + 1)
     SourceUpload.objects.filter(pk=upload.pk).update(sent_at=overdue)
     with django_capture_on_commit_callbacks(execute=True):
         assert upload_heal.source_uploads_heal() == 1

@@ -1,8 +1,10 @@
 """Uploads count against the job layer's running limits, as every kind of background work: one
-more queued or running upload than RADLAY_JOB_MAX_RUNNING_PER_STUDY (or _PER_USER) is refused on
+more queued or running upload than RADLAY_JOB_LIMITS.per_study (or per_user) is refused on
 the file field with the limit and its setting named, before the file is stored."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -26,8 +28,7 @@ def _upload(study, user):
 @pytest.fixture
 def queued_only(db, media, django_capture_on_commit_callbacks, settings):
     """Uploads stay queued (nobody runs them), and low limits."""
-    settings.RADLAY_JOB_MAX_RUNNING_PER_STUDY = 2
-    settings.RADLAY_JOB_MAX_RUNNING_PER_USER = 3
+    settings.RADLAY_JOB_LIMITS = replace(settings.RADLAY_JOB_LIMITS, per_study=2, per_user=3)
     with django_capture_on_commit_callbacks(execute=False):
         yield
 
@@ -39,7 +40,7 @@ def test_queued_uploads_are_limited_per_study_and_per_user(queued_only, draft, e
         _upload(draft, editor)
     (message,) = caught.value.message_dict["file"]
     assert "This study has 2 uploads queued or running already" in message
-    assert "RADLAY_JOB_MAX_RUNNING_PER_STUDY" in message
+    assert "RADLAY_JOB_LIMITS.per_study" in message
     assert SourceUpload.objects.filter(study=draft).count() == 2
     other = build_study(slug="other", n_sources=1, status="draft")
     _upload(other, editor)
@@ -60,4 +61,4 @@ def test_the_upload_page_shows_the_limit_on_the_file_field(queued_only, client, 
         {"file": SimpleUploadedFile("s.csv", GOOD.encode())},
     )
     assert page.status_code == 400
-    assert "RADLAY_JOB_MAX_RUNNING_PER_STUDY" in page.content.decode()
+    assert "RADLAY_JOB_LIMITS.per_study" in page.content.decode()

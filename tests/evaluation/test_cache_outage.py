@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import socket
+from dataclasses import replace
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -44,7 +45,8 @@ def closed_port() -> int:
 
 @pytest.fixture
 def cache_down(settings):
-    settings.RADLAY_ANALYSIS_CHECK_SECONDS = 10  # readers go through the cache, as in production
+    # readers go through the cache, as in production
+    settings.RADLAY_ANALYSIS = replace(settings.RADLAY_ANALYSIS, check_seconds=10)
     settings.CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",

@@ -31,11 +31,8 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 LEASE = {
-    "RADLAY_JOB_HEARTBEAT": "0.5",
-    "RADLAY_JOB_STALE_AFTER": "3",
-    "RADLAY_JOB_HEAL_INTERVAL": "1",
-    "RADLAY_JOB_DISPATCH_DEADLINE": "20",
-    "RADLAY_ANALYSIS_REFRESH_SECONDS": "3600",  # only the healing check sends anything
+    "RADLAY_JOB_TIMING": "heartbeat=0.5,stale_after=3,heal_interval=1,dispatch_deadline=20",
+    "RADLAY_ANALYSIS": "refresh_seconds=3600",  # only the healing check sends anything
     "CELERY_BROKER_CONNECTION_TIMEOUT": "1",
 }
 FINAL_WITHIN = 120  # seconds; generous for a loaded 2-core machine

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -98,7 +99,7 @@ def test_at_most_one_recomputation_is_queued_and_a_change_meanwhile_runs_once_mo
 def test_a_claim_of_a_dead_worker_is_taken_over(study, sent, settings):
     services.analysis_snapshot_request(study=study)
     stale = timezone.now() - timedelta(seconds=timing_from_settings().stale_after + 1)
-    # A live lease (a heartbeat within RADLAY_JOB_STALE_AFTER) is not taken over...
+    # A live lease (a heartbeat within RADLAY_JOB_TIMING.stale_after) is not taken over...
     AnalysisSnapshot.objects.filter(study=study).update(
         status="running", started_at=stale, heartbeat_at=timezone.now(), runner="dead"
     )
@@ -129,7 +130,7 @@ def test_a_dead_workers_claim_is_taken_over_by_the_next_request_too(study, sent,
 @pytest.mark.django_db(transaction=True)
 def test_a_running_computation_keeps_its_lease(study, settings, monkeypatch):
     """The task stamps its heartbeat while it computes, so a slow analysis is never taken over."""
-    settings.RADLAY_JOB_HEARTBEAT = 0.05
+    settings.RADLAY_JOB_TIMING = replace(settings.RADLAY_JOB_TIMING, heartbeat=0.05)
     seen: list = []
 
     def slow(**kwargs):
@@ -162,7 +163,7 @@ def test_a_failed_send_is_kept_and_sent_again_by_the_healing_check(study, settin
     # would otherwise wait for the broker's connection timeout).
     assert services.analysis_snapshots_heal() == 0
     AnalysisSnapshot.objects.filter(study=study).update(
-        sent_at=timezone.now() - timedelta(seconds=settings.RADLAY_JOB_HEAL_INTERVAL + 1)
+        sent_at=timezone.now() - timedelta(seconds=settings.RADLAY_JOB_TIMING.heal_interval + 1)
     )
     monkeypatch.setattr(tasks, "analysis_snapshot_send", lambda *, study_id: calls.append(study_id))
     assert services.analysis_snapshots_heal() == 1
@@ -172,7 +173,7 @@ def test_a_failed_send_is_kept_and_sent_again_by_the_healing_check(study, settin
     # A message sent that no worker started within the dispatch deadline is sent again.
     assert services.analysis_snapshots_heal() == 0
     AnalysisSnapshot.objects.filter(study=study).update(
-        sent_at=timezone.now() - timedelta(seconds=settings.RADLAY_JOB_DISPATCH_DEADLINE + 1)
+        sent_at=timezone.now() - timedelta(seconds=settings.RADLAY_JOB_TIMING.dispatch_deadline + 1)
     )
     assert services.analysis_snapshots_heal() == 1
     assert calls == [study.pk, study.pk]
@@ -187,7 +188,7 @@ def test_the_healing_check_stamps_the_worker_heartbeat_and_pages_say_when_none_a
     tasks.analysis_snapshots_heal_task.apply(throw=True)
     assert WorkerHeartbeat.objects.get(name=WORKER_HEARTBEAT).seen_at > timezone.now() - timedelta(seconds=5)
     assert "No worker is running" not in client_in.get(url).content.decode()
-    long_ago = timezone.now() - timedelta(seconds=settings.RADLAY_WORKER_SILENT_AFTER + 5)
+    long_ago = timezone.now() - timedelta(seconds=settings.RADLAY_JOB_TIMING.worker_silent_after + 5)
     WorkerHeartbeat.objects.update(seen_at=long_ago)
     page = client_in.get(url).content.decode()
     assert f"none has answered since {timezone.localtime(long_ago):%H:%M}" in page
@@ -325,7 +326,7 @@ CHECK_SECONDS = 600
 def checks(monkeypatch, settings):
     """Readers count the study's data at most every CHECK_SECONDS, and send the count to a
     worker: the checks sent are recorded, not run, until the test runs them."""
-    settings.RADLAY_ANALYSIS_CHECK_SECONDS = CHECK_SECONDS
+    settings.RADLAY_ANALYSIS = replace(settings.RADLAY_ANALYSIS, check_seconds=CHECK_SECONDS)
     cache.clear()
     calls: list[int] = []
     monkeypatch.setattr(tasks, "analysis_coverage_check_send", lambda *, study_id: calls.append(study_id))

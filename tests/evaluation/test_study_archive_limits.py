@@ -9,6 +9,7 @@ import struct
 import time
 import tracemalloc
 import zlib
+from dataclasses import replace
 
 import pytest
 
@@ -87,7 +88,7 @@ def test_a_bomb_that_declares_its_size_is_refused_before_anything_is_inflated(bo
     archive = _zip([_manifest(), ("annotation.study.jsonl", bomb_data, GB16, 0)])
     assert len(archive) < 2 * 1024 * 1024
     _refused_quickly(
-        archive, r"annotation.study.jsonl inflates to 1,600 MB, more than the 1,024 MB .*MEMBER_MB"
+        archive, r"annotation.study.jsonl inflates to 1,600 MB, more than the 1,024 MB .*archive_member_mb"
     )
     with pytest.raises(ArchiveError, match="inflates to 1,600 MB"):
         study_archive_manifest(archive_file=io.BytesIO(archive))
@@ -122,12 +123,13 @@ def test_each_limit_is_refused_by_name(settings):
     buffer = io.BytesIO()
     study_archive_write(study=study, out=buffer)
     data = buffer.getvalue()
-    settings.RADLAY_ARCHIVE_MAX_TOTAL_MB = 0
-    _refused_quickly(data, "RADLAY_ARCHIVE_MAX_TOTAL_MB")
-    settings.RADLAY_ARCHIVE_MAX_TOTAL_MB = 4096
-    settings.RADLAY_ARCHIVE_MAX_MEMBER_MB = 0
-    _refused_quickly(data, "RADLAY_ARCHIVE_MAX_MEMBER_MB")
-    settings.RADLAY_ARCHIVE_MAX_MEMBER_MB = 1024
+    settings.RADLAY_FILE_LIMITS = replace(settings.RADLAY_FILE_LIMITS, archive_total_mb=0)
+    _refused_quickly(data, "RADLAY_FILE_LIMITS.archive_total_mb")
+    settings.RADLAY_FILE_LIMITS = replace(
+        settings.RADLAY_FILE_LIMITS, archive_total_mb=4096, archive_member_mb=0
+    )
+    _refused_quickly(data, "RADLAY_FILE_LIMITS.archive_member_mb")
+    settings.RADLAY_FILE_LIMITS = replace(settings.RADLAY_FILE_LIMITS, archive_member_mb=1024)
     limits = ArchiveLimits(member_bytes=1 << 20, total_bytes=1 << 30, row_bytes=8192)
     _refused_quickly(data, r"annotation.study.jsonl, row 1: larger than 8,192 bytes", limits)
     assert not Study.objects.filter(slug="copy").exists()

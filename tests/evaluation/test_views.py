@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -226,7 +227,7 @@ def test_the_reports_methods_say_judges_never_see_human_answers(
 ):
     from judging import services as judging_services
 
-    settings.RADLAY_JUDGE_BOOTSTRAP_RESAMPLES = 20
+    settings.RADLAY_JUDGING = replace(settings.RADLAY_JUDGING, bootstrap_resamples=20)
     with django_capture_on_commit_callbacks(execute=True):
         judging_services.judge_run_create(
             study=study, backend="glossary", instruments=["radiologist"], samples=3

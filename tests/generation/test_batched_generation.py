@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -337,7 +337,7 @@ def texts_and_provenance(study):
 def test_gpu_jobs_are_sent_in_chunks_of_one_family_and_a_slot_holds_a_chunk(
     settings, sent, scripted_gpu, django_capture_on_commit_callbacks
 ):
-    settings.RADLAY_GPU_BATCH_SIZE = 3
+    settings.RADLAY_LOCAL_MODELS = replace(settings.RADLAY_LOCAL_MODELS, batch_size=3)
     study = make_study(5)
     batch = gpu_batch(
         study,
@@ -353,7 +353,7 @@ def test_gpu_jobs_are_sent_in_chunks_of_one_family_and_a_slot_holds_a_chunk(
     assert [ids for ids, _, _ in sent] == [cot[:3], cot[3:5], [plain[0]]]
     assert {backend for _, backend, _ in sent} == {"transformers"}
     in_flight = batch.jobs.filter(dispatched_at__isnull=False, status="pending").count()
-    assert in_flight == 6  # concurrency × RADLAY_GPU_BATCH_SIZE
+    assert in_flight == 6  # concurrency × RADLAY_LOCAL_MODELS.batch_size
 
     queued = [ids for ids, _, _ in sent[1:]]
     sent.clear()
@@ -385,12 +385,13 @@ def test_a_chunk_writes_each_job_as_the_single_job_path_does(
     settings, scripted_gpu, django_capture_on_commit_callbacks
 ):
     systems = ["plain_bs", "plain_sc", "cot_bs", "cot_sc"]
-    settings.RADLAY_GPU_BATCH_SIZE = 1  # the one-job-per-task path
+    # the one-job-per-task path
+    settings.RADLAY_LOCAL_MODELS = replace(settings.RADLAY_LOCAL_MODELS, batch_size=1)
     single = make_study(6, slug="single")
     gpu_batch(single, django_capture_on_commit_callbacks, systems=systems, max_rounds=3)
     assert {log.size for log in scripted_gpu.inner.log} == {1}
 
-    settings.RADLAY_GPU_BATCH_SIZE = 4
+    settings.RADLAY_LOCAL_MODELS = replace(settings.RADLAY_LOCAL_MODELS, batch_size=4)
     scripted_gpu.inner = ScriptedBackend(model="/models/scripted")
     LLMCallCache.objects.all().delete()  # the same texts: the second study must make its own calls
     chunked = make_study(6, slug="chunked")
@@ -410,7 +411,7 @@ def test_a_chunk_writes_each_job_as_the_single_job_path_does(
 
 @pytest.mark.django_db
 def test_a_rerun_of_a_chunked_batch_makes_no_call(settings, scripted_gpu, django_capture_on_commit_callbacks):
-    settings.RADLAY_GPU_BATCH_SIZE = 4
+    settings.RADLAY_LOCAL_MODELS = replace(settings.RADLAY_LOCAL_MODELS, batch_size=4)
     study = make_study(6)
     gpu_batch(study, django_capture_on_commit_callbacks)
     calls = sum(log.size for log in scripted_gpu.inner.log)
@@ -431,8 +432,8 @@ class WorkerKilled(BaseException):
 def test_a_chunk_whose_worker_died_is_taken_over_and_resumes_from_the_cache(
     settings, sent, scripted_gpu, django_capture_on_commit_callbacks
 ):
-    settings.RADLAY_GPU_BATCH_SIZE = 4
-    settings.RADLAY_JOB_STALE_AFTER = 600
+    settings.RADLAY_LOCAL_MODELS = replace(settings.RADLAY_LOCAL_MODELS, batch_size=4)
+    settings.RADLAY_JOB_TIMING = replace(settings.RADLAY_JOB_TIMING, stale_after=600)
     study = make_study(4)
     batch = gpu_batch(study, django_capture_on_commit_callbacks, max_rounds=2)
     ((chunk, _, _),) = sent
@@ -476,7 +477,7 @@ def test_a_chunk_whose_worker_died_is_taken_over_and_resumes_from_the_cache(
 
 @pytest.mark.django_db
 def test_a_failing_job_does_not_fail_its_chunk(settings, scripted_gpu, django_capture_on_commit_callbacks):
-    settings.RADLAY_GPU_BATCH_SIZE = 4
+    settings.RADLAY_LOCAL_MODELS = replace(settings.RADLAY_LOCAL_MODELS, batch_size=4)
     scripted_gpu.fail_on = "number 2:"
     study = make_study(4)
     batch = gpu_batch(study, django_capture_on_commit_callbacks)
@@ -492,7 +493,7 @@ def test_a_failing_job_does_not_fail_its_chunk(settings, scripted_gpu, django_ca
 def test_a_transient_chunk_failure_sends_each_job_again_on_its_own(
     settings, sent, scripted_gpu, django_capture_on_commit_callbacks
 ):
-    settings.RADLAY_GPU_BATCH_SIZE = 4
+    settings.RADLAY_LOCAL_MODELS = replace(settings.RADLAY_LOCAL_MODELS, batch_size=4)
     study = make_study(3)
     batch = gpu_batch(study, django_capture_on_commit_callbacks, systems=["plain_bs"])
     ((chunk, _, _),) = sent
@@ -556,7 +557,7 @@ def test_a_transformers_batch_runs_its_jobs_in_lockstep_on_a_local_model(
         return real_generate(loaded, prompts, **kwargs)
 
     monkeypatch.setattr(ml.inference, "generate", spy)
-    settings.RADLAY_GPU_BATCH_SIZE = 4
+    settings.RADLAY_LOCAL_MODELS = replace(settings.RADLAY_LOCAL_MODELS, batch_size=4)
     study = make_study(5)
     options = {
         "study": study,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 import zlib
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -43,9 +44,7 @@ def llm(settings, scripted_llm, external_calls_approved):
     """Point the openai backend at the scripted server; backoff of a few ms."""
     settings.OPENAI_BASE_URL = scripted_llm.base_url
     settings.OPENAI_API_KEY = "test-key"
-    settings.RADLAY_LLM_TIMEOUT = 5.0
-    settings.RADLAY_LLM_MAX_RETRIES = 2
-    settings.RADLAY_LLM_RETRY_DELAY = 0.01
+    settings.RADLAY_LLM_CALLS = replace(settings.RADLAY_LLM_CALLS, timeout=5.0, retries=2, retry_delay=0.01)
     return scripted_llm
 
 
@@ -275,8 +274,8 @@ def test_a_500_is_retried_and_the_job_succeeds(llm, launch):
 
 
 def test_a_timeout_is_recorded_as_a_failure_while_the_other_jobs_finish(settings, llm, launch):
-    settings.RADLAY_LLM_TIMEOUT = 0.3
-    settings.RADLAY_LLM_MAX_RETRIES = 1  # two calls per job attempt
+    # two calls per job attempt
+    settings.RADLAY_LLM_CALLS = replace(settings.RADLAY_LLM_CALLS, timeout=0.3, retries=1)
     settings.RADLAY_JOB_ATTEMPTS = 2
     slow = "Slow sentence: moderate hydronephrosis."
 
@@ -312,7 +311,7 @@ def test_a_non_transient_error_fails_the_job_at_once(llm, launch):
 def test_a_transient_failure_sends_the_job_again_after_a_backoff(
     settings, llm, sent, django_capture_on_commit_callbacks
 ):
-    settings.RADLAY_LLM_MAX_RETRIES = 0
+    settings.RADLAY_LLM_CALLS = replace(settings.RADLAY_LLM_CALLS, retries=0)
     settings.RADLAY_JOB_ATTEMPTS = 3
     study = make_study(sentences=SENTENCES[:1])
     with django_capture_on_commit_callbacks(execute=True):
@@ -460,7 +459,7 @@ def test_a_worker_killed_mid_job_resumes_without_paying_twice(
 def test_a_stale_running_job_is_taken_over_by_any_message_and_by_dispatch(
     settings, sent, django_capture_on_commit_callbacks
 ):
-    settings.RADLAY_JOB_STALE_AFTER = 600
+    settings.RADLAY_JOB_TIMING = replace(settings.RADLAY_JOB_TIMING, stale_after=600)
     study = make_study(sentences=SENTENCES[:2])
     with django_capture_on_commit_callbacks(execute=True):
         batch = batches.generation_batch_create(

@@ -89,7 +89,7 @@ def start_worker(tmp_path: Path, env: dict[str, str], name: str) -> subprocess.P
 
 
 def start_beat(tmp_path: Path, env: dict[str, str]) -> subprocess.Popen:
-    """Celery beat, which sends the self-healing check every RADLAY_JOB_HEAL_INTERVAL."""
+    """Celery beat, which sends the self-healing check every RADLAY_JOB_TIMING.heal_interval."""
     celery = Path(sys.executable).parent / "celery"
     log = open(tmp_path / "beat.log", "ab")  # noqa: SIM115 - beat writes to it until stopped
     return subprocess.Popen(
@@ -159,13 +159,10 @@ def test_a_batch_survives_a_worker_killed_mid_batch(transactional_db, scripted_l
         "REDIS_URL": redis_url,
         "OPENAI_BASE_URL": scripted_llm.base_url,
         "OPENAI_API_KEY": "test-key",
-        "RADLAY_LLM_TIMEOUT": "10",
+        "RADLAY_LLM_CALLS": "timeout=10",
         "PYTHONPATH": str(REPO),
         # Short recovery timings, so that a dead worker is noticed in seconds.
-        "RADLAY_JOB_HEARTBEAT": "0.5",
-        "RADLAY_JOB_STALE_AFTER": "3",
-        "RADLAY_JOB_DISPATCH_DEADLINE": "6",
-        "RADLAY_JOB_HEAL_INTERVAL": "1",
+        "RADLAY_JOB_TIMING": "heartbeat=0.5,stale_after=3,dispatch_deadline=6,heal_interval=1",
     }
     celery_app.control.purge()  # nothing left over from an earlier run
     beat = start_beat(tmp_path, env)

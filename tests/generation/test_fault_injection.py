@@ -44,15 +44,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("studies_approve_
 __all__ = ["broker_mode"]  # a fixture, imported for the tests below
 
 RECOVERY = {
-    "RADLAY_JOB_HEARTBEAT": "0.5",
-    "RADLAY_JOB_STALE_AFTER": "3",
-    "RADLAY_JOB_DISPATCH_DEADLINE": "6",
-    "RADLAY_JOB_HEAL_INTERVAL": "1",
-    "RADLAY_JOB_RETRY_DELAY": "0.2",
+    "RADLAY_JOB_TIMING": "heartbeat=0.5,stale_after=3,dispatch_deadline=6,heal_interval=1,retry_delay=0.2",
     "RADLAY_JOB_ATTEMPTS": "3",
-    "RADLAY_LLM_MAX_RETRIES": "1",
-    "RADLAY_LLM_RETRY_DELAY": "0.05",
-    "RADLAY_LLM_TIMEOUT": "10",
+    "RADLAY_LLM_CALLS": "retries=1,retry_delay=0.05,timeout=10",
 }
 FINISH_WITHIN = 120  # seconds; generous for a loaded 2-core machine
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -35,7 +36,7 @@ def small_study() -> Study:
 def llm(settings, scripted_llm, external_calls_approved):
     settings.OPENAI_BASE_URL = scripted_llm.base_url
     settings.OPENAI_API_KEY = "test-key"
-    settings.RADLAY_LLM_RETRY_DELAY = 0.01
+    settings.RADLAY_LLM_CALLS = replace(settings.RADLAY_LLM_CALLS, retry_delay=0.01)
     return scripted_llm
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import time
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -40,9 +41,7 @@ def make_study(slug: str = "rec", sentences=SENTENCES) -> Study:
 def llm(settings, scripted_llm, external_calls_approved):
     settings.OPENAI_BASE_URL = scripted_llm.base_url
     settings.OPENAI_API_KEY = "test-key"
-    settings.RADLAY_LLM_TIMEOUT = 5.0
-    settings.RADLAY_LLM_MAX_RETRIES = 1
-    settings.RADLAY_LLM_RETRY_DELAY = 0.01
+    settings.RADLAY_LLM_CALLS = replace(settings.RADLAY_LLM_CALLS, timeout=5.0, retries=1, retry_delay=0.01)
     return scripted_llm
 
 
@@ -132,8 +131,9 @@ def test_a_database_error_while_storing_is_a_transient_job_failure(
 
 
 def test_the_job_level_retry_honours_retry_after(settings, llm, sent, django_capture_on_commit_callbacks):
-    settings.RADLAY_LLM_MAX_RETRIES = 0
-    settings.RADLAY_JOB_RETRY_DELAY = 0.001  # the backoff alone would be ~0
+    settings.RADLAY_LLM_CALLS = replace(settings.RADLAY_LLM_CALLS, retries=0)
+    # the backoff alone would be ~0
+    settings.RADLAY_JOB_TIMING = replace(settings.RADLAY_JOB_TIMING, retry_delay=0.001)
     batch = launch_unsent(make_study(sentences=SENTENCES[:1]), capture=django_capture_on_commit_callbacks)
     job = batch.jobs.get()
     llm.fail_next(429, headers={"Retry-After": "2"})
@@ -191,8 +191,7 @@ def test_garbled_answers_are_readable_transient_errors_retried_up_to_the_limit(s
 def test_the_periodic_check_sends_lost_jobs_again_and_fails_those_out_of_attempts(
     settings, sent, django_capture_on_commit_callbacks
 ):
-    settings.RADLAY_JOB_HEARTBEAT = 5
-    settings.RADLAY_JOB_DISPATCH_DEADLINE = 60
+    settings.RADLAY_JOB_TIMING = replace(settings.RADLAY_JOB_TIMING, heartbeat=5, dispatch_deadline=60)
     settings.RADLAY_JOB_ATTEMPTS = 3
     study = make_study()
     batch = launch_unsent(
@@ -252,8 +251,7 @@ def test_a_lost_job_of_a_cancelled_batch_is_cancelled_and_the_batch_finishes(
 
 
 def test_a_live_heartbeat_keeps_a_long_job_from_being_taken_over(settings, transactional_db, monkeypatch):
-    settings.RADLAY_JOB_HEARTBEAT = 0.1
-    settings.RADLAY_JOB_STALE_AFTER = 0.5
+    settings.RADLAY_JOB_TIMING = replace(settings.RADLAY_JOB_TIMING, heartbeat=0.1, stale_after=0.5)
     study = make_study(sentences=SENTENCES[:1])
     monkeypatch.setattr(tasks, "generation_jobs_send", lambda *a, **k: None)
     batch = batches.generation_batch_create(study=study, systems=["plain_bs"], backend="glossary")
@@ -380,7 +378,7 @@ def test_the_command_and_the_pages_report_a_broker_outage_without_a_traceback(cl
 def test_a_stalled_batch_shows_no_progress_and_its_lost_jobs_instead_of_an_eta(
     settings, sent, django_capture_on_commit_callbacks
 ):
-    settings.RADLAY_JOB_STALL_AFTER = 120
+    settings.RADLAY_JOB_TIMING = replace(settings.RADLAY_JOB_TIMING, stall_after=120)
     batch = launch_unsent(
         make_study(), capture=django_capture_on_commit_callbacks, backend="glossary", model_name=""
     )
@@ -409,7 +407,7 @@ def test_a_stalled_batch_shows_no_progress_and_its_lost_jobs_instead_of_an_eta(
 def test_the_page_of_a_stalled_batch_names_its_stuck_jobs(
     client, settings, sent, monkeypatch, django_capture_on_commit_callbacks
 ):
-    settings.RADLAY_JOB_STALL_AFTER = 60
+    settings.RADLAY_JOB_TIMING = replace(settings.RADLAY_JOB_TIMING, stall_after=60)
     batch = launch_unsent(
         make_study(), capture=django_capture_on_commit_callbacks, backend="glossary", model_name=""
     )

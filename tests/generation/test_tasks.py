@@ -94,7 +94,7 @@ def test_a_retry_is_published_with_its_countdown(
         jobs.generation_job_run(job_id=job.pk)
     name, args, countdown, queue = queued[-1]
     assert (name, args, queue) == ("generation.tasks.generation_job_run_llm", [job.pk], "llm")
-    assert 0 < countdown <= 10.0  # the first retry waits up to RADLAY_JOB_RETRY_DELAY (default 10 s)
+    assert 0 < countdown <= 10.0  # the first retry waits up to RADLAY_JOB_TIMING.retry_delay (default 10 s)
 
 
 @pytest.mark.django_db(transaction=True)

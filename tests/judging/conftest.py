@@ -4,6 +4,7 @@ OpenAI-compatible judge server, and a launcher that runs a judge run to the end 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -25,11 +26,9 @@ RATINGS = {"plain_bs": 4, "plain_sc": 5, "cot_bs": 2, "cot_sc": 3}
 
 @pytest.fixture(autouse=True)
 def judge_settings(settings):
-    settings.RADLAY_JUDGE_BOOTSTRAP_RESAMPLES = 20
-    settings.RADLAY_JOB_RETRY_DELAY = 0.0
-    settings.RADLAY_LLM_RETRY_DELAY = 0.0
-    settings.RADLAY_LLM_MAX_RETRIES = 1
-    settings.RADLAY_LLM_TIMEOUT = 5.0
+    settings.RADLAY_JUDGING = replace(settings.RADLAY_JUDGING, bootstrap_resamples=20)
+    settings.RADLAY_JOB_TIMING = replace(settings.RADLAY_JOB_TIMING, retry_delay=0.0)
+    settings.RADLAY_LLM_CALLS = replace(settings.RADLAY_LLM_CALLS, retry_delay=0.0, retries=1, timeout=5.0)
 
 
 def add_radiologist(study, pseudonym: str, shift: int = 0) -> Participant:

@@ -4,6 +4,7 @@ again by the healing check, and a finished run without one gets one."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -45,7 +46,8 @@ def test_the_agreement_task_is_redelivered_and_retried_like_a_job():
 def test_a_computation_whose_worker_died_is_sent_again(
     run, sent, settings, django_capture_on_commit_callbacks
 ):
-    settings.RADLAY_JOB_HEARTBEAT = 1.0  # stale after 4 s
+    # stale after 4 s
+    settings.RADLAY_JOB_TIMING = replace(settings.RADLAY_JOB_TIMING, heartbeat=1.0)
     now = timezone.now()
     # A recompute was taken by a worker that was killed: its heartbeat stopped 10 s ago.
     JudgeRun.objects.filter(pk=run.pk).update(
@@ -61,7 +63,7 @@ def test_a_computation_whose_worker_died_is_sent_again(
 def test_a_live_or_recently_sent_computation_is_left_alone(
     run, sent, settings, django_capture_on_commit_callbacks
 ):
-    settings.RADLAY_JOB_HEARTBEAT = 1.0
+    settings.RADLAY_JOB_TIMING = replace(settings.RADLAY_JOB_TIMING, heartbeat=1.0)
     now = timezone.now()
     JudgeRun.objects.filter(pk=run.pk).update(
         agreement_sent_at=now - timedelta(seconds=30), agreement_heartbeat_at=now
@@ -80,7 +82,7 @@ def test_a_live_or_recently_sent_computation_is_left_alone(
 def test_a_lost_message_and_a_run_that_never_got_one_are_sent(
     run, sent, settings, django_capture_on_commit_callbacks
 ):
-    settings.RADLAY_JOB_DISPATCH_DEADLINE = 60
+    settings.RADLAY_JOB_TIMING = replace(settings.RADLAY_JOB_TIMING, dispatch_deadline=60)
     JudgeRun.objects.filter(pk=run.pk).update(agreement_sent_at=timezone.now() - timedelta(seconds=61))
     with django_capture_on_commit_callbacks(execute=True):
         assert services.judge_runs_heal() == 1

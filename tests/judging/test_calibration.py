@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 
 import pytest
 from django.core.management import call_command
@@ -67,7 +68,7 @@ def test_a_one_sample_run_says_why_it_cannot_be_calibrated(study, launch):
 @pytest.mark.release
 @pytest.mark.django_db
 def test_the_glossary_judge_with_three_samples_on_the_release(release_dir, launch, settings):
-    settings.RADLAY_JUDGE_BOOTSTRAP_RESAMPLES = 20
+    settings.RADLAY_JUDGING = replace(settings.RADLAY_JUDGING, bootstrap_resamples=20)
     call_command("import_release", str(release_dir), "--study", "release-calibrated", stdout=io.StringIO())
     study = Study.objects.get(slug="release-calibrated")
     # What `manage.py judge --study … --backend glossary --samples 3` launches.

@@ -5,6 +5,7 @@ ratings."""
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 import pytest
 from django.core.management import call_command
@@ -21,7 +22,7 @@ pytestmark = [pytest.mark.release, pytest.mark.django_db]
 
 
 def test_the_glossary_judge_on_the_release(release_dir, launch, settings):
-    settings.RADLAY_JUDGE_BOOTSTRAP_RESAMPLES = 20
+    settings.RADLAY_JUDGING = replace(settings.RADLAY_JUDGING, bootstrap_resamples=20)
     call_command("import_release", str(release_dir), "--study", "release-judged", stdout=io.StringIO())
     study = Study.objects.get(slug="release-judged")
     run = launch(study=study, backend="glossary")
@@ -55,7 +56,7 @@ def test_the_judge_pages_laypeople_are_table_1(release_dir, launch, settings):
     Latin square assigned (cot_sc: n 72, MSE 1.292, accuracy 0.431); Table 1 counts them for every
     system that produced the text (cot_sc: 88 / 1.341 / 0.420, checked against the release's CSV files
     in tests/evaluation/test_release.py). Both now read the same rule."""
-    settings.RADLAY_JUDGE_BOOTSTRAP_RESAMPLES = 20
+    settings.RADLAY_JUDGING = replace(settings.RADLAY_JUDGING, bootstrap_resamples=20)
     call_command("import_release", str(release_dir), "--study", "release-lay", stdout=io.StringIO())
     study = Study.objects.get(slug="release-lay")
     run = launch(study=study, backend="glossary", instruments=["lay"])

@@ -4,6 +4,7 @@ playing the judge, including malformed JSON, out-of-range scores, refusals and 4
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -101,7 +102,7 @@ def test_a_malformed_answer_is_sent_back_and_the_corrected_one_kept(study, launc
 def test_an_answer_that_stays_unusable_fails_the_item_and_is_never_stored(
     study, launch, judge_server, settings, bad, kind
 ):
-    settings.RADLAY_JUDGE_PARSE_ATTEMPTS = 3
+    settings.RADLAY_JUDGING = replace(settings.RADLAY_JUDGING, parse_attempts=3)
 
     def responder(request):
         prompt = request.messages[0]["content"]
@@ -155,7 +156,8 @@ def test_k_samples_are_summarised_by_the_median_with_the_spread(study, launch, j
 def test_429_and_5xx_are_retried_and_a_persistent_outage_fails_only_its_items(
     study, launch, judge_server, settings
 ):
-    settings.RADLAY_LLM_MAX_RETRIES = 1  # two calls per item attempt
+    # two calls per item attempt
+    settings.RADLAY_LLM_CALLS = replace(settings.RADLAY_LLM_CALLS, retries=1)
     settings.RADLAY_JOB_ATTEMPTS = 2
     judge_server.fail_next(429, times=1, headers={"Retry-After": "0"})
     judge_server.fail_next(503, times=1)
@@ -233,7 +235,7 @@ def test_two_radiologists_give_the_mean_comparison_and_the_ceiling(study, launch
 def test_an_item_whose_worker_stopped_beating_is_sent_again_by_the_heal(
     study, django_capture_on_commit_callbacks, monkeypatch, settings
 ):
-    settings.RADLAY_JOB_STALE_AFTER = 60.0
+    settings.RADLAY_JOB_TIMING = replace(settings.RADLAY_JOB_TIMING, stale_after=60.0)
     sent = []
     monkeypatch.setattr(services, "_send", lambda ids, **kw: sent.extend(ids))
     with django_capture_on_commit_callbacks(execute=True):

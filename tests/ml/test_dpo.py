@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -45,7 +46,7 @@ def dpo(*args: str) -> None:
 def test_dpo_trains_registers_and_generates_a_new_system(
     tiny_llama, settings, tmp_path, capsys, django_capture_on_commit_callbacks
 ):
-    settings.RADLAY_DPO_MIN_PAIRS = 4
+    settings.RADLAY_TRAINING = replace(settings.RADLAY_TRAINING, dpo_min_pairs=4)
     study = rated_study()
     out = tmp_path / "dpo-model"
     dpo(
@@ -89,7 +90,7 @@ def test_dpo_trains_registers_and_generates_a_new_system(
 
 
 def test_dpo_with_lora_from_a_preference_file(tiny_llama, settings, tmp_path):
-    settings.RADLAY_DPO_MIN_PAIRS = 4
+    settings.RADLAY_TRAINING = replace(settings.RADLAY_TRAINING, dpo_min_pairs=4)
     records, _ = preference_records(study=rated_study(slug="lora"))
     path = tmp_path / "pairs.jsonl"
     write_jsonl(records, path)
@@ -105,7 +106,7 @@ def test_dpo_with_lora_from_a_preference_file(tiny_llama, settings, tmp_path):
 
 
 def test_refusals(tiny_llama, settings, tmp_path):
-    settings.RADLAY_DPO_MIN_PAIRS = 10
+    settings.RADLAY_TRAINING = replace(settings.RADLAY_TRAINING, dpo_min_pairs=10)
     rated_study()
     build_study(slug="silent", n_sources=2)
     no_weights = tmp_path / "no-weights"

@@ -9,6 +9,7 @@ so that the detector is checked on text it was not tuned on.
 """
 
 import json
+from dataclasses import replace
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -104,7 +105,7 @@ def llm(settings):
     with ScriptedLLMServer() as server:
         settings.OPENAI_BASE_URL = server.base_url
         settings.OPENAI_API_KEY = "test-key"
-        settings.RADLAY_LLM_MAX_RETRIES = 0
+        settings.RADLAY_LLM_CALLS = replace(settings.RADLAY_LLM_CALLS, retries=0)
         yield server
 
 

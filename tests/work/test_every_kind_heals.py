@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -262,7 +262,7 @@ def tiny_t5_path(tmp_path_factory) -> str:
 
 @pytest.fixture(params=list(KINDS))
 def kind(request, settings, tmp_path, tiny_t5_path) -> Kind:
-    settings.RADLAY_JUDGE_BOOTSTRAP_RESAMPLES = 20
+    settings.RADLAY_JUDGING = replace(settings.RADLAY_JUDGING, bootstrap_resamples=20)
     settings.RADLAY_ANALYSIS_OPTIONS = FAST_ANALYSIS_OPTIONS
     settings.RADLAY_MODEL_DIR = tmp_path / "models"
     settings.MEDIA_ROOT = tmp_path / "media"
@@ -323,7 +323,8 @@ def test_work_whose_worker_was_lost_on_its_last_attempt_is_abandoned(kind, broke
 
 @pytest.mark.django_db(transaction=True)
 def test_a_launch_while_the_broker_is_down_is_recorded_and_sent_by_the_healing_check(kind, broker, settings):
-    settings.RADLAY_JOB_HEAL_INTERVAL = 0  # the next check retries a refused send
+    # the next check retries a refused send
+    settings.RADLAY_JOB_TIMING = replace(settings.RADLAY_JOB_TIMING, heal_interval=0)
     broker.up = False
     work = kind.launch()
     assert type(work).objects.filter(pk=work.pk).exists(), "the launch is recorded"
@@ -342,13 +343,9 @@ def test_a_launch_while_the_broker_is_down_is_recorded_and_sent_by_the_healing_c
 # --- a database restart, with a real worker and beat ------------------------------------------------
 
 RECOVERY = {
-    "RADLAY_JOB_HEARTBEAT": "0.5",
-    "RADLAY_JOB_STALE_AFTER": "3",
-    "RADLAY_JOB_DISPATCH_DEADLINE": "6",
-    "RADLAY_JOB_HEAL_INTERVAL": "1",
-    "RADLAY_JOB_RETRY_DELAY": "0.2",
-    "RADLAY_JUDGE_BOOTSTRAP_RESAMPLES": "20",
-    "RADLAY_ANALYSIS_REFRESH_SECONDS": "3600",  # only the healing check sends anything
+    "RADLAY_JOB_TIMING": "heartbeat=0.5,stale_after=3,dispatch_deadline=6,heal_interval=1,retry_delay=0.2",
+    "RADLAY_JUDGING": "bootstrap_resamples=20",
+    "RADLAY_ANALYSIS": "refresh_seconds=3600",  # only the healing check sends anything
 }
 FINAL_WITHIN = 240  # seconds; generous for a loaded 2-core machine
 

@@ -36,9 +36,9 @@ from tests.judging.conftest import add_radiologist, valid_answer
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("studies_approve_scripted_llm")]
 
 JUDGE_RECOVERY = {
-    "RADLAY_JOB_RETRY_DELAY": "0.2",
+    "RADLAY_JOB_TIMING": "retry_delay=0.2",
     "RADLAY_JOB_ATTEMPTS": "3",
-    "RADLAY_JUDGE_BOOTSTRAP_RESAMPLES": "50",
+    "RADLAY_JUDGING": "bootstrap_resamples=50",
 }
 FINISH_WITHIN = 120
 
@@ -110,7 +110,7 @@ def test_the_agreement_is_healed_after_its_worker_is_killed(judged, fault_env, b
 
     celery_app.control.purge()
     # A bootstrap long enough to kill the worker in the middle of it.
-    fault_env.env["RADLAY_JUDGE_BOOTSTRAP_RESAMPLES"] = "4000"
+    fault_env.env["RADLAY_JUDGING"] = "bootstrap_resamples=4000"
     worker = fault_env.worker()
     run = judging_services.judge_run_create(study=judged, backend="glossary", instruments=["radiologist"])
     wait_for(
@@ -122,7 +122,7 @@ def test_the_agreement_is_healed_after_its_worker_is_killed(judged, fault_env, b
     stop(worker, signal.SIGKILL)  # its message stays unacknowledged: Redis would keep it for an hour
     assert JudgeRun.objects.get(pk=run.pk).agreement_computed_at is None
 
-    fault_env.env["RADLAY_JUDGE_BOOTSTRAP_RESAMPLES"] = "50"
+    fault_env.env["RADLAY_JUDGING"] = "bootstrap_resamples=50"
     fault_env.beat()
     fault_env.worker()
     wait_for(

@@ -8,7 +8,7 @@ limits on launching heavy work."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -94,7 +94,7 @@ JUDGING = Kind(
 
 @pytest.fixture(autouse=True)
 def quick_agreement(settings):
-    settings.RADLAY_JUDGE_BOOTSTRAP_RESAMPLES = 20
+    settings.RADLAY_JUDGING = replace(settings.RADLAY_JUDGING, bootstrap_resamples=20)
 
 
 @pytest.fixture(params=[GENERATION, JUDGING], ids=lambda kind: kind.name)
@@ -182,7 +182,7 @@ def test_the_command_reports_a_broker_outage_with_status_2(kind, monkeypatch):
 @pytest.mark.django_db(transaction=True)
 def test_wait_in_the_embedded_mode_sends_lost_jobs_again(kind, monkeypatch, settings, capsys):
     assert runner.embedded_mode()
-    settings.RADLAY_JOB_DISPATCH_DEADLINE = 0.0
+    settings.RADLAY_JOB_TIMING = replace(settings.RADLAY_JOB_TIMING, dispatch_deadline=0.0)
     real = runner.send
     dropped: list[str] = []
 
@@ -289,7 +289,7 @@ def test_a_database_error_during_a_job_sends_it_again(kind, monkeypatch, swallow
 def test_the_page_names_jobs_sent_long_ago_that_never_started_and_resume_sends_them(
     kind, client, settings, swallowed, django_capture_on_commit_callbacks
 ):
-    settings.RADLAY_JOB_STALL_AFTER = 300
+    settings.RADLAY_JOB_TIMING = replace(settings.RADLAY_JOB_TIMING, stall_after=300)
     batch = kind.launch(make_study(n=2))
     six_minutes_ago = timezone.now() - timedelta(minutes=6)
     kind.batch_model.objects.filter(pk=batch.pk).update(created_at=six_minutes_ago)
@@ -318,24 +318,22 @@ def _ids(args: list) -> list[int]:
 
 @pytest.mark.django_db
 def test_launches_past_the_limits_are_refused_with_the_limit_named(kind, settings, swallowed):
-    settings.RADLAY_JOB_MAX_RUNNING_PER_STUDY = 1
-    settings.RADLAY_JOB_MAX_RUNNING_PER_USER = 1
-    settings.RADLAY_MAX_BATCH_SIZE = 2
+    settings.RADLAY_JOB_LIMITS = replace(settings.RADLAY_JOB_LIMITS, per_study=1, per_user=1, batch_size=2)
     researcher = get_user_model().objects.create_user("r", password="pw")
     study, other = make_study(n=2), make_study("other", n=2)
     with pytest.raises(ValidationError) as caught:
         kind.launch(make_study("big", n=3), created_by=researcher)
-    assert "RADLAY_MAX_BATCH_SIZE" in caught.value.message_dict["size"][0]
+    assert "RADLAY_JOB_LIMITS.batch_size" in caught.value.message_dict["size"][0]
     kind.launch(study, created_by=researcher)
     with pytest.raises(ValidationError) as caught:
         kind.launch(study)
-    assert "RADLAY_JOB_MAX_RUNNING_PER_STUDY" in caught.value.message_dict["study"][0]
+    assert "RADLAY_JOB_LIMITS.per_study" in caught.value.message_dict["study"][0]
     with pytest.raises(ValidationError) as caught:
         kind.launch(other, created_by=researcher)
-    assert "RADLAY_JOB_MAX_RUNNING_PER_USER" in caught.value.message_dict["created_by"][0]
+    assert "RADLAY_JOB_LIMITS.per_user" in caught.value.message_dict["created_by"][0]
     with pytest.raises(ValidationError) as caught:
         kind.launch(other, concurrency=2**31)
-    assert "RADLAY_MAX_BATCH_CONCURRENCY" in caught.value.message_dict["concurrency"][0]
+    assert "RADLAY_JOB_LIMITS.batch_concurrency" in caught.value.message_dict["concurrency"][0]
     assert kind.batch_model.objects.count() == 1
     # A finished batch frees its place.
     kind.batch_model.objects.update(finished_at=timezone.now())

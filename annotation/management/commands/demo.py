@@ -32,7 +32,7 @@ class Command(BaseCommand):
         parser.add_argument("--base-url", default="http://127.0.0.1:8000")
 
     def handle(self, *args, base_url: str, **options):
-        if getattr(settings, "RADLAY_PRODUCTION", False):
+        if settings.RADLAY_PRODUCTION:
             raise CommandError(
                 "manage.py demo creates a superuser with a published password; it does not run "
                 "under production settings."

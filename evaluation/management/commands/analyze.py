@@ -44,7 +44,7 @@ class Command(BaseCommand):
             action=argparse.BooleanOptionalAction,
             default=None,
             help="embed texts (ml.embeddings, local model, cached in the database) for the semantic metrics "
-            "(default: RADLAY_ANALYSIS_OPTIONS['embeddings'], on unless RADLAY_ANALYSIS_EMBEDDINGS=false)",
+            "(default: RADLAY_ANALYSIS.embeddings, on unless RADLAY_ANALYSIS=embeddings=off)",
         )
         parser.add_argument("--embedding-model", default=None, help="local sentence-transformers directory")
         parser.add_argument(
@@ -66,7 +66,9 @@ class Command(BaseCommand):
         embedder = None
         wanted = options["embeddings"]
         if wanted is None:
-            wanted = bool(getattr(settings, "RADLAY_ANALYSIS_OPTIONS", {}).get("embeddings"))
+            wanted = bool(
+                settings.RADLAY_ANALYSIS_OPTIONS.get("embeddings", settings.RADLAY_ANALYSIS.embeddings)
+            )
         if wanted or options["embedding_model"]:
             from ml.services import embedder_get
 

@@ -4,6 +4,7 @@ the dashboard); plans run on their own Celery queue."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -28,8 +29,7 @@ LARGEST = {
 
 @pytest.fixture
 def limits(settings):
-    settings.RADLAY_JOB_MAX_RUNNING_PER_STUDY = 2
-    settings.RADLAY_JOB_MAX_RUNNING_PER_USER = 3
+    settings.RADLAY_JOB_LIMITS = replace(settings.RADLAY_JOB_LIMITS, per_study=2, per_user=3)
     return settings
 
 
@@ -46,18 +46,18 @@ def test_the_form_defaults_fit_the_default_budgets():
 
 
 def test_the_largest_plan_is_refused_with_the_field_and_the_budget_named(settings):
-    settings.RADLAY_PLAN_MAX_WORK = 10_000_000_000
+    settings.RADLAY_JOB_LIMITS = replace(settings.RADLAY_JOB_LIMITS, plan_work=10_000_000_000)
     form = PlanForm.with_defaults(LARGEST)
     assert not form.is_valid()
     # 5,000 × 20² × 1,000 × 2,000 = 4e12 simulated answers.
     (message,) = form.errors["simulations"]
-    assert "4,000,000,000,000 is over its budget of 10,000,000,000 (RADLAY_PLAN_MAX_WORK)" in message
+    assert "4,000,000,000,000 is over its budget of 10,000,000,000 (RADLAY_JOB_LIMITS.plan_work)" in message
     assert "Lower simulations, points, max_participants or max_sources" in message
     assert set(form.errors) == {"simulations"}
 
 
 def test_the_mixed_model_budget_is_its_own(settings):
-    settings.RADLAY_PLAN_MAX_MIXED_WORK = 1_000_000
+    settings.RADLAY_JOB_LIMITS = replace(settings.RADLAY_JOB_LIMITS, plan_mixed_work=1_000_000)
     form = PlanForm.with_defaults(
         {**SMALL, "mixed_simulations": 100, "max_participants": 50, "max_sources": 50}
     )
@@ -66,13 +66,13 @@ def test_the_mixed_model_budget_is_its_own(settings):
     over = PlanForm.with_defaults(
         {**SMALL, "mixed_simulations": 101, "max_participants": 50, "max_sources": 50}
     )
-    assert not over.is_valid() and "RADLAY_PLAN_MAX_MIXED_WORK" in over.errors["mixed_simulations"][0]
+    assert not over.is_valid() and "RADLAY_JOB_LIMITS.plan_mixed_work" in over.errors["mixed_simulations"][0]
 
 
 def test_the_api_refuses_a_plan_over_the_budget_with_400(studies, api):
     response = api.post("/api/studies/one/plans/", LARGEST, format="json")
     assert response.status_code == 400
-    assert "RADLAY_PLAN_MAX_WORK" in response.json()["errors"]["simulations"][0]["message"]
+    assert "RADLAY_JOB_LIMITS.plan_work" in response.json()["errors"]["simulations"][0]["message"]
     assert not PowerPlan.objects.exists()
 
 
@@ -84,10 +84,7 @@ def test_queued_plans_are_limited_per_study_and_per_researcher(studies, api, lim
     third = api.post("/api/studies/one/plans/", SMALL, format="json")
     assert third.status_code == 429
     message = third.json()["errors"]["__all__"][0]["message"]
-    assert (
-        "This study has 2 plans queued or running" in message
-        and "RADLAY_JOB_MAX_RUNNING_PER_STUDY" in message
-    )
+    assert "This study has 2 plans queued or running" in message and "RADLAY_JOB_LIMITS.per_study" in message
     # Another study of the same researcher: one more, then the researcher's own limit.
     assert api.post("/api/studies/two/plans/", SMALL, format="json").status_code == 202
     fourth = api.post("/api/studies/two/plans/", SMALL, format="json")
