@@ -283,7 +283,7 @@ def timed(label: str, function, timings: dict):
 
 
 def analysis_options(args):
-    from evaluation import analysis as A
+    from evaluation.analysis import protocol as A
 
     defaults = A.AnalysisOptions()
     return A.AnalysisOptions(
@@ -299,8 +299,8 @@ def analysis_options(args):
 def stage_timings(study, options) -> tuple[dict[str, tuple[float, float]], object]:
     """The analysis of `study`, stage by stage (the functions study_analysis calls, in its order):
     {stage: (wall seconds, CPU seconds)} and the frames."""
-    from evaluation import analysis as A
-    from evaluation.analysis_inputs import study_frames
+    from evaluation.analysis import protocol as A
+    from evaluation.analysis.study_frames import study_frames
     from evaluation.services import TextMetricsStore
 
     timings: dict[str, tuple[float, float]] = {}
@@ -442,7 +442,7 @@ def main() -> None:
         import numpy as np
 
         from annotation.models import Study
-        from evaluation import analysis as A
+        from evaluation.analysis import protocol as A
 
         if args.fresh_process_run:
             wall, cpu = frames_and_analysis(Study.objects.get(slug="bench"), analysis_options(args))
@@ -523,7 +523,7 @@ def bench_release(args) -> None:
     from django.core.management import call_command
 
     from annotation.models import Study
-    from evaluation import analysis as A
+    from evaluation.analysis import protocol as A
 
     directory = settings.RADLAY_RELEASE_DIR if args.release == "default" else Path(args.release)
     call_command("import_release", str(directory), "--study", "release", stdout=io.StringIO())

@@ -1,6 +1,8 @@
 from django.urls import path
 
-from evaluation import adjudication_api, api, plan_api
+from evaluation import api
+from evaluation import api_adjudication as adjudication_api
+from evaluation import api_plans as plan_api
 from qualification.api import QualificationResultsView
 
 app_name = "api"

@@ -1,7 +1,8 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
-from evaluation import adjudication_views, plan_views, team_views, views
+from evaluation.pages import adjudication_views, plan_views, team_views
+from evaluation.pages import dashboard_views as views
 
 app_name = "evaluation"
 urlpatterns = [

@@ -205,7 +205,7 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every requ
 MEDIA_ROOT = Path(env.str("DJANGO_MEDIA_ROOT", default=str(BASE_DIR / "var" / "media")))
 # The largest sources file the console's upload page takes (streamed to MEDIA_ROOT, then imported).
 RADLAY_UPLOAD_MAX_MB = env.int("RADLAY_UPLOAD_MAX_MB", default=512)
-# A study archive's bounds (evaluation/study_archive_reader.py): one member and all members
+# A study archive's bounds (evaluation/exports/study_archive_reader.py): one member and all members
 # inflated, one row of a table; checked on the sizes the zip declares and on the bytes inflated.
 RADLAY_ARCHIVE_MAX_MEMBER_MB = env.int("RADLAY_ARCHIVE_MAX_MEMBER_MB", default=1024)
 RADLAY_ARCHIVE_MAX_TOTAL_MB = env.int("RADLAY_ARCHIVE_MAX_TOTAL_MB", default=4096)
@@ -229,7 +229,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "evaluation.pagination.BoundedLimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "evaluation.api_pagination.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_THROTTLE_CLASSES": [
         "config.request_limits.AnonThrottle",
@@ -384,7 +384,7 @@ RADLAY_VLLM_GPU_MEMORY_UTILIZATION = env.float("RADLAY_VLLM_GPU_MEMORY_UTILIZATI
 # `train_simplifier --method dpo` refuses fewer preference pairs than this.
 RADLAY_DPO_MIN_PAIRS = env.int("RADLAY_DPO_MIN_PAIRS", default=20)
 
-# Dashboard/API/report/analyze options (evaluation.analysis_inputs.analysis_options_from_settings). The
+# Dashboard/API/report/analyze options (evaluation.analysis.study_frames.analysis_options_from_settings). The
 # semantic metrics embed texts with the local MiniLM (cached in the database by text hash).
 RADLAY_ANALYSIS_OPTIONS = {"embeddings": env.bool("RADLAY_ANALYSIS_EMBEDDINGS", default=True)}
 # Readers compare the study's answers with what its snapshot covers at most this often (seconds).
@@ -399,7 +399,7 @@ if not 0 <= RADLAY_ANALYSIS_FRESH_TIMEOUT <= 10:
     raise ImproperlyConfigured("RADLAY_ANALYSIS_FRESH_TIMEOUT must be between 0 and 10 seconds")
 # Pages say "no worker is running" when no worker has run the healing check for this long (seconds).
 RADLAY_WORKER_SILENT_AFTER = env.float("RADLAY_WORKER_SILENT_AFTER", default=180.0)
-# Sample-size plans (evaluation/plans.py; docs/analysis/partial-answers-and-limits.md) run on the
+# Sample-size plans (evaluation/planning/plans.py; docs/analysis/partial-answers-and-limits.md) run on the
 # `heavy` queue, never beside the snapshots; the job layer's limits count them.
 # The size of one plan: simulations × points² × max_participants × max_sources (the simulated
 # answers, an upper bound), and the same with mixed_simulations (mixed-model fits, far dearer per

@@ -17,7 +17,8 @@ from annotation import participant_services, protocol_texts
 from annotation.lay import design
 from annotation.models import AttentionCheck, LayItem, Participant
 from annotation.selectors import analysed_participants
-from evaluation import analysis_inputs, progress
+from evaluation import progress
+from evaluation.analysis import study_frames as analysis_inputs
 from tests.annotation import answers as typed_answers
 from tests.annotation.factories import build_study
 from tests.annotation.test_expert_views import full_answers, page_url, radiologist, started

@@ -40,8 +40,9 @@ from annotation.study_services import (
     study_pause,
     study_pilot_start,
 )
-from evaluation import analysis_inputs, progress
-from evaluation.exporters.rows import answer_rows
+from evaluation import progress
+from evaluation.analysis import study_frames as analysis_inputs
+from evaluation.exports.rows import answer_rows
 from evaluation.selectors import analysis_coverage
 from tests.annotation import answers as typed_answers
 from tests.annotation.factories import build_study

@@ -273,13 +273,13 @@ def test_the_architecture_page_writes_down_the_allowed_arrows():
 # --- Evaluation's page layer: views → context builders → pure formatters ----------------------------
 
 PAGE_LAYER = {
-    "evaluation.views": 0,
-    "evaluation.plan_views": 0,
-    "evaluation.team_views": 0,
-    "evaluation.adjudication_views": 0,
-    "evaluation.context": 1,
-    "evaluation.report_sections": 1,
-    "evaluation.report": 2,
+    "evaluation.pages.dashboard_views": 0,
+    "evaluation.pages.plan_views": 0,
+    "evaluation.pages.team_views": 0,
+    "evaluation.pages.adjudication_views": 0,
+    "evaluation.pages.context": 1,
+    "evaluation.pages.report_sections": 1,
+    "evaluation.pages.report": 2,
 }
 
 

@@ -1,0 +1,11 @@
+"""A study's analysis, computed by a worker into its snapshot.
+
+The computations (pure, no Django): protocol.py (the protocol's tables, agreement, intervals,
+correlations), instrument_items.py, error_spans.py, style_control.py, figures.py (the SVG figures).
+The reads that feed them: study_frames.py and instrument_frames.py (pandas frames, worker only),
+instrument_selectors.py and error_span_selectors.py (plain reads a web worker may import).
+The document's parts: document.py (how readers take it), adjudication_summary.py with
+adjudication_section.py, span_suggestions.py, planted_control_scores.py; what other apps add:
+registered_sections.py (sections) and item_raters.py (raters). audit.py compares it with the
+figures a paper reported (reported/).
+"""
