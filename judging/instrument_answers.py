@@ -1,5 +1,6 @@
 """The LLM judges' answers to instrument items as rows of the instrument-item analysis (the column
-contract of evaluation/analysis/instrument_items.py), registered with evaluation from JudgingConfig.ready()."""
+contract of evaluation/analysis/instrument_items.py), registered with evaluation from
+JudgingConfig.ready()."""
 
 from __future__ import annotations
 

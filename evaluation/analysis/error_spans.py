@@ -1,7 +1,7 @@
 """The analysis of an error-span item (issue 33, docs/analysis/error-spans.md): where raters marked
 errors in the simplifications, per system, and how far raters (and a judge and the raters) agree.
-Pure computation: no Django. evaluation/analysis/error_span_selectors.py builds the frame from the study's ItemAnswer
-rows and their shown texts; a notebook can build it from the span export.
+Pure computation: no Django. evaluation/analysis/error_span_selectors.py builds the frame from the
+study's ItemAnswer rows and their shown texts; a notebook can build it from the span export.
 
 The frame (`SPAN_COLUMNS`), one row per (rater, shown text) answer — a text the rater saw without
 marking anything is a row with no spans, and counts 0 (stored as null: an optional item's empty

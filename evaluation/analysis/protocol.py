@@ -1,8 +1,8 @@
 """The protocol's analysis (seed 003 Tables 1–3, Figures 3–4, agreement) and radlay's additions
 (bootstrap intervals, paired comparisons, metric–human correlations), from pandas frames.
 
-Pure computation: no Django. `evaluation/analysis/study_frames.py::study_frames` builds a `StudyFrames`
-from the database; a notebook can build one from anything else. `study_analysis` returns one
+Pure computation: no Django. `evaluation/analysis/study_frames.py::study_frames` builds a
+`StudyFrames` from the database; a notebook can build one from anything else. `study_analysis` returns one
 JSON-ready dict, the same one `manage.py analyze`, the API, the dashboard and the report show
 (evaluation/analysis/document.py reads it back without this module's libraries).
 

@@ -1,9 +1,9 @@
 """The one context builder of the pages that show an analysis: the dashboard and the report read
 the study's snapshot (evaluation.services) and format it with evaluation.pages.report (pure).
 
-The page layer points one way: views (views.py, plan_views.py) → this module → evaluation.pages.report;
-sections other apps add to the report come through evaluation.pages.report_sections, never by importing
-those apps."""
+The page layer points one way: views (dashboard_views.py, plan_views.py) → this module →
+evaluation.pages.report; sections other apps add to the report come through
+evaluation.pages.report_sections, never by importing those apps."""
 
 from __future__ import annotations
 

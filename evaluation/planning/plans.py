@@ -1,7 +1,7 @@
-"""Sample-size plans from a pilot study: the database side of evaluation/planning/ (stores a
-PowerPlan, runs it, lists a study's plans). The pilot's fit and the simulation are computed by
-evaluation/planning/pilot.py, which `plan_run` imports where it runs, so the planning page and its API
-load no numpy, scipy or matplotlib.
+"""Sample-size plans from a pilot study: the database side of the planner (stores a PowerPlan,
+runs it, lists a study's plans). The pilot's fit and the simulation are computed by
+evaluation/planning/pilot.py, which `plan_run` imports where it runs, so the planning page and its
+API load no numpy, scipy or matplotlib.
 
 A plan is background work on the job layer (work.single_jobs): its task is sent after the commit
 (a broker that is down is written on the plan, and the healing check sends it again), a worker

@@ -1,4 +1,5 @@
-"""The power curve of a plan (server-rendered SVG, like evaluation/analysis/figures.py). Pure: no Django."""
+"""The power curve of a plan (server-rendered SVG, like evaluation/analysis/figures.py). Pure: no
+Django."""
 
 from __future__ import annotations
 

@@ -15,7 +15,10 @@ from evaluation.services import study_analysis_compute
 
 
 class Command(BaseCommand):
-    help = "Compare a study's figures with the figures a paper reported (YAML/JSON, see evaluation/analysis/reported/)."
+    help = (
+        "Compare a study's figures with the figures a paper reported "
+        "(YAML/JSON, see evaluation/analysis/reported/)."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--study", required=True, help="slug of the study")

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from evaluation.analysis import figures as plots
+from evaluation.analysis import figures as figure_svgs
 from tests.evaluation.analysis.test_analysis import FAST, make_frames
 
 
@@ -19,7 +19,7 @@ def analysis():
 
 
 def test_every_figure_is_well_formed_svg(analysis):
-    figures = plots.all_svgs(analysis)
+    figures = figure_svgs.all_svgs(analysis)
     assert {"confidence", "votes", "severity", "expert_correctness", "lay_understanding"} <= set(figures)
     for name, svg in figures.items():
         root = ET.fromstring(svg)
@@ -28,7 +28,7 @@ def test_every_figure_is_well_formed_svg(analysis):
 
 
 def test_ids_do_not_collide_between_figures_on_one_page(analysis):
-    figures = plots.all_svgs(analysis)
+    figures = figure_svgs.all_svgs(analysis)
     seen: dict[str, str] = {}
     for name, svg in figures.items():
         for element_id in re.findall(r'\bid="([^"]+)"', svg):
@@ -40,11 +40,11 @@ def test_ids_do_not_collide_between_figures_on_one_page(analysis):
 
 
 def test_figures_are_deterministic(analysis):
-    assert plots.confidence_svg(analysis) == plots.confidence_svg(analysis)
+    assert figure_svgs.confidence_svg(analysis) == figure_svgs.confidence_svg(analysis)
 
 
 def test_stacked_shares_label_counts_and_levels():
-    svg = plots.stacked_shares_svg(
+    svg = figure_svgs.stacked_shares_svg(
         {"a": {"low": 1, "high": 3}, "b": {"low": 0, "high": 0}},
         levels=["low", "high"],
         title="T",
@@ -58,29 +58,29 @@ def test_stacked_shares_label_counts_and_levels():
 
 
 def test_votes_figure_names_every_system(analysis):
-    texts = re.findall(r"<text[^>]*>([^<]*)</text>", plots.votes_svg(analysis))
+    texts = re.findall(r"<text[^>]*>([^<]*)</text>", figure_svgs.votes_svg(analysis))
     for label in ("A", "B", "C", "most preferred", "least preferred"):
         assert label in texts
 
 
 def test_system_means_figure_draws_each_system_and_measure(analysis):
-    svg = plots.system_means_svg(analysis)
+    svg = figure_svgs.system_means_svg(analysis)
     assert svg.startswith("<svg")
     for label in ("A", "B", "C", "Q1 understanding", "Comprehension gain", "Radiologists: correctness"):
         assert f">{label}" in svg or label in svg, label
     # nothing rated: no figure
     empty = {**analysis, "system_means": {}}
-    assert plots.system_means_svg(empty) == ""
+    assert figure_svgs.system_means_svg(empty) == ""
 
 
 def test_figures_carry_no_css_that_the_content_security_policy_would_drop(analysis):
-    figures = plots.all_svgs(analysis)
+    figures = figure_svgs.all_svgs(analysis)
     for name, svg in figures.items():
         assert not re.search(r"(?<![-\w])style\b", svg), name
         root = ET.fromstring(svg)
         assert root.get("stroke-linejoin") == "round" and root.get("stroke-linecap") == "butt"
     # The stacked bars keep their palette colours as fill attributes (high level: ColorBrewer blue).
-    svg = plots.stacked_shares_svg(
+    svg = figure_svgs.stacked_shares_svg(
         {"a": {"low": 1, "high": 3}}, levels=["low", "high"], title="T", prefix="colours"
     )
     assert 'fill="#2c7bb6"' in svg and 'fill="#fdae61"' in svg

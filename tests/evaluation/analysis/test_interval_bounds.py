@@ -45,7 +45,7 @@ SHAPES = {
     "ci_low": ("ci_high", "support", ("r",)),
     "win_rate_low": ("win_rate_high", "win_rate_support", ("win_rate",)),
 }
-PRESETS = Path(__file__).resolve().parents[2] / "instruments" / "presets"
+PRESETS = Path(__file__).resolve().parents[3] / "instruments" / "presets"
 
 
 def intervals(node, path: str = "$"):

@@ -10,7 +10,7 @@ from annotation import participant_services
 from annotation.expert import answers as expert_answers
 from annotation.lay import answers as lay_answers
 from annotation.models import LayItem, Participant, SimplificationText, Study
-from evaluation.analysis import study_frames as analysis_inputs
+from evaluation.analysis import study_frames
 from tests.annotation import answers
 from tests.annotation.factories import build_study, lay_item_of
 
@@ -116,7 +116,7 @@ def build_answered_study(
 @pytest.mark.django_db
 def test_expert_frame_credits_a_shared_text_to_both_systems():
     study = build_answered_study()
-    frame = analysis_inputs.expert_ratings_frame(study=study)
+    frame = study_frames.expert_ratings_frame(study=study)
     # 4 sources × 4 systems = 16 (rating, system) rows from 15 ratings (one shared text).
     assert len(frame) == 16
     assert frame["rating_id"].nunique() == 15
@@ -128,7 +128,7 @@ def test_expert_frame_credits_a_shared_text_to_both_systems():
 @pytest.mark.django_db
 def test_lay_frame_has_numbers_and_the_credited_systems():
     study = build_answered_study()
-    frame = analysis_inputs.lay_answers_frame(study=study)
+    frame = study_frames.lay_answers_frame(study=study)
     assert len(frame) == 4 * 4 * 2
     row = frame[
         (frame["participant"] == "L003") & (frame["source"] == "s01") & (frame["phase"] == "assisted")
@@ -147,7 +147,7 @@ def test_lay_frame_has_numbers_and_the_credited_systems():
 @pytest.mark.django_db
 def test_preferences_frame_maps_chosen_texts_to_system_sets():
     study = build_answered_study()
-    frame = analysis_inputs.lay_preferences_frame(study=study)
+    frame = study_frames.lay_preferences_frame(study=study)
     assert len(frame) == 16
     shared_id = SimplificationText.objects.get(source__key="s01", simplifications__system__key="cot_bs").pk
     for row in frame.itertuples():
@@ -168,7 +168,7 @@ def test_preferences_frame_keeps_its_study_when_another_studys_preferences_lie_b
     texts = item.preference_order
     lay_answers.lay_preference_save(item=item, most=texts[:2], least=[texts[-1]])
     for study in (first, second):
-        frame = analysis_inputs.lay_preferences_frame(study=study)
+        frame = study_frames.lay_preferences_frame(study=study)
         expected = {pref.pk: (set(pref.most), set(pref.least)) for pref in answers.preferences(study=study)}
         assert len(frame) == len(expected) == (5 if study == first else 8)
         for row in frame.itertuples():
@@ -178,7 +178,7 @@ def test_preferences_frame_keeps_its_study_when_another_studys_preferences_lie_b
 @pytest.mark.django_db
 def test_frames_of_an_empty_study_analyse_without_errors(settings):
     study = build_study(slug="empty", n_sources=2)
-    frames = analysis_inputs.study_frames(study=study)
+    frames = study_frames.study_frames(study=study)
     assert isinstance(frames.lay_answers, pd.DataFrame) and frames.lay_answers.empty
     from evaluation.analysis.protocol import AnalysisOptions, study_analysis
 

@@ -109,7 +109,8 @@ def test_a_copy_reproduces_the_analysis_the_exports_and_the_instruments(kind, cl
     original.researchers.add(user)
     buffer = io.BytesIO()
     # With the originals (an owner's request): the copy's analysis of the originals' readability
-    # is the original's. The default, de-identified archive: tests/evaluation/exports/test_study_archive_privacy.py.
+    # is the original's. The default, de-identified archive:
+    # tests/evaluation/exports/test_study_archive_privacy.py.
     counts = study_archive_write(study=original, out=buffer, originals=True)
     copy = study_archive_import(
         archive_file=io.BytesIO(buffer.getvalue()), slug=f"{kind}-copy", researcher=user
