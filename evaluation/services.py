@@ -191,7 +191,7 @@ def study_analysis_compute(*, study: Study, options: AnalysisOptions | None = No
     request."""
     # pandas, scipy, scikit-learn and the metrics load here, in the task or command that computes.
     from annotation.pairwise.selectors import derived_comparisons, pairwise_comparisons
-    from evaluation.analysis.protocol import study_analysis
+    from evaluation.analysis.study import study_analysis
     from evaluation.analysis.study_frames import analysis_options_from_settings, study_frames
     from measures.stats.pairwise import pairwise_summary
 

@@ -215,7 +215,7 @@ def test_a_failed_computation_is_kept_and_not_retried_on_the_same_data(study, se
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("evaluation.analysis.protocol.study_analysis", broken)
+    monkeypatch.setattr("evaluation.analysis.study.study_analysis", broken)
     services.analysis_snapshot_request(study=study)
     assert services.analysis_snapshot_compute(study_id=study.pk) is False
     snapshot = AnalysisSnapshot.objects.get(study=study)
@@ -277,7 +277,7 @@ def test_the_dashboard_neither_computes_nor_loads_a_model(client_in, study, sent
     def forbidden(*args, **kwargs):
         raise AssertionError("the web request computed the analysis or loaded a model")
 
-    monkeypatch.setattr("evaluation.analysis.protocol.study_analysis", forbidden)
+    monkeypatch.setattr("evaluation.analysis.study.study_analysis", forbidden)
     monkeypatch.setattr("ml.services.embedder_get", forbidden)
     change_an_answer(study)
     for name in ("study-detail", "study-metrics", "study-correlations", "study-analysis", "study-report"):
@@ -447,7 +447,7 @@ def test_a_failed_snapshot_shows_its_reason_and_the_next_answer_retries_it(clien
     def broken(*args, **kwargs):
         raise ValueError("Length of values (50) does not match length of index (51)")
 
-    monkeypatch.setattr("evaluation.analysis.protocol.study_analysis", broken)
+    monkeypatch.setattr("evaluation.analysis.study.study_analysis", broken)
     api = client_in.get(reverse("api:analysis", args=["snap"]))
     assert api.status_code == 202 and api["Location"] == reverse("api:analysis", args=["snap"])
     reason = "ValueError: Length of values (50) does not match length of index (51)"

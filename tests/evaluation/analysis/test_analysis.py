@@ -17,7 +17,16 @@ from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
 from evaluation.analysis import protocol as A
+from evaluation.analysis.correlations import correlations, human_measures_per_simplification
 from evaluation.analysis.document import join_details, split_details
+from evaluation.analysis.intervals import comparisons, confidence_intervals
+from evaluation.analysis.metric_tables import (
+    _metric_tables_computed,
+    metric_tables,
+    metrics_summary,
+    readability_table,
+)
+from evaluation.analysis.study import study_analysis
 from measures.stats.interval_methods import TOO_FEW
 
 with warnings.catch_warnings():
@@ -364,21 +373,24 @@ def test_credit_systems_equals_pandas_explode():
 
 def test_metric_tables_are_reused_for_the_same_texts_and_recomputed_when_one_changes(monkeypatch):
     frames = make_frames()
-    first = A.metric_tables(frames, FAST)
+    first = metric_tables(frames, FAST)
     calls = []
-    computed = A._metric_tables_computed
-    monkeypatch.setattr(A, "_metric_tables_computed", lambda *a: calls.append(1) or computed(*a))
-    again = A.metric_tables(frames, FAST)
+    computed = _metric_tables_computed
+    monkeypatch.setattr(
+        "evaluation.analysis.metric_tables._metric_tables_computed",
+        lambda *a: calls.append(1) or computed(*a),
+    )
+    again = metric_tables(frames, FAST)
     assert calls == []
     pd.testing.assert_frame_equal(again["per_text"], first["per_text"])
     again["per_text"].loc[0, "fkgl"] = -1.0  # a caller's copy: the cached table stays as it was
-    assert A.metric_tables(frames, FAST)["per_text"].loc[0, "fkgl"] == first["per_text"].loc[0, "fkgl"]
+    assert metric_tables(frames, FAST)["per_text"].loc[0, "fkgl"] == first["per_text"].loc[0, "fkgl"]
     assert calls == []
 
     simplifications = frames.simplifications.copy()
     simplifications.loc[5, "text"] = "Both of your kidneys are small. They have a few harmless cysts."
     changed = A.StudyFrames(**{**frames.__dict__, "simplifications": simplifications})
-    fkgl = A.metric_tables(changed, FAST)["per_text"]["fkgl"]
+    fkgl = metric_tables(changed, FAST)["per_text"]["fkgl"]
     assert calls == [1]
     assert fkgl.iloc[5] == pytest.approx(textstat.flesch_kincaid_grade(simplifications.loc[5, "text"]))
 
@@ -429,8 +441,8 @@ def test_reliability_grid_is_the_pivot_table_of_first_values():
 
 def test_per_simplification_records_are_the_rows_with_none_for_undefined_values():
     frames = make_frames()
-    metrics = A.metric_tables(frames, FAST)
-    records = A.metrics_summary(metrics, frames)["per_simplification"]
+    metrics = metric_tables(frames, FAST)
+    records = metrics_summary(metrics, frames)["per_simplification"]
     per_text = metrics["per_text"]
     assert len(records) == len(per_text) == 6
     assert records[0] == {
@@ -464,7 +476,7 @@ def test_lay_severity_alpha_is_ordinal_alpha_of_panel_one_guesses():
 def test_comprehension_gain_is_panel_two_minus_panel_one_per_item():
     frames = make_frames()
     # Three sources so that a pair of systems has differences to test.
-    result = A.comparisons(frames)["understanding_gain"]
+    result = comparisons(frames)["understanding_gain"]
     by_pair = {(r["system_a"], r["system_b"]): r for r in result}
     # gains: L1 s1 (text 10: a,b) 3-1 = 2; L1 s2 (b) 4-2 = 2; L2 s1 (c) 2-1 = 1; L2 s2 (a) 3-2 = 1.
     # a: s1 2, s2 1; b: s1 2, s2 2; c: s1 1 -> a vs b on s1, s2: differences 0, -1.
@@ -475,7 +487,7 @@ def test_comprehension_gain_is_panel_two_minus_panel_one_per_item():
 
 
 def test_human_measures_per_simplification():
-    human = A.human_measures_per_simplification(make_frames()).set_index(["source", "system"])
+    human = human_measures_per_simplification(make_frames()).set_index(["source", "system"])
     assert human.loc[("s1", "b"), "understanding"] == 3  # the shared text's answer
     assert human.loc[("s2", "c"), "preference_share"] == pytest.approx(1.0)  # both voters chose 22
     assert human.loc[("s2", "b"), "preference_share"] == pytest.approx(0.5)
@@ -486,8 +498,8 @@ def test_human_measures_per_simplification():
 
 def test_readability_per_text_is_textstat_and_averaged_per_system():
     frames = make_frames()
-    metrics = A.metric_tables(frames, FAST)
-    table = A.readability_table(metrics, frames)
+    metrics = metric_tables(frames, FAST)
+    table = readability_table(metrics, frames)
     expected_b = np.mean(
         [
             textstat.flesch_kincaid_grade(TEXTS[("s1", "b")][1]),
@@ -501,8 +513,8 @@ def test_readability_per_text_is_textstat_and_averaged_per_system():
 
 def test_item_level_correlation_matches_scipy():
     frames = make_frames()
-    metrics = A.metric_tables(frames, FAST)
-    records = A.correlations(frames, metrics, FAST)
+    metrics = metric_tables(frames, FAST)
+    records = correlations(frames, metrics, FAST)
     record = next(
         r
         for r in records
@@ -536,8 +548,8 @@ def test_item_level_correlation_matches_scipy():
 
 def test_confidence_interval_brackets_each_mean():
     frames = make_frames()
-    metrics = A.metric_tables(frames, FAST)
-    intervals = A.confidence_intervals(frames, metrics, FAST)
+    metrics = metric_tables(frames, FAST)
+    intervals = confidence_intervals(frames, metrics, FAST)
     lay_original = intervals["lay"]["original"]["understanding"]
     assert lay_original["mean"] == pytest.approx(1.5)
     assert lay_original["n"] == 4
@@ -555,7 +567,7 @@ def test_confidence_interval_brackets_each_mean():
 def test_study_analysis_has_the_interface_keys_and_is_json_ready():
     import json
 
-    analysis = A.study_analysis(make_frames(), options=FAST)
+    analysis = study_analysis(make_frames(), options=FAST)
     for key in (
         "study",
         "systems",
@@ -581,7 +593,7 @@ def test_study_analysis_has_the_interface_keys_and_is_json_ready():
 
 
 def test_system_means_and_differences_agree_with_table1():
-    analysis = A.study_analysis(make_frames(), options=FAST)
+    analysis = study_analysis(make_frames(), options=FAST)
     for system in SYSTEMS:
         for measure in ("understanding", "confidence", "helpfulness", "severity_accuracy"):
             assert analysis["system_means"][measure][system]["mean"] == pytest.approx(
@@ -600,7 +612,7 @@ def test_system_means_and_differences_agree_with_table1():
 
 
 def test_details_split_off_and_join_back():
-    analysis = json.loads(json.dumps(A.study_analysis(make_frames(), options=FAST)))
+    analysis = json.loads(json.dumps(study_analysis(make_frames(), options=FAST)))
     summary, details = split_details(analysis)
     assert "correlations" not in summary and "per_simplification" not in summary["metrics"]
     assert all("winners" not in side for side in summary["preference_details"].values())

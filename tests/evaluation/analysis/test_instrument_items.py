@@ -12,7 +12,8 @@ import pytest
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
-from evaluation.analysis.protocol import AnalysisOptions, study_analysis
+from evaluation.analysis.protocol import AnalysisOptions
+from evaluation.analysis.study import study_analysis
 from evaluation.analysis.study_frames import study_frames
 from instruments.answers import item_value_validate, sentence_matching_proportion
 from tests.annotation import answers as typed_answers

@@ -24,6 +24,7 @@ from evaluation.analysis.planted_control_scores import (
     study_rater_reliability,
 )
 from evaluation.analysis.protocol import AnalysisOptions, expert_ratings_z
+from evaluation.analysis.study import study_analysis
 from evaluation.analysis.study_frames import study_frames
 from generation.services.controls import study_controls_plant
 from tests.annotation import answers
@@ -181,5 +182,5 @@ def test_planted_rows_never_enter_the_tables():
     assert len(answers.control_answers(study=controlled)) == 2 * 10
     assert raw_controlled == raw_plain
     assert z_controlled == z_plain
-    analysis = A.study_analysis(frames, options=dataclasses.replace(FAST, expert_z_scores=True))
+    analysis = study_analysis(frames, options=dataclasses.replace(FAST, expert_z_scores=True))
     assert analysis["options"]["expert_scores"] == "z" and analysis["expert"] == z_controlled["expert"]

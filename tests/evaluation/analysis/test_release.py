@@ -15,7 +15,8 @@ from django.core.management import call_command
 from django.db import transaction
 
 from annotation.models import Study
-from evaluation.analysis.protocol import AnalysisOptions, study_analysis
+from evaluation.analysis.protocol import AnalysisOptions
+from evaluation.analysis.study import study_analysis
 from evaluation.analysis.study_frames import study_frames
 
 with warnings.catch_warnings():

@@ -9,8 +9,9 @@ import pytest
 import textstat
 
 from annotation.models import Simplification, Source
-from evaluation.analysis import protocol as A
-from evaluation.analysis.protocol import AnalysisOptions, study_analysis
+from evaluation.analysis.metric_tables import _METRIC_TABLES
+from evaluation.analysis.protocol import AnalysisOptions
+from evaluation.analysis.study import study_analysis
 from evaluation.analysis.study_frames import study_frames
 from evaluation.models import AnalysisSnapshot, SystemMetrics, TextMetrics
 from evaluation.services import TextMetricsStore, analysis_snapshot_compute_here, study_analysis_compute
@@ -35,7 +36,7 @@ def study():
 
 def analyse(study):
     """A fresh worker's analysis: nothing kept in this process."""
-    A._METRIC_TABLES.clear()
+    _METRIC_TABLES.clear()
     return study_analysis_compute(study=study, options=OPTIONS)
 
 
@@ -56,7 +57,7 @@ def tamper(queryset, **values):
 
 def test_the_analysis_stores_every_text_and_system_and_reads_them_back_unchanged(study):
     first = analyse(study)
-    A._METRIC_TABLES.clear()
+    _METRIC_TABLES.clear()
     # The computed analysis adds the pairwise ranking (read from the pairs, not from the frames).
     assert {k: v for k, v in first.items() if k != "pairwise"} == study_analysis(
         study_frames(study=study), options=OPTIONS

@@ -180,7 +180,8 @@ def test_frames_of_an_empty_study_analyse_without_errors(settings):
     study = build_study(slug="empty", n_sources=2)
     frames = study_frames.study_frames(study=study)
     assert isinstance(frames.lay_answers, pd.DataFrame) and frames.lay_answers.empty
-    from evaluation.analysis.protocol import AnalysisOptions, study_analysis
+    from evaluation.analysis.protocol import AnalysisOptions
+    from evaluation.analysis.study import study_analysis
 
     analysis = study_analysis(
         frames,

@@ -15,7 +15,8 @@ from rest_framework.test import APIClient
 
 from annotation.models import StudyMembership
 from annotation.team_services import study_member_add
-from evaluation.analysis.protocol import AnalysisOptions, study_analysis
+from evaluation.analysis.protocol import AnalysisOptions
+from evaluation.analysis.study import study_analysis
 from evaluation.analysis.study_frames import study_frames
 from tests.annotation import answers
 from tests.evaluation.instrument_studies import seed000_study, seed002_study

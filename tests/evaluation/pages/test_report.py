@@ -11,7 +11,7 @@ from tests.evaluation.analysis.test_analysis import FAST, make_frames
 
 @pytest.fixture(scope="module")
 def analysis():
-    from evaluation.analysis.protocol import study_analysis
+    from evaluation.analysis.study import study_analysis
 
     return study_analysis(make_frames(), options=FAST)
 
