@@ -128,7 +128,7 @@ def analysis_snapshot_get(*, study: Study, details: bool = False) -> AnalysisSna
 
 def snapshot_analysis(snapshot: AnalysisSnapshot, *, details: bool = True) -> dict | None:
     """The analysis document of a snapshot: `result` with its `details` put back in place (see
-    evaluation.analysis.protocol.split_details), or None before the first computation."""
+    evaluation.analysis.document.split_details), or None before the first computation."""
     if snapshot is None or snapshot.result is None:
         return None
     if not details:

@@ -1,7 +1,8 @@
-"""The analysis document (what evaluation.analysis.study.study_analysis returns) as its readers take it:
-the column of the original texts, how a column is labelled, and the two parts a snapshot stores it
-in. Plain dicts, no pandas: the dashboard, the API and the report read stored snapshots with this
-alone, and only the worker that computes an analysis imports evaluation.analysis.protocol."""
+"""The analysis document (what evaluation.analysis.study.study_analysis returns) as its readers
+take it: the column of the original texts, how a column is labelled, and the two parts a snapshot
+stores it in. Plain dicts, no pandas: the dashboard, the API and the report read stored snapshots
+with this alone, and only the worker that computes an analysis imports evaluation/analysis/study.py
+and the computations behind it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What the Django-free analysis (evaluation/analysis/protocol.py) reads: the database as pandas frames
+"""What the Django-free analysis (evaluation/analysis/study.py) reads: the database as pandas frames
 (`study_frames`) and its options from the settings. Only the worker or command that computes an
 analysis imports this module (through evaluation.services.study_analysis_compute); the pages read
 stored snapshots (evaluation/selectors.py) and never load pandas.
