@@ -326,7 +326,7 @@ def test_the_formatter_is_pure():
 # (sample-size plans, adaptive allocation) know nothing of pages/ (the dashboard's HTML pages), nor
 # do the app's models, selectors, services, tasks and the progress and adjudication reads.
 
-BELOW_THE_PAGES = ("evaluation.analysis", "evaluation.exports", "evaluation.planning")
+BELOW_THE_PAGES = tuple(f"evaluation.{group}." for group in ("analysis", "exports", "planning"))
 DATA_LAYER = (
     "evaluation.models",
     "evaluation.selectors",
