@@ -1,4 +1,4 @@
-"""Where the adaptive allocation (evaluation/adaptive.py) plugs into the lay flow's row handout:
+"""Where the adaptive allocation (evaluation/planning/adaptive.py) plugs into the lay flow's row handout:
 the allocation reads the analysis, which builds on annotation, so annotation imports nothing of
 it; `EvaluationConfig.ready()` registers the handout here. With nothing registered the fixed
 Latin square hands out every row."""

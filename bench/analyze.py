@@ -283,7 +283,7 @@ def timed(label: str, function, timings: dict):
 
 
 def analysis_options(args):
-    from evaluation import analysis as A
+    from evaluation.analysis import protocol as A
 
     defaults = A.AnalysisOptions()
     return A.AnalysisOptions(
@@ -299,44 +299,52 @@ def analysis_options(args):
 def stage_timings(study, options) -> tuple[dict[str, tuple[float, float]], object]:
     """The analysis of `study`, stage by stage (the functions study_analysis calls, in its order):
     {stage: (wall seconds, CPU seconds)} and the frames."""
-    from evaluation import analysis as A
-    from evaluation.analysis_inputs import study_frames
+    from evaluation.analysis import protocol as A
+    from evaluation.analysis.correlations import correlations
+    from evaluation.analysis.intervals import (
+        comparisons,
+        confidence_intervals,
+        measure_frames,
+        system_intervals,
+    )
+    from evaluation.analysis.metric_tables import metric_tables, metrics_summary, readability_table
+    from evaluation.analysis.study_frames import study_frames
     from evaluation.services import TextMetricsStore
 
     timings: dict[str, tuple[float, float]] = {}
     frames = timed("selectors: database → frames", lambda: study_frames(study=study), timings)
     metrics = timed(
         "automatic metrics of every text",
-        lambda: A.metric_tables(frames, options, TextMetricsStore(study)),
+        lambda: metric_tables(frames, options, TextMetricsStore(study)),
         timings,
     )
     columns = timed("lay columns", lambda: A.lay_columns(frames), timings)
     timed(
         "Tables 1–3, distributions",
         lambda: (
-            A.readability_table(metrics, frames),
+            readability_table(metrics, frames),
             A.expert_table(frames),
             A.lay_table(frames, columns),
             A.confidence_vs_accuracy(frames),
             A.preference_wins(frames),
             A.distributions(frames, columns),
-            A.metrics_summary(metrics, frames),
+            metrics_summary(metrics, frames),
         ),
         timings,
     )
     timed("agreement (MASI α, ordinal α)", lambda: A.agreement(frames), timings)
     by_system = timed(
         "crossed intervals, means, differences",
-        lambda: A.system_intervals(A.measure_frames(frames, columns), A.system_keys(frames), options),
+        lambda: system_intervals(measure_frames(frames, columns), A.system_keys(frames), options),
         timings,
     )
     timed(
         "Table 1–2 intervals",
-        lambda: A.confidence_intervals(frames, metrics, options, columns, by_system),
+        lambda: confidence_intervals(frames, metrics, options, columns, by_system),
         timings,
     )
-    timed("paired comparisons", lambda: A.comparisons(frames), timings)
-    timed("correlations", lambda: A.correlations(frames, metrics, options), timings)
+    timed("paired comparisons", lambda: comparisons(frames), timings)
+    timed("correlations", lambda: correlations(frames, metrics, options), timings)
     return timings, frames
 
 
@@ -442,7 +450,7 @@ def main() -> None:
         import numpy as np
 
         from annotation.models import Study
-        from evaluation import analysis as A
+        from evaluation.analysis import protocol as A
 
         if args.fresh_process_run:
             wall, cpu = frames_and_analysis(Study.objects.get(slug="bench"), analysis_options(args))
@@ -523,7 +531,7 @@ def bench_release(args) -> None:
     from django.core.management import call_command
 
     from annotation.models import Study
-    from evaluation import analysis as A
+    from evaluation.analysis import protocol as A
 
     directory = settings.RADLAY_RELEASE_DIR if args.release == "default" else Path(args.release)
     call_command("import_release", str(directory), "--study", "release", stdout=io.StringIO())

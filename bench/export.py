@@ -11,7 +11,7 @@ panels and panel 3 (the defaults give about 1.12 million answer rows). Then, eac
 process so that peak RSS belongs to it alone:
 
 - command:   `manage.py export --format csv` (on PostgreSQL the database writes the CSV with
-             COPY, evaluation/exporters/csv_copy.py; elsewhere answer_rows → csv_chunks);
+             COPY, evaluation/exports/csv_copy.py; elsewhere answer_rows → csv_chunks);
 - download:  GET /dashboard/<study>/export.csv through the Django test client, the streamed body
              read chunk by chunk as a web server would send it;
 - python:    the streamed Python path (answer_rows → csv_chunks → file), which SQLite uses;
@@ -64,7 +64,7 @@ def child(which: str, out: Path) -> None:
     import csv
 
     from annotation.models import Study
-    from evaluation.exporters.rows import answer_columns, answer_rows
+    from evaluation.exports.rows import answer_columns, answer_rows
 
     started = time.perf_counter()
     if which == "command":
@@ -86,7 +86,7 @@ def child(which: str, out: Path) -> None:
             for chunk in response.streaming_content:
                 handle.write(chunk)
     elif which == "python":
-        from evaluation.exporters.csv import write
+        from evaluation.exports.csv import write
 
         with out.open("wb") as handle:
             write(answer_rows(study=Study.objects.get(slug=SLUG)), answer_columns(), handle)
@@ -94,7 +94,7 @@ def child(which: str, out: Path) -> None:
         pages(out)
         return
     else:
-        from evaluation.exporters.cells import csv_cell
+        from evaluation.exports.cells import csv_cell
 
         rows = list(answer_rows(study=Study.objects.get(slug=SLUG)))
         with out.open("w", newline="", encoding="utf-8") as handle:
@@ -119,9 +119,9 @@ def pages(out: Path) -> None:
     from rest_framework.test import APIClient
 
     from annotation.models import Study
-    from evaluation.exporters.pages import answer_page
-    from evaluation.exporters.rows import answer_rows
-    from evaluation.pagination import cursor_text
+    from evaluation.api_pagination import cursor_text
+    from evaluation.exports.keyset_pages import answer_page
+    from evaluation.exports.rows import answer_rows
 
     study = Study.objects.get(slug=SLUG)
     started = time.perf_counter()

@@ -151,8 +151,8 @@ def run_reference(path: Path, slug: str) -> None:
     from django.db import transaction
 
     from annotation.models import AnswerRevision, Participant, Study
-    from evaluation.study_archive_reader import BoundedArchive
-    from evaluation.study_archive_tables import ARCHIVED, REVISION_TYPES
+    from evaluation.exports.study_archive_reader import BoundedArchive
+    from evaluation.exports.study_archive_tables import ARCHIVED, REVISION_TYPES
 
     keys: dict = {}
     with open(path, "rb") as handle, BoundedArchive(handle) as archive, transaction.atomic():

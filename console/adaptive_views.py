@@ -1,6 +1,6 @@
 """The console's adaptive-allocation page (/console/<slug>/adaptive/): the study's option, the
 form that turns it on or changes it, and where the primary comparison stands. The POST calls
-evaluation/adaptive.py's service, as `manage.py adaptive_allocation` does, so that the page and
+evaluation/planning/adaptive.py's service, as `manage.py adaptive_allocation` does, so that the page and
 the command refuse the same targets with the same reason. Editors and owners."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods
 
 from annotation.access import access_study, researcher_login_required
 from annotation.models import Study, System
-from evaluation.adaptive import (
+from evaluation.planning.adaptive import (
     LAY_OUTCOMES,
     adaptive_allocation_of,
     adaptive_allocation_off,

@@ -1,6 +1,6 @@
 """Importing a study archive from the console: the uploaded zip is kept in a staging folder under
 MEDIA_ROOT while its manifest is shown, then imported on confirmation by the same service as
-`manage.py import_study_archive` (evaluation.study_archive.study_archive_import), all or nothing.
+`manage.py import_study_archive` (evaluation.exports.study_archive.study_archive_import), all or nothing.
 A staged file is named by a random token the uploader's session holds; it is removed after the
 import, after a refusal, and when older than a day."""
 
@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
 
 from annotation.models import Study
-from evaluation.study_archive import (
+from evaluation.exports.study_archive import (
     ArchiveDatabaseError,
     ArchiveError,
     ArchiveManifest,

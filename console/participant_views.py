@@ -29,7 +29,7 @@ from annotation.participant_services import (
 )
 from annotation.rater_groups import default_group, invite_group, invite_groups
 from console.participant_selectors import participants_table, recruitment_link
-from evaluation.exporters import csv as csv_exporter
+from evaluation.exports import csv as csv_exporter
 from evaluation.services import analysis_snapshot_request
 
 

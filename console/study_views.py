@@ -37,7 +37,7 @@ from console.forms import (
     StudySettingsForm,
 )
 from console.study_kind_forms import StudyKindCreateForm
-from evaluation.study_answers import answer_counts
+from evaluation.exports.study_answers import answer_counts
 
 TEMPLATES = "console/"
 BACKGROUND_PREFIX, CHECKS_PREFIX = "background", "checks"

@@ -2,7 +2,7 @@
 much they disagree (measures/stats/disagreement.py), its adjudicated label where one was recorded,
 and its final label with where it came from.
 
-The raters' answers are read through evaluation/study_answers.rated_answers (the one reader of
+The raters' answers are read through evaluation/exports/study_answers.rated_answers (the one reader of
 every flow's answers). Adjudicated are the items whose answers have a consensus to find: ordinal
 scales, single and multiple choices, pairwise outcomes and error spans, on the radiologist page and
 the rating flows (pairs, pairwise). The lay panels' questions (understanding, confidence) report
@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from annotation.models import Participant, Source, Study, StudyInstrument
+from evaluation.exports.study_answers import RatedAnswer, rated_answers
 from evaluation.models import AdjudicatedLabel
-from evaluation.study_answers import RatedAnswer, rated_answers
 from instruments.schema import NOT_APPLICABLE, Instrument, Item, ItemKind
 from instruments.validation import instrument_from_data
 from measures.stats.disagreement import (

@@ -26,16 +26,16 @@ from annotation.access import access_study
 from annotation.models import Simplification, Source, Study, System
 from annotation.selectors import counted_participants, studies_for_user
 from evaluation import serializers
-from evaluation.audit import audit_shipped, reported_files
-from evaluation.context import RETRY_AFTER_SECONDS, analysis_document
-from evaluation.export_options import include_external_ids_asked, originals_asked
-from evaluation.exporters import FORMATS
-from evaluation.exporters.items import LAYOUTS as ITEM_LAYOUTS
-from evaluation.exporters.items import LayoutError
-from evaluation.exporters.pages import AnswerPosition, answer_page, position_of
-from evaluation.exporters.response import export_response, item_export_response
-from evaluation.exporters.rows import answer_columns
-from evaluation.pagination import bounded_int, cursor_payload, cursor_text
+from evaluation.analysis.audit import audit_shipped, reported_files
+from evaluation.api_pagination import bounded_int, cursor_payload, cursor_text
+from evaluation.exports import FORMATS
+from evaluation.exports.items import LAYOUTS as ITEM_LAYOUTS
+from evaluation.exports.items import LayoutError
+from evaluation.exports.keyset_pages import AnswerPosition, answer_page, position_of
+from evaluation.exports.request_options import include_external_ids_asked, originals_asked
+from evaluation.exports.response import export_response, item_export_response
+from evaluation.exports.rows import answer_columns
+from evaluation.pages.context import RETRY_AFTER_SECONDS, analysis_document
 from evaluation.progress import participants_progress
 from evaluation.selectors import analysis_snapshot_get, snapshot_analysis, snapshot_analysis_json
 from evaluation.services import SnapshotState, analysis_snapshot_refresh, analysis_snapshot_wait
@@ -304,7 +304,7 @@ class AuditView(APIView):
         responses=serializers.AuditSerializer,
     )
     def get(self, request: Request, slug: str) -> Response:
-        """The study's figures next to those a paper reported (see evaluation/reported/)."""
+        """The study's figures next to those a paper reported (see evaluation/analysis/reported/)."""
         study = access_study(user=request.user, slug=slug)
         name = request.query_params.get("reported", "seed003")
         files = reported_files()
@@ -401,7 +401,7 @@ class ItemExportView(APIView):
         },
     )
     def get(self, request: Request, slug: str, file_format: str) -> StreamingHttpResponse:
-        """The answers to instrument items (evaluation/exporters/items.py), long or wide, streamed."""
+        """The answers to instrument items (evaluation/exports/items.py), long or wide, streamed."""
         study, asked = _export_request(request, slug, file_format)
         try:
             return item_export_response(

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from evaluation import adjudication_api, api, plan_api
+from evaluation import api, api_adjudication, api_plans
 from qualification.api import QualificationResultsView
 
 app_name = "api"
@@ -25,12 +25,12 @@ urlpatterns = [
     path("studies/<slug:slug>/items/<str:file_format>/", api.ItemExportView.as_view(), name="item-export"),
     path(
         "studies/<slug:slug>/adjudication/",
-        adjudication_api.AdjudicationQueueView.as_view(),
+        api_adjudication.AdjudicationQueueView.as_view(),
         name="adjudication-queue",
     ),
     path(
         "studies/<slug:slug>/qualification/", QualificationResultsView.as_view(), name="qualification-results"
     ),
-    path("studies/<slug:slug>/plans/", plan_api.PlanListView.as_view(), name="plan-list"),
-    path("studies/<slug:slug>/plans/<int:plan_id>/", plan_api.PlanDetailView.as_view(), name="plan-detail"),
+    path("studies/<slug:slug>/plans/", api_plans.PlanListView.as_view(), name="plan-list"),
+    path("studies/<slug:slug>/plans/<int:plan_id>/", api_plans.PlanDetailView.as_view(), name="plan-detail"),
 ]

@@ -11,16 +11,16 @@ class EvaluationConfig(AppConfig):
         from ml.preference_training import preference_source_register
 
         def records(**kwargs):
-            from evaluation.exporters.preferences import preference_records
+            from evaluation.exports.preferences import preference_records
 
             return preference_records(**kwargs)
 
         def read_jsonl(path):
-            from evaluation.exporters.preferences import read_jsonl as read
+            from evaluation.exports.preferences import read_jsonl as read
 
             return read(path)
 
-        from evaluation.exporters.preferences import NoPreferencesError
+        from evaluation.exports.preferences import NoPreferencesError
 
         preference_source_register(records, read_jsonl, NoPreferencesError)
 
@@ -29,14 +29,14 @@ class EvaluationConfig(AppConfig):
         from annotation.allocation_hooks import row_handout_register
 
         def adaptive_row_handout(**kwargs):
-            from evaluation.adaptive import adaptive_row_handout as handout
+            from evaluation.planning.adaptive import adaptive_row_handout as handout
 
             return handout(**kwargs)
 
         row_handout_register(adaptive_row_handout)
 
         # The raw and adjudicated views, in the report and as a dashboard page of their own.
-        from evaluation.report_sections import ReportSection, report_section_register
+        from evaluation.pages.report_sections import ReportSection, report_section_register
 
         report_section_register(
             ReportSection(
@@ -51,6 +51,6 @@ class EvaluationConfig(AppConfig):
 
 
 def _adjudication_section(*, study):
-    from evaluation.adjudication_views import adjudication_report_section
+    from evaluation.pages.adjudication_views import adjudication_report_section
 
     return adjudication_report_section(study=study)

@@ -275,7 +275,7 @@ class AdjudicatedLabel(models.Model):
 
 
 class AdaptiveAllocation(models.Model):
-    """A study's adaptive allocation and stopping rule (evaluation/adaptive.py; the computation in
+    """A study's adaptive allocation and stopping rule (evaluation/planning/adaptive.py; the computation in
     measures/stats/adaptive_allocation.py): off by default; when on, each new layperson gets the
     Latin-square row whose answers most narrow the interval of the primary comparison
     (`system_a` − `system_b` on `outcome`), and the study can close once that interval's

@@ -61,7 +61,7 @@ from annotation.models import (
     System,
 )
 from annotation.selectors import counted_participants, participant_label
-from evaluation.study_answers import PROTOCOL_FLOWS, participant_units, study_flows
+from evaluation.exports.study_answers import PROTOCOL_FLOWS, participant_units, study_flows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -115,7 +115,8 @@ def participants_progress(*, study: Study, now: datetime | None = None) -> list[
         .values("participant_id")
         .annotate(total=Count("pk"), done=Count("pk", filter=Q(completed_at__isnull=False)))
     }
-    # Participants of the pairs and pairwise flows count their own units (evaluation/study_answers.py).
+    # Participants of the pairs and pairwise flows count their own units
+    # (evaluation/exports/study_answers.py).
     flows = study_flows(study=study)
     other = participant_units(study=study, flows=flows) if flows.other_flows else {}
     records = []

@@ -1,6 +1,6 @@
 """Reads of the evaluation app: the stored per-text metrics, what the analysis of a study would
 cover now, and its analysis snapshots. The database as pandas frames for the Django-free analysis
-is read by evaluation/analysis_inputs.py, which only the worker or command that computes an analysis
+is read by evaluation/analysis/study_frames.py, which only the worker or command that computes an analysis
 imports; participant progress and the Latin-square balance are in evaluation/progress.py.
 """
 
@@ -21,7 +21,7 @@ from annotation.models import (
     System,
 )
 from annotation.selectors import counted_participants
-from evaluation.analysis_document import join_details
+from evaluation.analysis.document import join_details
 from evaluation.models import AdjudicatedLabel, AnalysisSnapshot, SystemMetrics, TextMetrics
 
 LAY_QUESTIONS = scales.LAY_QUESTIONS
@@ -128,7 +128,7 @@ def analysis_snapshot_get(*, study: Study, details: bool = False) -> AnalysisSna
 
 def snapshot_analysis(snapshot: AnalysisSnapshot, *, details: bool = True) -> dict | None:
     """The analysis document of a snapshot: `result` with its `details` put back in place (see
-    evaluation.analysis_document.split_details), or None before the first computation."""
+    evaluation.analysis.document.split_details), or None before the first computation."""
     if snapshot is None or snapshot.result is None:
         return None
     if not details:

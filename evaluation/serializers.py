@@ -104,7 +104,7 @@ class ParticipantProgressSerializer(serializers.Serializer):
 
 
 class AnswerSerializer(serializers.Serializer):
-    """One raw answer (the export's long format; evaluation/exporters/rows.py AnswerRow)."""
+    """One raw answer (the export's long format; evaluation/exports/rows.py AnswerRow)."""
 
     study = serializers.CharField()
     participant = serializers.CharField(help_text="pseudonym")

@@ -48,7 +48,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from annotation.models import Simplification, Source, Study, System
-from evaluation.analysis_document import split_details
+from evaluation.analysis.document import split_details
 from evaluation.models import AnalysisSnapshot, SystemMetrics, TextMetrics
 from evaluation.selectors import (
     analysis_coverage,
@@ -70,7 +70,7 @@ from work.single_jobs import (
 )
 
 if TYPE_CHECKING:
-    from evaluation.analysis import AnalysisOptions
+    from evaluation.analysis.protocol import AnalysisOptions
     from measures.metrics.registry import MetricRecord, MetricValue
 
 logger = logging.getLogger(__name__)
@@ -191,8 +191,8 @@ def study_analysis_compute(*, study: Study, options: AnalysisOptions | None = No
     request."""
     # pandas, scipy, scikit-learn and the metrics load here, in the task or command that computes.
     from annotation.pairwise.selectors import derived_comparisons, pairwise_comparisons
-    from evaluation.analysis import study_analysis
-    from evaluation.analysis_inputs import analysis_options_from_settings, study_frames
+    from evaluation.analysis.study import study_analysis
+    from evaluation.analysis.study_frames import analysis_options_from_settings, study_frames
     from measures.stats.pairwise import pairwise_summary
 
     options = options or analysis_options_from_settings()
@@ -208,7 +208,7 @@ def study_analysis_compute(*, study: Study, options: AnalysisOptions | None = No
         seed=options.seed,
     )
     if analysis["pairwise"] is not None:
-        from evaluation.style_control import style_controlled_rankings
+        from evaluation.analysis.style_control import style_controlled_rankings
 
         texts = {
             (source, system): text
@@ -223,8 +223,8 @@ def study_analysis_compute(*, study: Study, options: AnalysisOptions | None = No
             texts,
             confidence=options.confidence,
         )
-    from evaluation.analysis_sections import analysis_sections
-    from evaluation.suggestion_analysis import span_suggestions_section
+    from evaluation.analysis.registered_sections import analysis_sections
+    from evaluation.analysis.span_suggestions import span_suggestions_section
 
     # Sections other apps contribute (judging: each judge run's calibration and position bias).
     analysis.update(analysis_sections(study=study))
@@ -232,7 +232,7 @@ def study_analysis_compute(*, study: Study, options: AnalysisOptions | None = No
     suggestions = span_suggestions_section(study=study, confidence=options.confidence, seed=options.seed)
     if suggestions is not None:
         analysis["span_suggestions"] = suggestions
-    from evaluation.adjudication_section import adjudication_analysis_section
+    from evaluation.analysis.adjudication_section import adjudication_analysis_section
 
     # The raw and adjudicated views (the adjudicated labels are in the snapshot's coverage).
     adjudication = adjudication_analysis_section(study=study, confidence=options.confidence)
@@ -357,7 +357,9 @@ def _snapshot_store(*, study: Study) -> bool:
     _coverage_remember(study_id=study.pk, coverage=coverage, counted_at=counted_at)
     started = time.perf_counter()
     try:
-        from evaluation.plots import all_svgs  # matplotlib: loaded by the worker that draws, never a page
+        from evaluation.analysis.figures import (
+            all_svgs,  # matplotlib: loaded by the worker that draws, never a page
+        )
 
         analysis = study_analysis_compute(study=study)
         figures = all_svgs(analysis)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from evaluation import plans, services
+from evaluation import services
+from evaluation.planning import plans
 from work import runner
 
 PLAN_RUN = "evaluation.tasks.power_plan_run"

@@ -1,11 +1,11 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
-from evaluation import adjudication_views, plan_views, team_views, views
+from evaluation.pages import adjudication_views, dashboard_views, plan_views, team_views
 
 app_name = "evaluation"
 urlpatterns = [
-    path("", views.study_list, name="study-list"),
+    path("", dashboard_views.study_list, name="study-list"),
     # Researchers need not be staff, so they sign in here rather than through the admin.
     path(
         "login/",
@@ -17,19 +17,21 @@ urlpatterns = [
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(next_page=reverse_lazy("evaluation:login")), name="logout"),
-    path("<slug:slug>/", views.study_detail, name="study-detail"),
-    path("<slug:slug>/freshness/", views.study_snapshot_status, name="study-freshness"),
-    path("<slug:slug>/progress-section/", views.study_progress_section, name="study-progress-section"),
-    path("<slug:slug>/counts/", views.study_counts_section, name="study-counts"),
-    path("<slug:slug>/metrics/", views.study_metrics, name="study-metrics"),
-    path("<slug:slug>/progress/", views.study_progress_page, name="study-progress"),
-    path("<slug:slug>/correlations/", views.study_correlations, name="study-correlations"),
-    path("<slug:slug>/export.<str:file_format>", views.study_export, name="study-export"),
-    path("<slug:slug>/items.<str:file_format>", views.study_item_export, name="study-item-export"),
-    path("<slug:slug>/analysis.json", views.study_analysis_json, name="study-analysis"),
-    path("<slug:slug>/archive.zip", views.study_archive, name="study-archive"),
-    path("<slug:slug>/metrics.csv", views.study_metrics_csv, name="study-metrics-csv"),
-    path("<slug:slug>/report.html", views.study_report, name="study-report"),
+    path("<slug:slug>/", dashboard_views.study_detail, name="study-detail"),
+    path("<slug:slug>/freshness/", dashboard_views.study_snapshot_status, name="study-freshness"),
+    path(
+        "<slug:slug>/progress-section/", dashboard_views.study_progress_section, name="study-progress-section"
+    ),
+    path("<slug:slug>/counts/", dashboard_views.study_counts_section, name="study-counts"),
+    path("<slug:slug>/metrics/", dashboard_views.study_metrics, name="study-metrics"),
+    path("<slug:slug>/progress/", dashboard_views.study_progress_page, name="study-progress"),
+    path("<slug:slug>/correlations/", dashboard_views.study_correlations, name="study-correlations"),
+    path("<slug:slug>/export.<str:file_format>", dashboard_views.study_export, name="study-export"),
+    path("<slug:slug>/items.<str:file_format>", dashboard_views.study_item_export, name="study-item-export"),
+    path("<slug:slug>/analysis.json", dashboard_views.study_analysis_json, name="study-analysis"),
+    path("<slug:slug>/archive.zip", dashboard_views.study_archive, name="study-archive"),
+    path("<slug:slug>/metrics.csv", dashboard_views.study_metrics_csv, name="study-metrics-csv"),
+    path("<slug:slug>/report.html", dashboard_views.study_report, name="study-report"),
     path("<slug:slug>/adjudication/", adjudication_views.study_adjudication, name="study-adjudication"),
     path("<slug:slug>/plan/", plan_views.study_plan, name="study-plan"),
     path("<slug:slug>/team/", team_views.study_team, name="study-team"),

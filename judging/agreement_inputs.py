@@ -8,8 +8,8 @@ annotation/answer_selectors.py); judge answers only from judging's own tables.
 
 Shared texts: a text several systems produced for a source was rated, answered and judged once and
 counts for every one of those systems, on both sides, through Table 1's own function
-(evaluation.analysis.credit_systems); the laypeople's answers are Table 1's frame
-(evaluation.analysis_inputs.lay_answers_frame), so their per-system severity figures are Table 1's.
+(evaluation.analysis.protocol.credit_systems); the laypeople's answers are Table 1's frame
+(evaluation.analysis.study_frames.lay_answers_frame), so their per-system severity figures are Table 1's.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from annotation.models import (
     Study,
 )
 from annotation.selectors import counted_participants
-from evaluation.analysis import credit_systems
-from evaluation.analysis_inputs import lay_answers_frame
+from evaluation.analysis.protocol import credit_systems
+from evaluation.analysis.study_frames import lay_answers_frame
 from judging.agreement import AgreementInputs
 from judging.agreement_terms import RUBRIC_FIELDS
 from judging.instrument_items import ITEM_TASK
@@ -49,7 +49,7 @@ LAY_COLUMNS = ["source", "phase", "system", "guess", "reference"]
 def _credited(rows: list[tuple], columns: list[str]) -> pd.DataFrame:
     """`rows` (their last column the tuple of systems that produced the text) once for each of those
     systems, in column `system`: the protocol's rule for a text several systems share (rated or
-    judged once, counting for each of them), the one Table 1 applies (evaluation.analysis)."""
+    judged once, counting for each of them), the one Table 1 applies (evaluation.analysis.protocol)."""
     frame = pd.DataFrame(rows, columns=[*columns, "systems"])
     return credit_systems(frame).drop(columns="systems").reset_index(drop=True)
 
@@ -168,7 +168,7 @@ def agreement_inputs(*, run: JudgeRun) -> AgreementInputs:
         pd.DataFrame(lay_original, columns=lay_columns), _credited(lay_assisted, lay_columns)
     )
 
-    # The laypeople's side is Table 1's: the same answers frame (evaluation.analysis_inputs) and the
+    # The laypeople's side is Table 1's: the same answers frame (evaluation.analysis.study_frames) and the
     # same crediting of a shared text to every system that produced it.
     lay_answers = lay_answers_frame(study=study).rename(
         columns={"severity_guess": "guess", "reference_severity": "reference"}

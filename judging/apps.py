@@ -9,14 +9,14 @@ class JudgingConfig(AppConfig):
     def ready(self) -> None:
         # Judging adds its section to evaluation's study report and a link to the dashboard
         # through evaluation's registry: judging imports evaluation, never the other way round.
-        from evaluation.item_raters import item_raters_register
-        from evaluation.report_sections import ReportSection, report_section_register
+        from evaluation.analysis.item_raters import item_raters_register
+        from evaluation.pages.report_sections import ReportSection, report_section_register
         from judging.report import judge_report_section
 
         # The judges' answers to instrument items, beside the humans' in the item analysis.
         item_raters_register("judges", _judge_answers_frame)
         # Each judge run's calibration and position bias in the study's analysis document.
-        from evaluation.analysis_sections import analysis_section_register
+        from evaluation.analysis.registered_sections import analysis_section_register
         from judging.report import judges_analysis_section
 
         analysis_section_register("judges", judges_analysis_section)

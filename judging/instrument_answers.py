@@ -1,5 +1,6 @@
 """The LLM judges' answers to instrument items as rows of the instrument-item analysis (the column
-contract of evaluation/instrument_items.py), registered with evaluation from JudgingConfig.ready()."""
+contract of evaluation/analysis/instrument_items.py), registered with evaluation from
+JudgingConfig.ready()."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pandas as pd
 
 from annotation.models import Study
 from annotation.selectors import systems_by_text
-from evaluation.instrument_items import ANSWER_COLUMNS, JUDGE_ROLE_PREFIX
+from evaluation.analysis.instrument_items import ANSWER_COLUMNS, JUDGE_ROLE_PREFIX
 from judging.instrument_items import ITEM_TASK
 from judging.models import JudgeAnswer
 from judging.pair_orders import is_reversed_order, reference_texts

@@ -2,7 +2,7 @@
 the stored agreement of each run (no statistic is computed here).
 
 `judge_report_context(study=...)` returns the context that templates/judging/_report_section.html
-renders as `judges`; the study report gets the section through evaluation.report_sections
+renders as `judges`; the study report gets the section through evaluation.pages.report_sections
 (`judge_report_section`, registered in judging.apps.JudgingConfig.ready()): evaluation does not
 import judging.
 """

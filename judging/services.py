@@ -627,9 +627,9 @@ def _instrument_items_agreement(run: JudgeRun) -> list[dict[str, Any]]:
     """The run's instrument-items answers against the humans', per item (evaluation/instrument_items)."""
     import pandas as pd
 
-    from evaluation.instrument_inputs import instrument_answers_frame
-    from evaluation.instrument_items import judge_items_agreement
-    from evaluation.instrument_rows import study_instruments
+    from evaluation.analysis.instrument_frames import instrument_answers_frame
+    from evaluation.analysis.instrument_items import judge_items_agreement
+    from evaluation.analysis.instrument_selectors import study_instruments
     from judging.instrument_answers import judge_answers_frame
 
     humans = instrument_answers_frame(study=run.study)
@@ -640,11 +640,11 @@ def _instrument_items_agreement(run: JudgeRun) -> list[dict[str, Any]]:
 
 def _error_spans_agreement(run: JudgeRun) -> list[dict[str, Any]]:
     """Per error-span item the run answered: the judge against each human rater and against the
-    raters pooled (evaluation/span_analysis.judge_span_agreement), with a table the run page shows:
+    raters pooled (evaluation/analysis/error_spans.judge_span_agreement), with a table the run page shows:
     overlap F1 by category and α on per-text counts, one row per rater and one for the pool."""
-    from evaluation.instrument_inputs import instrument_answers_frame
-    from evaluation.span_analysis import ALL, judge_span_agreement, span_annotations, span_frame
-    from evaluation.span_inputs import shown_texts, span_items
+    from evaluation.analysis.error_span_selectors import shown_texts, span_items
+    from evaluation.analysis.error_spans import ALL, judge_span_agreement, span_annotations, span_frame
+    from evaluation.analysis.instrument_frames import instrument_answers_frame
     from judging.instrument_answers import judge_answers_frame
 
     items = span_items(study=run.study)

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation.access import access_study, researcher_login_required
 from annotation.activity_services import activity_record
-from evaluation.exporters import csv as csv_exporter
+from evaluation.exports import csv as csv_exporter
 from judging import selectors, services
 from judging.access import access_judge_run
 from judging.report import judge_report_context

@@ -1,7 +1,7 @@
 """Direct preference optimisation of a decoder-only simplifier on human preference pairs, with
 TRL's DPOTrainer (optionally LoRA through peft, merged back into the weights). Django-free.
 
-The pairs are `export --format preferences` records (evaluation/exporters/preferences.py): each
+The pairs are `export --format preferences` records (evaluation/exports/preferences.py): each
 one's `prompt` is the original in radlay's generation prompt, so the model is trained on the very
 message the generation pipeline sends it (one user turn, rendered with the model's chat template),
 and its answer is the chosen or the rejected simplification. The result is a complete model

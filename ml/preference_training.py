@@ -1,7 +1,7 @@
 """DPO training jobs: validate a `train_simplifier --method dpo` request and run it (ml.dpo),
 registering the trained model as a ModelArtifact that generation can use at once.
 
-Data: a study's preference pairs (evaluation.exporters.preferences, the same records as `export
+Data: a study's preference pairs (evaluation.exports.preferences, the same records as `export
 --format preferences`), or a preference JSONL file written by that export. The job's `pair_filter`
 holds how the study's pairs are made ({"kind": "preferences", "rating_threshold", "prompt_family"}).
 """
@@ -38,7 +38,7 @@ def _preference_filter(pair_filter: str | Mapping[str, Any] | None) -> dict[str,
     return {"kind": "preferences", "rating_threshold": threshold, "prompt_family": family}
 
 
-# The preference export (evaluation.exporters.preferences) registers its reader from evaluation's
+# The preference export (evaluation.exports.preferences) registers its reader from evaluation's
 # AppConfig.ready(): ml imports no app above it (evaluation builds on ml).
 _PREFERENCE_SOURCE: list[Any] = []
 

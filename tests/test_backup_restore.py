@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from tests.evaluation.test_analysis_inputs import build_answered_study
+from tests.evaluation.analysis.test_study_frames import build_answered_study
 from tests.generation.test_celery_worker import worker_database_url
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,7 @@ from django import forms
 from drf_spectacular.generators import SchemaGenerator
 
 FORM_MODULES = (
-    "evaluation.forms",
+    "evaluation.planning.forms",
     "generation.forms",
     "generation.admin",
     "judging.forms",

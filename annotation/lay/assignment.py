@@ -41,7 +41,7 @@ def _preference_order(
 
 def _next_row(*, study: Study, design: LayDesign, live_rows: list[int]) -> int | None:
     """The fixed square's next row, or the adaptive allocation's while the study has it on
-    (evaluation/adaptive.py, registered in annotation/allocation_hooks.py); None when the adaptive
+    (evaluation/planning/adaptive.py, registered in annotation/allocation_hooks.py); None when the adaptive
     allocation closed recruitment (its closure is kept: no exception inside the handout's
     transaction)."""
     try:

@@ -1,6 +1,6 @@
 """The protocol's panel-3 choices of a study's laypeople as rows: which texts each one liked most
 and least among those shown. Read by the derived pairwise ranking (annotation/pairwise/selectors.py)
-and the preference export (evaluation/preference_inputs.py), each with its own participants."""
+and the preference export (evaluation/exports/preference_selectors.py), each with its own participants."""
 
 from __future__ import annotations
 

@@ -203,7 +203,7 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every requ
 MEDIA_ROOT = Path(env.str("DJANGO_MEDIA_ROOT", default=str(BASE_DIR / "var" / "media")))
 # What a file a researcher gives radlay may ask of the server: the upload page's largest file
 # (streamed to MEDIA_ROOT, then imported), a study archive's members and rows
-# (evaluation/study_archive_reader.py), a sources file's columns and systems
+# (evaluation/exports/study_archive_reader.py), a sources file's columns and systems
 # (annotation/importers/import_limits.py), an instrument document's size before it is parsed.
 RADLAY_FILE_LIMITS = env_spec(specs.FileLimits, "RADLAY_FILE_LIMITS")
 LOGIN_URL = "admin:login"
@@ -218,7 +218,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "evaluation.pagination.BoundedLimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "evaluation.api_pagination.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_THROTTLE_CLASSES": [
         "config.request_limits.AnonThrottle",
@@ -363,7 +363,7 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # Further AnalysisOptions fields for the dashboard, API, report and `analyze`
-# (evaluation.analysis_inputs.analysis_options_from_settings): not from the environment; the
+# (evaluation.analysis.study_frames.analysis_options_from_settings): not from the environment; the
 # test settings and the benchmarks set it to make analyses quick.
 RADLAY_ANALYSIS_OPTIONS: dict = {}
 

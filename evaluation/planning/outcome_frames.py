@@ -18,7 +18,7 @@ def outcome_frame(
 ) -> pd.DataFrame:
     """Long frame (participant, source, system, value) of `outcome`, NaNs dropped.
 
-    `lay_answers` / `expert_ratings` have the columns of evaluation/analysis_inputs.py's frames."""
+    `lay_answers` / `expert_ratings` have the columns of evaluation/analysis/study_frames.py's frames."""
     if outcome.design == "expert":
         aspect = outcome.key.removeprefix("expert_")
         frame = expert_ratings[["participant", "source", "system", aspect]].rename(columns={aspect: "value"})

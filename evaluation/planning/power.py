@@ -21,9 +21,9 @@ For each design (participants who complete × sources) the simulation draws `n_s
    One system is `effect` above the others on the **observed** scale: the latent
    shift that gives exactly that difference in expected answers, after rounding and clipping, is
    solved for analytically (`latent_means`).
-3. **Analysis**, as radlay's analysis does it (evaluation/analysis.py `comparisons`): per source,
-   the mean answer of each system; a Wilcoxon signed-rank test over the sources for every pair
-   of systems, Holm-corrected across all pairs; the planned comparison (the shifted system
+3. **Analysis**, as radlay's analysis does it (evaluation/analysis/intervals.py `comparisons`): per
+   source, the mean answer of each system; a Wilcoxon signed-rank test over the sources for every
+   pair of systems, Holm-corrected across all pairs; the planned comparison (the shifted system
    against a baseline system) is detected when its Holm-adjusted p < alpha. The Wilcoxon test
    uses the normal approximation with the tie correction (scipy's "approx" method, which scipy
    itself uses whenever differences tie or are zero, as they do with answers on a few levels).

@@ -1,5 +1,5 @@
 """Adaptive allocation of Latin-square rows and the stopping rule of a study's primary comparison
-(pure computation, no Django: evaluation/adaptive.py builds the inputs from the database).
+(pure computation, no Django: evaluation/planning/adaptive.py builds the inputs from the database).
 
 **The primary quantity** is the difference of two systems' mean answers on one outcome, paired
 by source as radlay's comparisons pair them (measures/stats/comparisons.py): for every source

@@ -1,7 +1,7 @@
 """Inter-annotator agreement: Krippendorff's alpha (MASI sets, nominal … ratio), Cohen's kappa, ICC.
 
 Pure computation: no Django. Inputs are plain Python, numpy or pandas; selectors in
-``evaluation/analysis_inputs.py`` build them from the database (coder = participant, unit = source).
+``evaluation/analysis/study_frames.py`` build them from the database (coder = participant, unit = source).
 
 Undefined statistics (no unit rated twice, no variation in the data, fewer than two shared units)
 come back as ``nan`` from the alpha functions and as ``None`` in record-style results, so a

@@ -1,5 +1,5 @@
 """The names, minimums and thresholds of the crossed-design intervals (measures/stats/crossed.py),
-kept apart from the computation so that the pages' captions and the Methods (evaluation/report.py)
+kept apart from the computation so that the pages' captions and the Methods (evaluation/pages/report.py)
 read them without importing numpy, pandas or scipy into a web worker."""
 
 # Fewer participants or sources leave the participant (source) variance with one or two degrees

@@ -5,7 +5,7 @@ Every function that builds an interval declares the support of its quantity wher
 correlation in [−1, 1], a log-strength anywhere) and passes its ends through ``Support.bound``:
 the interval then lies inside the support and contains its estimate, whatever the data. The
 analysis document carries the support beside each interval (``Support.record``) so that a reader
-(and tests/evaluation/test_interval_bounds.py, which walks every interval of the analysis) can
+(and tests/evaluation/analysis/test_interval_bounds.py, which walks every interval of the analysis) can
 check it. docs/analysis/intervals.md lists each quantity's support.
 
 Pure Python: the web workers' pages read the records without numpy.

@@ -29,7 +29,7 @@ from annotation import participant_services, protocol_texts, scales
 from annotation.lay import assignment
 from annotation.models import LayItem, Participant, Study
 from annotation.wording import protocol_wording, translation_status
-from evaluation.exporters.rows import answer_columns, answer_rows
+from evaluation.exports.rows import answer_columns, answer_rows
 from tests.annotation import answers as typed_answers
 from tests.annotation.factories import build_study
 

@@ -17,7 +17,8 @@ from annotation import participant_services, protocol_texts
 from annotation.lay import design
 from annotation.models import AttentionCheck, LayItem, Participant
 from annotation.selectors import analysed_participants
-from evaluation import analysis_inputs, progress
+from evaluation import progress
+from evaluation.analysis import study_frames
 from tests.annotation import answers as typed_answers
 from tests.annotation.factories import build_study
 from tests.annotation.test_expert_views import full_answers, page_url, radiologist, started
@@ -247,8 +248,8 @@ def test_two_failed_checks_screen_a_participant_out_when_the_study_says_so(clien
     assert design.participant_is_abandoned(participant=participant)
     assert participant.latin_square_row not in design.lay_live_rows(study=study)
     assert len(typed_answers.lay_answers(participant=participant)) == 2
-    assert analysis_inputs.lay_answers_frame(study=study).empty
-    assert analysis_inputs.lay_preferences_frame(study=study).empty
+    assert study_frames.lay_answers_frame(study=study).empty
+    assert study_frames.lay_preferences_frame(study=study).empty
 
 
 def test_failed_checks_never_end_the_survey_when_screening_is_off(client):
@@ -261,7 +262,7 @@ def test_failed_checks_never_end_the_survey_when_screening_is_off(client):
     assert response["Location"] == _panel_url(participant, items[1], "original")
     participant.refresh_from_db()
     assert participant.screened_out_at is None
-    assert len(analysis_inputs.lay_answers_frame(study=study)) == 2
+    assert len(study_frames.lay_answers_frame(study=study)) == 2
 
 
 def test_the_analysis_keeps_everyone_not_screened_out():

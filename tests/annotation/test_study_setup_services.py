@@ -40,8 +40,9 @@ from annotation.study_services import (
     study_pause,
     study_pilot_start,
 )
-from evaluation import analysis_inputs, progress
-from evaluation.exporters.rows import answer_rows
+from evaluation import progress
+from evaluation.analysis import study_frames
+from evaluation.exports.rows import answer_rows
 from evaluation.selectors import analysis_coverage
 from tests.annotation import answers as typed_answers
 from tests.annotation.factories import build_study
@@ -350,9 +351,9 @@ def test_previews_and_pilots_leak_into_nothing_that_counts(researcher, django_us
     # Counts and the analysis.
     assert study_counts(study=study)["participants"] == {"radiologist": 1, "layperson": 1}
     assert study_counts(study=study)["lay_answers"]["original"] == 1
-    assert set(analysis_inputs.lay_answers_frame(study=study)["participant"]) == {real_lay.pseudonym}
-    assert analysis_inputs.expert_ratings_frame(study=study).empty
-    assert set(analysis_inputs.expert_judgements_frame(study=study)["participant"]) == {real_rad.pseudonym}
+    assert set(study_frames.lay_answers_frame(study=study)["participant"]) == {real_lay.pseudonym}
+    assert study_frames.expert_ratings_frame(study=study).empty
+    assert set(study_frames.expert_judgements_frame(study=study)["participant"]) == {real_rad.pseudonym}
     assert analysis_coverage(study=study)["lay_answers"]["n"] == 1
     assert analysis_coverage(study=study)["expert_ratings"]["n"] == 0
     # Exports.

@@ -146,7 +146,7 @@ def _record(setup, value=4):
 
 
 def test_the_summary_sets_raw_beside_adjudicated(setup):
-    from evaluation.adjudication_summary import adjudication_summary
+    from evaluation.analysis.adjudication_summary import adjudication_summary
 
     before = adjudication_summary(study=setup["study"])
     correctness = next(row for row in before["items"] if row["item"] == "correctness")
@@ -202,7 +202,7 @@ def test_the_final_labels_export_says_where_each_label_came_from(client, setup, 
 
 
 def test_the_dashboard_page_and_the_report_show_both_views(client, setup):
-    from evaluation.report_sections import report_sections_render
+    from evaluation.pages.report_sections import report_sections_render
 
     _record(setup)
     StudyMembership.objects.filter(user=setup["adjudicator"]).update(role="viewer")

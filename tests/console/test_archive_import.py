@@ -14,8 +14,8 @@ from django.urls import reverse
 
 from annotation.models import Study, StudyMembership
 from console.archive_views import SESSION_KEY
-from evaluation.study_archive import study_archive_write
-from evaluation.study_archive_tables import EXCLUDED
+from evaluation.exports.study_archive import study_archive_write
+from evaluation.exports.study_archive_tables import EXCLUDED
 from tests.annotation import answers as typed_answers
 from tests.evaluation.instrument_studies import seed002_study
 

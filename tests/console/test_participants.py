@@ -17,7 +17,7 @@ from annotation.team_services import study_member_add
 from evaluation.models import AnalysisSnapshot
 from evaluation.selectors import analysis_coverage
 from tests.annotation import answers
-from tests.evaluation.test_analysis_inputs import build_answered_study
+from tests.evaluation.analysis.test_study_frames import build_answered_study
 
 
 @pytest.fixture(autouse=True)

@@ -1,6 +1,6 @@
 """Setting up every kind of study from the console and `manage.py study_kind` (annotation/
 study_kinds.py, annotation/study_kind_services.py, annotation/rater_groups.py, console/flow_views.py)
-and reading every flow's answers through evaluation/study_answers.py."""
+and reading every flow's answers through evaluation/exports/study_answers.py."""
 
 from __future__ import annotations
 
@@ -28,9 +28,9 @@ from annotation.rater_groups import invite_groups
 from annotation.study_kind_services import study_launch_problems, study_reference_set
 from annotation.study_kinds import KIND_PRESETS, study_kinds
 from annotation.team_services import study_member_add
-from evaluation.exporters.answers import AnswerExport
-from evaluation.exporters.items import ItemAnswerExport
-from evaluation.study_answers import (
+from evaluation.exports.answers import AnswerExport
+from evaluation.exports.items import ItemAnswerExport
+from evaluation.exports.study_answers import (
     answer_counts,
     participant_units,
     protocol_asked,

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from annotation.models import ItemAnswer, Study
-from evaluation.study_archive_tables import ARCHIVED, EXCLUDED
+from evaluation.exports.study_archive_tables import ARCHIVED, EXCLUDED
 from tests.annotation import answers as typed_answers
 from tests.evaluation.archive_studies import protocol_study
 from tests.evaluation.conftest import FAST_ANALYSIS_OPTIONS

@@ -11,7 +11,7 @@ from annotation import participant_services
 from annotation.models import ExpertItem, Participant, StudyInstrument
 from annotation.span_suggestions import span_suggestions_offered
 from evaluation import services as evaluation_services
-from evaluation.analysis import AnalysisOptions
+from evaluation.analysis.protocol import AnalysisOptions
 from instruments.validation import instrument_from_data
 from judging import services as judging_services
 from judging.span_assistance import span_assistance_set

@@ -26,7 +26,7 @@ from django.urls import get_resolver
 
 from annotation.models import Participant, Study
 from annotation.pairs import design
-from evaluation.report import fmt
+from evaluation.pages.report import fmt
 from tests.e2e import console_walk as walk
 from tests.e2e.dashboard import download
 from tests.evaluation.conftest import FAST_ANALYSIS_OPTIONS

@@ -17,7 +17,7 @@ from statistics import mean
 import pytest
 from django.urls import get_resolver
 
-from evaluation.report import fmt
+from evaluation.pages.report import fmt
 from tests.e2e import console_walk as walk
 from tests.e2e.dashboard import download
 from tests.evaluation.conftest import FAST_ANALYSIS_OPTIONS

@@ -22,7 +22,7 @@ import pytest
 from django.urls import get_resolver
 
 from annotation.models import ItemAnswer, Study
-from evaluation.rater_reliability import RELIABILITY_ASPECTS
+from evaluation.analysis.planted_control_scores import RELIABILITY_ASPECTS
 from tests.annotation import answers
 from tests.e2e import console_walk as walk
 from tests.evaluation.conftest import FAST_ANALYSIS_OPTIONS

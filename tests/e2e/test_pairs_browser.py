@@ -86,7 +86,7 @@ def test_seed_002_two_radiologists_and_a_lay_reader_rate_caption_pairs(
     from playwright.sync_api import expect
     from sklearn.metrics import cohen_kappa_score
 
-    from evaluation.report import fmt
+    from evaluation.pages.report import fmt
 
     settings.RADLAY_ANALYSIS_OPTIONS = {
         "embeddings": False,
@@ -258,7 +258,7 @@ def test_seed_000_three_annotators_match_sentences(page, browser, live_server, a
     from scipy import stats
     from sklearn.metrics import cohen_kappa_score
 
-    from evaluation.report import fmt
+    from evaluation.pages.report import fmt
 
     settings.RADLAY_ANALYSIS_OPTIONS = {
         "embeddings": False,

@@ -1,6 +1,6 @@
 """A layperson answers half of a lay panel 1 and leaves; the researcher's dashboard then shows the
 next snapshot with its figures, computed with that half answer (not "failed"). Before the fix of
-evaluation/analysis.py's severity frame, every snapshot after such an answer failed with
+evaluation/analysis/protocol.py's severity frame, every snapshot after such an answer failed with
 `ValueError: Length of values … does not match length of index …`."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from annotation.models import Participant
 from evaluation.models import AnalysisSnapshot
 from tests.annotation import answers
 from tests.e2e.polling import wait_for
+from tests.evaluation.analysis.test_study_frames import build_answered_study
 from tests.evaluation.conftest import FAST_ANALYSIS_OPTIONS
-from tests.evaluation.test_analysis_inputs import build_answered_study
 
 
 def _log_in(page, username: str, password: str) -> None:

@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 
 from annotation import participant_services, source_services, study_services
 from annotation.models import ExpertItem, Participant, PlantedControl
-from evaluation.rater_reliability import RELIABILITY_ASPECTS, study_rater_reliability
+from evaluation.analysis.planted_control_scores import RELIABILITY_ASPECTS, study_rater_reliability
 from generation.services.controls import study_controls_plant
 from tests.annotation import answers
 

@@ -16,7 +16,7 @@ from django.urls import get_resolver
 from annotation import participant_services
 from annotation.models import LayItem, Participant
 from annotation.wording import protocol_wording
-from evaluation.exporters.rows import answer_columns, answer_rows
+from evaluation.exports.rows import answer_columns, answer_rows
 from tests.annotation import answers as typed_answers
 from tests.annotation.factories import build_study
 from tests.e2e.dashboard import download, researcher_page

@@ -11,7 +11,7 @@ from annotation.models import Source, Study
 from annotation.team_services import study_member_add
 from privacy.models import DeidFinding, SourceDeidentification
 from privacy.services import deidentification_approve, finding_review, study_deidentify
-from tests.evaluation.test_analysis_inputs import build_answered_study
+from tests.evaluation.analysis.test_study_frames import build_answered_study
 
 # Per source: the identifiers written around its sentence (a name, an MRN, a phone number, a
 # clinician's signature). Each must be found by the de-identification, or the tests prove nothing.
@@ -31,7 +31,7 @@ def identified_study(
     *, slug: str, build: Callable[[str], Study] | None = None
 ) -> tuple[Study, object, list[str]]:
     """A study built by `build(slug)` (by default an answered study of four sources:
-    tests/evaluation/test_analysis_inputs.build_answered_study) whose first sources' original
+    tests/evaluation/analysis/test_study_frames.build_answered_study) whose first sources' original
     texts carry IDENTIFIERS, de-identified and approved by its owner. Returns the study, the owner
     and the identifiers (every one the de-identification replaced)."""
     study = build(slug) if build else build_answered_study(slug=slug, n_sources=len(IDENTIFIERS))

@@ -162,7 +162,7 @@ def typed_archive(archive: bytes, study: Study, *, version: int) -> bytes:
     """`archive` (of `study`, written by this radlay) as an earlier radlay wrote it: the protocol's
     answers and the control answers in the typed tables, not in annotation.itemanswer; version 1:
     one JSON array per table, of the fifteen tables version 1 had."""
-    from evaluation.study_archive import VERSION_1_TABLES
+    from evaluation.exports.study_archive import VERSION_1_TABLES
 
     typed, held = _typed_rows(study)
     source = zipfile.ZipFile(io.BytesIO(archive))

@@ -11,7 +11,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotation.models import Simplification
-from tests.evaluation.test_analysis_inputs import build_answered_study
+from tests.evaluation.analysis.test_study_frames import build_answered_study
 
 pytestmark = pytest.mark.usefixtures("fast_analysis")
 
@@ -137,7 +137,7 @@ def test_answers_refuse_a_cursor_altered_by_the_client(api, study):
     [[99, [], 0, False], [0, [1], 0, False], [0, [1, 2, "x"], -1, False], [0, [], 0, "no"], "x", None],
 )
 def test_answers_refuse_signed_cursors_that_are_no_position(api, study, payload):
-    from evaluation.pagination import cursor_text
+    from evaluation.api_pagination import cursor_text
 
     response = api.get("/api/studies/mine/answers/", {"cursor": cursor_text(payload)})
     assert response.status_code == 400 and "cursor" in response.json()

@@ -25,7 +25,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.evaluation.test_analysis_inputs import build_answered_study
+from tests.evaluation.analysis.test_study_frames import build_answered_study
 
 # Examples per operation; the whole run stays within about two minutes on two cores.
 # RADLAY_SCHEMATHESIS_RANDOM=1 draws new examples on every run instead of the fixed set.

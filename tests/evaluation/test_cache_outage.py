@@ -17,7 +17,7 @@ from django.urls import reverse
 
 from annotation.models import Participant
 from evaluation import services
-from tests.evaluation.test_analysis_inputs import build_answered_study
+from tests.evaluation.analysis.test_study_frames import build_answered_study
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_analysis")]
 

@@ -21,7 +21,7 @@ from django.db import connection
 from rest_framework.authtoken.models import Token
 
 from annotation.models import Participant
-from tests.evaluation.test_analysis_inputs import build_answered_study
+from tests.evaluation.analysis.test_study_frames import build_answered_study
 from tests.generation.test_celery_worker import worker_database_url
 from tests.generation.test_fault_injection import Services, free_port
 

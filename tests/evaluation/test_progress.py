@@ -17,7 +17,7 @@ from annotation.lay import assignment
 from annotation.models import AttentionCheck, LayItem, Participant, Simplification
 from evaluation import progress
 from tests.annotation.factories import build_study
-from tests.evaluation.test_analysis_inputs import build_answered_study
+from tests.evaluation.analysis.test_study_frames import build_answered_study
 
 pytestmark = pytest.mark.django_db
 LAY = Participant.Role.LAYPERSON

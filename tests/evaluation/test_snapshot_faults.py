@@ -21,7 +21,7 @@ from django.db import connection
 from django.utils import timezone
 
 from evaluation.models import AnalysisSnapshot
-from tests.evaluation.test_analysis_inputs import build_answered_study
+from tests.evaluation.analysis.test_study_frames import build_answered_study
 from tests.evaluation.test_snapshots import change_an_answer
 from tests.generation.test_celery_worker import wait_for, worker_database_url
 from tests.generation.test_fault_injection import Services, free_port

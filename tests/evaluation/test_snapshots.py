@@ -24,7 +24,7 @@ from evaluation import services, tasks
 from evaluation.models import AnalysisSnapshot
 from evaluation.selectors import snapshot_analysis
 from tests.annotation import answers
-from tests.evaluation.test_analysis_inputs import build_answered_study
+from tests.evaluation.analysis.test_study_frames import build_answered_study
 from tests.generation.test_celery_worker import broker_mode
 from work.models import WORKER_HEARTBEAT, WorkerHeartbeat
 from work.scheduler import timing_from_settings
@@ -216,7 +216,7 @@ def test_a_failed_computation_is_kept_and_not_retried_on_the_same_data(study, se
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("evaluation.analysis.study_analysis", broken)
+    monkeypatch.setattr("evaluation.analysis.study.study_analysis", broken)
     services.analysis_snapshot_request(study=study)
     assert services.analysis_snapshot_compute(study_id=study.pk) is False
     snapshot = AnalysisSnapshot.objects.get(study=study)
@@ -278,7 +278,7 @@ def test_the_dashboard_neither_computes_nor_loads_a_model(client_in, study, sent
     def forbidden(*args, **kwargs):
         raise AssertionError("the web request computed the analysis or loaded a model")
 
-    monkeypatch.setattr("evaluation.analysis.study_analysis", forbidden)
+    monkeypatch.setattr("evaluation.analysis.study.study_analysis", forbidden)
     monkeypatch.setattr("ml.services.embedder_get", forbidden)
     change_an_answer(study)
     for name in ("study-detail", "study-metrics", "study-correlations", "study-analysis", "study-report"):
@@ -431,7 +431,7 @@ def test_the_api_serves_the_stored_document_as_the_renderer_would(client_in, stu
 
 
 def test_the_metrics_section_shows_the_first_rows_per_simplification(client_in, study, sent, monkeypatch):
-    from evaluation import context
+    from evaluation.pages import context
 
     monkeypatch.setattr(context, "PER_TEXT_SHOWN", 3)
     services.analysis_snapshot_compute_here(study=study)
@@ -448,7 +448,7 @@ def test_a_failed_snapshot_shows_its_reason_and_the_next_answer_retries_it(clien
     def broken(*args, **kwargs):
         raise ValueError("Length of values (50) does not match length of index (51)")
 
-    monkeypatch.setattr("evaluation.analysis.study_analysis", broken)
+    monkeypatch.setattr("evaluation.analysis.study.study_analysis", broken)
     api = client_in.get(reverse("api:analysis", args=["snap"]))
     assert api.status_code == 202 and api["Location"] == reverse("api:analysis", args=["snap"])
     reason = "ValueError: Length of values (50) does not match length of index (51)"

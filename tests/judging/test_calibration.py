@@ -13,7 +13,7 @@ from django.template.loader import render_to_string
 
 from annotation.models import Study
 from evaluation import services as evaluation_services
-from evaluation.analysis import AnalysisOptions
+from evaluation.analysis.protocol import AnalysisOptions
 from judging.calibration import ALL_FIELDS
 from judging.management.commands.judge import Command
 from judging.report import judge_report_context

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from annotation.models import Participant
-from evaluation.analysis import AnalysisOptions, study_analysis
-from evaluation.analysis_inputs import study_frames
+from evaluation.analysis.protocol import AnalysisOptions
+from evaluation.analysis.study import study_analysis
+from evaluation.analysis.study_frames import study_frames
 from instruments.answers import item_value_validate
 from instruments.presets import preset_load
 from instruments.schema import AppliesTo

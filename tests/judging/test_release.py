@@ -11,10 +11,10 @@ import pytest
 from django.core.management import call_command
 
 from annotation.models import Simplification, Study
-from evaluation.analysis import lay_table
-from evaluation.analysis_document import ORIGINAL
-from evaluation.analysis_inputs import study_frames
-from evaluation.report import fmt
+from evaluation.analysis.document import ORIGINAL
+from evaluation.analysis.protocol import lay_table
+from evaluation.analysis.study_frames import study_frames
+from evaluation.pages.report import fmt
 from judging.report import judge_report_context
 from tests.annotation import answers
 
@@ -55,7 +55,7 @@ def test_the_judge_pages_laypeople_are_table_1(release_dir, launch, settings):
     """Before, the judge page counted a shared text's lay answers for the one system the
     Latin square assigned (cot_sc: n 72, MSE 1.292, accuracy 0.431); Table 1 counts them for every
     system that produced the text (cot_sc: 88 / 1.341 / 0.420, checked against the release's CSV files
-    in tests/evaluation/test_release.py). Both now read the same rule."""
+    in tests/evaluation/analysis/test_release.py). Both now read the same rule."""
     settings.RADLAY_JUDGING = replace(settings.RADLAY_JUDGING, bootstrap_resamples=20)
     call_command("import_release", str(release_dir), "--study", "release-lay", stdout=io.StringIO())
     study = Study.objects.get(slug="release-lay")

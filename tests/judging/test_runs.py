@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from annotation.models import Participant, SimplificationText
-from evaluation.exporters.rows import answer_rows
+from evaluation.exports.rows import answer_rows
 from judging import services
 from judging.models import JudgeAnswer, JudgeItem, JudgeRun
 from tests.judging.conftest import VALID, add_radiologist, task_of

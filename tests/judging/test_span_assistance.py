@@ -17,7 +17,7 @@ from annotation.error_span_services import study_error_spans_add
 from annotation.models import Participant, StudyInstrument
 from annotation.span_suggestions import span_suggestions_offered
 from evaluation import services as evaluation_services
-from evaluation.analysis import AnalysisOptions
+from evaluation.analysis.protocol import AnalysisOptions
 from judging.span_assistance import span_assistance_set
 from tests.annotation import answers
 from tests.annotation.factories import build_study
@@ -123,7 +123,7 @@ def test_the_page_offers_suggestions_and_the_fates_are_stored_and_counted(assist
         assert cell["low"] is None or 0 <= cell["low"] <= cell["high"] <= 1
 
     # The export: one row per suggestion offered, with its origin and the rater's fate.
-    from evaluation.exporters.items import ItemAnswerExport
+    from evaluation.exports.items import ItemAnswerExport
 
     export = ItemAnswerExport(study=study, file_format="json", layout="suggestions")
     rows = [dict(zip(export.columns, row, strict=True)) for row in export.rows()]

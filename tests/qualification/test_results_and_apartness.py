@@ -15,10 +15,10 @@ from django.urls import reverse
 from annotation import participant_services
 from annotation.instrument_selectors import instrument_answers
 from annotation.models import ActivityEvent, Participant, StudyMembership
-from evaluation.analysis_inputs import study_frames
-from evaluation.exporters.rows import answer_rows
-from evaluation.study_answers import item_answer_rows
-from evaluation.study_archive_tables import archive_coverage
+from evaluation.analysis.study_frames import study_frames
+from evaluation.exports.rows import answer_rows
+from evaluation.exports.study_answers import item_answer_rows
+from evaluation.exports.study_archive_tables import archive_coverage
 from qualification.models import PracticeAnswer, QualificationRule
 from qualification.rule_services import qualification_rule_save
 from tests.annotation.factories import build_study

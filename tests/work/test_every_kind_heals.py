@@ -33,10 +33,10 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
 from console import upload_heal, upload_services
-from evaluation import plans
 from evaluation import services as evaluation_services
-from evaluation.forms import PlanForm
 from evaluation.models import AnalysisSnapshot
+from evaluation.planning import plans
+from evaluation.planning.forms import PlanForm
 from generation.models import GenerationJob
 from generation.services import batches
 from judging import services as judging_services
@@ -44,8 +44,8 @@ from judging.models import JudgeItem
 from ml import services as ml_services
 from ml.models import TrainingJob
 from tests.annotation.factories import build_study
+from tests.evaluation.analysis.test_study_frames import build_answered_study
 from tests.evaluation.conftest import FAST_ANALYSIS_OPTIONS
-from tests.evaluation.test_analysis_inputs import build_answered_study
 from tests.generation.test_celery_worker import REPO, broker_mode, wait_for, worker_database_url
 from tests.generation.test_fault_injection import Services, restart_postgresql
 from tests.ml.tiny_models import build_tiny_t5

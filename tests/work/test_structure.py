@@ -3,7 +3,8 @@ backends and prompts (the job layer comes from work/); work/ imports none of its
 that had been copied exist once (the embedded-mode runner, the database retry policy,
 researcher_login_required); the apps import each other one way only, along the arrows
 docs/architecture/index.md writes down (no circle, evaluation imports no judging, config no app);
-evaluation's page layer points views → context builders → pure formatter; no app re-registers
+evaluation's page layer points views → context builders → pure formatter, and its analysis/,
+exports/ and planning/ import nothing from pages/; no app re-registers
 another's admin; callers use only annotation/prepared_queries.py's documented interface."""
 
 from __future__ import annotations
@@ -273,13 +274,13 @@ def test_the_architecture_page_writes_down_the_allowed_arrows():
 # --- Evaluation's page layer: views → context builders → pure formatters ----------------------------
 
 PAGE_LAYER = {
-    "evaluation.views": 0,
-    "evaluation.plan_views": 0,
-    "evaluation.team_views": 0,
-    "evaluation.adjudication_views": 0,
-    "evaluation.context": 1,
-    "evaluation.report_sections": 1,
-    "evaluation.report": 2,
+    "evaluation.pages.dashboard_views": 0,
+    "evaluation.pages.plan_views": 0,
+    "evaluation.pages.team_views": 0,
+    "evaluation.pages.adjudication_views": 0,
+    "evaluation.pages.context": 1,
+    "evaluation.pages.report_sections": 1,
+    "evaluation.pages.report": 2,
 }
 
 
@@ -287,9 +288,10 @@ def test_the_page_layer_points_one_way():
     trees = {module_name(path): (path, tree) for path, tree in modules("evaluation")}
     assert set(PAGE_LAYER) <= set(trees)
     page_modules = {
-        name for name in trees if name.startswith("evaluation.") and name.endswith(("views", "context"))
+        name for name in trees if name.startswith("evaluation.pages.") or name.endswith(("views", "context"))
     }
     assert page_modules <= set(PAGE_LAYER), "a new page module: give it its level in PAGE_LAYER"
+    assert all(name.startswith("evaluation.pages.") for name in PAGE_LAYER), "pages live in pages/"
     graph: dict[str, set[str]] = {}
     for name, level in PAGE_LAYER.items():
         path, tree = trees[name]
@@ -309,13 +311,44 @@ def test_the_page_layer_points_one_way():
 
 
 def test_the_formatter_is_pure():
-    names = imported(ast.parse((REPO / "evaluation" / "report.py").read_text()))
+    names = imported(ast.parse((REPO / "evaluation" / "pages" / "report.py").read_text()))
     assert not {name for name in names if name.split(".")[0] in ("django", "rest_framework")}
     assert not {
         name
         for name in names
         if name.startswith(("evaluation.models", "evaluation.selectors", "annotation.models"))
     }
+
+
+# --- Evaluation's groups: the pages build on the rest, never the other way ------------------------
+# analysis/ (the computations, their reads and the document's sections), exports/ (every way a
+# study's data leaves: the answer exports, the preference pairs, the study archive) and planning/
+# (sample-size plans, adaptive allocation) know nothing of pages/ (the dashboard's HTML pages), nor
+# do the app's models, selectors, services, tasks and the progress and adjudication reads.
+
+BELOW_THE_PAGES = tuple(f"evaluation.{group}." for group in ("analysis", "exports", "planning"))
+DATA_LAYER = (
+    "evaluation.models",
+    "evaluation.selectors",
+    "evaluation.services",
+    "evaluation.tasks",
+    "evaluation.progress",
+    "evaluation.adjudication_selectors",
+    "evaluation.adjudication_services",
+)
+
+
+def test_only_the_pages_and_their_wiring_import_the_pages():
+    offending = []
+    for path, tree in modules("evaluation"):
+        name = module_name(path)
+        if name.startswith(BELOW_THE_PAGES) or name in DATA_LAYER:
+            offending += [
+                f"{name}: {other}"
+                for other in imported(tree)
+                if other == "evaluation.pages" or other.startswith("evaluation.pages.")
+            ]
+    assert not offending, offending
 
 
 # --- The Study admin is composed, not re-registered ------------------------------------------------

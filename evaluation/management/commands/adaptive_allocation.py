@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Study, System
-from evaluation.adaptive import adaptive_allocation_off, adaptive_allocation_set, adaptive_progress
+from evaluation.planning.adaptive import adaptive_allocation_off, adaptive_allocation_set, adaptive_progress
 
 ACTOR = "manage.py adaptive_allocation"
 

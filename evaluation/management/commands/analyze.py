@@ -12,8 +12,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
-from evaluation.analysis import AnalysisOptions
-from evaluation.exporters.metrics_table import metrics_csv
+from evaluation.analysis.protocol import AnalysisOptions
+from evaluation.exports.metrics_table import metrics_csv
 from evaluation.services import study_analysis_compute
 
 

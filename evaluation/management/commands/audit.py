@@ -9,14 +9,15 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
-from evaluation.analysis import AnalysisOptions
-from evaluation.audit import ReportedFileError, audit, audit_text, load_reported, reported_files
+from evaluation.analysis.audit import ReportedFileError, audit, audit_text, load_reported, reported_files
+from evaluation.analysis.protocol import AnalysisOptions
 from evaluation.services import study_analysis_compute
 
 
 class Command(BaseCommand):
     help = (
-        "Compare a study's figures with the figures a paper reported (YAML/JSON, see evaluation/reported/)."
+        "Compare a study's figures with the figures a paper reported "
+        "(YAML/JSON, see evaluation/analysis/reported/)."
     )
 
     def add_arguments(self, parser) -> None:

@@ -4,7 +4,7 @@ every raw answer of a study in long format (one row per answer), written as it i
 `--format preferences --out pairs.jsonl` writes the study's preference pairs (prompt, chosen,
 rejected, where the preference came from, rater count) for preference training; `--format
 hf-dataset --out FOLDER` writes them as a `datasets` folder with a dataset card
-(evaluation/exporters/preferences.py)."""
+(evaluation/exports/preferences.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
-from evaluation.exporters import FORMATS
-from evaluation.exporters.answers import AnswerExport
+from evaluation.exports import FORMATS
+from evaluation.exports.answers import AnswerExport
 
 PAIR_FORMATS = ("preferences", "hf-dataset")
 
@@ -75,7 +75,7 @@ class Command(BaseCommand):
         self.stderr.write(f"Wrote {export.rows} answers of {study.slug} to {options['out']}.")
 
     def _pairs(self, study: Study, options) -> None:
-        from evaluation.exporters import preferences
+        from evaluation.exports import preferences
         from generation.prompts.registry import PromptError
 
         out: Path = options["out"]

@@ -1,5 +1,5 @@
 """manage.py export_study_archive --study SLUG --out FILE: the whole study, every answer included,
-as one archive file (evaluation/study_archive.py) that import_study_archive reads on another
+as one archive file (evaluation/exports/study_archive.py) that import_study_archive reads on another
 radlay. The sources are de-identified (privacy/) unless --originals: the operator's request for the
 original reports and their identifiers, recorded in the study's activity log."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
-from evaluation.study_archive import study_archive_write
+from evaluation.exports.study_archive import study_archive_write
 from privacy.services import originals_release_record
 
 

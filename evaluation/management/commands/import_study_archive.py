@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.answer_selectors import protocol_answers, typed_answer_coverage
 from annotation.models import ItemAnswer
-from evaluation.study_archive import ArchiveDatabaseError, ArchiveError, study_archive_import
+from evaluation.exports.study_archive import ArchiveDatabaseError, ArchiveError, study_archive_import
 
 
 class Command(BaseCommand):

@@ -10,9 +10,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
-from evaluation import plans
-from evaluation.forms import PlanForm
 from evaluation.models import PowerPlan
+from evaluation.planning import plans
+from evaluation.planning.forms import PlanForm
 from evaluation.planning.outcomes import OUTCOMES
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
-from evaluation.audit import reported_files
-from evaluation.context import study_report_html
+from evaluation.analysis.audit import reported_files
+from evaluation.pages.context import study_report_html
 from evaluation.services import analysis_snapshot_compute_here
 
 

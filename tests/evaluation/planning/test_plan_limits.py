@@ -11,8 +11,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from evaluation.forms import MAX_PARTICIPANTS, MAX_SIMULATIONS, MAX_SOURCES, PlanForm
 from evaluation.models import PowerPlan
+from evaluation.planning.forms import MAX_PARTICIPANTS, MAX_SIMULATIONS, MAX_SOURCES, PlanForm
 from tests.annotation.factories import build_study
 
 SMALL = {"outcome": "understanding", "effect": 0.3, "simulations": 40, "points": 2}
@@ -125,7 +125,7 @@ def test_the_dashboard_form_shows_the_limit(studies, client, researcher, limits)
 
 
 def test_the_command_line_runs_its_plan_itself_whatever_is_queued(studies, limits):
-    from evaluation import plans
+    from evaluation.planning import plans
 
     one = studies[0]
     for _ in range(2):

@@ -11,11 +11,11 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from evaluation.context import study_report_html
-from evaluation.forms import PlanForm
 from evaluation.models import PowerPlan
+from evaluation.pages.context import study_report_html
+from evaluation.planning.forms import PlanForm
 from tests.annotation.factories import build_study
-from tests.evaluation.test_analysis_inputs import build_answered_study
+from tests.evaluation.analysis.test_study_frames import build_answered_study
 
 pytestmark = pytest.mark.usefixtures("fast_analysis")
 
@@ -169,7 +169,7 @@ def test_pending_plan_polls_until_done(pilot, client, researcher):
         reverse("evaluation:study-plan-detail", args=["pilot", plan.pk]), HTTP_HX_REQUEST="true"
     )
     assert b'hx-trigger="every 2s"' in fragment.content and b"<html" not in fragment.content
-    from evaluation.plans import plan_run
+    from evaluation.planning.plans import plan_run
 
     plan_run(plan_id=plan.pk)
     assert plan_run(plan_id=plan.pk).status == PowerPlan.Status.DONE  # a second run does nothing
@@ -194,7 +194,7 @@ def test_pilot_dropout_rate_counts_abandoned_and_returned_laypeople(pilot):
     from django.utils import timezone
 
     from annotation.models import Participant
-    from evaluation.pilot import pilot_dropout_rate
+    from evaluation.planning.pilot import pilot_dropout_rate
 
     assert pilot_dropout_rate(study=pilot) == 0.0  # all 8 laypeople completed
     lay = list(Participant.objects.filter(study=pilot, role=Participant.Role.LAYPERSON).order_by("pk"))

@@ -10,8 +10,8 @@ import pytest
 from django.core.management import call_command
 
 from annotation.models import Study
-from evaluation.pilot import pilot_components, pilot_frame
 from evaluation.planning.outcomes import get_outcome
+from evaluation.planning.pilot import pilot_components, pilot_frame
 from evaluation.planning.power import PowerSettings, latent_mean, simulate_answers
 
 pytestmark = [pytest.mark.release, pytest.mark.django_db]

@@ -1,9 +1,0 @@
-"""Exports of a study's raw answers, one module per format, registered here."""
-
-from __future__ import annotations
-
-from types import ModuleType
-
-from evaluation.exporters import csv, json, xlsx
-
-FORMATS: dict[str, ModuleType] = {"csv": csv, "xlsx": xlsx, "json": json}
