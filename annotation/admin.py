@@ -403,10 +403,7 @@ class ParticipantAdmin(StudyScopedAdmin):
 
     @admin.display(description="progress")
     def progress(self, obj):
-        if obj.role == Participant.Role.RADIOLOGIST:
-            items = obj.expert_items.all()
-        else:
-            items = obj.lay_items.all()
+        items = obj.expert_items.all() if obj.role == Participant.Role.RADIOLOGIST else obj.lay_items.all()
         total = items.count()
         done = items.filter(completed_at__isnull=False).count()
         return f"{done}/{total}"

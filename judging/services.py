@@ -169,9 +169,13 @@ def judge_run_create(
         errors["study"] = f"Study {study.slug!r} has no sources to judge."
     if not errors and (problem := external_call_problem(study=study, backend=backend)):
         errors["backend"] = problem
-    if not errors and check_server and backend == JudgeRun.Backend.OPENAI:
-        if problem := openai_server_problem():
-            errors["backend"] = problem
+    if (
+        not errors
+        and check_server
+        and backend == JudgeRun.Backend.OPENAI
+        and (problem := openai_server_problem())
+    ):
+        errors["backend"] = problem
     if errors:
         raise ValidationError(errors)
 

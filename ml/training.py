@@ -163,10 +163,7 @@ def split_records(
     shuffled = list(records)
     random.Random(seed).shuffle(shuffled)
     n_val = round(len(shuffled) * validation_fraction)
-    if validation_fraction > 0 and len(shuffled) >= 2:
-        n_val = min(max(n_val, 1), len(shuffled) - 1)
-    else:
-        n_val = 0
+    n_val = min(max(n_val, 1), len(shuffled) - 1) if validation_fraction > 0 and len(shuffled) >= 2 else 0
     return shuffled[n_val:], shuffled[:n_val]
 
 

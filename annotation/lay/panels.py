@@ -194,10 +194,14 @@ def lay_panel_open(*, item: LayItem, panel: str) -> LayItem:
         return item
     if panel == PREFERENCE and not gate:
         return item
-    if panel == ASSISTED and not gate and item.stage == ASSISTED:
-        # Panel 2 first shown, nothing to re-check: panel 1 is locked by one UPDATE.
-        if lay_answers.lay_item_lock_original_shown(item=item):
-            return item
+    # Panel 2 first shown, nothing to re-check: panel 1 is locked by one UPDATE.
+    if (
+        panel == ASSISTED
+        and not gate
+        and item.stage == ASSISTED
+        and lay_answers.lay_item_lock_original_shown(item=item)
+    ):
+        return item
     with transaction.atomic():
         locked = (
             LayItem.objects.select_for_update(of=("self",))

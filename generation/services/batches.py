@@ -125,9 +125,13 @@ def generation_batch_create(
         errors["study"] = f"Study {study.slug!r} has no sources to simplify."
     if not errors and (problem := data_policy().call_problem(study=study, backend=backend)):
         errors["backend"] = problem
-    if not errors and check_server and backend == GenerationBatch.Backend.OPENAI:
-        if problem := openai_server_problem():
-            errors["backend"] = problem
+    if (
+        not errors
+        and check_server
+        and backend == GenerationBatch.Backend.OPENAI
+        and (problem := openai_server_problem())
+    ):
+        errors["backend"] = problem
     system_tag = (system_tag or "").strip()
     if system_tag and not SYSTEM_TAG.match(system_tag):
         errors["system_tag"] = "A system tag is 1-30 lower-case letters, digits or hyphens (e.g. dpo-1)."
