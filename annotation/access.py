@@ -84,7 +84,7 @@ def may_see_identifying(*, study: Study) -> bool:
     return StudyMembership.Role(study.member_role).allows("edit")
 
 
-class SurveyClosed(Exception):
+class SurveyClosed(Exception):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """The participant's study is not open (draft or closed)."""
 
     def __init__(self, study: Study, participant: Participant | None = None):
@@ -93,7 +93,7 @@ class SurveyClosed(Exception):
         self.participant = participant  # who asked, where known (the paused page words it for them)
 
 
-class WrongFlow(Exception):
+class WrongFlow(Exception):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """A token of one role asked for the other role's pages (`role`: the role the pages are for,
     or PAIRS_FLOW for the pairs flow's)."""
 

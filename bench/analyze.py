@@ -283,10 +283,10 @@ def timed(label: str, function, timings: dict):
 
 
 def analysis_options(args):
-    from evaluation import analysis as A
+    from evaluation import analysis as evaluation_analysis
 
-    defaults = A.AnalysisOptions()
-    return A.AnalysisOptions(
+    defaults = evaluation_analysis.AnalysisOptions()
+    return evaluation_analysis.AnalysisOptions(
         n_resamples=args.resamples or defaults.n_resamples,
         correlation_resamples=args.correlation_resamples or defaults.correlation_resamples,
         metric_families=None if args.metric_families == "all" else tuple(args.metric_families.split(",")),
@@ -299,7 +299,7 @@ def analysis_options(args):
 def stage_timings(study, options) -> tuple[dict[str, tuple[float, float]], object]:
     """The analysis of `study`, stage by stage (the functions study_analysis calls, in its order):
     {stage: (wall seconds, CPU seconds)} and the frames."""
-    from evaluation import analysis as A
+    from evaluation import analysis as evaluation_analysis
     from evaluation.analysis_inputs import study_frames
     from evaluation.services import TextMetricsStore
 
@@ -307,36 +307,40 @@ def stage_timings(study, options) -> tuple[dict[str, tuple[float, float]], objec
     frames = timed("selectors: database → frames", lambda: study_frames(study=study), timings)
     metrics = timed(
         "automatic metrics of every text",
-        lambda: A.metric_tables(frames, options, TextMetricsStore(study)),
+        lambda: evaluation_analysis.metric_tables(frames, options, TextMetricsStore(study)),
         timings,
     )
-    columns = timed("lay columns", lambda: A.lay_columns(frames), timings)
+    columns = timed("lay columns", lambda: evaluation_analysis.lay_columns(frames), timings)
     timed(
         "Tables 1–3, distributions",
         lambda: (
-            A.readability_table(metrics, frames),
-            A.expert_table(frames),
-            A.lay_table(frames, columns),
-            A.confidence_vs_accuracy(frames),
-            A.preference_wins(frames),
-            A.distributions(frames, columns),
-            A.metrics_summary(metrics, frames),
+            evaluation_analysis.readability_table(metrics, frames),
+            evaluation_analysis.expert_table(frames),
+            evaluation_analysis.lay_table(frames, columns),
+            evaluation_analysis.confidence_vs_accuracy(frames),
+            evaluation_analysis.preference_wins(frames),
+            evaluation_analysis.distributions(frames, columns),
+            evaluation_analysis.metrics_summary(metrics, frames),
         ),
         timings,
     )
-    timed("agreement (MASI α, ordinal α)", lambda: A.agreement(frames), timings)
+    timed("agreement (MASI α, ordinal α)", lambda: evaluation_analysis.agreement(frames), timings)
     by_system = timed(
         "crossed intervals, means, differences",
-        lambda: A.system_intervals(A.measure_frames(frames, columns), A.system_keys(frames), options),
+        lambda: evaluation_analysis.system_intervals(
+            evaluation_analysis.measure_frames(frames, columns),
+            evaluation_analysis.system_keys(frames),
+            options,
+        ),
         timings,
     )
     timed(
         "Table 1–2 intervals",
-        lambda: A.confidence_intervals(frames, metrics, options, columns, by_system),
+        lambda: evaluation_analysis.confidence_intervals(frames, metrics, options, columns, by_system),
         timings,
     )
-    timed("paired comparisons", lambda: A.comparisons(frames), timings)
-    timed("correlations", lambda: A.correlations(frames, metrics, options), timings)
+    timed("paired comparisons", lambda: evaluation_analysis.comparisons(frames), timings)
+    timed("correlations", lambda: evaluation_analysis.correlations(frames, metrics, options), timings)
     return timings, frames
 
 
@@ -442,7 +446,7 @@ def main() -> None:
         import numpy as np
 
         from annotation.models import Study
-        from evaluation import analysis as A
+        from evaluation import analysis as evaluation_analysis
 
         if args.fresh_process_run:
             wall, cpu = frames_and_analysis(Study.objects.get(slug="bench"), analysis_options(args))
@@ -477,7 +481,7 @@ def main() -> None:
             assisted.groupby("systems")[questions].mean()
             hit = (assisted["severity_guess"] == assisted["reference_severity"]).astype(np.float64)
             hit.groupby(assisted["systems"]).mean()
-            frames.expert_ratings.groupby("system")[list(A.EXPERT_ASPECTS)].mean()
+            frames.expert_ratings.groupby("system")[list(evaluation_analysis.EXPERT_ASPECTS)].mean()
 
         started = time.perf_counter()
         reference()
@@ -523,7 +527,7 @@ def bench_release(args) -> None:
     from django.core.management import call_command
 
     from annotation.models import Study
-    from evaluation import analysis as A
+    from evaluation import analysis as evaluation_analysis
 
     directory = settings.RADLAY_RELEASE_DIR if args.release == "default" else Path(args.release)
     call_command("import_release", str(directory), "--study", "release", stdout=io.StringIO())
@@ -535,7 +539,7 @@ def bench_release(args) -> None:
     started = time.perf_counter()
     lay = frames.lay_answers
     lay.explode("systems").groupby("systems")[["understanding", "confidence", "helpfulness"]].mean()
-    frames.expert_ratings.groupby("system")[list(A.EXPERT_ASPECTS)].mean()
+    frames.expert_ratings.groupby("system")[list(evaluation_analysis.EXPERT_ASPECTS)].mean()
     np.asarray(lay["understanding"]).mean()
     reference = time.perf_counter() - started
     print(

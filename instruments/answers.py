@@ -58,7 +58,7 @@ REFUSALS = {
 }
 
 
-class InvalidAnswer(ValueError):
+class InvalidAnswer(ValueError):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """An answer the item cannot take. `code` (a key of REFUSALS) and `params` say why, for a flow
     to word in the participant's language; str() is the English message naming the item (logs,
     commands, judges' parse errors)."""

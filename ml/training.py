@@ -143,7 +143,7 @@ class TrainingResult:
         return self.loss_history[-1]
 
 
-class TrainingCancelled(Exception):
+class TrainingCancelled(Exception):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """`should_stop` asked to stop; a checkpoint at `step` was written, so the run can resume."""
 
     def __init__(self, step: int):

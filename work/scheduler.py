@@ -118,7 +118,7 @@ class JobQueue:
     on_finish: Callable[[Any], None] = lambda batch: None
 
 
-class TaskQueueUnreachable(Exception):
+class TaskQueueUnreachable(Exception):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """The broker refused a batch's messages; the batch exists (`batch`) and its jobs are sent by
     the next dispatch once the broker is back."""
 

@@ -59,7 +59,7 @@ LISTS_FIELD = "lists"
 NONE_SUFFIX = ".none"
 
 
-class GridRefused(ValueError):
+class GridRefused(ValueError):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """A posted sentence-matching grid the page could not have sent (its message already in the
     participant's language); checked before the item's own check, item_value_validate."""
 

@@ -68,7 +68,7 @@ FAMILY_MODULES: tuple[str, ...] = (
 )
 
 
-class MetricUnavailable(Exception):
+class MetricUnavailable(Exception):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """Raised by a family's function when it cannot compute its metrics here (missing data,
     model or input); compute_all reports the reason and leaves the values None."""
 

@@ -16,7 +16,7 @@ from nltk.metrics.distance import masi_distance
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
-from evaluation import analysis as A
+from evaluation import analysis as evaluation_analysis
 from evaluation.analysis_document import join_details, split_details
 from measures.stats.interval_methods import TOO_FEW
 
@@ -60,7 +60,7 @@ def lay_row(answer_id, item_id, participant, source, phase, text_id, u, c, g, h=
     }
 
 
-def make_frames(*, radiologists: int = 1, preferences: list | None = None) -> A.StudyFrames:
+def make_frames(*, radiologists: int = 1, preferences: list | None = None) -> evaluation_analysis.StudyFrames:
     systems = pd.DataFrame(
         {
             "system": SYSTEMS,
@@ -186,7 +186,7 @@ def make_frames(*, radiologists: int = 1, preferences: list | None = None) -> A.
             "least",
         ],
     )
-    return A.StudyFrames(
+    return evaluation_analysis.StudyFrames(
         study="hand",
         systems=systems,
         sources=sources,
@@ -198,13 +198,13 @@ def make_frames(*, radiologists: int = 1, preferences: list | None = None) -> A.
     )
 
 
-FAST = A.AnalysisOptions(
+FAST = evaluation_analysis.AnalysisOptions(
     n_resamples=200, correlation_resamples=50, metric_families=("readability",), correlation_metrics=("fkgl",)
 )
 
 
 def test_lay_table_credits_a_shared_text_to_both_systems_and_uses_panel_one_for_the_original():
-    table = A.lay_table(make_frames())
+    table = evaluation_analysis.lay_table(make_frames())
     # original: all four panel-1 answers. understanding 1,2,1,2; confidence 1,2,1,3;
     # guesses 5,3,4,2 vs references 4,2,4,2 -> squared errors 1,1,0,0; hits 0,0,1,1.
     assert table["original"]["understanding"] == pytest.approx(1.5)
@@ -238,7 +238,7 @@ def test_lay_table_credits_a_shared_text_to_both_systems_and_uses_panel_one_for_
 
 
 def test_table_two_counts_each_answer_of_both_panels_once():
-    table = A.confidence_vs_accuracy(make_frames())
+    table = evaluation_analysis.confidence_vs_accuracy(make_frames())
     # confidence 1: answers 1 (g5 r4), 5 (g4 r4) -> mse 0.5, acc 0.5
     # confidence 2: answers 2 (g4 r4), 3 (g3 r2), 8 (g2 r2) -> mse 1/3, acc 2/3
     # confidence 3: answers 4 (g2 r2), 6 (g3 r4), 7 (g2 r2) -> mse 1/3, acc 2/3
@@ -249,16 +249,16 @@ def test_table_two_counts_each_answer_of_both_panels_once():
 
 def test_expert_table_credits_shared_ratings_and_the_original_simplicity():
     frames = make_frames()
-    table = A.expert_table(frames)
+    table = evaluation_analysis.expert_table(frames)
     assert table["a"]["correctness"] == pytest.approx((5 + 5) / 2)  # texts 10 and 20
     assert table["b"]["correctness"] == pytest.approx((5 + 3) / 2)  # texts 10 and 21
     assert table["c"]["simplicity"] == pytest.approx((5 + 5) / 2)
     assert table["b"]["n"] == 2
-    assert A.expert_original_table(frames) == {"simplicity": 1.5, "n": 2}
+    assert evaluation_analysis.expert_original_table(frames) == {"simplicity": 1.5, "n": 2}
 
 
 def test_preference_wins_ties_credit_every_tied_system():
-    wins, details = A.preference_wins(make_frames())
+    wins, details = evaluation_analysis.preference_wins(make_frames())
     # most: s1 votes a1 b1 c1 (L1 chose shared 10, L2 chose 11) -> three-way tie; s2: c2 b1 -> c.
     assert wins["most"] == {"a": 1, "b": 1, "c": 2}
     # least: s1 a1 b1 c1 -> tie; s2 a2 -> a.
@@ -268,13 +268,13 @@ def test_preference_wins_ties_credit_every_tied_system():
 
 def test_a_source_without_votes_has_no_winner():
     frames = make_frames(preferences=[("L1", "s1", {11}, set())])
-    wins, _ = A.preference_wins(frames)
+    wins, _ = evaluation_analysis.preference_wins(frames)
     assert wins["most"] == {"a": 0, "b": 0, "c": 1}
     assert wins["least"] == {"a": 0, "b": 0, "c": 0}
 
 
 def test_severity_distribution_lists_every_level():
-    assert A.severity_distribution(make_frames()) == {
+    assert evaluation_analysis.severity_distribution(make_frames()) == {
         "Critical": 0,
         "Serious": 1,
         "Moderate": 0,
@@ -284,7 +284,7 @@ def test_severity_distribution_lists_every_level():
 
 
 def test_vote_distribution_counts_sources_by_number_of_votes():
-    votes = A.distributions(make_frames())["votes"]
+    votes = evaluation_analysis.distributions(make_frames())["votes"]
     # most, c: s1 one vote, s2 two votes
     assert votes["most"]["c"] == {"0": 0, "1": 1, "2": 1}
     assert votes["least"]["a"] == {"0": 0, "1": 1, "2": 1}
@@ -301,7 +301,7 @@ def test_preference_alpha_matches_nltk_on_the_credited_system_sets():
             ("L3", "s2", {21, 22}, {20}),
         ]
     )
-    result = A.agreement(frames)["preference_alpha_masi"]
+    result = evaluation_analysis.agreement(frames)["preference_alpha_masi"]
     most = [
         ("L1", "s1", frozenset("ab")),
         ("L1", "s2", frozenset("c")),
@@ -337,7 +337,9 @@ def test_preference_alpha_skips_empty_selections_and_keeps_the_last_answer_per_c
         ("L3", "s2", frozenset("bc")),
     ]
     expected = AnnotationTask(data=most, distance=masi_distance).alpha()
-    assert A.agreement(frames)["preference_alpha_masi"]["most"] == pytest.approx(expected, abs=1e-12)
+    assert evaluation_analysis.agreement(frames)["preference_alpha_masi"]["most"] == pytest.approx(
+        expected, abs=1e-12
+    )
 
 
 def test_credit_systems_equals_pandas_explode():
@@ -353,39 +355,46 @@ def test_credit_systems_equals_pandas_explode():
         .explode("system", ignore_index=True)
         .dropna(subset=["system"])
     )
-    credited = A.credit_systems(frame)
+    credited = evaluation_analysis.credit_systems(frame)
     pd.testing.assert_frame_equal(credited, expected)
     assert list(credited["system"]) == ["a", "b", "c", "a", "b", "b"]
     assert list(credited.index) == [0, 1, 3, 4, 5, 6]
     empty = frame.iloc[:0]
     expected = empty.assign(system=empty["systems"].map(list)).explode("system", ignore_index=True)
-    pd.testing.assert_frame_equal(A.credit_systems(empty), expected.dropna(subset=["system"]))
+    pd.testing.assert_frame_equal(
+        evaluation_analysis.credit_systems(empty), expected.dropna(subset=["system"])
+    )
 
 
 def test_metric_tables_are_reused_for_the_same_texts_and_recomputed_when_one_changes(monkeypatch):
     frames = make_frames()
-    first = A.metric_tables(frames, FAST)
+    first = evaluation_analysis.metric_tables(frames, FAST)
     calls = []
-    computed = A._metric_tables_computed
-    monkeypatch.setattr(A, "_metric_tables_computed", lambda *a: calls.append(1) or computed(*a))
-    again = A.metric_tables(frames, FAST)
+    computed = evaluation_analysis._metric_tables_computed
+    monkeypatch.setattr(
+        evaluation_analysis, "_metric_tables_computed", lambda *a: calls.append(1) or computed(*a)
+    )
+    again = evaluation_analysis.metric_tables(frames, FAST)
     assert calls == []
     pd.testing.assert_frame_equal(again["per_text"], first["per_text"])
     again["per_text"].loc[0, "fkgl"] = -1.0  # a caller's copy: the cached table stays as it was
-    assert A.metric_tables(frames, FAST)["per_text"].loc[0, "fkgl"] == first["per_text"].loc[0, "fkgl"]
+    assert (
+        evaluation_analysis.metric_tables(frames, FAST)["per_text"].loc[0, "fkgl"]
+        == first["per_text"].loc[0, "fkgl"]
+    )
     assert calls == []
 
     simplifications = frames.simplifications.copy()
     simplifications.loc[5, "text"] = "Both of your kidneys are small. They have a few harmless cysts."
-    changed = A.StudyFrames(**{**frames.__dict__, "simplifications": simplifications})
-    fkgl = A.metric_tables(changed, FAST)["per_text"]["fkgl"]
+    changed = evaluation_analysis.StudyFrames(**{**frames.__dict__, "simplifications": simplifications})
+    fkgl = evaluation_analysis.metric_tables(changed, FAST)["per_text"]["fkgl"]
     assert calls == [1]
     assert fkgl.iloc[5] == pytest.approx(textstat.flesch_kincaid_grade(simplifications.loc[5, "text"]))
 
 
 def test_two_radiologists_agreement_matches_krippendorff_and_sklearn():
     frames = make_frames(radiologists=2)
-    expert = A.agreement(frames)["expert"]
+    expert = evaluation_analysis.agreement(frames)["expert"]
     assert expert["n_raters"] == 2
     r1 = [5, 4, 5, 3, 5]  # correctness of texts 10, 11, 20, 21, 22
     r2 = [4, 4, 5, 2, 5]
@@ -419,7 +428,7 @@ def test_reliability_grid_is_the_pivot_table_of_first_values():
             "value": [3.0, 1.0, np.nan, 4.0, 2.0, 5.0],
         }
     )
-    grid, coders = A._reliability(frame, "source", "participant", "value")
+    grid, coders = evaluation_analysis._reliability(frame, "source", "participant", "value")
     expected = frame.dropna(subset=["value"]).pivot_table(
         index="participant", columns="source", values="value", aggfunc="first"
     )
@@ -429,8 +438,8 @@ def test_reliability_grid_is_the_pivot_table_of_first_values():
 
 def test_per_simplification_records_are_the_rows_with_none_for_undefined_values():
     frames = make_frames()
-    metrics = A.metric_tables(frames, FAST)
-    records = A.metrics_summary(metrics, frames)["per_simplification"]
+    metrics = evaluation_analysis.metric_tables(frames, FAST)
+    records = evaluation_analysis.metrics_summary(metrics, frames)["per_simplification"]
     per_text = metrics["per_text"]
     assert len(records) == len(per_text) == 6
     assert records[0] == {
@@ -449,11 +458,11 @@ def test_per_simplification_records_are_the_rows_with_none_for_undefined_values(
 
 
 def test_one_radiologist_has_no_inter_rater_agreement():
-    assert "correctness" not in A.agreement(make_frames())["expert"]
+    assert "correctness" not in evaluation_analysis.agreement(make_frames())["expert"]
 
 
 def test_lay_severity_alpha_is_ordinal_alpha_of_panel_one_guesses():
-    lay = A.agreement(make_frames())["lay"]
+    lay = evaluation_analysis.agreement(make_frames())["lay"]
     # coders L1, L2; units s1, s2; panel-1 guesses L1: 5, 3; L2: 4, 2.
     expected = krippendorff.alpha(
         reliability_data=[[5, 3], [4, 2]], level_of_measurement="ordinal", value_domain=[1, 2, 3, 4, 5]
@@ -464,7 +473,7 @@ def test_lay_severity_alpha_is_ordinal_alpha_of_panel_one_guesses():
 def test_comprehension_gain_is_panel_two_minus_panel_one_per_item():
     frames = make_frames()
     # Three sources so that a pair of systems has differences to test.
-    result = A.comparisons(frames)["understanding_gain"]
+    result = evaluation_analysis.comparisons(frames)["understanding_gain"]
     by_pair = {(r["system_a"], r["system_b"]): r for r in result}
     # gains: L1 s1 (text 10: a,b) 3-1 = 2; L1 s2 (b) 4-2 = 2; L2 s1 (c) 2-1 = 1; L2 s2 (a) 3-2 = 1.
     # a: s1 2, s2 1; b: s1 2, s2 2; c: s1 1 -> a vs b on s1, s2: differences 0, -1.
@@ -475,7 +484,9 @@ def test_comprehension_gain_is_panel_two_minus_panel_one_per_item():
 
 
 def test_human_measures_per_simplification():
-    human = A.human_measures_per_simplification(make_frames()).set_index(["source", "system"])
+    human = evaluation_analysis.human_measures_per_simplification(make_frames()).set_index(
+        ["source", "system"]
+    )
     assert human.loc[("s1", "b"), "understanding"] == 3  # the shared text's answer
     assert human.loc[("s2", "c"), "preference_share"] == pytest.approx(1.0)  # both voters chose 22
     assert human.loc[("s2", "b"), "preference_share"] == pytest.approx(0.5)
@@ -486,8 +497,8 @@ def test_human_measures_per_simplification():
 
 def test_readability_per_text_is_textstat_and_averaged_per_system():
     frames = make_frames()
-    metrics = A.metric_tables(frames, FAST)
-    table = A.readability_table(metrics, frames)
+    metrics = evaluation_analysis.metric_tables(frames, FAST)
+    table = evaluation_analysis.readability_table(metrics, frames)
     expected_b = np.mean(
         [
             textstat.flesch_kincaid_grade(TEXTS[("s1", "b")][1]),
@@ -501,8 +512,8 @@ def test_readability_per_text_is_textstat_and_averaged_per_system():
 
 def test_item_level_correlation_matches_scipy():
     frames = make_frames()
-    metrics = A.metric_tables(frames, FAST)
-    records = A.correlations(frames, metrics, FAST)
+    metrics = evaluation_analysis.metric_tables(frames, FAST)
+    records = evaluation_analysis.correlations(frames, metrics, FAST)
     record = next(
         r
         for r in records
@@ -536,8 +547,8 @@ def test_item_level_correlation_matches_scipy():
 
 def test_confidence_interval_brackets_each_mean():
     frames = make_frames()
-    metrics = A.metric_tables(frames, FAST)
-    intervals = A.confidence_intervals(frames, metrics, FAST)
+    metrics = evaluation_analysis.metric_tables(frames, FAST)
+    intervals = evaluation_analysis.confidence_intervals(frames, metrics, FAST)
     lay_original = intervals["lay"]["original"]["understanding"]
     assert lay_original["mean"] == pytest.approx(1.5)
     assert lay_original["n"] == 4
@@ -555,7 +566,7 @@ def test_confidence_interval_brackets_each_mean():
 def test_study_analysis_has_the_interface_keys_and_is_json_ready():
     import json
 
-    analysis = A.study_analysis(make_frames(), options=FAST)
+    analysis = evaluation_analysis.study_analysis(make_frames(), options=FAST)
     for key in (
         "study",
         "systems",
@@ -581,7 +592,7 @@ def test_study_analysis_has_the_interface_keys_and_is_json_ready():
 
 
 def test_system_means_and_differences_agree_with_table1():
-    analysis = A.study_analysis(make_frames(), options=FAST)
+    analysis = evaluation_analysis.study_analysis(make_frames(), options=FAST)
     for system in SYSTEMS:
         for measure in ("understanding", "confidence", "helpfulness", "severity_accuracy"):
             assert analysis["system_means"][measure][system]["mean"] == pytest.approx(
@@ -600,7 +611,7 @@ def test_system_means_and_differences_agree_with_table1():
 
 
 def test_details_split_off_and_join_back():
-    analysis = json.loads(json.dumps(A.study_analysis(make_frames(), options=FAST)))
+    analysis = json.loads(json.dumps(evaluation_analysis.study_analysis(make_frames(), options=FAST)))
     summary, details = split_details(analysis)
     assert "correlations" not in summary and "per_simplification" not in summary["metrics"]
     assert all("winners" not in side for side in summary["preference_details"].values())

@@ -16,7 +16,7 @@ from scipy import stats
 from annotation import participant_services
 from annotation.expert import assignment, pages
 from annotation.models import Participant, PlantedControl
-from evaluation import analysis as A
+from evaluation import analysis as evaluation_analysis
 from evaluation.analysis import AnalysisOptions, expert_ratings_z
 from evaluation.analysis_inputs import study_frames
 from evaluation.rater_reliability import (
@@ -148,12 +148,12 @@ def _tables(frames, *, z: bool) -> dict:
     """Tables 1-3 (radiologist, original and lay columns; confidence vs accuracy; preference wins),
     the radiologists' agreement and the counts, as study_analysis computes them."""
     return {
-        "expert": A.expert_table(frames, z=z),
-        "expert_original": A.expert_original_table(frames),
-        "lay": A.lay_table(frames),
-        "confidence_vs_accuracy": A.confidence_vs_accuracy(frames),
-        "preferences": A.preference_wins(frames)[0],
-        "agreement": A.agreement(frames),
+        "expert": evaluation_analysis.expert_table(frames, z=z),
+        "expert_original": evaluation_analysis.expert_original_table(frames),
+        "lay": evaluation_analysis.lay_table(frames),
+        "confidence_vs_accuracy": evaluation_analysis.confidence_vs_accuracy(frames),
+        "preferences": evaluation_analysis.preference_wins(frames)[0],
+        "agreement": evaluation_analysis.agreement(frames),
         "ratings": len(frames.expert_ratings),
         "judgements": len(frames.expert_judgements),
     }
@@ -181,5 +181,7 @@ def test_planted_rows_never_enter_the_tables():
     assert len(answers.control_answers(study=controlled)) == 2 * 10
     assert raw_controlled == raw_plain
     assert z_controlled == z_plain
-    analysis = A.study_analysis(frames, options=dataclasses.replace(FAST, expert_z_scores=True))
+    analysis = evaluation_analysis.study_analysis(
+        frames, options=dataclasses.replace(FAST, expert_z_scores=True)
+    )
     assert analysis["options"]["expert_scores"] == "z" and analysis["expert"] == z_controlled["expert"]

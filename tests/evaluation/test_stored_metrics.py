@@ -9,7 +9,7 @@ import pytest
 import textstat
 
 from annotation.models import Simplification, Source
-from evaluation import analysis as A
+from evaluation import analysis as evaluation_analysis
 from evaluation.analysis import AnalysisOptions, study_analysis
 from evaluation.analysis_inputs import study_frames
 from evaluation.models import AnalysisSnapshot, SystemMetrics, TextMetrics
@@ -35,7 +35,7 @@ def study():
 
 def analyse(study):
     """A fresh worker's analysis: nothing kept in this process."""
-    A._METRIC_TABLES.clear()
+    evaluation_analysis._METRIC_TABLES.clear()
     return study_analysis_compute(study=study, options=OPTIONS)
 
 
@@ -56,7 +56,7 @@ def tamper(queryset, **values):
 
 def test_the_analysis_stores_every_text_and_system_and_reads_them_back_unchanged(study):
     first = analyse(study)
-    A._METRIC_TABLES.clear()
+    evaluation_analysis._METRIC_TABLES.clear()
     # The computed analysis adds the pairwise ranking (read from the pairs, not from the frames).
     assert {k: v for k, v in first.items() if k != "pairwise"} == study_analysis(
         study_frames(study=study), options=OPTIONS
