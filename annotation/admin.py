@@ -277,7 +277,8 @@ class StudyAdmin(StudyScopedAdmin):
             )
 
     def _set_status(self, request, queryset, *, service, state: str) -> None:
-        changed, unchanged = [], []
+        changed: list[str] = []
+        unchanged: list[str] = []
         for study in queryset:
             try:
                 (changed if service(study=study, actor=request.user) else unchanged).append(study.slug)
