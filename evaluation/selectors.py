@@ -126,7 +126,7 @@ def analysis_snapshot_get(*, study: Study, details: bool = False) -> AnalysisSna
     return queryset.first()
 
 
-def snapshot_analysis(snapshot: AnalysisSnapshot, *, details: bool = True) -> dict | None:
+def snapshot_analysis(snapshot: AnalysisSnapshot | None, *, details: bool = True) -> dict[str, Any] | None:
     """The analysis document of a snapshot: `result` with its `details` put back in place (see
     evaluation.analysis.split_details), or None before the first computation."""
     if snapshot is None or snapshot.result is None:
