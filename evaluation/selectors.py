@@ -152,6 +152,7 @@ def snapshot_analysis_json(
         analysis = snapshot_analysis(
             AnalysisSnapshot.objects.defer("figures", "document").get(pk=snapshot.pk)
         )
+        assert analysis is not None  # the snapshot checked above has its result
         return json.dumps({**analysis, **(extra or {})}, cls=encoder, ensure_ascii=False, allow_nan=False)
     if not extra:
         return document

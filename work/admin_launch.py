@@ -72,7 +72,8 @@ class LaunchedWorkAdmin(StudyScopedAdmin):
         # for another.
         for name in self.scoped_fields:
             scoped = form.fields[name]
-            assert isinstance(scoped, ModelChoiceField)  # ModelMultipleChoiceField is one too
+            # ModelMultipleChoiceField is a ModelChoiceField too; a launch form's fields have a queryset.
+            assert isinstance(scoped, ModelChoiceField) and scoped.queryset is not None
             scoped.queryset = scope_to_user(scoped.queryset, request.user)
         if request.method == "POST" and form.is_valid():
             launched = form_launch(form, type(self).launch_service, created_by=request.user)
