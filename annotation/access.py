@@ -3,8 +3,6 @@ these instead of re-writing permission checks."""
 
 from __future__ import annotations
 
-from typing import cast
-
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
@@ -84,7 +82,7 @@ def may_see_identifying(*, study: Study) -> bool:
     return StudyMembership.Role(study.member_role).allows("edit")
 
 
-class SurveyClosed(Exception):
+class SurveyClosed(Exception):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """The participant's study is not open (draft or closed)."""
 
     def __init__(self, study: Study, participant: Participant | None = None):
@@ -93,7 +91,7 @@ class SurveyClosed(Exception):
         self.participant = participant  # who asked, where known (the paused page words it for them)
 
 
-class WrongFlow(Exception):
+class WrongFlow(Exception):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """A token of one role asked for the other role's pages (`role`: the role the pages are for,
     or PAIRS_FLOW for the pairs flow's)."""
 
@@ -122,7 +120,8 @@ _participant_rows = PreparedQuery(
 
 def _token_possible(token: str) -> bool:
     # What no stored token can be is not asked for (PostgreSQL refuses a NUL in any string).
-    return len(token) <= Participant._meta.get_field("token").max_length and "\x00" not in token
+    longest = Participant._meta.get_field("token").max_length
+    return (longest is None or len(token) <= longest) and "\x00" not in token
 
 
 def access_participant(*, token: str, role: str | None = None, require_open: bool = True) -> Participant:
@@ -168,7 +167,7 @@ def access_expert_page(*, token: str, item_id: int, require_open: bool = True) -
         access_participant(token=token, role=Participant.Role.RADIOLOGIST, require_open=require_open)
         raise Http404(gettext_lazy("This page is not part of your survey."))
     item = _EXPERT_PAGE.instances(rows[0])
-    shown_text_attach(cast(ExpertItem, item).source, *rows[0][-2:])
+    shown_text_attach(item.source, *rows[0][-2:])
     _admit(item.participant, role=Participant.Role.RADIOLOGIST, require_open=require_open)
     return item
 
@@ -196,7 +195,7 @@ def access_lay_item(*, participant: Participant, item_id: int) -> LayItem:
     rows = _lay_item_rows.rows(item_id=int(item_id))
     item = _LAY_ITEM.instances(rows[0]) if rows else None
     if item is not None:
-        shown_text_attach(cast(LayItem, item).source, rows[0][-1])
+        shown_text_attach(item.source, rows[0][-1])
     if item is None or item.participant_id != participant.pk:
         raise Http404(gettext_lazy("This sentence is not part of your survey."))
     item.participant = participant  # already loaded (with its study, by the survey views)

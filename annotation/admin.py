@@ -277,7 +277,8 @@ class StudyAdmin(StudyScopedAdmin):
             )
 
     def _set_status(self, request, queryset, *, service, state: str) -> None:
-        changed, unchanged = [], []
+        changed: list[str] = []
+        unchanged: list[str] = []
         for study in queryset:
             try:
                 (changed if service(study=study, actor=request.user) else unchanged).append(study.slug)
@@ -403,10 +404,7 @@ class ParticipantAdmin(StudyScopedAdmin):
 
     @admin.display(description="progress")
     def progress(self, obj):
-        if obj.role == Participant.Role.RADIOLOGIST:
-            items = obj.expert_items.all()
-        else:
-            items = obj.lay_items.all()
+        items = obj.expert_items.all() if obj.role == Participant.Role.RADIOLOGIST else obj.lay_items.all()
         total = items.count()
         done = items.filter(completed_at__isnull=False).count()
         return f"{done}/{total}"

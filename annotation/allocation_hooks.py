@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from annotation.models import Study
 
 
-class RecruitmentClosed(Exception):
+class RecruitmentClosed(Exception):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """The study reached its target and closes recruitment itself: no row for a newcomer."""
 
 

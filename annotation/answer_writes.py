@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
 
 
-class AnswerLocked(ValidationError):
+class AnswerLocked(ValidationError):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """An answer that may no longer change: panel 1's, once its item's `original_locked_at` is set
     (annotation/lay/panels.py sets it when the simplification is first shown)."""
 

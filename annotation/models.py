@@ -370,12 +370,12 @@ class Simplification(models.Model):
         ordering = ["source__position", "system__position"]
         constraints = [models.UniqueConstraint(fields=["source", "system"], name="simplification_unique")]
 
+    def __str__(self) -> str:
+        return f"{self.source} · {self.system.key}"
+
     @property
     def text(self) -> str:
         return self.shown_text.text
-
-    def __str__(self) -> str:
-        return f"{self.source} · {self.system.key}"
 
 
 # Participant.qualification's values (annotation/qualification_states.py names them).
@@ -499,6 +499,9 @@ class ExpertItem(models.Model):
             models.UniqueConstraint(fields=["participant", "position"], name="expert_item_unique_position"),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.participant} · page {self.position}"
+
 
 # --- Lay flow ---------------------------------------------------------------------------------
 
@@ -541,6 +544,9 @@ class LayItem(models.Model):
             ),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.participant} · item {self.position}"
+
 
 class AttentionCheck(models.Model):
     """A check item with a known answer, shown to lay participants after `position` sources."""
@@ -556,6 +562,9 @@ class AttentionCheck(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["study", "position"], name="attention_check_unique_position")
         ]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug} · check after {self.position} sources"
 
     def clean(self) -> None:
         errors = json_shapes.attention_check_errors(
@@ -577,6 +586,9 @@ class AttentionCheckResponse(models.Model):
             models.UniqueConstraint(fields=["participant", "check_item"], name="attention_response_unique")
         ]
 
+    def __str__(self) -> str:
+        return f"{self.participant} · check after {self.check_item.position} sources"
+
 
 class ConsentRefusal(models.Model):
     """Declining consent records only that a refusal happened (no identifier)."""
@@ -584,6 +596,9 @@ class ConsentRefusal(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="consent_refusals")
     role = models.CharField(max_length=12, choices=Participant.Role.choices)
     refused_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.study.slug} · {self.role} refused consent"
 
 
 # --- The study's activity log -----------------------------------------------------------------

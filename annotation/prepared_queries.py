@@ -56,7 +56,7 @@ import threading
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 from django.core.exceptions import EmptyResultSet, ImproperlyConfigured
 from django.db import connections
@@ -190,8 +190,12 @@ class _Prepared:
         )
 
     def _execute(
-        self, using: str, arguments: dict[str, Any], run: Callable[[Any, str, list], Any], empty: Any
-    ):
+        self,
+        using: str,
+        arguments: dict[str, Any],
+        run: Callable[[Any, _Compiled, list[Any]], Any],
+        empty: Any,
+    ) -> Any:
         connection = connections[using]  # one per thread: what it compiled is its own
         by_shape = self._compiled.get(connection)
         if by_shape is None:
@@ -293,7 +297,7 @@ class _PreparedUpdateReturning(PreparedUpdate):
         if not connection.features.can_return_columns_from_insert:
             raise ImproperlyConfigured(f"{connection.display_name} cannot return rows from an UPDATE.")
         # The converters of the same columns read by a values_list(), in the same order.
-        reader = self.model.objects.order_by().values_list(*Joined(self.model).columns()).query
+        reader = self.model._default_manager.order_by().values_list(*Joined(self.model).columns()).query
         compiler = reader.get_compiler(using=using)
         compiler.as_sql()
         fields = [column[0] for column in compiler.select[: compiler.col_count]]
@@ -352,29 +356,37 @@ class PreparedUpdateReturningOld(_PreparedUpdateReturning):
         return [(*row, *before[row[0]]) for row in updated]
 
 
-class Joined:
+_M = TypeVar("_M", bound=Model)
+
+
+class Joined(Generic[_M]):
     """The columns of a model and of related models along non-null foreign keys (paths as in
     select_related), for a values_list() that reads them all, and the instances built back from
     one of its rows."""
 
-    def __init__(self, model: type[Model], *paths: str) -> None:
+    def __init__(self, model: type[_M], *paths: str) -> None:
         self.model, self.paths = model, paths
 
     @functools.cached_property
     def _layout(self) -> list[tuple[str, type[Model], list[str]]]:
         # Built on first use: related models are resolved once the app registry is ready.
-        layout = [("", self.model, [f.attname for f in self.model._meta.concrete_fields])]
+        layout: list[tuple[str, type[Model], list[str]]] = [
+            ("", self.model, [f.attname for f in self.model._meta.concrete_fields])
+        ]
         for path in self.paths:
-            model = self.model
+            model: type[Model] = self.model
             for step in path.split("__"):
-                model = model._meta.get_field(step).related_model
+                related = model._meta.get_field(step).related_model
+                if not isinstance(related, type):
+                    raise ImproperlyConfigured(f"{self.model.__name__}: {path} is no path of foreign keys")
+                model = related
             layout.append((path, model, [f.attname for f in model._meta.concrete_fields]))
         return layout
 
     def columns(self) -> list[str]:
         return [f"{path}__{name}" if path else name for path, _, names in self._layout for name in names]
 
-    def instances(self, row: Sequence[Any], *, using: str = "default") -> Model:
+    def instances(self, row: Sequence[Any], *, using: str = "default") -> _M:
         built: dict[str, Model] = {}
         start = 0
         for path, model, names in self._layout:
@@ -384,4 +396,4 @@ class Joined:
             if path:
                 parent, _, step = path.rpartition("__")
                 setattr(built[parent], step, instance)
-        return built[""]
+        return cast(_M, built[""])  # built by self.model.from_db

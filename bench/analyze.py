@@ -283,10 +283,10 @@ def timed(label: str, function, timings: dict):
 
 
 def analysis_options(args):
-    from evaluation.analysis import protocol as A
+    from evaluation.analysis import protocol
 
-    defaults = A.AnalysisOptions()
-    return A.AnalysisOptions(
+    defaults = protocol.AnalysisOptions()
+    return protocol.AnalysisOptions(
         n_resamples=args.resamples or defaults.n_resamples,
         correlation_resamples=args.correlation_resamples or defaults.correlation_resamples,
         metric_families=None if args.metric_families == "all" else tuple(args.metric_families.split(",")),
@@ -299,7 +299,7 @@ def analysis_options(args):
 def stage_timings(study, options) -> tuple[dict[str, tuple[float, float]], object]:
     """The analysis of `study`, stage by stage (the functions study_analysis calls, in its order):
     {stage: (wall seconds, CPU seconds)} and the frames."""
-    from evaluation.analysis import protocol as A
+    from evaluation.analysis import protocol
     from evaluation.analysis.correlations import correlations
     from evaluation.analysis.intervals import (
         comparisons,
@@ -318,24 +318,24 @@ def stage_timings(study, options) -> tuple[dict[str, tuple[float, float]], objec
         lambda: metric_tables(frames, options, TextMetricsStore(study)),
         timings,
     )
-    columns = timed("lay columns", lambda: A.lay_columns(frames), timings)
+    columns = timed("lay columns", lambda: protocol.lay_columns(frames), timings)
     timed(
         "Tables 1–3, distributions",
         lambda: (
             readability_table(metrics, frames),
-            A.expert_table(frames),
-            A.lay_table(frames, columns),
-            A.confidence_vs_accuracy(frames),
-            A.preference_wins(frames),
-            A.distributions(frames, columns),
+            protocol.expert_table(frames),
+            protocol.lay_table(frames, columns),
+            protocol.confidence_vs_accuracy(frames),
+            protocol.preference_wins(frames),
+            protocol.distributions(frames, columns),
             metrics_summary(metrics, frames),
         ),
         timings,
     )
-    timed("agreement (MASI α, ordinal α)", lambda: A.agreement(frames), timings)
+    timed("agreement (MASI α, ordinal α)", lambda: protocol.agreement(frames), timings)
     by_system = timed(
         "crossed intervals, means, differences",
-        lambda: system_intervals(measure_frames(frames, columns), A.system_keys(frames), options),
+        lambda: system_intervals(measure_frames(frames, columns), protocol.system_keys(frames), options),
         timings,
     )
     timed(
@@ -450,7 +450,7 @@ def main() -> None:
         import numpy as np
 
         from annotation.models import Study
-        from evaluation.analysis import protocol as A
+        from evaluation.analysis import protocol
 
         if args.fresh_process_run:
             wall, cpu = frames_and_analysis(Study.objects.get(slug="bench"), analysis_options(args))
@@ -485,7 +485,7 @@ def main() -> None:
             assisted.groupby("systems")[questions].mean()
             hit = (assisted["severity_guess"] == assisted["reference_severity"]).astype(np.float64)
             hit.groupby(assisted["systems"]).mean()
-            frames.expert_ratings.groupby("system")[list(A.EXPERT_ASPECTS)].mean()
+            frames.expert_ratings.groupby("system")[list(protocol.EXPERT_ASPECTS)].mean()
 
         started = time.perf_counter()
         reference()
@@ -531,7 +531,7 @@ def bench_release(args) -> None:
     from django.core.management import call_command
 
     from annotation.models import Study
-    from evaluation.analysis import protocol as A
+    from evaluation.analysis import protocol
 
     directory = settings.RADLAY_RELEASE_DIR if args.release == "default" else Path(args.release)
     call_command("import_release", str(directory), "--study", "release", stdout=io.StringIO())
@@ -543,7 +543,7 @@ def bench_release(args) -> None:
     started = time.perf_counter()
     lay = frames.lay_answers
     lay.explode("systems").groupby("systems")[["understanding", "confidence", "helpfulness"]].mean()
-    frames.expert_ratings.groupby("system")[list(A.EXPERT_ASPECTS)].mean()
+    frames.expert_ratings.groupby("system")[list(protocol.EXPERT_ASPECTS)].mean()
     np.asarray(lay["understanding"]).mean()
     reference = time.perf_counter() - started
     print(

@@ -70,9 +70,8 @@ def child(which: str, out: Path) -> None:
     if which == "command":
         from django.core.management import call_command
 
-        call_command(
-            "export", "--study", SLUG, "--format", "csv", "--out", str(out), stderr=open(os.devnull, "w")
-        )
+        with open(os.devnull, "w") as devnull:
+            call_command("export", "--study", SLUG, "--format", "csv", "--out", str(out), stderr=devnull)
     elif which == "download":
         from django.contrib.auth import get_user_model
         from django.test import Client

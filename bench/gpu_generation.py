@@ -111,7 +111,7 @@ def measure(run, texts: list[str]) -> dict[str, Any]:
     }
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -131,6 +131,69 @@ def main() -> None:
         args.device, args.random_shape = args.device or "cpu", "tiny"
         args.batch_sizes, args.alone_sentences, args.max_new_tokens = "2,4", 2, 4
         args.bandwidth_gbs = args.bandwidth_gbs or SMOKE_BANDWIDTH_GBS
+    return args
+
+
+def _vllm_rows(
+    directory: Path,
+    dtype: Any,
+    device: Any,
+    sizes: list[int],
+    options: dict[str, Any],
+    args: argparse.Namespace,
+) -> list[dict[str, Any]]:
+    """The vllm engine's figures at each batch size; none where vllm cannot run (said why)."""
+    from generation.backends.vllm_backend import VLLMBackend, vllm_available, vllm_missing_message
+
+    if not vllm_available():
+        print(f"vllm: skipped ({vllm_missing_message()})")
+        return []
+    if device.type != "cuda":
+        print("vllm: skipped (needs a GPU)")
+        return []
+    engine = VLLMBackend(
+        model=directory,
+        dtype=str(dtype).removeprefix("torch."),
+        gpu_memory_utilization=args.vllm_memory,
+    )
+    run_self_correction_batch(sentences(2), backend=engine, **{**options, "max_rounds": 1})
+    rows = [
+        {"way": "vllm", "batch": size, **measure(batch_runner(engine, options), sentences(size))}
+        for size in sizes
+    ]
+    engine.close()
+    return rows
+
+
+def _table_print(rows: list[dict[str, Any]], shape: ModelShape, bandwidth: float | None) -> None:
+    """Each way's figures beside the bandwidth bound, and whether the faster ways wrote the same
+    self-corrected texts as lockstep."""
+    print(
+        f"{'way':<14} {'B':>4} {'seconds':>8} {'calls':>6} {'tokens':>7} {'tokens/s':>10} {'L':>6} "
+        f"{'bound tok/s':>12} {'ratio':>7}"
+    )
+    for row in rows:
+        bound = (
+            tokens_per_second_bound(shape, batch=row["batch"], context=row["context"], bandwidth=bandwidth)
+            if bandwidth
+            else None
+        )
+        row["bound_tokens_per_s"] = bound
+        row["ratio"] = row["tokens_per_s"] / bound if bound else None
+        print(
+            f"{row['way']:<14} {row['batch']:>4} {row['seconds']:>8.2f} {row['calls']:>6} {row['tokens']:>7} "
+            f"{row['tokens_per_s']:>10.1f} {row['context']:>6.0f} "
+            + (f"{bound:>12.0f} {row['ratio']:>7.4f}" if bound else f"{'n/a':>12} {'n/a':>7}")
+        )
+    reference = {r["batch"]: r["sc_texts"] for r in rows if r["way"] == "lockstep"}
+    for row in rows:
+        if row["way"] in ("hf-continuous", "vllm") and row["batch"] in reference:
+            same = sum(a == b for a, b in zip(reference[row["batch"]], row["sc_texts"], strict=True))
+            print(f"{row['way']} B={row['batch']}: same SC texts as lockstep {same}/{row['batch']}")
+
+
+def main() -> None:
+    args = _arguments()
     import torch
 
     from ml.inference import clear_model_cache, resolve_device, resolve_dtype
@@ -207,54 +270,9 @@ def main() -> None:
         clear_model_cache()
         gc.collect()
         if "vllm" in ways:
-            from generation.backends.vllm_backend import VLLMBackend, vllm_available, vllm_missing_message
+            rows += _vllm_rows(directory, dtype, device, sizes, options, args)
 
-            if not vllm_available():
-                print(f"vllm: skipped ({vllm_missing_message()})")
-            elif device.type != "cuda":
-                print("vllm: skipped (needs a GPU)")
-            else:
-                engine = VLLMBackend(
-                    model=directory,
-                    dtype=str(dtype).removeprefix("torch."),
-                    gpu_memory_utilization=args.vllm_memory,
-                )
-                run_self_correction_batch(sentences(2), backend=engine, **{**options, "max_rounds": 1})
-                for size in sizes:
-                    rows.append(
-                        {
-                            "way": "vllm",
-                            "batch": size,
-                            **measure(
-                                batch_runner(engine, options),
-                                sentences(size),
-                            ),
-                        }
-                    )
-                engine.close()
-
-    print(
-        f"{'way':<14} {'B':>4} {'seconds':>8} {'calls':>6} {'tokens':>7} {'tokens/s':>10} {'L':>6} "
-        f"{'bound tok/s':>12} {'ratio':>7}"
-    )
-    for row in rows:
-        bound = (
-            tokens_per_second_bound(shape, batch=row["batch"], context=row["context"], bandwidth=bandwidth)
-            if bandwidth
-            else None
-        )
-        row["bound_tokens_per_s"] = bound
-        row["ratio"] = row["tokens_per_s"] / bound if bound else None
-        print(
-            f"{row['way']:<14} {row['batch']:>4} {row['seconds']:>8.2f} {row['calls']:>6} {row['tokens']:>7} "
-            f"{row['tokens_per_s']:>10.1f} {row['context']:>6.0f} "
-            + (f"{bound:>12.0f} {row['ratio']:>7.4f}" if bound else f"{'n/a':>12} {'n/a':>7}")
-        )
-    reference = {r["batch"]: r["sc_texts"] for r in rows if r["way"] == "lockstep"}
-    for row in rows:
-        if row["way"] in ("hf-continuous", "vllm") and row["batch"] in reference:
-            same = sum(a == b for a, b in zip(reference[row["batch"]], row["sc_texts"], strict=True))
-            print(f"{row['way']} B={row['batch']}: same SC texts as lockstep {same}/{row['batch']}")
+    _table_print(rows, shape, bandwidth)
     if args.json:
         for row in rows:
             row.pop("sc_texts", None)

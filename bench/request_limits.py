@@ -17,6 +17,7 @@ Prints each time, peak traced memory and the ratio radlay / reference.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
@@ -29,10 +30,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.test")
 
 
 def _run(run) -> None:
-    try:
+    with contextlib.suppress(Exception):  # a refusal is the expected outcome here
         run()
-    except Exception:  # noqa: BLE001, S110 - a refusal is the expected outcome here
-        pass
 
 
 def measure(run, *, memory: bool = True) -> tuple[float, float]:

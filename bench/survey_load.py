@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import re
@@ -226,10 +227,8 @@ def gunicorn(app: str, env: dict[str, str], workers: int) -> tuple[subprocess.Po
 
 
 def _answered(url: str) -> None:
-    try:
+    with contextlib.suppress(urllib.error.HTTPError):  # any HTTP answer means the worker is up
         urllib.request.urlopen(url, timeout=120).close()
-    except urllib.error.HTTPError:
-        pass  # any HTTP answer means the worker is up
 
 
 FLOORS = ("bare", "stack")  # bench/survey_floor.py's two floors, RADLAY_FLOOR_STACK=0 and 1

@@ -6,6 +6,8 @@ and calls one service of annotation/study_services.py; editors and owners only
 
 from __future__ import annotations
 
+import contextlib
+
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.db.models import Q
@@ -99,10 +101,9 @@ def _with_row_added(request: HttpRequest, prefix: str):
     """The POST with one more blank row of `prefix` (the "Add a row" buttons: no JavaScript)."""
     data = request.POST.copy()
     key = f"{prefix}-TOTAL_FORMS"
-    try:
+    # A tampered count: the formset reports its management form as invalid.
+    with contextlib.suppress(ValueError):
         data[key] = str(int(data.get(key, "0")) + 1)
-    except ValueError:
-        pass  # a tampered count: the formset reports its management form as invalid
     return data
 
 

@@ -50,7 +50,7 @@ ADJUDICATED_KINDS = frozenset(
 _TOKEN = re.compile(r"^(\d+)\.([a-z0-9_-]+)\.(\d+)\.(\d*)\.(\d*)$")
 
 
-class UnknownUnit(ValueError):
+class UnknownUnit(ValueError):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """A unit token that names no unit of the study; the message says which part is wrong."""
 
 

@@ -291,6 +291,7 @@ class AnalysisView(APIView):
             )
             return HttpResponse(text, content_type="application/json")
         analysis = snapshot_analysis(analysis_snapshot_get(study=study, details=True))
+        assert analysis is not None  # the snapshot checked above has its result
         return Response({**analysis, "snapshot": about})
 
 

@@ -126,7 +126,7 @@ def analysis_snapshot_get(*, study: Study, details: bool = False) -> AnalysisSna
     return queryset.first()
 
 
-def snapshot_analysis(snapshot: AnalysisSnapshot, *, details: bool = True) -> dict | None:
+def snapshot_analysis(snapshot: AnalysisSnapshot | None, *, details: bool = True) -> dict[str, Any] | None:
     """The analysis document of a snapshot: `result` with its `details` put back in place (see
     evaluation.analysis.document.split_details), or None before the first computation."""
     if snapshot is None or snapshot.result is None:
@@ -152,6 +152,7 @@ def snapshot_analysis_json(
         analysis = snapshot_analysis(
             AnalysisSnapshot.objects.defer("figures", "document").get(pk=snapshot.pk)
         )
+        assert analysis is not None  # the snapshot checked above has its result
         return json.dumps({**analysis, **(extra or {})}, cls=encoder, ensure_ascii=False, allow_nan=False)
     if not extra:
         return document

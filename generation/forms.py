@@ -77,8 +77,10 @@ class GenerationBatchForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["model_artifact"].queryset = _model_artifacts()
-        self.fields["prompt_version"].choices = [(v, v) for v in available_versions()]
+        artifacts, versions = self.fields["model_artifact"], self.fields["prompt_version"]
+        assert isinstance(artifacts, forms.ModelChoiceField) and isinstance(versions, forms.ChoiceField)
+        artifacts.queryset = _model_artifacts()
+        versions.choices = [(v, v) for v in available_versions()]
 
     def launch_arguments(self) -> dict[str, Any]:
         """The keyword arguments of services.generation_batch_create (call after is_valid())."""

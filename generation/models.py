@@ -90,7 +90,7 @@ class GenerationBatch(ScheduledBatch):
 
     @property
     def model_label(self) -> str:
-        if self.model_artifact_id:
+        if self.model_artifact is not None:
             return f"{self.model_artifact.name} ({self.model_artifact.path})"
         return self.model_name
 

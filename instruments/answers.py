@@ -58,7 +58,7 @@ REFUSALS = {
 }
 
 
-class InvalidAnswer(ValueError):
+class InvalidAnswer(ValueError):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """An answer the item cannot take. `code` (a key of REFUSALS) and `params` say why, for a flow
     to word in the participant's language; str() is the English message naming the item (logs,
     commands, judges' parse errors)."""
@@ -137,38 +137,54 @@ def item_value_validate(
     if item.kind is ItemKind.ORDINAL:
         return _ordinal(item, raw)
     if item.kind in (ItemKind.SINGLE_CHOICE, ItemKind.PAIRWISE):
-        allowed = _choice_keys(item, texts)
-        if not isinstance(raw, str) or raw not in allowed:
-            raise InvalidAnswer(item.key, "not_an_option", value=repr(raw), allowed=", ".join(allowed))
-        return raw
+        return _single_choice(item, raw, texts)
     if item.kind is ItemKind.MULTIPLE_CHOICE:
-        allowed = _choice_keys(item, texts)
-        if isinstance(raw, str) or not isinstance(raw, Iterable):
-            raise InvalidAnswer(item.key, "not_a_list")
-        chosen = list(raw)
-        unknown = [choice for choice in chosen if choice not in allowed]
-        if unknown:
-            raise InvalidAnswer(
-                item.key, "not_among", values=", ".join(map(repr, unknown)), allowed=", ".join(allowed)
-            )
-        return frozenset(chosen)
+        return _multiple_choice(item, raw, texts)
     if item.kind is ItemKind.COUNT:
-        count = _as_int(item, raw, "count_not_whole")
-        if count < 0:
-            raise InvalidAnswer(item.key, "negative_count")
-        if item.max_count is not None and count > item.max_count:
-            raise InvalidAnswer(item.key, "count_above", limit=item.max_count)
-        return count
+        return _count(item, raw)
     if item.kind is ItemKind.FREE_TEXT:
-        if not isinstance(raw, str):
-            raise InvalidAnswer(item.key, "not_text")
-        text = raw.strip()
-        if item.max_length is not None and len(text) > item.max_length:
-            raise InvalidAnswer(item.key, "too_long", limit=item.max_length, length=len(text))
-        return text
+        return _free_text(item, raw)
     if item.kind is ItemKind.SENTENCE_MATCHING:
         return _sentence_matches(item, raw)
     return _error_spans(item, raw, text_length)
+
+
+def _single_choice(item: Item, raw: object, texts: Sequence[str]) -> str:
+    allowed = _choice_keys(item, texts)
+    if not isinstance(raw, str) or raw not in allowed:
+        raise InvalidAnswer(item.key, "not_an_option", value=repr(raw), allowed=", ".join(allowed))
+    return raw
+
+
+def _multiple_choice(item: Item, raw: object, texts: Sequence[str]) -> frozenset[str]:
+    allowed = _choice_keys(item, texts)
+    if isinstance(raw, str) or not isinstance(raw, Iterable):
+        raise InvalidAnswer(item.key, "not_a_list")
+    chosen = list(raw)
+    unknown = [choice for choice in chosen if choice not in allowed]
+    if unknown:
+        raise InvalidAnswer(
+            item.key, "not_among", values=", ".join(map(repr, unknown)), allowed=", ".join(allowed)
+        )
+    return frozenset(chosen)
+
+
+def _count(item: Item, raw: object) -> int:
+    count = _as_int(item, raw, "count_not_whole")
+    if count < 0:
+        raise InvalidAnswer(item.key, "negative_count")
+    if item.max_count is not None and count > item.max_count:
+        raise InvalidAnswer(item.key, "count_above", limit=item.max_count)
+    return count
+
+
+def _free_text(item: Item, raw: object) -> str:
+    if not isinstance(raw, str):
+        raise InvalidAnswer(item.key, "not_text")
+    text = raw.strip()
+    if item.max_length is not None and len(text) > item.max_length:
+        raise InvalidAnswer(item.key, "too_long", limit=item.max_length, length=len(text))
+    return text
 
 
 def _ordinal(item: Item, raw: object) -> int | str:

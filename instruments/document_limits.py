@@ -25,7 +25,7 @@ _OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
 _CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
 
-class DocumentRefused(ValueError):
+class DocumentRefused(ValueError):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """The document is past a limit (its message says which) or is not valid YAML/JSON."""
 
 

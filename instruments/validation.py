@@ -421,17 +421,7 @@ def _kind_parts(
         else:
             parts["scale"] = _scale(reader, raw["scale"], f"{path}.scale")
     elif kind in (ItemKind.SINGLE_CHOICE, ItemKind.MULTIPLE_CHOICE):
-        options_from = raw.get("options_from", "")
-        if options_from:
-            if options_from != OPTIONS_FROM_TEXTS:
-                reader.error(f"{path}.options_from", f"must be {OPTIONS_FROM_TEXTS!r} (the texts shown)")
-            if "options" in raw:
-                reader.error(f"{path}.options", "give options or options_from, not both")
-            parts["options_from"] = OPTIONS_FROM_TEXTS
-        else:
-            parts["options"] = _options(reader, raw.get("options"), f"{path}.options", at_least=2)
-        if kind is ItemKind.MULTIPLE_CHOICE and "exclusive_with" in raw:
-            parts["exclusive_with"] = reader.string(raw["exclusive_with"], f"{path}.exclusive_with") or ""
+        parts.update(_choice_parts(reader, kind, raw, path))
     elif kind is ItemKind.COUNT:
         if raw.get("max_count") is not None:
             parts["max_count"] = reader.integer(raw["max_count"], f"{path}.max_count", minimum=1)
@@ -461,6 +451,24 @@ def _kind_parts(
         # The outcomes of one comparison ("first", "tie", "second").
         parts["options"] = _options(reader, raw.get("options"), f"{path}.options", at_least=2)
     return parts if len(reader.errors) == before else None
+
+
+def _choice_parts(reader: _Reader, kind: ItemKind, raw: dict[str, Any], path: str) -> dict[str, Any]:
+    """A choice item's options (or the texts shown as its options) and, for a multiple choice,
+    the option that excludes the others."""
+    parts: dict[str, Any] = {}
+    options_from = raw.get("options_from", "")
+    if options_from:
+        if options_from != OPTIONS_FROM_TEXTS:
+            reader.error(f"{path}.options_from", f"must be {OPTIONS_FROM_TEXTS!r} (the texts shown)")
+        if "options" in raw:
+            reader.error(f"{path}.options", "give options or options_from, not both")
+        parts["options_from"] = OPTIONS_FROM_TEXTS
+    else:
+        parts["options"] = _options(reader, raw.get("options"), f"{path}.options", at_least=2)
+    if kind is ItemKind.MULTIPLE_CHOICE and "exclusive_with" in raw:
+        parts["exclusive_with"] = reader.string(raw["exclusive_with"], f"{path}.exclusive_with") or ""
+    return parts
 
 
 def _scale(reader: _Reader, value: object, path: str) -> Scale | None:

@@ -119,7 +119,7 @@ def agreement_inputs(*, run: JudgeRun) -> AgreementInputs:
         .select_related("item")
     )
     text_rows: list[tuple] = []
-    judge_rows: list[tuple[str, int, str, float]] = []
+    judge_rows: list[tuple[str, int, str, float | None]] = []
     lay_original: list[tuple] = []
     lay_assisted: list[tuple] = []
     references = {

@@ -53,7 +53,9 @@ class JudgeRunForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["prompt_version"].choices = [(v, v) for v in available_versions()]
+        versions = self.fields["prompt_version"]
+        assert isinstance(versions, forms.ChoiceField)
+        versions.choices = [(v, v) for v in available_versions()]
         keys = StudyInstrument.objects.filter(is_current=True).values_list("key", flat=True).distinct()
         instruments = self.fields["instruments"]
         assert isinstance(instruments, forms.MultipleChoiceField)

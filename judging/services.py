@@ -138,11 +138,7 @@ def judge_run_create(
         )
     }
     if not instruments or any(name not in INSTRUMENT_TASKS and name not in asked for name in instruments):
-        offered = [
-            *INSTRUMENT_TASKS,
-            *StudyInstrument.objects.filter(study=study, is_current=True).values_list("key", flat=True),
-        ]
-        errors["instruments"] = f"Choose instruments among {', '.join(offered)}."
+        errors["instruments"] = _instruments_offered(study)
     if backend not in JudgeRun.Backend.values:
         errors["backend"] = f"Unknown backend {backend!r}; use one of {', '.join(JudgeRun.Backend.values)}."
     elif missing := backend_missing(backend):
@@ -169,9 +165,13 @@ def judge_run_create(
         errors["study"] = f"Study {study.slug!r} has no sources to judge."
     if not errors and (problem := external_call_problem(study=study, backend=backend)):
         errors["backend"] = problem
-    if not errors and check_server and backend == JudgeRun.Backend.OPENAI:
-        if problem := openai_server_problem():
-            errors["backend"] = problem
+    if (
+        not errors
+        and check_server
+        and backend == JudgeRun.Backend.OPENAI
+        and (problem := openai_server_problem())
+    ):
+        errors["backend"] = problem
     if errors:
         raise ValidationError(errors)
 
@@ -206,19 +206,38 @@ def judge_run_create(
             obj=run,
             details={"backend": backend, "model": model_name, "instruments": list(instruments)},
         )
-        items = []
-        for task in tasks:
-            if task in SOURCE_TASKS:
-                items.extend(JudgeItem(run=run, task=task, source=source) for source in sources)
-            else:
-                items.extend(
-                    JudgeItem(run=run, task=task, source_id=t.source_id, shown_text=t) for t in texts
-                )
-        items.extend(JudgeItem(run=run, task=ITEM_TASK, **target) for target in targets)
-        JudgeItem.objects.bulk_create(items)
+        JudgeItem.objects.bulk_create(_run_items(run, tasks, sources, texts, targets))
         dispatch = scheduler.dispatch_locked(QUEUE, run)
     scheduler.raise_if_unsent(QUEUE, dispatch, batch=run, action="created")
     return run
+
+
+def _instruments_offered(study: Study) -> str:
+    """The refusal of unknown instruments, naming those a run can ask."""
+    offered = [
+        *INSTRUMENT_TASKS,
+        *StudyInstrument.objects.filter(study=study, is_current=True).values_list("key", flat=True),
+    ]
+    return f"Choose instruments among {', '.join(offered)}."
+
+
+def _run_items(
+    run: JudgeRun,
+    tasks: Sequence[str],
+    sources: Sequence[Source],
+    texts: Sequence[SimplificationText],
+    targets: Sequence[dict[str, Any]],
+) -> list[JudgeItem]:
+    """A run's items: one per task and source (or per distinct simplification text), then one per
+    instrument target."""
+    items: list[JudgeItem] = []
+    for task in tasks:
+        if task in SOURCE_TASKS:
+            items.extend(JudgeItem(run=run, task=task, source=source) for source in sources)
+        else:
+            items.extend(JudgeItem(run=run, task=task, source_id=t.source_id, shown_text=t) for t in texts)
+    items.extend(JudgeItem(run=run, task=ITEM_TASK, **target) for target in targets)
+    return items
 
 
 def _instrument_targets(

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
-from django.http import JsonResponse
+from django.http import HttpRequest, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.html import format_html
@@ -94,10 +95,12 @@ class ModelArtifactAdmin(StudyScopedAdmin):
         shown = {k: obj.validation_metrics.get(k) for k in ("bleu", "corpus_sari", "fkgl")}
         return " · ".join(f"{k} {v:.2f}" for k, v in shown.items() if isinstance(v, int | float)) or "–"
 
-    def get_form(self, request, obj=None, **kwargs):
+    def get_form(
+        self, request: HttpRequest, obj: ModelArtifact | None = None, change: bool = False, **kwargs: Any
+    ) -> type[forms.ModelForm[ModelArtifact]]:
         if obj is None:
             kwargs["form"] = ModelArtifactAddForm
-        return super().get_form(request, obj, **kwargs)
+        return super().get_form(request, obj, change, **kwargs)
 
     def get_fields(self, request, obj=None):
         return ("name", "path", "architecture") if obj is None else ("name", *self.readonly_fields)
@@ -139,8 +142,9 @@ class TrainingJobForm(forms.ModelForm):
         help_text='Other TrainingConfig fields as JSON, e.g. {"source_prefix": "simplify: "}',
     )
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         try:
             extra = json.loads(data.get("more_hyperparameters") or "{}")
         except json.JSONDecodeError as exc:
@@ -204,10 +208,12 @@ class TrainingJobAdmin(StudyScopedAdmin):
         js = ("ml/training_progress.js",)
         css = ADMIN_CSS
 
-    def get_form(self, request, obj=None, **kwargs):
+    def get_form(
+        self, request: HttpRequest, obj: TrainingJob | None = None, change: bool = False, **kwargs: Any
+    ) -> type[forms.ModelForm[TrainingJob]]:
         if obj is None:
             kwargs["form"] = TrainingJobForm
-        form = super().get_form(request, obj, **kwargs)
+        form = super().get_form(request, obj, change, **kwargs)
         if obj is None:
             # The launch form declares its own study field (shared by every form class made from it):
             # replace it with one that offers only the user's studies.
@@ -256,7 +262,7 @@ class TrainingJobAdmin(StudyScopedAdmin):
 
     @admin.display(description="data")
     def data(self, obj: TrainingJob) -> str:
-        if obj.study_id:
+        if obj.study is not None:
             return f"{obj.study.slug} ({selectors.PairFilter.parse(obj.pair_filter)})"
         return obj.corpus_path
 

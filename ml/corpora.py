@@ -91,23 +91,12 @@ def _expand_glosses(text: str, *, path: Path, line: int) -> str:
     return _GLOSS.sub(lambda m: m.group(2).strip(), text)
 
 
-def read_medlane(
-    path: str | Path,
-    *,
-    numbered_targets: bool | None = None,
-    glosses: Literal["expand", "keep"] = "expand",
-) -> list[CorpusRecord]:
-    """Read a MedLane-format text file (see the module docstring) into records.
-
-    `numbered_targets=None` detects the test split's ``1 ``…``4 `` prefixes: they are stripped only
-    when every target line in the file carries one, so a training file whose simplification happens
-    to start with a digit is read unchanged.
-    """
-    path = Path(path)
-    lines = _read_lines(path)
+def _medlane_blocks(path: Path) -> list[list[tuple[int, str]]]:
+    """The file's blocks of non-blank (line number, text) lines, a source and its simplifications
+    each; refused when there is none or when a source has no simplification after it."""
     blocks: list[list[tuple[int, str]]] = []
     current: list[tuple[int, str]] = []
-    for number, raw in enumerate(lines, start=1):
+    for number, raw in enumerate(_read_lines(path), start=1):
         text = raw.strip()
         if not text:
             if current:
@@ -129,7 +118,23 @@ def read_medlane(
                 path=path,
                 line=number,
             )
+    return blocks
 
+
+def read_medlane(
+    path: str | Path,
+    *,
+    numbered_targets: bool | None = None,
+    glosses: Literal["expand", "keep"] = "expand",
+) -> list[CorpusRecord]:
+    """Read a MedLane-format text file (see the module docstring) into records.
+
+    `numbered_targets=None` detects the test split's ``1 ``…``4 `` prefixes: they are stripped only
+    when every target line in the file carries one, so a training file whose simplification happens
+    to start with a digit is read unchanged.
+    """
+    path = Path(path)
+    blocks = _medlane_blocks(path)
     target_lines = [(n, t) for block in blocks for n, t in block[1:]]
     if numbered_targets is None:
         numbered_targets = all(_VARIANT_PREFIX.match(t) for _, t in target_lines)

@@ -309,6 +309,7 @@ def generate(
         else:
             new_tokens = output[:, 1:]  # drop the decoder start token
         for row, index in enumerate(indices):
+            reason: Literal["stop", "length"]
             tokens = new_tokens[row].tolist()
             end = next((k for k, t in enumerate(tokens) if t in eos_ids), None)
             if end is None:

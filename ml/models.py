@@ -121,7 +121,7 @@ class TrainingJob(models.Model):
 
     @property
     def base_path(self) -> str:
-        return self.base_artifact.path if self.base_artifact_id else self.base_model_path
+        return self.base_artifact.path if self.base_artifact is not None else self.base_model_path
 
     @property
     def is_finished(self) -> bool:

@@ -87,7 +87,7 @@ def dpo_job_prepare(
     and fewer than RADLAY_TRAINING.dpo_min_pairs pairs, each in words."""
     from ml.dpo import DPOSettings, check_base_model
 
-    _, _, NoPreferencesError = preference_source()
+    _, _, NoPreferencesError = preference_source()  # noqa: N806 - an exception class, named as one
 
     if (study is None) == (not corpus_path):
         raise ValidationError("Give either a study or a preference JSONL file, not both.")

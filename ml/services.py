@@ -268,10 +268,11 @@ def training_job_output_dir(job: TrainingJob) -> Path:
 def _training_data(job: TrainingJob):
     from ml.corpora import read_corpus, records_to_pairs
 
-    if job.study_id is not None:
+    study = job.study
+    if study is not None:
         pair_filter = PairFilter.parse(job.pair_filter)
-        pairs = selectors.training_pairs_for_study(study=job.study, filter=pair_filter)
-        return pairs, f"study {job.study.slug}, filter {pair_filter}: {len(pairs)} pairs"
+        pairs = selectors.training_pairs_for_study(study=study, filter=pair_filter)
+        return pairs, f"study {study.slug}, filter {pair_filter}: {len(pairs)} pairs"
     pairs = records_to_pairs(read_corpus(job.corpus_path))
     return pairs, f"corpus {job.corpus_path}: {len(pairs)} pairs"
 

@@ -143,7 +143,7 @@ class TrainingResult:
         return self.loss_history[-1]
 
 
-class TrainingCancelled(Exception):
+class TrainingCancelled(Exception):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """`should_stop` asked to stop; a checkpoint at `step` was written, so the run can resume."""
 
     def __init__(self, step: int):
@@ -163,10 +163,7 @@ def split_records(
     shuffled = list(records)
     random.Random(seed).shuffle(shuffled)
     n_val = round(len(shuffled) * validation_fraction)
-    if validation_fraction > 0 and len(shuffled) >= 2:
-        n_val = min(max(n_val, 1), len(shuffled) - 1)
-    else:
-        n_val = 0
+    n_val = min(max(n_val, 1), len(shuffled) - 1) if validation_fraction > 0 and len(shuffled) >= 2 else 0
     return shuffled[n_val:], shuffled[:n_val]
 
 
@@ -327,7 +324,8 @@ def evaluate_simplifier(
     most = max(len(r) for r in references)
     # sacrebleu takes one stream per reference position; None marks a source with fewer references.
     streams = [[refs[k] if k < len(refs) else None for refs in references] for k in range(most)]
-    bleu = sacrebleu.corpus_bleu(predictions, streams).score
+    # sacrebleu types the streams as str only, but takes None for a missing reference.
+    bleu = sacrebleu.corpus_bleu(predictions, streams).score  # type: ignore[arg-type]
     metrics: dict[str, float | None] = {
         "loss": loss,
         "bleu": bleu,
@@ -385,13 +383,7 @@ def train_simplifier(
         total_steps = min(total_steps, config.max_steps)
     fingerprint = _fingerprint(train_pairs)
 
-    checkpoint = latest_checkpoint(output_dir) if resume else None
-    if not resume:
-        shutil.rmtree(output_dir / CHECKPOINTS_DIR, ignore_errors=True)
-    state: dict[str, Any] | None = None
-    if checkpoint is not None:
-        state = torch.load(checkpoint / STATE_FILE, map_location="cpu", weights_only=True)
-        _check_resumable(state, config=config, fingerprint=fingerprint, checkpoint=checkpoint)
+    checkpoint, state = _resume_point(output_dir, resume=resume, config=config, fingerprint=fingerprint)
 
     torch.manual_seed(config.seed)
     random.seed(config.seed)
@@ -402,18 +394,7 @@ def train_simplifier(
     model.train()
     tokenizer = AutoTokenizer.from_pretrained(base_dir, local_files_only=True)
 
-    no_decay = ("bias", "layer_norm", "layernorm", "LayerNorm")
-    groups = [
-        {
-            "params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)],
-            "weight_decay": config.weight_decay,
-        },
-        {
-            "params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)],
-            "weight_decay": 0.0,
-        },
-    ]
-    optimizer = torch.optim.AdamW(groups, lr=config.learning_rate)
+    optimizer = torch.optim.AdamW(_parameter_groups(model, config.weight_decay), lr=config.learning_rate)
     scheduler = get_linear_schedule_with_warmup(
         optimizer, num_warmup_steps=round(config.warmup_ratio * total_steps), num_training_steps=total_steps
     )
@@ -430,12 +411,13 @@ def train_simplifier(
         resumed_from = step
         logger.info("resuming training from %s (step %d of %d)", checkpoint, step, total_steps)
 
-    metadata = {
+    validation_size = sum(len(r.targets) for r in validation_records)
+    metadata: dict[str, Any] = {
         "base_model": str(base_dir),
         "architecture": "seq2seq",
         "config": config.as_dict(),
         "train_size": len(train_pairs),
-        "validation_size": sum(len(r.targets) for r in validation_records),
+        "validation_size": validation_size,
         "data_fingerprint": fingerprint,
         "source_prefix": config.source_prefix,
     }
@@ -539,12 +521,42 @@ def train_simplifier(
         global_step=step,
         total_steps=total_steps,
         train_size=len(train_pairs),
-        validation_size=metadata["validation_size"],
+        validation_size=validation_size,
         loss_history=loss_history,
         epoch_losses=epoch_losses,
         validation_metrics=metrics,
         resumed_from_step=resumed_from,
     )
+
+
+def _resume_point(
+    output_dir: Path, *, resume: bool, config: TrainingConfig, fingerprint: str
+) -> tuple[Path | None, dict[str, Any] | None]:
+    """The latest checkpoint under `output_dir` and its saved state, checked to continue this run;
+    (None, None) to start afresh (with `resume=False` the checkpoints are discarded)."""
+    checkpoint = latest_checkpoint(output_dir) if resume else None
+    if not resume:
+        shutil.rmtree(output_dir / CHECKPOINTS_DIR, ignore_errors=True)
+    state: dict[str, Any] | None = None
+    if checkpoint is not None:
+        state = torch.load(checkpoint / STATE_FILE, map_location="cpu", weights_only=True)
+        _check_resumable(state, config=config, fingerprint=fingerprint, checkpoint=checkpoint)
+    return checkpoint, state
+
+
+def _parameter_groups(model: Any, weight_decay: float) -> list[dict[str, Any]]:
+    """AdamW's parameter groups: weight decay on the weights, none on biases and layer norms."""
+    no_decay = ("bias", "layer_norm", "layernorm", "LayerNorm")
+    return [
+        {
+            "params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)],
+            "weight_decay": weight_decay,
+        },
+        {
+            "params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)],
+            "weight_decay": 0.0,
+        },
+    ]
 
 
 def _check_resumable(

@@ -21,7 +21,7 @@ Policy = DataPolicy.Policy
 OPENAI_DEFAULT_ENDPOINT = "https://api.openai.com/v1"
 
 
-class ExternalCallRefused(BackendError):
+class ExternalCallRefused(BackendError):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """A call the study's data policy does not allow; never worth retrying as it stands."""
 
     def __init__(self, message: str):

@@ -10,6 +10,7 @@ from the census lists the name recognizer reads; dates in nine notations.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 # (given, family) pools: English, Hispanic, West African, South Asian, Chinese, Japanese, Korean,
@@ -223,59 +224,110 @@ class Identifiers:
         return str(self.rng.randint(90, 104))
 
 
+def _discussed_with(text: Labelled, ids: Identifiers, finding: str) -> None:
+    text.add(finding + " Findings discussed with Dr. ").add(ids.name(), "NAME").add(" at ").add(
+        ids.phone(), "PHONE"
+    )
+    text.add(".")
+
+
+def _prior_study(text: Labelled, ids: Identifiers, finding: str) -> None:
+    text.add("Compared with the prior study of ").add(ids.date(), "DATE").add(": " + finding)
+
+
+def _patient_mrn(text: Labelled, ids: Identifiers, finding: str) -> None:
+    text.add("Patient: ").add(ids.name(), "NAME").add(", MRN ").add(ids.mrn(), "MRN").add(".")
+
+
+def _accession(text: Labelled, ids: Identifiers, finding: str) -> None:
+    text.add("Accession #: ").add(ids.accession(), "ACCESSION").add(". " + finding)
+
+
+def _called_to(text: Labelled, ids: Identifiers, finding: str) -> None:
+    text.add(f"{finding} Results were called to ").add(ids.name(), "NAME").add(", RN, on ").add(
+        ids.date(), "DATE"
+    )
+    text.add(".")
+
+
+def _signed_by(text: Labelled, ids: Identifiers, finding: str) -> None:
+    text.add("Electronically signed by ").add(ids.name(), "NAME").add(", MD on ").add(ids.date(), "DATE").add(
+        "."
+    )
+
+
+def _contact(text: Labelled, ids: Identifiers, finding: str) -> None:
+    name = ids.name()
+    text.add("Questions: contact ").add(name, "NAME").add(" at ").add(ids.email(name), "EMAIL").add(".")
+
+
+def _ssn(text: Labelled, ids: Identifiers, finding: str) -> None:
+    text.add("SSN: ").add(ids.ssn(), "SSN").add(". " + finding)
+
+
+def _age(text: Labelled, ids: Identifiers, finding: str) -> None:
+    text.add("The ").add(ids.old_age(), "AGE").add(f"-year-old patient has the following: {finding}")
+
+
+def _address(text: Labelled, ids: Identifiers, finding: str) -> None:
+    text.add("Address: ").add(ids.street(), "LOCATION").add(", ").add(ids.city(), "LOCATION").add(".")
+
+
+def _images_at(text: Labelled, ids: Identifiers, finding: str) -> None:
+    text.add("Images available at ").add(ids.url(), "URL").add(" (workstation ").add(ids.ip(), "IP").add(").")
+
+
+def _device_serial(text: Labelled, ids: Identifiers, finding: str) -> None:
+    text.add(finding + " Pacemaker serial number ").add(ids.device_id(), "ID").add(".")
+
+
+def _informed_by_phone(text: Labelled, ids: Identifiers, finding: str) -> None:
+    text.add(f"{finding} Mrs. ").add(ids.family(), "NAME").add(" was informed by phone (").add(
+        ids.phone(), "PHONE"
+    )
+    text.add(").")
+
+
+def _birth_date_mrn(text: Labelled, ids: Identifiers, finding: str) -> None:
+    text.add("DOB: ").add(ids.date(), "DATE").add("  MRN: ").add(ids.mrn(), "MRN")
+
+
+def _referring(text: Labelled, ids: Identifiers, finding: str) -> None:
+    text.add("Referring physician: Dr. ").add(ids.name(), "NAME").add(", fax ").add(ids.phone(), "PHONE").add(
+        "."
+    )
+
+
+def _follow_up(text: Labelled, ids: Identifiers, finding: str) -> None:
+    text.add(f"{finding} Follow-up imaging on ").add(ids.date(), "DATE").add(" was recommended by ")
+    text.add(ids.name(), "NAME").add(", MD.")
+
+
+# The sentence shapes, one drawn per sentence: each writes a finding and identifiers into the text.
+_SHAPES: tuple[Callable[[Labelled, Identifiers, str], None], ...] = (
+    _discussed_with,
+    _prior_study,
+    _patient_mrn,
+    _accession,
+    _called_to,
+    _signed_by,
+    _contact,
+    _ssn,
+    _age,
+    _address,
+    _images_at,
+    _device_serial,
+    _informed_by_phone,
+    _birth_date_mrn,
+    _referring,
+    _follow_up,
+)
+
+
 def _sentence(ids: Identifiers, rng: random.Random) -> Labelled:
     finding = rng.choice(FINDINGS)
     text = Labelled()
-    shape = rng.randrange(16)
-    if shape == 0:
-        text.add(finding + " Findings discussed with Dr. ").add(ids.name(), "NAME").add(" at ").add(
-            ids.phone(), "PHONE"
-        )
-        text.add(".")
-    elif shape == 1:
-        text.add("Compared with the prior study of ").add(ids.date(), "DATE").add(": " + finding)
-    elif shape == 2:
-        text.add("Patient: ").add(ids.name(), "NAME").add(", MRN ").add(ids.mrn(), "MRN").add(".")
-    elif shape == 3:
-        text.add("Accession #: ").add(ids.accession(), "ACCESSION").add(". " + finding)
-    elif shape == 4:
-        text.add(f"{finding} Results were called to ").add(ids.name(), "NAME").add(", RN, on ").add(
-            ids.date(), "DATE"
-        )
-        text.add(".")
-    elif shape == 5:
-        text.add("Electronically signed by ").add(ids.name(), "NAME").add(", MD on ").add(
-            ids.date(), "DATE"
-        ).add(".")
-    elif shape == 6:
-        name = ids.name()
-        text.add("Questions: contact ").add(name, "NAME").add(" at ").add(ids.email(name), "EMAIL").add(".")
-    elif shape == 7:
-        text.add("SSN: ").add(ids.ssn(), "SSN").add(". " + finding)
-    elif shape == 8:
-        text.add("The ").add(ids.old_age(), "AGE").add(f"-year-old patient has the following: {finding}")
-    elif shape == 9:
-        text.add("Address: ").add(ids.street(), "LOCATION").add(", ").add(ids.city(), "LOCATION").add(".")
-    elif shape == 10:
-        text.add("Images available at ").add(ids.url(), "URL").add(" (workstation ").add(ids.ip(), "IP").add(
-            ")."
-        )
-    elif shape == 11:
-        text.add(finding + " Pacemaker serial number ").add(ids.device_id(), "ID").add(".")
-    elif shape == 12:
-        text.add(f"{finding} Mrs. ").add(ids.family(), "NAME").add(" was informed by phone (").add(
-            ids.phone(), "PHONE"
-        )
-        text.add(").")
-    elif shape == 13:
-        text.add("DOB: ").add(ids.date(), "DATE").add("  MRN: ").add(ids.mrn(), "MRN")
-    elif shape == 14:
-        text.add("Referring physician: Dr. ").add(ids.name(), "NAME").add(", fax ").add(
-            ids.phone(), "PHONE"
-        ).add(".")
-    else:
-        text.add(f"{finding} Follow-up imaging on ").add(ids.date(), "DATE").add(" was recommended by ")
-        text.add(ids.name(), "NAME").add(", MD.")
+    _SHAPES[rng.randrange(len(_SHAPES))](text, ids, finding)
     return text
 
 

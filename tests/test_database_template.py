@@ -41,7 +41,7 @@ def test_every_migration_file_of_the_repository_is_fingerprinted():
     }
     assert in_repository and in_repository <= covered
     # Installed packages' migrations too (a Django upgrade may bring new ones).
-    assert any("auth" == app for app, _, _ in migration_files())
+    assert any(app == "auth" for app, _, _ in migration_files())
 
 
 @needs_postgresql

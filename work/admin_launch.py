@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from django.contrib import admin, messages
 from django.db.models import Count, Model, Q
-from django.forms import Form
+from django.forms import Form, ModelChoiceField
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -71,7 +71,10 @@ class LaunchedWorkAdmin(StudyScopedAdmin):
         # Only the user's own studies (and their objects) can be chosen, so none can be launched
         # for another.
         for name in self.scoped_fields:
-            form.fields[name].queryset = scope_to_user(form.fields[name].queryset, request.user)
+            scoped = form.fields[name]
+            # ModelMultipleChoiceField is a ModelChoiceField too; a launch form's fields have a queryset.
+            assert isinstance(scoped, ModelChoiceField) and scoped.queryset is not None
+            scoped.queryset = scope_to_user(scoped.queryset, request.user)
         if request.method == "POST" and form.is_valid():
             launched = form_launch(form, type(self).launch_service, created_by=request.user)
             batch = launched.batch

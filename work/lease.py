@@ -47,7 +47,7 @@ def heartbeat(model: type[Model], *, pk: int, field: str, interval: float) -> It
     """Stamp `field` of row `pk` now and every `interval` seconds while the block runs."""
 
     def stamp() -> None:
-        model.objects.filter(pk=pk).update(**{field: timezone.now()})
+        model._default_manager.filter(pk=pk).update(**{field: timezone.now()})
 
     stamp()
     with beating(stamp, interval=interval, name=f"{model.__name__}-{pk}"):

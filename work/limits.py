@@ -46,7 +46,7 @@ def check_launch(queue: JobQueue, *, study: Study, user: Any, size: int, unit: s
             "(RADLAY_JOB_LIMITS.batch_size). Launch it in parts (fewer systems, instruments or samples)."
         )
     Study.objects.select_for_update().filter(pk=study.pk).first()
-    running = queue.batch_model.objects.filter(finished_at__isnull=True, cancelled_at__isnull=True)
+    running = queue.batches.filter(finished_at__isnull=True, cancelled_at__isnull=True)
     per_study = int(settings.RADLAY_JOB_LIMITS.per_study)
     if running.filter(study=study).count() >= per_study:
         errors["study"] = (

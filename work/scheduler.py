@@ -66,7 +66,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Exists, F, Model, OuterRef, Q
+from django.db.models import Count, Exists, F, Model, OuterRef, Q, QuerySet
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
@@ -117,8 +117,18 @@ class JobQueue:
     # Called inside the dispatch's transaction (batch row locked) when the batch becomes finished.
     on_finish: Callable[[Any], None] = lambda batch: None
 
+    # The models' rows through their default manager (`objects`: neither model declares another),
+    # typed where `job_model.objects` is unknown to a checker of `type[Model]`.
+    @property
+    def jobs(self) -> QuerySet[Any]:
+        return self.job_model._default_manager.all()
 
-class TaskQueueUnreachable(Exception):
+    @property
+    def batches(self) -> QuerySet[Any]:
+        return self.batch_model._default_manager.all()
+
+
+class TaskQueueUnreachable(Exception):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """The broker refused a batch's messages; the batch exists (`batch`) and its jobs are sent by
     the next dispatch once the broker is back."""
 
@@ -165,12 +175,12 @@ def timing_from_settings(**overrides: Any) -> Timing:
 
 
 def _jobs(queue: JobQueue, batch: Any):
-    return queue.job_model.objects.filter(**{f"{queue.batch_field}_id": batch.pk})
+    return queue.jobs.filter(**{f"{queue.batch_field}_id": batch.pk})
 
 
 def dispatch(queue: JobQueue, *, batch: Any) -> Dispatch:
     with transaction.atomic():
-        locked = queue.batch_model.objects.select_for_update().get(pk=batch.pk)
+        locked = queue.batches.select_for_update().get(pk=batch.pk)
         result = dispatch_locked(queue, locked)
     batch.finished_at = locked.finished_at
     return result
@@ -196,11 +206,12 @@ def dispatch_locked(queue: JobQueue, batch: Any) -> Dispatch:
     lost_rows = jobs.filter(lost_running | (lost_queued & Q(dispatched_at__isnull=False))).values_list(
         "pk", "status", "attempts"
     )
-    lost, exhausted = [], []
+    lost: list[tuple[int, int]] = []
+    exhausted: list[tuple[int, int]] = []
     for pk, status, attempts in lost_rows:
         (exhausted if status == RUNNING and attempts >= timing.max_attempts else lost).append((pk, attempts))
     for pk, attempts in exhausted:
-        queue.job_model.objects.filter(pk=pk).update(
+        queue.jobs.filter(pk=pk).update(
             status=FAILED,
             finished_at=now,
             dispatched_at=None,
@@ -210,14 +221,12 @@ def dispatch_locked(queue: JobQueue, batch: Any) -> Dispatch:
         logger.warning("job %s failed: its worker stopped answering %s time(s)", pk, attempts)
     if lost and batch.cancelled_at is not None:
         lost_ids = [pk for pk, _ in lost]
-        queue.job_model.objects.filter(pk__in=lost_ids).update(
+        queue.jobs.filter(pk__in=lost_ids).update(
             status=CANCELLED, finished_at=now, dispatched_at=None, not_before=None
         )
     elif lost:
         lost_ids = [pk for pk, _ in lost]
-        queue.job_model.objects.filter(pk__in=lost_ids).update(
-            status=PENDING, dispatched_at=None, not_before=None
-        )
+        queue.jobs.filter(pk__in=lost_ids).update(status=PENDING, dispatched_at=None, not_before=None)
         logger.warning("jobs %s were lost (worker or message gone): sending them again", lost_ids)
     counts = jobs.aggregate(
         in_flight=Count("pk", filter=Q(status=RUNNING) | Q(status=PENDING, dispatched_at__isnull=False)),
@@ -235,7 +244,7 @@ def dispatch_locked(queue: JobQueue, batch: Any) -> Dispatch:
                 .values_list("pk", flat=True)[:free]
             )
             if job_ids:
-                queue.job_model.objects.filter(pk__in=job_ids).update(dispatched_at=now, not_before=None)
+                queue.jobs.filter(pk__in=job_ids).update(dispatched_at=now, not_before=None)
                 result.job_ids = job_ids
                 chunks = queue.chunks(batch, job_ids)
                 transaction.on_commit(lambda: _send(queue, batch, chunks, None, now, result))
@@ -257,7 +266,7 @@ def _send(
         except (BrokerError, OSError) as exc:
             unsent = [pk for rest in chunks[chunks.index(chunk) :] for pk in rest]
             # Not in the broker, so not in flight: the next dispatch sends them.
-            queue.job_model.objects.filter(pk__in=unsent, status=PENDING, dispatched_at=marked_at).update(
+            queue.jobs.filter(pk__in=unsent, status=PENDING, dispatched_at=marked_at).update(
                 dispatched_at=None
             )
             result.error = f"the task queue ({queue.broker_label()}) is not reachable: {exc}"
@@ -279,10 +288,8 @@ def claim(queue: JobQueue, *, job_id: int, task_id: str) -> Any | None:
         claimable |= Q(status=RUNNING, task_id=task_id)
     # No join in this UPDATE: Django would move every condition into a `pk IN (subquery)`, which
     # PostgreSQL does not re-check against a row another transaction just claimed.
-    cancelled = queue.batch_model.objects.filter(
-        pk=OuterRef(f"{queue.batch_field}_id"), cancelled_at__isnull=False
-    )
-    claimed = queue.job_model.objects.filter(claimable, ~Exists(cancelled), pk=job_id).update(
+    cancelled = queue.batches.filter(pk=OuterRef(f"{queue.batch_field}_id"), cancelled_at__isnull=False)
+    claimed = queue.jobs.filter(claimable, ~Exists(cancelled), pk=job_id).update(
         status=RUNNING,
         attempts=F("attempts") + 1,
         started_at=now,
@@ -293,7 +300,7 @@ def claim(queue: JobQueue, *, job_id: int, task_id: str) -> Any | None:
     )
     if not claimed:
         return None
-    return queue.job_model.objects.select_related(*queue.related).get(pk=job_id)
+    return queue.jobs.select_related(*queue.related).get(pk=job_id)
 
 
 @contextlib.contextmanager
@@ -307,18 +314,18 @@ def heartbeat(queue: JobQueue, *, job_ids: Sequence[int], task_id: str) -> Itera
             # SKIP LOCKED: a job whose row is being written (its result) needs no beat, and waiting
             # for that lock would hold up the end of the block.
             live = list(
-                queue.job_model.objects.select_for_update(skip_locked=True)
+                queue.jobs.select_for_update(skip_locked=True)
                 .filter(pk__in=ids, status=RUNNING, task_id=task_id)
                 .values_list("pk", flat=True)
             )
-            queue.job_model.objects.filter(pk__in=live).update(heartbeat_at=timezone.now())
+            queue.jobs.filter(pk__in=live).update(heartbeat_at=timezone.now())
 
     with lease.beating(stamp, interval=queue.timing().heartbeat, name=f"{task_id or ids}"):
         yield
 
 
 def _still_ours(queue: JobQueue, job: Any) -> bool:
-    current = queue.job_model.objects.filter(pk=job.pk).values_list("status", "task_id", "attempts").first()
+    current = queue.jobs.filter(pk=job.pk).values_list("status", "task_id", "attempts").first()
     return current == (RUNNING, job.task_id, job.attempts)
 
 
@@ -333,7 +340,7 @@ def succeed(
     """Mark a claimed job succeeded; `record(batch)` and the job's `fields` are written in the same
     transaction, under the batch row lock."""
     with transaction.atomic():
-        batch = queue.batch_model.objects.select_for_update().get(pk=getattr(job, f"{queue.batch_field}_id"))
+        batch = queue.batches.select_for_update().get(pk=getattr(job, f"{queue.batch_field}_id"))
         if record is not None:
             record(batch)
         job.status, job.error = SUCCEEDED, ""
@@ -359,7 +366,7 @@ def fail(
     with it."""
     timing = queue.timing()
     with transaction.atomic():
-        batch = queue.batch_model.objects.select_for_update().get(pk=getattr(job, f"{queue.batch_field}_id"))
+        batch = queue.batches.select_for_update().get(pk=getattr(job, f"{queue.batch_field}_id"))
         if not _still_ours(queue, job):
             # Another delivery took the job over meanwhile: its outcome stands.
             logger.info("job %s: failure of a superseded run ignored: %s", job.pk, error)
@@ -393,7 +400,7 @@ def fail(
 def cancel(queue: JobQueue, *, batch: Any) -> int:
     """Cancel the batch's pending jobs (running ones finish and are recorded). Returns how many."""
     with transaction.atomic():
-        locked = queue.batch_model.objects.select_for_update().get(pk=batch.pk)
+        locked = queue.batches.select_for_update().get(pk=batch.pk)
         now = timezone.now()
         if locked.cancelled_at is None:
             locked.cancelled_at = now
@@ -417,7 +424,7 @@ def resume(
     twice is harmless. Jobs that succeeded never run again, and a batch with nothing to run keeps
     its finish time."""
     with transaction.atomic():
-        locked = queue.batch_model.objects.select_for_update().get(pk=batch.pk)
+        locked = queue.batches.select_for_update().get(pk=batch.pk)
         jobs = _jobs(queue, locked)
         reopened = jobs.filter(status=CANCELLED).update(status=PENDING, finished_at=None, dispatched_at=None)
         if retry_failed:
@@ -438,7 +445,7 @@ def resume(
 def requeue_lost(queue: JobQueue, *, batch: Any | None = None) -> list[Dispatch]:
     """Dispatch each unfinished batch (or only `batch`): re-queues its lost jobs and sends what fits
     its window. Cheap when nothing is lost; run it periodically and when a worker starts."""
-    batches = queue.batch_model.objects.filter(finished_at__isnull=True)
+    batches = queue.batches.filter(finished_at__isnull=True)
     if batch is not None:
         batches = batches.filter(pk=batch.pk)
     results = []

@@ -138,7 +138,7 @@ def stuck_jobs(
     timing = queue.timing()
     unstarted = min(stall_after(), timing.dispatch_deadline)
     jobs = (
-        queue.job_model.objects.filter(**{f"{queue.batch_field}_id": batch.pk})
+        queue.jobs.filter(**{f"{queue.batch_field}_id": batch.pk})
         .annotate(_beat=Coalesce("heartbeat_at", "started_at"), _due=Coalesce("not_before", "dispatched_at"))
         .filter(
             Q(status=_Status.RUNNING, _beat__lt=now - timedelta(seconds=timing.stale_after))
@@ -171,7 +171,7 @@ def work_progress(
     given only while jobs keep finishing: past RADLAY_JOB_TIMING.stall_after without one, the batch
     reports how long it has made no progress, and names the jobs that look lost (stuck_jobs)."""
     now = now or timezone.now()
-    counts = queue.job_model.objects.filter(**{f"{queue.batch_field}_id": batch.pk}).aggregate(
+    counts = queue.jobs.filter(**{f"{queue.batch_field}_id": batch.pk}).aggregate(
         total=Count("pk"),
         **{status: Count("pk", filter=Q(status=status)) for status in _Status.values},
         calls=Sum("calls"),

@@ -513,6 +513,138 @@ def _page_lock(item: ExpertItem) -> tuple[Any, list[ItemAnswer]]:
     return rows[0][0], answers
 
 
+@dataclass
+class _Save:
+    """One expert_page_save: the page, what it asks, its rows read under the lock, the time to
+    give a single answered row, and the errors by form field gathered so far."""
+
+    participant: Participant
+    item: ExpertItem
+    asked: _Asked
+    labels: dict[str, SimplificationText]
+    page_answers: list[ItemAnswer]
+    row_time: int
+    errors: dict[str, list[str]]
+
+    def current(self, *, shown_text_id: int | None) -> dict[str, ItemAnswer] | None:
+        """The stored answers of a target, when the study asks an instrument row."""
+        instrument_id = self.asked.current.row_id
+        if instrument_id is None:
+            return None
+        return _target_rows(self.page_answers, instrument_id, shown_text_id=shown_text_id)
+
+
+def _texts_save(save: _Save, per_text: dict[str, dict[str, str]], ratings: dict[int, RatingRow]) -> None:
+    """The aspects and justification of each text (ids in order), into `ratings`; a planted
+    control's go to its control answer."""
+    for label, fields in sorted(per_text.items(), key=lambda entry: save.labels[entry[0]].pk):
+        shown_text = save.labels[label]
+        scores = {k: v for k, v in fields.items() if k != COMMENT and v not in (None, "")}
+        comment = fields.get(COMMENT)
+        current = ratings.get(shown_text.pk)
+        if not scores and not comment and current is None:
+            continue  # an empty justification box of an unrated text is not an answer
+        if planted.is_planted(shown_text.pk):
+            try:
+                ratings[shown_text.pk] = planted.answer_as_rating(
+                    planted.control_answer_save(
+                        participant=save.participant,
+                        control=planted.control_of(shown_text.pk, save.item),
+                        scores=scores,
+                        comment=comment,
+                        time_spent_ms=save.row_time,
+                    ),
+                    shown_text.pk,
+                )
+            except ValidationError as exc:
+                save.errors.update(_field_errors(exc, label))
+            continue
+        try:
+            ratings[shown_text.pk] = expert_answers.expert_rating_save(
+                participant=save.participant,
+                shown_text=shown_text,
+                scores=scores,
+                comment=comment,
+                time_spent_ms=save.row_time,
+                current=save.current(shown_text_id=shown_text.pk),
+                language=save.asked.language,
+            )
+        except ValidationError as exc:
+            save.errors.update(_field_errors(exc, label))
+
+
+def _original_save(
+    save: _Save, original: dict[str, str], judgement: JudgementRow | None
+) -> JudgementRow | None:
+    """The judgement of the original sentence, saved when the page gives or had one."""
+    severity = original.get("severity") or None
+    simplicity = original.get("simplicity") or None
+    comment = original.get(COMMENT)
+    if not (severity or simplicity or comment or judgement is not None):
+        return judgement
+    try:
+        return expert_answers.expert_source_judgement_save(
+            participant=save.participant,
+            source=save.item.source,
+            severity=severity,
+            simplicity=simplicity,
+            comment=comment,
+            time_spent_ms=save.row_time,
+            current=save.current(shown_text_id=None),
+            language=save.asked.language,
+        )
+    except ValidationError as exc:
+        save.errors.update(_field_errors(exc, ORIGINAL))
+        return judgement
+
+
+def _added_items_save(
+    save: _Save, added: dict[tuple[str, str], Any], answers: dict[tuple[str, int | None], Any]
+) -> None:
+    """The answers to the instrument's added items, into `answers` ((key, text id) to value); a
+    planted control's go to its control answer."""
+    asked, item = save.asked, save.item
+    for (row, key), raw in added.items():
+        # Added items exist only in an instrument row of the study (never in the bare preset).
+        assert asked.current.row_id is not None
+        text_id = None if row == ORIGINAL else save.labels[row].pk
+        asked_item = asked.current.instrument.item(key)
+        if text_id is not None and planted.is_planted(text_id):
+            try:
+                control_answer = planted.control_answer_save(
+                    participant=save.participant,
+                    control=planted.control_of(text_id, item),
+                    added=[(asked_item, raw)],
+                    time_spent_ms=save.row_time,
+                )
+            except ValidationError as exc:
+                save.errors.update(_field_errors(exc, row))
+                continue
+            answers.pop((key, text_id), None)
+            if key in control_answer.added:
+                answers[(key, text_id)] = control_answer.added[key]
+            continue
+        try:
+            saved = item_answer_save(
+                participant=save.participant,
+                instrument_id=asked.current.row_id,
+                item=asked_item,
+                raw=raw,
+                source_id=item.source_id,
+                shown_text_id=text_id,
+                shown_text=None if row == ORIGINAL else save.labels[row].text,
+                language=asked.language,
+                time_spent_ms=save.row_time,
+            )
+        except ValidationError as exc:
+            save.errors.update(_field_errors(exc, row))
+            continue
+        if saved is not None:
+            answers[(key, text_id)] = saved.value
+        elif asked_item.kind is ItemKind.FREE_TEXT:
+            answers.pop((key, text_id), None)  # an emptied text clears its answer
+
+
 def expert_page_save(
     *, participant: Participant, item: ExpertItem, data: Mapping[str, Any], time_spent_ms: int = 0
 ) -> ExpertPage:
@@ -539,108 +671,24 @@ def expert_page_save(
         texts, ratings, judgement = _page_rows(item, text_rows, page_answers)
         labels = dict(texts)
         asked = _asked(participant)
-        instrument_id = asked.current.row_id
         per_text, original, added, errors = _parse(data, labels, asked)
         if errors:
             raise ValidationError(errors)
         one_row = len({*per_text, *([ORIGINAL] if original else []), *(row for row, _ in added)}) == 1
-        row_time = time_spent_ms if one_row else 0
-        for label, fields in sorted(per_text.items(), key=lambda entry: labels[entry[0]].pk):
-            shown_text = labels[label]
-            scores = {k: v for k, v in fields.items() if k != COMMENT and v not in (None, "")}
-            comment = fields.get(COMMENT)
-            current = ratings.get(shown_text.pk)
-            if not scores and not comment and current is None:
-                continue  # an empty justification box of an unrated text is not an answer
-            if planted.is_planted(shown_text.pk):
-                try:
-                    ratings[shown_text.pk] = planted.answer_as_rating(
-                        planted.control_answer_save(
-                            participant=participant,
-                            control=planted.control_of(shown_text.pk, item),
-                            scores=scores,
-                            comment=comment,
-                            time_spent_ms=row_time,
-                        ),
-                        shown_text.pk,
-                    )
-                except ValidationError as exc:
-                    errors.update(_field_errors(exc, label))
-                continue
-            try:
-                ratings[shown_text.pk] = expert_answers.expert_rating_save(
-                    participant=participant,
-                    shown_text=shown_text,
-                    scores=scores,
-                    comment=comment,
-                    time_spent_ms=row_time,
-                    current=_target_rows(page_answers, instrument_id, shown_text_id=shown_text.pk)
-                    if instrument_id is not None
-                    else None,
-                    language=asked.language,
-                )
-            except ValidationError as exc:
-                errors.update(_field_errors(exc, label))
+        save = _Save(
+            participant=participant,
+            item=item,
+            asked=asked,
+            labels=labels,
+            page_answers=page_answers,
+            row_time=time_spent_ms if one_row else 0,
+            errors=errors,
+        )
+        _texts_save(save, per_text, ratings)
         if original:
-            severity = original.get("severity") or None
-            simplicity = original.get("simplicity") or None
-            comment = original.get(COMMENT)
-            if severity or simplicity or comment or judgement is not None:
-                try:
-                    judgement = expert_answers.expert_source_judgement_save(
-                        participant=participant,
-                        source=item.source,
-                        severity=severity,
-                        simplicity=simplicity,
-                        comment=comment,
-                        time_spent_ms=row_time,
-                        current=_target_rows(page_answers, instrument_id, shown_text_id=None)
-                        if instrument_id is not None
-                        else None,
-                        language=asked.language,
-                    )
-                except ValidationError as exc:
-                    errors.update(_field_errors(exc, ORIGINAL))
+            judgement = _original_save(save, original, judgement)
         answers = _added_answers(item, asked, page_answers)
-        for (row, key), raw in added.items():
-            # Added items exist only in an instrument row of the study (never in the bare preset).
-            assert asked.current.row_id is not None
-            text_id = None if row == ORIGINAL else labels[row].pk
-            asked_item = asked.current.instrument.item(key)
-            if text_id is not None and planted.is_planted(text_id):
-                try:
-                    control_answer = planted.control_answer_save(
-                        participant=participant,
-                        control=planted.control_of(text_id, item),
-                        added=[(asked_item, raw)],
-                        time_spent_ms=row_time,
-                    )
-                except ValidationError as exc:
-                    errors.update(_field_errors(exc, row))
-                    continue
-                answers.pop((key, text_id), None)
-                if key in control_answer.added:
-                    answers[(key, text_id)] = control_answer.added[key]
-                continue
-            try:
-                saved = item_answer_save(
-                    participant=participant,
-                    instrument_id=asked.current.row_id,
-                    item=asked_item,
-                    raw=raw,
-                    source_id=item.source_id,
-                    shown_text_id=text_id,
-                    shown_text=None if row == ORIGINAL else labels[row].text,
-                    language=asked.language,
-                    time_spent_ms=row_time,
-                )
-            except ValidationError as exc:
-                errors.update(_field_errors(exc, row))
-                continue
-            if saved is not None:
-                answers[(key, text_id)] = saved.value
-            elif asked_item.kind is ItemKind.FREE_TEXT:
-                answers.pop((key, text_id), None)  # an emptied text clears its answer
+        _added_items_save(save, added, answers)
         if errors:
             raise ValidationError(errors)  # leaving the atomic block by an exception rolls it all back
         page = _page_build(item, texts, ratings, judgement, asked, answers)

@@ -100,8 +100,8 @@ INDEX_PAGE_SIZE = 200
 def expert_index(*, participant: Participant, start: int = 0, count: int | None = None) -> list[IndexEntry]:
     """The participant's pages in order, `count` of them from the `start`-th (all by default)."""
     end = None if count is None else start + count
-    rows = ExpertItem.objects.filter(participant=participant).order_by("position")
-    rows = rows.values_list("pk", "position", "completed_at")[start:end]
+    pages = ExpertItem.objects.filter(participant=participant).order_by("position")
+    rows = pages.values_list("pk", "position", "completed_at")[start:end]
     return [
         IndexEntry(item_id=pk, position=position, number=start + n, complete=completed_at is not None)
         for n, (pk, position, completed_at) in enumerate(rows, 1)

@@ -51,8 +51,15 @@ def rows_insert(
     if connection.features.can_return_rows_from_bulk_insert:
         return _insert_returning(model, columns, rows, fixed or {})
     objects = [model(**dict(fixed or {}), **dict(zip(columns, row, strict=True))) for row in rows]
-    model.objects.bulk_create(objects, batch_size=BATCH)
+    model._default_manager.bulk_create(objects, batch_size=BATCH)
     return [obj.pk for obj in objects]
+
+
+def _column_field(model: type[models.Model], name: str) -> models.Field[Any, Any]:
+    field = model._meta.get_field(name)
+    if not isinstance(field, models.Field):  # a reverse relation has no column
+        raise ValueError(f"{model.__name__}.{name} is not a column.")
+    return field
 
 
 def _prepared(
@@ -61,7 +68,7 @@ def _prepared(
     """(given fields, the other fields, their values, rows with values as the database takes them)."""
     meta = model._meta
     pk = meta.pk
-    given = [meta.get_field(name) for name in columns]
+    given = [_column_field(model, name) for name in columns]
     if pk in given:
         raise ValueError(f"{model.__name__}: primary keys come from the table's sequence.")
     # One new instance stands for every row in what the caller leaves out: the ORM would compute the

@@ -15,7 +15,7 @@ class ImportFormatError(Exception):
         super().__init__(f"{where}: {message}")
 
 
-class ImportFormatErrors(ImportFormatError):
+class ImportFormatErrors(ImportFormatError):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """Every problem found in one file, reported at once (a sources file's row errors up to a
     bound, a hospital export's bad resources or segments): the first one's file, row and column,
     and all of them in `problems` and in the message; `more` says the list stopped at the bound."""

@@ -153,8 +153,16 @@ def read_release(directory: Path) -> ReleaseRecords:
     if not directory.is_dir():
         raise ImportFormatError("not a directory.", file=str(directory))
     study = StudyRecords(systems=list(SYSTEMS.values()), system_labels=dict(SYSTEM_LABELS))
+    texts = _sources_read(directory, study)
+    radiologist = ParticipantRecord(role="radiologist", pseudonym="R001")
+    _severity_read(directory, study, radiologist)
+    _ratings_read(directory, study, radiologist, texts)
+    lay_participants = [_lay_read(directory, study, texts, n) for n in range(1, LAY_PARTICIPANTS + 1)]
+    return ReleaseRecords(study=study, participants=[radiologist, *lay_participants])
 
-    # Sources and simplifications.
+
+def _sources_read(directory: Path, study: StudyRecords) -> list[dict[str, str]]:
+    """The sources and simplifications into `study`; each source's texts by system."""
     simp_rows = _read_rows(directory, SIMPLIFICATIONS_FILE, ["Original Sentence", *SYSTEMS])
     texts: list[dict[str, str]] = []
     for index, (number, cells) in enumerate(simp_rows):
@@ -175,13 +183,15 @@ def read_release(directory: Path) -> ReleaseRecords:
             row_texts[system] = text
             study.simplifications.append(SimplificationRecord(key, system, text))
         texts.append(row_texts)
+    return texts
+
+
+def _severity_read(directory: Path, study: StudyRecords, radiologist: ParticipantRecord) -> None:
+    """The reference severity of each source (also the radiologist's source judgement)."""
     keys = [s.key for s in study.sources]
     n_sources = len(keys)
-
-    # Reference severity (also the radiologist's source judgement).
     severity_rows = _read_rows(directory, SEVERITY_FILE, ["Original Sentence", "Severity Level"])
     _check_row_count(severity_rows, n_sources, SEVERITY_FILE)
-    radiologist = ParticipantRecord(role="radiologist", pseudonym="R001")
     for index, (number, cells) in enumerate(severity_rows):
         _check_sentence(cells[0], study.sources[index].text, SEVERITY_FILE, number, "Original Sentence")
         raw = _clean(cells[1])
@@ -198,7 +208,13 @@ def read_release(directory: Path) -> ReleaseRecords:
         study.sources[index].reference_severity = level
         radiologist.expert_judgements.append(ExpertJudgementRecord(keys[index], severity=level))
 
-    # Radiologist's ratings.
+
+def _ratings_read(
+    directory: Path, study: StudyRecords, radiologist: ParticipantRecord, texts: list[dict[str, str]]
+) -> None:
+    """The radiologist's ratings of each simplification, and their own simplification of a source."""
+    keys = [s.key for s in study.sources]
+    n_sources = len(keys)
     rating_rows = _read_rows(directory, RADIOLOGIST_FILE, RADIOLOGIST_HEADER)
     _check_row_count(rating_rows, n_sources, RADIOLOGIST_FILE)
     for index, (number, cells) in enumerate(rating_rows):
@@ -232,53 +248,54 @@ def read_release(directory: Path) -> ReleaseRecords:
         if own:
             study.sources[index].metadata["radiologist_own_simplification"] = own
 
-    # Laypeople.
-    lay_participants = []
-    for n in range(1, LAY_PARTICIPANTS + 1):
-        name = LAY_FILE.format(n=n)
-        rows = _read_rows(directory, name, LAY_HEADER)
-        _check_row_count(rows, n_sources, name)
-        person = ParticipantRecord(role="layperson", pseudonym=f"L{n:03d}")
-        for index, (number, cells) in enumerate(rows):
-            _check_sentence(cells[0], study.sources[index].text, name, number, "Radiology Sentence")
-            systems = _versions(cells[2], name, number, "Version", allow_empty=False)
-            shown = _clean(cells[1])
-            if any(_loose(shown) != _loose(texts[index][s]) for s in systems):
+
+def _lay_read(directory: Path, study: StudyRecords, texts: list[dict[str, str]], n: int) -> ParticipantRecord:
+    """Layperson `n`'s answers, one file."""
+    keys = [s.key for s in study.sources]
+    n_sources = len(keys)
+    name = LAY_FILE.format(n=n)
+    rows = _read_rows(directory, name, LAY_HEADER)
+    _check_row_count(rows, n_sources, name)
+    person = ParticipantRecord(role="layperson", pseudonym=f"L{n:03d}")
+    for index, (number, cells) in enumerate(rows):
+        _check_sentence(cells[0], study.sources[index].text, name, number, "Radiology Sentence")
+        systems = _versions(cells[2], name, number, "Version", allow_empty=False)
+        shown = _clean(cells[1])
+        if any(_loose(shown) != _loose(texts[index][s]) for s in systems):
+            raise ImportFormatError(
+                f"the simplification shown is not the text of Version {cells[2].strip()!r}.",
+                file=name,
+                row=number,
+                column="Simplification in Stage2",
+            )
+        answers: dict[str, dict[str, str | None]] = {"original": {}, "assisted": {}}
+        for column, (phase, question) in LAY_QUESTIONS.items():
+            value = _clean(cells[column])
+            if value and value not in scales.LAY_SCALES[question].names:
                 raise ImportFormatError(
-                    f"the simplification shown is not the text of Version {cells[2].strip()!r}.",
+                    f"{value!r} is not an answer to this question "
+                    f"({', '.join(scales.LAY_SCALES[question].names)}).",
                     file=name,
                     row=number,
-                    column="Simplification in Stage2",
+                    column=LAY_HEADER[column],
                 )
-            answers: dict[str, dict[str, str | None]] = {"original": {}, "assisted": {}}
-            for column, (phase, question) in LAY_QUESTIONS.items():
-                value = _clean(cells[column])
-                if value and value not in scales.LAY_SCALES[question].names:
-                    raise ImportFormatError(
-                        f"{value!r} is not an answer to this question "
-                        f"({', '.join(scales.LAY_SCALES[question].names)}).",
-                        file=name,
-                        row=number,
-                        column=LAY_HEADER[column],
-                    )
-                answers[phase][question] = value or None
-            most = _versions(cells[12], name, number, LAY_HEADER[12], allow_empty=True)
-            least = _versions(cells[14], name, number, LAY_HEADER[14], allow_empty=True)
-            person.lay_items.append(
-                LayItemRecord(
-                    source_key=keys[index],
-                    position=index,
-                    systems=systems,
-                    original=answers["original"],
-                    assisted=answers["assisted"],
-                    most=most or None,
-                    least=least or None,
-                    most_justification=_clean(cells[13]),
-                    least_justification=_clean(cells[15]),
-                )
+            answers[phase][question] = value or None
+        most = _versions(cells[12], name, number, LAY_HEADER[12], allow_empty=True)
+        least = _versions(cells[14], name, number, LAY_HEADER[14], allow_empty=True)
+        person.lay_items.append(
+            LayItemRecord(
+                source_key=keys[index],
+                position=index,
+                systems=systems,
+                original=answers["original"],
+                assisted=answers["assisted"],
+                most=most or None,
+                least=least or None,
+                most_justification=_clean(cells[13]),
+                least_justification=_clean(cells[15]),
             )
-        lay_participants.append(person)
-    return ReleaseRecords(study=study, participants=[radiologist, *lay_participants])
+        )
+    return person
 
 
 def _versions(cell: str, file: str, row: int, column: str, *, allow_empty: bool) -> list[str]:

@@ -24,7 +24,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.core.exceptions import ImproperlyConfigured
 from django.core.validators import validate_slug
+from django.db.models import Field, Model
 
 from annotation import scales
 from annotation.importers.errors import ImportFormatError, ImportFormatErrors
@@ -38,8 +40,18 @@ OPTIONAL = ("reference_severity",)
 SYSTEM_KEY = re.compile(r"^[a-z0-9][a-z0-9_-]{0,59}$")
 # The csv module's own field limit: a longer cell is refused with its column, the same for JSONL.
 MAX_CELL = 131_072
-MAX_KEY = Source._meta.get_field("key").max_length
-MAX_SLUG = Study._meta.get_field("slug").max_length
+
+
+def _max_length(model: type[Model], name: str) -> int:
+    field = model._meta.get_field(name)
+    longest = field.max_length if isinstance(field, Field) else None
+    if longest is None:
+        raise ImproperlyConfigured(f"{model.__name__}.{name} declares no max_length")
+    return longest
+
+
+MAX_KEY = _max_length(Source, "key")
+MAX_SLUG = _max_length(Study, "slug")
 PROGRESS_EVERY = 500
 # The most row errors one check lists (a file of 100,000 bad rows is refused with these).
 MAX_REPORTED_ERRORS = 100

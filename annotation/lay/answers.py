@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -97,7 +97,7 @@ def lay_panel_rows(*, item: LayItem, instrument_id: int | None = None) -> list[I
     version of the protocol's lay instrument."""
     if instrument_id is not None:
         return [
-            cast(ItemAnswer, _ANSWER.instances(row))
+            _ANSWER.instances(row)
             for row in _panel_rows.rows(
                 participant_id=item.participant_id, source_id=item.source_id, instrument_id=instrument_id
             )

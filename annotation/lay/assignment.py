@@ -99,7 +99,7 @@ def lay_survey_start(*, participant: Participant, now: datetime | None = None) -
             return existing
         assignment = design.square.assignment(row, unavailable=unavailable)
         display = seeded_shuffle(design.square.sources(row), seed=locked.order_seed, purpose="lay-order")
-        items = []
+        items: list[LayItem] = []
         for i in display:
             j = assignment[i]
             if j is None:  # every text of this source is withheld

@@ -231,7 +231,7 @@ def lay_live_rows(*, study: Study, now: datetime | None = None) -> list[int]:
         & Q(screened_out_at__isnull=True)
         & Q(last_seen__gte=_idle_cutoff(study, now))
     )
-    return list(
+    rows = (
         Participant.objects.filter(
             selectors.counted_participants(),
             study=study,
@@ -242,3 +242,4 @@ def lay_live_rows(*, study: Study, now: datetime | None = None) -> list[int]:
         .filter(live)
         .values_list("latin_square_row", flat=True)
     )
+    return [row for row in rows if row is not None]  # none is (the filter), but the column is nullable

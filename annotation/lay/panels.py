@@ -194,10 +194,14 @@ def lay_panel_open(*, item: LayItem, panel: str) -> LayItem:
         return item
     if panel == PREFERENCE and not gate:
         return item
-    if panel == ASSISTED and not gate and item.stage == ASSISTED:
-        # Panel 2 first shown, nothing to re-check: panel 1 is locked by one UPDATE.
-        if lay_answers.lay_item_lock_original_shown(item=item):
-            return item
+    # Panel 2 first shown, nothing to re-check: panel 1 is locked by one UPDATE.
+    if (
+        panel == ASSISTED
+        and not gate
+        and item.stage == ASSISTED
+        and lay_answers.lay_item_lock_original_shown(item=item)
+    ):
+        return item
     with transaction.atomic():
         locked = (
             LayItem.objects.select_for_update(of=("self",))
@@ -326,15 +330,8 @@ def lay_panel_save(
             raise PanelClosed(_("This part does not exist for this sentence."))
         current = None if item.stage == DONE else item.stage
         if panel != current:
-            if current is not None and PANELS.index(panel) > PANELS.index(current):
-                raise PanelClosed(_("Please answer the questions of the current part first."))
-            if _unchanged(item, panel, data):
-                return
-            if panel == ORIGINAL and item.original_locked_at is not None:
-                raise PanelClosed(LOCKED_MESSAGE)
-            raise PanelClosed(
-                _("You have already moved on from this part; its answers can no longer be changed.")
-            )
+            _refuse_unless_unchanged(item, panel, current, data)
+            return
         if lay_standing(participant=participant) is not None or not current_item:
             # A later sentence (or one behind an attention check) answered ahead of time.
             raise PanelClosed(_("Please answer the current question first."))
@@ -342,25 +339,7 @@ def lay_panel_save(
             item = _open(item, panel)  # answering panel 2 means it was shown
             if item.stage != ASSISTED:
                 raise PanelClosed(_("This sentence has no simplification to show; please continue."))
-        try:
-            refused: Mapping[str, frozenset[int]] = {}
-            if panel in (ORIGINAL, ASSISTED):
-                study = item.participant.study
-                row = lay_answers.lay_answer_save(
-                    item=item,
-                    phase=panel,
-                    answers=_parse_answers(study, panel, data),
-                    time_spent_ms=time_spent_ms,
-                    item_locked=True,
-                )
-                answered = _answer_dict(row)
-                missing = [q for q in lay_panel_questions(study=study, panel=panel) if q not in answered]
-                missing += _added_save(participant, item, panel, data, time_spent_ms)
-            else:
-                missing, refused = _preference_save(item, data, time_spent_ms)
-                missing += _added_save(participant, item, panel, data, time_spent_ms)
-        except answer_writes.AnswerLocked:
-            raise PanelClosed(LOCKED_MESSAGE) from None
+        missing, refused = _panel_answers_save(participant, item, panel, data, time_spent_ms)
         if not submit:
             missing = []  # an autosave shows nothing but "Saved" (or the refused ticks)
         elif not missing and not refused:
@@ -371,6 +350,45 @@ def lay_panel_save(
         raise _conflict(item, refused, missing)
     if missing:
         raise ValidationError({name: _("Please answer this question.") for name in missing})
+
+
+def _refuse_unless_unchanged(item: LayItem, panel: str, current: str | None, data: Mapping[str, Any]) -> None:
+    """A save of a panel that is not the item's current one is refused (PanelClosed, saying why)
+    unless it would change nothing: a retried or double-clicked submit."""
+    if current is not None and PANELS.index(panel) > PANELS.index(current):
+        raise PanelClosed(_("Please answer the questions of the current part first."))
+    if _unchanged(item, panel, data):
+        return
+    if panel == ORIGINAL and item.original_locked_at is not None:
+        raise PanelClosed(LOCKED_MESSAGE)
+    raise PanelClosed(_("You have already moved on from this part; its answers can no longer be changed."))
+
+
+def _panel_answers_save(
+    participant: Participant, item: LayItem, panel: str, data: Mapping[str, Any], time_spent_ms: int
+) -> tuple[list[str], Mapping[str, frozenset[int]]]:
+    """Write the panel's answers (and the added questions'); the questions left unanswered and
+    the refused preference ticks. A locked answer closes the panel."""
+    refused: Mapping[str, frozenset[int]] = {}
+    try:
+        if panel in (ORIGINAL, ASSISTED):
+            study = item.participant.study
+            row = lay_answers.lay_answer_save(
+                item=item,
+                phase=panel,
+                answers=_parse_answers(study, panel, data),
+                time_spent_ms=time_spent_ms,
+                item_locked=True,
+            )
+            answered = _answer_dict(row)
+            missing = [q for q in lay_panel_questions(study=study, panel=panel) if q not in answered]
+            missing += _added_save(participant, item, panel, data, time_spent_ms)
+        else:
+            missing, refused = _preference_save(item, data, time_spent_ms)
+            missing += _added_save(participant, item, panel, data, time_spent_ms)
+    except answer_writes.AnswerLocked:
+        raise PanelClosed(LOCKED_MESSAGE) from None
+    return missing, refused
 
 
 _QUESTION_OF = {"most": gettext_lazy("Q5 (most liked)"), "least": gettext_lazy("Q6 (least liked)")}

@@ -6,7 +6,6 @@ progress."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
 
 from django.db.models import CharField, Count, Func, Q, Subquery, Value
 
@@ -45,7 +44,7 @@ class LayStep:
         return self.kind in IN_SURVEY
 
     def is_panel(self, *, item_id: int, panel: str) -> bool:
-        return self.kind == ITEM and self.item.pk == item_id and self.panel == panel
+        return self.kind == ITEM and self.item is not None and self.item.pk == item_id and self.panel == panel
 
 
 def lay_standing(*, participant: Participant) -> LayStep | None:
@@ -150,7 +149,7 @@ def lay_next_step(*, participant: Participant) -> LayStep:
         return LayStep(CHECK, check=check) if check is not None else LayStep(COMPLETE)
     *columns, deidentified, check_position = rows[0]
     item = _CURRENT_ITEM.instances(columns)
-    shown_text_attach(cast(LayItem, item).source, deidentified)
+    shown_text_attach(item.source, deidentified)
     item.participant = participant  # already loaded, with its study: what the panel reads
     check = _check_due(participant, item, check_position)
     return LayStep(CHECK, check=check) if check is not None else LayStep(ITEM, item=item, panel=item.stage)
@@ -179,6 +178,7 @@ def lay_item_for_save(*, participant: Participant, item_id: int) -> tuple[LayIte
     item = _CURRENT_ITEM.instances(rows[0][:-2]) if rows else None
     if item is None or item.participant_id != participant.pk:
         access_lay_item(participant=participant, item_id=item_id)  # raises the 404 of a foreign item
+    assert item is not None  # a missing item is a 404 too
     first_unfinished, check_position = rows[0][-2:]
     item.participant = participant
     current = first_unfinished == item.pk and _check_due(participant, item, check_position) is None
@@ -272,6 +272,7 @@ def lay_progress(*, participant: Participant, step: LayStep) -> LayProgress:
         + counts["done_three"]
     )
     if step.kind == ITEM:
+        assert step.item is not None and step.panel is not None  # an item's step names both
         panels_total = 3 if len(step.item.preference_order) >= 2 else 2
         return LayProgress(
             done=done,

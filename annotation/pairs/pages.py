@@ -18,6 +18,7 @@ from "not answered yet"; a grid is stored once every row is answered, and its sc
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,7 +59,7 @@ LISTS_FIELD = "lists"
 NONE_SUFFIX = ".none"
 
 
-class GridRefused(ValueError):
+class GridRefused(ValueError):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """A posted sentence-matching grid the page could not have sent (its message already in the
     participant's language); checked before the item's own check, item_value_validate."""
 
@@ -228,10 +229,9 @@ def pair_page_get(
         if page_item.item.kind is ItemKind.SENTENCE_MATCHING:
             _grid_from_value(shown, shown.value)
             if posted is not None:
-                try:
+                # Malformed cells (its error is shown): the stored grid stays on the page.
+                with contextlib.suppress(GridRefused):
                     shown.ticks, shown.none_rows = _grid_posted(page_item, posted)
-                except GridRefused:
-                    pass  # malformed cells (its error is shown): the stored grid stays on the page
         elif posted is not None:
             shown.value = _posted_value(page_item, posted)
         shown_items.append(shown)

@@ -184,6 +184,7 @@ def _autosave(request: HttpRequest, participant: Participant, item: ExpertItem) 
         return fragment_response(
             TEMPLATES + "_saved.html", {"page": page}, key=(page.complete, len(page.missing))
         )
+    assert page.number is not None  # set with the progress
     context = {
         "page": page,
         "progress": page.progress,

@@ -100,10 +100,12 @@ def _step_url(participant: Participant, step: LayStep) -> str:
     start page."""
     token = participant.token
     if step.kind == steps.ITEM:
+        assert step.item is not None  # an item's step names it
         return reverse(
             "annotation:lay-panel", kwargs={"token": token, "item_id": step.item.pk, "panel": step.panel}
         )
     if step.kind == steps.CHECK:
+        assert step.check is not None  # a check's step names it
         return reverse("annotation:lay-check", kwargs={"token": token, "check_id": step.check.pk})
     if step.kind == steps.PRACTICE:
         return reverse("qualification:practice", kwargs={"token": token, "flow": "lay"})
@@ -427,6 +429,7 @@ def _render_panel(
 def _shown_panel(request: HttpRequest, participant: Participant, step: LayStep) -> HttpResponse | None:
     """The participant's current panel, opened (panels.lay_panel_open) and rendered; None when
     opening it ended the source (the safety gate withheld every text)."""
+    assert step.item is not None and step.panel is not None  # an item's step names both
     item = panels.lay_panel_open(item=step.item, panel=step.panel)
     if item.stage != step.panel:
         return None
@@ -451,6 +454,7 @@ def lay_panel(request: HttpRequest, participant: Participant, item_id: int, pane
     if step is not None and not step.in_survey:
         return _refusal(request, participant, step) or _to_start(participant, htmx=bool(request.htmx))
     if request.method == "GET":
+        assert step is not None  # lay_next_step always names a step
         if not step.is_panel(item_id=item_id, panel=panel):
             access_lay_item(participant=participant, item_id=item_id)  # someone else's item is a 404
             return redirect(_step_url(participant, step))
@@ -497,7 +501,7 @@ def lay_check(request: HttpRequest, participant: Participant, check_id: int) -> 
         return _refusal(request, participant, step) or redirect(
             "annotation:lay-start", token=participant.token
         )
-    if step.kind != steps.CHECK or step.check.pk != check.pk:
+    if step.kind != steps.CHECK or step.check is None or step.check.pk != check.pk:
         if request.method == "POST":
             return _error(
                 request, _("This question has already been answered."), 409, participant=participant

@@ -83,7 +83,7 @@ def dashboard_context(*, study: Study, state: SnapshotState, reported: str | Non
     and its freshness."""
     snapshot = state.snapshot
     analysis = snapshot_analysis(snapshot, details=False) if snapshot is not None else None
-    figures = {}
+    figures: dict[str, Any] = {}
     if snapshot is not None and analysis is not None:
         figures = (
             type(snapshot).objects.filter(pk=snapshot.pk).values_list("figures", flat=True).first() or {}

@@ -66,7 +66,7 @@ PLANS = JobKind(
 )
 
 
-class PlanLimitReached(ValidationError):
+class PlanLimitReached(ValidationError):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """Too many plans of the study or of the researcher are queued or running (429 in the API)."""
 
 

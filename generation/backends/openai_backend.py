@@ -95,7 +95,7 @@ def classify_error(error: Exception) -> tuple[bool, str]:
     return False, f"{type(error).__name__}: {error}"
 
 
-class GarbledAnswer(Exception):
+class GarbledAnswer(Exception):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """The server answered, but not with a chat completion the backend can use."""
 
 

@@ -79,6 +79,11 @@ class _Tok:
     match: TermMatch | None = None
 
 
+def _category(tok: _Tok) -> str | None:
+    """The glossary category of a token's term; None for a token that matched no term."""
+    return tok.match.category if tok.match else None
+
+
 def _tokens(sentence: str, matches: list[TermMatch]) -> list[_Tok]:
     toks: list[_Tok] = []
     cursor = 0
@@ -165,8 +170,7 @@ def _reorder_anatomy_adjuncts(toks: list[_Tok]) -> list[_Tok]:
             and j < len(out)
             and j == i + 2
             and out[j].kind == "term"
-            and out[j].match
-            and out[j].match.category == "finding"
+            and _category(out[j]) == "finding"
             and " " in out[j].text
             and "(" not in out[j].text
         ):
@@ -180,7 +184,9 @@ def _reorder_anatomy_adjuncts(toks: list[_Tok]) -> list[_Tok]:
             ):
                 side, start = out[i - 2].text.lower() + " ", i - 2
             organ = a.text
-            if not side and out[j].match.plural and organ.lower() in _PAIRED_ORGANS:
+            finding = out[j].match
+            assert finding is not None  # its category was read above
+            if not side and finding.plural and organ.lower() in _PAIRED_ORGANS:
                 organ = organ + "s"
             moved = _Tok(f"{out[j].text} in the {side}{organ}", "moved", out[j].match)
             out[start : j + 1] = [moved]
@@ -224,8 +230,7 @@ def _aspect_phrases(toks: list[_Tok]) -> list[_Tok]:
         if tok.kind == "term" and tok.match and tok.match.term == "aspect":
             k = i - 1
             while k >= 0 and (
-                out[k].kind == "space"
-                or (out[k].kind == "term" and out[k].match and out[k].match.category == "modifier")
+                out[k].kind == "space" or (out[k].kind == "term" and _category(out[k]) == "modifier")
             ):
                 k -= 1
             first_mod = k + 1
@@ -451,7 +456,9 @@ def unclear_words(text: str, *, glossary: Glossary | None = None) -> list[Unclea
         seen.add(word.lower())
         cover = next((t for t in matches if t.start <= m.start() and m.end() <= t.end), None)
         suggestion = (
-            cover.plain if cover and glossary.get(cover.term) and glossary.get(cover.term).is_jargon else ""
+            cover.plain
+            if cover and (cover_entry := glossary.get(cover.term)) and cover_entry.is_jargon
+            else ""
         )
         out.append(UnclearWord(word, m.start(), m.end(), suggestion))
     return out
@@ -553,9 +560,9 @@ def _units(sentence: str, glossary: Glossary) -> list[_Unit]:
             forms += ["both sides", "both"]
         units.append(_Unit(e.start, e.end, list(dict.fromkeys(forms)), e.kind, e.text))
     taken += [(u.start, u.end) for u in units if u.kind != "concept"]
-    for m in re.finditer(r"[A-Za-z0-9]+", sentence):
-        if not any(s <= m.start() < e for s, e in taken):
-            units.append(_Unit(m.start(), m.end(), [m.group(0)], "word", m.group(0)))
+    for word in re.finditer(r"[A-Za-z0-9]+", sentence):
+        if not any(s <= word.start() < e for s, e in taken):
+            units.append(_Unit(word.start(), word.end(), [word.group(0)], "word", word.group(0)))
     units.sort(key=lambda u: (u.start, -u.end))
     return units
 

@@ -106,9 +106,12 @@ def _heading(line: str) -> tuple[bool, str]:
         if _LABEL.match(label):
             return True, after.strip()
         # An introducing sentence ends with the colon; text after it on the same line is the answer.
-        if _INTRO.search(label) and (not _TERM_LIST_INTRO.search(label) or _SIMPLE_TERMS.search(label)):
-            if len(label.split()) >= 3 or not after.strip():
-                return True, after.strip()
+        if (
+            _INTRO.search(label)
+            and (not _TERM_LIST_INTRO.search(label) or _SIMPLE_TERMS.search(label))
+            and (len(label.split()) >= 3 or not after.strip())
+        ):
+            return True, after.strip()
         return False, ""
     if is_md_heading and _LABEL.match(plain):
         return True, ""
@@ -183,12 +186,11 @@ def parse_cot_answer(answer: str) -> CotParse:
         paragraphs = [p for p in re.split(r"\n\s*\n", text) if p.strip()]
         last = paragraphs[-1]
         last_lines = last.strip().split("\n")
-        if not any(_LIST_ITEM.match(line) for line in last_lines):
-            # A list item's explanation indented under it is part of the list, not the closing text.
-            if not last.startswith((" ", "\t")):
-                cleaned = clean_simplification(last)
-                if cleaned and not cleaned.endswith(":"):
-                    return CotParse(cleaned, True, "final paragraph after the term list")
+        # A list item's explanation indented under it is part of the list, not the closing text.
+        if not any(_LIST_ITEM.match(line) for line in last_lines) and not last.startswith((" ", "\t")):
+            cleaned = clean_simplification(last)
+            if cleaned and not cleaned.endswith(":"):
+                return CotParse(cleaned, True, "final paragraph after the term list")
         return CotParse(text, False, "term list without a closing simplification")
     return CotParse(text, False, "no simplification heading and no term list")
 

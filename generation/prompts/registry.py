@@ -84,9 +84,12 @@ class PromptSet:
             raise PromptError(f"prompt {name!r} ({self.version}): {'; '.join(parts)}")
         cleaned = {key: str(value).strip() for key, value in values.items()}
         text = template.text
-        if self.sentence_final_punctuation == "merge" and "sentence" in cleaned:
-            if cleaned["sentence"].endswith(_TERMINAL):
-                text = text.replace("{sentence}.", "{sentence}")
+        if (
+            self.sentence_final_punctuation == "merge"
+            and "sentence" in cleaned
+            and cleaned["sentence"].endswith(_TERMINAL)
+        ):
+            text = text.replace("{sentence}.", "{sentence}")
         # One pass over the template, so a value that itself contains "{field}" is never re-expanded.
         return _FIELD.sub(lambda match: cleaned[match.group(1)], text)
 

@@ -91,31 +91,18 @@ def generation_batch_create(
     elif missing := backend_missing(backend):
         errors["backend"] = missing
     model_name = (model_name or "").strip()
-    local = backend in GPU_BACKENDS
-    if model_artifact is not None and not local:
-        errors["model_artifact"] = (
-            "A model artifact can only be used with a local-model backend (transformers, vllm)."
-        )
-    if model_artifact is not None and model_name:
-        errors["model_name"] = "Give either a model name/path or a model artifact, not both."
-    if backend == GenerationBatch.Backend.OPENAI and not model_name:
-        errors["model_name"] = "The openai backend needs a model name (e.g. gpt-3.5-turbo)."
-    if local and not model_name and model_artifact is None:
-        errors["model_name"] = f"The {backend} backend needs a local model directory or a model artifact."
+    errors.update(_model_errors(backend, model_name, model_artifact))
     if backend == GenerationBatch.Backend.GLOSSARY and not model_name:
         model_name = DEFAULT_GLOSSARY_MODEL
-    if temperature < 0:
-        errors["temperature"] = "The temperature cannot be negative."
-    if max_tokens is not None and max_tokens < 1:
-        errors["max_tokens"] = "max tokens must be at least 1."
-    if max_rounds < 0:
-        errors["max_rounds"] = "max rounds cannot be negative."
-    if scgr_max_attempts < 1:
-        errors["scgr_max_attempts"] = "SCGR needs at least one attempt."
-    if prompt_version not in available_versions():
-        errors["prompt_version"] = (
-            f"Unknown prompt version {prompt_version!r} ({', '.join(available_versions())})."
+    errors.update(
+        _parameter_errors(
+            temperature=temperature,
+            max_tokens=max_tokens,
+            max_rounds=max_rounds,
+            scgr_max_attempts=scgr_max_attempts,
+            prompt_version=prompt_version,
         )
+    )
     concurrency = settings.RADLAY_JOB_CONCURRENCY if concurrency is None else concurrency
     errors.update(limits.concurrency_errors(concurrency))
     source_list = list(sources) if sources is not None else list(Source.objects.filter(study=study))
@@ -125,9 +112,13 @@ def generation_batch_create(
         errors["study"] = f"Study {study.slug!r} has no sources to simplify."
     if not errors and (problem := data_policy().call_problem(study=study, backend=backend)):
         errors["backend"] = problem
-    if not errors and check_server and backend == GenerationBatch.Backend.OPENAI:
-        if problem := openai_server_problem():
-            errors["backend"] = problem
+    if (
+        not errors
+        and check_server
+        and backend == GenerationBatch.Backend.OPENAI
+        and (problem := openai_server_problem())
+    ):
+        errors["backend"] = problem
     system_tag = (system_tag or "").strip()
     if system_tag and not SYSTEM_TAG.match(system_tag):
         errors["system_tag"] = "A system tag is 1-30 lower-case letters, digits or hyphens (e.g. dpo-1)."
@@ -191,6 +182,49 @@ def generation_batch_create(
         dispatch = scheduler.dispatch_locked(QUEUE, batch)
     scheduler.raise_if_unsent(QUEUE, dispatch, batch=batch, action="created")
     return batch
+
+
+def _model_errors(backend: str, model_name: str, model_artifact: Any) -> dict[str, str]:
+    """What is wrong with the model a batch names for its backend: a model name or a model
+    artifact (local backends only), not both, and one of them where the backend needs it."""
+    errors: dict[str, str] = {}
+    local = backend in GPU_BACKENDS
+    if model_artifact is not None and not local:
+        errors["model_artifact"] = (
+            "A model artifact can only be used with a local-model backend (transformers, vllm)."
+        )
+    if model_artifact is not None and model_name:
+        errors["model_name"] = "Give either a model name/path or a model artifact, not both."
+    if backend == GenerationBatch.Backend.OPENAI and not model_name:
+        errors["model_name"] = "The openai backend needs a model name (e.g. gpt-3.5-turbo)."
+    if local and not model_name and model_artifact is None:
+        errors["model_name"] = f"The {backend} backend needs a local model directory or a model artifact."
+    return errors
+
+
+def _parameter_errors(
+    *,
+    temperature: float,
+    max_tokens: int | None,
+    max_rounds: int,
+    scgr_max_attempts: int,
+    prompt_version: str,
+) -> dict[str, str]:
+    """What is wrong with a batch's generation parameters and prompt version."""
+    errors: dict[str, str] = {}
+    if temperature < 0:
+        errors["temperature"] = "The temperature cannot be negative."
+    if max_tokens is not None and max_tokens < 1:
+        errors["max_tokens"] = "max tokens must be at least 1."
+    if max_rounds < 0:
+        errors["max_rounds"] = "max rounds cannot be negative."
+    if scgr_max_attempts < 1:
+        errors["scgr_max_attempts"] = "SCGR needs at least one attempt."
+    if prompt_version not in available_versions():
+        errors["prompt_version"] = (
+            f"Unknown prompt version {prompt_version!r} ({', '.join(available_versions())})."
+        )
+    return errors
 
 
 def generation_batch_dispatch(*, batch: GenerationBatch) -> list[int]:

@@ -19,6 +19,7 @@ from generation.models import SYSTEM_LABELS, GenerationBatch, GenerationJob
 from generation.pipeline.self_correction import (
     DEFAULT_MAX_ROUNDS,
     BaselineResult,
+    Family,
     SelfCorrectionResult,
     generate_baselines,
     run_self_correction,
@@ -89,7 +90,7 @@ def batch_generation_params(batch: GenerationBatch) -> GenerationParams:
 
 def batch_model_path(batch: GenerationBatch) -> str:
     """The model the backend is built with: the artifact's directory, else `model_name`."""
-    if batch.model_artifact_id:
+    if batch.model_artifact is not None:
         return str(batch.model_artifact.path)
     return batch.model_name
 
@@ -104,6 +105,9 @@ def batch_backend(batch: GenerationBatch) -> ChatBackend:
         batch.backend, batch_model_path(batch), study=batch.study, purpose="generation", **extra
     )
 
+
+# The job families the prompt pipeline runs (SCGR runs its own).
+_PIPELINE_FAMILIES: dict[str, Family] = {GenerationJob.Family.PLAIN: "plain", GenerationJob.Family.COT: "cot"}
 
 # Flag reasons of the self-correction loop that concern the Generator's first answer (the BS text).
 _BS_FLAG = re.compile(r"^CoT answer not parsed|\bround 0\b")
@@ -136,6 +140,7 @@ def jobs_generate(jobs: Sequence[GenerationJob]) -> list[Outcome]:
     if family == GenerationJob.Family.SCGR:
         return [_run_scgr(job, backend, params, base, common_parameters(job)) for job in jobs]
 
+    pipeline_family = _PIPELINE_FAMILIES[family]
     prompts = load_prompts(batch.prompt_version)
     # What a model reads of a source: its de-identified text (privacy's, registered).
     texts = model_source_texts([job.source for job in jobs])
@@ -144,17 +149,34 @@ def jobs_generate(jobs: Sequence[GenerationJob]) -> list[Outcome]:
     # Every job of a batch and family asks for the same systems.
     if sc_key in jobs[0].systems:
         max_rounds = int(batch.parameters.get("max_rounds", DEFAULT_MAX_ROUNDS))
-        options = {"backend": backend, "family": family, "prompts": prompts, "params": params}
         if len(jobs) == 1:
-            results = [run_self_correction(sentences[0], max_rounds=max_rounds, **options)]
+            results = [
+                run_self_correction(
+                    sentences[0],
+                    backend=backend,
+                    family=pipeline_family,
+                    prompts=prompts,
+                    params=params,
+                    max_rounds=max_rounds,
+                )
+            ]
         else:
-            results = run_self_correction_batch(sentences, max_rounds=max_rounds, **options)
+            results = run_self_correction_batch(
+                sentences,
+                backend=backend,
+                family=pipeline_family,
+                prompts=prompts,
+                params=params,
+                max_rounds=max_rounds,
+            )
         return [
             _self_correction_outcome(job, result, base, common_parameters(job), max_rounds)
             for job, result in zip(jobs, results, strict=True)
         ]
     # Only the BS system of this family was asked for: the loop is skipped.
-    baselines = generate_baselines(sentences, backend=backend, family=family, prompts=prompts, params=params)
+    baselines = generate_baselines(
+        sentences, backend=backend, family=pipeline_family, prompts=prompts, params=params
+    )
     return [
         _baseline_outcome(job, result, base, common_parameters(job))
         for job, result in zip(jobs, baselines, strict=True)

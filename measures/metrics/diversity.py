@@ -230,12 +230,12 @@ def semantic_diversity(texts: Sequence[str], *, embedder: Embedder) -> float | N
 def _corpus(
     records: Sequence[MetricRecord], context: MetricContext, texts: Sequence[Mapping[str, MetricValue]]
 ) -> dict[str, MetricValue]:
-    texts = [record.candidate_text for record in records]
+    candidates = [record.candidate_text for record in records]
     return {
-        "template_diversity": template_diversity(texts),
-        "type_token_ratio": type_token_ratio(texts),
-        "one_minus_self_bleu": one_minus_self_bleu(texts),
-        "semantic_diversity": semantic_diversity(texts, embedder=context.embedder)
+        "template_diversity": template_diversity(candidates),
+        "type_token_ratio": type_token_ratio(candidates),
+        "one_minus_self_bleu": one_minus_self_bleu(candidates),
+        "semantic_diversity": semantic_diversity(candidates, embedder=context.embedder)
         if context.embedder
         else None,
     }

@@ -70,8 +70,8 @@ Z_NEUTRAL = 1.0
 Z_STRONG = 2.0
 CATEGORIES = ("erasure", "new_bias", "bias_flip", "preservation", "other", "stable")
 DISPLACEMENT_RULES = ("z_crit", "bh")
-DEFAULT_RULE = "z_crit"
 DisplacementRule = Literal["z_crit", "bh"]
+DEFAULT_RULE: DisplacementRule = "z_crit"
 
 _WORD = re.compile(r"[a-z]+(?:[-'][a-z]+)*")
 

@@ -248,10 +248,10 @@ def _corpus(
     records: Sequence[MetricRecord], context: MetricContext, texts: Sequence[Mapping[str, MetricValue]]
 ) -> dict[str, MetricValue]:
     # BLEU needs the reference, so all three come from the texts that have one.
-    with_reference = [i for i, record in enumerate(records) if record.reference_text]
-    hits = [texts[i]["hit"] for i in with_reference]
-    cwrs = [texts[i]["cwr"] for i in with_reference]
-    with_reference = [records[i] for i in with_reference]
+    referenced = [i for i, record in enumerate(records) if record.reference_text]
+    hits = [texts[i]["hit"] for i in referenced]
+    cwrs = [texts[i]["cwr"] for i in referenced]
+    with_reference = [records[i] for i in referenced]
     score = system_ascore(
         [record.candidate_text for record in with_reference],
         [record.reference_text or "" for record in with_reference],

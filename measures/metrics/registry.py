@@ -68,7 +68,7 @@ FAMILY_MODULES: tuple[str, ...] = (
 )
 
 
-class MetricUnavailable(Exception):
+class MetricUnavailable(Exception):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """Raised by a family's function when it cannot compute its metrics here (missing data,
     model or input); compute_all reports the reason and leaves the values None."""
 
@@ -345,9 +345,10 @@ def _configuration(
     # Per text only the families that need embeddings read the embedder; a corpus metric may use
     # one whenever it is given (semantic diversity).
     if context.embedder is not None and (family.needs_embeddings or level == "corpus"):
-        embedder = getattr(context.embedder, "model_id", None)
-        if not isinstance(embedder, str) or not embedder:
+        model_id = getattr(context.embedder, "model_id", None)
+        if not isinstance(model_id, str) or not model_id:
             return None
+        embedder = model_id
     return _digest(
         [
             level,
@@ -404,15 +405,17 @@ def _texts_of_family(
     store: TextMetricStore | None,
     kind: str,
     all_digests: Sequence[str],
-) -> tuple[dict[int, dict[str, MetricValue]], str | None]:
+) -> tuple[dict[int, Mapping[str, MetricValue]], str | None]:
     """{record index: the family's values} for `indices`, from the store where it has them, and
     the reason the family could not compute (MetricUnavailable), if any. Computed values are
     handed to the store chunk by chunk; a record digest shared by several records (a text several
     systems produced) is computed once."""
+    compute_texts = family.compute_texts
+    assert compute_texts is not None, f"{family.name} has no per-text metrics"
     configuration = text_configuration(family, context) if store is not None else None
     if configuration is None:
         try:
-            computed = family.compute_texts([records[i] for i in indices], context) if indices else []
+            computed = compute_texts([records[i] for i in indices], context) if indices else []
         except MetricUnavailable as exc:
             return {}, str(exc)
         if len(computed) != len(indices):
@@ -423,7 +426,7 @@ def _texts_of_family(
     stored = store.load(kind, family.name, configuration)
     digests = [all_digests[i] for i in indices]
     names = family.text_metrics
-    values: dict[int, dict[str, MetricValue]] = {}
+    values: dict[int, Mapping[str, MetricValue]] = {}
     first_of: dict[str, int] = {}
     for i, digest in zip(indices, digests, strict=True):
         found = stored.get(digest)
@@ -439,7 +442,7 @@ def _texts_of_family(
     for start in range(0, len(missing), TEXT_CHUNK):
         chunk = missing[start : start + TEXT_CHUNK]
         try:
-            computed = family.compute_texts([records[i] for _, i in chunk], context)
+            computed = compute_texts([records[i] for _, i in chunk], context)
         except MetricUnavailable as exc:
             return values, str(exc)
         if len(computed) != len(chunk):
@@ -486,11 +489,17 @@ def compute_all(
     registry = _all_families()
     chosen = [get_family(name) for name in families] if families is not None else list(registry.values())
 
-    texts: list[dict[str, MetricValue]] = [{} for _ in records]
     by_system = _systems_in_order(records)
-    systems: dict[str, dict[str, MetricValue]] = {key: {} for key in by_system}
-    digests = [record_digest(record) for record in records] if store is not None else []
-    unavailable: dict[str, str] = {}
+    run = _Computation(
+        records=records,
+        context=context,
+        store=store,
+        kind=kind,
+        digests=[record_digest(record) for record in records] if store is not None else [],
+        by_system=by_system,
+        texts=[{} for _ in records],
+        systems={key: {} for key in by_system},
+    )
     settings: dict[str, dict[str, Any]] = {}
 
     for family in chosen:
@@ -502,82 +511,141 @@ def compute_all(
         reasons = {} if blocker else dict(family.unavailable(context))
         if blocker:
             reasons = {name: blocker for name in (*family.text_metrics, *family.corpus_metrics)}
-        unavailable.update(reasons)
-
+        run.unavailable.update(reasons)
         if family.compute_texts is not None:
-            # Every record gets each of the family's metrics, None unless computed; the values go
-            # straight into `texts` (no second list of a dict per record: 80 000 texts at 20 000
-            # sources).
-            for text in texts:
-                text.update(dict.fromkeys(family.text_metrics))
-            if not blocker:
-                indices = [
-                    i
-                    for i, record in enumerate(records)
-                    if not family.needs_reference or record.reference_text
-                ]
-                computed, failure = _texts_of_family(family, records, indices, context, store, kind, digests)
-                if failure is not None:
-                    unavailable.update(dict.fromkeys(family.text_metrics, failure))
-                    computed = {}
-                kept = [name for name in family.text_metrics if name not in reasons]
-                for i, row in computed.items():
-                    texts[i].update((name, row[name]) for name in kept)
-                del computed
-
+            _texts_filled(run, family, blocker=blocker, reasons=reasons)
         if family.compute_corpus is not None:
-            # Stored per system for the simplifications (the originals' corpus values are not
-            # kept: a "system" that is no System of the study).
-            configuration = texts_configuration = None
-            if store is not None and kind == "simplification" and not blocker:
-                configuration = corpus_configuration(family, context)
-                if family.compute_texts is not None:
-                    # The corpus function reads the per-text values: unnamed, nothing is stored.
-                    texts_configuration = text_configuration(family, context)
-                    configuration = configuration if texts_configuration else None
-            stored_corpus = store.load_corpus(family.name, configuration) if configuration else {}
-            for system, system_indices in by_system.items():
-                values: dict[str, MetricValue] = dict.fromkeys(family.corpus_metrics)
-                if not blocker:
-                    system_records = [records[i] for i in system_indices]
-                    inputs = None
-                    if configuration:
-                        inputs = corpus_inputs(
-                            system_records, [digests[i] for i in system_indices], texts_configuration
-                        )
-                    found = stored_corpus.get(system)
-                    if found is not None and found[0] == inputs:
-                        values = {name: found[1].get(name) for name in family.corpus_metrics}
-                    else:
-                        try:
-                            result = family.compute_corpus(
-                                system_records, context, [texts[i] for i in system_indices]
-                            )
-                        except MetricUnavailable as exc:
-                            unavailable.update(dict.fromkeys(family.corpus_metrics, str(exc)))
-                            result = {}
-                            inputs = None  # not stored: the reason is reported again next time
-                        unknown = set(result) - set(family.corpus_metrics)
-                        if unknown:
-                            raise ValueError(f"{family.name} returned undeclared metrics {sorted(unknown)}")
-                        values = {name: _as_value(result.get(name)) for name in family.corpus_metrics}
-                        if inputs is not None:
-                            assert store is not None and configuration is not None
-                            store.save_corpus(family.name, configuration, system, inputs, values)
-                for name in family.corpus_metrics:
-                    systems[system][name] = None if name in reasons else values[name]
+            _systems_filled(run, family, family.compute_corpus, blocker=blocker, reasons=reasons)
+        _undefined_marked(run, family)
 
-        for name, why in family.undefined.items():
-            if name in unavailable:
-                continue
-            if name in family.text_metrics:
-                values_of_name = [row[name] for row in texts]
-            else:
-                values_of_name = [per_system[name] for per_system in systems.values()]
-            if all(value is None for value in values_of_name):
-                unavailable[name] = why
-
+    texts, systems, unavailable = run.texts, run.systems, run.unavailable
     return MetricReport(texts=texts, systems=systems, unavailable=unavailable, settings=settings)
+
+
+@dataclass
+class _Computation:
+    """compute_all's inputs and what it has filled in so far, family after family."""
+
+    records: list[MetricRecord]
+    context: MetricContext
+    store: TextMetricStore | None
+    kind: str
+    digests: list[str]
+    by_system: dict[str, list[int]]
+    texts: list[dict[str, MetricValue]]
+    systems: dict[str, dict[str, MetricValue]]
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+
+def _texts_filled(
+    run: _Computation, family: MetricFamily, *, blocker: str | None, reasons: Mapping[str, str]
+) -> None:
+    """Every record gets each of the family's per-text metrics, None unless computed; the values go
+    straight into `run.texts` (no second list of a dict per record: 80 000 texts at 20 000
+    sources)."""
+    for text in run.texts:
+        text.update(dict.fromkeys(family.text_metrics))
+    if blocker:
+        return
+    indices = [
+        i for i, record in enumerate(run.records) if not family.needs_reference or record.reference_text
+    ]
+    computed, failure = _texts_of_family(
+        family, run.records, indices, run.context, run.store, run.kind, run.digests
+    )
+    if failure is not None:
+        run.unavailable.update(dict.fromkeys(family.text_metrics, failure))
+        computed = {}
+    kept = [name for name in family.text_metrics if name not in reasons]
+    for i, row in computed.items():
+        run.texts[i].update((name, row[name]) for name in kept)
+
+
+def _systems_filled(
+    run: _Computation,
+    family: MetricFamily,
+    compute_corpus: CorpusMetricsFunction,
+    *,
+    blocker: str | None,
+    reasons: Mapping[str, str],
+) -> None:
+    """The family's corpus metrics of every system into `run.systems`, stored per system for the
+    simplifications (the originals' corpus values are not kept: a "system" that is no System of
+    the study)."""
+    configuration = texts_configuration = None
+    if run.store is not None and run.kind == "simplification" and not blocker:
+        configuration = corpus_configuration(family, run.context)
+        if family.compute_texts is not None:
+            # The corpus function reads the per-text values: unnamed, nothing is stored.
+            texts_configuration = text_configuration(family, run.context)
+            configuration = configuration if texts_configuration else None
+    stored_corpus = (
+        run.store.load_corpus(family.name, configuration) if run.store is not None and configuration else {}
+    )
+    for system, system_indices in run.by_system.items():
+        values: dict[str, MetricValue] = dict.fromkeys(family.corpus_metrics)
+        if not blocker:
+            values = _system_values(
+                run,
+                family,
+                compute_corpus,
+                system=system,
+                indices=system_indices,
+                configuration=configuration,
+                texts_configuration=texts_configuration,
+                found=stored_corpus.get(system),
+            )
+        for name in family.corpus_metrics:
+            run.systems[system][name] = None if name in reasons else values[name]
+
+
+def _system_values(
+    run: _Computation,
+    family: MetricFamily,
+    compute_corpus: CorpusMetricsFunction,
+    *,
+    system: str,
+    indices: Sequence[int],
+    configuration: str | None,
+    texts_configuration: str | None,
+    found: tuple[str, Mapping[str, MetricValue]] | None,
+) -> dict[str, MetricValue]:
+    """One system's corpus values: the stored ones when their inputs are unchanged, else computed
+    (and handed to the store under `configuration`, when there is one)."""
+    system_records = [run.records[i] for i in indices]
+    inputs = None
+    if configuration:
+        inputs = corpus_inputs(system_records, [run.digests[i] for i in indices], texts_configuration)
+    if found is not None and found[0] == inputs:
+        return {name: found[1].get(name) for name in family.corpus_metrics}
+    try:
+        result = compute_corpus(system_records, run.context, [run.texts[i] for i in indices])
+    except MetricUnavailable as exc:
+        run.unavailable.update(dict.fromkeys(family.corpus_metrics, str(exc)))
+        result = {}
+        inputs = None  # not stored: the reason is reported again next time
+    unknown = set(result) - set(family.corpus_metrics)
+    if unknown:
+        raise ValueError(f"{family.name} returned undeclared metrics {sorted(unknown)}")
+    values = {name: _as_value(result.get(name)) for name in family.corpus_metrics}
+    if inputs is not None:
+        assert run.store is not None and configuration is not None
+        run.store.save_corpus(family.name, configuration, system, inputs, values)
+    return values
+
+
+def _undefined_marked(run: _Computation, family: MetricFamily) -> None:
+    """A metric the family declares possibly undefined is reported unavailable, with the family's
+    reason, when it came out None everywhere."""
+    for name, why in family.undefined.items():
+        if name in run.unavailable:
+            continue
+        if name in family.text_metrics:
+            values_of_name = [row[name] for row in run.texts]
+        else:
+            values_of_name = [per_system[name] for per_system in run.systems.values()]
+        if all(value is None for value in values_of_name):
+            run.unavailable[name] = why
 
 
 # compute_all's ``families`` argument shadows the module-level function inside it.

@@ -14,7 +14,7 @@ import itertools
 import math
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, TypeAlias
 
 import krippendorff
 import numpy as np
@@ -32,7 +32,7 @@ _MASI_SUBSET = 2 / 3
 _MASI_OVERLAP = 1 / 3
 
 
-def masi_distance(a: AbstractSet, b: AbstractSet) -> float:
+def masi_distance(a: AbstractSet[Any], b: AbstractSet[Any]) -> float:
     """MASI distance, ``1 - jaccard(a, b) * m``, as ``nltk.metrics.distance.masi_distance``.
 
     ``m`` is 1 for equal sets, 2/3 when one is a subset of the other, 1/3 when they overlap and 0
@@ -55,7 +55,7 @@ def masi_distance(a: AbstractSet, b: AbstractSet) -> float:
     return 1 - intersection / union * m
 
 
-def masi_distance_matrix(values: Sequence[AbstractSet]) -> np.ndarray:
+def masi_distance_matrix(values: Sequence[AbstractSet[Any]]) -> np.ndarray:
     """Pairwise MASI distances between ``values`` (V sets) as a V×V float array.
 
     Vectorised through a V×L membership matrix (L = distinct elements), so it stays cheap for
@@ -77,7 +77,7 @@ def masi_distance_matrix(values: Sequence[AbstractSet]) -> np.ndarray:
         np.where(intersection == smaller, _MASI_SUBSET, np.where(intersection > 0, _MASI_OVERLAP, 0.0)),
     )
     with np.errstate(invalid="ignore", divide="ignore"):
-        distance = 1 - intersection / union * m
+        distance: np.ndarray = 1 - intersection / union * m
     distance[union == 0] = 0.0
     return distance
 
@@ -86,11 +86,11 @@ def masi_distance_matrix(values: Sequence[AbstractSet]) -> np.ndarray:
 # Krippendorff's alpha for set-valued annotations (MASI)
 # ---------------------------------------------------------------------------------------------
 
-SetLabel = AbstractSet | None
+SetLabel: TypeAlias = AbstractSet[Any] | None
 #: ``{coder: {unit: set | None}}`` or a list of ``{unit: set | None}``, one per coder (an absent
 #: unit = missing); or a units×coders table: a DataFrame (index = units, columns = coders) or a
 #: list of rows, one per unit. ``None``/NaN = missing.
-SetAnnotations = (
+SetAnnotations: TypeAlias = (
     Mapping[Hashable, Mapping[Hashable, SetLabel]]
     | Sequence[Mapping[Hashable, SetLabel]]
     | pd.DataFrame
@@ -102,7 +102,7 @@ def _is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def _as_label(value: Any) -> frozenset | None:
+def _as_label(value: Any) -> frozenset[Any] | None:
     if _is_missing(value):
         return None
     if isinstance(value, frozenset):
@@ -114,7 +114,9 @@ def _as_label(value: Any) -> frozenset | None:
     return frozenset(value)
 
 
-def _annotation_cells(data: SetAnnotations, *, with_coders: bool = True) -> tuple[list, list, list]:
+def _annotation_cells(
+    data: SetAnnotations, *, with_coders: bool = True
+) -> tuple[list[Any], list[Any], list[Any]]:
     """Flatten ``data`` into parallel lists (coder, unit, raw label), missing cells included.
 
     ``with_coders=False`` leaves the coder list empty: alpha only needs units and labels, and
@@ -127,9 +129,9 @@ def _annotation_cells(data: SetAnnotations, *, with_coders: bool = True) -> tupl
         elif any(isinstance(row, Mapping) for row in data):
             raise TypeError("mix of mappings and rows: pass {coder: {unit: set}} or units×coders rows")
     if isinstance(data, Mapping):
-        coders: list = []
-        units: list = []
-        labels: list = []
+        coders: list[Any] = []
+        units: list[Any] = []
+        labels: list[Any] = []
         for coder, per_unit in data.items():
             if with_coders:
                 coders.extend(itertools.repeat(coder, len(per_unit)))
@@ -157,7 +159,7 @@ def _object_array(items: Sequence[Any]) -> np.ndarray:
     return np.fromiter(items, dtype=object, count=len(items))
 
 
-def set_annotation_triples(data: SetAnnotations) -> Iterator[tuple[Hashable, Hashable, frozenset]]:
+def set_annotation_triples(data: SetAnnotations) -> Iterator[tuple[Hashable, Hashable, frozenset[Any]]]:
     """``(coder, unit, frozenset)`` for every non-missing annotation: NLTK's AnnotationTask format."""
     for coder, unit, label in zip(*_annotation_cells(data), strict=True):
         label = _as_label(label)
@@ -165,7 +167,7 @@ def set_annotation_triples(data: SetAnnotations) -> Iterator[tuple[Hashable, Has
             yield coder, unit, label
 
 
-def _encode_sets(data: SetAnnotations) -> tuple[np.ndarray, np.ndarray, list[frozenset]]:
+def _encode_sets(data: SetAnnotations) -> tuple[np.ndarray, np.ndarray, list[frozenset[Any]]]:
     """Integer codes (unit, value) for non-missing annotations, plus the distinct set values."""
     _, units, labels = _annotation_cells(data, with_coders=False)
     return _encode_cells(_object_array(units), _object_array(labels))
@@ -173,7 +175,7 @@ def _encode_sets(data: SetAnnotations) -> tuple[np.ndarray, np.ndarray, list[fro
 
 def _encode_cells(
     units: np.ndarray, label_array: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, list[frozenset]]:
+) -> tuple[np.ndarray, np.ndarray, list[frozenset[Any]]]:
     """``_encode_sets`` of aligned object arrays of units and labels."""
     try:
         # Hashes each frozenset once in C; None/NaN become the -1 sentinel (missing).
@@ -181,7 +183,8 @@ def _encode_cells(
     except TypeError:  # unhashable input such as plain sets: normalise, then factorise
         label_array = _object_array([_as_label(label) for label in label_array])
         value_codes, distinct = pd.factorize(label_array)
-    distinct_values = [_as_label(value) for value in distinct]
+    # factorize leaves the missing cells (code -1) out of `distinct`: every distinct value is a set.
+    distinct_values = [label for label in map(_as_label, distinct) if label is not None]
     unit_codes, _ = pd.factorize(units, use_na_sentinel=False)
     present = value_codes >= 0
     return unit_codes[present], value_codes[present], distinct_values
@@ -265,10 +268,10 @@ def krippendorff_alpha_set_cells(units: Sequence[Hashable], labels: Sequence[Set
     themselves do not enter alpha. Equal to ``krippendorff_alpha_sets({coder: {unit: set}})`` of
     the same annotations listed coder by coder, without building the nested mappings (a large
     study has hundreds of thousands of annotations)."""
-    units, labels = _object_array(list(units)), _object_array(list(labels))
-    if units.size != labels.size:
+    unit_array, label_array = _object_array(list(units)), _object_array(list(labels))
+    if unit_array.size != label_array.size:
         raise ValueError("units and labels must be aligned")
-    unit_codes, value_codes, distinct = _encode_cells(units, labels)
+    unit_codes, value_codes, distinct = _encode_cells(unit_array, label_array)
     if not distinct:
         return math.nan
     return _alpha_from_codes(unit_codes, value_codes, masi_distance_matrix(distinct))

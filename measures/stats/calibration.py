@@ -44,7 +44,7 @@ DEFAULT_BINS = 10
 BINNING = "{bins} equal-width bins of the vote-share confidence over [0, 1] (the last bin holds 1.0)"
 
 
-class CalibrationUnavailable(ValueError):
+class CalibrationUnavailable(ValueError):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """A calibration that cannot be computed, with the reason a page shows."""
 
 

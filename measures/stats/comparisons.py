@@ -8,10 +8,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 from scipy import stats
 
 
-def holm(p_values) -> np.ndarray:
+def holm(p_values: ArrayLike) -> np.ndarray:
     """Holm's step-down adjusted p-values, in the input order: the k-th smallest of m is
     multiplied by m − k + 1, made non-decreasing, capped at 1 (statsmodels' ``multipletests(...,
     method="holm")``, which tests/measures/stats/test_comparisons.py compares with). Not called

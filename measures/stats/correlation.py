@@ -266,13 +266,15 @@ def _pearson_pairs(
         largest = np.max(np.abs(centred), axis=-1, keepdims=True)
         with np.errstate(invalid="ignore", divide="ignore"):
             norm = largest * np.linalg.norm(centred / largest, ord=2, axis=-1, keepdims=True)
-            return centred / norm
+            unit_rows: np.ndarray = centred / norm
+            return unit_rows
 
     metrics, measures = list(dict.fromkeys(m for m, _ in pairs)), list(dict.fromkeys(h for _, h in pairs))
     x, y = scaled(xs, metrics), scaled(ys, measures)
     x_of = np.array([metrics.index(m) for m, _ in pairs], dtype=np.int64)
     y_of = np.array([measures.index(h) for _, h in pairs], dtype=np.int64)
-    r = np.clip(np.vecdot(x[x_of], y[y_of], axis=-1), -1.0, 1.0)
+    # numpy's stub types vecdot without the gufunc's `axis` keyword, which numpy accepts.
+    r = np.clip(np.vecdot(x[x_of], y[y_of], axis=-1), -1.0, 1.0)  # type: ignore[call-overload]
     n = float(x.shape[1])
     # Under the null hypothesis r follows a beta distribution on (-1, 1) with a = b = n/2 - 1.
     shape = np.asarray(n / 2 - 1, dtype=np.float64)
@@ -299,6 +301,34 @@ def _spearman_pairs(
     i = [position.get(("x", m), len(live)) for m, _ in pairs]
     j = [position.get(("y", h), len(live)) for _, h in pairs]
     return rho[i, j], pvalue[i, j]
+
+
+_Column = tuple[str, str]
+_Centred = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _resampled_columns(
+    columns: Mapping[_Column, np.ndarray],
+    codes: Mapping[_Column, tuple[np.ndarray, np.ndarray]],
+    indices: np.ndarray,
+    needs: set[str],
+) -> tuple[dict[_Column, _Centred], dict[_Column, _Centred], dict[_Column, np.ndarray]]:
+    """Per column, for a block of resamples (`indices`, one row a resample): its centred values
+    (for Pearson), its centred ranks (Spearman) and its value counts (Spearman, Kendall), each
+    only where a wanted method needs it."""
+    values: dict[_Column, _Centred] = {}
+    ranks: dict[_Column, _Centred] = {}
+    counts: dict[_Column, np.ndarray] = {}
+    for key, column in columns.items():
+        if "pearson" in needs:
+            values[key] = _centred_rows(column[indices])
+        if needs & {"spearman", "kendall"}:
+            distinct, code = codes[key]
+            drawn = code[indices]
+            counts[key] = _row_bincount(drawn, distinct.size)
+            if "spearman" in needs:
+                ranks[key] = _centred_rows(_average_ranks(drawn, counts[key]))
+    return values, ranks, counts
 
 
 def _bootstrap_pairs(
@@ -346,18 +376,7 @@ def _bootstrap_pairs(
     start = 0
     for indices in resample_index_chunks(n, n_resamples=n_resamples, seed=seed, max_elements=block):
         stop = start + indices.shape[0]
-        values: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        ranks: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        counts: dict[tuple[str, str], np.ndarray] = {}
-        for key, column in columns.items():
-            if "pearson" in needs:
-                values[key] = _centred_rows(column[indices])
-            if needs & {"spearman", "kendall"}:
-                distinct, code = codes[key]
-                drawn = code[indices]
-                counts[key] = _row_bincount(drawn, distinct.size)
-                if "spearman" in needs:
-                    ranks[key] = _centred_rows(_average_ranks(drawn, counts[key]))
+        values, ranks, counts = _resampled_columns(columns, codes, indices, needs)
         rows = slice(start, stop)
         for (metric, measure), methods in wanted.items():
             x, y = ("x", metric), ("y", measure)
@@ -492,10 +511,10 @@ def _pearson_centred(
     a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray, np.ndarray]
 ) -> np.ndarray:
     """Pearson's r of each row pair from ``_centred_rows`` of both sides."""
-    (a, a_squares, a_constant), (b, b_squares, b_constant) = a, b
+    (a_rows, a_squares, a_constant), (b_rows, b_squares, b_constant) = a, b
     with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.einsum("ij,ij->i", a, b) / np.sqrt(a_squares * b_squares)
-    r = np.clip(r, -1.0, 1.0)
+        products: np.ndarray = np.einsum("ij,ij->i", a_rows, b_rows) / np.sqrt(a_squares * b_squares)
+    r: np.ndarray = np.clip(products, -1.0, 1.0)
     r[a_constant | b_constant] = np.nan
     return r
 
@@ -503,21 +522,23 @@ def _pearson_centred(
 def _sign_matrix(codes: np.ndarray) -> np.ndarray:
     """``sign(codes[i] - codes[j])`` as float32 (codes keep the order of the values)."""
     codes = codes.astype(np.float32)
-    sign = np.subtract.outer(codes, codes)
-    return np.sign(sign, out=sign)
+    sign: np.ndarray = np.subtract.outer(codes, codes)
+    signs: np.ndarray = np.sign(sign, out=sign)
+    return signs
 
 
 def _tied_pairs(counts: np.ndarray) -> np.ndarray:
     """Per row of value counts, the number of pairs of drawn items with equal values."""
-    return (counts * (counts - 1)).sum(axis=1) // 2
+    pairs: np.ndarray = (counts * (counts - 1)).sum(axis=1) // 2
+    return pairs
 
 
 def _tau_b(con_minus_dis: np.ndarray, x_ties: np.ndarray, y_ties: np.ndarray, total: int) -> np.ndarray:
     """Kendall's tau-b from (concordant − discordant) and tied pairs per side, as scipy; NaN where
     a side is constant."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        tau = con_minus_dis / np.sqrt(total - x_ties) / np.sqrt(total - y_ties)
-    tau = np.clip(tau, -1.0, 1.0)
+        ratio: np.ndarray = con_minus_dis / np.sqrt(total - x_ties) / np.sqrt(total - y_ties)
+    tau: np.ndarray = np.clip(ratio, -1.0, 1.0)
     tau[(x_ties == total) | (y_ties == total)] = np.nan
     return tau
 

@@ -59,7 +59,9 @@ def percentile_interval(
     return float(low), float(high)
 
 
-def percentile_intervals(replicates: np.ndarray, confidence: float = 0.95) -> tuple[list, list]:
+def percentile_intervals(
+    replicates: np.ndarray, confidence: float = 0.95
+) -> tuple[list[float | None], list[float | None]]:
     """``percentile_interval`` of every row of a 2-D array of replicates: (lows, highs), None
     where a row has too few finite replicates. Rows with the same number of finite replicates
     share one ``np.quantile`` call (a quantile depends on the values, not their order)."""

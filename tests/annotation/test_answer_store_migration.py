@@ -36,11 +36,11 @@ def _populate(apps) -> dict:
         get("annotation", "System").objects.create(study=study, key=key, position=n)
         for n, key in enumerate(("a", "b"))
     ]
-    Text = get("annotation", "SimplificationText")
+    Text = get("annotation", "SimplificationText")  # noqa: N806 - a historical model class
     texts = [Text.objects.create(source=source, text=f"Text {n}.", text_hash=f"h{n}") for n in range(2)]
     for system, text in zip(systems, texts, strict=True):
         get("annotation", "Simplification").objects.create(source=source, system=system, shown_text=text)
-    Participant = get("annotation", "Participant")
+    Participant = get("annotation", "Participant")  # noqa: N806 - a historical model class
     radiologist = Participant.objects.create(
         study=study, role="radiologist", pseudonym="R1", token="r", language="en"
     )
@@ -65,7 +65,7 @@ def _populate(apps) -> dict:
         preference_order=[texts[1].pk, texts[0].pk],
         stage="done",
     )
-    LayAnswer = get("annotation", "LayAnswer")
+    LayAnswer = get("annotation", "LayAnswer")  # noqa: N806 - a historical model class
     original = LayAnswer.objects.create(
         item=item,
         phase="original",
@@ -92,7 +92,7 @@ def _populate(apps) -> dict:
         participant=radiologist, control=control, scores={"correctness": 2}, added={"error_spans": [SPAN]},
         comment="Odd.", time_spent_ms=50, revisions=0,
     )  # fmt: skip
-    Revision = get("annotation", "AnswerRevision")
+    Revision = get("annotation", "AnswerRevision")  # noqa: N806 - a historical model class
     Revision.objects.create(
         participant=radiologist, answer_type="annotation.ExpertRating", answer_id=rating.pk,
         previous={"correctness": 2}, previous_at=WHEN, revised_at=WHEN,

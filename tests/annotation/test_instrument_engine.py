@@ -198,6 +198,46 @@ def test_an_added_items_answer_is_validated_by_name_and_stored_with_its_code():
 
 
 @pytest.mark.release
+def _expert_answers_expected(person, pid, sources, text_of) -> dict[AnswerKey, object]:
+    """The engine's answers a release radiologist's ratings and source judgements become."""
+    expected: dict[AnswerKey, object] = {}
+    for rating in person.expert_ratings:
+        text = text_of[(rating.source_key, rating.system)]
+        for aspect, score in rating.scores.items():
+            expected[AnswerKey(pid, aspect, sources[rating.source_key], text)] = score
+    for judgement in person.expert_judgements:
+        source = sources[judgement.source_key]
+        if judgement.severity:
+            expected[AnswerKey(pid, "severity", source)] = scales.SEVERITY.value_of(judgement.severity)
+        if judgement.simplicity is not None:
+            expected[AnswerKey(pid, "original_simplicity", source)] = judgement.simplicity
+        if judgement.comment:
+            expected[AnswerKey(pid, "original_comment", source)] = judgement.comment
+    return expected
+
+
+def _lay_answers_expected(person, pid, sources, text_of) -> dict[AnswerKey, object]:
+    """The engine's answers a release layperson's items become."""
+    expected: dict[AnswerKey, object] = {}
+    for lay in person.lay_items:
+        source, shown = sources[lay.source_key], text_of[(lay.source_key, lay.systems[0])]
+        for phase, answers in (("original", lay.original), ("assisted", lay.assisted)):
+            for name, level in answers.items():
+                if level:
+                    target = shown if name == "helpfulness" else None
+                    expected[AnswerKey(pid, name, source, target, phase)] = scales.LAY_SCALES[name].value_of(
+                        level
+                    )
+        for name, systems in (("most", lay.most), ("least", lay.least)):
+            if systems:
+                chosen = frozenset(str(text_of[(lay.source_key, s)]) for s in systems)
+                expected[AnswerKey(pid, name, source, None, "preference")] = chosen
+        for name in ("most_justification", "least_justification"):
+            if getattr(lay, name):
+                expected[AnswerKey(pid, name, source, None, "preference")] = getattr(lay, name)
+    return expected
+
+
 def test_the_release_reads_back_through_the_engine_after_the_migration(release_dir):
     call_command("import_release", str(release_dir), "--study", "release-engine", stdout=io.StringIO())
     study = Study.objects.get(slug="release-engine")
@@ -222,34 +262,8 @@ def test_the_release_reads_back_through_the_engine_after_the_migration(release_d
     expected: dict[AnswerKey, object] = {}
     for person in records.participants:
         pid = participants[person.pseudonym]
-        for rating in person.expert_ratings:
-            text = text_of[(rating.source_key, rating.system)]
-            for aspect, score in rating.scores.items():
-                expected[AnswerKey(pid, aspect, sources[rating.source_key], text)] = score
-        for judgement in person.expert_judgements:
-            source = sources[judgement.source_key]
-            if judgement.severity:
-                expected[AnswerKey(pid, "severity", source)] = scales.SEVERITY.value_of(judgement.severity)
-            if judgement.simplicity is not None:
-                expected[AnswerKey(pid, "original_simplicity", source)] = judgement.simplicity
-            if judgement.comment:
-                expected[AnswerKey(pid, "original_comment", source)] = judgement.comment
-        for lay in person.lay_items:
-            source, shown = sources[lay.source_key], text_of[(lay.source_key, lay.systems[0])]
-            for phase, answers in (("original", lay.original), ("assisted", lay.assisted)):
-                for name, level in answers.items():
-                    if level:
-                        target = shown if name == "helpfulness" else None
-                        expected[AnswerKey(pid, name, source, target, phase)] = scales.LAY_SCALES[
-                            name
-                        ].value_of(level)
-            for name, systems in (("most", lay.most), ("least", lay.least)):
-                if systems:
-                    chosen = frozenset(str(text_of[(lay.source_key, s)]) for s in systems)
-                    expected[AnswerKey(pid, name, source, None, "preference")] = chosen
-            for name in ("most_justification", "least_justification"):
-                if getattr(lay, name):
-                    expected[AnswerKey(pid, name, source, None, "preference")] = getattr(lay, name)
+        expected |= _expert_answers_expected(person, pid, sources, text_of)
+        expected |= _lay_answers_expected(person, pid, sources, text_of)
     read = {**instrument_answers(study=study, flow=EXPERT), **instrument_answers(study=study, flow=LAY)}
     # Comments of two systems sharing a text are merged into the one rating of that text: compared apart.
     merged_comments = {k: v for k, v in read.items() if k.item_key == "comment"}

@@ -336,7 +336,7 @@ def test_every_participant_string_has_a_spanish_translation():
     templates, code = _template_msgids(), _python_msgids()
     # The extraction found the strings (a broken extraction would pass vacuously).
     assert len(templates) > 100 and len(code) > 40
-    assert "Información y consentimiento" == catalogue.gettext("Information and consent")
+    assert catalogue.gettext("Information and consent") == "Información y consentimiento"
     msgids = templates | code
     missing = []
     for msgid in msgids:

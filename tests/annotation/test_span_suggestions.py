@@ -34,7 +34,7 @@ def test_planted_places_are_unchanged_words_of_the_typology_away_from_the_judges
     assert {"laterality", "negation"} <= kinds
     for place in places:
         assert place.origin == PLANTED and place.category in CATEGORIES and place.severity in SEVERITIES
-        assert place.end > place.start and not (place.start < 21 and 17 < place.end)
+        assert place.end > place.start and not (place.start < 21 and place.end > 17)
     side = next(p for p in places if p.kind == "laterality")
     assert TEXT[side.start : side.end] == "left"
 

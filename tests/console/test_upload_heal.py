@@ -134,7 +134,7 @@ def test_a_finished_uploads_leftover_file_is_removed(upload):
 
 def test_beat_and_every_starting_worker_run_the_upload_heal(monkeypatch):
     scheduled = {entry["task"] for entry in django_settings.CELERY_BEAT_SCHEDULE.values()}
-    assert upload_heal.TASK in scheduled and upload_heal.TASK == tasks.source_uploads_heal.name
+    assert upload_heal.TASK in scheduled and tasks.source_uploads_heal.name == upload_heal.TASK
     sent = []
     monkeypatch.setattr(app, "send_task", lambda name, *a, **k: sent.append(name))
     heal_on_start()

@@ -251,6 +251,33 @@ REPORTS = {
 
 
 @pytest.mark.django_db(transaction=True)
+def _matches_ticked(page, field, pair, *, references, generated, truth, rng, by_keyboard) -> list[list[int]]:
+    """Tick, per reference sentence, the generated sentences that truly match it (drawn once per
+    pair into `truth`), now and then one more or one fewer; "none" where none is left. The rows
+    ticked."""
+    rows: list[list[int]] = []
+    for r in range(len(references)):
+        chosen = set(
+            truth.setdefault(
+                (pair.shown_text_id, r), [g for g in range(generated) if rng.random() < 1 / generated]
+            )
+        )
+        if rng.random() < 0.25:
+            chosen ^= {rng.randrange(generated)}
+        chosen_rows = sorted(chosen)
+        if chosen_rows:
+            for g in chosen_rows:
+                _tick(page, f'.item[data-field="{field}"] input[value="{r}-{g}"]', by_keyboard=by_keyboard)
+        else:
+            _tick(
+                page,
+                f'.item[data-field="{field}"] input[name="{field}.none"][value="{r}"]',
+                by_keyboard=by_keyboard,
+            )
+        rows.append(chosen_rows)
+    return rows
+
+
 def test_seed_000_three_annotators_match_sentences(page, browser, live_server, artifacts_dir, settings):
     import sacrebleu
     from playwright.sync_api import expect
@@ -291,29 +318,19 @@ def test_seed_000_three_annotators_match_sentences(page, browser, live_server, a
         assert len(order) == n_pairs
         for index, pair in enumerate(order):
             page.wait_for_selector("#pairs-form[data-ready]", state="attached")
-            references = split_sentences(texts[pair.reference_text_id])
             generated = page.locator(".generated-sentences li").count()
             assert generated == len(split_sentences(texts[pair.shown_text_id]))
-            rows: list[list[int]] = []
-            for r in range(len(references)):
-                chosen = set(
-                    truth.setdefault(
-                        (pair.shown_text_id, r), [g for g in range(generated) if rng.random() < 1 / generated]
-                    )
-                )
-                if rng.random() < 0.25:
-                    chosen ^= {rng.randrange(generated)}
-                chosen_rows = sorted(chosen)
-                if chosen_rows:
-                    for g in chosen_rows:
-                        _tick(page, f'.item[data-field="{field}"] input[value="{r}-{g}"]', by_keyboard=n == 1)
-                else:
-                    _tick(
-                        page,
-                        f'.item[data-field="{field}"] input[name="{field}.none"][value="{r}"]',
-                        by_keyboard=n == 1,
-                    )
-                rows.append(chosen_rows)
+            references = split_sentences(texts[pair.reference_text_id])
+            rows = _matches_ticked(
+                page,
+                field,
+                pair,
+                references=references,
+                generated=generated,
+                truth=truth,
+                rng=rng,
+                by_keyboard=n == 1,
+            )
             _wait_saved(page, field)
             ticked[(annotator.pk, pair.shown_text_id)] = rows
             if n == 0 and index == 0:

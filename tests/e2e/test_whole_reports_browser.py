@@ -101,7 +101,7 @@ def whole_text_reachable(page, selector: str) -> None:
                      box: el.getBoundingClientRect().bottom, inside: !!hit && el.contains(hit) };
         }""",
     )
-    assert seen["inside"] and 0 <= seen["top"] and seen["bottom"] <= min(seen["box"], seen["view"]) + 2, seen
+    assert seen["inside"] and seen["top"] >= 0 and seen["bottom"] <= min(seen["box"], seen["view"]) + 2, seen
 
 
 @pytest.mark.django_db(transaction=True)

@@ -13,7 +13,7 @@ from generation.backends.transformers_backend import TransformersBackend
 def test_names(monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", None)  # vLLM (optional) not installed: not offered
     assert backend_names() == ["glossary", "openai", "transformers"]
-    assert GPU_BACKENDS == {"transformers", "vllm"}
+    assert {"transformers", "vllm"} == GPU_BACKENDS
 
 
 def test_openai_and_transformers_get_their_options(scripted_llm):

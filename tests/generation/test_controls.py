@@ -133,5 +133,5 @@ def test_the_planted_categories_are_the_clinical_typology():
     from instruments.presets import preset_load
 
     item = preset_load("clinical_error_spans").item("error_spans")
-    assert CATEGORIES == tuple(option.key for option in item.options)
-    assert SEVERITIES == tuple(option.key for option in item.severities)
+    assert tuple(option.key for option in item.options) == CATEGORIES
+    assert tuple(option.key for option in item.severities) == SEVERITIES

@@ -122,7 +122,7 @@ def test_split_is_by_source_and_seeded():
     assert [len(x) for x in split_records(records[:2], validation_fraction=0.1, seed=0)] == [1, 1]
 
 
-class Interrupt(Exception):
+class Interrupt(Exception):  # noqa: N818 - named for the outcome callers catch; importers use the name
     pass
 
 

@@ -8,6 +8,7 @@ The reports are written here, not drawn from the bench's generator (privacy/synt
 so that the detector is checked on text it was not tuned on.
 """
 
+import io
 import json
 from dataclasses import replace
 
@@ -142,7 +143,7 @@ def test_identified_reports_reach_the_server_only_deidentified_and_only_after_ap
     assert llm.requests == []
     assert ActivityEvent.objects.filter(study=study, verb="external_call.refused").count() == 1
 
-    call_command("deidentify", "--study", study.slug, "--approve", stdout=open("/dev/null", "w"))
+    call_command("deidentify", "--study", study.slug, "--approve", stdout=io.StringIO())
 
     batch = _launch(
         django_capture_on_commit_callbacks,
@@ -176,7 +177,7 @@ def test_a_local_only_study_never_calls_out_and_still_generates_locally(
 ):
     study = _import(tmp_path, "local")
     data_policy_change(study=study, policy="local-only", reason="MIMIC data-use agreement", actor="test")
-    call_command("deidentify", "--study", study.slug, "--approve", stdout=open("/dev/null", "w"))
+    call_command("deidentify", "--study", study.slug, "--approve", stdout=io.StringIO())
 
     with pytest.raises(ValidationError) as refused:
         batches.generation_batch_create(

@@ -115,6 +115,17 @@ class Provider:
     # --- authlib's server, its grant and the OpenID Connect extension -----------------------------
 
     def _authorization_server(self) -> AuthorizationServer:
+        server = self._server_class()()
+        server.register_token_generator(
+            "default", BearerTokenGenerator(lambda *a, **k: secrets.token_urlsafe(32))
+        )
+        server.register_grant(
+            self._code_grant_class(), [CodeChallenge(required=True), self._openid_class()(require_nonce=True)]
+        )
+        return server
+
+    def _server_class(self) -> type[AuthorizationServer]:
+        """The server over this provider's client and tokens, answering in plain (status, body, headers)."""
         provider = self
 
         class Server(AuthorizationServer):
@@ -135,6 +146,12 @@ class Provider:
 
             def create_json_request(self, request):
                 return request
+
+        return Server
+
+    def _code_grant_class(self) -> type[AuthorizationCodeGrant]:
+        """The authorization-code grant keeping its codes in this provider."""
+        provider = self
 
         class CodeGrant(AuthorizationCodeGrant):
             TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_post", "client_secret_basic"]
@@ -162,6 +179,12 @@ class Provider:
             def authenticate_user(self, authorization_code):
                 return authorization_code.user
 
+        return CodeGrant
+
+    def _openid_class(self) -> type[OpenIDCode]:
+        """OpenID Connect on the code grant: ID tokens signed with this provider's key."""
+        provider = self
+
         class OpenID(OpenIDCode):
             def exists_nonce(self, nonce, request):
                 return any(c.nonce == nonce for c in provider.codes.values())
@@ -181,12 +204,7 @@ class Provider:
             def generate_user_info(self, user, scope):
                 return provider.user_info(user)
 
-        server = Server()
-        server.register_token_generator(
-            "default", BearerTokenGenerator(lambda *a, **k: secrets.token_urlsafe(32))
-        )
-        server.register_grant(CodeGrant, [CodeChallenge(required=True), OpenID(require_nonce=True)])
-        return server
+        return OpenID
 
     def user_info(self, username: str) -> UserInfo:
         person = self.users[username]

@@ -51,14 +51,21 @@ class Command(BaseCommand):
             raise CommandError(f"no study with slug {options['pilot']!r}")
         form = PlanForm.with_defaults({name: options.get(name) for name in PlanForm.base_fields})
         if not form.is_valid():
-            problems = "; ".join(f"--{k.replace('_', '-')}: {' '.join(v)}" for k, v in form.errors.items())
+            problems = "; ".join(
+                f"--{k.replace('_', '-')}: {' '.join(map(str, messages))}"
+                for k, messages in form.errors.items()
+            )
             raise CommandError(problems)
-        plan = plans.plan_create(study=study, parameters=form.cleaned_data, dispatch=False)
-        plan = plans.plan_run(plan_id=plan.pk)
+        created = plans.plan_create(study=study, parameters=form.cleaned_data, dispatch=False)
+        plan = plans.plan_run(plan_id=created.pk)
+        if plan is None:
+            raise CommandError(f"plan {created.pk} was deleted while it ran")
         if plan.status != PowerPlan.Status.DONE:
             raise CommandError(f"plan {plan.pk} failed: {plan.error}")
-        self.stdout.write(plan_text(plan.result))
-        self.stdout.write(f"Stored as plan {plan.pk} of study {study.slug} ({plan.result['seconds']} s).")
+        result = plan.result
+        assert result is not None  # a done plan has its result
+        self.stdout.write(plan_text(result))
+        self.stdout.write(f"Stored as plan {plan.pk} of study {study.slug} ({result['seconds']} s).")
         if options.get("json_path"):
             Path(options["json_path"]).write_text(json.dumps(plan.result, indent=2), encoding="utf-8")
 

@@ -127,6 +127,8 @@ class Command(BaseCommand):
         if job.status != TrainingJob.Status.SUCCEEDED:
             raise CommandError(f"training job {job.pk} {job.status}: {job.error.strip().splitlines()[-1:]}")
         artifact = job.output_artifact
+        if artifact is None:
+            raise CommandError(f"training job {job.pk} succeeded without a model artifact")
         metrics = ", ".join(
             f"{k} {v:.3f}" for k, v in artifact.validation_metrics.items() if isinstance(v, int | float)
         )

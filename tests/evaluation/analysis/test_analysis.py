@@ -16,7 +16,7 @@ from nltk.metrics.distance import masi_distance
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
-from evaluation.analysis import protocol as A
+from evaluation.analysis import protocol
 from evaluation.analysis.correlations import correlations, human_measures_per_simplification
 from evaluation.analysis.document import join_details, split_details
 from evaluation.analysis.intervals import comparisons, confidence_intervals
@@ -69,7 +69,7 @@ def lay_row(answer_id, item_id, participant, source, phase, text_id, u, c, g, h=
     }
 
 
-def make_frames(*, radiologists: int = 1, preferences: list | None = None) -> A.StudyFrames:
+def make_frames(*, radiologists: int = 1, preferences: list | None = None) -> protocol.StudyFrames:
     systems = pd.DataFrame(
         {
             "system": SYSTEMS,
@@ -195,7 +195,7 @@ def make_frames(*, radiologists: int = 1, preferences: list | None = None) -> A.
             "least",
         ],
     )
-    return A.StudyFrames(
+    return protocol.StudyFrames(
         study="hand",
         systems=systems,
         sources=sources,
@@ -207,13 +207,13 @@ def make_frames(*, radiologists: int = 1, preferences: list | None = None) -> A.
     )
 
 
-FAST = A.AnalysisOptions(
+FAST = protocol.AnalysisOptions(
     n_resamples=200, correlation_resamples=50, metric_families=("readability",), correlation_metrics=("fkgl",)
 )
 
 
 def test_lay_table_credits_a_shared_text_to_both_systems_and_uses_panel_one_for_the_original():
-    table = A.lay_table(make_frames())
+    table = protocol.lay_table(make_frames())
     # original: all four panel-1 answers. understanding 1,2,1,2; confidence 1,2,1,3;
     # guesses 5,3,4,2 vs references 4,2,4,2 -> squared errors 1,1,0,0; hits 0,0,1,1.
     assert table["original"]["understanding"] == pytest.approx(1.5)
@@ -247,7 +247,7 @@ def test_lay_table_credits_a_shared_text_to_both_systems_and_uses_panel_one_for_
 
 
 def test_table_two_counts_each_answer_of_both_panels_once():
-    table = A.confidence_vs_accuracy(make_frames())
+    table = protocol.confidence_vs_accuracy(make_frames())
     # confidence 1: answers 1 (g5 r4), 5 (g4 r4) -> mse 0.5, acc 0.5
     # confidence 2: answers 2 (g4 r4), 3 (g3 r2), 8 (g2 r2) -> mse 1/3, acc 2/3
     # confidence 3: answers 4 (g2 r2), 6 (g3 r4), 7 (g2 r2) -> mse 1/3, acc 2/3
@@ -258,16 +258,16 @@ def test_table_two_counts_each_answer_of_both_panels_once():
 
 def test_expert_table_credits_shared_ratings_and_the_original_simplicity():
     frames = make_frames()
-    table = A.expert_table(frames)
+    table = protocol.expert_table(frames)
     assert table["a"]["correctness"] == pytest.approx((5 + 5) / 2)  # texts 10 and 20
     assert table["b"]["correctness"] == pytest.approx((5 + 3) / 2)  # texts 10 and 21
     assert table["c"]["simplicity"] == pytest.approx((5 + 5) / 2)
     assert table["b"]["n"] == 2
-    assert A.expert_original_table(frames) == {"simplicity": 1.5, "n": 2}
+    assert protocol.expert_original_table(frames) == {"simplicity": 1.5, "n": 2}
 
 
 def test_preference_wins_ties_credit_every_tied_system():
-    wins, details = A.preference_wins(make_frames())
+    wins, details = protocol.preference_wins(make_frames())
     # most: s1 votes a1 b1 c1 (L1 chose shared 10, L2 chose 11) -> three-way tie; s2: c2 b1 -> c.
     assert wins["most"] == {"a": 1, "b": 1, "c": 2}
     # least: s1 a1 b1 c1 -> tie; s2 a2 -> a.
@@ -277,13 +277,13 @@ def test_preference_wins_ties_credit_every_tied_system():
 
 def test_a_source_without_votes_has_no_winner():
     frames = make_frames(preferences=[("L1", "s1", {11}, set())])
-    wins, _ = A.preference_wins(frames)
+    wins, _ = protocol.preference_wins(frames)
     assert wins["most"] == {"a": 0, "b": 0, "c": 1}
     assert wins["least"] == {"a": 0, "b": 0, "c": 0}
 
 
 def test_severity_distribution_lists_every_level():
-    assert A.severity_distribution(make_frames()) == {
+    assert protocol.severity_distribution(make_frames()) == {
         "Critical": 0,
         "Serious": 1,
         "Moderate": 0,
@@ -293,7 +293,7 @@ def test_severity_distribution_lists_every_level():
 
 
 def test_vote_distribution_counts_sources_by_number_of_votes():
-    votes = A.distributions(make_frames())["votes"]
+    votes = protocol.distributions(make_frames())["votes"]
     # most, c: s1 one vote, s2 two votes
     assert votes["most"]["c"] == {"0": 0, "1": 1, "2": 1}
     assert votes["least"]["a"] == {"0": 0, "1": 1, "2": 1}
@@ -310,7 +310,7 @@ def test_preference_alpha_matches_nltk_on_the_credited_system_sets():
             ("L3", "s2", {21, 22}, {20}),
         ]
     )
-    result = A.agreement(frames)["preference_alpha_masi"]
+    result = protocol.agreement(frames)["preference_alpha_masi"]
     most = [
         ("L1", "s1", frozenset("ab")),
         ("L1", "s2", frozenset("c")),
@@ -346,7 +346,7 @@ def test_preference_alpha_skips_empty_selections_and_keeps_the_last_answer_per_c
         ("L3", "s2", frozenset("bc")),
     ]
     expected = AnnotationTask(data=most, distance=masi_distance).alpha()
-    assert A.agreement(frames)["preference_alpha_masi"]["most"] == pytest.approx(expected, abs=1e-12)
+    assert protocol.agreement(frames)["preference_alpha_masi"]["most"] == pytest.approx(expected, abs=1e-12)
 
 
 def test_credit_systems_equals_pandas_explode():
@@ -362,13 +362,13 @@ def test_credit_systems_equals_pandas_explode():
         .explode("system", ignore_index=True)
         .dropna(subset=["system"])
     )
-    credited = A.credit_systems(frame)
+    credited = protocol.credit_systems(frame)
     pd.testing.assert_frame_equal(credited, expected)
     assert list(credited["system"]) == ["a", "b", "c", "a", "b", "b"]
     assert list(credited.index) == [0, 1, 3, 4, 5, 6]
     empty = frame.iloc[:0]
     expected = empty.assign(system=empty["systems"].map(list)).explode("system", ignore_index=True)
-    pd.testing.assert_frame_equal(A.credit_systems(empty), expected.dropna(subset=["system"]))
+    pd.testing.assert_frame_equal(protocol.credit_systems(empty), expected.dropna(subset=["system"]))
 
 
 def test_metric_tables_are_reused_for_the_same_texts_and_recomputed_when_one_changes(monkeypatch):
@@ -389,7 +389,7 @@ def test_metric_tables_are_reused_for_the_same_texts_and_recomputed_when_one_cha
 
     simplifications = frames.simplifications.copy()
     simplifications.loc[5, "text"] = "Both of your kidneys are small. They have a few harmless cysts."
-    changed = A.StudyFrames(**{**frames.__dict__, "simplifications": simplifications})
+    changed = protocol.StudyFrames(**{**frames.__dict__, "simplifications": simplifications})
     fkgl = metric_tables(changed, FAST)["per_text"]["fkgl"]
     assert calls == [1]
     assert fkgl.iloc[5] == pytest.approx(textstat.flesch_kincaid_grade(simplifications.loc[5, "text"]))
@@ -397,7 +397,7 @@ def test_metric_tables_are_reused_for_the_same_texts_and_recomputed_when_one_cha
 
 def test_two_radiologists_agreement_matches_krippendorff_and_sklearn():
     frames = make_frames(radiologists=2)
-    expert = A.agreement(frames)["expert"]
+    expert = protocol.agreement(frames)["expert"]
     assert expert["n_raters"] == 2
     r1 = [5, 4, 5, 3, 5]  # correctness of texts 10, 11, 20, 21, 22
     r2 = [4, 4, 5, 2, 5]
@@ -431,7 +431,7 @@ def test_reliability_grid_is_the_pivot_table_of_first_values():
             "value": [3.0, 1.0, np.nan, 4.0, 2.0, 5.0],
         }
     )
-    grid, coders = A._reliability(frame, "source", "participant", "value")
+    grid, coders = protocol._reliability(frame, "source", "participant", "value")
     expected = frame.dropna(subset=["value"]).pivot_table(
         index="participant", columns="source", values="value", aggfunc="first"
     )
@@ -461,11 +461,11 @@ def test_per_simplification_records_are_the_rows_with_none_for_undefined_values(
 
 
 def test_one_radiologist_has_no_inter_rater_agreement():
-    assert "correctness" not in A.agreement(make_frames())["expert"]
+    assert "correctness" not in protocol.agreement(make_frames())["expert"]
 
 
 def test_lay_severity_alpha_is_ordinal_alpha_of_panel_one_guesses():
-    lay = A.agreement(make_frames())["lay"]
+    lay = protocol.agreement(make_frames())["lay"]
     # coders L1, L2; units s1, s2; panel-1 guesses L1: 5, 3; L2: 4, 2.
     expected = krippendorff.alpha(
         reliability_data=[[5, 3], [4, 2]], level_of_measurement="ordinal", value_domain=[1, 2, 3, 4, 5]

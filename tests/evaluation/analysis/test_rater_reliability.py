@@ -16,7 +16,7 @@ from scipy import stats
 from annotation import participant_services
 from annotation.expert import assignment, pages
 from annotation.models import Participant, PlantedControl
-from evaluation.analysis import protocol as A
+from evaluation.analysis import protocol
 from evaluation.analysis.planted_control_scores import (
     RELIABILITY_ASPECTS,
     reliability_rows,
@@ -149,12 +149,12 @@ def _tables(frames, *, z: bool) -> dict:
     """Tables 1-3 (radiologist, original and lay columns; confidence vs accuracy; preference wins),
     the radiologists' agreement and the counts, as study_analysis computes them."""
     return {
-        "expert": A.expert_table(frames, z=z),
-        "expert_original": A.expert_original_table(frames),
-        "lay": A.lay_table(frames),
-        "confidence_vs_accuracy": A.confidence_vs_accuracy(frames),
-        "preferences": A.preference_wins(frames)[0],
-        "agreement": A.agreement(frames),
+        "expert": protocol.expert_table(frames, z=z),
+        "expert_original": protocol.expert_original_table(frames),
+        "lay": protocol.lay_table(frames),
+        "confidence_vs_accuracy": protocol.confidence_vs_accuracy(frames),
+        "preferences": protocol.preference_wins(frames)[0],
+        "agreement": protocol.agreement(frames),
         "ratings": len(frames.expert_ratings),
         "judgements": len(frames.expert_judgements),
     }

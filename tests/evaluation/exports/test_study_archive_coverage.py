@@ -47,7 +47,7 @@ def test_the_walk_fails_for_a_new_model_that_reaches_a_study(monkeypatch):
     """A model added with a foreign key to an answer table is found and reported as neither."""
     from django.db import models
 
-    class NewNote(models.Model):
+    class NewNote(models.Model):  # noqa: DJ008 - a throwaway model the walk must find
         answer = models.ForeignKey(ItemAnswer, on_delete=models.CASCADE)
 
         class Meta:

@@ -114,7 +114,7 @@ def test_interval_contains_the_estimate_on_typical_study_data():
     answers = np.clip(np.round(3 + 0.3 * (metric[:, np.newaxis] - 10) + rng.normal(size=(160, 3))), 1, 5)
     for record in correlate(metric, answers.mean(axis=1)):
         assert record["ci_low"] < record["r"] < record["ci_high"]
-        assert -1 <= record["ci_low"] and record["ci_high"] <= 1
+        assert record["ci_low"] >= -1 and record["ci_high"] <= 1
 
 
 def test_pearson_interval_is_close_to_fisher_z_for_a_large_sample():
