@@ -272,7 +272,9 @@ def test_seventeen_answers_typed_fast_survive_closing_the_tab_on_sqlite(browser,
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "REDIS_URL"))}
     env |= {"DJANGO_SETTINGS_MODULE": "config.settings.local", "DATABASE_URL": f"sqlite:///{database}"}
     manage = [sys.executable, str(root / "manage.py")]
-    subprocess.run([*manage, "migrate", "-v0"], cwd=root, env=env, check=True, timeout=300)
+    from tests.sqlite_template import migrated_sqlite
+
+    migrated_sqlite(database)  # a copy of a file migrated once per set of migrations
     setup = (
         "from annotation import participant_services; from annotation.expert import assignment; "
         "from annotation.models import Participant; "
