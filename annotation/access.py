@@ -191,7 +191,7 @@ _lay_item_rows = PreparedQuery(
 
 def access_lay_item(*, participant: Participant, item_id: int) -> LayItem:
     """One of the participant's own lay items, with what its panels show. (A save reads its item
-    under the row lock with where the participant is: annotation/lay/steps.py.)"""
+    under the row lock with where the participant is: surveys/lay/steps.py.)"""
     rows = _lay_item_rows.rows(item_id=int(item_id))
     item = _LAY_ITEM.instances(rows[0]) if rows else None
     if item is not None:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 class AnswerLocked(ValidationError):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """An answer that may no longer change: panel 1's, once its item's `original_locked_at` is set
-    (annotation/lay/panels.py sets it when the simplification is first shown)."""
+    (surveys/lay/panels.py sets it when the simplification is first shown)."""
 
     MESSAGE = gettext_lazy(
         "Your answers about the original sentence are locked because the simplification has been "

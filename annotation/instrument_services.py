@@ -278,7 +278,7 @@ MAX_ERROR_SPANS = 500
 
 def error_marks_decode(item: Item, raw: str) -> object:
     """An error-span item's answer as the page posts it: the JSON list of marks ("" is none). Every
-    row of a radiologist page reads it here, a planted control's too (annotation/expert/controls.py)."""
+    row of a radiologist page reads it here, a planted control's too (surveys/radiologist/controls.py)."""
     if not raw.strip():
         return None
     try:

@@ -1,6 +1,6 @@
 """An instrument item as a survey page shows it, in one language: its wording, its choices and the
 answer so far. Both flows build their added items' questions here and render them with one
-template partial per kind (templates/annotation/items/); the protocol's bound items keep their
+template partial per kind (templates/surveys/items/); the protocol's bound items keep their
 flows' own rows, with their wording taken from the same instrument."""
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from instruments.schema import NOT_APPLICABLE, Item, ItemKind
 
 # The partial of each kind a page can show (instrument_services.PAGE_KINDS).
 _PARTIAL = {
-    ItemKind.ORDINAL: "annotation/items/_choice.html",
-    ItemKind.SINGLE_CHOICE: "annotation/items/_choice.html",
-    ItemKind.COUNT: "annotation/items/_count.html",
-    ItemKind.FREE_TEXT: "annotation/items/_free_text.html",
-    ItemKind.ERROR_SPANS: "annotation/items/_error_spans.html",
+    ItemKind.ORDINAL: "surveys/items/_choice.html",
+    ItemKind.SINGLE_CHOICE: "surveys/items/_choice.html",
+    ItemKind.COUNT: "surveys/items/_count.html",
+    ItemKind.FREE_TEXT: "surveys/items/_free_text.html",
+    ItemKind.ERROR_SPANS: "surveys/items/_error_spans.html",
 }
 
 

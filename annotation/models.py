@@ -280,7 +280,7 @@ class Source(models.Model):
     reference_severity = models.CharField(max_length=10, choices=SEVERITY_CHOICES, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     # The report a source's text came from (a hospital export's report, read whole or split into
-    # sentences: annotation/importers/report_file.py); empty for sources given as such.
+    # sentences: studies/importers/report_file.py); empty for sources given as such.
     report_key = models.CharField(max_length=100, blank=True, default="")
     # Not columns: what a survey page's own query reads beside its source (annotation/access.py),
     # so that privacy.selectors.source_text needs no query of its own; unset elsewhere.
@@ -391,7 +391,7 @@ class Participant(models.Model):
     role = models.CharField(max_length=12, choices=Role.choices)
     # The rater group an instrument's `roles` name (seed 000's "annotator", "medical_expert"),
     # where it is not the role itself; empty = the role. The pairs flow asks a participant the
-    # items of their group (annotation/pairs/).
+    # items of their group (surveys/rate_each_pair/).
     rater_group = models.SlugField(max_length=60, blank=True)
     token = models.CharField(max_length=64, unique=True, default=new_participant_token, editable=False)
     user = models.ForeignKey(
@@ -439,7 +439,7 @@ class Participant(models.Model):
     # and is never counted (annotation.selectors.counted_participants).
     is_preview = models.BooleanField(default=False)
     # Joined while the study was in pilot: kept apart from the study's data (counted nowhere) and
-    # discarded in one action before opening (annotation.study_services.pilot_participants_discard).
+    # discarded in one action before opening (studies.study_services.pilot_participants_discard).
     is_pilot = models.BooleanField(default=False)
     completion_code = models.CharField(max_length=16, default=new_completion_code)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -855,9 +855,9 @@ class SourceUpload(models.Model):
 
 
 class PairwiseTask(models.Model):
-    """One page of the pairwise flow (annotation/pairwise/): a participant compares two
+    """One page of the pairwise flow (surveys/compare_two/): a participant compares two
     simplifications of one source, `left` shown as A on the left. Which systems are paired and
-    which side each takes are drawn per participant (seeded, annotation/pairwise/assignment.py)
+    which side each takes are drawn per participant (seeded, surveys/compare_two/assignment.py)
     and stored here, so the answer (an ItemAnswer with shown_text = left's text, reference_text =
     right's) is read back with the systems it compared."""
 

@@ -275,7 +275,7 @@ def participants_invite(
     *, study: Study, role: str, count: int, actor: Any = None, rater_group: str = ""
 ) -> list[Participant]:
     """`rater_group`: the instrument group they answer as, where it is not the role (checked by
-    annotation.pairs.setup.pairs_participants_invite)."""
+    surveys.rate_each_pair.services.pairs_participants_invite)."""
     if count < 1:
         raise ValidationError({"count": "Invite at least one participant."})
     with transaction.atomic():

@@ -15,7 +15,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 # Replaced in Study.completion_redirect_url by the participant's own completion code
-# (annotation/lay/entry.py lay_completion_url); the only placeholder the URL may hold.
+# (surveys/lay/entry.py lay_completion_url); the only placeholder the URL may hold.
 COMPLETION_CODE_PLACEHOLDER = "{code}"
 SCHEMES = ("https", "http")
 

@@ -99,7 +99,7 @@ def synthetic_study(*, n_sources: int, n_lay: int, n_radiologists: int, seed: in
     from django.db import transaction
 
     from annotation import scales
-    from annotation.importers.bulk_insert import rows_insert
+    from annotation.bulk_insert import rows_insert
     from annotation.instrument_services import study_instruments_attach
     from annotation.models import (
         ItemAnswer,

@@ -55,8 +55,8 @@ def main() -> None:
     django.setup()
     import yaml
 
-    from annotation.importers.study_file import StudyFile
     from instruments.validation import instrument_from_yaml
+    from studies.importers.study_file import StudyFile
 
     deep = "[" * 100_000 + "]" * 100_000
     reference_deep = "[" * 5_000 + "]" * 5_000

@@ -104,17 +104,17 @@ def _pages(study) -> dict[str, str]:
     client = Client()
     urls = {}
     radiologist = services.participants_invite(study=study, role=Participant.Role.RADIOLOGIST, count=1)[0]
-    client.get(reverse("annotation:expert-start", args=[radiologist.token]), follow=True)
-    client.post(reverse("annotation:expert-instructions", args=[radiologist.token]))
+    client.get(reverse("surveys:expert-start", args=[radiologist.token]), follow=True)
+    client.post(reverse("surveys:expert-instructions", args=[radiologist.token]))
     item = radiologist.expert_items.order_by("position").first()
-    urls["radiologist"] = reverse("annotation:expert-page", args=[radiologist.token, item.pk])
+    urls["radiologist"] = reverse("surveys:expert-page", args=[radiologist.token, item.pk])
     for panel in ("original", "assisted", "preference"):
         person = services.participants_invite(study=study, role=Participant.Role.LAYPERSON, count=1)[0]
         services.participant_consent(participant=person, accepted=True)
-        client.post(reverse("annotation:lay-instructions", kwargs={"token": person.token}))
+        client.post(reverse("surveys:lay-instructions", kwargs={"token": person.token}))
         item = person.lay_items.order_by("position").first()
         url = reverse(
-            "annotation:lay-panel", kwargs={"token": person.token, "item_id": item.pk, "panel": "original"}
+            "surveys:lay-panel", kwargs={"token": person.token, "item_id": item.pk, "panel": "original"}
         )
         if panel != "original":
             assert client.post(url, {**PANEL1, "continue": "1"}).status_code == 302

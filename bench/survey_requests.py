@@ -164,15 +164,13 @@ def radiologist_walk(walker: Walker, study, pages: int) -> None:
     person = participant_services.participants_invite(
         study=study, role=Participant.Role.RADIOLOGIST, count=1
     )[0]
-    response = walker.client.get(reverse("annotation:expert-start", args=[person.token]), follow=True)
+    response = walker.client.get(reverse("surveys:expert-start", args=[person.token]), follow=True)
     html = response.content.decode()
     walker.client.post(
-        reverse("annotation:expert-instructions", args=[person.token]),
+        reverse("surveys:expert-instructions", args=[person.token]),
         {"csrfmiddlewaretoken": CSRF.search(html)[1]},
     )
-    url = reverse(
-        "annotation:expert-page", args=[person.token, person.expert_items.order_by("position")[0].pk]
-    )
+    url = reverse("surveys:expert-page", args=[person.token, person.expert_items.order_by("position")[0].pk])
     html = walker.request("radiologist page GET", "GET", url).content.decode()
     for _ in range(pages):
         csrf = CSRF.search(html)[1]
@@ -210,10 +208,10 @@ def lay_walk(walker: Walker, study, sentences: int) -> None:
         0
     ]
     participant_services.participant_consent(participant=person, accepted=True)
-    html = walker.client.get(reverse("annotation:lay-instructions", kwargs={"token": person.token})).content
+    html = walker.client.get(reverse("surveys:lay-instructions", kwargs={"token": person.token})).content
     csrf = CSRF.search(html.decode())[1]
     response = walker.client.post(
-        reverse("annotation:lay-instructions", kwargs={"token": person.token}), {"csrfmiddlewaretoken": csrf}
+        reverse("surveys:lay-instructions", kwargs={"token": person.token}), {"csrfmiddlewaretoken": csrf}
     )
     response = walker.client.get(response["Location"], follow=True)
     url = response.request["PATH_INFO"]

@@ -2,7 +2,7 @@
 server errors (500), refused requests (400/403) and failed CSRF checks. Each says what happened and
 what to do next; none names the study or the paper (participants must not learn the design).
 
-`error_page` is the one renderer of that page: the survey's own error pages (annotation.views.errors)
+`error_page` is the one renderer of that page: the survey's own error pages (surveys.errors)
 use it too. The arrow points from the apps to config: config imports no app (its URLconf includes
 them by dotted name)."""
 

@@ -17,7 +17,7 @@ TOKEN_IN_PATH = re.compile(r"/(s|l|r)/[A-Za-z0-9_-]{16,}")
 REDACTED = r"/\1/[token]"
 
 
-# The recruitment link's parameters (annotation.lay.entry.RECRUITMENT_PARAMS), raw or URL-encoded
+# The recruitment link's parameters (surveys.lay.entry.RECRUITMENT_PARAMS), raw or URL-encoded
 # after ? or &, up to the next parameter, space or quote.
 RECRUITER_ID_IN_QUERY = re.compile(
     r"((?:^|[?&]|%26|%3F)(?:PROLIFIC_PID|STUDY_ID|SESSION_ID)(?:=|%3D))[^&\s\"']*", re.I

@@ -8,9 +8,9 @@ from config.views import home
 urlpatterns = [
     # First: the surveys' URLs are most of the traffic (an autosave per answer), and a URL is tried
     # against every pattern before it in turn. Their prefixes (s/, r/, l/, p/, c/, radiologist/,
-    # join/) are no other app's. Last in annotation.urls: a cut or mistyped survey link gets the
+    # join/) are no other app's. Last in surveys.urls: a cut or mistyped survey link gets the
     # survey's "link not valid" page.
-    path("", include("annotation.urls")),
+    path("", include("surveys.urls")),
     # The qualification round's practice pages (q/…: a prefix the survey's catch-all leaves alone).
     path("", include("qualification.urls")),
     path("", home, name="home"),

@@ -11,10 +11,10 @@ from typing import Any
 from django.db.models import Count
 
 from annotation.models import PlantedControl, Simplification, Study, StudyInstrument, System
-from annotation.pairs.design import instrument_of
-from annotation.rater_groups import group_counts, invite_groups
-from annotation.study_kind_services import reference_needed_by, study_launch_problems
-from annotation.study_kinds import KIND_PRESETS, StudyKind, study_kind_of, study_kinds
+from studies.rater_groups import group_counts, invite_groups
+from studies.study_kind_services import reference_needed_by, study_launch_problems
+from studies.study_kinds import KIND_PRESETS, StudyKind, study_kind_of, study_kinds
+from surveys.rate_each_pair.selectors import instrument_of
 
 
 @dataclass(frozen=True)

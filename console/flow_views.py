@@ -1,7 +1,7 @@
 """The console's Flows page of a study: what it asks (and adding a flow), the reference system,
 the pairwise comparison's plan and launch, planted controls (plant, preview, remove) and AI-assisted
 span marking (on, changed, off). Each POST parses a form and calls one service
-(annotation/study_kind_services.py, generation/services/controls.py, judging/span_assistance.py:
+(studies/study_kind_services.py, generation/services/controls.py, judging/span_assistance.py:
 the commands `study_kind`, `plant_controls` and `span_assistance` call the same).
 Editors and owners."""
 
@@ -15,11 +15,11 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation.access import access_study, researcher_login_required
-from annotation.study_kind_services import study_flows_launch, study_kind_attach, study_reference_set
 from console.flow_selectors import flows_page
 from console.span_assistance_forms import SpanAssistanceForm, span_assistance_context
 from generation.services.controls import MAX_RATE, study_controls_plan, study_controls_plant
 from judging.span_assistance import span_assistance_off, span_assistance_set
+from studies.study_kind_services import study_flows_launch, study_kind_attach, study_reference_set
 
 
 class ReferenceForm(forms.Form):

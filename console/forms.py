@@ -16,7 +16,7 @@ from django.forms import BaseFormSet, formset_factory
 from annotation import json_shapes, protocol_texts
 from annotation.models import COMPLETION_CODE_PLACEHOLDER, REDIRECT_URL_FIELDS, Study
 from annotation.redirect_urls import RedirectURLField
-from annotation.study_services import SETTINGS_FIELDS
+from studies.study_services import SETTINGS_FIELDS
 
 # The participant-facing texts and the default each shows when the study leaves it empty.
 TEXT_DEFAULTS = {

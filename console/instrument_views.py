@@ -23,7 +23,6 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation.access import access_study, researcher_login_required
-from annotation.error_span_services import study_error_spans_add
 from annotation.instrument_binding import PROTOCOL_BINDINGS
 from annotation.instrument_selectors import study_instrument_row, study_instrument_versions
 from annotation.instrument_services import (
@@ -44,6 +43,7 @@ from instruments.validation import (
     instrument_to_json,
     instrument_to_yaml,
 )
+from studies.error_span_services import study_error_spans_add
 
 TEMPLATES = "console/"
 MOVE_ACTIONS = (("up", "↑ Up"), ("down", "↓ Down"), ("remove", "Remove"))

@@ -9,10 +9,10 @@ from typing import Any
 
 from django.urls import reverse
 
-from annotation.lay.entry import RECRUITMENT_PARAMS
 from annotation.models import Participant, Study
 from annotation.selectors import participant_label
 from evaluation.progress import participants_progress
+from surveys.lay.entry import RECRUITMENT_PARAMS
 
 WITHDRAWN = "withdrawn"
 
@@ -45,6 +45,6 @@ def participants_table(*, study: Study, link_of: Callable[[str], str]) -> list[d
 
 def recruitment_link(*, study: Study, absolute: Callable[[str], str]) -> str:
     """The study's open recruitment link for laypeople, with the parameters Prolific fills in
-    (the lay flow reads PROLIFIC_PID, STUDY_ID and SESSION_ID: annotation/lay/entry.py)."""
+    (the lay flow reads PROLIFIC_PID, STUDY_ID and SESSION_ID: surveys/lay/entry.py)."""
     query = "&".join(f"{name}={{{{%{name}%}}}}" for name in RECRUITMENT_PARAMS)
-    return f"{absolute(reverse('annotation:lay-join', args=[study.slug]))}?{query}"
+    return f"{absolute(reverse('surveys:lay-join', args=[study.slug]))}?{query}"

@@ -27,10 +27,10 @@ from annotation.participant_services import (
     participant_links_export,
     participant_withdraw,
 )
-from annotation.rater_groups import default_group, invite_group, invite_groups
 from console.participant_selectors import participants_table, recruitment_link
 from evaluation.exports import csv as csv_exporter
 from evaluation.services import analysis_snapshot_request
+from studies.rater_groups import default_group, invite_group, invite_groups
 
 
 class InviteForm(forms.Form):
@@ -66,7 +66,7 @@ class InviteForm(forms.Form):
 
 
 def _link(request: HttpRequest, token: str) -> str:
-    return request.build_absolute_uri(reverse("annotation:entry", args=[token]))
+    return request.build_absolute_uri(reverse("surveys:entry", args=[token]))
 
 
 def _page(request: HttpRequest, study: Study, form: InviteForm, *, status: int = 200) -> HttpResponse:

@@ -1,4 +1,4 @@
-"""The new-study form's choice of kind: a shipped preset (annotation/study_kinds.py) or the team's
+"""The new-study form's choice of kind: a shipped preset (studies/study_kinds.py) or the team's
 own instrument file, checked here as a document (size, format, the instrument rules) and then by
 the service (which flow can ask it)."""
 
@@ -8,9 +8,9 @@ from typing import Any
 
 from django import forms
 
-from annotation.study_kinds import KIND_PRESETS, study_kinds
 from console.forms import StudyCreateForm
 from instruments.validation import InstrumentError, instrument_from_json, instrument_from_yaml
+from studies.study_kinds import KIND_PRESETS, study_kinds
 
 OWN_FILE = "file"
 MAX_INSTRUMENT_BYTES = 1_000_000

@@ -1,7 +1,7 @@
 """The console's set-up pages of a study: create, configure (settings,
 texts with their preview, background questions and attention checks as rows), duplicate, open /
 pilot / pause / close, preview the surveys and the pilot's participants. Each POST parses a form
-and calls one service of annotation/study_services.py; editors and owners only
+and calls one service of studies/study_services.py; editors and owners only
 (access_study(need="edit"))."""
 
 from __future__ import annotations
@@ -19,9 +19,17 @@ from annotation import protocol_texts
 from annotation.access import access_study, access_study_create, researcher_login_required
 from annotation.models import Participant, Study
 from annotation.selectors import counted_participants
-from annotation.study_kind_services import study_create_as
-from annotation.study_kinds import study_kinds
-from annotation.study_services import (
+from console.forms import (
+    AttentionCheckFormSet,
+    BackgroundFormSet,
+    StudyDuplicateForm,
+    StudySettingsForm,
+)
+from console.study_kind_forms import StudyKindCreateForm
+from evaluation.exports.study_answers import answer_counts
+from studies.study_kind_services import study_create_as
+from studies.study_kinds import study_kinds
+from studies.study_services import (
     pilot_participants,
     pilot_participants_discard,
     preview_participant_create,
@@ -32,14 +40,6 @@ from annotation.study_services import (
     study_pause,
     study_pilot_start,
 )
-from console.forms import (
-    AttentionCheckFormSet,
-    BackgroundFormSet,
-    StudyDuplicateForm,
-    StudySettingsForm,
-)
-from console.study_kind_forms import StudyKindCreateForm
-from evaluation.exports.study_answers import answer_counts
 
 TEMPLATES = "console/"
 BACKGROUND_PREFIX, CHECKS_PREFIX = "background", "checks"
@@ -251,7 +251,7 @@ def study_preview(request: HttpRequest, slug: str, role: str) -> HttpResponse:
     except ValidationError as exc:
         messages.error(request, " ".join(_messages_of(exc)))
         return redirect("console:study-setup", slug=study.slug)
-    return redirect("annotation:entry", token=participant.token)
+    return redirect("surveys:entry", token=participant.token)
 
 
 @researcher_login_required

@@ -1,5 +1,5 @@
 """Sources uploaded in the browser (the console's upload page): the file is streamed to storage,
-then a task imports it with `manage.py import_study`'s reader and writer (annotation/importers/):
+then a task imports it with `manage.py import_study`'s reader and writer (studies/importers/):
 the same shapes (wide or long CSV, JSONL), the same all-or-nothing validation, and re-uploads add
 or update as the command does. The task runs on the `heavy` queue; in the embedded mode (no
 broker) it runs in the request that queued it, after the commit (work.runner.send)."""
@@ -17,11 +17,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.activity_services import activity_record
-from annotation.importers.errors import ImportFormatError
-from annotation.importers.report_file import SUFFIXES, study_file_open
-from annotation.importers.write import study_file_import
 from annotation.models import SourceUpload, Study
 from console.upload_jobs import TASK, UPLOADS
+from studies.importers.errors import ImportFormatError
+from studies.importers.report_file import SUFFIXES, study_file_open
+from studies.importers.write import study_file_import
 from work.lease import beating
 from work.limits import running_limits_check
 from work.single_jobs import job_claim, job_launch, lease_lapsed

@@ -38,17 +38,6 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from annotation.answer_selectors import lay_answered_sources
-from annotation.lay.design import (
-    ASSISTED,
-    DONE,
-    PREFERENCE,
-    SafetyFlag,
-    lay_design,
-    lay_safety_flags,
-    lay_withheld_text_ids,
-    participant_is_abandoned,
-)
-from annotation.lay.errors import StudyNotReady
 from annotation.models import (
     AttentionCheck,
     AttentionCheckResponse,
@@ -62,6 +51,17 @@ from annotation.models import (
 )
 from annotation.selectors import counted_participants, participant_label
 from evaluation.exports.study_answers import PROTOCOL_FLOWS, participant_units, study_flows
+from surveys.lay.errors import StudyNotReady
+from surveys.lay.selectors import (
+    ASSISTED,
+    DONE,
+    PREFERENCE,
+    SafetyFlag,
+    lay_design,
+    lay_safety_flags,
+    lay_withheld_text_ids,
+    participant_is_abandoned,
+)
 
 if TYPE_CHECKING:
     import pandas as pd

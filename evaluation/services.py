@@ -190,10 +190,10 @@ def study_analysis_compute(*, study: Study, options: AnalysisOptions | None = No
     where stored and stored where not (TextMetricsStore). For workers and commands, never a web
     request."""
     # pandas, scipy, scikit-learn and the metrics load here, in the task or command that computes.
-    from annotation.pairwise.selectors import derived_comparisons, pairwise_comparisons
     from evaluation.analysis.study import study_analysis
     from evaluation.analysis.study_frames import analysis_options_from_settings, study_frames
     from measures.stats.pairwise import pairwise_summary
+    from surveys.compare_two.selectors import derived_comparisons, pairwise_comparisons
 
     options = options or analysis_options_from_settings()
     frames = study_frames(study=study)

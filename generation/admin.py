@@ -13,13 +13,13 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from annotation.access import access_study
-from annotation.admin import ADMIN_CSS, RELATED, transcript_table
 from annotation.admin_access import StudyScopedAdmin, SuperuserOnlyAdmin
-from annotation.admin_extensions import study_admin_action_add
 from generation.forms import GenerationBatchForm
 from generation.models import GenerationBatch, GenerationJob, LLMCallCache
 from generation.services import batches
 from generation.services.controls import MAX_RATE, study_controls_plant
+from studies.admin import ADMIN_CSS, RELATED, transcript_table
+from studies.admin_extensions import study_admin_action_add
 from work.admin_launch import LaunchedWorkAdmin, study_launch_action
 
 
@@ -201,7 +201,7 @@ class LLMCallCacheAdmin(SuperuserOnlyAdmin):
 
 
 # "Generate simplifications" as an action on Study: the annotation app owns StudyAdmin, which reads
-# the actions other apps register (annotation.admin_extensions).
+# the actions other apps register (studies.admin_extensions).
 study_admin_action_add(
     study_launch_action(
         name="generate_simplifications",

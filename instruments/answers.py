@@ -12,7 +12,7 @@ Stored values, by kind:
   error_spans        a tuple of ErrorSpan: character offsets into the shown text (end exclusive),
                      a category (an option key) and a severity (a severities key)
   pairwise           the outcome's option key (the pairwise flow stores it as the ItemAnswer's
-                     {"choice": key, "reason": text}, annotation/pairwise/)
+                     {"choice": key, "reason": text}, surveys/compare_two/)
 """
 
 from __future__ import annotations

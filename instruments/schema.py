@@ -21,7 +21,7 @@ class ItemKind(StrEnum):
     SENTENCE_MATCHING = "sentence_matching"
     # Error spans mark character ranges of a shown text with a category (the item's
     # options) and a severity (its severities); pairwise items are asked by the pairwise flow
-    # (annotation/pairwise/).
+    # (surveys/compare_two/).
     ERROR_SPANS = "error_spans"
     PAIRWISE = "pairwise"
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from annotation.admin import RELATED, ReadOnlyAdmin
-from annotation.admin_extensions import study_admin_action_add
 from judging import services
 from judging.forms import JudgeRunForm
 from judging.models import JudgeAnswer, JudgeItem, JudgeRun
+from studies.admin import RELATED, ReadOnlyAdmin
+from studies.admin_extensions import study_admin_action_add
 from work.admin_launch import LaunchedWorkAdmin, study_launch_action
 
 
@@ -93,7 +93,7 @@ class JudgeAnswerAdmin(ReadOnlyAdmin):
 
 
 # "Run an LLM judge" as an action on Study: the annotation app owns StudyAdmin, which reads the
-# actions other apps register (annotation.admin_extensions).
+# actions other apps register (studies.admin_extensions).
 study_admin_action_add(
     study_launch_action(
         name="judge_study",

@@ -1,5 +1,5 @@
 """The Latin square of the lay survey (DESIGN.md "Latin square"; seed 003 section 5.4). Pure
-computation, no Django: `annotation.lay.design` builds the inputs from the database.
+computation, no Django: `surveys.lay.selectors` builds the inputs from the database.
 
 Indices: source i is the rank of Source.position in the study (0..n-1, equal to the position when
 positions are contiguous); system j is the rank of System.position. A participant holds a row r in

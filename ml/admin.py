@@ -15,12 +15,12 @@ from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from annotation.admin import ADMIN_CSS, RELATED
 from annotation.admin_access import StudyScopedAdmin, SuperuserOnlyAdmin, scope_to_user
 from annotation.models import Study
 from ml import selectors, services
 from ml.models import EmbeddingCacheEntry, ModelArtifact, TrainingJob
 from ml.paths import model_dir_path
+from studies.admin import ADMIN_CSS, RELATED
 
 
 def _format_eta(seconds: float | None) -> str:

@@ -14,7 +14,7 @@ from qualification.models import PracticeAnswer
 from qualification.selectors import PracticeRound
 
 _PARTIALS = {
-    ItemKind.PAIRWISE: "annotation/items/_choice.html",
+    ItemKind.PAIRWISE: "surveys/items/_choice.html",
     ItemKind.MULTIPLE_CHOICE: "qualification/_multiple_choice.html",
 }
 

@@ -9,18 +9,18 @@ from datetime import datetime
 
 from annotation.instrument_selectors import CurrentInstrument, study_instrument_current
 from annotation.models import Participant, Study
-from annotation.pairs.design import pairs_instruments
 from annotation.selectors import counted_participants, participant_label
 from instruments.schema import Item, PracticeItem
 from qualification.models import QualificationAttempt, QualificationRule
+from surveys.rate_each_pair.selectors import pairs_instruments
 
 # The flows whose real pages send a participant due to practise to the round first, with the URL
 # name of the flow's landing page (where a participant goes once done).
 FLOW_ENTRY = {
-    "expert": "annotation:expert-start",
-    "lay": "annotation:lay-start",
-    "pairs": "annotation:pairs-start",
-    "pairwise": "annotation:pairwise-start",
+    "expert": "surveys:expert-start",
+    "lay": "surveys:lay-start",
+    "pairs": "surveys:pairs-start",
+    "pairwise": "surveys:pairwise-start",
 }
 PAIRS = "pairs"
 

@@ -15,12 +15,12 @@ from django.views.decorators.http import require_http_methods
 
 from annotation import qualification_states as states
 from annotation.models import Participant
-from annotation.views.entry import messages_of, survey_participant
-from annotation.views.errors import survey_error_page
 from qualification import services
 from qualification.models import QualificationRule
 from qualification.pages import practice_page
 from qualification.selectors import FLOW_ENTRY, attempts_of, participant_group, practice_round, rule_of
+from surveys.entry import messages_of, survey_participant
+from surveys.errors import survey_error_page
 
 TEMPLATE = "qualification/practice.html"
 

@@ -11,7 +11,7 @@ from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import transaction
 
 from annotation.models import Study, StudyMembership
-from annotation.team_services import study_member_add
+from studies.team_services import study_member_add
 
 logger = logging.getLogger(__name__)
 ACTOR = "hospital sign-in"

@@ -75,7 +75,7 @@ def code_block(after: str) -> tuple[int, list[str]]:
 
 @dataclass(frozen=True)
 class Entry:
-    path: str  # "annotation/lay/", "manage.py"
+    path: str  # "surveys/lay/", "manage.py"
     line: int
 
 

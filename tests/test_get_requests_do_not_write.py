@@ -26,7 +26,6 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
 from annotation import participant_services
-from annotation.expert import answers as expert_answers
 from annotation.models import (
     ActivityEvent,
     AttentionCheck,
@@ -35,12 +34,13 @@ from annotation.models import (
     Simplification,
     SourceUpload,
 )
-from annotation.pairs.setup import study_instrument_attach
-from annotation.pairwise.services import pairwise_instrument_attach, pairwise_tasks_prepare
 from evaluation.models import PowerPlan
 from evaluation.services import analysis_snapshot_compute_here
 from generation.services import batches
 from judging import services as judging_services
+from surveys.compare_two.services import pairwise_instrument_attach, pairwise_tasks_prepare
+from surveys.radiologist import services as expert_answers
+from surveys.rate_each_pair.services import study_instrument_attach
 from tests.annotation.factories import build_study
 from work import runner
 
@@ -50,9 +50,9 @@ pytestmark = pytest.mark.django_db
 SURVEY_WRITES = {
     # A radiologist's page records the participant's last activity
     # (annotation.participant_services.participant_touch).
-    "annotation:expert-page",
-    # So does a pairwise comparison page (annotation/pairwise/views.py).
-    "annotation:pairwise-task",
+    "surveys:expert-page",
+    # So does a pairwise comparison page (surveys/compare_two/views.py).
+    "surveys:pairwise-task",
 }
 
 

@@ -15,7 +15,7 @@ FORM_MODULES = (
     "generation.admin",
     "judging.forms",
     "ml.admin",
-    "annotation.admin",
+    "studies.admin",
 )
 
 

@@ -34,6 +34,8 @@ INSTALLED_APPS = [
     "template_partials",
     "axes",
     "annotation",
+    "studies",
+    "surveys",
     "work",
     "evaluation",
     "generation",
@@ -55,7 +57,7 @@ MIDDLEWARE = [
     "config.no_store.NoStoreMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # Every request starts in English; a survey view switches to its study's language.
-    "annotation.survey_language.SurveyLanguageMiddleware",
+    "surveys.survey_language.SurveyLanguageMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -188,7 +190,7 @@ RATELIMIT_FAIL_OPEN = True
 RADLAY_MAX_OPEN_ENROLMENTS = env.int("RADLAY_MAX_OPEN_ENROLMENTS", default=500)
 
 # Researchers' pages are in English; a study's participants see the study's language
-# (Study.language, one of LANGUAGES), activated by the survey views (annotation/survey_language.py).
+# (Study.language, one of LANGUAGES), activated by the survey views (surveys/survey_language.py).
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("es", "Spanish")]
 LOCALE_PATHS = [BASE_DIR / "locale"]
@@ -204,11 +206,11 @@ MEDIA_ROOT = Path(env.str("DJANGO_MEDIA_ROOT", default=str(BASE_DIR / "var" / "m
 # What a file a researcher gives radlay may ask of the server: the upload page's largest file
 # (streamed to MEDIA_ROOT, then imported), a study archive's members and rows
 # (evaluation/exports/study_archive_reader.py), a sources file's columns and systems
-# (annotation/importers/import_limits.py), an instrument document's size before it is parsed.
+# (studies/importers/import_limits.py), an instrument document's size before it is parsed.
 RADLAY_FILE_LIMITS = env_spec(specs.FileLimits, "RADLAY_FILE_LIMITS")
 LOGIN_URL = "admin:login"
 # A failed CSRF check gets the branded page that says what to do next (config/errors.py).
-CSRF_FAILURE_VIEW = "annotation.views.errors.csrf_failure"
+CSRF_FAILURE_VIEW = "surveys.errors.csrf_failure"
 LOGIN_REDIRECT_URL = "/dashboard/"
 
 REST_FRAMEWORK = {

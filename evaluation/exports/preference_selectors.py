@@ -10,7 +10,6 @@ from typing import Any
 from django.db.models import F
 
 from annotation.answer_selectors import expert_ratings
-from annotation.lay.choices import lay_choices
 from annotation.models import (
     PairwiseTask,
     Participant,
@@ -31,6 +30,7 @@ from evaluation.exports.preference_pairs import (
 )
 from evaluation.selectors import EXPERT_ASPECTS
 from privacy.selectors import source_texts
+from surveys.lay.choices import lay_choices
 
 DEFAULT_RATING_THRESHOLD = 1.0
 

@@ -14,7 +14,7 @@ Flows, in the words the console shows:
 - ``controls``: the planted controls on radiologists' pages (answered inside the expert flow).
 
 A participant answers in one flow, chosen as their invitation link chooses it
-(annotation/views/entry.py): the pairs flow where a pairs instrument asks their rater group, else
+(surveys/entry.py): the pairs flow where a pairs instrument asks their rater group, else
 the pairwise flow where the pairwise instrument asks their role, else the protocol flow of their
 role.
 """
@@ -97,7 +97,7 @@ class StudyFlows:
 
     def flow_of(self, *, role: str, rater_group: str = "") -> str:
         """The flow a participant of `role` and `rater_group` ('' = the role) answers in (the
-        order of annotation/views/entry.py)."""
+        order of surveys/entry.py)."""
         if (rater_group or role) in self.pairs_groups:
             return PAIRS
         if role in self.pairwise_roles:
@@ -260,9 +260,9 @@ def participant_units(*, study: Study, flows: StudyFlows | None = None) -> dict[
     page (radiologist), a sentence that reached its last panel (layperson), a pair with every
     required item answered (pairs) or a comparison answered (pairwise). A pairwise participant who
     has not started has the study's comparisons per participant as their total."""
-    from annotation.lay.design import DONE
-    from annotation.pairs.design import instrument_of, pairs_page_items, study_pairs
     from instruments.schema import AppliesTo
+    from surveys.lay.selectors import DONE
+    from surveys.rate_each_pair.selectors import instrument_of, pairs_page_items, study_pairs
 
     flows = flows or study_flows(study=study)
     people = list(_counted(study).values_list("pk", "role", "rater_group", "completed_at"))
@@ -311,7 +311,7 @@ def participant_units(*, study: Study, flows: StudyFlows | None = None) -> dict[
         )
         planned = sum(1 for row in texts_per_source if row["n"] >= 2)
     # Whether an answer names the pair's reference: items about the pair do, items about the
-    # simplification alone do not (annotation/pairs/pages.py).
+    # simplification alone do not (surveys/rate_each_pair/pages.py).
     about_pair = {
         (row.pk, item.key): item.applies_to is AppliesTo.PAIR
         for row in StudyInstrument.objects.filter(

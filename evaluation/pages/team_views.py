@@ -1,5 +1,5 @@
 """A study's team page (owners only: list the members, add one, change a role, remove one; each
-POST calls one service of annotation/team_services.py) and its activity log (editors and owners:
+POST calls one service of studies/team_services.py) and its activity log (editors and owners:
 the page, filterable by verb, and its CSV)."""
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ from annotation.selectors import (
     answer_revisions_described,
     study_members,
 )
-from annotation.team_services import (
+from evaluation.exports import csv as csv_exporter
+from evaluation.pages.dashboard_views import researcher_login_required
+from studies.team_services import (
     study_member_add,
     study_member_remove,
     study_member_role_set,
     user_by_username,
 )
-from evaluation.exports import csv as csv_exporter
-from evaluation.pages.dashboard_views import researcher_login_required
 
 
 @researcher_login_required

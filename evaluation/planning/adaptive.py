@@ -69,7 +69,7 @@ def _planner_components(*, pilot: Study, outcome_key: str, system_a: System, sys
 
 def _square(study: Study) -> LatinSquare:
     """The study's square as lay_design builds it (sources and systems with a simplification)."""
-    from annotation.lay.design import lay_design
+    from surveys.lay.selectors import lay_design
 
     return lay_design(study=study).square
 
@@ -246,7 +246,7 @@ def _coded_frame(*, study: Study, option: AdaptiveAllocation, source_ids, system
 def adaptive_state(*, study: Study, option: AdaptiveAllocation | None = None) -> AdaptiveState | None:
     """The primary comparison now (estimate, interval, projected width), or None while the
     option was never set. A constant number of queries whatever the study's size."""
-    from annotation.lay.design import lay_design
+    from surveys.lay.selectors import lay_design
 
     option = option or adaptive_allocation_of(study=study)
     if option is None:
@@ -296,7 +296,7 @@ def adaptive_row_handout(*, study: Study, design, live_rows: list[int]) -> int |
     """The row for a newcomer while the study's adaptive allocation is on (None: it is off, the
     fixed square's `next_row` applies). Raises RecruitmentClosed, recording the closure once,
     when the target is reached and the option closes recruitment. Call under the study's row
-    lock (annotation/lay/assignment.py's handout): a constant number of queries."""
+    lock (surveys/lay/assignment.py's handout): a constant number of queries."""
     from measures.stats import adaptive_allocation as allocation
 
     option = AdaptiveAllocation.objects.filter(study=study, enabled=True).first()
@@ -339,7 +339,7 @@ def adaptive_progress(*, study: Study) -> dict[str, Any] | None:
     """What the progress and console pages show (None: the option was never set): the primary
     comparison's estimate, interval and projected width against the target, and whether the
     study can close."""
-    from annotation.lay.errors import StudyNotReady
+    from surveys.lay.errors import StudyNotReady
 
     option = adaptive_allocation_of(study=study)
     if option is None:

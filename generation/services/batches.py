@@ -25,7 +25,6 @@ from django.db import transaction
 
 from annotation.activity_services import activity_record
 from annotation.models import Source, Study, System
-from annotation.source_services import system_upsert
 from generation.backends.configured import openai_server_problem
 from generation.backends.registry import GPU_BACKENDS, backend_missing
 from generation.data_policy_hooks import data_policy
@@ -39,6 +38,7 @@ from generation.pipeline.self_correction import DEFAULT_MAX_ROUNDS
 from generation.prompts.registry import DEFAULT_VERSION, available_versions
 from generation.services.jobs import QUEUE
 from generation.services.outcomes import DEFAULT_SCGR_ATTEMPTS, SYSTEM_TAG, tagged_system
+from studies.source_services import system_upsert
 from work import limits, scheduler
 
 FAMILY_ORDER = ("plain", "cot", "scgr")

@@ -1,6 +1,6 @@
 """Plant a study's controls: deterministic degraded copies of its simplifications
 (generation/controls.py) that join radiologists' pages at a set rate, never shown as such
-(annotation/expert/controls.py), to test each rater's attention
+(surveys/radiologist/controls.py), to test each rater's attention
 (evaluation/analysis/planted_control_scores.py).
 
 The rate is the share of rows on radiologists' pages that are planted: with n distinct simplification

@@ -26,11 +26,11 @@ from django.core.exceptions import ValidationError
 from django.db import DatabaseError
 
 from annotation.models import Simplification, System
-from annotation.source_services import simplification_upsert, system_upsert
 from generation.backends.base import BackendError
 from generation.models import GenerationBatch, GenerationJob
 from generation.services import outcomes
 from generation.services.outcomes import Outcome, batch_system, gpu_batch_size, is_gpu_batch
+from studies.source_services import simplification_upsert, system_upsert
 from work import scheduler
 from work.runner import DATABASE_ERRORS
 

@@ -656,7 +656,7 @@ def preferences_to_pairs(
     other text shown, and every text shown beats the least-preferred ones; texts marked neither are
     not compared with each other, nor are two texts in the same set. Each pair is a ``Comparison``
     with the winner on the left, outcome ``left`` and ``derived=True``. A text in both ``most``
-    and ``least`` is refused here; the study's reader (annotation.pairwise.selectors.
+    and ``least`` is refused here; the study's reader (surveys.compare_two.selectors.
     derived_comparisons) takes it out of both first, so a text ticked both most and least liked
     counts as neither: it beats the least-preferred and loses to the most-preferred texts. The
     pairs of one answer are not independent judgements; the rater and source clustering of

@@ -1,6 +1,6 @@
 /* radlay error spans on the radiologist page: the rater marks the parts of a
    simplification that contain an error, each with a category and a severity
-   (templates/annotation/items/_error_spans.html). Loaded after survey.js and expert.js.
+   (templates/surveys/items/_error_spans.html). Loaded after survey.js and radiologist.js.
 
    Offsets are those the server stores: Python str offsets, i.e. code points of the stored text,
    end exclusive. The text comes from a JSON block (not from the page's HTML, whose parser would
@@ -12,7 +12,7 @@
    "change", so that survey.js's autosave sends it (and keeps it through a lost connection, as every
    answer); a plain submit posts it with the form. The category and severity radios are part of the
    widget, not answers: their events stop here, and so do keys, so that the page's keys (1-5, j, k,
-   n …, expert.js) do not act while the rater marks. */
+   n …, radiologist.js) do not act while the rater marks. */
 (function () {
   "use strict";
 

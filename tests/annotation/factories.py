@@ -6,11 +6,11 @@ import dataclasses
 
 import factory
 
-from annotation import source_services, study_services
-from annotation.lay import answers as lay_answers
 from annotation.models import LayItem, Participant, Source, Study, System
 from instruments.presets import preset_load
 from instruments.schema import AppliesTo, Instrument, Item, ItemKind, Point, Scale
+from studies import source_services, study_services
+from surveys.lay import services as lay_answers
 
 
 class StudyFactory(factory.django.DjangoModelFactory):

@@ -11,9 +11,6 @@ from django.urls import reverse
 
 from annotation.activity_services import activity_record
 from annotation.admin_access import STUDY_PATHS, StudyScopedAdmin
-from annotation.expert import answers as expert_answers
-from annotation.expert.controls import control_answer_save
-from annotation.lay import answers as lay_answers
 from annotation.models import (
     AttentionCheck,
     AttentionCheckResponse,
@@ -29,6 +26,9 @@ from annotation.models import (
 from generation.models import GenerationBatch, GenerationJob, LLMCallCache
 from judging.models import JudgeAnswer, JudgeItem, JudgeRun
 from ml.models import EmbeddingCacheEntry, ModelArtifact, TrainingJob
+from surveys.lay import services as lay_answers
+from surveys.radiologist import services as expert_answers
+from surveys.radiologist.controls import control_answer_save
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db

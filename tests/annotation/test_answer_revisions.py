@@ -10,9 +10,9 @@ from django.test.utils import CaptureQueriesContext
 
 from annotation import participant_services
 from annotation.answer_selectors import LayAnswerRow
-from annotation.expert import answers as expert_answers
-from annotation.lay import answers as lay_answers
 from annotation.models import AnswerRevision, ItemAnswer, Simplification, SimplificationText
+from surveys.lay import services as lay_answers
+from surveys.radiologist import services as expert_answers
 from tests.annotation import answers
 from tests.annotation.factories import build_study
 
@@ -122,7 +122,7 @@ django.setup()
 from django.core.management import call_command
 call_command("migrate", verbosity=0)
 from annotation import participant_services
-from annotation.lay import answers as lay_answers
+from surveys.lay import services as lay_answers
 from annotation.models import AnswerRevision, Simplification
 from tests.annotation.factories import build_study
 

@@ -12,9 +12,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
 
-from annotation import participant_services, scales, study_services
-from annotation.expert import assignment, pages
-from annotation.importers.release import read_release
+from annotation import participant_services, scales
 from annotation.instrument_binding import PROTOCOL_BINDINGS, SHAPE_ITEMS, binding_of, unbound_items
 from annotation.instrument_selectors import (
     EXPERT,
@@ -28,6 +26,9 @@ from annotation.models import Participant, SimplificationText, Study, StudyInstr
 from instruments.presets import preset_load
 from instruments.schema import AppliesTo, ItemKind, Point, Scale
 from instruments.validation import instrument_from_data, instrument_to_data
+from studies import study_services
+from studies.importers.release import read_release
+from surveys.radiologist import assignment, pages
 from tests.annotation import answers as typed_answers
 from tests.annotation.factories import ACTIONABILITY, build_study, instrument_with
 

@@ -15,10 +15,10 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from annotation import participant_services
-from annotation.expert import pages
 from annotation.instrument_services import study_instrument_save
 from annotation.models import ExpertItem, LayItem, Participant, Study
 from instruments.schema import AppliesTo, Item, ItemKind, Option, Point, Scale
+from surveys.radiologist import pages
 from tests.annotation import answers as typed_answers
 from tests.annotation.factories import ACTIONABILITY, WHY_BEST, build_study, instrument_with
 
@@ -51,13 +51,13 @@ def expert_study(slug: str, *items: Item, language: str = "en") -> Study:
 
 
 def started(client, participant) -> list[ExpertItem]:
-    client.get(reverse("annotation:entry", args=[participant.token]))
-    client.post(reverse("annotation:expert-instructions", args=[participant.token]))
+    client.get(reverse("surveys:entry", args=[participant.token]))
+    client.post(reverse("surveys:expert-instructions", args=[participant.token]))
     return list(ExpertItem.objects.filter(participant=participant).order_by("position"))
 
 
 def page_url(participant, item) -> str:
-    return reverse("annotation:expert-page", args=[participant.token, item.pk])
+    return reverse("surveys:expert-page", args=[participant.token, item.pk])
 
 
 def test_the_radiologist_page_asks_added_items_where_they_apply_and_stores_them(client):
@@ -130,7 +130,7 @@ def test_a_required_added_item_holds_the_page_open_until_answered():
 
 
 def started_directly(participant: Participant) -> ExpertItem:
-    from annotation.expert import assignment
+    from surveys.radiologist import assignment
 
     participant_services.participant_touch(participant=participant)
     item = assignment.expert_items_ensure(participant=participant)[0]
@@ -153,7 +153,7 @@ def test_the_page_is_worded_in_the_studys_language():
 
 
 # Pinned from measured counts: a protocol study's page costs what it cost before instruments were
-# data (tests/annotation/test_expert_scale.py pins those); an added item costs one read of its
+# data (tests/surveys/test_radiologist_scale.py pins those); an added item costs one read of its
 # answers, and saving one costs its upsert.
 PROTOCOL_GET, PROTOCOL_AUTOSAVE = 5, 7
 # The added items' answers come with the page's own reads of its answers: no query more.
@@ -234,10 +234,10 @@ def at_panel_1(client, study) -> tuple[Participant, LayItem, str]:
     """A layperson who consented and read the instructions, with panel 1's address of their one item."""
     participant = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     participant_services.participant_consent(participant=participant, accepted=True)
-    client.post(reverse("annotation:lay-instructions", kwargs={"token": participant.token}))
+    client.post(reverse("surveys:lay-instructions", kwargs={"token": participant.token}))
     item = participant.lay_items.get()
     url = reverse(
-        "annotation:lay-panel", kwargs={"token": participant.token, "item_id": item.pk, "panel": "original"}
+        "surveys:lay-panel", kwargs={"token": participant.token, "item_id": item.pk, "panel": "original"}
     )
     return participant, item, url
 

@@ -18,17 +18,17 @@ from annotation import participant_services
 from annotation.instrument_services import study_instrument_save
 from annotation.item_questions import _REFUSALS, item_refusal
 from annotation.models import Participant, Study
-from annotation.pairs import design
-from annotation.pairs.setup import pairs_participants_invite
 from instruments.answers import REFUSALS, InvalidAnswer, item_value_validate
 from instruments.schema import AppliesTo, Item, ItemKind
 from instruments.validation import instrument_from_data
+from surveys.rate_each_pair import selectors as design
+from surveys.rate_each_pair.services import pairs_participants_invite
 from tests.annotation import answers
 from tests.annotation.factories import build_study, instrument_with
 from tests.annotation.test_instrument_flows import at_panel_1
 from tests.annotation.test_languages import MO
-from tests.annotation.test_pairs_flow import ALL_KINDS
 from tests.evaluation.instrument_studies import instrument_add
+from tests.surveys.test_rate_each_pair_flow import ALL_KINDS
 
 pytestmark = pytest.mark.django_db
 
@@ -118,10 +118,10 @@ def test_the_radiologist_page_refuses_an_added_count_in_spanish(client):
         instrument_with("protocol_003_radiologist", _findings("radiologist")),
     )
     participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
-    client.get(reverse("annotation:entry", args=[participant.token]))
-    client.post(reverse("annotation:expert-instructions", args=[participant.token]))
+    client.get(reverse("surveys:entry", args=[participant.token]))
+    client.post(reverse("surveys:expert-instructions", args=[participant.token]))
     item = participant.expert_items.order_by("position").first()
-    url = reverse("annotation:expert-page", args=[participant.token, item.pk])
+    url = reverse("surveys:expert-page", args=[participant.token, item.pk])
     _assert_spanish_refusals(client, url, "original-findings")
 
 
@@ -161,7 +161,7 @@ def test_the_pairs_flow_refuses_a_count_in_spanish(client):
     nurse = pairs_participants_invite(study=study, rater_group="nurse", role="radiologist", count=1)[0]
     participant_services.participant_consent(participant=nurse, accepted=True)
     pair = design.participant_pairs(participant=nurse)[0]
-    url = reverse("annotation:pairs-page", args=[nurse.token, pair.shown_text_id])
+    url = reverse("surveys:pairs-page", args=[nurse.token, pair.shown_text_id])
     _assert_spanish_refusals(client, url, "team_pairs.omissions")
     # Named by the title the page shows, in Spanish.
     refused = client.post(url, {"team_pairs.omissions": "-1"}).content.decode()
@@ -173,10 +173,10 @@ def test_a_tampered_field_is_refused_in_the_participants_language(client):
     study = build_study(slug="refusal-tampered", n_sources=1, systems=("a", "b"))
     Study.objects.filter(pk=study.pk).update(language="es")
     radiologist = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
-    client.get(reverse("annotation:entry", args=[radiologist.token]))
-    client.post(reverse("annotation:expert-instructions", args=[radiologist.token]))
+    client.get(reverse("surveys:entry", args=[radiologist.token]))
+    client.post(reverse("surveys:expert-instructions", args=[radiologist.token]))
     item = radiologist.expert_items.order_by("position").first()
-    url = reverse("annotation:expert-page", args=[radiologist.token, item.pk])
+    url = reverse("surveys:expert-page", args=[radiologist.token, item.pk])
     for field, message in (
         ("bogus", "no es una pregunta de esta página"),
         ("original-correctness", "no es una pregunta sobre la frase original"),

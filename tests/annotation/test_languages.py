@@ -26,10 +26,10 @@ from django.utils import translation
 from django.utils.translation.template import templatize
 
 from annotation import participant_services, protocol_texts, scales
-from annotation.lay import assignment
 from annotation.models import LayItem, Participant, Study
 from annotation.wording import protocol_wording, translation_status
 from evaluation.exports.rows import answer_columns, answer_rows
+from surveys.lay import assignment
 from tests.annotation import answers as typed_answers
 from tests.annotation.factories import build_study
 
@@ -217,7 +217,7 @@ def test_a_server_error_in_a_spanish_survey_is_in_spanish(spanish_study, monkeyp
     def broken(**kwargs):
         raise RuntimeError("the database went away")
 
-    monkeypatch.setattr("annotation.views.lay.lay_next_step", broken)
+    monkeypatch.setattr("surveys.lay.views.lay_next_step", broken)
     client = Client(raise_request_exception=False)
     failed = client.get(f"/l/{person.token}/consent/")
     assert failed.status_code == 500
@@ -379,7 +379,7 @@ def test_no_participant_template_shows_text_outside_the_catalogue():
         "to",
         "rate",
     ]
-    pairs = sorted((REPO / "templates" / "annotation" / "pairs").glob("*.html"))
+    pairs = sorted((REPO / "templates" / "surveys" / "rate_each_pair").glob("*.html"))
     assert len(pairs) >= 8 and set(pairs) <= set(PARTICIPANT_TEMPLATES)
     left = {}
     for path in PARTICIPANT_TEMPLATES:
@@ -414,9 +414,9 @@ PAIRS_SPANISH_TITLES = {
 def _pairs_study_es(*, spanish_items: bool) -> Study:
     """A Spanish study in the pairs flow asking seed 002's four criteria: the shipped preset (English
     only), or the same instrument with a Spanish version of its titles, statements and points."""
-    from annotation.pairs.setup import study_instrument_attach
     from instruments.presets import preset_load
     from instruments.validation import instrument_from_data, instrument_to_data
+    from surveys.rate_each_pair.services import study_instrument_attach
     from tests.evaluation.instrument_studies import instrument_add
 
     study = build_study(slug="pares", n_sources=2, systems=("a", "b"))
@@ -444,22 +444,22 @@ def _pairs_walk_es(client: Client, study: Study) -> tuple[Participant, dict[str,
     pages' HTML by name."""
     from django.urls import reverse
 
-    from annotation.pairs import design
+    from surveys.rate_each_pair import selectors as design
 
     person = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
-    seen = {"consent": client.get(reverse("annotation:pairs-consent", args=[person.token])).content.decode()}
+    seen = {"consent": client.get(reverse("surveys:pairs-consent", args=[person.token])).content.decode()}
     assert Participant.objects.get(pk=person.pk).language == ""  # a GET writes nothing
-    client.post(reverse("annotation:pairs-consent", args=[person.token]), {"choice": "accept"})
+    client.post(reverse("surveys:pairs-consent", args=[person.token]), {"choice": "accept"})
     assert Participant.objects.get(pk=person.pk).language == "es"
     order = design.participant_pairs(participant=person)
-    first = reverse("annotation:pairs-page", args=[person.token, order[0].shown_text_id])
+    first = reverse("surveys:pairs-page", args=[person.token, order[0].shown_text_id])
     seen["page"] = client.get(first).content.decode()
     refused = client.post(first, {"medlaybench_002.fluency": "9", "action": "next"})
     assert refused.status_code == 400
     seen["refused"] = refused.content.decode()
     seen["missing"] = client.get(first + "?missing=1").content.decode()
     for pair in order:
-        url = reverse("annotation:pairs-page", args=[person.token, pair.shown_text_id])
+        url = reverse("surveys:pairs-page", args=[person.token, pair.shown_text_id])
         answers = {f"medlaybench_002.{key}": "4" for key in PAIRS_SPANISH_TITLES}
         response = client.post(url, {**answers, "action": "next"})
         assert response.status_code == 302, response.content.decode()[:500]
@@ -482,7 +482,7 @@ def _assert_spanish_interface(seen: dict[str, str], person: Participant) -> None
     assert "Las respuestas se guardan a medida que las da" in page
     assert "Save and next" not in page and "Text to rate" not in page and "pairs done" not in page
     assert "pares hechos" in page
-    # The autosave's own messages come with the page, in Spanish (static/radlay/pairs.js reads them).
+    # The autosave's own messages come with the page, in Spanish (static/radlay/rate_each_pair.js reads them).
     strings = json.loads(re.search(r'id="survey-strings"[^>]*>(.*?)</script>', page, re.S).group(1))
     assert strings["sending"] == "Guardando…"
     assert "frases de referencia" in strings["grid_open_other"]

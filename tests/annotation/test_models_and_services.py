@@ -4,10 +4,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from annotation import answer_writes, participant_services, source_services
+from annotation import answer_writes, participant_services
 from annotation.answer_store import flow_instrument_id
-from annotation.expert import answers as expert_answers
-from annotation.lay import answers as lay_answers
 from annotation.models import (
     ItemAnswer,
     Participant,
@@ -16,6 +14,9 @@ from annotation.models import (
     SimplificationText,
     Source,
 )
+from studies import source_services
+from surveys.lay import services as lay_answers
+from surveys.radiologist import services as expert_answers
 from tests.annotation import answers
 from tests.annotation.factories import build_study
 

@@ -1,5 +1,5 @@
 """Planted controls: planting (generation/services/controls.py), mixing into
-radiologists' pages and routing their answers (annotation/expert/controls.py, pages.py)."""
+radiologists' pages and routing their answers (surveys/radiologist/controls.py, pages.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from annotation import participant_services
-from annotation.expert import assignment, pages
-from annotation.expert import controls as planted
 from annotation.instrument_services import study_instrument_save
 from annotation.models import (
     AnswerRevision,
@@ -25,6 +23,8 @@ from annotation.models import (
 from generation.controls import plant_control
 from generation.services.controls import study_controls_plant
 from instruments.schema import AppliesTo, Item, ItemKind, Option
+from surveys.radiologist import assignment, pages
+from surveys.radiologist import controls as planted
 from tests.annotation import answers
 from tests.annotation.factories import ACTIONABILITY, build_study, instrument_with
 
@@ -176,9 +176,9 @@ def test_a_control_row_is_a_row_like_the_others_and_the_html_does_not_tell(clien
     assert [row.label for row in page.texts] == [pages.text_label(i) for i in range(5)]
     assert next(row for row in page.texts if row.label == label).text == control.text
     assert len(page.missing) == 5 * 5 + 2  # the control's five aspects are asked like any row's
-    client.get(reverse("annotation:entry", args=[participant.token]))
-    client.post(reverse("annotation:expert-instructions", args=[participant.token]))
-    html = client.get(reverse("annotation:expert-page", args=[participant.token, item.pk])).content.decode()
+    client.get(reverse("surveys:entry", args=[participant.token]))
+    client.post(reverse("surveys:expert-instructions", args=[participant.token]))
+    html = client.get(reverse("surveys:expert-page", args=[participant.token, item.pk])).content.decode()
     assert control.text in html
     lowered = html.lower()
     assert (
@@ -201,9 +201,9 @@ def test_a_control_rows_answers_go_to_their_own_store_and_complete_the_page(clie
     study, _ = controlled_study("plant-save")
     participant, item = _page_with_control(study)
     label, control = _control_label(item)
-    url = reverse("annotation:expert-page", args=[participant.token, item.pk])
-    client.get(reverse("annotation:entry", args=[participant.token]))
-    client.post(reverse("annotation:expert-instructions", args=[participant.token]))
+    url = reverse("surveys:expert-page", args=[participant.token, item.pk])
+    client.get(reverse("surveys:entry", args=[participant.token]))
+    client.post(reverse("surveys:expert-instructions", args=[participant.token]))
     response = client.post(url, {f"{label}-correctness": "2", "elapsed_ms": "500"}, **HTMX)
     assert response.status_code == 200
     answer = answers.control_answers(participant=participant, control=control)[0]
@@ -344,7 +344,7 @@ def test_a_page_shows_only_controls_of_its_own_source():
 def test_a_page_with_a_control_finished_without_marks_stores_no_error_marked_on_its_real_texts_only():
     """Finishing a page stores "no error marked" on its clean real texts (the span rates count
     them); a planted control left unmarked is simply not caught, nothing of it enters ItemAnswer."""
-    from annotation.error_span_services import study_error_spans_add
+    from studies.error_span_services import study_error_spans_add
 
     study, _ = controlled_study("plant-clean")
     study_error_spans_add(study=study, actor=None)

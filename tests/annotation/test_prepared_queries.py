@@ -13,10 +13,10 @@ from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 
 from annotation import participant_services
-from annotation.expert import answers as expert_answers
-from annotation.expert import assignment
 from annotation.models import ExpertItem, Participant, SimplificationText, Source
 from annotation.prepared_queries import Joined, PreparedAggregate, PreparedQuery, PreparedUpdate
+from surveys.radiologist import assignment
+from surveys.radiologist import services as expert_answers
 from tests.annotation.factories import build_study
 from tests.annotation.sqlite_run import run_on_sqlite
 
@@ -228,8 +228,8 @@ from django.core.management import call_command
 from django.db.models import F
 call_command("migrate", verbosity=0)
 from annotation import participant_services
-from annotation.expert import answers as expert_answers
-from annotation.expert import assignment
+from surveys.radiologist import services as expert_answers
+from surveys.radiologist import assignment
 from annotation.models import ExpertItem, Participant, Source
 from annotation.prepared_queries import PreparedQuery, PreparedUpdate
 from tests.annotation.factories import build_study

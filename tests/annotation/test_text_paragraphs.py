@@ -9,8 +9,8 @@ import unicodedata
 
 import pytest
 
-from annotation import source_services
 from annotation.models import normalize_text, text_hash
+from studies import source_services
 from tests.annotation.factories import build_study
 
 

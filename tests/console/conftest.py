@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
-from annotation.team_services import study_member_add
+from studies.team_services import study_member_add
 from tests.annotation.factories import build_study
 
 

@@ -14,11 +14,11 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotation import participant_services
 from annotation.activity_services import ActivityEvent
-from annotation.expert import assignment, pages
 from annotation.instrument_services import instrument_revision
 from annotation.models import Participant, StudyInstrument
 from instruments.presets import preset_load
 from instruments.validation import instrument_from_data, instrument_to_data
+from surveys.radiologist import assignment, pages
 
 KEY = "protocol_003_radiologist"
 URL = f"/console/draft/instruments/{KEY}/"
@@ -299,7 +299,7 @@ def test_the_preview_renders_the_draft_with_the_participants_partials_and_saves_
     assert html.count('name="preview-actionability"') == 5  # one radio per point
     assert "¿Le dice el texto al paciente qué hacer después?" in html and "totalmente de acuerdo" in html
     assert 'id="preview-item-actionability"' in html and "focus" in html
-    assert 'role="radiogroup"' in html  # templates/annotation/items/_choice.html
+    assert 'role="radiogroup"' in html  # templates/surveys/items/_choice.html
     bad = client.post(PREVIEW, _likert(editing, wording_es="", codes="1 1 2 3 4"))
     text = bad.content.decode()
     assert "cannot be saved" in text and "items[9].wording.es" in text and "duplicate code 1" in text

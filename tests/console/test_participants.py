@@ -13,9 +13,9 @@ from django.urls import reverse
 
 from annotation.models import ActivityEvent, LayItem, Participant
 from annotation.participant_services import invite_contacts_parse, participant_withdraw
-from annotation.team_services import study_member_add
 from evaluation.models import AnalysisSnapshot
 from evaluation.selectors import analysis_coverage
+from studies.team_services import study_member_add
 from tests.annotation import answers
 from tests.evaluation.analysis.test_study_frames import build_answered_study
 
@@ -44,7 +44,7 @@ def test_bulk_invites_with_labels_names_and_emails(client, editor, draft):
     assert (people["R002"].contact_name, people["R002"].contact_email) == ("", "bob@example.org")
     page = client.get(reverse("console:participants", args=[draft.slug])).content.decode()
     for person in people.values():
-        assert reverse("annotation:entry", args=[person.token]) in page
+        assert reverse("surveys:entry", args=[person.token]) in page
     assert "ada@example.org" in page and "data-copy=" in page
     invited = ActivityEvent.objects.filter(study=draft, verb="participants.invited")
     assert invited.count() == 2
@@ -90,7 +90,7 @@ def test_the_links_csv_and_a_new_link(client, editor, draft):
     response = client.get(reverse("console:participants-links", args=[draft.slug]))
     rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert [r["participant"] for r in rows] == ["L001", "L002"]
-    assert rows[0]["link"].endswith(reverse("annotation:entry", args=[old]))
+    assert rows[0]["link"].endswith(reverse("surveys:entry", args=[old]))
     downloaded = ActivityEvent.objects.get(study=draft, verb="export.downloaded")
     assert downloaded.details == {"file": "participant-links.csv", "links": 2}
     client.post(reverse("console:participant-link", args=[draft.slug, first.pk]))
@@ -98,8 +98,8 @@ def test_the_links_csv_and_a_new_link(client, editor, draft):
     assert first.token != old
     draft.status = "open"
     draft.save()
-    assert client.get(reverse("annotation:entry", args=[old])).status_code == 404
-    assert client.get(reverse("annotation:entry", args=[first.token])).status_code in (200, 302)
+    assert client.get(reverse("surveys:entry", args=[old])).status_code == 404
+    assert client.get(reverse("surveys:entry", args=[first.token])).status_code in (200, 302)
     assert ActivityEvent.objects.filter(study=draft, verb="participants.link_regenerated").exists()
 
 
@@ -130,7 +130,7 @@ def test_withdrawing_counts_deletes_and_recomputes(client, editor):
     assert counts["lay preferences"] == len(answers.preferences(participant=layperson))
     assert f"<td>lay answers</td><td>{mine}</td>" in confirm.content.decode()
     assert len(answers.lay_answers(participant=layperson)) == mine  # nothing deleted by GET
-    old_link = reverse("annotation:entry", args=[layperson.token])
+    old_link = reverse("surveys:entry", args=[layperson.token])
     response = client.post(url)
     assert response.status_code == 302
     assert client.get(old_link).status_code == 404  # the link no longer opens the survey

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from annotation.models import Source, SourceUpload
 
-FIXTURES = Path(__file__).resolve().parents[1] / "annotation" / "clinical_reports"
+FIXTURES = Path(__file__).resolve().parents[1] / "studies" / "clinical_reports"
 
 
 def _upload(client, study, name: str, capture, **extra):

@@ -9,9 +9,9 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
-from annotation.team_services import study_member_add
 from judging.models import JudgeRun, SpanAssistance
 from judging.span_assistance import span_assistance_off, span_assistance_set
+from studies.team_services import study_member_add
 from tests.annotation.factories import build_study
 
 

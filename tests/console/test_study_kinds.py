@@ -1,5 +1,5 @@
 """Setting up every kind of study from the console and `manage.py study_kind` (annotation/
-study_kinds.py, annotation/study_kind_services.py, annotation/rater_groups.py, console/flow_views.py)
+study_kinds.py, studies/study_kind_services.py, studies/rater_groups.py, console/flow_views.py)
 and reading every flow's answers through evaluation/exports/study_answers.py."""
 
 from __future__ import annotations
@@ -15,19 +15,12 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from annotation import participant_services
-from annotation.expert.controls import control_answer_save
 from annotation.models import (
     Participant,
     PlantedControl,
     Study,
     StudyInstrument,
 )
-from annotation.pairs import design, pages
-from annotation.pairwise.services import pairwise_answer_save, pairwise_tasks_prepare
-from annotation.rater_groups import invite_groups
-from annotation.study_kind_services import study_launch_problems, study_reference_set
-from annotation.study_kinds import KIND_PRESETS, study_kinds
-from annotation.team_services import study_member_add
 from evaluation.exports.answers import AnswerExport
 from evaluation.exports.items import ItemAnswerExport
 from evaluation.exports.study_answers import (
@@ -38,6 +31,14 @@ from evaluation.exports.study_answers import (
     units_by_flow_and_group,
 )
 from instruments.presets import preset_load, preset_path
+from studies.rater_groups import invite_groups
+from studies.study_kind_services import study_launch_problems, study_reference_set
+from studies.study_kinds import KIND_PRESETS, study_kinds
+from studies.team_services import study_member_add
+from surveys.compare_two.services import pairwise_answer_save, pairwise_tasks_prepare
+from surveys.radiologist.controls import control_answer_save
+from surveys.rate_each_pair import pages
+from surveys.rate_each_pair import selectors as design
 from tests.annotation import answers
 from tests.annotation.factories import build_study
 

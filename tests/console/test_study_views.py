@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from annotation import participant_services, protocol_texts
 from annotation.models import ActivityEvent, AttentionCheck, Participant, Study, StudyMembership
-from annotation.study_services import study_create
+from studies.study_services import study_create
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db

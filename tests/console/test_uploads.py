@@ -8,9 +8,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile, TemporaryUploadedFile
 from django.urls import reverse
 
-from annotation.importers.study_file import StudyFile
 from annotation.models import ActivityEvent, Simplification, Source, SourceUpload
 from console import upload_services
+from studies.importers.study_file import StudyFile
 
 GOOD = (
     "source_key,source_text,plain_bs\n"
@@ -191,8 +191,8 @@ def test_every_bad_row_is_listed_at_once_and_a_duplicate_key_names_both_rows(
 
 
 def test_a_long_file_stops_listing_at_the_limit(tmp_path):
-    from annotation.importers.errors import ImportFormatErrors
-    from annotation.importers.study_file import MAX_REPORTED_ERRORS
+    from studies.importers.errors import ImportFormatErrors
+    from studies.importers.study_file import MAX_REPORTED_ERRORS
 
     path = tmp_path / "many.csv"
     path.write_text("source_key,source_text,plain_bs\n" + "x,y\n" * (MAX_REPORTED_ERRORS + 20))

@@ -16,9 +16,9 @@ from instruments.validation import instrument_from_data
 from judging import services as judging_services
 from judging.span_assistance import span_assistance_set
 from tests.annotation import answers
-from tests.annotation.test_error_spans import label_of
 from tests.e2e.polling import wait_for
 from tests.judging.test_span_assistance import TEXT, assisted_study
+from tests.studies.test_error_spans import label_of
 
 
 def _fates(participant) -> dict[str, tuple[str, str]]:

@@ -25,8 +25,8 @@ from django.contrib.auth import get_user_model
 from django.urls import get_resolver
 
 from annotation.models import Participant, Study
-from annotation.pairs import design
 from evaluation.pages.report import fmt
+from surveys.rate_each_pair import selectors as design
 from tests.e2e import console_walk as walk
 from tests.e2e.dashboard import download
 from tests.evaluation.conftest import FAST_ANALYSIS_OPTIONS

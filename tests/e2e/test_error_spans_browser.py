@@ -16,8 +16,8 @@ import pytest
 from annotation import participant_services
 from annotation.models import AnswerRevision, ExpertItem, ItemAnswer, Participant
 from tests.annotation import answers
-from tests.annotation.test_error_spans import TEXT, label_of, span_study
 from tests.e2e.polling import wait_for
+from tests.studies.test_error_spans import TEXT, label_of, span_study
 
 PHONE = {"width": 390, "height": 844}
 BLOCKING = {"serious", "critical"}

@@ -230,7 +230,7 @@ def test_seventeen_answers_typed_fast_survive_closing_the_tab_on_postgresql(brow
     study = build_study(slug="fast", n_sources=1, systems=("a", "b", "c"))
     participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     participant_services.participant_touch(participant=participant)
-    from annotation.expert import assignment
+    from surveys.radiologist import assignment
 
     item = assignment.expert_items_ensure(participant=participant)[0]
     context = browser.new_context(base_url=live_server.url)
@@ -276,7 +276,7 @@ def test_seventeen_answers_typed_fast_survive_closing_the_tab_on_sqlite(browser,
 
     migrated_sqlite(database)  # a copy of a file migrated once per set of migrations
     setup = (
-        "from annotation import participant_services; from annotation.expert import assignment; "
+        "from annotation import participant_services; from surveys.radiologist import assignment; "
         "from annotation.models import Participant; "
         "from tests.annotation.factories import build_study; import json; "
         "s = build_study(slug='fast', n_sources=1, systems=('a', 'b', 'c')); "
@@ -361,7 +361,7 @@ def test_rating_page_keyboard_and_layout_tell_the_rater_what_is_going_on(browser
     never covers the "Simplification A" heading the keyboard brings into view."""
     from playwright.sync_api import expect
 
-    from annotation.expert import assignment
+    from surveys.radiologist import assignment
 
     study = build_study(slug="keys", n_sources=2, systems=("a", "b", "c"))
     participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)

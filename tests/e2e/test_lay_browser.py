@@ -326,7 +326,7 @@ def test_missing_answers_are_shown_where_they_are_and_go_away_once_answered(phon
 
 
 def _started_lay(slug: str, *added: Item):
-    from annotation.lay import assignment
+    from surveys.lay import assignment
 
     study = build_study(slug=slug, n_sources=1)
     if added:
@@ -374,7 +374,7 @@ def test_preference_unticked_box_and_typing_in_its_pause_survive_closing_the_tab
     """On panel 3 a box ticked (and saved) then unticked is cleared on the server, and a
     justification closed within its typing pause is still sent; so is the answer to a question the
     study added to panel 3, autosaved like the panel's own."""
-    from annotation.lay import panels
+    from surveys.lay import panels
 
     get_resolver().url_patterns  # noqa: B018  (see the phone fixture)
     participant, item = _started_lay("lay-fast-pref", WHY_BEST)

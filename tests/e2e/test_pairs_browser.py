@@ -26,12 +26,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotation import source_services
-from annotation.pairs import design
-from annotation.pairs.setup import pairs_participants_invite, study_instrument_attach
 from instruments.answers import SentenceMatches, sentence_matching_proportion
 from instruments.schema import ProportionOf
 from measures.metrics.sentences import split_sentences
+from studies import source_services
+from surveys.rate_each_pair import selectors as design
+from surveys.rate_each_pair.services import pairs_participants_invite, study_instrument_attach
 from tests.annotation import answers as typed_answers
 from tests.annotation.factories import build_study
 from tests.e2e.dashboard import download, researcher_page
@@ -451,7 +451,7 @@ def test_seed_000_three_annotators_match_sentences(page, browser, live_server, a
 
 @pytest.mark.django_db(transaction=True)
 def test_a_spanish_study_runs_the_pairs_flow_in_spanish(page, live_server):
-    """The interface in the study's language, the scripts' own messages too (static/radlay/pairs.js
+    """The interface in the study's language, the scripts' own messages too (static/radlay/rate_each_pair.js
     reads them from the page); the English-only preset's questions stay in English and the answer
     records that, the participant records Spanish."""
     from playwright.sync_api import expect

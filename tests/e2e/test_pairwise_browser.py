@@ -11,9 +11,9 @@ from django.contrib.auth import get_user_model
 
 from annotation import participant_services
 from annotation.models import PairwiseTask, Participant
-from annotation.pairwise.services import pairwise_instrument_attach
 from evaluation import services as evaluation_services
 from measures.stats.pairwise import bradley_terry
+from surveys.compare_two.services import pairwise_instrument_attach
 from tests.annotation import answers as typed_answers
 from tests.annotation.factories import build_study
 from tests.evaluation.conftest import FAST_ANALYSIS_OPTIONS

@@ -9,15 +9,15 @@ from __future__ import annotations
 import re
 
 from annotation import participant_services
-from annotation.expert import assignment as expert_assignment
-from annotation.expert import pages
-from annotation.lay import assignment, panels
 from annotation.models import LayItem, Participant
+from surveys.lay import assignment, panels
+from surveys.radiologist import assignment as expert_assignment
+from surveys.radiologist import pages
 from tests.annotation import answers as typed_answers
 from tests.annotation.factories import build_study
-from tests.annotation.test_expert_views import full_answers
-from tests.annotation.test_lay_flow import _choices
 from tests.e2e.polling import wait_for
+from tests.surveys.test_lay_flow import _choices
+from tests.surveys.test_radiologist_views import full_answers
 
 PANEL1 = {"understanding": "Most of it", "confidence": "Not at all", "severity_guess": "Mild"}
 PANEL2 = {**PANEL1, "helpfulness": "It did not help"}

@@ -11,10 +11,11 @@ import random
 import pytest
 from django.contrib.auth import get_user_model
 
-from annotation import participant_services, source_services, study_services
+from annotation import participant_services
 from annotation.models import ExpertItem, Participant, PlantedControl
 from evaluation.analysis.planted_control_scores import RELIABILITY_ASPECTS, study_rater_reliability
 from generation.services.controls import study_controls_plant
+from studies import source_services, study_services
 from tests.annotation import answers
 
 SIDES = ("left", "right")

@@ -15,15 +15,16 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from annotation import participant_services, source_services
-from annotation.error_span_services import study_error_spans_add
+from annotation import participant_services
 from annotation.models import ExpertItem, Participant, Study
+from studies import source_services
+from studies.error_span_services import study_error_spans_add
 from tests.annotation import answers
-from tests.annotation.test_error_spans import label_of
 from tests.e2e.polling import wait_for
 from tests.e2e.test_error_spans_browser import FIND, arrive
+from tests.studies.test_error_spans import label_of
 
-FIXTURES = Path(__file__).resolve().parents[1] / "annotation" / "clinical_reports"
+FIXTURES = Path(__file__).resolve().parents[1] / "studies" / "clinical_reports"
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 PARAGRAPHS = [

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 
-from annotation.expert.answers import expert_rating_save, expert_source_judgement_save
 from annotation.instrument_services import item_answer_save
 from annotation.models import Participant, SimplificationText, Study, StudyInstrument
-from annotation.team_services import study_member_add
+from studies.team_services import study_member_add
+from surveys.radiologist.services import expert_rating_save, expert_source_judgement_save
 from tests.annotation.factories import build_study
 from tests.evaluation.span_studies import SPAN_ITEM, span_instrument
 

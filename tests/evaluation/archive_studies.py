@@ -7,20 +7,20 @@ from __future__ import annotations
 from django.db import transaction
 
 from annotation import participant_services
-from annotation.expert import assignment, pages
-from annotation.expert import controls as planted
 from annotation.models import (
     AnswerRevision,
     ExpertItem,
     Participant,
     PlantedControl,
 )
-from annotation.pairwise.services import (
+from generation.services.controls import study_controls_plant
+from surveys.compare_two.services import (
     pairwise_answer_save,
     pairwise_instrument_attach,
     pairwise_tasks_prepare,
 )
-from generation.services.controls import study_controls_plant
+from surveys.radiologist import assignment, pages
+from surveys.radiologist import controls as planted
 from tests.annotation import answers
 from tests.annotation.factories import build_study
 from tests.evaluation.instrument_studies import seed000_study, seed002_study

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from django.contrib.auth import get_user_model
 
 from annotation.models import Source, Study
-from annotation.team_services import study_member_add
 from privacy.models import DeidFinding, SourceDeidentification
 from privacy.services import deidentification_approve, finding_review, study_deidentify
+from studies.team_services import study_member_add
 from tests.evaluation.analysis.test_study_frames import build_answered_study
 
 # Per source: the identifiers written around its sentence (a name, an MRN, a phone number, a

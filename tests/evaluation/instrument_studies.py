@@ -7,13 +7,14 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from annotation import participant_services, source_services, study_services
+from annotation import participant_services
 from annotation.models import ItemAnswer, Participant, SimplificationText, Study, StudyInstrument
 from instruments.answers import item_value_code, item_value_validate
 from instruments.presets import preset_load
 from instruments.schema import Instrument
 from instruments.validation import instrument_to_data
 from instruments.versioning import instrument_fingerprint, instrument_structure_fingerprint
+from studies import source_services, study_services
 
 REFERENCE = "expert"
 

@@ -84,9 +84,9 @@ def test_no_page_answers_500_while_the_cache_is_down(client, cache_down, caplog)
     # Participants: every existing one's pages, and a new layperson joining.
     for participant in Participant.objects.filter(study=study):
         visitor = Client()
-        response = visitor.get(reverse("annotation:entry", args=[participant.token]), follow=True)
+        response = visitor.get(reverse("surveys:entry", args=[participant.token]), follow=True)
         assert response.status_code == 200, (participant.role, response.redirect_chain)
-    join = reverse("annotation:lay-join", kwargs={"slug": study.slug})
+    join = reverse("surveys:lay-join", kwargs={"slug": study.slug})
     newcomer = Client()
     response = newcomer.get(join, {"PROLIFIC_PID": "outage01", "STUDY_ID": "s"}, follow=True)
     assert response.status_code == 200

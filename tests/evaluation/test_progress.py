@@ -12,10 +12,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation import participant_services
-from annotation.expert import answers as expert_answers
-from annotation.lay import assignment
 from annotation.models import AttentionCheck, LayItem, Participant, Simplification
 from evaluation import progress
+from surveys.lay import assignment
+from surveys.radiologist import services as expert_answers
 from tests.annotation.factories import build_study
 from tests.evaluation.analysis.test_study_frames import build_answered_study
 
@@ -134,7 +134,7 @@ def test_progress_page_for_the_studys_researchers_only_staff_or_not(client, gate
     check = AttentionCheck.objects.create(
         study=study, position=0, prompt="Choose Blue.", options=["Red", "Blue"], expected_answer="Blue"
     )
-    from annotation.lay.entry import attention_check_answer
+    from surveys.lay.entry import attention_check_answer
 
     attention_check_answer(participant=participant, check=check, answer="Red")
     source = study.sources.get(position=0)

@@ -18,11 +18,11 @@ from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 
 from annotation import scales
-from annotation.lay import answers as lay_answers
 from annotation.models import ItemAnswer, LayItem, Study
 from evaluation import services, tasks
 from evaluation.models import AnalysisSnapshot
 from evaluation.selectors import snapshot_analysis
+from surveys.lay import services as lay_answers
 from tests.annotation import answers
 from tests.evaluation.analysis.test_study_frames import build_answered_study
 from tests.generation.test_celery_worker import broker_mode
@@ -462,8 +462,8 @@ def test_a_failed_snapshot_shows_its_reason_and_the_next_answer_retries_it(clien
 
 
 def test_a_batch_page_says_when_no_worker_runs(client, settings, broker_mode):
-    from annotation.source_services import source_upsert
     from generation.services import batches
+    from studies.source_services import source_upsert
 
     other = Study.objects.create(slug="gen", title="gen")
     source_upsert(study=other, key="s1", text="Small right pleural effusion.")

@@ -1,7 +1,7 @@
 """Studies for the generation tests."""
 
 from annotation.models import Study
-from annotation.source_services import source_upsert
+from studies.source_services import source_upsert
 
 
 def study_with_sources(slug: str, texts) -> Study:

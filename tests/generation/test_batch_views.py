@@ -10,10 +10,10 @@ from django.contrib.auth.models import Permission
 from django.urls import reverse
 
 from annotation.models import Simplification, Study
-from annotation.source_services import source_upsert
 from generation import tasks
 from generation.models import GenerationBatch
 from generation.services import batches, jobs
+from studies.source_services import source_upsert
 
 pytestmark = pytest.mark.django_db
 

@@ -19,7 +19,6 @@ import pytest
 from django.utils import timezone
 
 from annotation.models import Simplification, Study
-from annotation.source_services import source_upsert
 from generation import tasks
 from generation.backends.base import BackendError, Completion, GenerationParams
 from generation.backends.cache import CachedBackend, InMemoryCallCache
@@ -31,8 +30,9 @@ from generation.pipeline.self_correction import (
     run_self_correction_batch,
 )
 from generation.services import batches, jobs, outcomes
+from studies.source_services import source_upsert
 
-DEMO_FILE = Path(__file__).resolve().parents[2] / "annotation" / "demo" / "demo_study.csv"
+DEMO_FILE = Path(__file__).resolve().parents[2] / "studies" / "demo" / "demo_study.csv"
 
 
 def demo_sentences() -> list[str]:

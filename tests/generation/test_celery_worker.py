@@ -27,10 +27,10 @@ from django.conf import settings
 from django.db import connection
 
 from annotation.models import Simplification, Study
-from annotation.source_services import source_upsert
 from config.celery_app import app as celery_app
 from generation.models import GenerationBatch, GenerationJob, LLMCallCache
 from generation.services import batches
+from studies.source_services import source_upsert
 
 # A real worker runs the calls: the studies' data policy approves the scripted server.
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("studies_approve_scripted_llm")]

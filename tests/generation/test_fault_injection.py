@@ -25,9 +25,9 @@ from django.conf import settings
 from django.db import connection
 
 from annotation.models import Simplification, Study
-from annotation.source_services import source_upsert
 from generation.models import GenerationBatch, GenerationJob
 from generation.services import batches
+from studies.source_services import source_upsert
 from tests.generation.test_celery_worker import (
     REPO,
     broker_mode,

@@ -11,8 +11,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.models import Simplification, Study
-from annotation.source_services import source_upsert
 from generation.models import GenerationBatch, GenerationJob
+from studies.source_services import source_upsert
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import Simplification, Study
-from annotation.source_services import source_upsert
 from config.celery_app import app as celery_app
 from generation import tasks
 from generation.models import GenerationJob
 from generation.services import batches, jobs, outcomes
+from studies.source_services import source_upsert
 
 
 def make_study(n: int) -> Study:

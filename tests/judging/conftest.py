@@ -9,14 +9,14 @@ from dataclasses import replace
 import pytest
 
 from annotation import scales
-from annotation.expert import answers as expert_answers
-from annotation.lay import answers as lay_answers
 from annotation.models import (
     LayItem,
     Participant,
     Simplification,
 )
 from judging import services
+from surveys.lay import services as lay_answers
+from surveys.radiologist import services as expert_answers
 from tests.annotation.factories import build_study
 from tests.generation.scripted_llm_server import ScriptedLLMServer
 

@@ -10,10 +10,10 @@ import json
 import pytest
 from django.template.loader import render_to_string
 
-from annotation.pairwise.services import pairwise_instrument_attach
 from judging.management.commands.judge import Command
 from judging.models import JudgeItem
 from judging.report import judge_report_context
+from surveys.compare_two.services import pairwise_instrument_attach
 from tests.annotation.factories import build_study
 
 

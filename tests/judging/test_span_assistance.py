@@ -12,16 +12,17 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.template.loader import render_to_string
 
-from annotation import participant_services, source_services
-from annotation.error_span_services import study_error_spans_add
+from annotation import participant_services
 from annotation.models import Participant, StudyInstrument
 from annotation.span_suggestions import span_suggestions_offered
 from evaluation import services as evaluation_services
 from evaluation.analysis.protocol import AnalysisOptions
 from judging.span_assistance import span_assistance_set
+from studies import source_services
+from studies.error_span_services import study_error_spans_add
 from tests.annotation import answers
 from tests.annotation.factories import build_study
-from tests.annotation.test_error_spans import HTMX, label_of, page_url, started
+from tests.studies.test_error_spans import HTMX, label_of, page_url, started
 
 FAST = AnalysisOptions(n_resamples=20, correlations=False, metric_families=())
 

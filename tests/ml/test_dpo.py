@@ -13,11 +13,11 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation import participant_services
-from annotation.expert import answers as expert_answers
 from annotation.models import Participant, Simplification, System
 from evaluation.exports.preferences import preference_records, write_jsonl
 from generation.services import batches
 from ml.models import ModelArtifact, TrainingJob
+from surveys.radiologist import services as expert_answers
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db

@@ -1,11 +1,11 @@
 import pytest
 
 from annotation import participant_services
-from annotation.expert import answers as expert_answers
-from annotation.lay import answers as lay_answers
 from annotation.models import Participant, Simplification, SimplificationText
 from ml.corpora import SimplificationPair
 from ml.selectors import PairFilter, training_pairs_for_study
+from surveys.lay import services as lay_answers
+from surveys.radiologist import services as expert_answers
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db

@@ -4,10 +4,10 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation import participant_services
-from annotation.expert import answers as expert_answers
 from annotation.models import Participant, Simplification
 from ml import services
 from ml.models import ModelArtifact, TrainingJob
+from surveys.radiologist import services as expert_answers
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db

@@ -16,14 +16,14 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
 
-from annotation.importers.study_file import StudyFile
-from annotation.importers.write import study_file_import
 from annotation.models import ActivityEvent, Simplification
 from generation.backends.base import GenerationParams
 from generation.backends.configured import cached_backend
 from generation.services import batches
 from privacy.gate import ExternalCallRefused
 from privacy.services import data_policy_change
+from studies.importers.study_file import StudyFile
+from studies.importers.write import study_file_import
 from tests.generation.scripted_llm_server import ScriptedLLMServer
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,6 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from annotation.models import ActivityEvent
-from annotation.source_services import source_upsert
-from annotation.team_services import study_member_add
 from privacy.models import DataPolicy, DeidFinding, SourceDeidentification
 from privacy.selectors import data_policy_of, source_text, unresolved_sources
 from privacy.services import (
@@ -20,6 +18,8 @@ from privacy.services import (
     finding_review,
     originals_for_radiologists_set,
 )
+from studies.source_services import source_upsert
+from studies.team_services import study_member_add
 from tests.generation.factories import study_with_sources
 
 pytestmark = pytest.mark.django_db

@@ -6,9 +6,9 @@ from django.urls import reverse
 
 from annotation import participant_services
 from annotation.models import ExpertItem, Participant
-from annotation.source_services import source_upsert
-from annotation.team_services import study_member_add
 from privacy.services import originals_for_radiologists_set
+from studies.source_services import source_upsert
+from studies.team_services import study_member_add
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.django_db
@@ -18,12 +18,11 @@ REPORT = "Patient: Amaka Okafor, MRN 00483921. Mild atelectasis at the left base
 
 def _radiologist_pages(client, study):
     participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
-    client.get(reverse("annotation:entry", args=[participant.token]))
-    client.post(reverse("annotation:expert-instructions", args=[participant.token]))
+    client.get(reverse("surveys:entry", args=[participant.token]))
+    client.post(reverse("surveys:expert-instructions", args=[participant.token]))
     items = ExpertItem.objects.filter(participant=participant).select_related("source")
     return [
-        (item.source.key, reverse("annotation:expert-page", args=[participant.token, item.pk]))
-        for item in items
+        (item.source.key, reverse("surveys:expert-page", args=[participant.token, item.pk])) for item in items
     ]
 
 

@@ -12,15 +12,15 @@ from django.urls import reverse
 from annotation import participant_services
 from annotation import qualification_states as states
 from annotation.instrument_services import study_instrument_save
-from annotation.lay import steps
 from annotation.models import ItemAnswer, LayItem, Participant, Study
 from instruments.presets import preset_load
 from instruments.validation import instrument_from_data, instrument_to_data
 from qualification.models import PracticeAnswer, QualificationAttempt
 from qualification.rule_services import qualification_rule_save
 from qualification.selectors import round_settings
+from surveys.lay import steps
 from tests.annotation.factories import build_study
-from tests.annotation.test_lay_queries import MAX_QUERIES
+from tests.surveys.test_lay_queries import MAX_QUERIES
 
 pytestmark = pytest.mark.django_db
 
@@ -67,7 +67,7 @@ def practice_url(participant) -> str:
 
 
 def lay_url(name: str, participant) -> str:
-    return reverse(f"annotation:{name}", args=[participant.token])
+    return reverse(f"surveys:{name}", args=[participant.token])
 
 
 def begin(client: Client, study: Study) -> tuple[Participant, str]:
@@ -103,7 +103,7 @@ def test_a_layperson_fails_retries_passes_and_reaches_the_first_panel(
     assert after_start == practice_url(participant)
     # Every lay page sends a participant due to practise to the round: start, instructions, panel.
     first = LayItem.objects.filter(participant=participant).order_by("position").first()
-    panel_url = reverse("annotation:lay-panel", args=[participant.token, first.pk, "original"])
+    panel_url = reverse("surveys:lay-panel", args=[participant.token, first.pk, "original"])
     assert client.get(lay_url("lay-start", participant))["Location"] == practice_url(participant)
     assert client.get(panel_url)["Location"] == lay_url("lay-start", participant)
     assert client.post(panel_url, {"understanding": "Most of it"}).status_code == 302
@@ -160,7 +160,7 @@ def test_without_a_rule_the_start_button_leads_to_the_first_panel(client, study)
     assert after_start == lay_url("lay-start", participant)
     first = LayItem.objects.filter(participant=participant).order_by("position").first()
     assert client.get(after_start)["Location"] == reverse(
-        "annotation:lay-panel", args=[participant.token, first.pk, "original"]
+        "surveys:lay-panel", args=[participant.token, first.pk, "original"]
     )
     participant.refresh_from_db()
     assert participant.qualification == states.NONE

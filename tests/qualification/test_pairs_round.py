@@ -12,13 +12,13 @@ from annotation import participant_services
 from annotation import qualification_states as states
 from annotation.instrument_services import study_instrument_save
 from annotation.models import ItemAnswer, Participant, Study, StudyInstrument, StudyMembership
-from annotation.pairs import design
-from annotation.pairs.setup import study_instrument_attach
 from instruments.presets import preset_load
 from instruments.validation import instrument_from_data, instrument_to_data
 from qualification.models import QualificationAttempt, QualificationRule
 from qualification.rule_services import qualification_rule_save
 from qualification.selectors import practice_round, round_settings
+from surveys.rate_each_pair import selectors as design
+from surveys.rate_each_pair.services import study_instrument_attach
 from tests.annotation.factories import build_study
 from tests.qualification.test_lay_round import PRACTICE as LAY_PRACTICE
 
@@ -64,7 +64,7 @@ def practice_url(participant) -> str:
 
 
 def consent(client: Client, participant) -> str:
-    url = reverse("annotation:pairs-consent", args=[participant.token])
+    url = reverse("surveys:pairs-consent", args=[participant.token])
     return client.post(url, {"choice": "accept"})["Location"]
 
 
@@ -88,16 +88,12 @@ def test_a_rater_fails_retries_passes_and_reaches_the_first_pair(client, study):
     person = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     assert consent(client, person) == practice_url(person)
     first = design.participant_pairs(participant=person)[0]
-    page_url = reverse("annotation:pairs-page", args=[person.token, first.shown_text_id])
+    page_url = reverse("surveys:pairs-page", args=[person.token, first.shown_text_id])
     # Every real page sends a rater due to practise to the round; a posted page stores nothing.
-    assert client.get(reverse("annotation:pairs-start", args=[person.token]))["Location"] == practice_url(
-        person
-    )
+    assert client.get(reverse("surveys:pairs-start", args=[person.token]))["Location"] == practice_url(person)
     assert client.get(page_url)["Location"] == practice_url(person)
     assert client.post(page_url, {"medlaybench_002.fluency": "3"})["Location"] == practice_url(person)
-    assert client.get(reverse("annotation:pairs-done", args=[person.token]))["Location"] == practice_url(
-        person
-    )
+    assert client.get(reverse("surveys:pairs-done", args=[person.token]))["Location"] == practice_url(person)
     assert not ItemAnswer.objects.filter(participant=person).exists()
 
     answer_all(client, person, right=1)
@@ -107,7 +103,7 @@ def test_a_rater_fails_retries_passes_and_reaches_the_first_pair(client, study):
     assert "You passed the practice round" in client.get(practice_url(person)).content.decode()
     person.refresh_from_db()
     assert person.qualification == states.PASSED
-    assert client.get(reverse("annotation:pairs-start", args=[person.token]))["Location"] == page_url
+    assert client.get(reverse("surveys:pairs-start", args=[person.token]))["Location"] == page_url
     assert client.get(page_url).status_code == 200
     attempts = QualificationAttempt.objects.filter(participant=person).order_by("number")
     current = StudyInstrument.objects.get(study=study, flow="pairs", is_current=True)
@@ -130,18 +126,14 @@ def test_the_last_failed_attempt_screens_a_rater_out_with_the_return_link(client
     assert "cc=PAIRSOUT" in page and "Try again" not in page
     person.refresh_from_db()
     assert person.qualification == states.FAILED and person.screened_out_at is not None
-    assert client.get(reverse("annotation:pairs-start", args=[person.token]))["Location"] == practice_url(
-        person
-    )
+    assert client.get(reverse("surveys:pairs-start", args=[person.token]))["Location"] == practice_url(person)
     assert client.post(practice_url(person), {"action": "start"}).status_code == 409
 
 
 def test_without_a_rule_consent_leads_to_the_first_pair(client, study):
     person = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     first = design.participant_pairs(participant=person)[0]
-    assert consent(client, person) == reverse(
-        "annotation:pairs-page", args=[person.token, first.shown_text_id]
-    )
+    assert consent(client, person) == reverse("surveys:pairs-page", args=[person.token, first.shown_text_id])
 
 
 def test_the_console_offers_each_group_the_pairs_items_ask(study):

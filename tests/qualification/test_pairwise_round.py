@@ -11,10 +11,10 @@ from annotation import participant_services
 from annotation import qualification_states as states
 from annotation.instrument_services import study_instrument_save
 from annotation.models import Participant
-from annotation.pairwise.services import pairwise_instrument_attach
 from instruments.validation import instrument_from_data, instrument_to_data
 from qualification.models import PracticeAnswer
 from qualification.rule_services import qualification_rule_save
+from surveys.compare_two.services import pairwise_instrument_attach
 from tests.annotation.factories import build_study
 
 PRACTICE = {
@@ -53,8 +53,8 @@ def test_a_pairwise_rater_practises_between_consent_and_the_first_comparison(cli
     qualification_rule_save(study=study, flow="pairwise", group="layperson", share_percent=100, retries=2)
     person = participant_services.participant_create(study=study, role=Participant.Role.LAYPERSON)
     practice = reverse("qualification:practice", args=[person.token, "pairwise"])
-    assert client.post(reverse("annotation:pairwise-consent", args=[person.token]))["Location"] == practice
-    assert client.get(reverse("annotation:pairwise-start", args=[person.token]))["Location"] == practice
+    assert client.post(reverse("surveys:pairwise-consent", args=[person.token]))["Location"] == practice
+    assert client.get(reverse("surveys:pairwise-start", args=[person.token]))["Location"] == practice
     client.post(practice, {"action": "start"})
     page = client.get(practice).content.decode()
     assert "You have a lung infection on the right." in page and "A is better" in page
@@ -66,7 +66,7 @@ def test_a_pairwise_rater_practises_between_consent_and_the_first_comparison(cli
     client.post(practice, {"action": "answer", "key": "practice_laterality", "answer": "right"})
     person.refresh_from_db()
     assert person.qualification == states.PASSED
-    assert "/compare/" in client.get(reverse("annotation:pairwise-start", args=[person.token]))["Location"]
+    assert "/compare/" in client.get(reverse("surveys:pairwise-start", args=[person.token]))["Location"]
     assert list(PracticeAnswer.objects.order_by("attempt__number").values_list("correct", flat=True)) == [
         False,
         True,

@@ -16,7 +16,7 @@ from instruments.presets import preset_load
 from qualification.models import PracticeAnswer, QualificationAttempt, QualificationRule
 from qualification.rule_services import qualification_rule_save
 from tests.annotation.factories import build_study
-from tests.annotation.test_expert_scale import PAGE_GET_QUERIES
+from tests.surveys.test_radiologist_scale import PAGE_GET_QUERIES
 
 PRACTICE = preset_load("protocol_003_radiologist").practice
 
@@ -26,8 +26,8 @@ def practice_url(participant) -> str:
 
 
 def consent(client: Client, participant) -> str:
-    client.get(reverse("annotation:entry", args=[participant.token]))
-    response = client.post(reverse("annotation:expert-instructions", args=[participant.token]))
+    client.get(reverse("surveys:entry", args=[participant.token]))
+    response = client.post(reverse("surveys:expert-instructions", args=[participant.token]))
     return response["Location"]
 
 
@@ -67,7 +67,7 @@ def test_a_radiologist_fails_retries_passes_and_reaches_the_first_page(
     assert consent(client, participant) == practice_url(participant)
     # A real page sends a participant due to practise back to the round.
     first = participant.expert_items.order_by("position").first()
-    page_url = reverse("annotation:expert-page", args=[participant.token, first.pk])
+    page_url = reverse("surveys:expert-page", args=[participant.token, first.pk])
     assert client.get(page_url)["Location"] == practice_url(participant)
 
     answer_all(client, participant, right=2)
@@ -82,7 +82,7 @@ def test_a_radiologist_fails_retries_passes_and_reaches_the_first_page(
     assert "You passed the practice round" in outcome
     participant.refresh_from_db()
     assert participant.qualification == states.PASSED
-    assert client.get(reverse("annotation:expert-start", args=[participant.token]))["Location"].startswith(
+    assert client.get(reverse("surveys:expert-start", args=[participant.token]))["Location"].startswith(
         page_url
     )
     # Qualified: the real page costs what it cost before the round existed.
@@ -114,9 +114,9 @@ def test_the_last_failed_attempt_screens_out_with_the_return_link(client, study)
     participant.refresh_from_db()
     assert participant.qualification == states.FAILED and participant.screened_out_at is not None
     # No real page, no further attempt.
-    assert client.get(reverse("annotation:expert-start", args=[participant.token]))[
-        "Location"
-    ] == practice_url(participant)
+    assert client.get(reverse("surveys:expert-start", args=[participant.token]))["Location"] == practice_url(
+        participant
+    )
     assert client.post(practice_url(participant), {"action": "start"}).status_code == 409
 
 
@@ -132,7 +132,7 @@ def test_a_flagged_rater_goes_on_to_the_study(client, study):
     assert "Continue to the study" in page
     participant.refresh_from_db()
     assert participant.qualification == states.FLAGGED
-    assert "/page/" in client.get(reverse("annotation:expert-start", args=[participant.token]))["Location"]
+    assert "/page/" in client.get(reverse("surveys:expert-start", args=[participant.token]))["Location"]
 
 
 @pytest.mark.django_db
@@ -168,5 +168,5 @@ def test_a_round_no_longer_asked_lets_those_still_due_go_on(client, study):
     assert qualification_rule_remove(study=study, flow="expert", group="radiologist", actor="test")
     participant.refresh_from_db()
     assert participant.qualification == states.NONE
-    assert "/page/" in client.get(reverse("annotation:expert-start", args=[participant.token]))["Location"]
+    assert "/page/" in client.get(reverse("surveys:expert-start", args=[participant.token]))["Location"]
     assert QualificationAttempt.objects.filter(participant=participant).count() == 1

@@ -23,7 +23,6 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
 from annotation.models import Study
-from annotation.source_services import source_upsert
 from generation import selectors as generation_selectors
 from generation import tasks as generation_tasks
 from generation.models import GenerationBatch, GenerationJob
@@ -32,6 +31,7 @@ from judging import selectors as judging_selectors
 from judging import services as judging_services
 from judging import tasks as judging_tasks
 from judging.models import JudgeItem, JudgeRun
+from studies.source_services import source_upsert
 from work import runner, scheduler
 
 

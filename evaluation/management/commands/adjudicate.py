@@ -13,9 +13,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study, StudyMembership
 from annotation.selectors import study_role
-from annotation.team_services import user_by_username
 from evaluation.adjudication_selectors import adjudication_queue, unit_records
 from evaluation.adjudication_services import REASONS, adjudication_record
+from studies.team_services import user_by_username
 
 
 class Command(BaseCommand):

@@ -10,11 +10,11 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from annotation import participant_services
-from annotation.error_span_services import study_error_spans_add
-from annotation.expert import assignment, pages
 from annotation.models import ItemAnswer, Participant, PlantedControl
 from evaluation.analysis.planted_control_scores import marked_spans, study_rater_reliability
 from generation.services.controls import study_controls_plant
+from studies.error_span_services import study_error_spans_add
+from surveys.radiologist import assignment, pages
 from tests.annotation import answers
 from tests.annotation.factories import build_study
 

@@ -23,8 +23,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from annotation import participant_services, scales
-from annotation.expert import answers as expert_answers
-from annotation.lay import answers as lay_answers
 from annotation.models import Participant, SimplificationText
 from evaluation import services as evaluation_services
 from evaluation.analysis.error_spans import SPAN_COLUMNS, span_analysis
@@ -35,6 +33,8 @@ from judging.agreement import paired_agreement
 from measures.stats.pairwise import Comparison, pairwise_summary
 from measures.stats.rater_reliability import ControlScore, rater_reliability
 from measures.stats.span_agreement import Span
+from surveys.lay import services as lay_answers
+from surveys.radiologist import services as expert_answers
 from tests.annotation.factories import build_study, lay_item_of
 from tests.evaluation.analysis.test_partial_answers import FAST, PANEL_ONE, PANEL_TWO
 

@@ -12,12 +12,13 @@ from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from annotation import participant_services, scales, source_services
-from annotation.expert import answers as expert_answers
-from annotation.lay import answers as lay_answers
+from annotation import participant_services, scales
 from annotation.models import Participant, Simplification, SimplificationText, Source, Study
 from evaluation import services as evaluation_services
 from evaluation.analysis.protocol import AnalysisOptions
+from studies import source_services
+from surveys.lay import services as lay_answers
+from surveys.radiologist import services as expert_answers
 from tests.annotation.factories import build_study, lay_item_of
 from tests.evaluation.analysis.test_study_frames import build_answered_study
 
@@ -245,8 +246,8 @@ def test_a_system_without_texts_and_a_source_without_simplifications_are_analyse
 
 
 def _control_study():
-    from annotation.error_span_services import study_error_spans_add
     from generation.services.controls import study_controls_plant
+    from studies.error_span_services import study_error_spans_add
 
     study = build_study(slug="partial-controls", n_sources=4, systems=("a", "b", "c"))
     study_controls_plant(study=study, rate=0.25, seed=2)
@@ -274,10 +275,10 @@ def test_any_partial_answer_set_on_controls_and_spans_gives_the_reliability_of_t
     from django.contrib.auth import get_user_model
     from django.urls import reverse
 
-    from annotation.expert import assignment, pages
     from annotation.models import PlantedControl
     from annotation.selectors import participant_label
     from evaluation.analysis.planted_control_scores import RELIABILITY_ASPECTS, study_rater_reliability
+    from surveys.radiologist import assignment, pages
 
     with transaction.atomic():
         study = _control_study()

@@ -14,7 +14,6 @@ from django.urls import reverse
 from scipy import stats
 
 from annotation import participant_services
-from annotation.expert import assignment, pages
 from annotation.models import Participant, PlantedControl
 from evaluation.analysis import protocol
 from evaluation.analysis.planted_control_scores import (
@@ -27,6 +26,7 @@ from evaluation.analysis.protocol import AnalysisOptions, expert_ratings_z
 from evaluation.analysis.study import study_analysis
 from evaluation.analysis.study_frames import study_frames
 from generation.services.controls import study_controls_plant
+from surveys.radiologist import assignment, pages
 from tests.annotation import answers
 from tests.annotation.factories import build_study
 

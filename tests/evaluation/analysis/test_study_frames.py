@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 from annotation import participant_services
-from annotation.expert import answers as expert_answers
-from annotation.lay import answers as lay_answers
 from annotation.models import LayItem, Participant, SimplificationText, Study
 from evaluation.analysis import study_frames
+from surveys.lay import services as lay_answers
+from surveys.radiologist import services as expert_answers
 from tests.annotation import answers
 from tests.annotation.factories import build_study, lay_item_of
 

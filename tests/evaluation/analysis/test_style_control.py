@@ -11,16 +11,16 @@ from django.template.loader import render_to_string
 
 from annotation import participant_services
 from annotation.models import PairwiseTask, Participant, SimplificationText, StudyInstrument
-from annotation.pairwise.services import (
-    pairwise_answer_save,
-    pairwise_instrument_attach,
-    pairwise_tasks_prepare,
-)
 from evaluation import services as evaluation_services
 from evaluation.analysis.protocol import AnalysisOptions
 from evaluation.analysis.style_control import comparison_covariates, text_style
 from evaluation.pages.context import pairwise_rankings, style_rankings
 from measures.stats.pairwise import Comparison
+from surveys.compare_two.services import (
+    pairwise_answer_save,
+    pairwise_instrument_attach,
+    pairwise_tasks_prepare,
+)
 from tests.annotation.factories import build_study
 
 FAST = AnalysisOptions(n_resamples=20, correlations=False, metric_families=())

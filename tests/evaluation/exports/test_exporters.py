@@ -215,8 +215,8 @@ def test_timestamps_are_iso_8601_utc_as_python_writes_them(study):
 
 def _with_background(study):
     """Background answers of two laypeople of `study` (the lay flow's service writes them)."""
-    from annotation.lay.entry import lay_background_save
     from annotation.models import Participant
+    from surveys.lay.entry import lay_background_save
 
     study.background_questions = [
         {"key": "age", "question": "Your age?", "options": ["18-29", "30-49", "50+"]},

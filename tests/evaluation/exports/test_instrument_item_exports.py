@@ -14,10 +14,10 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotation.models import StudyMembership
-from annotation.team_services import study_member_add
 from evaluation.analysis.protocol import AnalysisOptions
 from evaluation.analysis.study import study_analysis
 from evaluation.analysis.study_frames import study_frames
+from studies.team_services import study_member_add
 from tests.annotation import answers
 from tests.evaluation.instrument_studies import seed000_study, seed002_study
 

@@ -180,15 +180,15 @@ def test_pairwise_and_lay_answers_become_the_pairs_the_analysis_reads():
     from collections import Counter
 
     from annotation import participant_services
-    from annotation.lay import answers as lay_answers
     from annotation.models import PairwiseTask, Participant, StudyInstrument
-    from annotation.pairwise.selectors import derived_comparisons, pairwise_comparisons
-    from annotation.pairwise.services import (
+    from evaluation.exports.preference_selectors import study_preferences
+    from surveys.compare_two.selectors import derived_comparisons, pairwise_comparisons
+    from surveys.compare_two.services import (
         pairwise_answer_save,
         pairwise_instrument_attach,
         pairwise_tasks_prepare,
     )
-    from evaluation.exports.preference_selectors import study_preferences
+    from surveys.lay import services as lay_answers
     from tests.annotation.factories import build_study, lay_item_of
 
     study = build_study(slug="pw-pairs", n_sources=3, systems=("a", "b", "c"))

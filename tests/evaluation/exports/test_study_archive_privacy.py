@@ -105,7 +105,7 @@ def test_an_owners_archive_with_originals_reproduces_the_texts_and_findings(djan
 
 
 def test_only_an_owner_downloads_the_originals_and_the_release_is_recorded(client, django_user_model):
-    from annotation.team_services import study_member_add
+    from studies.team_services import study_member_add
 
     study, owner, words = identified_study(slug="dl")
     editor = django_user_model.objects.create_user("dl-editor", password="pw")

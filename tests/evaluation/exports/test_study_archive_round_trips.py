@@ -18,7 +18,6 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from annotation import participant_services
-from annotation.expert import assignment
 from annotation.models import (
     AnswerRevision,
     ExpertItem,
@@ -30,6 +29,7 @@ from evaluation import services
 from evaluation.exports import FORMATS
 from evaluation.exports.study_archive import study_archive_import, study_archive_write
 from evaluation.exports.study_archive_tables import ARCHIVED, REVISION_TYPES
+from surveys.radiologist import assignment
 from tests.evaluation.archive_studies import KINDS, pairwise_study, protocol_study
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_analysis")]
@@ -150,9 +150,9 @@ def test_a_newcomer_in_the_copy_of_a_protocol_study_gets_the_added_items_and_con
         assert {c for _, c in item.control_slots} <= set(copy.planted_controls.values_list("pk", flat=True))
     newcomer = participant_services.participant_create(study=copy, role=Participant.Role.RADIOLOGIST)
     item = assignment.expert_items_ensure(participant=newcomer)[0]
-    client.get(reverse("annotation:entry", args=[newcomer.token]))
-    client.post(reverse("annotation:expert-instructions", args=[newcomer.token]))
-    html = client.get(reverse("annotation:expert-page", args=[newcomer.token, item.pk])).content.decode()
+    client.get(reverse("surveys:entry", args=[newcomer.token]))
+    client.post(reverse("surveys:expert-instructions", args=[newcomer.token]))
+    html = client.get(reverse("surveys:expert-page", args=[newcomer.token, item.pk])).content.decode()
     assert "data-span-item" in html
     # Revisions point at the copy's answers.
     revisions = AnswerRevision.objects.filter(participant__study=copy)

@@ -13,17 +13,17 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from annotation.activity_services import activity_record
-from annotation.lay.answers import lay_answer_save, lay_item_create
 from annotation.models import ActivityEvent, Participant, Study
 from annotation.participant_services import (
     participant_create,
     participants_invite,
     participants_mark_returned,
 )
-from annotation.study_services import study_close, study_open
-from annotation.team_services import study_member_add, study_member_role_set
 from generation.services import batches
 from judging import services as judging_services
+from studies.study_services import study_close, study_open
+from studies.team_services import study_member_add, study_member_role_set
+from surveys.lay.services import lay_answer_save, lay_item_create
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.usefixtures("fast_analysis")

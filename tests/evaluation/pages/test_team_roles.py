@@ -17,9 +17,9 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from annotation.activity_services import activity_record
 from annotation.models import Participant, SourceUpload, Study, StudyMembership
-from annotation.team_services import study_member_add, study_member_remove, study_member_role_set
 from generation.services import batches
 from judging import services as judging_services
+from studies.team_services import study_member_add, study_member_remove, study_member_role_set
 from tests.annotation.factories import build_study
 
 pytestmark = pytest.mark.usefixtures("fast_analysis")
@@ -179,7 +179,7 @@ def _names(patterns, prefix: str = "") -> set[str]:
 def test_the_matrix_covers_every_url():
     # The survey's own study link (the open recruitment page) is for participants, not the team.
     researcher_urls = {
-        name for name in _names(get_resolver().url_patterns) if not name.startswith("annotation:")
+        name for name in _names(get_resolver().url_patterns) if not name.startswith("surveys:")
     }
     assert researcher_urls == {endpoint.name for endpoint in ENDPOINTS}
 
@@ -221,9 +221,9 @@ def team(db):
 
 def _disagreement(study: Study) -> str:
     """Two radiologists far apart on one text's correctness: the token of that unit."""
-    from annotation.expert.answers import expert_rating_save
     from annotation.models import SimplificationText, StudyInstrument
     from evaluation.adjudication_selectors import UnitKey
+    from surveys.radiologist.services import expert_rating_save
 
     text = SimplificationText.objects.filter(source__study=study).order_by("pk").first()
     for pseudonym, correctness in (("R100", 1), ("R101", 5)):

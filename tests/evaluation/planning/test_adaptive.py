@@ -16,11 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from annotation import participant_services
-from annotation.lay import answers as lay_answers
-from annotation.lay.assignment import lay_survey_start
-from annotation.lay.errors import StudyNotReady
 from annotation.models import Participant, Study
-from annotation.team_services import study_member_add
 from evaluation.models import AdaptiveAllocation
 from evaluation.planning.adaptive import (
     adaptive_allocation_off,
@@ -28,6 +24,10 @@ from evaluation.planning.adaptive import (
     adaptive_progress,
     adaptive_state,
 )
+from studies.team_services import study_member_add
+from surveys.lay import services as lay_answers
+from surveys.lay.assignment import lay_survey_start
+from surveys.lay.errors import StudyNotReady
 from tests.annotation.factories import build_study
 from tests.evaluation.analysis.test_study_frames import CONFIDENCE, HELPFULNESS, SEVERITY, UNDERSTANDING
 

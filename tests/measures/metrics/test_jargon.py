@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 from nltk.tokenize import TreebankWordTokenizer
 
-from annotation.importers.release import read_release
 from lexicon.common_words import CommonWords
 from lexicon.glossary import load_glossary, read_glossary
 from measures.metrics.jargon import (
@@ -19,6 +18,7 @@ from measures.metrics.jargon import (
 )
 from measures.metrics.reference import corpus_bleu, sentence_bleu
 from measures.metrics.registry import MetricRecord, compute_all
+from studies.importers.release import read_release
 
 TINY_GLOSSARY = """term\tplain\tcategory\tvariants\tplain_plural\tparaphrases
 pleural effusion\tfluid around the lungs\tfinding\t\t\tfluid in the chest
