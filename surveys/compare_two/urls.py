@@ -1,4 +1,4 @@
-"""URL patterns of the pairwise flow (included by surveys/urls.py, namespace "annotation")."""
+"""URL patterns of the compare-two flow (included by surveys/urls.py, namespace "surveys")."""
 
 from django.urls import path
 

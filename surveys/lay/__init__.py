@@ -1,6 +1,9 @@
-"""The layperson survey (seed 003 Figure 1, section 5.4), one module per concern:
+"""The layperson survey (seed 003 Figure 1, section 5.4), shaped as every flow of surveys/ is, one
+module per concern:
 
-- `design.py`   what the study offers a layperson: the Latin square of sources × systems, the
+- `views.py`, `urls.py` the pages (thin);
+- `services.py` writes: panel answers (with panel 1's lock), panel 3's preferences, the items;
+- `selectors.py` what the study offers a layperson: the Latin square of sources × systems, the
                 panels of an item, the safety gate, and which participants' rows are live;
 - `assignment.py` the row handout: a newcomer's Latin-square row and survey items, and the gate
                 re-applied to an item before it shows a text;

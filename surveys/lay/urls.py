@@ -1,4 +1,4 @@
-"""URL patterns of the lay survey flow (included by surveys/urls.py, namespace "annotation")."""
+"""URL patterns of the lay flow (included by surveys/urls.py, namespace "surveys")."""
 
 from django.urls import path
 

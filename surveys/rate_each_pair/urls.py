@@ -1,4 +1,4 @@
-"""URL patterns of the pairs flow (included by surveys/urls.py, namespace "annotation")."""
+"""URL patterns of the rate-each-pair flow (included by surveys/urls.py, namespace "surveys")."""
 
 from django.urls import path
 

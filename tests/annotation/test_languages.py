@@ -38,7 +38,7 @@ PO = REPO / "locale" / "es" / "LC_MESSAGES" / "django.po"
 MO = PO.with_suffix(".mo")
 PRESETS = REPO / "instruments" / "presets"
 PARTICIPANT_TEMPLATES = [
-    *sorted((REPO / "templates" / "annotation").rglob("*.html")),
+    *sorted((REPO / "templates" / "surveys").rglob("*.html")),
     REPO / "templates" / "errors" / "page.html",
     REPO / "templates" / "500.html",
     REPO / "templates" / "base.html",
@@ -320,7 +320,8 @@ def _python_msgids() -> set[str | tuple[str, str]]:
 
     keywords = {"_": None, "gettext": None, "gettext_lazy": None, "ngettext": (1, 2)}
     found: set[str | tuple[str, str]] = set()
-    for path in [*sorted((REPO / "annotation").rglob("*.py")), *sorted((REPO / "config").rglob("*.py"))]:
+    apps = ("annotation", "studies", "surveys", "config")
+    for path in sorted(path for app in apps for path in (REPO / app).rglob("*.py")):
         with path.open("rb") as handle:
             for _, _function, message, _ in extract_python(handle, keywords, [], {}):
                 if isinstance(message, tuple):
