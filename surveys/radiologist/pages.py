@@ -17,10 +17,9 @@ text's card, one about the source under the original). Every answer is an ItemAn
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -29,23 +28,39 @@ from django.db.models import F, FilteredRelation, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from annotation import participant_services, protocol_texts, scales
+from annotation import participant_services, scales
 from annotation.answer_selectors import JudgementRow, RatingRow, rows_of_page
 from annotation.instrument_selectors import EXPERT, CurrentInstrument, study_instrument_current
-from annotation.instrument_services import item_answer_save, item_answers_none_marked
-from annotation.item_questions import ItemQuestion, item_question, shown
+from annotation.instrument_services import item_answer_save
+from annotation.item_questions import item_question
 from annotation.models import (
     ExpertItem,
     ItemAnswer,
     Participant,
     SimplificationText,
-    Source,
 )
 from annotation.prepared_queries import PreparedQuery, PreparedUpdate
 from instruments.schema import AppliesTo, ItemKind
 from surveys.radiologist import controls as planted
 from surveys.radiologist import services as expert_answers
-from surveys.radiologist.selectors import Progress, expert_page_place
+from surveys.radiologist.page_rows import (  # noqa: F401  (re-exported: views and tests read pages here)
+    COMMENT,
+    ORIGINAL,
+    AspectCell,
+    Cell,
+    ExpertPage,
+    PageWording,
+    ShownLevel,
+    TextRow,
+    page_wording,
+)
+from surveys.radiologist.selectors import expert_page_place
+from surveys.radiologist.span_marks import (
+    no_marks_record,
+    page_suggestions,
+    span_instructions_once,
+    with_suggestions,
+)
 from surveys.survey_language import participant_language
 from surveys.survey_page import (  # noqa: F401  (re-exported: views and tests time pages here)
     MAX_INTERVAL_MS,
@@ -55,9 +70,7 @@ from surveys.survey_page import (  # noqa: F401  (re-exported: views and tests t
     text_label,
 )
 
-ORIGINAL = "original"
 ORIGINAL_FIELDS = ("severity", "simplicity")
-COMMENT = "comment"
 # Form fields that are not answers; every other field must name an answer on the page.
 NON_ANSWER_FIELDS = frozenset({"csrfmiddlewaretoken", "elapsed_ms", "rendered_at", "action"})
 _ANSWER_FIELD = re.compile(r"^(?P<row>[^-]+)-(?P<name>[^-]+)$")
@@ -66,134 +79,6 @@ _STAMP_SALT = "annotation.expert_flow.page_stamp"
 
 
 # --- Reading a page ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One 1-5 (or severity) answer on the page."""
-
-    field: str
-    key: str
-    value: Any
-
-
-@dataclass(frozen=True)
-class AspectCell(Cell):
-    aspect: protocol_texts.ExpertAspect | None = None
-
-
-@dataclass(frozen=True)
-class ShownLevel:
-    """A scale point as a row shows it: `name` is what the form posts and the column stores (the
-    severity level's English name, the Likert code's label), `label` what the rater reads."""
-
-    name: str
-    value: int
-    definition: str = ""
-    label: str = ""
-
-
-@dataclass(frozen=True)
-class PageWording:
-    """The protocol rows' texts in one language, from the instrument."""
-
-    aspects: tuple[protocol_texts.ExpertAspect, ...]
-    severity_title: str
-    severity_question: str
-    severity_levels: tuple[ShownLevel, ...]
-    simplicity_title: str
-    simplicity_question: str
-    likert_levels: tuple[ShownLevel, ...]
-
-
-def page_wording(current: CurrentInstrument, language: str) -> PageWording:
-    """Built once per instrument version and language (kept with the cached instrument)."""
-    memo = current.memo.get(("expert-wording", language))
-    if memo is not None:
-        return memo
-    instrument = current.instrument
-    aspects = tuple(
-        protocol_texts.ExpertAspect(
-            key,
-            shown(instrument.item(key).title, language),
-            shown(instrument.item(key).wording, language),
-            shown(instrument.item(key).short_wording, language),
-        )
-        for key in scales.EXPERT_ASPECTS
-    )
-    severity, simplicity = instrument.item("severity"), instrument.item("original_simplicity")
-    assert severity.scale is not None and simplicity.scale is not None
-    # The severity column stores the level's English name (annotation/scales.py), whatever is shown.
-    names = {level.value: level.name for level in scales.SEVERITY.levels}
-    wording = PageWording(
-        aspects=aspects,
-        severity_title=shown(severity.title, language),
-        severity_question=shown(severity.wording, language),
-        severity_levels=tuple(
-            ShownLevel(names[p.code], p.code, shown(p.definition, language), shown(p.label, language))
-            for p in severity.scale.points
-        ),
-        simplicity_title=shown(simplicity.title, language),
-        simplicity_question=shown(simplicity.wording, language),
-        likert_levels=tuple(
-            ShownLevel(shown(p.label, language), p.code, label=shown(p.label, language))
-            for p in simplicity.scale.points
-        ),
-    )
-    current.memo[("expert-wording", language)] = wording
-    return wording
-
-
-@dataclass
-class TextRow:
-    label: str
-    text: str
-    aspects: list[AspectCell]
-    comment: str
-    added: list[ItemQuestion] = field(default_factory=list)
-
-    @property
-    def comment_field(self) -> str:
-        return f"{self.label}-{COMMENT}"
-
-    @property
-    def complete(self) -> bool:
-        return all(cell.value is not None for cell in self.aspects) and all(
-            q.answered for q in self.added if q.required
-        )
-
-
-@dataclass
-class ExpertPage:
-    item: ExpertItem
-    source: Source
-    texts: list[TextRow]
-    severity: Cell
-    simplicity: Cell
-    comment: str
-    wording: PageWording
-    missing: list[str] = field(default_factory=list)
-    original_added: list[ItemQuestion] = field(default_factory=list)
-    # How many required answers the page asks (its rows, added items included).
-    required: int = 0
-    # Set by a save that changed the page's completion: the survey's progress and the page's number
-    # as of that save (None when the save left both as they were).
-    progress: Progress | None = None
-    number: int | None = None
-
-    @property
-    def complete(self) -> bool:
-        return not self.missing
-
-    @property
-    def started(self) -> bool:
-        """Whether any rating of the page is answered (the comments do not count)."""
-        return len(self.missing) < self.required
-
-    @property
-    def original_comment_field(self) -> str:
-        return f"{ORIGINAL}-{COMMENT}"
-
 
 # An item answer's columns, read beside the page's texts and beside its lock (one query each).
 _ANSWER_COLUMNS = (
@@ -360,7 +245,7 @@ def _page_build(
     required = 0
     about_text = [i for i in asked.added if i.applies_to is AppliesTo.SIMPLIFICATION]
     about_source = [i for i in asked.added if i.applies_to is AppliesTo.SOURCE]
-    suggested = _page_suggestions(item, texts, about_text)
+    suggested = page_suggestions(item, texts, about_text)
     for label, text in texts:
         rating = ratings.get(text.pk)
         cells = []
@@ -380,7 +265,7 @@ def _page_build(
             )
             for i in about_text
         ]
-        questions = [_with_suggestions(q, text, suggested) for q in questions]
+        questions = [with_suggestions(q, text, suggested) for q in questions]
         missing += [q.field for q in questions if q.required and not q.answered]
         required += len(cells) + sum(1 for q in questions if q.required)
         rows.append(
@@ -392,7 +277,7 @@ def _page_build(
                 added=questions,
             )
         )
-    _span_instructions_once([q for row in rows for q in row.added])
+    span_instructions_once([q for row in rows for q in row.added])
     severity = Cell(
         field=f"{ORIGINAL}-severity",
         key="severity",
@@ -694,7 +579,7 @@ def expert_page_save(
         page = _page_build(item, texts, ratings, judgement, asked, answers)
         _item_record(item=item, complete=page.complete, time_spent_ms=time_spent_ms)
         if page.complete and was_completed is None:
-            _no_marks_record(item=item, texts=texts, asked=asked, answers=answers)
+            no_marks_record(item=item, texts=texts, asked=asked, answers=answers)
         if (item.completed_at is None) != (was_completed is None):
             # Only a change of the page's completion changes the survey's progress: counted then
             # (under the lock, so with this save), not on every answer.
@@ -703,93 +588,6 @@ def expert_page_save(
             if page.complete and place.progress.done >= place.progress.total:
                 participant_services.participant_complete(participant=participant)
     return page
-
-
-def _page_suggestions(
-    item: ExpertItem, texts: list[tuple[str, SimplificationText]], about_text: list[Any]
-) -> dict[tuple[str, int], tuple[dict[str, Any], ...]]:
-    """The suggestions the page's error-span questions show (AI-assisted marking), by (item key,
-    text id), each with the fate stored before. A page without an error-span item costs no query,
-    one of a study without assistance one (the provider reads the option once), an assisted one a
-    fixed number whatever its texts (the judge's spans and the stored fates, each in one query).
-    A planted control is never assisted."""
-    span_items = [i for i in about_text if i.kind is ItemKind.ERROR_SPANS]
-    shown_texts = [text for _, text in texts if not planted.is_planted(text.pk)]
-    if not span_items or not shown_texts:
-        return {}
-    from annotation.span_suggestions import offer_with_fates, span_suggestions_page
-
-    offers = span_suggestions_page(
-        participant=item.participant, source=item.source, texts=shown_texts, items=span_items
-    )
-    offers = {key: offer for key, offer in offers.items() if offer[0]}
-    if not offers:
-        return {}
-    stored_rows = (
-        ItemAnswer.objects.filter(
-            participant_id=item.participant_id,
-            item_key__in=sorted({key for key, _ in offers}),
-            shown_text_id__in=sorted({text_id for _, text_id in offers}),
-        )
-        .exclude(suggestions={})
-        .order_by("pk")
-        .values_list("item_key", "shown_text_id", "suggestions")
-    )
-    stored: dict[tuple[str, int], Any] = {}
-    for key, text_id, suggestions in stored_rows:
-        stored.setdefault((key, text_id), suggestions)
-    # The page never learns which suggestions are planted: only the place, the category, the
-    # severity and the fate so far travel to it (the origin stays on the server and in the answer).
-    shown_fields = ("id", "start", "end", "category", "severity", "fate")
-    return {
-        key: tuple({k: s[k] for k in shown_fields} for s in offer_with_fates(offer, stored.get(key)))
-        for key, offer in offers.items()
-    }
-
-
-def _with_suggestions(
-    question: ItemQuestion,
-    text: SimplificationText,
-    suggested: Mapping[tuple[str, int], tuple[dict[str, Any], ...]],
-) -> ItemQuestion:
-    """An error-span question with the suggestions its page offers; unchanged where none are."""
-    shown_suggestions = suggested.get((question.key, text.pk))
-    if question.kind != ItemKind.ERROR_SPANS.value or not shown_suggestions:
-        return question
-    return dataclasses.replace(question, suggestions=shown_suggestions)
-
-
-def _no_marks_record(
-    *,
-    item: ExpertItem,
-    texts: list[tuple[str, SimplificationText]],
-    asked: _Asked,
-    answers: dict[tuple[str, int | None], Any],
-) -> None:
-    """A page finished without a mark on a text says the rater found no error in it: stored as []
-    ("no error marked"), so the span rates count the text as seen (without it, a rater's clean texts
-    would leave no row and the rates would be computed over marked texts only). A mark set later
-    replaces it like any edit."""
-    span_items = [
-        i for i in asked.added if i.kind is ItemKind.ERROR_SPANS and i.applies_to is AppliesTo.SIMPLIFICATION
-    ]
-    if not span_items or asked.current.row_id is None:
-        return
-    # A planted control's answers are about the control (surveys/radiologist/controls.py): an
-    # unmarked control is simply not caught, nothing to store.
-    unmarked = [
-        (i, text)
-        for i in span_items
-        for _label, text in texts
-        if (i.key, text.pk) not in answers and not planted.is_planted(text.pk)
-    ]
-    item_answers_none_marked(
-        participant_id=item.participant_id,
-        instrument_id=asked.current.row_id,
-        source_id=item.source_id,
-        targets=[(i.key, text.pk) for i, text in unmarked],
-        language=asked.language,
-    )
 
 
 # Every save of a page: SQL compiled once per process.
@@ -828,15 +626,3 @@ def page_stamp(*, item: ExpertItem, now: float | None = None) -> str:
 
 def page_stamp_elapsed_ms(*, item: ExpertItem, stamp: str, now: float | None = None) -> int:
     return render_stamp_elapsed_ms(salt=_STAMP_SALT, page={"item": item.pk}, stamp=stamp, now=now)
-
-
-def _span_instructions_once(questions: list[ItemQuestion]) -> None:
-    """The first error-span question of each item on the page carries its instructions; the
-    others point to them (templates/surveys/items/_error_spans.html)."""
-    first: dict[str, str] = {}
-    for question in questions:
-        if question.kind == ItemKind.ERROR_SPANS.value:
-            if question.key in first:
-                question.keys_of = first[question.key]
-            else:
-                first[question.key] = question.field
