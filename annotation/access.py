@@ -93,7 +93,7 @@ class SurveyClosed(Exception):  # noqa: N818 - named for the outcome callers cat
 
 class WrongFlow(Exception):  # noqa: N818 - named for the outcome callers catch; importers use the name
     """A token of one role asked for the other role's pages (`role`: the role the pages are for,
-    or PAIRS_FLOW for the pairs flow's)."""
+    or PAIRS_FLOW for the rate-each-pair flow's)."""
 
     PAIRS_FLOW = "pairs"
 

@@ -1,6 +1,6 @@
 """The one write path of every answer: `answers_upsert` writes one target's item answers
 (ItemAnswer rows) for every flow (the radiologist page and its planted controls, the lay panels,
-the pairs and pairwise flows, the importers), with the one revision rule: a revision
+the rate-each-pair and compare-two flows, the importers), with the one revision rule: a revision
 (AnswerRevision, the earlier value) only when a value actually changed, never on the first save.
 
 Idempotent: answering twice updates the one row of (participant, instrument version, item, target,

@@ -390,7 +390,7 @@ class Participant(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="participants")
     role = models.CharField(max_length=12, choices=Role.choices)
     # The rater group an instrument's `roles` name (seed 000's "annotator", "medical_expert"),
-    # where it is not the role itself; empty = the role. The pairs flow asks a participant the
+    # where it is not the role itself; empty = the role. The rate-each-pair flow asks a participant the
     # items of their group (surveys/rate_each_pair/).
     rater_group = models.SlugField(max_length=60, blank=True)
     token = models.CharField(max_length=64, unique=True, default=new_participant_token, editable=False)
@@ -710,7 +710,7 @@ class StudyInstrument(models.Model):
 class ItemAnswer(models.Model):
     """One participant's answer to one instrument item on one target: the one store of every
     answer of every flow (the protocol's items, a team's added items, every other preset's items,
-    the pairwise flow's choices, the answers on planted controls). `value` is the answer as
+    the compare-two flow's choices, the answers on planted controls). `value` is the answer as
     `instruments.answers.item_value_validate` accepts it (item_value_to_json); `score` its numeric
     coding (`item_value_code`: the ordinal code, the count, the matched proportion; null for free
     text, choices and "not applicable").
@@ -855,7 +855,7 @@ class SourceUpload(models.Model):
 
 
 class PairwiseTask(models.Model):
-    """One page of the pairwise flow (surveys/compare_two/): a participant compares two
+    """One page of the compare-two flow (surveys/compare_two/): a participant compares two
     simplifications of one source, `left` shown as A on the left. Which systems are paired and
     which side each takes are drawn per participant (seeded, surveys/compare_two/assignment.py)
     and stored here, so the answer (an ItemAnswer with shown_text = left's text, reference_text =

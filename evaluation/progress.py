@@ -115,7 +115,7 @@ def participants_progress(*, study: Study, now: datetime | None = None) -> list[
         .values("participant_id")
         .annotate(total=Count("pk"), done=Count("pk", filter=Q(completed_at__isnull=False)))
     }
-    # Participants of the pairs and pairwise flows count their own units
+    # Participants of the rate-each-pair and compare-two flows count their own units
     # (evaluation/exports/study_answers.py).
     flows = study_flows(study=study)
     other = participant_units(study=study, flows=flows) if flows.other_flows else {}

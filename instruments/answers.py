@@ -11,7 +11,7 @@ Stored values, by kind:
   sentence_matching  SentenceMatches: per reference sentence, the generated sentences matching it
   error_spans        a tuple of ErrorSpan: character offsets into the shown text (end exclusive),
                      a category (an option key) and a severity (a severities key)
-  pairwise           the outcome's option key (the pairwise flow stores it as the ItemAnswer's
+  pairwise           the outcome's option key (the compare-two flow stores it as the ItemAnswer's
                      {"choice": key, "reason": text}, surveys/compare_two/)
 """
 

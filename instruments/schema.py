@@ -20,7 +20,7 @@ class ItemKind(StrEnum):
     FREE_TEXT = "free_text"
     SENTENCE_MATCHING = "sentence_matching"
     # Error spans mark character ranges of a shown text with a category (the item's
-    # options) and a severity (its severities); pairwise items are asked by the pairwise flow
+    # options) and a severity (its severities); pairwise items are asked by the compare-two flow
     # (surveys/compare_two/).
     ERROR_SPANS = "error_spans"
     PAIRWISE = "pairwise"

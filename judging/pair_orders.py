@@ -1,8 +1,8 @@
-"""Both orders of a comparison a judge is asked outside the pairwise flow: an instrument of another
+"""Both orders of a comparison a judge is asked outside the compare-two flow: an instrument of another
 flow whose pair items include a pairwise (preference) item asks each (text, reference) pair as
 asked of the humans, the text as A and the reference as B, and once more reversed, the reference
 as A and the text as B, so that the judge's position bias is measured (judging.position_bias) and
-the ranking counts both orders. The pairwise flow itself asks every pair of texts in both orders
+the ranking counts both orders. The compare-two flow itself asks every pair of texts in both orders
 (judging.services.pairwise_orders).
 
 The reversed order is a judge item whose shown text is the source's reference text and whose
@@ -55,7 +55,7 @@ def is_reversed_order(
     references: Mapping[int, set[int]],
 ) -> bool:
     """Whether a judge item is the reversed order of a (text, reference) pair (see the module
-    docstring); never in the pairwise flow, whose orders are both its own."""
+    docstring); never in the compare-two flow, whose orders are both its own."""
     if flow == StudyInstrument.Flow.PAIRWISE or text_id is None or reference_id is None:
         return False
     theirs = references.get(source_id, set())

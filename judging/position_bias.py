@@ -1,6 +1,6 @@
 """A pairwise judge's position bias and its ranking from both orders (measures.stats.position_bias,
 measures.stats.pairwise): read from a run's answers to every pairwise (preference) item of any flow,
-each comparison asked as (A, B) and (B, A): the pairwise flow's pairs of texts
+each comparison asked as (A, B) and (B, A): the compare-two flow's pairs of texts
 (judging.services.pairwise_orders), and another flow's (text, reference) pairs, asked once more
 with the reference first (judging.pair_orders).
 

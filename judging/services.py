@@ -269,7 +269,7 @@ def _instrument_targets(
             if t.pk not in reference_only
         ]
     if AppliesTo.PAIR in kinds and row.flow == StudyInstrument.Flow.PAIRWISE:
-        # The pairwise flow compares two systems' texts of a source: the judge is asked every pair
+        # The compare-two flow compares two systems' texts of a source: the judge is asked every pair
         # in both orders (A, B) and (B, A), so that its position bias can be measured and cancels
         # out of the ranking (judging.position_bias).
         targets += [

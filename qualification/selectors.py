@@ -39,7 +39,7 @@ def flow_instrument(*, study: Study, flow: str) -> CurrentInstrument | None:
 
 
 def flow_instruments(*, study: Study, flow: str) -> list[CurrentInstrument]:
-    """Every instrument `flow` asks in `study`: the pairs flow may ask several (in key order, as its
+    """Every instrument `flow` asks in `study`: the rate-each-pair flow may ask several (in key order, as its
     pages do); every other flow asks one."""
     if flow == PAIRS:
         return [
@@ -73,9 +73,9 @@ def _group_entries(current: CurrentInstrument, group: str) -> tuple[tuple[Practi
 
 def practice_round(*, study: Study, flow: str, group: str) -> PracticeRound:
     """The practice items `group` answers in `flow`: those of the flow's current instrument whose
-    item the group is asked (its `roles`). In the pairs flow, which may ask several instruments,
+    item the group is asked (its `roles`). In the rate-each-pair flow, which may ask several instruments,
     those of the first one (in key order) that has practice items for the group. No query while the
-    study's instruments are cached (the pairs flow reads its instrument rows: one query)."""
+    study's instruments are cached (the rate-each-pair flow reads its instrument rows: one query)."""
     found = flow_instruments(study=study, flow=flow)
     for current in found:
         if entries := _group_entries(current, group):

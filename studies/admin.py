@@ -100,7 +100,7 @@ class AttentionCheckInline(ScopedRelatedFields, admin.TabularInline):
 
 
 def _preset_action(name: str):
-    """The study list's action that attaches the shipped preset `name` for the pairs flow."""
+    """The study list's action that attaches the shipped preset `name` for the rate-each-pair flow."""
 
     @admin.action(description=f"Attach the instrument preset {name} (rate each pair)")
     def attach(modeladmin, request, queryset):
@@ -116,7 +116,7 @@ def _preset_action(name: str):
     return attach
 
 
-# Only the presets the pairs flow can ask (the protocol's are the radiologist and lay flows').
+# Only the presets the rate-each-pair flow can ask (the protocol's are the radiologist and lay flows').
 PRESET_ACTIONS = [
     _preset_action(name) for name in preset_names() if not pairs_item_problems(preset_load(name))
 ]

@@ -1,5 +1,5 @@
 """The rater groups a study invites into: the groups its instruments ask (seed 000's `annotator`,
-`medical_expert`; the roles themselves for the protocol, seed 002 and the pairwise flow), each with
+`medical_expert`; the roles themselves for the protocol, seed 002 and the compare-two flow), each with
 how many participants it has, as the console's invitation form lists them (never typed in) and the
 service that invites into one of them."""
 

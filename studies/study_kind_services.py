@@ -34,7 +34,7 @@ from surveys.rate_each_pair.services import study_instrument_attach
 
 def study_kind_attach(*, study: Study, kind: str, actor: Any = None) -> StudyInstrument | None:
     """Give `study` the instrument of `kind` (a key of KIND_PRESETS): the protocol's presets are
-    every study's already; a pairs preset joins the pairs flow, the pairwise preset the pairwise
+    every study's already; a pairs preset joins the rate-each-pair flow, the pairwise preset the pairwise
     flow. Returns the attached row (None for the protocol)."""
     if kind not in KIND_PRESETS:
         raise ValidationError(
@@ -62,7 +62,7 @@ def study_instrument_file_attach(
             {
                 "instrument_file": f"{instrument.key}: no flow can ask every item of this instrument "
                 "(a rate-each-pair page asks items about a text or a pair; a pairwise item is the "
-                "pairwise flow's). Edit the protocol's instruments on the Instruments page instead."
+                "compare-two flow's). Edit the protocol's instruments on the Instruments page instead."
             }
         )
     try:
@@ -132,7 +132,7 @@ def reference_needed_by(*, study: Study) -> list[str]:
 
 
 def study_launch_problems(*, study: Study) -> dict[str, list[str]]:
-    """Why the study's pairs or pairwise flow cannot start, keyed by the set-up field each is
+    """Why the study's pairs or compare-two flow cannot start, keyed by the set-up field each is
     about (empty: it can): texts to show, a reference system where an item needs one, and at
     least one participant in every rater group an instrument asks."""
     problems: dict[str, list[str]] = {}
@@ -151,7 +151,7 @@ def study_launch_problems(*, study: Study) -> dict[str, list[str]]:
     people = Participant.objects.filter(study=study, is_preview=False, withdrawn_at__isnull=True)
     invited = {group or role for role, group in people.values_list("role", "rater_group")}
     # Every rater group a pairs instrument asks is part of its design (seed 002's radiologists and
-    # lay reader): each needs participants. The pairwise flow needs judges of one of its roles.
+    # lay reader): each needs participants. The compare-two flow needs judges of one of its roles.
     for group in sorted(study_rater_groups(study=study)):
         if group not in invited:
             problems.setdefault("rater_group", []).append(

@@ -6,7 +6,7 @@ Three kinds of judgment become pairs of two distinct texts of one source:
   answers (measures.stats.pairwise.preferences_to_pairs): the most-preferred texts beat every other
   text shown, every text shown beats the least-preferred ones; a text ticked both most and least
   counts as neither;
-* **pairwise**: a "left"/"right" answer of the pairwise flow; "tie" and "neither" say that neither
+* **pairwise**: a "left"/"right" answer of the compare-two flow; "tie" and "neither" say that neither
   text is better (they count as raters of the pair, for neither side);
 * **radiologist ratings**: each radiologist's mean over the aspects they rated, averaged per text;
   two texts whose averages differ by at least `threshold` points make a pair.

@@ -14,8 +14,8 @@ Flows, in the words the console shows:
 - ``controls``: the planted controls on radiologists' pages (answered inside the expert flow).
 
 A participant answers in one flow, chosen as their invitation link chooses it
-(surveys/entry.py): the pairs flow where a pairs instrument asks their rater group, else
-the pairwise flow where the pairwise instrument asks their role, else the protocol flow of their
+(surveys/entry.py): the rate-each-pair flow where a pairs instrument asks their rater group, else
+the compare-two flow where the pairwise instrument asks their role, else the protocol flow of their
 role.
 """
 

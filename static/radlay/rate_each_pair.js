@@ -1,4 +1,4 @@
-/* radlay pairs flow: the autosave of static/radlay/survey.js with a status per question, and the
+/* radlay rate-each-pair flow: the autosave of static/radlay/survey.js with a status per question, and the
    sentence-matching grid (a row's "None" and its ticks exclude each other; the grid is sent once
    every reference sentence has an answer). Everything here is an enhancement: the page form saves
    and navigates without it. Loaded after survey.js. */

@@ -1,4 +1,4 @@
-"""Reads of the pairwise flow: the study's pairwise instrument, a participant's pages, and every
+"""Reads of the compare-two flow: the study's pairwise instrument, a participant's pages, and every
 comparison of a study (asked, and derived from the lay most/least preferences) for the ranking."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def pairwise_instrument_current(*, study: Study) -> StudyInstrument | None:
 
 def pairwise_flow_for(*, participant: Participant) -> StudyInstrument | None:
     """The pairwise instrument this participant answers, when the study is a pairwise study for
-    their role (the invite link then opens the pairwise flow)."""
+    their role (the invite link then opens the compare-two flow)."""
     instrument = pairwise_instrument_current(study=participant.study)
     if instrument is None:
         return None

@@ -1,4 +1,4 @@
-"""Writes of the pairwise flow: attaching the instrument, drawing a participant's pairs, saving an
+"""Writes of the compare-two flow: attaching the instrument, drawing a participant's pairs, saving an
 answer."""
 
 from __future__ import annotations

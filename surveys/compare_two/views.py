@@ -1,4 +1,4 @@
-"""The pairwise flow's pages. Views parse, call one service or selector, render; the token goes
+"""The compare-two flow's pages. Views parse, call one service or selector, render; the token goes
 through surveys.entry.survey_participant (either role: the study's pairwise instrument
 says who answers). Consent comes first, as in the other flows. Works without JavaScript (a plain
 form POST); compare_two.js adds keys 1–4. Every participant-facing word is in the study's language

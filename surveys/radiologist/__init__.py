@@ -10,9 +10,8 @@
 - `controls.py`   planted controls on a page;
 - `pages.py`      one page: what it shows (the original and every distinct simplification under blind
                   labels A, B, C…, each with the study's instrument's questions), which answers are
-                  missing, and saving its form (autosave or a whole-page POST);
-- `answers.py`    the writes of its answers (ratings of each text, judgements of the original);
-- `controls.py`   planted controls: where they join a page and where their answers go.
+                  missing, and saving its form (autosave or a whole-page POST); `page_rows.py`
+                  the shape a page is read in, `span_marks.py` its error-span questions.
 
 Templates: templates/surveys/radiologist/; script and styles: static/radlay/radiologist.js, .css.
 """

@@ -1,8 +1,8 @@
-"""The rate-each-pair flow (StudyInstrument.flow = "pairs", the stored value; docs/guide/pairs-flow.md):
-seed 002's caption pairs rated on four criteria by radiologists and a lay reader, seed 000's sentence
-matching and expert verification. One page per (simplification, reference) pair, asking the items
-of the participant's rater group from the study's current rate-each-pair instruments. Shaped as
-every flow of surveys/ is:
+"""The rate-each-pair flow (StudyInstrument.flow = "pairs", the stored value;
+docs/guide/rate-each-pair-flow.md): seed 002's caption pairs rated on four criteria by radiologists
+and a lay reader, seed 000's sentence matching and expert verification. One page per
+(simplification, reference) pair, asking the items of the participant's rater group from the
+study's current rate-each-pair instruments. Shaped as every flow of surveys/ is:
 
 - `views.py`, `urls.py` the pages (thin);
 - `selectors.py` what a study's rate-each-pair flow is: its instruments, a participant's rater group

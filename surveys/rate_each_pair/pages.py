@@ -1,5 +1,5 @@
-"""One page of the pairs flow: what it shows (each item with its stored or just-posted answer), saving
-it, and where a participant is (progress, resume).
+"""One page of the rate-each-pair flow: what it shows (each item with its stored or just-posted
+answer), saving it, and where a participant is (progress, resume).
 
 Saving (`pair_answers_save`) is all or nothing: every answer a request carries is checked with
 `instruments.answers.item_value_validate` first, and if any is refused nothing is stored and each

@@ -1,4 +1,4 @@
-"""What a study's pairs flow asks, of whom, about what (selectors; nothing here writes).
+"""What a study's rate-each-pair flow asks, of whom, about what (selectors; nothing here writes).
 
 The reference of a pair. Seed 002 rates "caption pairs": the expert caption and its lay rewrite; in
 a radlay study the expert caption is the source and the lay caption a simplification. Seed 000's
@@ -61,7 +61,9 @@ def pairs_item_problems(instrument: Instrument) -> list[str]:
     problems = []
     for item in instrument.items:
         if item.kind not in PAGE_KINDS:
-            problems.append(f"item {item.key!r}: the pairs flow does not show {item.kind.value} items yet.")
+            problems.append(
+                f"item {item.key!r}: the rate-each-pair flow does not show {item.kind.value} items yet."
+            )
         if item.applies_to not in PAGE_TARGETS:
             problems.append(
                 f"item {item.key!r} applies to the {item.applies_to.value}: a pairs page asks about a "
@@ -112,13 +114,13 @@ def pairs_page_items(*, study: Study, group: str) -> list[PageItem]:
 
 
 def pairs_participant(participant: Participant) -> bool:
-    """Whether `participant` takes part through the pairs flow: their study runs one and asks their
+    """Whether `participant` takes part through the rate-each-pair flow: their study runs one and asks their
     rater group something. (A study runs one flow per rater group.)"""
     return bool(pairs_page_items(study=participant.study, group=rater_group(participant)))
 
 
 def study_rater_groups(*, study: Study) -> set[str]:
-    """Every rater group the study's current pairs-flow instruments name (the protocol's
+    """Every rater group the study's current rate-each-pair instruments name (the protocol's
     instruments, which every study has, name the radiologist page's and the lay flow's roles)."""
     groups: set[str] = set()
     for row in StudyInstrument.objects.filter(study=study, is_current=True, flow=StudyInstrument.Flow.PAIRS):

@@ -1,4 +1,4 @@
-"""Setting a study up for the pairs flow: attach a shipped instrument, invite its rater groups."""
+"""Setting a study up for the rate-each-pair flow: attach a shipped instrument, invite its rater groups."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from surveys.rate_each_pair.selectors import instrument_of, pairs_item_problems,
 
 
 def study_instrument_attach(*, study: Study, preset_name: str, actor: Any = None) -> StudyInstrument:
-    """Make the shipped preset `preset_name` one of the study's current pairs-flow instruments.
+    """Make the shipped preset `preset_name` one of the study's current rate-each-pair instruments.
     Attaching the same version again changes nothing; a different version of an instrument the
     study already asks replaces it in place while no answer names it, and is refused once answers
     exist (a change is then a recorded new version: instruments.versioning)."""

@@ -1,5 +1,5 @@
-"""The pairs flow in the browser (surveys/rate_each_pair/, docs/guide/pairs-flow.md). Views parse the
-request, call one function of annotation/pairs, and render.
+"""The rate-each-pair flow in the browser (docs/guide/rate-each-pair-flow.md). Views parse the
+request, call one function of surveys/rate_each_pair/, and render.
 
 Every answer is saved as it is given (autosave of static/radlay/survey.js, the controls that
 changed) and the page form works without JavaScript (a plain POST saves the whole page). A closed

@@ -65,7 +65,7 @@ def _survey_strings() -> SafeString:
                 "This sentence still has %(n)s unanswered rows: the first one is highlighted. "
                 "Answer them to go on, or use “Skip for now”."
             ),
-            # The pairs flow's sentence-matching grid (static/radlay/rate_each_pair.js).
+            # The rate-each-pair flow's sentence-matching grid (static/radlay/rate_each_pair.js).
             "grid_open_one": _("%(n)s reference sentence still to answer before this is saved"),
             "grid_open_other": _("%(n)s reference sentences still to answer before this is saved"),
             # The radiologist page's error-span marking (static/radlay/error_spans.js).

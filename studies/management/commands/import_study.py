@@ -25,12 +25,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--instrument",
             metavar="PRESET",
-            help="attach this shipped instrument for the pairs flow (e.g. medlaybench_002)",
+            help="attach this shipped instrument for the rate-each-pair flow (e.g. medlaybench_002)",
         )
         parser.add_argument(
             "--reference-system",
             metavar="KEY",
-            help="the system whose texts are the references of the pairs flow (System.is_reference)",
+            help="the system whose texts are the references of the rate-each-pair flow (System.is_reference)",
         )
         parser.add_argument(
             "--language",

@@ -16,7 +16,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--rater-group",
             default="",
-            help="a rater group of the study's instrument (pairs flow), e.g. annotator; "
+            help="a rater group of the study's instrument (rate-each-pair flow), e.g. annotator; "
             "--role then says whether they are radiologists or laypeople where the group is neither",
         )
         parser.add_argument("--count", type=int, default=1)
