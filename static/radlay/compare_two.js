@@ -1,4 +1,4 @@
-// The pairwise page's keys: 1-4 choose an answer (outside the reason box); the time on the page is
+// The compare-two page's keys: 1-4 choose an answer (outside the reason box); the time on the page is
 // sent with the form. The form works without this file.
 (function () {
   "use strict";
