@@ -422,7 +422,10 @@ def icc(
     grand = x.mean()
     ss_units = k * ((x.mean(axis=1) - grand) ** 2).sum()
     ss_raters = n * ((x.mean(axis=0) - grand) ** 2).sum()
-    ss_error = ((x - grand) ** 2).sum() - ss_units - ss_raters
+    # The residuals' own sum of squares, not total - units - raters: the subtraction can fall a
+    # rounding error below zero when the raters agree exactly, and lift an ICC above 1.
+    residuals = x - x.mean(axis=1, keepdims=True) - x.mean(axis=0, keepdims=True) + grand
+    ss_error = (residuals**2).sum()
     bms = ss_units / (n - 1)
     jms = ss_raters / (k - 1)
     ems = ss_error / ((n - 1) * (k - 1))

@@ -342,6 +342,19 @@ def test_icc_reproduces_shrout_fleiss():
     assert (result.n_units, result.n_raters) == (6, 4)
 
 
+def test_icc_of_exact_agreement_is_one_not_a_rounding_error_above():
+    # Two units scored 0.7 and 0.1 by both raters: the error sum of squares taken as
+    # total - units - raters came out a rounding error below zero and ICC(3,1) 1.0000000000000002.
+    frame = pd.DataFrame(
+        [("u1", "r1", 0.7), ("u1", "r2", 0.7), ("u2", "r1", 0.1), ("u2", "r2", 0.1)],
+        columns=["unit", "rater", "score"],
+    )
+    result = icc(frame)
+    assert result.ms_error >= 0
+    assert max(result.icc2_1, result.icc3_1, result.icc2_k, result.icc3_k) <= 1.0
+    assert result.icc3_1 == pytest.approx(1.0)
+
+
 def test_icc_drops_incompletely_rated_units_and_rejects_duplicates():
     frame = shrout_fleiss_long()
     extra = pd.DataFrame([("t-extra", "j0", 3), ("t-extra", "j1", 9)], columns=["unit", "rater", "score"])
