@@ -14,16 +14,17 @@ as (value as item_value_to_json writes it, score as item_value_code codes it).""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
-from django.db.models import F
+from django.db import connections, transaction
 from django.db.models.constants import OnConflict
 from django.utils import timezone
 
 from annotation.models import AnswerRevision, ItemAnswer, Participant, Study, StudyInstrument
+from annotation.prepared_queries import Joined, PreparedQuery
 
 # A value meaning "the answer is withdrawn" (an emptied free text): its row goes.
 CLEAR = object()
@@ -76,19 +77,34 @@ def flow_instrument_id(*, study: Study, flow: str) -> int:
     return row_id
 
 
+_ANSWER = Joined(ItemAnswer)
+
+
+def _target_rows_query(lock: bool) -> PreparedQuery:
+    def build(participant_id, instrument_id, item_keys, **target):
+        rows = ItemAnswer.objects.filter(
+            participant_id=participant_id, instrument_id=instrument_id, item_key__in=item_keys, **target
+        )
+        return (rows.select_for_update() if lock else rows).values_list(*_ANSWER.columns())
+
+    return PreparedQuery(build)
+
+
+_target_rows = {lock: _target_rows_query(lock) for lock in (False, True)}
+
+
 def target_answers(
     *, participant_id: int, instrument_id: int, target: Target, item_keys, lock: bool = True
 ) -> dict[str, ItemAnswer]:
     """The stored answers of `item_keys` on `target`, by item key (locked for the caller's write)."""
-    rows = ItemAnswer.objects.filter(
-        participant_id=participant_id,
-        instrument_id=instrument_id,
-        item_key__in=list(item_keys),
-        **target.lookup(),
+    keys = tuple(item_keys)
+    if not keys:
+        return {}
+    rows = _target_rows[lock].rows(
+        participant_id=participant_id, instrument_id=instrument_id, item_keys=keys, **target.lookup()
     )
-    if lock:
-        rows = rows.select_for_update()
-    return {row.item_key: row for row in rows}
+    answers = (_ANSWER.instances(row) for row in rows)
+    return {answer.item_key: answer for answer in answers}  # type: ignore[attr-defined]
 
 
 def answers_upsert(
@@ -161,11 +177,41 @@ def answers_upsert(
     return out
 
 
+# The columns an answer is inserted with, in the model's order (the primary key is the database's).
+_INSERTED = tuple(
+    f for f in ItemAnswer._meta.concrete_fields if f is not ItemAnswer._meta.pk and not f.generated
+)
+
+
+@functools.cache
+def _insert_sql(alias: str, n: int) -> str:
+    """INSERT of `n` answers that leaves out a row another writer inserted first (no savepoint
+    needed: a conflict never aborts the caller's transaction) and returns the id and item key of
+    every row it wrote. Written once per database and number of rows."""
+    connection = connections[alias]
+    ops = connection.ops
+    opts = ItemAnswer._meta
+    row = "(" + ", ".join(["%s"] * len(_INSERTED)) + ")"
+    returning, _ = ops.return_insert_columns([opts.pk, opts.get_field("item_key")])
+    return " ".join(
+        part
+        for part in (
+            ops.insert_statement(on_conflict=OnConflict.IGNORE),
+            ops.quote_name(opts.db_table),
+            "(" + ", ".join(ops.quote_name(f.column) for f in _INSERTED) + ")",
+            "VALUES " + ", ".join([row] * n),
+            ops.on_conflict_suffix_sql(_INSERTED, OnConflict.IGNORE, None, None),
+            returning,
+        )
+        if part
+    )
+
+
 def _insert(participant_id, instrument_id, target, new, language, added) -> dict[str, ItemAnswer]:
     """The new rows of `new` ((item key, value, score, extra) each; the time on the first), by
     item key, in one INSERT … ON CONFLICT DO NOTHING RETURNING: a row a concurrent first save
-    inserted first is left out (the caller updates it), and no savepoint is needed (a conflict
-    never aborts the caller's transaction)."""
+    inserted first is left out (the caller updates it). The SQL is written once (`_insert_sql`)
+    and the values adapted as the ORM adapts them."""
     now = timezone.now()
     rows = [
         ItemAnswer(
@@ -183,16 +229,14 @@ def _insert(participant_id, instrument_id, target, new, language, added) -> dict
         )
         for n, (key, value, score, extra) in enumerate(new)
     ]
-    opts = ItemAnswer._meta
-    fields = [f for f in opts.concrete_fields if f is not opts.pk and not f.generated]
-    manager: Any = ItemAnswer._base_manager
-    returning = [opts.pk, opts.get_field("item_key")]
-    returned = manager._insert(
-        rows, fields=fields, returning_fields=returning, raw=True, on_conflict=OnConflict.IGNORE
-    )
+    connection = transaction.get_connection()
+    params = [f.get_db_prep_save(getattr(row, f.attname), connection) for row in rows for f in _INSERTED]
+    with connection.cursor() as cursor:
+        cursor.execute(_insert_sql(connection.alias, len(rows)), params)
+        returned = cursor.fetchall()
     by_key = {row.item_key: row for row in rows}
     inserted = {}
-    for pk, key in returned or ():
+    for pk, key in returned:
         row = by_key[key]
         row.pk = pk
         row._state.adding = False
@@ -200,19 +244,50 @@ def _insert(participant_id, instrument_id, target, new, language, added) -> dict
     return inserted
 
 
+@functools.cache
+def _update_sql(alias: str) -> str:
+    """One UPDATE for every change of an answer: its value and score (the same again where they
+    did not change), its language (kept where none is given), its suggestions (kept where none
+    are given), the time added, the time of the change."""
+    connection = connections[alias]
+    quote = connection.ops.quote_name
+    column = {name: quote(ItemAnswer._meta.get_field(name).column) for name in _UPDATED}
+    return (
+        f"UPDATE {quote(ItemAnswer._meta.db_table)} SET {column['value']} = %s, {column['score']} = %s, "
+        f"{column['language']} = CASE WHEN %s = '' THEN {column['language']} ELSE %s END, "
+        f"{column['suggestions']} = COALESCE(%s, {column['suggestions']}), "
+        f"{column['time_spent_ms']} = {column['time_spent_ms']} + %s, {column['updated_at']} = %s "
+        f"WHERE {quote(ItemAnswer._meta.pk.column)} = %s"
+    )
+
+
+_UPDATED = ("value", "score", "language", "suggestions", "time_spent_ms", "updated_at")
+
+
 def _update(row: ItemAnswer, value, score, language, added: int, now, extra) -> ItemAnswer:
-    changes: dict[str, Any] = {"updated_at": now, **extra}
-    if row.value != value or row.score != score:
-        changes |= {"value": value, "score": score}
-    if language and language != row.language:
-        changes["language"] = language
-    if added:
-        changes["time_spent_ms"] = F("time_spent_ms") + added
-    ItemAnswer.objects.filter(pk=row.pk).update(**changes)
+    connection = transaction.get_connection()
+    field = ItemAnswer._meta.get_field
+    suggestions = extra.get("suggestions")
+    params = [
+        field("value").get_db_prep_save(value, connection),
+        score,
+        language,
+        language,
+        None if suggestions is None else field("suggestions").get_db_prep_save(suggestions, connection),
+        added,
+        field("updated_at").get_db_prep_save(now, connection),
+        row.pk,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(_update_sql(connection.alias), params)
     _revision(row, value, now)
-    for name, new in changes.items():
-        if name != "time_spent_ms":
-            setattr(row, name, new)
+    row.updated_at = now
+    if row.value != value or row.score != score:
+        row.value, row.score = value, score
+    if language:
+        row.language = language
+    if suggestions is not None:
+        row.suggestions = suggestions
     row.time_spent_ms += added
     return row
 
