@@ -15,7 +15,7 @@ as (value as item_value_to_json writes it, score as item_value_code codes it).""
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,6 +107,17 @@ def target_answers(
     return {answer.item_key: answer for answer in answers}  # type: ignore[attr-defined]
 
 
+@dataclass(frozen=True)
+class Write:
+    """One target's answers to write (`answers_upsert`'s arguments of one target)."""
+
+    target: Target
+    values: Mapping[str, Any]
+    current: Mapping[str, ItemAnswer] | None = None
+    time_spent_ms: int = 0
+    suggestions: Mapping[str, dict] | None = None
+
+
 def answers_upsert(
     *,
     participant: Participant | int,
@@ -122,59 +133,85 @@ def answers_upsert(
     written, by item key (a cleared key is absent). `current`: the target's rows as the caller
     read them under a lock that serialises this target's writers (then they are not read again).
     Call inside a transaction (one is opened otherwise)."""
+    (out,) = answers_upsert_targets(
+        participant=participant,
+        instrument_id=instrument_id,
+        writes=[Write(target, values, current, time_spent_ms, suggestions)],
+        language=language,
+    )
+    return out
+
+
+def answers_upsert_targets(
+    *, participant: Participant | int, instrument_id: int, writes: Sequence[Write], language: str = ""
+) -> list[dict[str, ItemAnswer]]:
+    """`answers_upsert` of each of `writes` (several targets of one participant and instrument
+    version, e.g. a lay panel's questions about the sentence and about the text), with the new
+    rows of all of them in one INSERT; returns each write's rows as written."""
     participant_id = participant if isinstance(participant, int) else participant.pk
-    added = max(0, int(time_spent_ms))
     now = timezone.now()
-    out: dict[str, ItemAnswer] = {}
+    outs: list[dict[str, ItemAnswer]] = [{} for _ in writes]
     with transaction.atomic(savepoint=False):
-        rows = (
-            dict(current)
-            if current is not None
-            else target_answers(
-                participant_id=participant_id, instrument_id=instrument_id, target=target, item_keys=values
+        added = [max(0, int(write.time_spent_ms)) for write in writes]
+        read: list[dict[str, ItemAnswer]] = []
+        unchanged: list[list[ItemAnswer]] = []
+        new: list[tuple[int, str, Any, Any, dict]] = []  # (write, key, value, score, extra)
+        for n, write in enumerate(writes):
+            rows = (
+                dict(write.current)
+                if write.current is not None
+                else target_answers(
+                    participant_id=participant_id,
+                    instrument_id=instrument_id,
+                    target=write.target,
+                    item_keys=write.values,
+                )
             )
-        )
-        unchanged: list[ItemAnswer] = []
-        new: list[tuple[str, Any, Any, dict]] = []
-        for key, given in values.items():
-            row = rows.get(key)
-            if given is CLEAR:
-                if row is not None:
-                    _revision(row, None, now)
-                    ItemAnswer.objects.filter(pk=row.pk).delete()
-                continue
-            value, score = given
-            extra = {"suggestions": suggestions[key]} if suggestions and key in suggestions else {}
-            if row is None:
-                new.append((key, value, score, extra))
-            elif row.value == value and row.score == score and not extra:
-                # The same answer again (an autosave sends the whole form): nothing to write.
-                unchanged.append(row)
-                out[key] = row
-            else:
-                out[key] = _update(row, value, score, language, added, now, extra)
-                added = 0
+            read.append(rows)
+            unchanged.append([])
+            for key, given in write.values.items():
+                row = rows.get(key)
+                if given is CLEAR:
+                    if row is not None:
+                        _revision(row, None, now)
+                        ItemAnswer.objects.filter(pk=row.pk).delete()
+                    continue
+                value, score = given
+                suggestions = write.suggestions
+                extra = {"suggestions": suggestions[key]} if suggestions and key in suggestions else {}
+                if row is None:
+                    new.append((n, key, value, score, extra))
+                elif row.value == value and row.score == score and not extra:
+                    # The same answer again (an autosave sends the whole form): nothing to write.
+                    unchanged[n].append(row)
+                    outs[n][key] = row
+                else:
+                    outs[n][key] = _update(row, value, score, language, added[n], now, extra)
+                    added[n] = 0
         if new:
-            inserted = _insert(participant_id, instrument_id, target, new, language, added)
-            if inserted:
-                added = 0
-            out |= inserted
-            for key, value, score, extra in new:
-                if key in inserted:
+            inserted = _insert(participant_id, instrument_id, writes, new, language, added)
+            for n, key, value, score, extra in new:
+                if (n, key) in inserted:
+                    outs[n][key] = inserted[n, key]
+                    added[n] = 0
                     continue
                 # A row written meanwhile by another writer (outside the caller's lock): updated,
                 # its time kept as that writer counted it.
                 row = target_answers(
-                    participant_id=participant_id, instrument_id=instrument_id, target=target, item_keys=[key]
+                    participant_id=participant_id,
+                    instrument_id=instrument_id,
+                    target=writes[n].target,
+                    item_keys=[key],
                 )[key]
-                out[key] = _update(row, value, score, language, 0, now, extra)
-        kept = unchanged or [r for k, r in rows.items() if values.get(k) is not CLEAR]
-        if added and kept:
-            # No answer written to carry the time (the same answers again, or one withdrawn): it
-            # goes to the target's first answer kept.
-            row = kept[0]
-            _update(row, row.value, row.score, "", added, now, {})
-    return out
+                outs[n][key] = _update(row, value, score, language, 0, now, extra)
+        for n, write in enumerate(writes):
+            kept = unchanged[n] or [r for k, r in read[n].items() if write.values.get(k) is not CLEAR]
+            if added[n] and kept:
+                # No answer written to carry the time (the same answers again, or one withdrawn):
+                # it goes to the target's first answer kept.
+                row = kept[0]
+                _update(row, row.value, row.score, "", added[n], now, {})
+    return outs
 
 
 # The columns an answer is inserted with, in the model's order (the primary key is the database's).
@@ -187,12 +224,14 @@ _INSERTED = tuple(
 def _insert_sql(alias: str, n: int) -> str:
     """INSERT of `n` answers that leaves out a row another writer inserted first (no savepoint
     needed: a conflict never aborts the caller's transaction) and returns the id and item key of
-    every row it wrote. Written once per database and number of rows."""
+    every row it wrote (with its target's columns). Written once per database and number of rows."""
     connection = connections[alias]
     ops = connection.ops
     opts = ItemAnswer._meta
     row = "(" + ", ".join(["%s"] * len(_INSERTED)) + ")"
-    returning, _ = ops.return_insert_columns([opts.pk, opts.get_field("item_key")])
+    returning, _ = ops.return_insert_columns(
+        [opts.pk, opts.get_field("item_key"), *(opts.get_field(name) for name in _TARGET_COLUMNS)]
+    )
     return " ".join(
         part
         for part in (
@@ -207,41 +246,51 @@ def _insert_sql(alias: str, n: int) -> str:
     )
 
 
-def _insert(participant_id, instrument_id, target, new, language, added) -> dict[str, ItemAnswer]:
-    """The new rows of `new` ((item key, value, score, extra) each; the time on the first), by
-    item key, in one INSERT … ON CONFLICT DO NOTHING RETURNING: a row a concurrent first save
-    inserted first is left out (the caller updates it). The SQL is written once (`_insert_sql`)
-    and the values adapted as the ORM adapts them."""
+def _insert(participant_id, instrument_id, writes, new, language, added) -> dict[tuple[int, str], ItemAnswer]:
+    """The new rows of `new` ((write, item key, value, score, extra) each; a write's time on its
+    first new row), by (write, item key), in one INSERT … ON CONFLICT DO NOTHING RETURNING: a
+    row a concurrent first save inserted first is left out (the caller updates it). The SQL is
+    written once (`_insert_sql`) and the values adapted as the ORM adapts them."""
     now = timezone.now()
-    rows = [
-        ItemAnswer(
-            participant_id=participant_id,
-            instrument_id=instrument_id,
-            item_key=key,
-            **target.lookup(),
-            value=value,
-            score=score,
-            language=language,
-            time_spent_ms=added if n == 0 else 0,
-            created_at=now,
-            updated_at=now,
-            **extra,
+    first: set[int] = set()
+    rows = []
+    for n, key, value, score, extra in new:
+        rows.append(
+            ItemAnswer(
+                participant_id=participant_id,
+                instrument_id=instrument_id,
+                item_key=key,
+                **writes[n].target.lookup(),
+                value=value,
+                score=score,
+                language=language,
+                time_spent_ms=0 if n in first else added[n],
+                created_at=now,
+                updated_at=now,
+                **extra,
+            )
         )
-        for n, (key, value, score, extra) in enumerate(new)
-    ]
+        first.add(n)
     connection = transaction.get_connection()
     params = [f.get_db_prep_save(getattr(row, f.attname), connection) for row in rows for f in _INSERTED]
     with connection.cursor() as cursor:
         cursor.execute(_insert_sql(connection.alias, len(rows)), params)
         returned = cursor.fetchall()
-    by_key = {row.item_key: row for row in rows}
+    by_target = {(row.item_key, *_target_of(row)): (n, row) for (n, *_), row in zip(new, rows, strict=True)}
     inserted = {}
-    for pk, key in returned:
-        row = by_key[key]
+    for pk, key, *target in returned:
+        n, row = by_target[(key, *target)]
         row.pk = pk
         row._state.adding = False
-        inserted[key] = row
+        inserted[n, key] = row
     return inserted
+
+
+_TARGET_COLUMNS = ("source_id", "shown_text_id", "reference_text_id", "control_id", "phase")
+
+
+def _target_of(row: ItemAnswer) -> tuple:
+    return tuple(getattr(row, name) for name in _TARGET_COLUMNS)
 
 
 @functools.cache
