@@ -103,8 +103,8 @@ def target_answers(
     rows = _target_rows[lock].rows(
         participant_id=participant_id, instrument_id=instrument_id, item_keys=keys, **target.lookup()
     )
-    answers = (_ANSWER.instances(row) for row in rows)
-    return {answer.item_key: answer for answer in answers}  # type: ignore[attr-defined]
+    answers: list[Any] = [_ANSWER.instances(row) for row in rows]
+    return {answer.item_key: answer for answer in answers}
 
 
 @dataclass(frozen=True)
@@ -215,7 +215,7 @@ def answers_upsert_targets(
 
 
 # The columns an answer is inserted with, in the model's order (the primary key is the database's).
-_INSERTED = tuple(
+_INSERTED: tuple[Any, ...] = tuple(
     f for f in ItemAnswer._meta.concrete_fields if f is not ItemAnswer._meta.pk and not f.generated
 )
 
@@ -226,8 +226,8 @@ def _insert_sql(alias: str, n: int) -> str:
     needed: a conflict never aborts the caller's transaction) and returns the id and item key of
     every row it wrote (with its target's columns). Written once per database and number of rows."""
     connection = connections[alias]
-    ops = connection.ops
-    opts = ItemAnswer._meta
+    ops: Any = connection.ops
+    opts: Any = ItemAnswer._meta
     row = "(" + ", ".join(["%s"] * len(_INSERTED)) + ")"
     returning, _ = ops.return_insert_columns(
         [opts.pk, opts.get_field("item_key"), *(opts.get_field(name) for name in _TARGET_COLUMNS)]
@@ -300,13 +300,14 @@ def _update_sql(alias: str) -> str:
     are given), the time added, the time of the change."""
     connection = connections[alias]
     quote = connection.ops.quote_name
-    column = {name: quote(ItemAnswer._meta.get_field(name).column) for name in _UPDATED}
+    opts: Any = ItemAnswer._meta
+    column = {name: quote(opts.get_field(name).column) for name in _UPDATED}
     return (
         f"UPDATE {quote(ItemAnswer._meta.db_table)} SET {column['value']} = %s, {column['score']} = %s, "
         f"{column['language']} = CASE WHEN %s = '' THEN {column['language']} ELSE %s END, "
         f"{column['suggestions']} = COALESCE(%s, {column['suggestions']}), "
         f"{column['time_spent_ms']} = {column['time_spent_ms']} + %s, {column['updated_at']} = %s "
-        f"WHERE {quote(ItemAnswer._meta.pk.column)} = %s"
+        f"WHERE {quote(opts.pk.column)} = %s"
     )
 
 
@@ -315,7 +316,7 @@ _UPDATED = ("value", "score", "language", "suggestions", "time_spent_ms", "updat
 
 def _update(row: ItemAnswer, value, score, language, added: int, now, extra) -> ItemAnswer:
     connection = transaction.get_connection()
-    field = ItemAnswer._meta.get_field
+    field: Any = ItemAnswer._meta.get_field
     suggestions = extra.get("suggestions")
     params = [
         field("value").get_db_prep_save(value, connection),

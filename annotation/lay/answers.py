@@ -210,7 +210,7 @@ def lay_answer_save(
             stored = {(r.item_key, r.phase): r for r in rows}
             # The panel's targets (the sentence, and the text for Q4) in one write: their new
             # answers in one INSERT; the time goes to the first.
-            writes = []
+            writes: list[Write] = []
             for target in dict.fromkeys(targets[name] for name in clean) or [targets["understanding"]]:
                 keys = [name for name in clean if targets[name] == target]
                 writes.append(
