@@ -66,7 +66,7 @@ def generation_batch_create(
     created_by: Any = None,
     check_server: bool = False,
     system_tag: str = "",
-    replace_uploaded: bool = False,
+    replace_uploaded: bool = True,
 ) -> GenerationBatch:
     """Create a batch with one job per (source, family) and send its first jobs once committed.
 
@@ -76,9 +76,11 @@ def generation_batch_create(
     `sources` defaults to every source of the study. `check_server`: with the openai backend, ask
     the configured server first (one cheap call) and refuse the launch, naming `backend`, when it
     is unreachable or refuses the key, instead of queuing jobs that would all fail alike (the
-    launch forms ask for it). A system whose texts were uploaded (or imported) for some of the
-    sources is refused, naming it and how many texts it would overwrite, unless `replace_uploaded`
-    (generated texts of an earlier batch are replaced without asking). Raises ValidationError on
+    launch forms ask for it). With `replace_uploaded` False (what the Generate forms and the
+    `generate` command pass unless told otherwise), a system whose texts were uploaded (or
+    imported) for some of the sources is refused, naming it and how many texts it would
+    overwrite; generated texts of an earlier batch are replaced either way. (A Python caller that
+    writes over a study's texts on purpose, a bench or a test, keeps the default.) Raises ValidationError on
     a bad request, and TaskQueueUnreachable (carrying the batch, which exists) when the broker
     refused its first jobs.
     """
