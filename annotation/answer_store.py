@@ -14,16 +14,17 @@ as (value as item_value_to_json writes it, score as item_value_code codes it).""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
-from django.db.models import F
+from django.db import connections, transaction
 from django.db.models.constants import OnConflict
 from django.utils import timezone
 
 from annotation.models import AnswerRevision, ItemAnswer, Participant, Study, StudyInstrument
+from annotation.prepared_queries import Joined, PreparedQuery
 
 # A value meaning "the answer is withdrawn" (an emptied free text): its row goes.
 CLEAR = object()
@@ -76,19 +77,45 @@ def flow_instrument_id(*, study: Study, flow: str) -> int:
     return row_id
 
 
+_ANSWER = Joined(ItemAnswer)
+
+
+def _target_rows_query(lock: bool) -> PreparedQuery:
+    def build(participant_id, instrument_id, item_keys, **target):
+        rows = ItemAnswer.objects.filter(
+            participant_id=participant_id, instrument_id=instrument_id, item_key__in=item_keys, **target
+        )
+        return (rows.select_for_update() if lock else rows).values_list(*_ANSWER.columns())
+
+    return PreparedQuery(build)
+
+
+_target_rows = {lock: _target_rows_query(lock) for lock in (False, True)}
+
+
 def target_answers(
     *, participant_id: int, instrument_id: int, target: Target, item_keys, lock: bool = True
 ) -> dict[str, ItemAnswer]:
     """The stored answers of `item_keys` on `target`, by item key (locked for the caller's write)."""
-    rows = ItemAnswer.objects.filter(
-        participant_id=participant_id,
-        instrument_id=instrument_id,
-        item_key__in=list(item_keys),
-        **target.lookup(),
+    keys = tuple(item_keys)
+    if not keys:
+        return {}
+    rows = _target_rows[lock].rows(
+        participant_id=participant_id, instrument_id=instrument_id, item_keys=keys, **target.lookup()
     )
-    if lock:
-        rows = rows.select_for_update()
-    return {row.item_key: row for row in rows}
+    answers: list[Any] = [_ANSWER.instances(row) for row in rows]
+    return {answer.item_key: answer for answer in answers}
+
+
+@dataclass(frozen=True)
+class Write:
+    """One target's answers to write (`answers_upsert`'s arguments of one target)."""
+
+    target: Target
+    values: Mapping[str, Any]
+    current: Mapping[str, ItemAnswer] | None = None
+    time_spent_ms: int = 0
+    suggestions: Mapping[str, dict] | None = None
 
 
 def answers_upsert(
@@ -106,113 +133,211 @@ def answers_upsert(
     written, by item key (a cleared key is absent). `current`: the target's rows as the caller
     read them under a lock that serialises this target's writers (then they are not read again).
     Call inside a transaction (one is opened otherwise)."""
+    (out,) = answers_upsert_targets(
+        participant=participant,
+        instrument_id=instrument_id,
+        writes=[Write(target, values, current, time_spent_ms, suggestions)],
+        language=language,
+    )
+    return out
+
+
+def answers_upsert_targets(
+    *, participant: Participant | int, instrument_id: int, writes: Sequence[Write], language: str = ""
+) -> list[dict[str, ItemAnswer]]:
+    """`answers_upsert` of each of `writes` (several targets of one participant and instrument
+    version, e.g. a lay panel's questions about the sentence and about the text), with the new
+    rows of all of them in one INSERT; returns each write's rows as written."""
     participant_id = participant if isinstance(participant, int) else participant.pk
-    added = max(0, int(time_spent_ms))
     now = timezone.now()
-    out: dict[str, ItemAnswer] = {}
+    outs: list[dict[str, ItemAnswer]] = [{} for _ in writes]
     with transaction.atomic(savepoint=False):
-        rows = (
-            dict(current)
-            if current is not None
-            else target_answers(
-                participant_id=participant_id, instrument_id=instrument_id, target=target, item_keys=values
+        added = [max(0, int(write.time_spent_ms)) for write in writes]
+        read: list[dict[str, ItemAnswer]] = []
+        unchanged: list[list[ItemAnswer]] = []
+        new: list[tuple[int, str, Any, Any, dict]] = []  # (write, key, value, score, extra)
+        for n, write in enumerate(writes):
+            rows = (
+                dict(write.current)
+                if write.current is not None
+                else target_answers(
+                    participant_id=participant_id,
+                    instrument_id=instrument_id,
+                    target=write.target,
+                    item_keys=write.values,
+                )
             )
-        )
-        unchanged: list[ItemAnswer] = []
-        new: list[tuple[str, Any, Any, dict]] = []
-        for key, given in values.items():
-            row = rows.get(key)
-            if given is CLEAR:
-                if row is not None:
-                    _revision(row, None, now)
-                    ItemAnswer.objects.filter(pk=row.pk).delete()
-                continue
-            value, score = given
-            extra = {"suggestions": suggestions[key]} if suggestions and key in suggestions else {}
-            if row is None:
-                new.append((key, value, score, extra))
-            elif row.value == value and row.score == score and not extra:
-                # The same answer again (an autosave sends the whole form): nothing to write.
-                unchanged.append(row)
-                out[key] = row
-            else:
-                out[key] = _update(row, value, score, language, added, now, extra)
-                added = 0
+            read.append(rows)
+            unchanged.append([])
+            for key, given in write.values.items():
+                row = rows.get(key)
+                if given is CLEAR:
+                    if row is not None:
+                        _revision(row, None, now)
+                        ItemAnswer.objects.filter(pk=row.pk).delete()
+                    continue
+                value, score = given
+                suggestions = write.suggestions
+                extra = {"suggestions": suggestions[key]} if suggestions and key in suggestions else {}
+                if row is None:
+                    new.append((n, key, value, score, extra))
+                elif row.value == value and row.score == score and not extra:
+                    # The same answer again (an autosave sends the whole form): nothing to write.
+                    unchanged[n].append(row)
+                    outs[n][key] = row
+                else:
+                    outs[n][key] = _update(row, value, score, language, added[n], now, extra)
+                    added[n] = 0
         if new:
-            inserted = _insert(participant_id, instrument_id, target, new, language, added)
-            if inserted:
-                added = 0
-            out |= inserted
-            for key, value, score, extra in new:
-                if key in inserted:
+            inserted = _insert(participant_id, instrument_id, writes, new, language, added)
+            for n, key, value, score, extra in new:
+                if (n, key) in inserted:
+                    outs[n][key] = inserted[n, key]
+                    added[n] = 0
                     continue
                 # A row written meanwhile by another writer (outside the caller's lock): updated,
                 # its time kept as that writer counted it.
                 row = target_answers(
-                    participant_id=participant_id, instrument_id=instrument_id, target=target, item_keys=[key]
+                    participant_id=participant_id,
+                    instrument_id=instrument_id,
+                    target=writes[n].target,
+                    item_keys=[key],
                 )[key]
-                out[key] = _update(row, value, score, language, 0, now, extra)
-        kept = unchanged or [r for k, r in rows.items() if values.get(k) is not CLEAR]
-        if added and kept:
-            # No answer written to carry the time (the same answers again, or one withdrawn): it
-            # goes to the target's first answer kept.
-            row = kept[0]
-            _update(row, row.value, row.score, "", added, now, {})
-    return out
+                outs[n][key] = _update(row, value, score, language, 0, now, extra)
+        for n, write in enumerate(writes):
+            kept = unchanged[n] or [r for k, r in read[n].items() if write.values.get(k) is not CLEAR]
+            if added[n] and kept:
+                # No answer written to carry the time (the same answers again, or one withdrawn):
+                # it goes to the target's first answer kept.
+                row = kept[0]
+                _update(row, row.value, row.score, "", added[n], now, {})
+    return outs
 
 
-def _insert(participant_id, instrument_id, target, new, language, added) -> dict[str, ItemAnswer]:
-    """The new rows of `new` ((item key, value, score, extra) each; the time on the first), by
-    item key, in one INSERT … ON CONFLICT DO NOTHING RETURNING: a row a concurrent first save
-    inserted first is left out (the caller updates it), and no savepoint is needed (a conflict
-    never aborts the caller's transaction)."""
-    now = timezone.now()
-    rows = [
-        ItemAnswer(
-            participant_id=participant_id,
-            instrument_id=instrument_id,
-            item_key=key,
-            **target.lookup(),
-            value=value,
-            score=score,
-            language=language,
-            time_spent_ms=added if n == 0 else 0,
-            created_at=now,
-            updated_at=now,
-            **extra,
-        )
-        for n, (key, value, score, extra) in enumerate(new)
-    ]
-    opts = ItemAnswer._meta
-    fields = [f for f in opts.concrete_fields if f is not opts.pk and not f.generated]
-    manager: Any = ItemAnswer._base_manager
-    returning = [opts.pk, opts.get_field("item_key")]
-    returned = manager._insert(
-        rows, fields=fields, returning_fields=returning, raw=True, on_conflict=OnConflict.IGNORE
+# The columns an answer is inserted with, in the model's order (the primary key is the database's).
+_INSERTED: tuple[Any, ...] = tuple(
+    f for f in ItemAnswer._meta.concrete_fields if f is not ItemAnswer._meta.pk and not f.generated
+)
+
+
+@functools.cache
+def _insert_sql(alias: str, n: int) -> str:
+    """INSERT of `n` answers that leaves out a row another writer inserted first (no savepoint
+    needed: a conflict never aborts the caller's transaction) and returns the id and item key of
+    every row it wrote (with its target's columns). Written once per database and number of rows."""
+    connection = connections[alias]
+    ops: Any = connection.ops
+    opts: Any = ItemAnswer._meta
+    row = "(" + ", ".join(["%s"] * len(_INSERTED)) + ")"
+    returning, _ = ops.return_insert_columns(
+        [opts.pk, opts.get_field("item_key"), *(opts.get_field(name) for name in _TARGET_COLUMNS)]
     )
-    by_key = {row.item_key: row for row in rows}
+    return " ".join(
+        part
+        for part in (
+            ops.insert_statement(on_conflict=OnConflict.IGNORE),
+            ops.quote_name(opts.db_table),
+            "(" + ", ".join(ops.quote_name(f.column) for f in _INSERTED) + ")",
+            "VALUES " + ", ".join([row] * n),
+            ops.on_conflict_suffix_sql(_INSERTED, OnConflict.IGNORE, None, None),
+            returning,
+        )
+        if part
+    )
+
+
+def _insert(participant_id, instrument_id, writes, new, language, added) -> dict[tuple[int, str], ItemAnswer]:
+    """The new rows of `new` ((write, item key, value, score, extra) each; a write's time on its
+    first new row), by (write, item key), in one INSERT … ON CONFLICT DO NOTHING RETURNING: a
+    row a concurrent first save inserted first is left out (the caller updates it). The SQL is
+    written once (`_insert_sql`) and the values adapted as the ORM adapts them."""
+    now = timezone.now()
+    first: set[int] = set()
+    rows = []
+    for n, key, value, score, extra in new:
+        rows.append(
+            ItemAnswer(
+                participant_id=participant_id,
+                instrument_id=instrument_id,
+                item_key=key,
+                **writes[n].target.lookup(),
+                value=value,
+                score=score,
+                language=language,
+                time_spent_ms=0 if n in first else added[n],
+                created_at=now,
+                updated_at=now,
+                **extra,
+            )
+        )
+        first.add(n)
+    connection = transaction.get_connection()
+    params = [f.get_db_prep_save(getattr(row, f.attname), connection) for row in rows for f in _INSERTED]
+    with connection.cursor() as cursor:
+        cursor.execute(_insert_sql(connection.alias, len(rows)), params)
+        returned = cursor.fetchall()
+    by_target = {(row.item_key, *_target_of(row)): (n, row) for (n, *_), row in zip(new, rows, strict=True)}
     inserted = {}
-    for pk, key in returned or ():
-        row = by_key[key]
+    for pk, key, *target in returned:
+        n, row = by_target[(key, *target)]
         row.pk = pk
         row._state.adding = False
-        inserted[key] = row
+        inserted[n, key] = row
     return inserted
 
 
+_TARGET_COLUMNS = ("source_id", "shown_text_id", "reference_text_id", "control_id", "phase")
+
+
+def _target_of(row: ItemAnswer) -> tuple:
+    return tuple(getattr(row, name) for name in _TARGET_COLUMNS)
+
+
+@functools.cache
+def _update_sql(alias: str) -> str:
+    """One UPDATE for every change of an answer: its value and score (the same again where they
+    did not change), its language (kept where none is given), its suggestions (kept where none
+    are given), the time added, the time of the change."""
+    connection = connections[alias]
+    quote = connection.ops.quote_name
+    opts: Any = ItemAnswer._meta
+    column = {name: quote(opts.get_field(name).column) for name in _UPDATED}
+    return (
+        f"UPDATE {quote(ItemAnswer._meta.db_table)} SET {column['value']} = %s, {column['score']} = %s, "
+        f"{column['language']} = CASE WHEN %s = '' THEN {column['language']} ELSE %s END, "
+        f"{column['suggestions']} = COALESCE(%s, {column['suggestions']}), "
+        f"{column['time_spent_ms']} = {column['time_spent_ms']} + %s, {column['updated_at']} = %s "
+        f"WHERE {quote(opts.pk.column)} = %s"
+    )
+
+
+_UPDATED = ("value", "score", "language", "suggestions", "time_spent_ms", "updated_at")
+
+
 def _update(row: ItemAnswer, value, score, language, added: int, now, extra) -> ItemAnswer:
-    changes: dict[str, Any] = {"updated_at": now, **extra}
-    if row.value != value or row.score != score:
-        changes |= {"value": value, "score": score}
-    if language and language != row.language:
-        changes["language"] = language
-    if added:
-        changes["time_spent_ms"] = F("time_spent_ms") + added
-    ItemAnswer.objects.filter(pk=row.pk).update(**changes)
+    connection = transaction.get_connection()
+    field: Any = ItemAnswer._meta.get_field
+    suggestions = extra.get("suggestions")
+    params = [
+        field("value").get_db_prep_save(value, connection),
+        score,
+        language,
+        language,
+        None if suggestions is None else field("suggestions").get_db_prep_save(suggestions, connection),
+        added,
+        field("updated_at").get_db_prep_save(now, connection),
+        row.pk,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(_update_sql(connection.alias), params)
     _revision(row, value, now)
-    for name, new in changes.items():
-        if name != "time_spent_ms":
-            setattr(row, name, new)
+    row.updated_at = now
+    if row.value != value or row.score != score:
+        row.value, row.score = value, score
+    if language:
+        row.language = language
+    if suggestions is not None:
+        row.suggestions = suggestions
     row.time_spent_ms += added
     return row
 

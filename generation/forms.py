@@ -75,6 +75,13 @@ class GenerationBatchForm(forms.Form):
         f"(default {settings.RADLAY_JOB_CONCURRENCY}).",
     )
 
+    replace_uploaded = forms.BooleanField(
+        required=False,
+        label="Replace uploaded texts",
+        help_text="A chosen system whose texts were uploaded is refused unless this is ticked: "
+        "generating writes over the uploaded texts of the same system.",
+    )
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         artifacts, versions = self.fields["model_artifact"], self.fields["prompt_version"]
@@ -98,6 +105,7 @@ class GenerationBatchForm(forms.Form):
             "sample_index": data["sample_index"],
             "prompt_version": data["prompt_version"],
             "concurrency": data["concurrency"],
+            "replace_uploaded": data.get("replace_uploaded", False),
             # Asked before anything is queued: an unreachable server or a refused key is a form error.
             "check_server": True,
         }

@@ -28,7 +28,6 @@ from typing import Any
 
 from django.db.models import (
     Case,
-    CharField,
     Count,
     IntegerField,
     Max,
@@ -40,7 +39,6 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.functions import Cast, Concat
 
 from annotation import answer_selectors
 from annotation.models import (
@@ -163,10 +161,11 @@ class FlowCount:
 
 @dataclass
 class AnswerCounts:
-    """Counted participants and stored answers, in total and per flow (flows with neither left
-    out). An answer is one stored row: a radiologist's rating of one text (its five aspects), a
-    judgement of one source, a lay panel, a panel-3 choice, one instrument item's answer to one
-    target, one planted control's row."""
+    """Counted participants and their answers, in total and per flow (flows with neither left
+    out). An answer is what the long export ("Answers · CSV") writes as one row: one item answered
+    about one target (an aspect of a rating, a comment, one text ticked in panel 3, one question
+    of the background questionnaire, an attention check, one planted control's aspect) —
+    `answer_counts` counts the export's own rows, so the two always agree."""
 
     participants: int
     answers: int
@@ -179,36 +178,24 @@ class AnswerCounts:
 
 
 def answer_counts(*, study: Study, flows: StudyFlows | None = None) -> AnswerCounts:
+    """The rows of the long export (`study_answer_rows`), per flow: a planted control's rows in
+    the controls flow, every other row in the flow of the participant who gave it."""
     flows = flows or study_flows(study=study)
     rows = {name: FlowCount(name) for name in FLOWS}
     by_role: Counter[str] = Counter()
-    for role, group, n in (
-        _counted(study).values_list("role", "rater_group").annotate(n=Count("pk")).order_by()
-    ):
-        rows[flows.flow_of(role=role, rater_group=group)].participants += n
-        by_role[role] += n
-    counted = counted_participants(path="participant__")
-    typed = answer_selectors.typed_answer_coverage(study=study, where=counted)
-    rows[EXPERT].answers += typed["expert_ratings"][0] + typed["expert_judgements"][0]
-    rows[LAY].answers += typed["lay_answers"][0] + typed["lay_preferences"][0]
-    answers = ItemAnswer.objects.filter(counted, participant__study=study)
-    for flow, n in (
-        answers.filter(control__isnull=True)
-        .exclude(answer_selectors.protocol_answers())
-        .values_list("instrument__flow")
-        .annotate(n=Count("pk"))
-        .order_by()
-    ):
-        rows[flow if flow in rows else PAIRS].answers += n
-    controls = answers.filter(control__isnull=False).aggregate(
-        n=Count(
-            Concat(Cast("participant_id", CharField()), Value(":"), Cast("control_id", CharField())),
-            distinct=True,
-        ),
-        raters=Count("participant_id", distinct=True),
-    )
-    rows[CONTROLS].answers = controls["n"]
-    rows[CONTROLS].participants = controls["raters"]
+    flow_of: dict[int, str] = {}
+    for pk, role, group in _counted(study).values_list("pk", "role", "rater_group"):
+        flow_of[pk] = flows.flow_of(role=role, rater_group=group)
+        rows[flow_of[pk]].participants += 1
+        by_role[role] += 1
+    raters: set[int] = set()
+    for participant_id, row in _answer_rows(study, ANSWER_SECTIONS):
+        if row.phase == CONTROL_PHASE:
+            raters.add(participant_id)
+            rows[CONTROLS].answers += 1
+        else:
+            rows[flow_of.get(participant_id, LAY)].answers += 1
+    rows[CONTROLS].participants = len(raters)
     shown = [row for row in rows.values() if row.participants or row.answers]
     return AnswerCounts(
         participants=sum(by_role.values()),
@@ -568,15 +555,22 @@ def answer_rows_of(
     yield from _rows(study, sections, include_external_ids)
 
 
-def _rows(study: Study, sections, include_external_ids: bool) -> Iterator[tuple[Any, ...]]:
+def _answer_rows(study: Study, sections) -> Iterator[tuple[int, AnswerRow]]:
+    """(participant id, row) for every row of `sections`: the one reading of the export's rows
+    (the exports write them, `answer_counts` counts them)."""
     known = answer_lookups(study=study)
-    external = external_ids(study=study) if include_external_ids else {}
     for section in sections:
         for values, _, row in section.spread(section.query(study, known).values(), known, study.slug):
-            if include_external_ids:
-                yield (*row[:2], external[values[0]], *row[2:])
-            else:
-                yield row
+            yield values[0], row
+
+
+def _rows(study: Study, sections, include_external_ids: bool) -> Iterator[tuple[Any, ...]]:
+    external = external_ids(study=study) if include_external_ids else {}
+    for participant_id, row in _answer_rows(study, sections):
+        if include_external_ids:
+            yield (*row[:2], external[participant_id], *row[2:])
+        else:
+            yield row
 
 
 # --- Every rater's item answer, keyed as an ItemAnswer is ---------------------------------------

@@ -16,7 +16,15 @@ from django.utils import timezone
 
 from annotation import scales
 from annotation.answer_selectors import LayAnswerRow, PreferenceRow
-from annotation.answer_store import CLEAR, Target, answers_upsert, flow_instrument_id, target_answers
+from annotation.answer_store import (
+    CLEAR,
+    Target,
+    Write,
+    answers_upsert,
+    answers_upsert_targets,
+    flow_instrument_id,
+    target_answers,
+)
 from annotation.answer_writes import AnswerLocked, level_clean, role_require
 from annotation.instrument_binding import LAYPERSON_PRESET, PROTOCOL_BINDINGS
 from annotation.models import (
@@ -199,21 +207,27 @@ def lay_answer_save(
             changed = False
         if not changed:
             targets = _targets(locked_item, phase)
-            time_left = time_spent_ms
             stored = {(r.item_key, r.phase): r for r in rows}
+            # The panel's targets (the sentence, and the text for Q4) in one write: their new
+            # answers in one INSERT; the time goes to the first.
+            writes: list[Write] = []
             for target in dict.fromkeys(targets[name] for name in clean) or [targets["understanding"]]:
                 keys = [name for name in clean if targets[name] == target]
-                written = answers_upsert(
-                    participant=participant,
-                    instrument_id=instrument_id,
-                    target=target,
-                    values={name: _BINDINGS[name].answer_of(clean[name]) for name in keys},
-                    language=participant.language,
-                    time_spent_ms=time_left,
-                    current={name: stored[(name, phase)] for name in keys if (name, phase) in stored},
+                writes.append(
+                    Write(
+                        target,
+                        {name: _BINDINGS[name].answer_of(clean[name]) for name in keys},
+                        {name: stored[(name, phase)] for name in keys if (name, phase) in stored},
+                        time_spent_ms if not writes else 0,
+                    )
                 )
+            for written in answers_upsert_targets(
+                participant=participant,
+                instrument_id=instrument_id,
+                writes=writes,
+                language=participant.language,
+            ):
                 stored |= {(name, phase): row for name, row in written.items()}
-                time_left = 0
             empty = LayAnswerRow(
                 id=0,
                 participant_id=item.participant_id,

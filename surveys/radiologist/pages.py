@@ -24,7 +24,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import F, FilteredRelation, Q
+from django.db.models import F, FilteredRelation, IntegerField, Q, TextField, Value
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -39,7 +39,7 @@ from annotation.models import (
     Participant,
     SimplificationText,
 )
-from annotation.prepared_queries import PreparedQuery, PreparedUpdate
+from annotation.prepared_queries import PreparedQuery, PreparedUpdate, PreparedUpdateReturningOld
 from instruments.schema import AppliesTo, ItemKind
 from surveys.radiologist import controls as planted
 from surveys.radiologist import services as expert_answers
@@ -99,52 +99,55 @@ _ANSWER_COLUMNS = (
 )
 
 
+# The columns of ItemAnswer in the model's order, `_ANSWER_COLUMNS` among them: a row read is
+# built positionally (Model.from_db), the columns not read left deferred.
+_ANSWER_NAMES = ("id", *_ANSWER_COLUMNS[1:])
+
+
 def _answer_of(participant_id: int, values) -> ItemAnswer | None:
     if values[0] is None:
         return None
-    answer = ItemAnswer(
-        participant_id=participant_id, **dict(zip(("id", *_ANSWER_COLUMNS[1:]), values, strict=True))
-    )
-    answer._state.adding = False
+    answer = ItemAnswer.from_db("default", _ANSWER_NAMES, values)
+    answer.participant_id = participant_id
     return answer
 
 
 # The page's texts, each with this participant's answers about it (LEFT JOIN: a text unanswered yet
-# comes once, with NULL answer columns).
-_page_text_rows = PreparedQuery(
-    lambda text_ids, participant_id: (
+# comes once, with NULL answer columns), then this participant's answers about the page's source
+# (the original's questions, the added items about it) and its planted controls: every answer of
+# theirs on the source without a shown text (with NULL for the text's columns). One query.
+_page_answer_rows = PreparedQuery(
+    lambda text_ids, participant_id, source_id: (
         SimplificationText.objects.filter(pk__in=text_ids)
         .annotate(
             mine=FilteredRelation("item_answers", condition=Q(item_answers__participant_id=participant_id))
         )
         .values_list("pk", "text", *(f"mine__{name}" for name in _ANSWER_COLUMNS))
+        .union(
+            ItemAnswer.objects.filter(
+                source_id=source_id, participant_id=participant_id, shown_text__isnull=True
+            )
+            .annotate(no_text=Value(None, IntegerField()), no_text_text=Value(None, TextField()))
+            .values_list("no_text", "no_text_text", *_ANSWER_COLUMNS),
+            all=True,
+        )
     )
-)
-# This participant's answers about the page's source (the original's questions, the added items
-# about it) and its planted controls: every answer of theirs on the source without a shown text.
-_page_source_rows = PreparedQuery(
-    lambda source_id, participant_id: ItemAnswer.objects.filter(
-        source_id=source_id, participant_id=participant_id, shown_text__isnull=True
-    ).values_list(*_ANSWER_COLUMNS)
 )
 
 
 def _page_texts(item: ExpertItem) -> tuple[list[tuple[int, str]], list[ItemAnswer]]:
-    """The page's (text id, text) and this participant's answers about them: one query."""
+    """The page's (text id, text) and this participant's answers about them, about its source and
+    about its planted controls: one query."""
     texts: dict[int, str] = {}
     answers: list[ItemAnswer] = []
-    for pk, text, *values in _page_text_rows.rows(
-        text_ids=tuple(item.text_order), participant_id=item.participant_id
+    for pk, text, *values in _page_answer_rows.rows(
+        text_ids=tuple(item.text_order), participant_id=item.participant_id, source_id=item.source_id
     ):
-        texts[pk] = text
+        if pk is not None:
+            texts[pk] = text
         if (answer := _answer_of(item.participant_id, values)) is not None:
             answers.append(answer)
     return list(texts.items()), answers
-
-
-def _page_source_answers(item: ExpertItem) -> list[ItemAnswer]:
-    rows = _page_source_rows.rows(source_id=item.source_id, participant_id=item.participant_id)
-    return [_answer_of(item.participant_id, values) for values in rows]  # type: ignore[misc]
 
 
 def _page_rows(
@@ -309,11 +312,10 @@ def _page_build(
 
 def expert_page_get(*, item: ExpertItem) -> ExpertPage:
     """Everything one page shows: the original, its texts under blind labels with this
-    participant's answers (never anyone else's), and which required answers are missing. Two
-    queries (three when the study's instrument adds items)."""
+    participant's answers (never anyone else's), and which required answers are missing. One
+    query (two when the study's instrument adds items)."""
     asked = _asked(item.participant)
     text_rows, answers = _page_texts(item)
-    answers += _page_source_answers(item)
     texts, ratings, judgement = _page_rows(item, text_rows, answers)
     return _page_build(item, texts, ratings, judgement, asked, _added_answers(item, asked, answers))
 
@@ -370,32 +372,25 @@ def _parse(data: Mapping[str, Any], labels: dict[str, SimplificationText], asked
     return per_text, original, added, errors
 
 
-_page_lock_rows = PreparedQuery(
-    lambda item_id, participant_id: (
-        ExpertItem.objects.select_for_update(of=("self",))
-        .filter(pk=item_id)
-        .annotate(
-            mine=FilteredRelation(
-                "source__item_answers",
-                condition=Q(
-                    source__item_answers__participant_id=participant_id,
-                    source__item_answers__shown_text__isnull=True,
-                ),
-            )
-        )
-        .values_list("completed_at", *(f"mine__{name}" for name in _ANSWER_COLUMNS))
-    )
+# Every save of a page starts here: the page's row locked by the UPDATE that adds the save's time
+# to it, which returns the page's completion as it is now (after any save that held the lock).
+_page_lock_rows = PreparedUpdateReturningOld(
+    lambda item_id, added_ms: (
+        ExpertItem.objects.filter(pk=item_id),
+        {"time_spent_ms": F("time_spent_ms") + added_ms},
+    ),
+    ExpertItem,
+    ("completed_at",),
 )
+_COMPLETED_AT = [f.attname for f in ExpertItem._meta.concrete_fields].index("completed_at")
 
 
-def _page_lock(item: ExpertItem) -> tuple[Any, list[ItemAnswer]]:
-    """Lock the page's row (every writer of its answers takes it first) and read in the same query
-    its completion and this participant's answers about its source and its planted controls."""
-    rows = _page_lock_rows.rows(item_id=item.pk, participant_id=item.participant_id)
-    answers = [
-        answer for _, *values in rows if (answer := _answer_of(item.participant_id, values)) is not None
-    ]
-    return rows[0][0], answers
+def _page_lock(item: ExpertItem, time_spent_ms: int) -> Any:
+    """Lock the page's row (every writer of its answers takes it first) and add the save's time to
+    it, in one statement; returns the page's completion. The page's answers are read after it, in
+    a statement of their own, so that they are the ones the last holder of the lock committed."""
+    (row,) = _page_lock_rows.rows(item_id=item.pk, added_ms=max(0, int(time_spent_ms)))
+    return row[_COMPLETED_AT]
 
 
 @dataclass
@@ -549,10 +544,9 @@ def expert_page_save(
     if item.participant_id != participant.pk:
         raise ValidationError("This page belongs to another participant.")
     with transaction.atomic():
-        item.completed_at, source_answers = _page_lock(item)
+        item.completed_at = _page_lock(item, time_spent_ms)
         was_completed = item.completed_at
         text_rows, page_answers = _page_texts(item)
-        page_answers += source_answers
         texts, ratings, judgement = _page_rows(item, text_rows, page_answers)
         labels = dict(texts)
         asked = _asked(participant)
@@ -577,7 +571,7 @@ def expert_page_save(
         if errors:
             raise ValidationError(errors)  # leaving the atomic block by an exception rolls it all back
         page = _page_build(item, texts, ratings, judgement, asked, answers)
-        _item_record(item=item, complete=page.complete, time_spent_ms=time_spent_ms)
+        _item_record(item=item, complete=page.complete, time_spent_ms=0)  # the time: added by the lock
         if page.complete and was_completed is None:
             no_marks_record(item=item, texts=texts, asked=asked, answers=answers)
         if (item.completed_at is None) != (was_completed is None):
@@ -606,7 +600,9 @@ def _item_record(*, item: ExpertItem, complete: bool, time_spent_ms: int) -> Non
         item.completed_at = completion["completed_at"] = timezone.now()
     elif not complete and item.completed_at is not None:
         item.completed_at = completion["completed_at"] = None
-    _item_update.run(item_id=item.pk, added_ms=max(0, int(time_spent_ms)), **completion)
+    added_ms = max(0, int(time_spent_ms))
+    if completion or added_ms:
+        _item_update.run(item_id=item.pk, added_ms=added_ms, **completion)
 
 
 def expert_item_mark_completion(*, item: ExpertItem, complete: bool) -> None:

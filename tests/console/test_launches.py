@@ -20,6 +20,8 @@ from tests.generation.scripted_llm_server import ScriptedLLMServer
 
 GENERATION = {
     "systems": ["plain_bs"],
+    # The draft study's plain_bs texts are uploaded ones: replaced on purpose.
+    "replace_uploaded": "on",
     "model_name": "gpt-test",
     "temperature": "0.8",
     "max_rounds": "1",
@@ -181,3 +183,65 @@ def test_a_bad_launch_is_a_named_error_not_a_500(client, editor, draft, no_serve
     assert "needs a model name" in " ".join(response.context["form"].errors["model_name"])
     empty = client.post(reverse("console:launch-judges", args=[draft.slug]), {})
     assert empty.status_code == 400 and "This field is required" in empty.content.decode()
+
+
+def test_generate_refuses_to_overwrite_uploaded_texts_until_told_to(
+    client, editor, no_server, django_capture_on_commit_callbacks
+):
+    """A system whose texts were uploaded is refused, named with how many texts it would lose; the
+    form's "Replace uploaded texts" lets it through; generated texts are replaced without asking,
+    and a system tag writes beside the uploaded system."""
+    from annotation.models import Simplification
+    from studies.team_services import study_member_add
+    from tests.annotation.factories import build_study
+
+    study = build_study(slug="uploaded", n_sources=2, systems=("plain_bs",), status="draft")
+    study_member_add(study=study, user=editor, role="editor", actor="test")
+    uploaded = dict(
+        Simplification.objects.filter(system__key="plain_bs").values_list("pk", "shown_text__text")
+    )
+    client.force_login(editor)
+    url = reverse("console:launch-generation", args=[study.slug])
+    data = {**GENERATION, "systems": ["plain_bs", "plain_sc"], "backend": "glossary", "model_name": ""}
+    del data["replace_uploaded"]
+    response = client.post(url, {**data, "study": study.pk})
+    assert response.status_code == 400
+    (error,) = response.context["form"].errors["systems"]
+    assert error.startswith("Generating would overwrite uploaded texts: plain_bs (2 texts).")
+    assert not GenerationBatch.objects.exists()
+    assert dict(
+        Simplification.objects.filter(system__key="plain_bs").values_list("pk", "shown_text__text")
+    ) == (uploaded)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(url, {**data, "study": study.pk, "replace_uploaded": "on"})
+    assert response.status_code == 302
+    assert set(Simplification.objects.filter(system__key="plain_bs").values_list("origin", flat=True)) == {
+        "generation"
+    }
+    # Generated texts are replaced without asking.
+    with django_capture_on_commit_callbacks(execute=True):
+        again = client.post(url, {**data, "study": study.pk, "sample_index": "1"})
+    assert again.status_code == 302 and GenerationBatch.objects.count() == 2
+
+
+def test_the_generate_command_refuses_uploaded_texts_too(db):
+    from django.core.management import CommandError, call_command
+
+    from tests.annotation.factories import build_study
+
+    build_study(slug="cmd-uploaded", n_sources=1, systems=("cot_bs",))
+    with pytest.raises(CommandError, match=r"overwrite uploaded texts: cot_bs \(1 text\)"):
+        call_command("generate", "--study", "cmd-uploaded", "--systems", "cot_bs", "--backend", "glossary")
+    assert not GenerationBatch.objects.exists()
+    call_command(
+        "generate",
+        "--study",
+        "cmd-uploaded",
+        "--systems",
+        "cot_bs",
+        "--backend",
+        "glossary",
+        "--system-tag",
+        "v2",
+    )
+    assert GenerationBatch.objects.count() == 1

@@ -284,7 +284,9 @@ def test_a_planted_controls_answers_are_in_the_answers_export_and_counted():
         participant=rater, control=control, scores={"correctness": 2, "hallucination": 1}, comment="odd"
     )
     counts = answer_counts(study=study)
-    assert counts.flow("controls").answers == 1 and counts.answers == 1
+    # Counted as the export writes them: one row per aspect scored and one for the comment.
+    assert counts.flow("controls").answers == 3 and counts.answers == 3
+    assert counts.flow("controls").participants == 1
     document = b"".join(AnswerExport(study=study, file_format="csv")).decode()
     rows = [r for r in csv.DictReader(io.StringIO(document)) if r["phase"] == "planted_control"]
     assert [(r["question"], r["value_number"]) for r in rows] == [
@@ -293,3 +295,25 @@ def test_a_planted_controls_answers_are_in_the_answers_export_and_counted():
         ("comment", ""),
     ]
     assert rows[0]["systems"] == "planted negation of a" and rows[0]["text_id"] == str(text.pk)
+
+
+def test_the_header_counts_a_protocol_studys_answers_as_the_answers_csv_has_them():
+    """A radiologist's rating of a text is five aspects and a comment: six rows of the CSV, six
+    answers in the header (not one "rating"), and so for the judgement of the source."""
+    from surveys.radiologist.services import expert_rating_save, expert_source_judgement_save
+
+    study = build_study(slug="proto", n_sources=2, systems=("a", "b"))
+    rater = participant_services.participant_create(study=study, role="radiologist")
+    scores = {"correctness": 4, "completeness": 3, "hallucination": 5, "structure": 2, "simplicity": 4}
+    for source in study.sources.all():
+        for simplification in source.simplifications.all():
+            expert_rating_save(
+                participant=rater, shown_text=simplification.shown_text, scores=scores, comment="fine"
+            )
+        expert_source_judgement_save(participant=rater, source=source, severity="Mild", simplicity=3)
+    document = b"".join(AnswerExport(study=study, file_format="csv")).decode()
+    rows = list(csv.DictReader(io.StringIO(document)))
+    assert len(rows) == 2 * 2 * 6 + 2 * 2
+    counts = answer_counts(study=study)
+    assert (counts.participants, counts.answers) == (1, len(rows))
+    assert [(r.flow, r.participants, r.answers) for r in counts.by_flow] == [("expert", 1, len(rows))]

@@ -188,6 +188,12 @@ def test_a_researcher_runs_a_whole_study_from_the_browser(page, browser, live_se
     expect(page.locator("select[name=backend]")).to_have_value("glossary")
     with page.expect_navigation():
         page.get_by_role("button", name="Launch").click()
+    # plain_bs was uploaded: generating over it is refused until the replacement is confirmed.
+    expect(page.locator("[role=alert]").first).to_contain_text("overwrite uploaded texts: plain_bs (3 texts)")
+    assert not study.sources.filter(simplifications__origin="generation").exists()
+    page.check("input[name=replace_uploaded]")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Launch").click()
     expect(page.locator("h1")).to_contain_text("Generation batch")
     assert study.sources.filter(simplifications__origin="generation").distinct().count() == 3
 

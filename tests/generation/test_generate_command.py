@@ -42,7 +42,17 @@ def llm(settings, scripted_llm, external_calls_approved):
 
 def test_all_systems_and_scgr_with_the_glossary_backend_on_the_demo_study():
     call_command("demo", stdout=io.StringIO())
-    out = generate("--study", "demo", "--systems", FOUR + ",scgr", "--backend", "glossary", "--wait")
+    # The demo ships texts for these systems: replaced on purpose.
+    out = generate(
+        "--study",
+        "demo",
+        "--systems",
+        FOUR + ",scgr",
+        "--backend",
+        "glossary",
+        "--replace-uploaded",
+        "--wait",
+    )
 
     study = Study.objects.get(slug="demo")
     batch = GenerationBatch.objects.get()

@@ -45,7 +45,7 @@ MAX_QUERIES = {
     "submit original": 8,  # with where the participant goes next (no round trip via the start page)
     "get assisted": 5,
     "autosave assisted": 6,
-    "submit assisted": 9,
+    "submit assisted": 8,  # the panel's two targets' new answers in one INSERT
     "get preference": 5,
     "autosave preference": 6,  # the first: the choice inserted (no savepoint)
     "autosave preference, one question": 6,  # as survey.js sends it: both choices read in one query
@@ -53,7 +53,7 @@ MAX_QUERIES = {
     # The submit that answers with the next panel itself (survey.js `navigate`): the submit and
     # that panel's page in one request, instead of a submit and a GET.
     "submit original, next in place": 11,
-    "submit assisted, next in place": 12,
+    "submit assisted, next in place": 11,
     "submit preference, next in place": 10,
 }
 NAVIGATE = {"HTTP_X_RADLAY_NAVIGATE": "1"}

@@ -149,6 +149,6 @@ def test_a_radiologist_page_is_the_same_from_a_cold_and_a_warm_cache(client, lan
     cold = client.get(url).content.decode()
     with CaptureQueriesContext(connection) as queries:
         warm = client.get(url).content.decode()
-    assert len(queries) == 5  # as pinned for the protocol page (test_instrument_flows.py)
+    assert len(queries) == 4  # as pinned for the protocol page (test_instrument_flows.py)
     assert _VOLATILE.sub("", cold) == _VOLATILE.sub("", warm)
     assert warm.count(" checked>") == 3 and 'id="keys-help"' in warm and 'id="survey-strings"' in warm

@@ -23,13 +23,14 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 
 # Pinned from the measured counts (transaction and savepoint statements included); they must not
 # grow with the number of sources or the pages already done.
-PAGE_GET_QUERIES = 5
+PAGE_GET_QUERIES = 4
 AUTOSAVE_QUERIES = (
-    7  # page with participant, savepoint, page lock, texts with ratings, upsert, page time, release
+    6  # page with participant, savepoint, page lock with its time, the page's rows, upsert, release
 )
-# The autosave that completes the page also counts the survey's progress (one aggregate).
-COMPLETING_AUTOSAVE_QUERIES = AUTOSAVE_QUERIES + 1
-SUBMIT_QUERIES = 16  # one UPDATE or INSERT per row written, whether it existed or not
+# The autosave that completes the page also marks it complete and counts the survey's progress
+# (one UPDATE, one aggregate; was the page's time UPDATE's companion, 8 in all as before).
+COMPLETING_AUTOSAVE_QUERIES = AUTOSAVE_QUERIES + 2
+SUBMIT_QUERIES = 15  # one UPDATE or INSERT per row written, whether it existed or not
 
 
 def page_url(participant, item) -> str:

@@ -66,6 +66,11 @@ class Command(BaseCommand):
             max_tokens=512,
             prompt_version=DEFAULT_VERSION,
         )
+        parser.add_argument(
+            "--replace-uploaded",
+            action="store_true",
+            help="write over the uploaded texts of the chosen systems (refused without it)",
+        )
         parser.add_argument("--force", action="store_true", help="with --resume: the same as --retry-failed")
         parser.add_argument(
             "--cancel", type=int, metavar="BATCH", help="cancel the pending jobs of this batch"
@@ -117,6 +122,7 @@ class Command(BaseCommand):
                 max_rounds=options["max_rounds"],
                 sample_index=options["sample_index"],
                 system_tag=options["system_tag"],
+                replace_uploaded=options["replace_uploaded"],
                 **launch_arguments(options),
             )
         except ValidationError as exc:

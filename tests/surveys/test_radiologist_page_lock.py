@@ -1,0 +1,92 @@
+"""A radiologist page's saves queue behind the page's row lock (PostgreSQL, real transactions, one
+connection per thread), and the save that waited compares with what the save before it committed,
+not with what the page held when it started waiting: two saves of the original's severity, the
+second sent back to the value the page had before the first, end with the second's value (the
+last answer acknowledged is the one stored)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from django.db import connection, connections, transaction
+from django.test import Client
+from django.urls import reverse
+
+from annotation import participant_services
+from annotation.models import ExpertItem, ItemAnswer, Participant
+from surveys.radiologist import pages
+from tests.annotation.factories import build_study
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="row locks of PostgreSQL"),
+]
+
+
+def _waiting_for_a_lock() -> bool:
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
+        return cursor.fetchone()[0] > 0
+
+
+def _severity(participant: Participant) -> int:
+    return ItemAnswer.objects.get(participant=participant, item_key="severity", control__isnull=True).value
+
+
+def test_a_save_that_waited_for_the_page_sees_the_save_before_it():
+    study = build_study(slug="lockstep", n_sources=1)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    client = Client()
+    client.get(reverse("surveys:entry", args=[participant.token]))
+    client.post(reverse("surveys:expert-instructions", args=[participant.token]))
+    item = ExpertItem.objects.get(participant=participant)
+    pages.expert_page_save(participant=participant, item=item, data={"original-severity": "Mild"})
+    mild = _severity(participant)
+
+    first_saved, release = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def first() -> None:
+        try:
+            with transaction.atomic():
+                pages.expert_page_save(
+                    participant=Participant.objects.get(pk=participant.pk),
+                    item=ExpertItem.objects.get(pk=item.pk),
+                    data={"original-severity": "Serious"},
+                )
+                first_saved.set()
+                release.wait(10)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    def second() -> None:
+        try:
+            pages.expert_page_save(
+                participant=Participant.objects.get(pk=participant.pk),
+                item=ExpertItem.objects.get(pk=item.pk),
+                data={"original-severity": "Mild"},
+            )
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=first)
+    holder.start()
+    assert first_saved.wait(10)
+    waiter = threading.Thread(target=second)
+    waiter.start()
+    deadline = time.monotonic() + 10
+    while not _waiting_for_a_lock() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _waiting_for_a_lock(), "the second save should wait for the page's lock"
+    release.set()
+    holder.join(10)
+    waiter.join(10)
+    assert not errors, errors
+    assert _severity(participant) == mild
+    assert pages.expert_page_get(item=ExpertItem.objects.get(pk=item.pk)).severity.value == "Mild"
