@@ -9,6 +9,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    from tests import flush_after_requests
+
+    flush_after_requests.install()
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--pg-restart",

@@ -107,6 +107,11 @@ def test_an_item_added_in_the_editor_reaches_survey_analysis_exports_judges_and_
     _follow(page, "Generate")
     with page.expect_navigation():
         page.get_by_role("button", name="Launch").click()
+    # plain_bs was uploaded: generating over it is refused until the replacement is confirmed.
+    expect(page.locator("[role=alert]").first).to_contain_text("overwrite uploaded texts: plain_bs")
+    page.check("input[name=replace_uploaded]")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Launch").click()
     expect(page.locator("h1")).to_contain_text("Generation batch")
 
     # 2. The item, added through the editor with its live preview (reached from the set-up page).

@@ -161,7 +161,11 @@ def test_wait_commands_survive_a_postgresql_restart(command, judged, fault_env, 
     ]
     arguments += ["--model", "gpt-3.5-turbo", "--concurrency", "1", "--wait", "--poll", "0.2"]
     arguments += (
-        ["--systems", "plain_bs,plain_sc"] if command == "generate" else ["--instruments", "radiologist"]
+        # The study's texts of plain_bs and plain_sc were uploaded: the command replaces them only
+        # when told to.
+        ["--systems", "plain_bs,plain_sc", "--replace-uploaded"]
+        if command == "generate"
+        else ["--instruments", "radiologist"]
     )
     waiting = subprocess.Popen(
         arguments, cwd=REPO, env=fault_env.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
