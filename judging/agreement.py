@@ -43,7 +43,7 @@ import pandas as pd
 from scipy import stats
 
 from judging.agreement_terms import FIELDS, RUBRIC_FIELDS, SCALE, STATISTICS
-from measures.stats.agreement import cohen_kappa_pairwise, icc, krippendorff_alpha
+from measures.stats.agreement import cohen_kappa_pairwise, icc, krippendorff_alpha, two_way_mean_squares
 from measures.stats.intervals import percentile_interval
 from measures.stats.severity import mse_and_accuracy
 from measures.stats.support import CORRELATION, Support
@@ -105,11 +105,7 @@ def icc2_1(judge: np.ndarray, human: np.ndarray) -> float:
     n, k = x.shape
     if n < 2:
         return math.nan
-    grand = x.mean()
-    ss_units = k * ((x.mean(axis=1) - grand) ** 2).sum()
-    ss_raters = n * ((x.mean(axis=0) - grand) ** 2).sum()
-    ss_error = ((x - grand) ** 2).sum() - ss_units - ss_raters
-    bms, jms, ems = ss_units / (n - 1), ss_raters / (k - 1), ss_error / ((n - 1) * (k - 1))
+    bms, jms, ems = two_way_mean_squares(x)
     denominator = bms + (k - 1) * ems + k * (jms - ems) / n
     return float((bms - ems) / denominator) if denominator > 0 else math.nan
 

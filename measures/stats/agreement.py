@@ -402,6 +402,27 @@ class IccResult(NamedTuple):
     ms_error: float  # "EMS": residual
 
 
+def two_way_mean_squares(x: np.ndarray) -> tuple[np.float64, np.float64, np.float64]:
+    """The mean squares of units, raters and error of a complete units×raters grid (the two-way
+    ANOVA without replication of Shrout & Fleiss), the one computation every ICC here reads.
+
+    The error sum of squares is the residuals' own, not total - units - raters: that subtraction
+    can fall a rounding error below zero when the raters agree exactly, and lift an ICC above 1."""
+    n, k = x.shape
+    grand = x.mean()
+    unit_means = x.mean(axis=1, keepdims=True)
+    rater_means = x.mean(axis=0, keepdims=True)
+    ss_units = k * ((unit_means - grand) ** 2).sum()
+    ss_raters = n * ((rater_means - grand) ** 2).sum()
+    ss_error = ((x - unit_means - rater_means + grand) ** 2).sum()
+    # numpy floats, not Python's: a grid with no spread divides 0 by 0 into NaN, as it always has.
+    return (
+        np.float64(ss_units / (n - 1)),
+        np.float64(ss_raters / (k - 1)),
+        np.float64(ss_error / ((n - 1) * (k - 1))),
+    )
+
+
 def icc(
     ratings: pd.DataFrame, *, unit: str = "unit", rater: str = "rater", score: str = "score"
 ) -> IccResult:
@@ -418,17 +439,7 @@ def icc(
     n, k = grid.shape
     if n < 2 or k < 2:
         raise ValueError(f"ICC needs at least 2 fully rated units and 2 raters (got {n}×{k})")
-    x = grid.to_numpy()
-    grand = x.mean()
-    ss_units = k * ((x.mean(axis=1) - grand) ** 2).sum()
-    ss_raters = n * ((x.mean(axis=0) - grand) ** 2).sum()
-    # The residuals' own sum of squares, not total - units - raters: the subtraction can fall a
-    # rounding error below zero when the raters agree exactly, and lift an ICC above 1.
-    residuals = x - x.mean(axis=1, keepdims=True) - x.mean(axis=0, keepdims=True) + grand
-    ss_error = (residuals**2).sum()
-    bms = ss_units / (n - 1)
-    jms = ss_raters / (k - 1)
-    ems = ss_error / ((n - 1) * (k - 1))
+    bms, jms, ems = two_way_mean_squares(grid.to_numpy())
     return IccResult(
         icc2_1=float((bms - ems) / (bms + (k - 1) * ems + k * (jms - ems) / n)),
         icc3_1=float((bms - ems) / (bms + (k - 1) * ems)),

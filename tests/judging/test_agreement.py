@@ -16,6 +16,7 @@ from sklearn.metrics import cohen_kappa_score
 from judging.agreement import (
     AgreementInputs,
     human_ceiling,
+    icc2_1,
     judge_agreement,
     kappa_quadratic,
     lay_severity,
@@ -48,6 +49,13 @@ def test_a_judge_identical_to_the_radiologist_agrees_perfectly():
     for name in ("alpha_ordinal", "alpha_interval", "kappa_quadratic", "icc", "spearman", "kendall"):
         assert result[name]["estimate"] == pytest.approx(1.0), name
     assert result["n"] == 40 and result["n_sources"] == 20
+
+
+def test_the_icc_of_exact_agreement_is_one_not_a_rounding_error_above():
+    # Both raters score 0.7 and 0.1: an error sum of squares taken as total - units - raters fell a
+    # rounding error below zero and lifted ICC(2,1) above 1 (the interval-bounds property test).
+    value = icc2_1(np.array([0.7, 0.1]), np.array([0.7, 0.1]))
+    assert value <= 1.0 and value == pytest.approx(1.0)
 
 
 def test_statistics_match_the_libraries_on_noisy_ratings():
