@@ -18,7 +18,8 @@ from annotation.models import Simplification, SimplificationText, Study
 from evaluation.analysis.item_raters import item_raters
 from instruments.schema import Instrument, ItemKind
 
-SPAN_COLUMNS = (
+# Who answered which item on which source: the first columns of the span and suggestion layouts.
+ANSWER_HEAD_COLUMNS = (
     "study",
     "participant",
     "role",
@@ -27,6 +28,9 @@ SPAN_COLUMNS = (
     "instrument_version",
     "item",
     "source",
+)
+SPAN_COLUMNS = (
+    *ANSWER_HEAD_COLUMNS,
     "systems",
     "simplification_ids",
     "text_id",

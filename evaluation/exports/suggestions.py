@@ -10,16 +10,10 @@ from typing import Any
 
 from annotation.models import ItemAnswer, Study
 from annotation.selectors import counted_participants
+from evaluation.exports.spans import ANSWER_HEAD_COLUMNS
 
 SUGGESTION_COLUMNS = (
-    "study",
-    "participant",
-    "role",
-    "language",
-    "instrument",
-    "instrument_version",
-    "item",
-    "source",
+    *ANSWER_HEAD_COLUMNS,
     "text_id",
     "assisted",
     "suggestion",

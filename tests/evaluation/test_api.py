@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 
 from annotation.models import Simplification
 from tests.evaluation.analysis.test_study_frames import build_answered_study
+from tests.evaluation.document_keys import ANALYSIS_KEYS
 
 pytestmark = pytest.mark.usefixtures("fast_analysis")
 
@@ -145,21 +146,7 @@ def test_answers_refuse_signed_cursors_that_are_no_position(api, study, payload)
 
 def test_analysis_has_the_documented_keys(api, study):
     analysis = api.get("/api/studies/mine/analysis/").json()
-    for key in (
-        "study",
-        "systems",
-        "readability",
-        "expert",
-        "lay",
-        "confidence_vs_accuracy",
-        "preferences",
-        "agreement",
-        "severity_distribution",
-        "correlations",
-        "confidence_intervals",
-        "comparisons",
-        "metrics",
-    ):
+    for key in ANALYSIS_KEYS:
         assert key in analysis
     assert analysis["lay"]["original"]["n"] == 16
 

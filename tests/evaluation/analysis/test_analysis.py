@@ -28,6 +28,7 @@ from evaluation.analysis.metric_tables import (
 )
 from evaluation.analysis.study import study_analysis
 from measures.stats.interval_methods import TOO_FEW
+from tests.evaluation.document_keys import ANALYSIS_KEYS
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -568,21 +569,7 @@ def test_study_analysis_has_the_interface_keys_and_is_json_ready():
     import json
 
     analysis = study_analysis(make_frames(), options=FAST)
-    for key in (
-        "study",
-        "systems",
-        "readability",
-        "expert",
-        "lay",
-        "confidence_vs_accuracy",
-        "preferences",
-        "agreement",
-        "severity_distribution",
-        "correlations",
-        "confidence_intervals",
-        "comparisons",
-        "metrics",
-    ):
+    for key in ANALYSIS_KEYS:
         assert key in analysis
     assert analysis["systems"] == SYSTEMS  # keys in study order, a plain list
     assert list(analysis["system_details"]) == SYSTEMS
