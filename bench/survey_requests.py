@@ -42,7 +42,8 @@ for _name, _value in {
     "DJANGO_SSL_REDIRECT": "0",
     "DJANGO_LOG_LEVEL": "WARNING",
     "RADLAY_RATE_LIMITS": "consent_ip=",
-    # The production storage needs the collected files' manifest (collected once, then kept).
+    # The production storage needs the collected files' manifest (collected at each run: only
+    # what changed is copied, and a static file renamed since the last run is then in it).
     "DJANGO_STATIC_ROOT": str(Path(tempfile.gettempdir()) / "radlay-survey-requests-static"),
 }.items():
     os.environ.setdefault(_name, _value)
@@ -288,8 +289,7 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connection
 
-    if not (Path(settings.STATIC_ROOT) / "staticfiles.json").exists():
-        call_command("collectstatic", "--noinput", verbosity=0)
+    call_command("collectstatic", "--noinput", verbosity=0)
 
     connection.settings_dict["TEST"]["NAME"] = f"{connection.settings_dict['NAME']}_survey_requests"
     connection.creation.create_test_db(verbosity=0, keepdb=True)
