@@ -6,6 +6,10 @@
 #   test_services         a throwaway PostgreSQL and Redis on free local ports, stopped on exit;
 #                         exports DATABASE_URL, REDIS_URL and RADLAY_TEST_PG_* for the suite
 #   test_environment      the settings module and the offline switches every test run uses
+#   test_cpu_mark / test_cpu_report NAME
+#                         how busy the machine's cores were between the two (from /proc/stat:
+#                         every process, the test databases and browsers included), printed with
+#                         the wall time, so that a run's time can be read as CPU or as waiting
 
 test_system_packages() {
   local need=()
@@ -33,6 +37,21 @@ test_cleanup() {
   fi
   if [ -f "$work/redis.pid" ]; then kill "$(cat "$work/redis.pid")" 2>/dev/null || true; fi
   rm -rf "$work"
+}
+
+test_cpu_mark() {
+  cpu_mark=$(awk '/^cpu /{print $2+$3+$4+$6+$7+$8, $5}' /proc/stat)
+  cpu_mark_at=$(date +%s.%N)
+}
+
+test_cpu_report() {
+  local now at
+  now=$(awk '/^cpu /{print $2+$3+$4+$6+$7+$8, $5}' /proc/stat)
+  at=$(date +%s.%N)
+  awk -v a="$cpu_mark" -v b="$now" -v t0="$cpu_mark_at" -v t1="$at" -v n="$(nproc)" -v name="$1" 'BEGIN {
+    split(a, x, " "); split(b, y, " "); busy = y[1] - x[1]; idle = y[2] - x[2];
+    printf "==> %s: %.0f s wall, the %d cores %.0f %% busy (%.0f core-seconds of work)\n",
+      name, t1 - t0, n, 100 * busy / (busy + idle), busy / 100 }'
 }
 
 test_free_port() {

@@ -19,9 +19,11 @@ if [ -z "${DATABASE_URL:-}" ]; then
 fi
 test_environment
 set +e
+test_cpu_mark
 .venv/bin/python -m pytest -p no:cacheprovider -n auto --dist loadfile \
   -m "not (e2e or integration or slow or release or pg_restart)" "$@"
 status=$?
+test_cpu_report "the quick run"
 set -e
 if [ $status -eq 5 ]; then echo "pytest collected no tests: failing"; fi
 exit $status

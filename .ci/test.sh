@@ -34,11 +34,15 @@ test_services
 test_environment
 set +e
 echo "==> pytest, in parallel: every test but those that restart PostgreSQL"
+test_cpu_mark
 .venv/bin/python -m pytest -p no:cacheprovider -n auto --dist loadfile --durations=40 --pg-restart=exclude "$@"
 parallel=$?
+test_cpu_report "the parallel run"
 echo "==> pytest, alone: the tests that restart PostgreSQL"
+test_cpu_mark
 .venv/bin/python -m pytest -p no:cacheprovider --pg-restart=only "$@" -n 0
 alone=$?
+test_cpu_report "the run alone"
 set -e
 echo "==> pytest exit status: $parallel in parallel, $alone alone (5: no tests collected)"
 if [ $parallel -eq 5 ] && [ $alone -eq 5 ]; then echo "pytest collected no tests: failing"; exit 5; fi
