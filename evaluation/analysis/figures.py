@@ -8,9 +8,12 @@ Pure computation: no Django.
 
 from __future__ import annotations
 
+import functools
 import io
+import json
 import re
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import matplotlib
@@ -65,6 +68,36 @@ _DEFAULT_STYLE = re.compile(
 )
 
 
+# Drawings kept by what they draw: a snapshot recomputed after one new answer redraws only the
+# figures whose data changed (a layperson's answer leaves every radiologist figure as it was).
+# The output is deterministic (_RC), so a kept drawing is the bytes a new one would be.
+_DRAWN: OrderedDict[tuple[str, str], str] = OrderedDict()
+DRAWN_KEPT = 64  # about 30 KB each
+
+
+def _drawn_once(draw: Callable[..., str]) -> Callable[..., str]:
+    """`draw` (JSON-able arguments → SVG) is run once per distinct arguments among the last
+    DRAWN_KEPT drawings of this process; order matters (a mapping's order is its drawing order)."""
+
+    @functools.wraps(draw)
+    def kept(*args: Any, **kwargs: Any) -> str:
+        key = (draw.__name__, json.dumps([args, kwargs], default=repr))
+        if key in _DRAWN:
+            _DRAWN.move_to_end(key)
+            return _DRAWN[key]
+        svg = _DRAWN[key] = draw(*args, **kwargs)
+        while len(_DRAWN) > DRAWN_KEPT:
+            _DRAWN.popitem(last=False)
+        return svg
+
+    return kept
+
+
+def drawn_forget() -> None:
+    """Forget every kept drawing (the next call draws anew)."""
+    _DRAWN.clear()
+
+
 def _palette(n: int) -> list[str]:
     if n in _SEQUENTIAL:
         return _SEQUENTIAL[n]
@@ -115,6 +148,7 @@ def _without_css(text: str) -> str:
     return _STYLE_ATTRIBUTE.sub(_presentation_attributes, text)
 
 
+@_drawn_once
 def stacked_shares_svg(
     counts: Mapping[str, Mapping[str, int]],
     *,
@@ -184,6 +218,12 @@ def votes_svg(analysis: Mapping[str, Any]) -> str:
     """Figure 4: per system, how many sources got 0, 1, 2, … voters choosing it as most (left) and
     least (right) preferred, as horizontal stacked bars (the protocol's Figure 4)."""
     votes = analysis["distributions"]["votes"]
+    systems = list(votes.get("most", {}))
+    return _votes_drawing(votes, {s: system_label(analysis, s) for s in systems})
+
+
+@_drawn_once
+def _votes_drawing(votes: Mapping[str, Mapping[str, Mapping[str, int]]], labels: Mapping[str, str]) -> str:
     with matplotlib.rc_context(_RC):
         systems = list(votes.get("most", {}))
         figure = Figure(figsize=(8.0, 0.45 * max(len(systems), 1) + 1.8), layout="constrained")
@@ -204,7 +244,7 @@ def votes_svg(analysis: Mapping[str, Any]) -> str:
                     label=f"{k}",
                 )
                 left = [a + b for a, b in zip(left, widths, strict=True)]
-            axes.set_yticks(range(len(systems)), [system_label(analysis, s) for s in systems])
+            axes.set_yticks(range(len(systems)), [labels[s] for s in systems])
             axes.set_title(f"{side} preferred", loc="left", fontsize=10)
             axes.set_xlabel("sources")
             for spine in ("top", "right"):
@@ -226,7 +266,11 @@ def votes_svg(analysis: Mapping[str, Any]) -> str:
 
 def severity_svg(analysis: Mapping[str, Any]) -> str:
     """Bar chart of the reference severities of the sources."""
-    distribution = analysis["severity_distribution"]
+    return _severity_drawing(analysis["severity_distribution"])
+
+
+@_drawn_once
+def _severity_drawing(distribution: Mapping[str, int]) -> str:
     with matplotlib.rc_context(_RC):
         figure = Figure(figsize=(5.0, 2.4), layout="constrained")
         axes = figure.subplots()
@@ -287,7 +331,17 @@ def system_means_svg(analysis: Mapping[str, Any]) -> str:
     if not panels:
         return ""
     systems = list(analysis["systems"])
-    labels = [system_label(analysis, s) for s in systems]
+    drawn = {name: means.get(name, {}) for name, _ in panels}
+    return _means_drawing(drawn, panels, systems, [system_label(analysis, s) for s in systems])
+
+
+@_drawn_once
+def _means_drawing(
+    means: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    panels: Sequence[tuple[str, str]],
+    systems: Sequence[str],
+    labels: Sequence[str],
+) -> str:
     columns = 2
     rows = -(-len(panels) // columns)
     with matplotlib.rc_context(_RC):

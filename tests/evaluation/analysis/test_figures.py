@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 import xml.etree.ElementTree as ET
 
@@ -40,7 +41,40 @@ def test_ids_do_not_collide_between_figures_on_one_page(analysis):
 
 
 def test_figures_are_deterministic(analysis):
-    assert figure_svgs.confidence_svg(analysis) == figure_svgs.confidence_svg(analysis)
+    first = figure_svgs.confidence_svg(analysis)
+    figure_svgs.drawn_forget()  # drawn anew, not the kept drawing
+    assert figure_svgs.confidence_svg(analysis) == first
+
+
+def test_a_snapshot_after_one_new_answer_redraws_only_the_figure_it_changes(analysis, monkeypatch):
+    from matplotlib.figure import Figure
+
+    drawn = []
+    savefig = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda self, *a, **k: drawn.append(1) or savefig(self, *a, **k))
+    figure_svgs.drawn_forget()
+    before = figure_svgs.all_svgs(analysis)
+    assert len(drawn) == len([svg for svg in before.values() if svg])
+    drawn.clear()
+    assert figure_svgs.all_svgs(analysis) == before and not drawn  # nothing changed: nothing drawn
+
+    changed = copy.deepcopy(analysis)
+    counts = changed["distributions"]["lay"]["understanding"]
+    level = next(iter(counts[next(iter(counts))]))
+    counts[next(iter(counts))][level] += 1
+    after = figure_svgs.all_svgs(changed)
+    assert len(drawn) == 1
+    assert [name for name in after if after[name] != before[name]] == ["lay_understanding"]
+    figure_svgs.drawn_forget()
+    assert figure_svgs.all_svgs(changed) == after  # what was kept is what a new drawing gives
+
+
+def test_the_kept_drawings_are_bounded(monkeypatch):
+    monkeypatch.setattr(figure_svgs, "DRAWN_KEPT", 3)
+    figure_svgs.drawn_forget()
+    for n in range(5):
+        figure_svgs.stacked_shares_svg({"a": {"low": n, "high": 1}}, levels=["low", "high"], title="T")
+    assert len(figure_svgs._DRAWN) == 3
 
 
 def test_stacked_shares_label_counts_and_levels():
