@@ -38,6 +38,7 @@ def production(*args: str, code: str | None = None, **env: str) -> subprocess.Co
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.heavy
 def test_check_deploy_is_clean_under_production_settings():
     result = production("check", "--deploy", "--fail-level", "WARNING")
     assert result.returncode == 0, result.stderr + result.stdout
@@ -63,6 +64,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.heavy
 def test_production_settings_come_from_the_environment():
     shown = json.loads(production(code=SHOW).stdout.splitlines()[-1])
     assert shown["hsts"] >= 31536000 and shown["redirect"] and shown["cookies"]
@@ -86,6 +88,7 @@ def test_production_settings_come_from_the_environment():
     assert shown["schema"] == 200
 
 
+@pytest.mark.heavy
 def test_demo_refuses_production_settings():
     result = production("demo")
     assert result.returncode != 0

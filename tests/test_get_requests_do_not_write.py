@@ -200,6 +200,7 @@ def concrete(route: str, world) -> str:
     return "/" + re.sub(r"<(?:(\w+):)?(\w+)>", value, route)
 
 
+@pytest.mark.heavy
 def test_no_get_request_writes(client, world):
     routes = [(route, name) for route, name in url_patterns() if not route.startswith("^")]
     assert len(routes) > 40  # the sweep reaches the whole project

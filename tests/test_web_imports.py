@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 HEAVY = (
@@ -54,6 +56,7 @@ print(json.dumps({"views": n_views, "loaded": sorted(m for m in HEAVY if m in sy
 """
 
 
+@pytest.mark.heavy
 def test_a_web_worker_starts_without_the_scientific_stack():
     code = f"HEAVY = {HEAVY!r}\n{WORKER_START}"
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.test"}

@@ -138,6 +138,7 @@ print(json.dumps({"previous": list(AnswerRevision.objects.values_list("previous"
 """
 
 
+@pytest.mark.heavy
 def test_the_embedded_sqlite_default_keeps_revisions_too(tmp_path):
     from tests.annotation.sqlite_run import run_on_sqlite
 

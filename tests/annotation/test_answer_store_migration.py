@@ -104,6 +104,7 @@ def _populate(apps) -> dict:
     return {"study": study.pk, "texts": [t.pk for t in texts], "judgement": judgement.pk, "source": source.pk}
 
 
+@pytest.mark.heavy
 @pytest.mark.django_db(transaction=True)
 def test_the_typed_answers_move_into_the_store_and_back():
     try:
@@ -237,6 +238,7 @@ print(json.dumps({"checked": True}))
 """
 
 
+@pytest.mark.heavy
 def test_the_migration_runs_both_ways_on_the_embedded_sqlite_default(tmp_path):
     from tests.annotation.sqlite_run import run_on_sqlite
 

@@ -239,6 +239,7 @@ def _lay_answers_expected(person, pid, sources, text_of) -> dict[AnswerKey, obje
     return expected
 
 
+@pytest.mark.heavy
 def test_the_release_reads_back_through_the_engine_after_the_migration(release_dir):
     call_command("import_release", str(release_dir), "--study", "release-engine", stdout=io.StringIO())
     study = Study.objects.get(slug="release-engine")

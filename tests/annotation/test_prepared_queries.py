@@ -254,6 +254,7 @@ print(json.dumps({"changed": changed, "same": got == orm, "rows": len(got),
 """
 
 
+@pytest.mark.heavy
 def test_prepared_reads_and_updates_adapt_datetimes_on_sqlite(tmp_path):
     outcome = run_on_sqlite(SQLITE_SCRIPT, tmp_path)
     assert outcome == {"changed": [1, 1], "same": True, "rows": 1, "second": True, "stored": True}

@@ -14,13 +14,14 @@ import pytest
 import torch
 
 from bench.bandwidth import device_bandwidth, shape_from_config, tokens_per_second_bound
-from tests.ml.tiny_models import build_tiny_causal_lm
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_parameter_and_kv_bytes_are_those_of_the_model(tmp_path):
     from transformers import AutoModelForCausalLM
+
+    from tests.ml.tiny_models import build_tiny_causal_lm  # torch: imported where it runs
 
     directory = build_tiny_causal_lm(tmp_path / "m")
     model = AutoModelForCausalLM.from_pretrained(directory, dtype=torch.bfloat16)
@@ -58,6 +59,7 @@ def test_the_bound_and_the_table():
         tokens_per_second_bound(shape, batch=0, context=1, bandwidth=1)
 
 
+@pytest.mark.heavy
 def test_the_bench_smoke_mode_prints_ratios(tmp_path):
     out = tmp_path / "figures.json"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": str(REPO)}

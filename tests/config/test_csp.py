@@ -47,6 +47,7 @@ def test_production_enforces_a_policy_without_unsafe_inline():
     assert "unsafe" not in json.dumps(directives)
 
 
+@pytest.mark.heavy
 def test_production_policy_is_configurable():
     enforced, report_only = production_policy(DJANGO_CSP="report-only", DJANGO_CSP_REPORT_URI="/csp-report/")
     assert enforced is None and report_only["DIRECTIVES"]["report-uri"] == ["/csp-report/"]
@@ -77,6 +78,7 @@ PRINT_RENDERERS = (
 )
 
 
+@pytest.mark.heavy
 def test_production_serves_the_api_as_json_not_the_browsable_html():
     """DRF's browsable API uses inline styles the enforced CSP refuses; production answers a
     browser with JSON (here the 401/403 of an anonymous request), under the policy."""

@@ -23,6 +23,7 @@ def test_small_statements_are_bound_on_the_server():
     assert connection.connection.prepare_threshold == 5
 
 
+@pytest.mark.heavy
 def test_a_statement_with_more_parameters_than_postgresql_takes_still_runs():
     study = Study.objects.create(slug="many", title="Many")
     sources = Source.objects.bulk_create(  # 6 columns × 12,000 rows: 72,000 parameters

@@ -113,6 +113,7 @@ def test_the_recruitment_link_carries_prolifics_parameters(client, editor, draft
     assert expected in page
 
 
+@pytest.mark.heavy
 def test_withdrawing_counts_deletes_and_recomputes(client, editor):
     study = build_answered_study(slug="answered", n_sources=3, n_lay=2)
     study_member_add(study=study, user=editor, role="editor", actor="test")

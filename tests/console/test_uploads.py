@@ -125,6 +125,7 @@ def test_the_reader_reports_how_far_it_got(tmp_path):
     assert 0 < study_file.bytes_read <= path.stat().st_size
 
 
+@pytest.mark.heavy
 @pytest.mark.django_db(transaction=True)
 def test_a_105000_row_file_streams_to_disk_and_imports(
     client, editor, draft, monkeypatch, tmp_path, settings

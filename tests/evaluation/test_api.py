@@ -144,6 +144,7 @@ def test_answers_refuse_signed_cursors_that_are_no_position(api, study, payload)
     assert response.status_code == 400 and "cursor" in response.json()
 
 
+@pytest.mark.heavy
 def test_analysis_has_the_documented_keys(api, study):
     analysis = api.get("/api/studies/mine/analysis/").json()
     for key in ANALYSIS_KEYS:
@@ -151,6 +152,7 @@ def test_analysis_has_the_documented_keys(api, study):
     assert analysis["lay"]["original"]["n"] == 16
 
 
+@pytest.mark.heavy
 def test_audit_endpoint(api, study):
     audit = api.get("/api/studies/mine/audit/?reported=seed003").json()
     assert audit["reported_file"] == "seed003.yaml"

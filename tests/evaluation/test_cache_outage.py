@@ -58,6 +58,7 @@ def cache_down(settings):
         cache.get("anything")  # the cache really is unreachable
 
 
+@pytest.mark.heavy
 def test_no_page_answers_500_while_the_cache_is_down(client, cache_down, caplog):
     study = build_answered_study(slug="outage")
     snapshot = services.analysis_snapshot_compute_here(study=study)

@@ -59,6 +59,7 @@ def change_an_answer(study, understanding: str = "Not at all") -> None:
     )
 
 
+@pytest.mark.heavy
 def test_the_snapshot_follows_the_data(study):
     first = services.analysis_snapshot_refresh(study=study)
     assert not first.stale and not first.recomputing
@@ -78,6 +79,7 @@ def test_the_snapshot_follows_the_data(study):
     assert second.snapshot.result["lay"] != lay_before
 
 
+@pytest.mark.heavy
 def test_at_most_one_recomputation_is_queued_and_a_change_meanwhile_runs_once_more(study, sent):
     assert services.analysis_snapshot_request(study=study) is True
     assert services.analysis_snapshot_request(study=study) is False
@@ -96,6 +98,7 @@ def test_at_most_one_recomputation_is_queued_and_a_change_meanwhile_runs_once_mo
     assert sent == [study.pk, study.pk]
 
 
+@pytest.mark.heavy
 def test_a_claim_of_a_dead_worker_is_taken_over(study, sent, settings):
     services.analysis_snapshot_request(study=study)
     stale = timezone.now() - timedelta(seconds=timing_from_settings().stale_after + 1)
@@ -179,6 +182,7 @@ def test_a_failed_send_is_kept_and_sent_again_by_the_healing_check(study, settin
     assert calls == [study.pk, study.pk]
 
 
+@pytest.mark.heavy
 def test_the_healing_check_stamps_the_worker_heartbeat_and_pages_say_when_none_answers(
     client_in, study, settings, broker_mode
 ):
@@ -196,6 +200,7 @@ def test_the_healing_check_stamps_the_worker_heartbeat_and_pages_say_when_none_a
     assert api["no_worker"] is True and api["no_worker_since"].startswith(f"{long_ago:%Y-%m-%d}")
 
 
+@pytest.mark.heavy
 def test_the_dashboard_says_since_when_it_recomputes_and_that_a_worker_was_lost(
     client_in, study, sent, settings
 ):
@@ -228,6 +233,7 @@ def test_a_failed_computation_is_kept_and_not_retried_on_the_same_data(study, se
     assert len(sent) == 2
 
 
+@pytest.mark.heavy
 def test_the_beat_task_refreshes_open_studies_whose_data_changed(study, sent):
     study.status = "open"
     study.save()
@@ -250,6 +256,7 @@ def client_in(client, study):
     return client
 
 
+@pytest.mark.heavy
 def test_the_dashboard_shows_the_last_snapshot_while_a_newer_one_is_computed(client_in, study, sent):
     services.analysis_snapshot_compute_here(study=study)
     url = reverse("evaluation:study-detail", args=["snap"])
@@ -271,6 +278,7 @@ def test_the_dashboard_shows_the_last_snapshot_while_a_newer_one_is_computed(cli
     assert poll["HX-Refresh"] == "true"
 
 
+@pytest.mark.heavy
 def test_the_dashboard_neither_computes_nor_loads_a_model(client_in, study, sent, settings, monkeypatch):
     services.analysis_snapshot_compute_here(study=study)
     settings.RADLAY_ANALYSIS_OPTIONS = {**settings.RADLAY_ANALYSIS_OPTIONS, "embeddings": True}
@@ -288,6 +296,7 @@ def test_the_dashboard_neither_computes_nor_loads_a_model(client_in, study, sent
     assert api.status_code == 200 and api.json()["snapshot"]["stale"] is True
 
 
+@pytest.mark.heavy
 def test_the_dashboard_of_a_fresh_snapshot_costs_a_few_queries(
     client_in, study, django_assert_max_num_queries
 ):
@@ -304,6 +313,7 @@ def test_before_the_first_snapshot_pages_say_so(client_in, study, sent):
     assert api.status_code == 202 and api["Retry-After"]
 
 
+@pytest.mark.heavy
 def test_api_fresh_waits_for_a_snapshot_computed_after_the_request(client_in, study):
     services.analysis_snapshot_compute_here(study=study)
     before = AnalysisSnapshot.objects.get(study=study).computed_at
@@ -338,6 +348,7 @@ def counted_tables(captured) -> set[str]:
     return {table for query in captured for table in ANSWER_TABLES if table in query["sql"]}
 
 
+@pytest.mark.heavy
 def test_a_reader_sends_the_check_of_the_data_instead_of_counting(client_in, study, sent, checks):
     services.analysis_snapshot_compute_here(study=study)
     cache.clear()  # nothing counted yet (e.g. the cache was restarted)
@@ -367,6 +378,7 @@ def test_a_reader_sends_the_check_of_the_data_instead_of_counting(client_in, stu
     assert "answers changed since" in html and "recomputing" in html
 
 
+@pytest.mark.heavy
 def test_a_landed_snapshot_needs_no_check_and_new_answers_show_once_counted(client_in, study, sent, checks):
     answer = answers.lay_answers(study=study, phase="assisted")[0]
     item = LayItem.objects.get(participant_id=answer.participant_id, source_id=answer.source_id)
@@ -389,6 +401,7 @@ def test_a_landed_snapshot_needs_no_check_and_new_answers_show_once_counted(clie
     assert "1 answer since" in html and "recomputing" in html
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("n_sources", [2, 6])
 def test_the_dashboard_get_costs_the_same_few_queries_at_any_size(
     client, n_sources, sent, checks, django_assert_num_queries
@@ -407,6 +420,7 @@ def test_the_dashboard_get_costs_the_same_few_queries_at_any_size(
     assert checks == []
 
 
+@pytest.mark.heavy
 def test_the_api_serves_the_stored_document_as_the_renderer_would(client_in, study, sent):
     """The fast path (the stored JSON text) and DRF's rendering of the decoded snapshot give the
     same document."""
@@ -430,6 +444,7 @@ def test_the_api_serves_the_stored_document_as_the_renderer_would(client_in, stu
     assert client_in.get(reverse("api:analysis", args=["snap"]), HTTP_ACCEPT="text/html").status_code == 200
 
 
+@pytest.mark.heavy
 def test_the_metrics_section_shows_the_first_rows_per_simplification(client_in, study, sent, monkeypatch):
     from evaluation.pages import context
 
@@ -444,6 +459,7 @@ def test_the_metrics_section_shows_the_first_rows_per_simplification(client_in, 
     assert reverse("evaluation:study-metrics-csv", args=["snap"]) in table
 
 
+@pytest.mark.heavy
 def test_a_failed_snapshot_shows_its_reason_and_the_next_answer_retries_it(client_in, study, monkeypatch):
     def broken(*args, **kwargs):
         raise ValueError("Length of values (50) does not match length of index (51)")
@@ -477,6 +493,7 @@ def test_a_batch_page_says_when_no_worker_runs(client, settings, broker_mode):
     assert "No worker is running" not in client.get(url).content.decode()
 
 
+@pytest.mark.heavy
 def test_a_lost_computation_with_every_worker_down_is_told_one_way(
     client_in, study, sent, settings, broker_mode
 ):

@@ -121,6 +121,7 @@ def test_complete_all_returns_answers_in_request_order():
 # --- transformers' own continuous batching, on a tiny decoder-only model --------------------------
 
 
+@pytest.mark.heavy
 def test_transformers_backend_streams_on_a_causal_model_with_greedy_outputs_of_generate(tiny_llama, tiny_t5):
     from generation.backends.transformers_backend import TransformersBackend
     from ml.inference import generate, load_model
@@ -145,6 +146,7 @@ def test_transformers_backend_streams_on_a_causal_model_with_greedy_outputs_of_g
     assert {a.raw["engine"] for a in answers} == {"hf-continuous-batching"}
 
 
+@pytest.mark.heavy
 def test_transformers_continuous_self_correction_equals_one_at_a_time(tiny_llama):
     from generation.backends.transformers_backend import TransformersBackend
 

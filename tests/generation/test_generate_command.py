@@ -40,6 +40,7 @@ def llm(settings, scripted_llm, external_calls_approved):
     return scripted_llm
 
 
+@pytest.mark.heavy
 def test_all_systems_and_scgr_with_the_glossary_backend_on_the_demo_study():
     call_command("demo", stdout=io.StringIO())
     # The demo ships texts for these systems: replaced on purpose.

@@ -250,6 +250,7 @@ def test_a_lost_job_of_a_cancelled_batch_is_cancelled_and_the_batch_finishes(
     assert dict(batch.jobs.values_list("pk", "status")) == {lost.pk: "cancelled", queued.pk: "cancelled"}
 
 
+@pytest.mark.heavy
 def test_a_live_heartbeat_keeps_a_long_job_from_being_taken_over(settings, transactional_db, monkeypatch):
     settings.RADLAY_JOB_TIMING = replace(settings.RADLAY_JOB_TIMING, heartbeat=0.1, stale_after=0.5)
     study = make_study(sentences=SENTENCES[:1])

@@ -115,6 +115,7 @@ def test_baselines_use_one_batched_call(fake_inference):
     assert results[1].flagged and "cut off" in results[1].flag_reason
 
 
+@pytest.mark.heavy
 def test_real_local_model_batched_baselines_match_direct_inference(tiny_llama):
     from ml import inference
 
@@ -137,6 +138,7 @@ def test_real_local_model_batched_baselines_match_direct_inference(tiny_llama):
     assert all(r.prompt_tokens > 0 for r in results)
 
 
+@pytest.mark.heavy
 def test_real_local_model_runs_the_self_correction_loop(tiny_llama):
     backend = TransformersBackend(model=str(tiny_llama), device="cpu")
     result = run_self_correction(

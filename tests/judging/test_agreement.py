@@ -8,7 +8,6 @@ import itertools
 import krippendorff
 import numpy as np
 import pandas as pd
-import pingouin
 import pytest
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
@@ -81,6 +80,8 @@ def test_statistics_match_the_libraries_on_noisy_ratings():
             "score": np.concatenate([judge, human]),
         }
     )
+    import pingouin  # with xarray: imported by the worker that runs this, not at collection
+
     icc = pingouin.intraclass_corr(long, targets="unit", raters="rater", ratings="score").set_index("Type")
     assert result["icc"]["estimate"] == pytest.approx(icc.loc["ICC(A,1)", "ICC"])
     assert result["spearman"]["estimate"] == pytest.approx(stats.spearmanr(judge, human).statistic)

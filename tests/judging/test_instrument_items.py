@@ -84,6 +84,7 @@ def launch(django_capture_on_commit_callbacks):
     return run
 
 
+@pytest.mark.heavy
 @pytest.mark.django_db
 def test_the_glossary_judge_answers_seed002s_criteria_offline_and_enters_agreement(launch):
     study, instrument, raters = seed002_study(slug="medjudge", n_sources=6)

@@ -21,6 +21,7 @@ from tests.evaluation.instrument_studies import seed002_study
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.heavy
 def test_manage_py_check_on_the_default_sqlite_settings_reports_no_warning(tmp_path):
     environment = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE")}
     # --database runs the checks that depend on the database's features (W047 is one of them).

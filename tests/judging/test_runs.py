@@ -49,6 +49,7 @@ def test_the_glossary_heuristic_judges_every_text_and_source_and_is_labelled(stu
     assert run.agreement["lay_severity"]["laypeople"]["assisted"]["accuracy"] == 1.0
 
 
+@pytest.mark.heavy
 def test_the_heuristic_run_is_deterministic_and_a_rerun_is_served_from_the_cache(study, launch):
     first = launch(study=study, backend="glossary")
     second = launch(study=study, backend="glossary")

@@ -44,6 +44,7 @@ def _api(user) -> APIClient:
     return client
 
 
+@pytest.mark.heavy
 def test_the_judge_page_shows_the_agreement_and_the_dashboard_links_to_it(
     client, researcher, study, heuristic_run, settings
 ):

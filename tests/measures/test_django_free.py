@@ -17,6 +17,7 @@ def test_every_module_is_listed():
     assert {"measures.stats.crossed", "measures.metrics.registry"} <= set(MODULES)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("module", MODULES)
 def test_imports_no_django(module):
     assert_imports_without_django(module)

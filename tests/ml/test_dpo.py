@@ -43,6 +43,7 @@ def dpo(*args: str) -> None:
     call_command("train_simplifier", "--method", "dpo", *args)
 
 
+@pytest.mark.heavy
 def test_dpo_trains_registers_and_generates_a_new_system(
     tiny_llama, settings, tmp_path, capsys, django_capture_on_commit_callbacks
 ):
@@ -89,6 +90,7 @@ def test_dpo_trains_registers_and_generates_a_new_system(
     assert all(s.text.startswith("Simplification of sentence") for s in old)  # untouched
 
 
+@pytest.mark.heavy
 def test_dpo_with_lora_from_a_preference_file(tiny_llama, settings, tmp_path):
     settings.RADLAY_TRAINING = replace(settings.RADLAY_TRAINING, dpo_min_pairs=4)
     records, _ = preference_records(study=rated_study(slug="lora"))

@@ -48,6 +48,7 @@ def test_every_external_backend_is_wrapped_in_the_gate(db, settings):
     assert not isinstance(local.backend, GatedBackend)
 
 
+@pytest.mark.heavy
 def test_only_the_configured_module_builds_backends_for_the_apps():
     """A backend instance made elsewhere (get_backend, a backend class called directly) would skip
     the gate. The judges' heuristic builds the offline glossary backend only."""

@@ -46,6 +46,7 @@ def _join_url(study, pid: str) -> str:
     return reverse("surveys:lay-join", kwargs={"slug": study.slug}) + f"?PROLIFIC_PID={pid}&STUDY_ID=s"
 
 
+@pytest.mark.heavy
 def test_fifty_simultaneous_joins_are_all_enrolled():
     study = build_study(slug="crowd", n_sources=2)
     statuses = _simultaneously(

@@ -145,6 +145,7 @@ def _one_sentence(client, participant, item, counts, django_assert_max_num_queri
     submit("preference", url, {**fields, "most": [a], "least": [b], "most_justification": "Clear."})
 
 
+@pytest.mark.heavy
 def test_lay_requests_cost_constant_queries(client, django_assert_max_num_queries):
     counts: dict[str, list[int]] = {}
     for slug, n_sources in (("small", 6), ("big", 2000)):
@@ -180,6 +181,7 @@ def test_lay_requests_cost_constant_queries(client, django_assert_max_num_querie
         assert max(values) - min(values) <= 1, (name, values)
 
 
+@pytest.mark.heavy
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's plans of prepared statements")
 def test_the_first_unfinished_item_is_found_by_its_index_in_a_generic_plan():
     """psycopg prepares a statement after five runs, and PostgreSQL then keeps a generic plan, made

@@ -4,6 +4,8 @@ the test suite itself runs on PostgreSQL."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.annotation.sqlite_run import run_on_sqlite
 
 SCRIPT = r"""
@@ -60,6 +62,7 @@ print(json.dumps({"journal": journal, "mode": settings.DATABASES["default"]["OPT
 """
 
 
+@pytest.mark.heavy
 def test_concurrent_autosaves_on_sqlite_all_land(tmp_path):
     outcome = run_on_sqlite(SCRIPT, tmp_path)
     assert outcome["journal"] == "wal" and outcome["mode"] == "IMMEDIATE"

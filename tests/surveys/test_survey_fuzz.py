@@ -99,6 +99,7 @@ def test_lay_entry_pages_never_fail_whatever_is_posted(lay_setup, data, step):
     _ok(client.post(reverse(f"surveys:{step}", kwargs={"token": participant.token}), data))
 
 
+@pytest.mark.heavy
 @FUZZ
 @given(data=payloads(["PROLIFIC_PID", "STUDY_ID", "SESSION_ID", "consent"]))
 def test_open_recruitment_never_fails(db, data):
@@ -126,6 +127,7 @@ EXPERT_FIELDS = [
 ] + ["original-severity", "original-simplicity", "original-comment", "elapsed_ms", "fields", "next", "finish"]
 
 
+@pytest.mark.heavy
 @FUZZ
 @given(data=payloads(EXPERT_FIELDS), htmx=st.booleans())
 def test_radiologist_page_never_fails_whatever_is_posted(expert_setup, data, htmx):

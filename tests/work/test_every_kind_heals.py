@@ -48,7 +48,6 @@ from tests.evaluation.analysis.test_study_frames import build_answered_study
 from tests.evaluation.conftest import FAST_ANALYSIS_OPTIONS
 from tests.generation.test_celery_worker import REPO, broker_mode, wait_for, worker_database_url
 from tests.generation.test_fault_injection import Services, restart_postgresql
-from tests.ml.tiny_models import build_tiny_t5
 from tests.work.test_job_layer import make_study
 from work import runner, scheduler
 
@@ -257,6 +256,8 @@ KINDS: dict[str, Callable[[str, int], Kind]] = {
 
 @pytest.fixture(scope="module")
 def tiny_t5_path(tmp_path_factory) -> str:
+    from tests.ml.tiny_models import build_tiny_t5  # torch: imported by the worker that runs this
+
     return str(build_tiny_t5(tmp_path_factory.mktemp("models") / "tiny-t5"))
 
 
@@ -290,6 +291,7 @@ def _unsent(model) -> dict[str, Any]:
     return {"sent_at__isnull": True}
 
 
+@pytest.mark.heavy
 @pytest.mark.django_db(transaction=True)  # committed for real: messages go out at the commit
 def test_a_killed_workers_work_is_sent_again_by_the_healing_check_and_finishes(kind, broker):
     work = kind.launch()
@@ -321,6 +323,7 @@ def test_work_whose_worker_was_lost_on_its_last_attempt_is_abandoned(kind, broke
     assert kind.abandoned(work) and not kind.succeeded(work)
 
 
+@pytest.mark.heavy
 @pytest.mark.django_db(transaction=True)
 def test_a_launch_while_the_broker_is_down_is_recorded_and_sent_by_the_healing_check(kind, broker, settings):
     # the next check retries a refused send

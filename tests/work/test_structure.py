@@ -13,6 +13,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 USERS = ("generation", "judging", "evaluation", "ml", "studies", "surveys")
 
@@ -76,6 +78,7 @@ def _source_files():
         yield from modules(app)
 
 
+@pytest.mark.heavy
 def test_the_copied_pieces_exist_once():
     where: dict[str, list[str]] = {"researcher_login_required": [], "DATABASE_RETRY": [], "_eager": []}
     retry_options, eager_loops = [], []
@@ -382,6 +385,7 @@ def test_no_app_unregisters_an_admin():
 PREPARED_METHODS = {"rows", "values", "run", "columns", "instances"}
 
 
+@pytest.mark.heavy
 def test_callers_use_only_the_prepared_queries_interface():
     source = (REPO / "annotation" / "prepared_queries.py").read_text()
     interface = set(ast.literal_eval(source.split("__all__ = ", 1)[1].split("\n", 1)[0]))

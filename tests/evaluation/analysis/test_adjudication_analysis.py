@@ -32,6 +32,7 @@ def _document(study) -> dict:
     return snapshot_analysis(state.snapshot)
 
 
+@pytest.mark.heavy
 def test_recording_and_revising_a_label_refresh_the_adjudication_section():
     setup = disagreeing_study()
     study = setup["study"]

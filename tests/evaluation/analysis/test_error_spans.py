@@ -52,6 +52,7 @@ def _frame() -> pd.DataFrame:
 COUNTS = [[0, 2, 1, 3, 1, 0], [1, 2, 0, 2, 2, 1], [0, 3, 1, 4, 1, 0]]
 
 
+@pytest.mark.heavy
 def test_is_django_free():
     assert_imports_without_django("evaluation.analysis.error_spans")
 

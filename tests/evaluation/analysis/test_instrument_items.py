@@ -60,6 +60,7 @@ def test_a_protocol_study_has_no_instrument_section():
     assert "instrument_items" not in analysis
 
 
+@pytest.mark.heavy
 def test_seed002_means_per_criterion_rater_and_system_and_alpha():
     study, instrument, raters = seed002_study()
     analysis = study_analysis(study_frames(study=study), options=OPTIONS)
@@ -114,6 +115,7 @@ def test_seed002_means_per_criterion_rater_and_system_and_alpha():
         assert sum(record["distribution"].values()) == len(rows)
 
 
+@pytest.mark.heavy
 def test_seed002_paired_system_test_is_wilcoxon_on_source_means():
     study, instrument, raters = seed002_study(slug="medlay2")
     analysis = study_analysis(study_frames(study=study), options=OPTIONS)

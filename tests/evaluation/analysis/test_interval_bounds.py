@@ -230,12 +230,14 @@ def _producers(design) -> dict:
 
 
 # About 1–3 s an example on two busy cores (the pairwise rankings and the judge bootstrap most).
+@pytest.mark.heavy
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(design=designs)
 def test_every_interval_of_every_producer_is_inside_its_support(design):
     check(_producers(design))
 
 
+@pytest.mark.heavy
 def test_the_walker_sees_computed_intervals_of_every_producer():
     # A design large enough for every interval: the property above is not vacuous.
     design = {"raters": 5, "sources": 7, "systems": 2, "seed": 3, "answered": 1.0, "skew": 1.0}
@@ -266,6 +268,7 @@ def _answers(data, questions) -> dict[str, str]:
     return {q: data.draw(st.sampled_from(scales.LAY_SCALES[q].names)) for q in questions}
 
 
+@pytest.mark.heavy
 @pytest.mark.django_db
 @settings(
     max_examples=3,  # about 9 s an example on two busy cores

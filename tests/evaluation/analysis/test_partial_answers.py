@@ -46,6 +46,7 @@ def _halfway_study() -> Study:
     return study
 
 
+@pytest.mark.heavy
 @pytest.mark.django_db
 def test_a_half_answered_lay_page_leaves_the_next_snapshot_with_its_figures(fast_analysis):
     study = _halfway_study()
@@ -163,6 +164,7 @@ def _saved_study(data) -> tuple[Study, dict]:
     return study, saved
 
 
+@pytest.mark.heavy
 @pytest.mark.django_db
 @settings(
     # About 0.5–2 s an example on two busy cores; 300 examples passed when this test was written.
@@ -256,6 +258,7 @@ def _control_study():
     return study
 
 
+@pytest.mark.heavy
 @pytest.mark.django_db
 @settings(
     # About 2–4 s an example on two busy cores.

@@ -160,6 +160,7 @@ def _tables(frames, *, z: bool) -> dict:
     }
 
 
+@pytest.mark.heavy
 @pytest.mark.django_db
 def test_planted_rows_never_enter_the_tables():
     """The same study with and without 20% planted controls, the same real answers: the same Tables

@@ -22,6 +22,7 @@ def _forward(of, limit):
     return pages
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("limit", [1, 2, 5, 13, 1000])
 def test_pages_walked_forward_are_the_export(study, limit):  # noqa: F811
     expected = list(answer_rows(study=study))
@@ -32,6 +33,7 @@ def test_pages_walked_forward_are_the_export(study, limit):  # noqa: F811
     assert pages[0].previous is None and all(page.previous is not None for page in pages[1:])
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("limit", [1, 4, 13])
 def test_pages_walked_backward_from_the_end_are_the_same_pages(study, limit):  # noqa: F811
     forward = _forward(study, limit)
@@ -60,6 +62,7 @@ def test_a_page_is_not_shifted_by_answers_written_before_it(study):  # noqa: F81
     assert answer_page(study=study, limit=7, start=first.next).rows == second.rows
 
 
+@pytest.mark.heavy
 def test_a_page_takes_the_same_few_queries_wherever_it_is(study):  # noqa: F811
     """Four queries for its lookups (participants, sources, systems, the texts' systems) and one
     for the stored answers of each section it reads (a page of 3 rows reads one, or two where

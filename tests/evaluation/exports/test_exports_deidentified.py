@@ -81,6 +81,7 @@ def _scan(client, slug: str, words: list[str], tmp_path: Path, *, pairs: bool) -
     return leaks
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(
     "build,pairs", [(None, True), (protocol_study, False)], ids=["lay-and-ratings", "protocol-with-spans"]
 )

@@ -138,6 +138,7 @@ def test_a_viewer_gets_no_external_ids_and_a_bad_layout_is_named(client, owner, 
     assert bad.status_code == 400 and b"layout" in bad.content
 
 
+@pytest.mark.heavy
 def test_api_exports_and_analysis_section(api, medlay):
     wide = json.loads(_body(api.get(f"/api/studies/{medlay.slug}/items/json/", {"layout": "wide"})))
     assert len(wide) == 48 and wide[0]["medlaybench_002.fluency"] in {1.0, 2.0, 3.0, 4.0, 5.0}
@@ -151,6 +152,7 @@ def test_api_exports_and_analysis_section(api, medlay):
     assert [item["key"] for item in section["groups"][0]["items"]] == list(CRITERIA)
 
 
+@pytest.mark.heavy
 def test_dashboard_and_report_show_the_section_only_where_there_are_items(client, owner, medlay):
     from tests.annotation.factories import build_study
 

@@ -44,6 +44,7 @@ def exported(slug: str, file_format: str, tmp_path) -> bytes:
     return out.read_bytes()
 
 
+@pytest.mark.heavy
 def test_an_archive_reproduces_the_analysis_and_the_exports(tmp_path, capsys):
     original = build_answered_study(slug="moved")
     archive = tmp_path / "moved.zip"

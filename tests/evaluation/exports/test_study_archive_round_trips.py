@@ -102,6 +102,7 @@ def instruments(study) -> list[tuple]:
     )
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_a_copy_reproduces_the_analysis_the_exports_and_the_instruments(kind, client):
     original = KINDS[kind](f"{kind}-orig")

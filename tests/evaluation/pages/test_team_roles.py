@@ -350,6 +350,7 @@ def test_the_database_refuses_an_unknown_role_and_a_second_membership(team):
         StudyMembership.objects.create(study=study, user=people["viewer"], role="owner")
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("command", ["import_study", "import_release"])
 def test_the_import_commands_take_the_owner(db, tmp_path, release_dir, command):
     source = release_dir
@@ -366,6 +367,7 @@ def test_the_import_commands_take_the_owner(db, tmp_path, release_dir, command):
     assert StudyMembership.objects.get(study__slug="owned", user=user).role == "owner"
 
 
+@pytest.mark.heavy
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_makes_every_researcher_an_owner():
     from django.db import connection

@@ -70,6 +70,7 @@ def test_superuser_sees_every_study(client, other_study):
     assert client.get(reverse("evaluation:study-detail", args=["theirs"])).status_code == 200
 
 
+@pytest.mark.heavy
 def test_study_page_shows_tables_figures_balance_and_audit(client_in, study):
     response = client_in.get(reverse("evaluation:study-detail", args=["mine"]) + "?reported=seed003")
     assert response.status_code == 200
@@ -99,11 +100,13 @@ def test_study_page_shows_tables_figures_balance_and_audit(client_in, study):
     assert 'hx-get="/dashboard/mine/correlations/"' in html
 
 
+@pytest.mark.heavy
 def test_audit_can_be_switched_off(client_in, study):
     html = client_in.get(reverse("evaluation:study-detail", args=["mine"]) + "?reported=").content.decode()
     assert "table1.fkgl.original" not in html
 
 
+@pytest.mark.heavy
 def test_correlations_fragment_for_htmx_and_page_without(client_in, study):
     url = reverse("evaluation:study-correlations", args=["mine"])
     fragment = client_in.get(url, HTTP_HX_REQUEST="true").content.decode()
@@ -124,6 +127,7 @@ def test_export_downloads_stream(client_in, study):
     assert client_in.get(reverse("evaluation:study-export", args=["mine", "pdf"])).status_code == 404
 
 
+@pytest.mark.heavy
 def test_the_report_and_the_dashboard_carry_the_sections_other_apps_registered(client_in, study):
     # Judging registers its section in JudgingConfig.ready() (evaluation.pages.report_sections);
     # evaluation imports nothing of judging.
@@ -137,6 +141,7 @@ def test_the_report_and_the_dashboard_carry_the_sections_other_apps_registered(c
     assert f'<a href="{reverse("judging:study-judges", args=["mine"])}">LLM judges</a>' in dashboard
 
 
+@pytest.mark.heavy
 def test_analysis_download_is_the_analysis_json(client_in, study):
     response = client_in.get(reverse("evaluation:study-analysis", args=["mine"]))
     analysis = json.loads(response.content)
@@ -145,6 +150,7 @@ def test_analysis_download_is_the_analysis_json(client_in, study):
     assert analysis["correlations"]
 
 
+@pytest.mark.heavy
 def test_report_is_self_contained(client_in, study):
     response = client_in.get(reverse("evaluation:study-report", args=["mine"]))
     assert response.status_code == 200
@@ -173,6 +179,7 @@ def test_report_is_self_contained(client_in, study):
     assert "src=" not in html
 
 
+@pytest.mark.heavy
 def test_report_command_writes_the_file(study, tmp_path):
     out = tmp_path / "report.html"
     call_command("report", "--study", "mine", "--out", str(out), "--reported", "")
@@ -190,6 +197,7 @@ def test_a_non_staff_researcher_signs_in_on_the_dashboard(client, researcher, st
     assert b"did not match" in wrong.content
 
 
+@pytest.mark.heavy
 def test_the_audit_is_shown_by_default_only_for_a_fitting_study(client_in, researcher, study):
     assert (
         "table1.fkgl.original"
@@ -203,6 +211,7 @@ def test_the_audit_is_shown_by_default_only_for_a_fitting_study(client_in, resea
     )
 
 
+@pytest.mark.heavy
 def test_researcher_pages_exports_and_the_api_are_never_stored(client_in, study, researcher):
     from rest_framework.authtoken.models import Token
 
@@ -222,6 +231,7 @@ def test_researcher_pages_exports_and_the_api_are_never_stored(client_in, study,
     assert "must-revalidate" in client_in.get("/join/mine/")["Cache-Control"]
 
 
+@pytest.mark.heavy
 def test_the_reports_methods_say_judges_never_see_human_answers(
     client_in, study, django_capture_on_commit_callbacks, settings
 ):

@@ -179,6 +179,7 @@ def test_pending_plan_polls_until_done(pilot, client, researcher):
     assert b"hx-trigger" not in done.content and b"Assumptions" in done.content
 
 
+@pytest.mark.heavy
 def test_report_has_the_sample_size_section(pilot):
     assert "No plan computed yet" in study_report_html(study=pilot, reported=None)
     call_command(

@@ -137,6 +137,7 @@ def test_expected_counts_take_what_live_participants_owe():
     assert counts[1, 1] == 2 and counts[1, 0] == 1  # rows 0, 0 give source 1 system 1; row 1 system 0
 
 
+@pytest.mark.heavy
 def test_the_fixed_design_width_matches_simulated_studies():
     square = LatinSquare(n_sources=12, n_systems=2, per_participant=6)
     participants = 2 * square.period
