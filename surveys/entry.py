@@ -77,9 +77,10 @@ def survey_participant(
     the views: after a view answered, when `active(participant)` says the flow counts the
     participant as taking part (e.g. consented); None leaves it to the flow.
 
-    With `page` (e.g. access_expert_page: token, item_id, require_open -> an object with its
-    `participant`), the URL's `item_id` is resolved together with the token, and the view gets
-    (request, participant, page, **rest)."""
+    With `page` ((request, token, item_id, require_open) -> a context manager that gives an object
+    with its `participant`, e.g. the radiologist's page), the URL's `item_id` is resolved together
+    with the token, and the view gets (request, participant, page, **rest), run inside that context
+    (where a save's transaction may begin with the look-up itself)."""
 
     def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @wraps(view)
@@ -92,11 +93,12 @@ def survey_participant(
                     located = True
                     response = view(request, participant, **kwargs)
                 else:
-                    found = page(token=token, item_id=kwargs.pop("item_id"), require_open=require_open)
-                    participant = found.participant
-                    survey_language_activate(request, study=participant.study, participant=participant)
-                    located = True
-                    response = view(request, participant, found, **kwargs)
+                    item_id = kwargs.pop("item_id")
+                    with page(request, token=token, item_id=item_id, require_open=require_open) as found:
+                        participant = found.participant
+                        survey_language_activate(request, study=participant.study, participant=participant)
+                        located = True
+                        response = view(request, participant, found, **kwargs)
                 if active is not None and active(participant):
                     activity_touch(participant)
                 return response

@@ -25,10 +25,12 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F, FilteredRelation, IntegerField, Q, TextField, Value
+from django.db.transaction import TransactionManagementError
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from annotation import participant_services, scales
+from annotation.access import access_expert_page, access_expert_page_locked
 from annotation.answer_selectors import JudgementRow, RatingRow, rows_of_page
 from annotation.instrument_selectors import EXPERT, CurrentInstrument, study_instrument_current
 from annotation.instrument_services import item_answer_save
@@ -525,8 +527,28 @@ def _added_items_save(
             answers.pop((key, text_id), None)  # an emptied text clears its answer
 
 
+def expert_page_for_save(*, token: str, item_id: int, added_ms: int, require_open: bool = True) -> ExpertItem:
+    """The page a save is for, resolved from the URL's token and id and locked in the caller's
+    transaction with the save's time added to it (`expert_page_save(locked=True)` follows): one
+    statement on PostgreSQL (access_expert_page_locked), the look-up and then the lock elsewhere."""
+    if not transaction.get_connection().in_atomic_block:
+        raise TransactionManagementError("A page is locked for a save inside the save's transaction.")
+    if transaction.get_connection().vendor == "postgresql":
+        return access_expert_page_locked(
+            token=token, item_id=item_id, added_ms=added_ms, require_open=require_open
+        )
+    item = access_expert_page(token=token, item_id=item_id, require_open=require_open)
+    item.completed_at = _page_lock(item, added_ms)
+    return item
+
+
 def expert_page_save(
-    *, participant: Participant, item: ExpertItem, data: Mapping[str, Any], time_spent_ms: int = 0
+    *,
+    participant: Participant,
+    item: ExpertItem,
+    data: Mapping[str, Any],
+    time_spent_ms: int = 0,
+    locked: bool = False,
 ) -> ExpertPage:
     """Save the answers in `data` (form fields, see the module docstring; autosave sends one, a
     plain form POST all of them). Empty values mean "not given" and never clear an answer; an empty
@@ -540,11 +562,18 @@ def expert_page_save(
     (texts by id, then the original): two full-page posts whose fields come in different orders
     queue behind each other instead of deadlocking. The page's rows are read under that lock, so
     each answer is written with one UPDATE (or INSERT) and the page's state is known without
-    reading them again: a one-row autosave is four queries."""
+    reading them again: a one-row autosave is four queries.
+
+    `locked`: the caller took the page's lock in its transaction and added `time_spent_ms` to the
+    page (`expert_page_for_save`), and `item` is the row that lock returned; the save then runs in
+    that transaction (a refusal marks it for rollback) and starts with the page's rows."""
     if item.participant_id != participant.pk:
         raise ValidationError("This page belongs to another participant.")
-    with transaction.atomic():
-        item.completed_at = _page_lock(item, time_spent_ms)
+    if locked and not transaction.get_connection().in_atomic_block:
+        raise TransactionManagementError("A locked page is saved inside the transaction that locked it.")
+    with transaction.atomic(savepoint=not locked):
+        if not locked:
+            item.completed_at = _page_lock(item, time_spent_ms)
         was_completed = item.completed_at
         text_rows, page_answers = _page_texts(item)
         texts, ratings, judgement = _page_rows(item, text_rows, page_answers)

@@ -7,9 +7,13 @@ role's token, someone else's page and bad values all get a 4xx page or fragment,
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
@@ -43,11 +47,26 @@ def _taking_part(participant: Participant) -> bool:
     return participant.started_at is not None
 
 
+@contextmanager
+def _page_of(request: HttpRequest, *, token: str, item_id: int, require_open: bool) -> Iterator[ExpertItem]:
+    """A page URL's page, resolved with its token in one query. An autosave's is its save's first
+    statement: the save's transaction begins here and the look-up locks the page and adds the
+    save's time (pages.expert_page_for_save); the view saves in that transaction."""
+    if not (request.method == "POST" and request.htmx):
+        yield access_expert_page(token=token, item_id=item_id, require_open=require_open)
+        return
+    added_ms = pages.elapsed_ms_clean(request.POST.get("elapsed_ms"))
+    with transaction.atomic():
+        yield pages.expert_page_for_save(
+            token=token, item_id=item_id, added_ms=added_ms, require_open=require_open
+        )
+
+
 # Resolve `token` to a radiologist of an open study and pass the participant on.
 radiologist_flow = survey_participant(role=Participant.Role.RADIOLOGIST, error=_error, active=_taking_part)
 # The same for a page URL: the token and the page in one query.
 radiologist_page = survey_participant(
-    role=Participant.Role.RADIOLOGIST, error=_error, active=_taking_part, page=access_expert_page
+    role=Participant.Role.RADIOLOGIST, error=_error, active=_taking_part, page=_page_of
 )
 
 
@@ -171,10 +190,11 @@ def expert_page(request: HttpRequest, participant: Participant, item: ExpertItem
 
 
 def _autosave(request: HttpRequest, participant: Participant, item: ExpertItem) -> HttpResponse:
+    # The page is locked and its time added (_page_of); a refusal rolls that back with the rest.
     elapsed = pages.elapsed_ms_clean(request.POST.get("elapsed_ms"))
     try:
         page = pages.expert_page_save(
-            participant=participant, item=item, data=request.POST, time_spent_ms=elapsed
+            participant=participant, item=item, data=request.POST, time_spent_ms=elapsed, locked=True
         )
     except ValidationError as exc:
         return render(request, "surveys/_error_fragment.html", {"messages": messages_of(exc)}, status=400)
