@@ -119,6 +119,19 @@ _participant_rows = PreparedQuery(
 )
 
 
+def token_possible(token: str) -> bool:
+    """Whether `token` could be a stored token at all (nothing is asked for one that cannot)."""
+    return _token_possible(token)
+
+
+def participant_admit(
+    participant: Participant, *, role: str | None, require_open: bool = True
+) -> Participant:
+    """access_participant's checks of a participant its caller read with the token itself (a save
+    that resolves the token in its locking statement): the role, and an open study."""
+    return _admit(participant, role=role, require_open=require_open)
+
+
 def _token_possible(token: str) -> bool:
     # What no stored token can be is not asked for (PostgreSQL refuses a NUL in any string).
     longest = Participant._meta.get_field("token").max_length
