@@ -80,7 +80,9 @@ def survey_participant(
     With `page` ((request, token, item_id, require_open) -> a context manager that gives an object
     with its `participant`, e.g. the radiologist's page), the URL's `item_id` is resolved together
     with the token, and the view gets (request, participant, page, **rest), run inside that context
-    (where a save's transaction may begin with the look-up itself)."""
+    (where a save's transaction may begin with the look-up itself). Such a view may answer with a
+    callable instead of a response: it is called once that context ended (the transaction
+    committed, or rolled back by a refusal), for an answer that reads the database again."""
 
     def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @wraps(view)
@@ -99,6 +101,8 @@ def survey_participant(
                         survey_language_activate(request, study=participant.study, participant=participant)
                         located = True
                         response = view(request, participant, found, **kwargs)
+                    if callable(response):  # a deferred answer: read once the page's context ended
+                        response = response()
                 if active is not None and active(participant):
                     activity_touch(participant)
                 return response

@@ -156,7 +156,7 @@ def test_an_autosave_that_waited_for_the_page_sees_the_save_before_it():
     assert ExpertItem.objects.get(pk=item.pk).time_spent_ms == time_before + 300 + 700
 
 
-def test_a_refused_autosave_adds_no_time_to_the_page():
+def test_a_refused_save_adds_no_time_to_the_page():
     study = build_study(slug="lockstep-refused", n_sources=1)
     participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     client = Client()
@@ -166,6 +166,12 @@ def test_a_refused_autosave_adds_no_time_to_the_page():
     url = reverse("surveys:expert-page", args=[participant.token, item.pk])
     refused = client.post(url, {"original-severity": "Fatal", "elapsed_ms": "900"}, HTTP_HX_REQUEST="true")
     assert refused.status_code == 400
+    assert ExpertItem.objects.get(pk=item.pk).time_spent_ms == 0
+    assert not ItemAnswer.objects.filter(participant=participant).exists()
+    # The plain submit: the page with what was refused, read once the save was rolled back.
+    data = {"original-severity": "Fatal", "A-correctness": "4", "elapsed_ms": "900", "action": "next"}
+    refused = client.post(url, data)
+    assert refused.status_code == 400 and "Nothing on this page was saved" in refused.content.decode()
     assert ExpertItem.objects.get(pk=item.pk).time_spent_ms == 0
     assert not ItemAnswer.objects.filter(participant=participant).exists()
     study.status = study.Status.CLOSED

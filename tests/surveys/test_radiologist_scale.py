@@ -28,14 +28,14 @@ AUTOSAVE_QUERIES = 5  # savepoint, token + page locked with its time, the page's
 # The autosave that completes the page also marks it complete and counts the survey's progress
 # (one UPDATE, one aggregate).
 COMPLETING_AUTOSAVE_QUERIES = AUTOSAVE_QUERIES + 2
-# A submit of answers all saved already: page with participant, savepoint, page lock with its time,
-# the page's rows, release (nothing written), the progress, the neighbours' ids.
-SUBMIT_QUERIES = 7
+# A submit of answers all saved already: savepoint, token + page locked with its time, the page's
+# rows, release (nothing written), then the progress and the neighbours' ids (where to go next).
+SUBMIT_QUERIES = 6
 # The submit that carries the page's answers (survey.js sends the answers still waiting with it)
 # and completes the survey: the same, plus one INSERT per target (each text, the original), the
 # completion's UPDATE, the progress counted under the lock, the participant's completion, and the
 # look-up of where to resume (nothing: the end page).
-SUBMIT_CARRYING_QUERIES = 15
+SUBMIT_CARRYING_QUERIES = 14
 
 
 def page_url(participant, item) -> str:
