@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -32,6 +32,7 @@ from django.utils.translation import gettext as _
 from annotation import participant_services, scales
 from annotation.access import access_expert_page, access_expert_page_locked
 from annotation.answer_selectors import JudgementRow, RatingRow, rows_of_page
+from annotation.answer_store import Write
 from annotation.instrument_selectors import EXPERT, CurrentInstrument, study_instrument_current
 from annotation.instrument_services import item_answer_save
 from annotation.item_questions import item_question
@@ -407,6 +408,8 @@ class _Save:
     page_answers: list[ItemAnswer]
     row_time: int
     errors: dict[str, list[str]]
+    # The protocol's writes gathered (a text's id, or None for the original), run in one call.
+    pending: list[tuple[int | None, Write]] = field(default_factory=list)
 
     def current(self, *, shown_text_id: int | None) -> dict[str, ItemAnswer] | None:
         """The stored answers of a target, when the study asks an instrument row."""
@@ -417,8 +420,8 @@ class _Save:
 
 
 def _texts_save(save: _Save, per_text: dict[str, dict[str, str]], ratings: dict[int, RatingRow]) -> None:
-    """The aspects and justification of each text (ids in order), into `ratings`; a planted
-    control's go to its control answer."""
+    """The aspects and justification of each text (ids in order), gathered for _protocol_save; a
+    planted control's go to its control answer (into `ratings`)."""
     for label, fields in sorted(per_text.items(), key=lambda entry: save.labels[entry[0]].pk):
         shown_text = save.labels[label]
         scores = {k: v for k, v in fields.items() if k != COMMENT and v not in (None, "")}
@@ -442,30 +445,29 @@ def _texts_save(save: _Save, per_text: dict[str, dict[str, str]], ratings: dict[
                 save.errors.update(_field_errors(exc, label))
             continue
         try:
-            ratings[shown_text.pk] = expert_answers.expert_rating_save(
+            write = expert_answers.expert_rating_write(
                 participant=save.participant,
                 shown_text=shown_text,
                 scores=scores,
                 comment=comment,
                 time_spent_ms=save.row_time,
                 current=save.current(shown_text_id=shown_text.pk),
-                language=save.asked.language,
             )
         except ValidationError as exc:
             save.errors.update(_field_errors(exc, label))
+            continue
+        save.pending.append((shown_text.pk, write))
 
 
-def _original_save(
-    save: _Save, original: dict[str, str], judgement: JudgementRow | None
-) -> JudgementRow | None:
-    """The judgement of the original sentence, saved when the page gives or had one."""
+def _original_save(save: _Save, original: dict[str, str], judgement: JudgementRow | None) -> None:
+    """The judgement of the original sentence, to be saved when the page gives or had one."""
     severity = original.get("severity") or None
     simplicity = original.get("simplicity") or None
     comment = original.get(COMMENT)
     if not (severity or simplicity or comment or judgement is not None):
-        return judgement
+        return
     try:
-        return expert_answers.expert_source_judgement_save(
+        write = expert_answers.expert_source_judgement_write(
             participant=save.participant,
             source=save.item.source,
             severity=severity,
@@ -473,11 +475,36 @@ def _original_save(
             comment=comment,
             time_spent_ms=save.row_time,
             current=save.current(shown_text_id=None),
-            language=save.asked.language,
         )
     except ValidationError as exc:
         save.errors.update(_field_errors(exc, ORIGINAL))
+        return
+    save.pending.append((None, write))
+
+
+def _protocol_save(
+    save: _Save, ratings: dict[int, RatingRow], judgement: JudgementRow | None
+) -> JudgementRow | None:
+    """Write the page's protocol answers gathered by _texts_save and _original_save (the texts
+    by id, then the original: the new answers of all of them in one INSERT), into `ratings`;
+    returns the judgement of the original as it is now. Nothing is written once a value was
+    refused (the save raises)."""
+    if not save.pending or save.errors:
         return judgement
+    written = expert_answers.protocol_writes_run(
+        participant=save.participant,
+        writes=[write for _, write in save.pending],
+        language=save.asked.language,
+    )
+    source_id = save.item.source_id
+    for (text_id, _write), rows in zip(save.pending, written, strict=True):
+        if text_id is None:
+            judgement = expert_answers.judgement_of(rows, participant=save.participant, source_id=source_id)
+        else:
+            ratings[text_id] = expert_answers.rating_of(
+                rows, participant=save.participant, shown_text_id=text_id, source_id=source_id
+            )
+    return judgement
 
 
 def _added_items_save(
@@ -594,7 +621,8 @@ def expert_page_save(
         )
         _texts_save(save, per_text, ratings)
         if original:
-            judgement = _original_save(save, original, judgement)
+            _original_save(save, original, judgement)
+        judgement = _protocol_save(save, ratings, judgement)
         answers = _added_answers(item, asked, page_answers)
         _added_items_save(save, added, answers)
         if errors:

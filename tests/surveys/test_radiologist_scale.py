@@ -32,10 +32,10 @@ COMPLETING_AUTOSAVE_QUERIES = AUTOSAVE_QUERIES + 2
 # rows, release (nothing written), then the progress and the neighbours' ids (where to go next).
 SUBMIT_QUERIES = 6
 # The submit that carries the page's answers (survey.js sends the answers still waiting with it)
-# and completes the survey: the same, plus one INSERT per target (each text, the original), the
-# completion's UPDATE, the progress counted under the lock, the participant's completion, and the
-# look-up of where to resume (nothing: the end page).
-SUBMIT_CARRYING_QUERIES = 14
+# and completes the survey: the same, plus one INSERT of the new answers of every target (each
+# text, the original), the completion's UPDATE, the progress counted under the lock, the
+# participant's completion, and the look-up of where to resume (nothing: the end page).
+SUBMIT_CARRYING_QUERIES = 11
 
 
 def page_url(participant, item) -> str:
