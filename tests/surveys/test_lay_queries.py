@@ -44,19 +44,22 @@ MAX_QUERIES = {
     # An autosave: savepoint, the token's participant and the item under its lock with where the
     # participant is (one statement), the panel's answers, the INSERT (or UPDATE), release.
     "autosave original": 5,
-    "submit original": 8,  # with where the participant goes next (no round trip via the start page)
+    # A submit: savepoint, the token's participant and the item under its lock (one statement), the
+    # panel's answers, the new ones' INSERT, the item moved on, release; then where the
+    # participant goes next (no round trip via the start page).
+    "submit original": 7,
     "get assisted": 5,
     "autosave assisted": 5,
-    "submit assisted": 8,  # the panel's two targets' new answers in one INSERT
+    "submit assisted": 7,  # the panel's two targets' new answers in one INSERT
     "get preference": 5,
     "autosave preference": 5,  # the first: the choice inserted (no savepoint)
     "autosave preference, one question": 5,  # as survey.js sends it: both choices read in one query
-    "submit preference": 8,
+    "submit preference": 7,
     # The submit that answers with the next panel itself (survey.js `navigate`): the submit and
     # that panel's page in one request, instead of a submit and a GET.
-    "submit original, next in place": 11,
-    "submit assisted, next in place": 11,
-    "submit preference, next in place": 10,
+    "submit original, next in place": 10,
+    "submit assisted, next in place": 10,
+    "submit preference, next in place": 9,
 }
 NAVIGATE = {"HTTP_X_RADLAY_NAVIGATE": "1"}
 
