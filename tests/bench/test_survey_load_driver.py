@@ -6,11 +6,31 @@ against a live radlay at think 0, store every answer they count as acknowledged.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import pytest
 
 from bench.survey_load import PageSaver, Recorder, layperson, radiologist
+
+
+def _run(main):
+    """asyncio.run(main()) in a thread of its own: a test run may hold an event loop in this one
+    (Playwright's sync API, for the browser tests)."""
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = asyncio.run(main())
+        except BaseException as exc:  # re-raised below, in the test's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def _saver(outcomes: list[str], delay: float = 0.05, **options) -> tuple[PageSaver, list[list]]:
@@ -33,7 +53,7 @@ def test_answers_given_while_one_is_in_flight_go_together_in_the_next_request():
         await saver.idle()
         return sent
 
-    assert asyncio.run(run()) == [
+    assert _run(run) == [
         [("A-correctness", "4")],
         [("A-completeness", "3"), ("original-severity", "Mild")],
     ]
@@ -51,7 +71,7 @@ def test_the_submit_waits_for_the_request_in_flight_and_sends_nothing_else():
         await asyncio.sleep(0.3)
         return sent, waited, saver.task
 
-    sent, waited, task = asyncio.run(run())
+    sent, waited, task = _run(run)
     assert sent == [[("A-correctness", "4")]]
     assert waited >= 0.15 and task is None
 
@@ -67,7 +87,7 @@ def test_a_failed_request_is_retried_behind_newer_answers_and_a_refused_one_is_n
         await saver.idle()
         return sent
 
-    assert asyncio.run(run()) == [
+    assert _run(run) == [
         [("A-correctness", "4")],
         [("A-correctness", "5"), ("A-structure", "2")],
         [("original-severity", "Fatal")],
@@ -81,7 +101,7 @@ def test_fixed_parameters_and_list_answers_are_sent_as_survey_js_sends_them():
         await saver.idle()
         return sent
 
-    assert asyncio.run(run()) == [
+    assert _run(run) == [
         [("autosave", "1"), ("rendered_at", "s"), ("most", "7"), ("fields", "most"), ("fields", "least")]
     ]
 
@@ -102,7 +122,7 @@ def _drive(flow, base: str, participant, seconds: float, pace: str) -> Recorder:
             await task
         return rec
 
-    return asyncio.run(run())
+    return _run(run)
 
 
 @pytest.mark.django_db(transaction=True)
