@@ -502,8 +502,9 @@ def _panel_save(
     # A save asks where the participant is itself, under the item's row lock (panels.py).
     step = lay_standing(participant=participant)
     if step is not None and not step.in_survey:
-        return lambda: _refusal(request, participant, step) or _to_start(participant, htmx=bool(request.htmx))
-    autosave = bool(request.htmx) and request.POST.get("autosave") == "1"
+        htmx = bool(request.htmx)  # type: ignore[attr-defined]
+        return lambda: _refusal(request, participant, step) or _to_start(participant, htmx=htmx)
+    autosave = bool(request.htmx) and request.POST.get("autosave") == "1"  # type: ignore[attr-defined]
     try:
         panels.lay_panel_save(
             participant=participant,

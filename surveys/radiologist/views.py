@@ -50,7 +50,7 @@ def _taking_part(participant: Participant) -> bool:
 def _elapsed_ms(request: HttpRequest, item_id: int) -> int:
     """A save's time: with JavaScript the ms since the page's last save (autosaves and submits send
     it); without, the time since the page was rendered (its signed stamp)."""
-    if request.htmx or request.POST.get("elapsed_ms"):
+    if request.htmx or request.POST.get("elapsed_ms"):  # type: ignore[attr-defined]
         return pages.elapsed_ms_clean(request.POST.get("elapsed_ms"))
     return pages.page_stamp_elapsed_ms(
         item=ExpertItem(pk=int(item_id)), stamp=request.POST.get("rendered_at", "")
