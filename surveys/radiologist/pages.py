@@ -42,7 +42,7 @@ from annotation.models import (
     Participant,
     SimplificationText,
 )
-from annotation.prepared_queries import PreparedQuery, PreparedUpdate, PreparedUpdateReturningOld
+from annotation.prepared_queries import Joined, PreparedQuery, PreparedUpdate, PreparedUpdateReturningOld
 from instruments.schema import AppliesTo, ItemKind
 from surveys.radiologist import controls as planted
 from surveys.radiologist import services as expert_answers
@@ -83,36 +83,13 @@ _STAMP_SALT = "annotation.expert_flow.page_stamp"
 
 # --- Reading a page ----------------------------------------------------------------------------------
 
-# An item answer's columns, read beside the page's texts and beside its lock (one query each).
-_ANSWER_COLUMNS = (
-    "pk",
-    "instrument_id",
-    "item_key",
-    "source_id",
-    "shown_text_id",
-    "reference_text_id",
-    "control_id",
-    "phase",
-    "value",
-    "score",
-    "language",
-    "time_spent_ms",
-    "created_at",
-    "updated_at",
-)
+# An item answer's columns (all of them, in the model's order), read beside the page's texts: a row
+# read is built back positionally (prepared_queries.Joined).
+_ANSWER = Joined(ItemAnswer)
 
 
-# The columns of ItemAnswer in the model's order, `_ANSWER_COLUMNS` among them: a row read is
-# built positionally (Model.from_db), the columns not read left deferred.
-_ANSWER_NAMES = ("id", *_ANSWER_COLUMNS[1:])
-
-
-def _answer_of(participant_id: int, values) -> ItemAnswer | None:
-    if values[0] is None:
-        return None
-    answer = ItemAnswer.from_db("default", _ANSWER_NAMES, values)
-    answer.participant_id = participant_id
-    return answer
+def _answer_of(values) -> ItemAnswer | None:
+    return None if values[0] is None else _ANSWER.instances(values)
 
 
 # The page's texts, each with this participant's answers about it (LEFT JOIN: a text unanswered yet
@@ -125,13 +102,13 @@ _page_answer_rows = PreparedQuery(
         .annotate(
             mine=FilteredRelation("item_answers", condition=Q(item_answers__participant_id=participant_id))
         )
-        .values_list("pk", "text", *(f"mine__{name}" for name in _ANSWER_COLUMNS))
+        .values_list("pk", "text", *(f"mine__{name}" for name in _ANSWER.columns()))
         .union(
             ItemAnswer.objects.filter(
                 source_id=source_id, participant_id=participant_id, shown_text__isnull=True
             )
             .annotate(no_text=Value(None, IntegerField()), no_text_text=Value(None, TextField()))
-            .values_list("no_text", "no_text_text", *_ANSWER_COLUMNS),
+            .values_list("no_text", "no_text_text", *_ANSWER.columns()),
             all=True,
         )
     )
@@ -148,7 +125,7 @@ def _page_texts(item: ExpertItem) -> tuple[list[tuple[int, str]], list[ItemAnswe
     ):
         if pk is not None:
             texts[pk] = text
-        if (answer := _answer_of(item.participant_id, values)) is not None:
+        if (answer := _answer_of(values)) is not None:
             answers.append(answer)
     return list(texts.items()), answers
 
