@@ -340,3 +340,29 @@ def test_a_locking_read_takes_its_lock_in_a_transaction_only():
     with pytest.raises(TransactionManagementError):
         prepared.rows(item_id=item.pk, token=participant.token, added=5)
     assert ExpertItem.objects.get(pk=item.pk).time_spent_ms == 0
+
+
+def test_joined_instances_are_whole_saved_as_usual_and_signalled_when_listened_to(pages):
+    from django.db.models.signals import post_init
+
+    joined = Joined(ExpertItem, "participant", "participant__study", "source")
+    prepared = PreparedQuery(
+        lambda item_id: ExpertItem.objects.filter(pk=item_id).values_list(*joined.columns())
+    )
+    (row,) = prepared.rows(item_id=pages[0].pk)
+    item = joined.instances(row)
+    assert not item.get_deferred_fields() and not item.participant.get_deferred_fields()
+    item.time_spent_ms = 4321
+    item.save(update_fields=["time_spent_ms"])
+    assert ExpertItem.objects.get(pk=item.pk).time_spent_ms == 4321
+    seen: list = []
+
+    def receiver(sender, instance, **kwargs) -> None:
+        seen.append(instance)
+
+    post_init.connect(receiver, sender=ExpertItem)
+    try:
+        assert joined.instances(row).pk == pages[0].pk
+    finally:
+        post_init.disconnect(receiver, sender=ExpertItem)
+    assert [instance.pk for instance in seen] == [pages[0].pk]  # built by from_db, as Django builds it
