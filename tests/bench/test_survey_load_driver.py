@@ -6,6 +6,7 @@ against a live radlay at think 0, store every answer they count as acknowledged.
 from __future__ import annotations
 
 import asyncio
+import random
 import threading
 import time
 
@@ -114,7 +115,7 @@ def _drive(flow, base: str, participant, seconds: float, pace: str) -> Recorder:
         arrived: asyncio.Queue = asyncio.Queue()
         async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
             task = asyncio.ensure_future(
-                flow(session, base, participant, 0, rec, arrived, __import__("random").Random(1), pace=pace)
+                flow(session, base, participant, 0, rec, arrived, random.Random(1), pace=pace)
             )
             await arrived.get()
             rec.start, rec.end = time.monotonic(), time.monotonic() + seconds
