@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.db.models import F
 from django.http import Http404
 from django.utils.translation import gettext, gettext_lazy
 
@@ -118,6 +119,19 @@ _participant_rows = PreparedQuery(
 )
 
 
+def token_possible(token: str) -> bool:
+    """Whether `token` could be a stored token at all (nothing is asked for one that cannot)."""
+    return _token_possible(token)
+
+
+def participant_admit(
+    participant: Participant, *, role: str | None, require_open: bool = True
+) -> Participant:
+    """access_participant's checks of a participant its caller read with the token itself (a save
+    that resolves the token in its locking statement): the role, and an open study."""
+    return _admit(participant, role=role, require_open=require_open)
+
+
 def _token_possible(token: str) -> bool:
     # What no stored token can be is not asked for (PostgreSQL refuses a NUL in any string).
     longest = Participant._meta.get_field("token").max_length
@@ -148,11 +162,29 @@ _EXPERT_SHOWN = (
     "source__deidentification__text",
     "participant__study__data_policy__originals_for_radiologists",
 )
-_expert_page_rows = PreparedQuery(
+
+
+def _expert_page_rows_of(item_id, token):
     # A primary-key lookup: no ORDER BY (PreparedQuery leaves the default ordering out).
-    lambda item_id, token: ExpertItem.objects.filter(pk=item_id, participant__token=token).values_list(
+    return ExpertItem.objects.filter(pk=item_id, participant__token=token).values_list(
         *_EXPERT_PAGE.columns(), *_EXPERT_SHOWN
     )
+
+
+_expert_page_rows = PreparedQuery(_expert_page_rows_of)
+
+
+def _expert_page_locking(item_id, token, added_ms):
+    return (
+        ExpertItem.objects.filter(pk=item_id, participant__token=token),
+        {"time_spent_ms": F("time_spent_ms") + added_ms},
+    )
+
+
+# The same read for a save: the page's row locked by the UPDATE that adds the save's time, in the
+# same statement (PreparedQuery's `locking`), and read as the last holder of its lock left it.
+_expert_page_locked_rows = PreparedQuery(
+    lambda item_id, token, added_ms: _expert_page_rows_of(item_id, token), locking=_expert_page_locking
 )
 
 
@@ -162,6 +194,27 @@ def access_expert_page(*, token: str, item_id: int, require_open: bool = True) -
     somebody else's is a 404 once the token itself passed access_participant's checks."""
     token = str(token)
     rows = _expert_page_rows.rows(item_id=int(item_id), token=token) if _token_possible(token) else []
+    return _expert_page_found(rows, token=token, require_open=require_open)
+
+
+def access_expert_page_locked(
+    *, token: str, item_id: int, added_ms: int, require_open: bool = True
+) -> ExpertItem:
+    """access_expert_page for a save of the page, inside the save's transaction (PostgreSQL): the
+    same look-up locks the page's row, which every writer of its answers takes first, and adds the
+    save's time to it, in one statement (surveys/radiologist/pages.py reads the page's answers after
+    it). The page returned is its row as the lock found it (its completion current); a refusal
+    raised here leaves the time to the transaction's rollback."""
+    token = str(token)
+    rows = (
+        _expert_page_locked_rows.rows(item_id=int(item_id), token=token, added_ms=max(0, int(added_ms)))
+        if _token_possible(token)
+        else []
+    )
+    return _expert_page_found(rows, token=token, require_open=require_open)
+
+
+def _expert_page_found(rows: list[tuple], *, token: str, require_open: bool) -> ExpertItem:
     if not rows:
         # The token's own refusal (invalid link, other role, closed study) comes first.
         access_participant(token=token, role=Participant.Role.RADIOLOGIST, require_open=require_open)

@@ -13,6 +13,11 @@ that callers use only these names and methods):
 
 - `PreparedQuery(build)`: `build(**arguments)` returns a `values_list()` QuerySet;
   `.rows(**arguments)` runs its SQL and returns the rows, converted as values_list() converts them.
+  `PreparedQuery(build, locking=update)` (PostgreSQL): `update(**arguments)` returns (a QuerySet of
+  the same model, the values its `update()` would set), run first in the same statement (`WITH
+  updated AS (UPDATE … RETURNING *) SELECT … FROM updated …`): the rows are locked, updated and
+  read as the UPDATE left them (after any writer it waited for), joined to their related rows as
+  they were when the statement began. One round trip where a lock and a read were two.
 - `PreparedAggregate(build)`: `build(**arguments)` returns (a QuerySet, a field all its rows share,
   {name: aggregate}); `.values(**arguments)` returns {name: value} as `QuerySet.aggregate()` would.
 - `PreparedUpdate(build)`: `build(**arguments)` returns (a QuerySet, the values its `update()` would
@@ -60,7 +65,8 @@ from typing import Any, Generic, TypeVar, cast
 
 from django.core.exceptions import EmptyResultSet, ImproperlyConfigured
 from django.db import connections
-from django.db.models import Model
+from django.db.models import Model, signals
+from django.db.models.base import ModelState
 from django.db.models.sql import UpdateQuery
 from django.db.transaction import TransactionManagementError
 
@@ -157,6 +163,7 @@ class _Prepared:
         compiler = query.get_compiler(using=using)
         try:
             sql, params = compiler.as_sql()
+            sql, params = self._statement(connection, using, values, sql, tuple(params))
         except EmptyResultSet:
             return None
         # A datetime reaches the SQL as the backend adapts it (a string on SQLite): the same
@@ -188,6 +195,12 @@ class _Prepared:
             converters=compiler.get_converters(fields) if fields else {},
             locks=locks,
         )
+
+    def _statement(
+        self, connection, using: str, values: dict[str, Any], sql: str, params: tuple
+    ) -> tuple[str, tuple]:
+        """The statement that runs: the compiled query's own SQL, unless a subclass wraps it."""
+        return sql, params
 
     def _execute(
         self,
@@ -226,7 +239,33 @@ def _fetch_converted(cursor, compiled: _Compiled, params: list) -> list[tuple]:
 
 
 class PreparedQuery(_Prepared):
-    """`build(**arguments)` returns a values_list() QuerySet; `rows(**arguments)` runs its SQL."""
+    """`build(**arguments)` returns a values_list() QuerySet; `rows(**arguments)` runs its SQL.
+    With `locking`, the UPDATE it builds runs first in the same statement (the module's docstring)."""
+
+    def __init__(self, build: Callable[..., Any], *, locking: Callable[..., Any] | None = None) -> None:
+        super().__init__(build)
+        self._locking = locking
+
+    def _statement(self, connection, using, values, sql, params):
+        if self._locking is None:
+            return sql, params
+        if connection.vendor != "postgresql":
+            raise ImproperlyConfigured("A locking PreparedQuery needs PostgreSQL (UPDATE in a WITH).")
+        queryset, changes = self._locking(**values)
+        update = queryset.query.chain(UpdateQuery)
+        update.add_update_values(changes)
+        update.annotations = {}
+        update_sql, update_params = update.get_compiler(using=using).as_sql()
+        quote = connection.ops.quote_name
+        table, updated = quote(queryset.model._meta.db_table), quote("updated")
+        main_from = f" FROM {table} "
+        if sql.count(main_from) != 1:
+            raise ImproperlyConfigured(f"A locking PreparedQuery reads {table} once, in its FROM: {sql}")
+        read = sql.replace(main_from, f" FROM {updated} AS {table} ", 1)
+        return (
+            f"WITH {updated} AS ({update_sql} RETURNING {table}.*) {read}",
+            (*update_params, *params),
+        )
 
     def _query(self, connection, using, values):
         queryset = self._build(**values)
@@ -234,7 +273,8 @@ class PreparedQuery(_Prepared):
             # Only the order a query asks for: a model's default ordering joins and sorts by
             # related tables (a participant's by its study's creation), for rows read by key.
             queryset = queryset.order_by()
-        return queryset.query, bool(
+        # A locking read, like select_for_update(), holds its lock only inside a transaction.
+        return queryset.query, self._locking is not None or bool(
             queryset.query.select_for_update and connection.features.has_select_for_update
         )
 
@@ -390,10 +430,30 @@ class Joined(Generic[_M]):
         built: dict[str, Model] = {}
         start = 0
         for path, model, names in self._layout:
-            built[path] = model.from_db(using, names, row[start : start + len(names)])
+            built[path] = _from_db(model, using, names, row[start : start + len(names)])
             start += len(names)
         for path, instance in built.items():
             if path:
                 parent, _, step = path.rpartition("__")
                 setattr(built[parent], step, instance)
         return cast(_M, built[""])  # built by self.model.from_db
+
+
+def _from_db(model: type[Model], using: str, names: list[str], values: Sequence[Any]) -> Model:
+    """`model.from_db(using, names, values)` for a row of all its concrete fields, without running
+    `Model.__init__` field by field (a survey save builds a dozen instances: a tenth of its time):
+    the values are set as __init__ would set them on a new instance (no related object cached
+    yet), unless something listens to the model's pre_init or post_init signal, or overrides
+    from_db, which then runs as it always does."""
+    if (
+        model.from_db.__func__ is not Model.from_db.__func__  # type: ignore[attr-defined]
+        or signals.pre_init.has_listeners(model)
+        or signals.post_init.has_listeners(model)
+    ):
+        return model.from_db(using, names, values)
+    new = model.__new__(model)
+    new.__dict__.update(zip(names, values, strict=True))
+    new._state = ModelState()
+    new._state.adding = False
+    new._state.db = using
+    return new

@@ -17,13 +17,19 @@ What it does, in this order:
 2. starts gunicorn with `--workers` sync workers (3, as docker/compose.yml) on a free port;
 3. for every C in `--concurrency` and every mean think time in `--think`: C participants, each one
    aiohttp session with its own cookie jar, do what the page does in a browser — open the invite
-   link (following redirects), press Begin on the instructions, then on each page send one
-   autosave POST per answer (the htmx/survey.js request: `HX-Request`, `X-CSRFToken`, one field and
-   `elapsed_ms`), submit the whole page form (`action=next`), and follow the redirect to the next
-   page — waiting an exponential think time (that mean) before each answer. Nothing happens in
-   parallel inside one participant (closed loop). After `--warmup` seconds (`--think-warmup` with
-   think time, so that page loads fall into the window), requests that end in the
-   next `--duration` seconds are measured;
+   link (following redirects), press Begin on the instructions, then on each page click one
+   answer after another, each after an exponential think time of that mean (none at think 0),
+   sent as static/radlay/survey.js sends them (`PageSaver`: the autosave POST with `HX-Request`,
+   `X-CSRFToken`, the answers and `elapsed_ms`; one request in flight per page, the answers
+   clicked meanwhile coalesced into the next request; the submit waits for the request in flight
+   only and its form carries every answer, so at think 0 a page is one autosave and the submit),
+   submit the whole page form (`action=next`), and follow the redirect to the next page. One page
+   at a time per participant (closed loop). `--pace acknowledged` clicks each answer only once the
+   save before it came back (one autosave per answer at think 0: this driver's model before the
+   page stopped sending waiting answers ahead of the submit). After `--warmup` seconds
+   (`--think-warmup` with think time, so that page loads fall into the window), requests that end
+   in the next `--duration` seconds are measured; an answer counts once, when the first request
+   that carried it (an autosave, or the submit) was acknowledged;
 4. checks storage row by row: for every answer the server acknowledged (HTTP 200), the database
    holds that participant's last acknowledged value for that field;
 5. runs the same closed loop against a bare Django view that upserts one row into the same database
@@ -45,6 +51,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import os
 import random
 import re
@@ -261,15 +268,17 @@ class Recorder:
             return 0.0
         return self.answers / statistics.fmean(self.sentence_sizes)
 
-    def record(self, kind: str, began: float, ok: bool, hops: int = 1) -> None:
+    def record(self, kind: str, began: float, ok: bool, hops: int = 1, answers: int | None = None) -> None:
+        """A request that ended now; `answers`: the answers it was the first to have acknowledged
+        (an autosave may carry several, a submit those no autosave carried; default one a save)."""
         now = time.monotonic()
         if self.start <= now <= self.end:
             self.requests += hops
             self.latencies[kind].append((now - began) * 1000)
             if not ok:
                 self.errors += 1
-            elif kind == "save":
-                self.answers += 1
+            else:
+                self.answers += (1 if kind == "save" else 0) if answers is None else answers
 
 
 # CPU time of the measured window, by who spent it. Throughput on a shared or virtual machine
@@ -351,6 +360,94 @@ def answer_value(name: str, rng: random.Random) -> str:
     return str(rng.randint(1, 5))
 
 
+class PageSaver:
+    """What static/radlay/survey.js sends from one page: one autosave in flight at a time; answers
+    given while one is in flight wait and go together in the next request; a failed request's
+    answers wait again (behind newer ones) and are retried after 1, 2, 4 … 15 s; a refused one
+    (4xx) is not retried. The submit (`submit_ready`) sends nothing on its own: it waits for the
+    request in flight only (up to 4 s), and its form carries every answer, those still waiting too.
+
+    `post(pairs, values)` sends one autosave (the form-encoded pairs, the answers by name) and
+    returns "saved", "refused" or "failed". `fixed`: the parameters every request carries first
+    (survey.js `params`); `list_field`: the name under which each list answer's name is sent."""
+
+    def __init__(self, post, fixed: tuple[tuple[str, str], ...] = (), list_field: str | None = None):
+        self.post, self.fixed, self.list_field = post, fixed, list_field
+        self.waiting: dict[str, str | list[str]] = {}
+        self.task: asyncio.Future | None = None
+        self.holding = False
+        self.retry = 0.0
+        self.timer: asyncio.TimerHandle | None = None
+
+    def queue(self, values: dict[str, str | list[str]]) -> None:
+        self.waiting.update(values)
+        self._send()
+
+    def _send(self) -> None:
+        if self.task is not None or self.holding or not self.waiting:
+            return
+        values, self.waiting = self.waiting, {}
+        pairs = list(self.fixed)
+        for name, value in values.items():
+            if isinstance(value, list):
+                pairs += [(name, v) for v in value]
+                pairs += [(self.list_field, name)] if self.list_field else []
+            else:
+                pairs.append((name, value))
+        self.task = asyncio.ensure_future(self._request(pairs, values))
+
+    async def _request(self, pairs, values) -> None:
+        try:
+            outcome = await self.post(pairs, values)
+        except Exception:  # noqa: BLE001 - the page retries whatever went wrong with a request
+            outcome = "failed"
+        self.task = None
+        if outcome == "failed":
+            for name, value in values.items():
+                self.waiting.setdefault(name, value)
+            self.retry = min(self.retry * 2 if self.retry else 1.0, 15.0)
+            self.timer = asyncio.get_running_loop().call_later(self.retry, self._send)
+        else:
+            self.retry = 0.0
+            self._send()
+
+    async def idle(self) -> None:
+        """Until nothing waits or is in flight (the "acknowledged" pace: a click after each answer's
+        save came back)."""
+        while self.task is not None or (self.waiting and not self.holding):
+            if self.task is not None:
+                await asyncio.shield(self.task)
+            else:
+                await asyncio.sleep(0.05)
+
+    async def submit_ready(self, limit: float = 4.0) -> None:
+        """The submit: from now on nothing is sent on its own, and the request in flight (if any)
+        is waited for, so that it cannot land after the submit; what waits goes with the form."""
+        self.holding = True
+        if self.timer is not None:
+            self.timer.cancel()
+        if self.task is not None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self.task), limit)
+        self.waiting.clear()
+
+
+async def _posted(session, url: str, data, headers) -> int:
+    """The status of one autosave POST (0 when it got no answer)."""
+    import aiohttp
+
+    try:
+        async with session.post(url, data=data, headers=headers) as response:
+            await response.read()
+            return response.status
+    except aiohttp.ClientError:
+        return 0
+
+
+def _outcome(status: int) -> str:
+    return "saved" if 200 <= status < 300 else "refused" if 400 <= status < 500 else "failed"
+
+
 async def radiologist(
     session,
     base: str,
@@ -359,11 +456,12 @@ async def radiologist(
     rec: Recorder,
     arrived: asyncio.Queue,
     rng: random.Random,
+    pace: str = "page",
 ) -> None:
     """One radiologist: open the invite link (and press Begin), report arrival on the first page
     (the first visit creates the participant's pages; it belongs to the warm-up), then rate pages
-    until the measured window ends (rec.end, set once everybody has arrived)."""
-    import aiohttp
+    until the measured window ends (rec.end, set once everybody has arrived): each answer clicked
+    after a think time (none at think 0), sent as the page sends it (PageSaver), then the submit."""
 
     pk, token = participant
     try:
@@ -386,34 +484,40 @@ async def radiologist(
         item = int(match[1])
         csrf = CSRF.search(html)[1]
         headers = {"HX-Request": "true", "X-CSRFToken": csrf, "Referer": url}
-        given: dict[str, str] = {}
+        given: dict[str, str] = {}  # what the form holds: every answer clicked on this page
+        saved: set[str] = set()  # the answers an autosave had acknowledged
+
+        async def post(pairs, values, url=url, headers=headers, item=item, saved=saved) -> str:
+            began = time.monotonic()
+            status = await _posted(session, url, [*pairs, ("elapsed_ms", "1200")], headers)
+            ok = 200 <= status < 300
+            rec.record("save", began, ok, answers=len(set(values) - saved) if ok else 0)
+            if ok:
+                saved.update(values)
+                for name, value in values.items():
+                    rec.acknowledged[(pk, item, name)] = value
+            return _outcome(status)
+
+        saver = PageSaver(post)
         for name in dict.fromkeys(FIELD.findall(html)):
             if name.endswith("-comment"):
                 continue
             if think:
                 await asyncio.sleep(rng.expovariate(1 / think))
             if time.monotonic() >= rec.end:
+                await saver.submit_ready()  # leaving: the request in flight ends first
                 return
-            value = answer_value(name, rng)
-            began = time.monotonic()
-            try:
-                async with session.post(
-                    url, data={name: value, "elapsed_ms": "1200"}, headers=headers
-                ) as response:
-                    await response.read()
-                    ok = response.status == 200
-            except aiohttp.ClientError:
-                ok = False
-            rec.record("save", began, ok)
-            if ok:
-                rec.acknowledged[(pk, item, name)] = value
-                given[name] = value
+            given[name] = answer_value(name, rng)
+            saver.queue({name: given[name]})
+            if pace == "acknowledged":
+                await saver.idle()
+        await saver.submit_ready()
         began = time.monotonic()
         data = {**given, "csrfmiddlewaretoken": csrf, "action": "next", "elapsed_ms": "500"}
         async with session.post(url, data=data, headers={"Referer": url}, allow_redirects=False) as response:
             await response.read()
             location = response.headers.get("Location", "")
-        rec.record("submit", began, response.status == 302)
+        rec.record("submit", began, response.status == 302, answers=len(set(given) - saved))
         if response.status != 302:
             return
         for name, value in given.items():
@@ -485,6 +589,88 @@ def form_of(html: str) -> FormReader:
 
 
 LAY_PANEL = re.compile(r"/sentence/(\d+)/(\w+)/")
+LINKED = ("most", "least")  # static/radlay/lay.js `linked`: sent together
+
+
+async def _lay_enter(session, base: str, token: str, rec: Recorder) -> tuple[str, str] | None:
+    """Consent, background and instructions: the first panel's (HTML, address), or None."""
+    async with session.get(f"{base}/l/{token}/") as response:
+        html, url = await response.text(), str(response.url)
+    while not LAY_PANEL.search(url):
+        form = form_of(html)
+        if response.status >= 400 or form.action is None:
+            if "/done/" not in url:  # a finished participant is not turned away
+                rec.turned_away += 1
+            return None
+        data = [*form.hidden]
+        data += [(name, values[0]) for name, values in form.radios.items()]
+        data += [(name, values[0]) for name, values in form.checkboxes.items()]
+        data += [form.buttons[0]] if form.buttons else []
+        async with session.post(urljoin(url, form.action), data=data, headers={"Referer": url}) as response:
+            html, url = await response.text(), str(response.url)
+    return html, url
+
+
+async def _lay_answers(
+    session,
+    form: FormReader,
+    url: str,
+    where: tuple[int, int, str],
+    think: float,
+    rec: Recorder,
+    rng,
+    pace: str,
+) -> tuple[list[tuple[str, str]], set[str]] | None:
+    """A panel's questions answered one by one (after a think time each) and sent as the page sends
+    them: the choices made and the questions an autosave acknowledged; None once the window ended."""
+    pk, item, panel = where
+    action = urljoin(url, form.action or url)
+    csrf = dict(form.hidden).get("csrfmiddlewaretoken", "")
+    stamp = dict(form.hidden).get("rendered_at", "")
+    chosen: list[tuple[str, str]] = []
+    saved: set[str] = set()  # the questions an autosave had acknowledged
+    headers = {"HX-Request": "true", "X-CSRFToken": csrf, "Referer": url}
+
+    async def post(pairs, values) -> str:
+        began = time.monotonic()
+        status = await _posted(session, action, [*pairs, ("elapsed_ms", "1500")], headers)
+        ok = 200 <= status < 300
+        # A linked group sent before it was answered (panel 3's other question) is no answer.
+        answered = {name for name, value in values.items() if value}
+        rec.record("save", began, ok, answers=len(answered - saved) if ok else 0)
+        if ok:
+            saved.update(answered)
+            for name in answered:
+                value = values[name]
+                rec.acknowledged[(pk, item, f"{panel}:{name}")] = (
+                    value[0] if isinstance(value, list) else value
+                )
+        return _outcome(status)
+
+    # What static/radlay/survey.js sends (lay.js's options): the page's fixed parameters, the
+    # changed answer (a checkbox group: the checked values of both linked groups, each name under
+    # `fields`), and the ms since the last save.
+    saver = PageSaver(post, fixed=(("autosave", "1"), ("rendered_at", stamp)), list_field="fields")
+    for index, (name, values) in enumerate([*form.radios.items(), *form.checkboxes.items()]):
+        if think:
+            await asyncio.sleep(rng.expovariate(1 / think))
+        if time.monotonic() >= rec.end:
+            await saver.submit_ready()  # leaving: the request in flight ends first
+            return None
+        # Most and least liked are different texts (the same one for both is refused).
+        pick = values[index % len(values)] if name in form.checkboxes else rng.choice(values)
+        chosen.append((name, pick))
+        if name in form.checkboxes:
+            # lay.js links panel 3's two questions: a tick sends the checked boxes of both.
+            linked = [g for g in LINKED if g in form.checkboxes] if name in LINKED else [name]
+            ticked = dict(chosen)
+            saver.queue({group: [ticked[group]] if group in ticked else [] for group in linked})
+        else:
+            saver.queue({name: pick})
+        if pace == "acknowledged":
+            await saver.idle()
+    await saver.submit_ready()
+    return chosen, saved
 
 
 async def layperson(
@@ -495,31 +681,20 @@ async def layperson(
     rec: Recorder,
     arrived: asyncio.Queue,
     rng: random.Random,
+    pace: str = "page",
 ) -> None:
-    """One layperson: consent, background, instructions (warm-up), then panel after panel: one
-    autosave per question (that answer alone, as static/radlay/survey.js sends it) and the panel
-    submit (the whole form), which answers with the next panel as it does in the browser. A
-    sentence counts when its last panel is submitted."""
+    """One layperson: consent, background, instructions (warm-up), then panel after panel: each
+    question answered after a think time (none at think 0) and sent as the page sends it
+    (PageSaver, with lay.js's options), and the panel submit (the whole form), which answers with
+    the next panel as it does in the browser. A sentence counts when its last panel is submitted."""
     pk, token = participant
     try:
-        async with session.get(f"{base}/l/{token}/") as response:
-            html, url = await response.text(), str(response.url)
-        while not LAY_PANEL.search(url):
-            form = form_of(html)
-            if response.status >= 400 or form.action is None:
-                if "/done/" not in url:  # a finished participant is not turned away
-                    rec.turned_away += 1
-                return
-            data = [*form.hidden]
-            data += [(name, values[0]) for name, values in form.radios.items()]
-            data += [(name, values[0]) for name, values in form.checkboxes.items()]
-            data += [form.buttons[0]] if form.buttons else []
-            async with session.post(
-                urljoin(url, form.action), data=data, headers={"Referer": url}
-            ) as response:
-                html, url = await response.text(), str(response.url)
+        entered = await _lay_enter(session, base, token, rec)
     finally:
         arrived.put_nowait(pk)
+    if entered is None:
+        return
+    html, url = entered
     await rec.window_set.wait()
     given = 0  # answers of the current sentence
     while time.monotonic() < rec.end:
@@ -528,46 +703,32 @@ async def layperson(
             return
         item, panel = int(match[1]), match[2]
         form = form_of(html)
-        action = urljoin(url, form.action or url)
-        csrf = dict(form.hidden).get("csrfmiddlewaretoken", "")
-        stamp = dict(form.hidden).get("rendered_at", "")
-        chosen: list[tuple[str, str]] = []
-        groups = [*form.radios.items(), *form.checkboxes.items()]
-        given += len(groups)
-        for index, (name, values) in enumerate(groups):
-            if think:
-                await asyncio.sleep(rng.expovariate(1 / think))
-            if time.monotonic() >= rec.end:
-                return
-            # Most and least liked are different texts (the same one for both is refused).
-            pick = values[index % len(values)] if name in form.checkboxes else rng.choice(values)
-            chosen.append((name, pick))
-            began = time.monotonic()
-            headers = {"HX-Request": "true", "X-CSRFToken": csrf, "Referer": url}
-            # What static/radlay/survey.js sends: the changed answer alone (a checkbox group with
-            # its name under `fields`), the page's fixed parameters and the ms since the last save.
-            data = [("autosave", "1"), ("rendered_at", stamp), chosen[-1]]
-            data += [("fields", name)] if name in form.checkboxes else []
-            data += [("elapsed_ms", "1500")]
-            async with session.post(action, data=data, headers=headers) as response:
-                await response.read()
-                ok = response.status == 200
-            rec.record("save", began, ok)
-            if ok:
-                rec.acknowledged[(pk, item, f"{panel}:{name}")] = chosen[-1][1]
+        given += len(form.radios) + len(form.checkboxes)
+        answered = await _lay_answers(session, form, url, (pk, item, panel), think, rec, rng, pace)
+        if answered is None:
+            return
+        chosen, saved = answered
         # The submit as survey.js sends it (`navigate`): the whole form, and the next panel comes
         # back in the response with its address in X-Radlay-Page; any other next page (an attention
         # check, the end) is a 204 naming it, which the page then loads. (A server without this
         # answers with a redirect, which is followed: the same run measures an older radlay.)
         began = time.monotonic()
-        data = [*form.hidden, *chosen, ("continue", "1"), ("elapsed_ms", "500")]
+        # The form as the browser sends it: hidden fields, the choices, the (empty) text areas.
+        data = [*form.hidden, *chosen, *((name, "") for name in form.textareas)]
+        data += [("continue", "1"), ("elapsed_ms", "500")]
+        csrf = dict(form.hidden).get("csrfmiddlewaretoken", "")
         headers = {"X-Radlay-Navigate": "1", "X-CSRFToken": csrf, "Referer": url}
+        action = urljoin(url, form.action or url)
         async with session.post(action, data=data, headers=headers, allow_redirects=False) as response:
             text = await response.text()
             page = response.headers.get("X-Radlay-Page")
             location = response.headers.get("X-Radlay-Location") or response.headers.get("Location")
         in_place = response.status == 200 and page is not None
-        rec.record("submit", began, in_place or response.status in (204, 302))
+        submitted = in_place or response.status in (204, 302)
+        rec.record("submit", began, submitted, answers=len({name for name, _ in chosen} - saved))
+        if submitted:
+            for name, value in chosen:
+                rec.acknowledged[(pk, item, f"{panel}:{name}")] = value
         if in_place:
             html, url = text, urljoin(url, page)
         elif response.status in (204, 302) and location:
@@ -687,6 +848,15 @@ def main() -> None:
     parser.add_argument("--sources", type=int, default=2000)
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--flows", default="radiologist,lay", help="radiologist, lay or both")
+    parser.add_argument(
+        "--pace",
+        choices=("page", "acknowledged"),
+        default="page",
+        help="page: answers are clicked after the think time whatever the saves do, and sent as the "
+        "page sends them (one request in flight, the others coalesced or carried by the submit); "
+        "acknowledged: each answer is clicked once the previous one's save came back (one autosave "
+        "per answer at think 0, as this driver did before)",
+    )
     args = parser.parse_args()
     database_url = os.environ.get("DATABASE_URL", "")
     if not database_url.startswith("postgres"):
@@ -738,7 +908,7 @@ def main() -> None:
                                 think,
                                 args.think_warmup if think else args.warmup,
                                 args.duration,
-                                flow=driver,
+                                flow=functools.partial(driver, pace=args.pace),
                                 server_pid=server.pid,
                             )
                         )

@@ -156,7 +156,10 @@ class Walker:
         return response
 
 
-def radiologist_walk(walker: Walker, study, pages: int) -> None:
+def radiologist_walk(walker: Walker, study, pages: int, carried: bool = False) -> None:
+    """`carried`: each page as static/radlay/survey.js sends it when the answers come faster than
+    its saves (bench/survey_load.py at think 0): the first answer's autosave, then the submit,
+    which carries the others (timed as "radiologist submit, carrying")."""
     from django.urls import reverse
 
     from annotation import participant_services
@@ -175,11 +178,14 @@ def radiologist_walk(walker: Walker, study, pages: int) -> None:
     html = walker.request("radiologist page GET", "GET", url).content.decode()
     for _ in range(pages):
         csrf = CSRF.search(html)[1]
-        given = {}
+        given: dict[str, str] = {}
         for index, name in enumerate(dict.fromkeys(FIELD.findall(html))):
             if name.endswith("-comment"):
                 continue
             value = SEVERITIES[index % 5] if name == "original-severity" else str(index % 5 + 1)
+            if carried and given:
+                given[name] = value  # waiting while the first one is in flight: the submit carries it
+                continue
             response = walker.request(
                 "radiologist autosave",
                 "POST",
@@ -191,7 +197,8 @@ def radiologist_walk(walker: Walker, study, pages: int) -> None:
             assert response.status_code == 200, (response.status_code, response.content[:300])
             given[name] = value
         data = {**given, "csrfmiddlewaretoken": csrf, "action": "next", "elapsed_ms": "500"}
-        response = walker.request("radiologist submit", "POST", url, data)
+        kind = "radiologist submit, carrying" if carried else "radiologist submit"
+        response = walker.request(kind, "POST", url, data)
         assert response.status_code == 302, response.status_code
         url = response["Location"]
         if "/page/" not in url:
@@ -199,7 +206,9 @@ def radiologist_walk(walker: Walker, study, pages: int) -> None:
         html = walker.request("radiologist page GET", "GET", url).content.decode()
 
 
-def lay_walk(walker: Walker, study, sentences: int) -> None:
+def lay_walk(walker: Walker, study, sentences: int, carried: bool = False) -> None:
+    """`carried`: as radiologist_walk's (the panel's first answer autosaved, the submit carrying
+    the others: "lay panel submit, carrying")."""
     from django.urls import reverse
 
     from annotation import participant_services
@@ -231,6 +240,8 @@ def lay_walk(walker: Walker, study, sentences: int) -> None:
         for index, (name, values) in enumerate([*radios.items(), *boxes.items()]):
             pick = values[index % len(values)]
             chosen.append((name, pick))
+            if carried and len(chosen) > 1:
+                continue  # waiting while the first one is in flight: the submit carries it
             data = {"autosave": "1", "rendered_at": stamp, name: pick, "elapsed_ms": "1500"}
             if name in boxes:
                 data["fields"] = name
@@ -244,7 +255,12 @@ def lay_walk(walker: Walker, study, sentences: int) -> None:
             "elapsed_ms": "500",
         }
         response = walker.request(
-            "lay panel submit", "POST", url, data, X_Radlay_Navigate="1", X_CSRFToken=csrf
+            "lay panel submit, carrying" if carried else "lay panel submit",
+            "POST",
+            url,
+            data,
+            X_Radlay_Navigate="1",
+            X_CSRFToken=csrf,
         )
         done += 1
         if response.status_code == 200 and response.get("X-Radlay-Page"):
@@ -270,6 +286,12 @@ def main() -> None:
     parser.add_argument("--profile", default="", help="a request kind to print a cProfile of")
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--sql", action="store_true", help="print each kind's statements (its last request)")
+    parser.add_argument(
+        "--carried",
+        action="store_true",
+        help="also walk pages as survey.js sends them at think 0: one autosave, then the submit "
+        'carrying the other answers ("… submit, carrying")',
+    )
     parser.add_argument(
         "--callees", default="", help="with --profile: print what functions matching this call"
     )
@@ -305,9 +327,15 @@ def main() -> None:
     for _ in range(args.rounds):
         radiologist_walk(Walker(short, counting=False), study, args.pages)
         lay_walk(Walker(short, counting=False), study, args.sentences)
+        if args.carried:
+            radiologist_walk(Walker(short, counting=False), study, args.pages, carried=True)
+            lay_walk(Walker(short, counting=False), study, args.sentences, carried=True)
     counter = Walker(short, counting=True)
     radiologist_walk(counter, study, 2)
     lay_walk(counter, study, 1)
+    if args.carried:
+        radiologist_walk(counter, study, 2, carried=True)
+        lay_walk(counter, study, 1, carried=True)
     calls = {
         kind: pstats.Stats(profile).total_calls / counter.profiled[kind]  # type: ignore[attr-defined]
         for kind, profile in counter.profiles.items()

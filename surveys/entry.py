@@ -25,6 +25,8 @@ __all__ = ["activity_touch", "messages_of", "participant_entry", "study_unavaila
 
 # A flow's error page: (request, message, status) -> response (a fragment for htmx requests).
 ErrorPage = Callable[[HttpRequest, str, int], HttpResponse]
+# What a view answers: a response, or a callable that makes it once the page's context ended.
+Answer = HttpResponse | Callable[[], HttpResponse]
 # Activity is recorded at most this often: it only decides, at a granularity of minutes
 # (Study.abandon_after_minutes), whether a participant still holds their Latin-square row, so an
 # autosave every few seconds need not write the participant row each time.
@@ -64,7 +66,7 @@ def survey_participant(
     refused: tuple[type[ValidationError], ...] = (),
     active: Callable[[Participant], bool] | None = None,
     page: Callable[..., Any] | None = None,
-) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+) -> Callable[[Callable[..., Answer]], Callable[..., HttpResponse]]:
     """A view decorator: resolve `token` to a participant of `role` (None: any role; of an open
     study unless told otherwise) and pass it on instead. A closed study, the other role's token
     and a missing page become 403/404 answers; the flow's own refusals (`refused`) become 409
@@ -77,26 +79,33 @@ def survey_participant(
     the views: after a view answered, when `active(participant)` says the flow counts the
     participant as taking part (e.g. consented); None leaves it to the flow.
 
-    With `page` (e.g. access_expert_page: token, item_id, require_open -> an object with its
-    `participant`), the URL's `item_id` is resolved together with the token, and the view gets
-    (request, participant, page, **rest)."""
+    With `page` ((request, token, item_id, require_open) -> a context manager that gives an object
+    with its `participant`, e.g. the radiologist's page), the URL's `item_id` is resolved together
+    with the token, and the view gets (request, participant, page, **rest), run inside that context
+    (where a save's transaction may begin with the look-up itself). Such a view may answer with a
+    callable instead of a response: it is called once that context ended (the transaction
+    committed, or rolled back by a refusal), for an answer that reads the database again."""
 
-    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    def decorate(view: Callable[..., Answer]) -> Callable[..., HttpResponse]:
         @wraps(view)
         def wrapper(request: HttpRequest, token: str, **kwargs) -> HttpResponse:
             located = False  # whether the request already speaks the study's language
             try:
+                answer: Answer
                 if page is None:
                     participant = access_participant(token=token, role=role, require_open=require_open)
                     survey_language_activate(request, study=participant.study, participant=participant)
                     located = True
-                    response = view(request, participant, **kwargs)
+                    answer = view(request, participant, **kwargs)
                 else:
-                    found = page(token=token, item_id=kwargs.pop("item_id"), require_open=require_open)
-                    participant = found.participant
-                    survey_language_activate(request, study=participant.study, participant=participant)
-                    located = True
-                    response = view(request, participant, found, **kwargs)
+                    item_id = kwargs.pop("item_id")
+                    with page(request, token=token, item_id=item_id, require_open=require_open) as found:
+                        participant = found.participant
+                        survey_language_activate(request, study=participant.study, participant=participant)
+                        located = True
+                        answer = view(request, participant, found, **kwargs)
+                # A deferred answer: read once the page's context (a save's transaction) ended.
+                response = answer() if callable(answer) else answer
                 if active is not None and active(participant):
                     activity_touch(participant)
                 return response

@@ -48,8 +48,11 @@
    server stores it; on the next load of the same page, answers still in localStorage are put back
    into the form and sent. Requests use fetch keepalive, so one in flight survives the tab closing,
    and on pagehide whatever still waits is sent the same way. While anything is unsent, leaving the
-   page asks for confirmation. The plain form submit waits briefly for the saver to settle and then
-   carries every answer itself (the server's saves are idempotent). */
+   page asks for confirmation. The form's submit carries every answer itself (the server's saves are
+   idempotent), so answers still waiting to be sent (and text still in its typing pause) are not
+   sent on their own first: they go with the submit. Only a request already in flight is waited
+   for (up to 4 s), so that it cannot land after the submit and overwrite a newer value; from the
+   submit on, no autosave is sent (answers given meanwhile are in the form the submit sends). */
 (function () {
   "use strict";
 
@@ -113,6 +116,7 @@
     const waiting = new Map();   // name -> value, not sent yet
     const inflight = new Map();  // name -> value, sent, not acknowledged yet
     let busy = false;
+    let holding = false;  // a submit is waiting for the request in flight: send nothing more
     let retryMs = 0;
     let retryTimer = null;
     let mark = performance.now();
@@ -154,7 +158,7 @@
     }
 
     function send() {
-      if (busy || !waiting.size) return;
+      if (busy || holding || !waiting.size) return;
       busy = true;
       clearTimeout(retryTimer);
       waiting.forEach(function (v, k) { inflight.set(k, v); });
@@ -282,7 +286,7 @@
         if (!submitting && unsent()) { e.preventDefault(); e.returnValue = ""; }
       }],
       // Back through the browser's page cache: the page may be submitted again.
-      [window, "pageshow", function () { submitting = false; }],
+      [window, "pageshow", function () { submitting = false; holding = false; send(); }],
     ];
     windowEvents.forEach(function (e) { e[0].addEventListener(e[1], e[2]); });
     function dispose() {
@@ -314,12 +318,28 @@
         plainSubmit();
       }).catch(plainSubmit);
     }
+    // The submit waits for the request in flight only (what waits goes with the submit's form).
+    function inflightSettled(ms) {
+      const started = Date.now();
+      return new Promise(function (resolve) {
+        (function poll() {
+          if (!busy) resolve(true);
+          else if (Date.now() - started > ms) resolve(false);
+          else setTimeout(poll, 50);
+        })();
+      });
+    }
     form.addEventListener("submit", function (e) {
       if (submitting) { e.preventDefault(); return; }  // a double click submits once
-      if (unsent() && !form.radlaySettled) {
+      // From here on nothing is sent on its own: the submit's form carries every answer.
+      holding = true;
+      clearTimeout(retryTimer);
+      typing.forEach(function (timer) { clearTimeout(timer); });
+      typing.clear();
+      if (busy && !form.radlaySettled) {
         e.preventDefault();
         const submitter = e.submitter;
-        settled(4000).then(function () {
+        inflightSettled(4000).then(function () {
           form.radlaySettled = true;
           form.requestSubmit(submitter);
         });

@@ -21,6 +21,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.transaction import TransactionManagementError
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -314,6 +315,7 @@ def lay_panel_save(
     data: Mapping[str, Any],
     time_spent_ms: int = 0,
     submit: bool = False,
+    locked: tuple[LayItem, bool] | None = None,
 ) -> None:
     """Save a panel's answers from form data (autosave sends the whole form on every change; a
     plain POST too). With `submit`, a complete panel moves the item on; an incomplete one raises
@@ -321,11 +323,17 @@ def lay_panel_save(
     just written. Raises PanelClosed for a panel that is not the participant's current one, unless
     the request would change nothing (a retried or double-clicked submit is answered as the first
     one was). The item's row lock orders concurrent saves of one item, and where the participant
-    is is read after taking it."""
+    is is read after taking it.
+
+    `locked`: the caller holds the item's row lock in its transaction (steps.lay_panel_for_save:
+    the item read under it, and whether it is the participant's current one); the save then runs
+    in that transaction, and a refusal raised inside it marks it for rollback."""
     if panel not in PANELS:
         raise PanelClosed(_("This part does not exist for this sentence."))
-    with transaction.atomic():
-        item, current_item = lay_item_for_save(participant=participant, item_id=item_id)
+    if locked is not None and not transaction.get_connection().in_atomic_block:
+        raise TransactionManagementError("A locked item is saved inside the transaction that locked it.")
+    with transaction.atomic(savepoint=locked is None):
+        item, current_item = locked or lay_item_for_save(participant=participant, item_id=item_id)
         if panel not in lay_item_panels(item=item):
             raise PanelClosed(_("This part does not exist for this sentence."))
         current = None if item.stage == DONE else item.stage

@@ -7,9 +7,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import CharField, Count, Func, Q, Subquery, Value
+from django.db.models import CharField, Count, Func, OuterRef, Q, Subquery, Value
 
-from annotation.access import access_lay_item, shown_text_attach
+from annotation.access import (
+    access_lay_item,
+    access_participant,
+    participant_admit,
+    shown_text_attach,
+    token_possible,
+)
 from annotation.models import AttentionCheck, LayItem, Participant
 from annotation.prepared_queries import Joined, PreparedQuery
 from annotation.qualification_states import GATED as PRACTICE_STATES
@@ -126,6 +132,23 @@ _locked_item_rows = PreparedQuery(
         .values_list(*_CURRENT_ITEM.columns(), "first_unfinished", "check_position")
     )
 )
+# The same for an autosave, its first statement: the participant found by the URL's token in the
+# same statement (joined to the locked item, whose own row alone is locked), so that the token
+# costs no round trip of its own. Whose the item is is the join itself.
+_LOCKED_ITEM = Joined(LayItem, "source", "shown_text", "participant", "participant__study")
+_locked_item_by_token_rows = PreparedQuery(
+    lambda item_id, token: (
+        LayItem.objects.select_for_update(of=("self",))
+        .filter(pk=item_id, participant__token=token)
+        .annotate(
+            first_unfinished=Subquery(_first_unfinished(OuterRef("participant_id")).values("pk")[:1]),
+            check_position=_next_check_position(
+                OuterRef("participant__study_id"), OuterRef("participant_id")
+            ),
+        )
+        .values_list(*_LOCKED_ITEM.columns(), "first_unfinished", "check_position")
+    )
+)
 _CHECK = Joined(AttentionCheck)
 _next_check_rows = PreparedQuery(
     lambda study_id, participant_id: _unanswered_checks(study_id, participant_id).values_list(
@@ -183,6 +206,36 @@ def lay_item_for_save(*, participant: Participant, item_id: int) -> tuple[LayIte
     item.participant = participant
     current = first_unfinished == item.pk and _check_due(participant, item, check_position) is None
     return item, current
+
+
+@dataclass(frozen=True)
+class LayPanelSave:
+    """The participant of a save to a panel URL and, when the save's first statement found the
+    item theirs, the item under its row lock and whether it is the one they are at
+    (lay_item_for_save's answer, for panels.lay_panel_save's `locked`)."""
+
+    participant: Participant
+    item_id: int
+    locked: tuple[LayItem, bool] | None = None
+
+
+def lay_panel_for_save(*, token: str, item_id: int, role: str, require_open: bool = True) -> LayPanelSave:
+    """The token's participant and its item `item_id` under the item's row lock, in one statement
+    (call inside the save's transaction): lay_item_for_save with the token resolved in the same
+    query. A token that is not a participant's, or an item that is not theirs, is resolved as
+    access_participant resolves it (its refusals first), without the lock: the save then takes it
+    itself, and refuses someone else's item as it always did."""
+    token = str(token)
+    rows = _locked_item_by_token_rows.rows(item_id=int(item_id), token=token) if token_possible(token) else []
+    if not rows:
+        return LayPanelSave(
+            access_participant(token=token, role=role, require_open=require_open), int(item_id)
+        )
+    item = _LOCKED_ITEM.instances(rows[0][:-2])
+    participant = participant_admit(item.participant, role=role, require_open=require_open)
+    first_unfinished, check_position = rows[0][-2:]
+    current = first_unfinished == item.pk and _check_due(participant, item, check_position) is None
+    return LayPanelSave(participant, item.pk, (item, current))
 
 
 def _next_check(participant: Participant) -> AttentionCheck | None:

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -29,7 +31,12 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
 from annotation import participant_services, protocol_texts, scales
-from annotation.access import access_attention_check, access_lay_item, access_study_for_join
+from annotation.access import (
+    access_attention_check,
+    access_lay_item,
+    access_participant,
+    access_study_for_join,
+)
 from annotation.models import LayItem, Participant, Study
 from annotation.qualification_gate import practice_on_entry
 from annotation.wording import protocol_wording
@@ -44,7 +51,7 @@ from surveys.errors import survey_error_page
 from surveys.lay import assignment, entry, panels, steps
 from surveys.lay.errors import LayFlowError, PreferenceConflict
 from surveys.lay.selectors import ASSISTED, PANELS, lay_background_questions, panel_number
-from surveys.lay.steps import LayStep, lay_next_step, lay_progress, lay_standing
+from surveys.lay.steps import LayPanelSave, LayStep, lay_next_step, lay_progress, lay_standing
 from surveys.survey_fragments import fragment_response
 from surveys.survey_language import survey_language_activate, survey_language_guess
 
@@ -89,6 +96,27 @@ def lay_participant(*, require_open: bool = True) -> Callable:
     return survey_participant(
         role=LAY, error=_error, require_open=require_open, refused=(LayFlowError,), active=_taking_part
     )
+
+
+@contextmanager
+def _panel_of(
+    request: HttpRequest, *, token: str, item_id: int, require_open: bool
+) -> Iterator[LayPanelSave]:
+    """A panel URL's participant. A save's (a POST: an autosave or the submit) is its first
+    statement: the save's transaction begins here, and the token is resolved by the query that
+    locks the item (steps.lay_panel_for_save); the view saves in that transaction and answers once
+    it ended (a deferred answer, surveys/entry.py)."""
+    if request.method != "POST":
+        yield LayPanelSave(access_participant(token=token, role=LAY, require_open=require_open), int(item_id))
+        return
+    with transaction.atomic():
+        yield steps.lay_panel_for_save(token=token, item_id=item_id, role=LAY, require_open=require_open)
+
+
+# A panel URL: a save resolves the token and locks the item in one statement (_panel_of).
+lay_panel_participant = survey_participant(
+    role=LAY, error=_error, refused=(LayFlowError,), active=_taking_part, page=_panel_of
+)
 
 
 _STEP_PAGES = {
@@ -443,28 +471,40 @@ def _shown_panel(request: HttpRequest, participant: Participant, step: LayStep) 
 
 @require_http_methods(["GET", "POST"])
 @never_cache
-@lay_participant()
-def lay_panel(request: HttpRequest, participant: Participant, item_id: int, panel: str) -> HttpResponse:
+@lay_panel_participant
+def lay_panel(
+    request: HttpRequest, participant: Participant, found: LayPanelSave, panel: str
+) -> HttpResponse | Callable[[], HttpResponse]:
     """One panel of one source. GET shows it (only the participant's current panel; anything else
     goes to where they are); an htmx POST autosaves the panel form; a plain POST saves it and moves
     on, or shows what is missing."""
+    item_id = found.item_id
     if panel not in PANELS:
         raise Http404(_("This page does not exist."))
-    # A save asks where the participant is itself, under the item's row lock (panels.py).
-    step = (
-        lay_next_step(participant=participant)
-        if request.method == "GET"
-        else lay_standing(participant=participant)
-    )
-    if step is not None and not step.in_survey:
+    if request.method == "POST":
+        return _panel_save(request, participant, found, panel)
+    step = lay_next_step(participant=participant)
+    if not step.in_survey:
         return _refusal(request, participant, step) or _to_start(participant, htmx=bool(request.htmx))
-    if request.method == "GET":
-        assert step is not None  # lay_next_step always names a step
-        if not step.is_panel(item_id=item_id, panel=panel):
-            access_lay_item(participant=participant, item_id=item_id)  # someone else's item is a 404
-            return redirect(_step_url(participant, step))
-        return _shown_panel(request, participant, step) or _to_start(participant)
-    autosave = bool(request.htmx) and request.POST.get("autosave") == "1"
+    if not step.is_panel(item_id=item_id, panel=panel):
+        access_lay_item(participant=participant, item_id=item_id)  # someone else's item is a 404
+        return redirect(_step_url(participant, step))
+    return _shown_panel(request, participant, step) or _to_start(participant)
+
+
+def _panel_save(
+    request: HttpRequest, participant: Participant, found: LayPanelSave, panel: str
+) -> Callable[[], HttpResponse]:
+    """Save the panel in the transaction that locked its item (_panel_of); the answer (a refusal,
+    the panel with what is missing, where to go next) once that transaction ended: committed, or
+    rolled back by a refusal raised inside the save."""
+    item_id = found.item_id
+    # A save asks where the participant is itself, under the item's row lock (panels.py).
+    step = lay_standing(participant=participant)
+    if step is not None and not step.in_survey:
+        htmx = bool(request.htmx)  # type: ignore[attr-defined]
+        return lambda: _refusal(request, participant, step) or _to_start(participant, htmx=htmx)
+    autosave = bool(request.htmx) and request.POST.get("autosave") == "1"  # type: ignore[attr-defined]
     try:
         panels.lay_panel_save(
             participant=participant,
@@ -473,24 +513,31 @@ def lay_panel(request: HttpRequest, participant: Participant, item_id: int, pane
             data=request.POST,
             time_spent_ms=panels.panel_elapsed_ms(item_id=item_id, panel=panel, data=request.POST),
             submit=not autosave,
+            locked=found.locked,
         )
     except LayFlowError as exc:
-        return _error(request, " ".join(messages_of(exc)), 409, participant=participant)
+        message = " ".join(messages_of(exc))
+        return lambda: _error(request, message, 409, participant=participant)
     except ValidationError as exc:
         # A refused overlapping tick (panel 3) names its box; the rest of that save is stored.
         conflicts = exc.conflicts if isinstance(exc, PreferenceConflict) else {}
         if autosave:
             context = {"messages": messages_of(exc), "conflicts": conflicts}
             template = TEMPLATES + "_conflict.html" if conflicts else "surveys/_error_fragment.html"
-            return render(request, template, context, status=400)
+            return lambda: render(request, template, context, status=400)
         errors = exc.message_dict if hasattr(exc, "error_dict") else {"": exc.messages}
-        item = access_lay_item(participant=participant, item_id=item_id)
-        return _render_panel(
-            request, participant, item, panel, errors=errors, conflicts=conflicts, status=400
+        return lambda: _render_panel(
+            request,
+            participant,
+            access_lay_item(participant=participant, item_id=item_id),
+            panel,
+            errors=errors,
+            conflicts=conflicts,
+            status=400,
         )
     if autosave:
-        return fragment_response(TEMPLATES + "_saved.html", {}, key=())
-    return _to_next(request, participant)
+        return lambda: fragment_response(TEMPLATES + "_saved.html", {}, key=())
+    return lambda: _to_next(request, participant)
 
 
 # --- Attention checks, completion ----------------------------------------------------------------

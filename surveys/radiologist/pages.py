@@ -19,17 +19,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F, FilteredRelation, IntegerField, Q, TextField, Value
+from django.db.transaction import TransactionManagementError
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from annotation import participant_services, scales
+from annotation.access import access_expert_page, access_expert_page_locked
 from annotation.answer_selectors import JudgementRow, RatingRow, rows_of_page
+from annotation.answer_store import Write
 from annotation.instrument_selectors import EXPERT, CurrentInstrument, study_instrument_current
 from annotation.instrument_services import item_answer_save
 from annotation.item_questions import item_question
@@ -39,7 +42,7 @@ from annotation.models import (
     Participant,
     SimplificationText,
 )
-from annotation.prepared_queries import PreparedQuery, PreparedUpdate, PreparedUpdateReturningOld
+from annotation.prepared_queries import Joined, PreparedQuery, PreparedUpdate, PreparedUpdateReturningOld
 from instruments.schema import AppliesTo, ItemKind
 from surveys.radiologist import controls as planted
 from surveys.radiologist import services as expert_answers
@@ -80,36 +83,13 @@ _STAMP_SALT = "annotation.expert_flow.page_stamp"
 
 # --- Reading a page ----------------------------------------------------------------------------------
 
-# An item answer's columns, read beside the page's texts and beside its lock (one query each).
-_ANSWER_COLUMNS = (
-    "pk",
-    "instrument_id",
-    "item_key",
-    "source_id",
-    "shown_text_id",
-    "reference_text_id",
-    "control_id",
-    "phase",
-    "value",
-    "score",
-    "language",
-    "time_spent_ms",
-    "created_at",
-    "updated_at",
-)
+# An item answer's columns (all of them, in the model's order), read beside the page's texts: a row
+# read is built back positionally (prepared_queries.Joined).
+_ANSWER = Joined(ItemAnswer)
 
 
-# The columns of ItemAnswer in the model's order, `_ANSWER_COLUMNS` among them: a row read is
-# built positionally (Model.from_db), the columns not read left deferred.
-_ANSWER_NAMES = ("id", *_ANSWER_COLUMNS[1:])
-
-
-def _answer_of(participant_id: int, values) -> ItemAnswer | None:
-    if values[0] is None:
-        return None
-    answer = ItemAnswer.from_db("default", _ANSWER_NAMES, values)
-    answer.participant_id = participant_id
-    return answer
+def _answer_of(values) -> ItemAnswer | None:
+    return None if values[0] is None else _ANSWER.instances(values)
 
 
 # The page's texts, each with this participant's answers about it (LEFT JOIN: a text unanswered yet
@@ -122,13 +102,13 @@ _page_answer_rows = PreparedQuery(
         .annotate(
             mine=FilteredRelation("item_answers", condition=Q(item_answers__participant_id=participant_id))
         )
-        .values_list("pk", "text", *(f"mine__{name}" for name in _ANSWER_COLUMNS))
+        .values_list("pk", "text", *(f"mine__{name}" for name in _ANSWER.columns()))
         .union(
             ItemAnswer.objects.filter(
                 source_id=source_id, participant_id=participant_id, shown_text__isnull=True
             )
             .annotate(no_text=Value(None, IntegerField()), no_text_text=Value(None, TextField()))
-            .values_list("no_text", "no_text_text", *_ANSWER_COLUMNS),
+            .values_list("no_text", "no_text_text", *_ANSWER.columns()),
             all=True,
         )
     )
@@ -145,7 +125,7 @@ def _page_texts(item: ExpertItem) -> tuple[list[tuple[int, str]], list[ItemAnswe
     ):
         if pk is not None:
             texts[pk] = text
-        if (answer := _answer_of(item.participant_id, values)) is not None:
+        if (answer := _answer_of(values)) is not None:
             answers.append(answer)
     return list(texts.items()), answers
 
@@ -405,6 +385,8 @@ class _Save:
     page_answers: list[ItemAnswer]
     row_time: int
     errors: dict[str, list[str]]
+    # The protocol's writes gathered (a text's id, or None for the original), run in one call.
+    pending: list[tuple[int | None, Write]] = field(default_factory=list)
 
     def current(self, *, shown_text_id: int | None) -> dict[str, ItemAnswer] | None:
         """The stored answers of a target, when the study asks an instrument row."""
@@ -415,8 +397,8 @@ class _Save:
 
 
 def _texts_save(save: _Save, per_text: dict[str, dict[str, str]], ratings: dict[int, RatingRow]) -> None:
-    """The aspects and justification of each text (ids in order), into `ratings`; a planted
-    control's go to its control answer."""
+    """The aspects and justification of each text (ids in order), gathered for _protocol_save; a
+    planted control's go to its control answer (into `ratings`)."""
     for label, fields in sorted(per_text.items(), key=lambda entry: save.labels[entry[0]].pk):
         shown_text = save.labels[label]
         scores = {k: v for k, v in fields.items() if k != COMMENT and v not in (None, "")}
@@ -440,30 +422,29 @@ def _texts_save(save: _Save, per_text: dict[str, dict[str, str]], ratings: dict[
                 save.errors.update(_field_errors(exc, label))
             continue
         try:
-            ratings[shown_text.pk] = expert_answers.expert_rating_save(
+            write = expert_answers.expert_rating_write(
                 participant=save.participant,
                 shown_text=shown_text,
                 scores=scores,
                 comment=comment,
                 time_spent_ms=save.row_time,
                 current=save.current(shown_text_id=shown_text.pk),
-                language=save.asked.language,
             )
         except ValidationError as exc:
             save.errors.update(_field_errors(exc, label))
+            continue
+        save.pending.append((shown_text.pk, write))
 
 
-def _original_save(
-    save: _Save, original: dict[str, str], judgement: JudgementRow | None
-) -> JudgementRow | None:
-    """The judgement of the original sentence, saved when the page gives or had one."""
+def _original_save(save: _Save, original: dict[str, str], judgement: JudgementRow | None) -> None:
+    """The judgement of the original sentence, to be saved when the page gives or had one."""
     severity = original.get("severity") or None
     simplicity = original.get("simplicity") or None
     comment = original.get(COMMENT)
     if not (severity or simplicity or comment or judgement is not None):
-        return judgement
+        return
     try:
-        return expert_answers.expert_source_judgement_save(
+        write = expert_answers.expert_source_judgement_write(
             participant=save.participant,
             source=save.item.source,
             severity=severity,
@@ -471,11 +452,36 @@ def _original_save(
             comment=comment,
             time_spent_ms=save.row_time,
             current=save.current(shown_text_id=None),
-            language=save.asked.language,
         )
     except ValidationError as exc:
         save.errors.update(_field_errors(exc, ORIGINAL))
+        return
+    save.pending.append((None, write))
+
+
+def _protocol_save(
+    save: _Save, ratings: dict[int, RatingRow], judgement: JudgementRow | None
+) -> JudgementRow | None:
+    """Write the page's protocol answers gathered by _texts_save and _original_save (the texts
+    by id, then the original: the new answers of all of them in one INSERT), into `ratings`;
+    returns the judgement of the original as it is now. Nothing is written once a value was
+    refused (the save raises)."""
+    if not save.pending or save.errors:
         return judgement
+    written = expert_answers.protocol_writes_run(
+        participant=save.participant,
+        writes=[write for _, write in save.pending],
+        language=save.asked.language,
+    )
+    source_id = save.item.source_id
+    for (text_id, _write), rows in zip(save.pending, written, strict=True):
+        if text_id is None:
+            judgement = expert_answers.judgement_of(rows, participant=save.participant, source_id=source_id)
+        else:
+            ratings[text_id] = expert_answers.rating_of(
+                rows, participant=save.participant, shown_text_id=text_id, source_id=source_id
+            )
+    return judgement
 
 
 def _added_items_save(
@@ -525,8 +531,28 @@ def _added_items_save(
             answers.pop((key, text_id), None)  # an emptied text clears its answer
 
 
+def expert_page_for_save(*, token: str, item_id: int, added_ms: int, require_open: bool = True) -> ExpertItem:
+    """The page a save is for, resolved from the URL's token and id and locked in the caller's
+    transaction with the save's time added to it (`expert_page_save(locked=True)` follows): one
+    statement on PostgreSQL (access_expert_page_locked), the look-up and then the lock elsewhere."""
+    if not transaction.get_connection().in_atomic_block:
+        raise TransactionManagementError("A page is locked for a save inside the save's transaction.")
+    if transaction.get_connection().vendor == "postgresql":
+        return access_expert_page_locked(
+            token=token, item_id=item_id, added_ms=added_ms, require_open=require_open
+        )
+    item = access_expert_page(token=token, item_id=item_id, require_open=require_open)
+    item.completed_at = _page_lock(item, added_ms)
+    return item
+
+
 def expert_page_save(
-    *, participant: Participant, item: ExpertItem, data: Mapping[str, Any], time_spent_ms: int = 0
+    *,
+    participant: Participant,
+    item: ExpertItem,
+    data: Mapping[str, Any],
+    time_spent_ms: int = 0,
+    locked: bool = False,
 ) -> ExpertPage:
     """Save the answers in `data` (form fields, see the module docstring; autosave sends one, a
     plain form POST all of them). Empty values mean "not given" and never clear an answer; an empty
@@ -540,11 +566,18 @@ def expert_page_save(
     (texts by id, then the original): two full-page posts whose fields come in different orders
     queue behind each other instead of deadlocking. The page's rows are read under that lock, so
     each answer is written with one UPDATE (or INSERT) and the page's state is known without
-    reading them again: a one-row autosave is four queries."""
+    reading them again: a one-row autosave is four queries.
+
+    `locked`: the caller took the page's lock in its transaction and added `time_spent_ms` to the
+    page (`expert_page_for_save`), and `item` is the row that lock returned; the save then runs in
+    that transaction (a refusal marks it for rollback) and starts with the page's rows."""
     if item.participant_id != participant.pk:
         raise ValidationError("This page belongs to another participant.")
-    with transaction.atomic():
-        item.completed_at = _page_lock(item, time_spent_ms)
+    if locked and not transaction.get_connection().in_atomic_block:
+        raise TransactionManagementError("A locked page is saved inside the transaction that locked it.")
+    with transaction.atomic(savepoint=not locked):
+        if not locked:
+            item.completed_at = _page_lock(item, time_spent_ms)
         was_completed = item.completed_at
         text_rows, page_answers = _page_texts(item)
         texts, ratings, judgement = _page_rows(item, text_rows, page_answers)
@@ -565,7 +598,8 @@ def expert_page_save(
         )
         _texts_save(save, per_text, ratings)
         if original:
-            judgement = _original_save(save, original, judgement)
+            _original_save(save, original, judgement)
+        judgement = _protocol_save(save, ratings, judgement)
         answers = _added_answers(item, asked, page_answers)
         _added_items_save(save, added, answers)
         if errors:

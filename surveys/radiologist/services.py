@@ -6,6 +6,7 @@ one row of each item), validates its values and adds the time spent to the targe
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -13,7 +14,14 @@ from django.db import transaction
 
 from annotation import scales
 from annotation.answer_selectors import JudgementRow, RatingRow, rows_of_page
-from annotation.answer_store import CLEAR, Target, answers_upsert, flow_instrument_id, target_answers
+from annotation.answer_store import (
+    CLEAR,
+    Target,
+    Write,
+    answers_upsert_targets,
+    flow_instrument_id,
+    target_answers,
+)
 from annotation.answer_writes import (
     expert_scores_clean,
     free_text_clean,
@@ -40,41 +48,56 @@ _JUDGEMENT_ITEMS = SHAPE_ITEMS[JUDGEMENT]
 EXPERT = StudyInstrument.Flow.EXPERT.value
 
 
-def _protocol_save(
-    participant: Participant,
+def _protocol_write(
     target: Target,
     items: Mapping[str, str],
     columns: Mapping[str, Any],
     time_spent_ms: int,
     current: Mapping[str, ItemAnswer] | None,
-    language: str,
-):
-    """Write the typed `columns` ({column: value or "" to clear a text}) as the protocol items
-    `items` names, and return the target's rows after the write, by item key."""
+) -> Write:
+    """The write of the typed `columns` ({column: value or "" to clear a text}) as the protocol
+    items `items` names (nothing written yet)."""
+    values = {}
+    for column, value in columns.items():
+        binding_value = _coded(column, value)
+        values[items[column]] = CLEAR if binding_value is None else binding_value
+    return Write(target, values, current, time_spent_ms)
+
+
+def protocol_writes_run(
+    *, participant: Participant, writes: Sequence[Write], language: str
+) -> list[dict[str, ItemAnswer]]:
+    """Run the writes of one page's targets (expert_rating_write, expert_source_judgement_write) in
+    one call of the store (their new answers in one INSERT); each target's rows after its write,
+    by item key. A write whose `current` is None reads its target's rows first."""
     instrument_id = flow_instrument_id(study=participant.study, flow=EXPERT)
     with transaction.atomic(savepoint=False):
-        if current is None:
-            current = target_answers(
-                participant_id=participant.pk,
-                instrument_id=instrument_id,
-                target=target,
-                item_keys=items.values(),
+        writes = [
+            write
+            if write.current is not None
+            else replace(
+                write,
+                current=target_answers(
+                    participant_id=participant.pk,
+                    instrument_id=instrument_id,
+                    target=write.target,
+                    item_keys=_PROTOCOL_KEYS,
+                ),
             )
-        values = {}
-        for column, value in columns.items():
-            binding_value = _coded(column, value)
-            values[items[column]] = CLEAR if binding_value is None else binding_value
-        written = answers_upsert(
-            participant=participant,
-            instrument_id=instrument_id,
-            target=target,
-            values=values,
-            language=language,
-            time_spent_ms=time_spent_ms,
-            current=current,
+            for write in writes
+        ]
+        written = answers_upsert_targets(
+            participant=participant, instrument_id=instrument_id, writes=writes, language=language
         )
-    rows = {k: v for k, v in current.items() if k not in values}
-    return {**rows, **written}
+    out = []
+    for write, rows in zip(writes, written, strict=True):
+        assert write.current is not None  # read above
+        kept = {k: v for k, v in write.current.items() if k not in write.values}
+        out.append({**kept, **rows})
+    return out
+
+
+_PROTOCOL_KEYS = (*_RATING_ITEMS.values(), *_JUDGEMENT_ITEMS.values())
 
 
 def _coded(column: str, value: Any) -> tuple[Any, float | None] | None:
@@ -89,6 +112,48 @@ def _coded(column: str, value: Any) -> tuple[Any, float | None] | None:
     return value, None
 
 
+def expert_rating_write(
+    *,
+    participant: Participant,
+    shown_text: SimplificationText,
+    scores: Mapping[str, Any] | None = None,
+    comment: str | None = None,
+    time_spent_ms: int = 0,
+    current: Mapping[str, ItemAnswer] | None = None,
+) -> Write:
+    """A radiologist's rating of one distinct text, checked and ready to write (protocol_writes_run):
+    the protocol's aspect items and its comment, ItemAnswer rows about the text. Unknown aspects,
+    values outside 1-5 and texts of another study are refused (ValidationError); an emptied
+    comment withdraws it. `current`: the text's rows as the caller read them under a lock that
+    serialises their writers (then not read again)."""
+    role_require(participant, Participant.Role.RADIOLOGIST)
+    if shown_text.source.study_id != participant.study_id:
+        raise ValidationError("This simplification belongs to another study.")
+    fields: dict[str, Any] = dict(expert_scores_clean(scores))
+    if comment is not None:
+        fields["comment"] = free_text_clean("comment", comment)
+    target = Target(source_id=shown_text.source_id, shown_text_id=shown_text.pk)
+    return _protocol_write(target, _RATING_ITEMS, fields, time_spent_ms, current)
+
+
+def rating_of(
+    rows: Mapping[str, ItemAnswer], *, participant: Participant, shown_text_id: int, source_id: int
+) -> RatingRow:
+    """A text's rows after its write (protocol_writes_run) as the typed rating."""
+    typed = next(iter(rows_of_page(rows.values(), participant_id=participant.pk)), None)
+    if isinstance(typed, RatingRow):
+        return typed
+    return RatingRow(id=0, participant_id=participant.pk, source_id=source_id, shown_text_id=shown_text_id)
+
+
+def judgement_of(rows: Mapping[str, ItemAnswer], *, participant: Participant, source_id: int) -> JudgementRow:
+    """The original's rows after their write (protocol_writes_run) as the typed judgement."""
+    typed = next(iter(rows_of_page(rows.values(), participant_id=participant.pk)), None)
+    if isinstance(typed, JudgementRow):
+        return typed
+    return JudgementRow(id=0, participant_id=participant.pk, source_id=source_id)
+
+
 def expert_rating_save(
     *,
     participant: Participant,
@@ -99,26 +164,46 @@ def expert_rating_save(
     current: Mapping[str, ItemAnswer] | None = None,
     language: str = "",
 ) -> RatingRow:
-    """Save (part of) a radiologist's rating of one distinct text: the protocol's aspect items and
-    its comment, ItemAnswer rows about the text. Unknown aspects, values outside 1-5 and texts of
-    another study are refused; an emptied comment withdraws it. `current`: the text's rows as
-    the caller read them under a lock that serialises their writers (then not read again)."""
+    """Save (part of) a radiologist's rating of one distinct text (expert_rating_write, written at
+    once)."""
+    write = expert_rating_write(
+        participant=participant,
+        shown_text=shown_text,
+        scores=scores,
+        comment=comment,
+        time_spent_ms=time_spent_ms,
+        current=current,
+    )
+    (rows,) = protocol_writes_run(participant=participant, writes=[write], language=language)
+    return rating_of(
+        rows, participant=participant, shown_text_id=shown_text.pk, source_id=shown_text.source_id
+    )
+
+
+def expert_source_judgement_write(
+    *,
+    participant: Participant,
+    source: Source,
+    severity: str | None = None,
+    simplicity: Any = None,
+    comment: str | None = None,
+    time_spent_ms: int = 0,
+    current: Mapping[str, ItemAnswer] | None = None,
+) -> Write:
+    """A radiologist's judgement of an original sentence (the protocol's severity, simplicity and
+    comment items, ItemAnswer rows about the source), checked and ready to write; `current` as for
+    expert_rating_write."""
     role_require(participant, Participant.Role.RADIOLOGIST)
-    if shown_text.source.study_id != participant.study_id:
-        raise ValidationError("This simplification belongs to another study.")
-    fields: dict[str, Any] = dict(expert_scores_clean(scores))
+    if source.study_id != participant.study_id:
+        raise ValidationError("This source belongs to another study.")
+    fields: dict[str, Any] = {}
+    if severity is not None:
+        fields["severity"] = level_clean("severity", severity, scales.SEVERITY)
+    if simplicity is not None:
+        fields["simplicity"] = likert_clean("simplicity", simplicity)
     if comment is not None:
         fields["comment"] = free_text_clean("comment", comment)
-    target = Target(source_id=shown_text.source_id, shown_text_id=shown_text.pk)
-    rows = _protocol_save(participant, target, _RATING_ITEMS, fields, time_spent_ms, current, language)
-    typed = next(iter(rows_of_page(rows.values(), participant_id=participant.pk)), None)
-    return (
-        typed
-        if isinstance(typed, RatingRow)
-        else RatingRow(
-            id=0, participant_id=participant.pk, source_id=shown_text.source_id, shown_text_id=shown_text.pk
-        )
-    )
+    return _protocol_write(Target(source_id=source.pk), _JUDGEMENT_ITEMS, fields, time_spent_ms, current)
 
 
 def expert_source_judgement_save(
@@ -132,27 +217,19 @@ def expert_source_judgement_save(
     current: Mapping[str, ItemAnswer] | None = None,
     language: str = "",
 ) -> JudgementRow:
-    """Save (part of) a radiologist's judgement of an original sentence (the protocol's severity,
-    simplicity and comment items, ItemAnswer rows about the source); `current` as for
-    expert_rating_save."""
-    role_require(participant, Participant.Role.RADIOLOGIST)
-    if source.study_id != participant.study_id:
-        raise ValidationError("This source belongs to another study.")
-    fields: dict[str, Any] = {}
-    if severity is not None:
-        fields["severity"] = level_clean("severity", severity, scales.SEVERITY)
-    if simplicity is not None:
-        fields["simplicity"] = likert_clean("simplicity", simplicity)
-    if comment is not None:
-        fields["comment"] = free_text_clean("comment", comment)
-    target = Target(source_id=source.pk)
-    rows = _protocol_save(participant, target, _JUDGEMENT_ITEMS, fields, time_spent_ms, current, language)
-    typed = next(iter(rows_of_page(rows.values(), participant_id=participant.pk)), None)
-    return (
-        typed
-        if isinstance(typed, JudgementRow)
-        else JudgementRow(id=0, participant_id=participant.pk, source_id=source.pk)
+    """Save (part of) a radiologist's judgement of an original sentence
+    (expert_source_judgement_write, written at once)."""
+    write = expert_source_judgement_write(
+        participant=participant,
+        source=source,
+        severity=severity,
+        simplicity=simplicity,
+        comment=comment,
+        time_spent_ms=time_spent_ms,
+        current=current,
     )
+    (rows,) = protocol_writes_run(participant=participant, writes=[write], language=language)
+    return judgement_of(rows, participant=participant, source_id=source.pk)
 
 
 def _expert_text_order(participant: Participant, source_id: int, text_ids: Iterable[int]) -> list[int]:

@@ -7,9 +7,13 @@ role's token, someone else's page and bad values all get a 4xx page or fragment,
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
@@ -43,11 +47,38 @@ def _taking_part(participant: Participant) -> bool:
     return participant.started_at is not None
 
 
+def _elapsed_ms(request: HttpRequest, item_id: int) -> int:
+    """A save's time: with JavaScript the ms since the page's last save (autosaves and submits send
+    it); without, the time since the page was rendered (its signed stamp)."""
+    if request.htmx or request.POST.get("elapsed_ms"):  # type: ignore[attr-defined]
+        return pages.elapsed_ms_clean(request.POST.get("elapsed_ms"))
+    return pages.page_stamp_elapsed_ms(
+        item=ExpertItem(pk=int(item_id)), stamp=request.POST.get("rendered_at", "")
+    )
+
+
+@contextmanager
+def _page_of(request: HttpRequest, *, token: str, item_id: int, require_open: bool) -> Iterator[ExpertItem]:
+    """A page URL's page, resolved with its token in one query. A save's (a POST: an autosave or
+    the submit) is its first statement: the save's transaction begins here and the look-up locks
+    the page and adds the save's time (pages.expert_page_for_save); the view saves in that
+    transaction, and what it answers after reading more (the submit's next page or its errors)
+    it answers once the transaction ended (a deferred answer, surveys/entry.py)."""
+    if request.method != "POST":
+        yield access_expert_page(token=token, item_id=item_id, require_open=require_open)
+        return
+    added_ms = _elapsed_ms(request, item_id)
+    with transaction.atomic():
+        yield pages.expert_page_for_save(
+            token=token, item_id=item_id, added_ms=added_ms, require_open=require_open
+        )
+
+
 # Resolve `token` to a radiologist of an open study and pass the participant on.
 radiologist_flow = survey_participant(role=Participant.Role.RADIOLOGIST, error=_error, active=_taking_part)
 # The same for a page URL: the token and the page in one query.
 radiologist_page = survey_participant(
-    role=Participant.Role.RADIOLOGIST, error=_error, active=_taking_part, page=access_expert_page
+    role=Participant.Role.RADIOLOGIST, error=_error, active=_taking_part, page=_page_of
 )
 
 
@@ -156,10 +187,14 @@ def _render_page(
 @require_http_methods(["GET", "POST"])
 @never_cache
 @radiologist_page
-def expert_page(request: HttpRequest, participant: Participant, item: ExpertItem) -> HttpResponse:
+def expert_page(
+    request: HttpRequest, participant: Participant, item: ExpertItem
+) -> HttpResponse | Callable[[], HttpResponse]:
     """One source: GET shows it; an htmx POST autosaves the answers it carries; a plain POST
     saves the whole form and moves on (or shows what is missing)."""
     if practising := practice_first(participant, flow="expert"):
+        if request.method == "POST":
+            transaction.set_rollback(True)  # nothing saved: not the time the page's lock added either
         return practising
     if participant.started_at is None:
         participant_services.participant_touch(participant=participant)
@@ -171,10 +206,11 @@ def expert_page(request: HttpRequest, participant: Participant, item: ExpertItem
 
 
 def _autosave(request: HttpRequest, participant: Participant, item: ExpertItem) -> HttpResponse:
-    elapsed = pages.elapsed_ms_clean(request.POST.get("elapsed_ms"))
+    # The page is locked and its time added (_page_of); a refusal rolls that back with the rest.
+    elapsed = _elapsed_ms(request, item.pk)
     try:
         page = pages.expert_page_save(
-            participant=participant, item=item, data=request.POST, time_spent_ms=elapsed
+            participant=participant, item=item, data=request.POST, time_spent_ms=elapsed, locked=True
         )
     except ValidationError as exc:
         return render(request, "surveys/_error_fragment.html", {"messages": messages_of(exc)}, status=400)
@@ -198,19 +234,27 @@ def _autosave(request: HttpRequest, participant: Participant, item: ExpertItem) 
     return render(request, TEMPLATES + "_saved.html", context)
 
 
-def _submit(request: HttpRequest, participant: Participant, item: ExpertItem) -> HttpResponse:
-    # With JavaScript the client sends the ms since its last autosave; without, the signed render time.
-    if request.POST.get("elapsed_ms"):
-        elapsed = pages.elapsed_ms_clean(request.POST["elapsed_ms"])
-    else:
-        elapsed = pages.page_stamp_elapsed_ms(item=item, stamp=request.POST.get("rendered_at", ""))
+def _submit(request: HttpRequest, participant: Participant, item: ExpertItem) -> Callable[[], HttpResponse]:
+    """Save the whole form in the transaction that locked the page (_page_of); where to go next,
+    or the page with what was refused, is answered once that transaction ended (committed, or
+    rolled back by the refusal: nothing of the page was saved)."""
     try:
         page = pages.expert_page_save(
-            participant=participant, item=item, data=request.POST, time_spent_ms=elapsed
+            participant=participant,
+            item=item,
+            data=request.POST,
+            time_spent_ms=_elapsed_ms(request, item.pk),
+            locked=True,
         )
     except ValidationError as exc:
         errors = exc.message_dict if hasattr(exc, "error_dict") else {"page": exc.messages}
-        return _render_page(request, participant, item, errors=errors, status=400)
+        return lambda: _render_page(request, participant, item, errors=errors, status=400)
+    return lambda: _after_submit(request, participant, item, page)
+
+
+def _after_submit(
+    request: HttpRequest, participant: Participant, item: ExpertItem, page: pages.ExpertPage
+) -> HttpResponse:
     place = progress.expert_page_place(item=item)
     action = request.POST.get("action", "next")
     if action == "previous" and place.previous_id is not None:

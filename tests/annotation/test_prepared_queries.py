@@ -298,3 +298,72 @@ def test_joined_builds_the_instances_select_related_builds(pages, django_assert_
             assert item.participant.study.is_open == expected.participant.study.is_open
             assert item.source.text == expected.source.text
         assert not item._state.adding and item._state.db == "default"
+
+
+def _pages_of(item_id, token, added):
+    return ExpertItem.objects.filter(pk=item_id, participant__token=token).values_list(
+        "pk", "time_spent_ms", "participant__token", "source__text"
+    )
+
+
+def _pages_locked(item_id, token, added):
+    return ExpertItem.objects.filter(pk=item_id, participant__token=token), {
+        "time_spent_ms": F("time_spent_ms") + added
+    }
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="an UPDATE in a WITH: PostgreSQL")
+def test_a_locking_read_updates_its_rows_and_reads_them_as_updated(pages, django_assert_num_queries):
+    prepared = PreparedQuery(_pages_of, locking=_pages_locked)
+    first, other = pages[0], pages[-1]
+    token = first.participant.token
+    with transaction.atomic(), django_assert_num_queries(1):
+        assert prepared.rows(item_id=first.pk, token=token, added=1500) == [
+            (first.pk, 1500, token, first.source.text)
+        ]
+    with transaction.atomic():
+        (row,) = prepared.rows(item_id=first.pk, token=token, added=250)
+        assert row[1] == 1750  # the row as this statement's UPDATE left it
+        # Another participant's page, or a token that is not its own: no row read, none changed.
+        assert prepared.rows(item_id=other.pk, token=token, added=9) == []
+        assert prepared.rows(item_id=first.pk, token="nobody", added=9) == []
+    assert ExpertItem.objects.get(pk=first.pk).time_spent_ms == 1750
+    assert ExpertItem.objects.get(pk=other.pk).time_spent_ms == 0
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="an UPDATE in a WITH: PostgreSQL")
+@pytest.mark.django_db(transaction=True)
+def test_a_locking_read_takes_its_lock_in_a_transaction_only():
+    study = build_study(slug="locked-read", n_sources=1, systems=("a",))
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    (item,) = assignment.expert_items_ensure(participant=participant)
+    prepared = PreparedQuery(_pages_of, locking=_pages_locked)
+    with pytest.raises(TransactionManagementError):
+        prepared.rows(item_id=item.pk, token=participant.token, added=5)
+    assert ExpertItem.objects.get(pk=item.pk).time_spent_ms == 0
+
+
+def test_joined_instances_are_whole_saved_as_usual_and_signalled_when_listened_to(pages):
+    from django.db.models.signals import post_init
+
+    joined = Joined(ExpertItem, "participant", "participant__study", "source")
+    prepared = PreparedQuery(
+        lambda item_id: ExpertItem.objects.filter(pk=item_id).values_list(*joined.columns())
+    )
+    (row,) = prepared.rows(item_id=pages[0].pk)
+    item = joined.instances(row)
+    assert not item.get_deferred_fields() and not item.participant.get_deferred_fields()
+    item.time_spent_ms = 4321
+    item.save(update_fields=["time_spent_ms"])
+    assert ExpertItem.objects.get(pk=item.pk).time_spent_ms == 4321
+    seen: list = []
+
+    def receiver(sender, instance, **kwargs) -> None:
+        seen.append(instance)
+
+    post_init.connect(receiver, sender=ExpertItem)
+    try:
+        assert joined.instances(row).pk == pages[0].pk
+    finally:
+        post_init.disconnect(receiver, sender=ExpertItem)
+    assert [instance.pk for instance in seen] == [pages[0].pk]  # built by from_db, as Django builds it

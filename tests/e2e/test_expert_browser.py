@@ -399,3 +399,63 @@ def test_rating_page_keyboard_and_layout_tell_the_rater_what_is_going_on(browser
     assert heading["y"] >= bar["y"] + bar["height"] - 1, (bar, heading)
     assert bar["height"] <= 0.25 * 740
     context.close()
+
+
+# --- answering fast, then submitting at once --------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_answers_waiting_at_the_submit_go_with_it_after_the_request_in_flight(browser, live_server):
+    """The first answer's autosave is held in flight; the other sixteen are given meanwhile and the
+    page submitted at once. The submit waits for the request in flight (which could otherwise land
+    after it with an older value), sends no autosave of the waiting answers, and carries them
+    itself: one autosave and the submit, every answer stored."""
+    study = build_study(slug="fast-submit", n_sources=2, systems=("a", "b", "c"))
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    participant_services.participant_touch(participant=participant)
+    from surveys.radiologist import assignment
+
+    first, second = assignment.expert_items_ensure(participant=participant)[:2]
+    page = browser.new_context(base_url=live_server.url).new_page()
+    posts: list[str] = []
+    held: list = []
+
+    def hold_first_autosave(route) -> None:
+        request = route.request
+        if request.method != "POST":
+            route.continue_()
+            return
+        autosave = request.headers.get("hx-request") == "true"
+        posts.append("autosave" if autosave else "submit")
+        if autosave and not held:
+            held.append(route)  # answered below, once the submit was pressed
+        else:
+            route.continue_()
+
+    page.route("**/page/*/", hold_first_autosave)
+    page.goto(f"/r/{participant.token}/page/{first.pk}/")
+    page.wait_for_selector("#expert-form[data-ready]", state="attached")
+    fields = rows_on(page)
+    pressed = dict(zip(fields, FAST_KEYS, strict=False))
+    for key in pressed.values():
+        page.keyboard.press(key)
+    page.click("#next-page")
+    page.wait_for_timeout(400)
+    assert posts == ["autosave"], posts  # the submit waits for the request in flight
+    held[0].continue_()
+    page.wait_for_url(f"**/page/{second.pk}/**")
+    assert posts == ["autosave", "submit"], posts
+
+    def read() -> dict:
+        ratings = [
+            (r.shown_text_id, *(getattr(r, a) for a in scales.EXPERT_ASPECTS))
+            for r in answers.ratings(participant=participant)
+        ]
+        judgement = next(
+            ((j.severity, j.simplicity) for j in answers.judgements(participant=participant)), None
+        )
+        return stored_answers(ratings, judgement, first.text_order)
+
+    expected = {field: answer_value(field, key) for field, key in pressed.items()}
+    assert wait_for(read, expected) == expected
+    assert ExpertItem.objects.get(pk=first.pk).completed_at is not None

@@ -37,24 +37,29 @@ PANEL2 = {**PANEL1, "helpfulness": "I understand much better"}
 # Bounds per request, as measured (savepoints count: each answer service is atomic inside the
 # request's transaction). A request that starts costing more fails here.
 MAX_QUERIES = {
-    # Measured on the one answer store: an autosave writes only the answer that changed (6, was
-    # 8-10); a submit reads the panel's answers once, then writes the new ones in one INSERT per
-    # target (panel 2: the sentence's questions and Q4 about the text are two targets).
+    # Measured on the one answer store: an autosave writes only the answer that changed; a submit
+    # reads the panel's answers once, then writes the new ones in one INSERT per target (panel 2:
+    # the sentence's questions and Q4 about the text are two targets).
     "get original": 4,
-    "autosave original": 6,
-    "submit original": 8,  # with where the participant goes next (no round trip via the start page)
+    # An autosave: savepoint, the token's participant and the item under its lock with where the
+    # participant is (one statement), the panel's answers, the INSERT (or UPDATE), release.
+    "autosave original": 5,
+    # A submit: savepoint, the token's participant and the item under its lock (one statement), the
+    # panel's answers, the new ones' INSERT, the item moved on, release; then where the
+    # participant goes next (no round trip via the start page).
+    "submit original": 7,
     "get assisted": 5,
-    "autosave assisted": 6,
-    "submit assisted": 8,  # the panel's two targets' new answers in one INSERT
+    "autosave assisted": 5,
+    "submit assisted": 7,  # the panel's two targets' new answers in one INSERT
     "get preference": 5,
-    "autosave preference": 6,  # the first: the choice inserted (no savepoint)
-    "autosave preference, one question": 6,  # as survey.js sends it: both choices read in one query
-    "submit preference": 8,
+    "autosave preference": 5,  # the first: the choice inserted (no savepoint)
+    "autosave preference, one question": 5,  # as survey.js sends it: both choices read in one query
+    "submit preference": 7,
     # The submit that answers with the next panel itself (survey.js `navigate`): the submit and
     # that panel's page in one request, instead of a submit and a GET.
-    "submit original, next in place": 11,
-    "submit assisted, next in place": 11,
-    "submit preference, next in place": 10,
+    "submit original, next in place": 10,
+    "submit assisted, next in place": 10,
+    "submit preference, next in place": 9,
 }
 NAVIGATE = {"HTTP_X_RADLAY_NAVIGATE": "1"}
 

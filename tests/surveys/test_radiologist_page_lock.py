@@ -90,3 +90,93 @@ def test_a_save_that_waited_for_the_page_sees_the_save_before_it():
     assert not errors, errors
     assert _severity(participant) == mild
     assert pages.expert_page_get(item=ExpertItem.objects.get(pk=item.pk)).severity.value == "Mild"
+
+
+def test_an_autosave_that_waited_for_the_page_sees_the_save_before_it():
+    """The same through the autosave's own path, whose first statement resolves the token and locks
+    the page together (annotation/access.py, access_expert_page_locked): the request waits for the
+    page, then reads the answers the save before it committed, and both saves' times are kept."""
+    study = build_study(slug="lockstep-http", n_sources=1)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    client = Client()
+    client.get(reverse("surveys:entry", args=[participant.token]))
+    client.post(reverse("surveys:expert-instructions", args=[participant.token]))
+    item = ExpertItem.objects.get(participant=participant)
+    url = reverse("surveys:expert-page", args=[participant.token, item.pk])
+    assert client.post(url, {"original-severity": "Mild"}, HTTP_HX_REQUEST="true").status_code == 200
+    mild = _severity(participant)
+    time_before = ExpertItem.objects.get(pk=item.pk).time_spent_ms
+
+    first_saved, release = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+    statuses: list[int] = []
+
+    def first() -> None:
+        try:
+            with transaction.atomic():
+                pages.expert_page_save(
+                    participant=Participant.objects.get(pk=participant.pk),
+                    item=ExpertItem.objects.get(pk=item.pk),
+                    data={"original-severity": "Serious"},
+                    time_spent_ms=300,
+                )
+                first_saved.set()
+                release.wait(10)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    def second() -> None:
+        try:
+            response = Client().post(
+                url, {"original-severity": "Mild", "elapsed_ms": "700"}, HTTP_HX_REQUEST="true"
+            )
+            statuses.append(response.status_code)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=first)
+    holder.start()
+    assert first_saved.wait(10)
+    waiter = threading.Thread(target=second)
+    waiter.start()
+    deadline = time.monotonic() + 10
+    while not _waiting_for_a_lock() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _waiting_for_a_lock(), "the autosave should wait for the page's lock"
+    release.set()
+    holder.join(10)
+    waiter.join(10)
+    assert not errors, errors
+    assert statuses == [200]
+    assert _severity(participant) == mild
+    assert ExpertItem.objects.get(pk=item.pk).time_spent_ms == time_before + 300 + 700
+
+
+def test_a_refused_save_adds_no_time_to_the_page():
+    study = build_study(slug="lockstep-refused", n_sources=1)
+    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
+    client = Client()
+    client.get(reverse("surveys:entry", args=[participant.token]))
+    client.post(reverse("surveys:expert-instructions", args=[participant.token]))
+    item = ExpertItem.objects.get(participant=participant)
+    url = reverse("surveys:expert-page", args=[participant.token, item.pk])
+    refused = client.post(url, {"original-severity": "Fatal", "elapsed_ms": "900"}, HTTP_HX_REQUEST="true")
+    assert refused.status_code == 400
+    assert ExpertItem.objects.get(pk=item.pk).time_spent_ms == 0
+    assert not ItemAnswer.objects.filter(participant=participant).exists()
+    # The plain submit: the page with what was refused, read once the save was rolled back.
+    data = {"original-severity": "Fatal", "A-correctness": "4", "elapsed_ms": "900", "action": "next"}
+    refused = client.post(url, data)
+    assert refused.status_code == 400 and "Nothing on this page was saved" in refused.content.decode()
+    assert ExpertItem.objects.get(pk=item.pk).time_spent_ms == 0
+    assert not ItemAnswer.objects.filter(participant=participant).exists()
+    study.status = study.Status.CLOSED
+    study.save(update_fields=["status"])
+    closed = client.post(url, {"original-severity": "Mild", "elapsed_ms": "900"}, HTTP_HX_REQUEST="true")
+    assert closed.status_code == 403
+    assert ExpertItem.objects.get(pk=item.pk).time_spent_ms == 0
+    assert not ItemAnswer.objects.filter(participant=participant).exists()

@@ -23,14 +23,19 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 
 # Pinned from the measured counts (transaction and savepoint statements included); they must not
 # grow with the number of sources or the pages already done.
-PAGE_GET_QUERIES = 4
-AUTOSAVE_QUERIES = (
-    6  # page with participant, savepoint, page lock with its time, the page's rows, upsert, release
-)
+PAGE_GET_QUERIES = 4  # page with participant, the page's rows, the progress, the neighbours' ids
+AUTOSAVE_QUERIES = 5  # savepoint, token + page locked with its time, the page's rows, upsert, release
 # The autosave that completes the page also marks it complete and counts the survey's progress
-# (one UPDATE, one aggregate; was the page's time UPDATE's companion, 8 in all as before).
+# (one UPDATE, one aggregate).
 COMPLETING_AUTOSAVE_QUERIES = AUTOSAVE_QUERIES + 2
-SUBMIT_QUERIES = 15  # one UPDATE or INSERT per row written, whether it existed or not
+# A submit of answers all saved already: savepoint, token + page locked with its time, the page's
+# rows, release (nothing written), then the progress and the neighbours' ids (where to go next).
+SUBMIT_QUERIES = 6
+# The submit that carries the page's answers (survey.js sends the answers still waiting with it)
+# and completes the survey: the same, plus one INSERT of the new answers of every target (each
+# text, the original), the completion's UPDATE, the progress counted under the lock, the
+# participant's completion, and the look-up of where to resume (nothing: the end page).
+SUBMIT_CARRYING_QUERIES = 11
 
 
 def page_url(participant, item) -> str:
@@ -81,11 +86,16 @@ def test_page_autosave_and_submit_cost_a_fixed_number_of_queries(
         response = client.post(url, dict([last]) | {"elapsed_ms": "900"}, **HTMX)
     assert response.status_code == 200 and "Page complete" in response.content.decode()
     assert f"{len(items) - 1} of {len(items)} sentence" in response.content.decode()
+    data = full_answers(item) | {"action": "next"}
     with django_assert_max_num_queries(SUBMIT_QUERIES):
-        response = client.post(url, full_answers(item) | {"action": "next"})
+        response = client.post(url, data)
     assert response.status_code == 302 and response.url == page_url(participant, items[-1])
     first = typed_answers.rating(participant=participant, shown_text=item.text_order[0])
     assert first.correctness == 4
+    data = full_answers(items[-1]) | {"action": "next"}
+    with django_assert_max_num_queries(SUBMIT_CARRYING_QUERIES):
+        response = client.post(page_url(participant, items[-1]), data)
+    assert response.status_code == 302 and response.url.endswith("/done/")
 
 
 @pytest.mark.django_db
