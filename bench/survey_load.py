@@ -17,16 +17,18 @@ What it does, in this order:
 2. starts gunicorn with `--workers` sync workers (3, as docker/compose.yml) on a free port;
 3. for every C in `--concurrency` and every mean think time in `--think`: C participants, each one
    aiohttp session with its own cookie jar, do what the page does in a browser — open the invite
-   link (following redirects), press Begin on the instructions, then on each page click one
-   answer after another, each after an exponential think time of that mean (none at think 0),
-   sent as static/radlay/survey.js sends them (`PageSaver`: the autosave POST with `HX-Request`,
-   `X-CSRFToken`, the answers and `elapsed_ms`; one request in flight per page, the answers
-   clicked meanwhile coalesced into the next request; the submit waits for the request in flight
-   only and its form carries every answer, so at think 0 a page is one autosave and the submit),
-   submit the whole page form (`action=next`), and follow the redirect to the next page. One page
-   at a time per participant (closed loop). `--pace acknowledged` clicks each answer only once the
-   save before it came back (one autosave per answer at think 0: this driver's model before the
-   page stopped sending waiting answers ahead of the submit). After `--warmup` seconds
+   link (following redirects), press Begin on the instructions, then on each page answer one
+   question after another, each after an exponential think time of that mean, and submit. Two
+   paces: `acknowledged` (the default) clicks each answer once the save before it came back, so
+   every answer is one autosave POST (`HX-Request`, `X-CSRFToken`, the answer and `elapsed_ms`)
+   whatever the think time: the server's cost per answer, the figure the floor ratio is about;
+   `page` clicks after the think time whatever the saves do and sends as static/radlay/survey.js
+   sends (`PageSaver`: one request in flight per page, the answers clicked meanwhile coalesced
+   into the next one, the submit waiting for the request in flight only and carrying the rest),
+   so at think 0 a page is one autosave and the submit — what a browser sends for answers given
+   faster than their saves, not a per-answer cost. Then the whole page form (`action=next`) and
+   the redirect to the next page. One page at a time per participant (closed loop). After
+   `--warmup` seconds
    (`--think-warmup` with think time, so that page loads fall into the window), requests that end
    in the next `--duration` seconds are measured; an answer counts once, when the first request
    that carried it (an autosave, or the submit) was acknowledged;
@@ -850,12 +852,12 @@ def main() -> None:
     parser.add_argument("--flows", default="radiologist,lay", help="radiologist, lay or both")
     parser.add_argument(
         "--pace",
-        choices=("page", "acknowledged"),
-        default="page",
-        help="page: answers are clicked after the think time whatever the saves do, and sent as the "
-        "page sends them (one request in flight, the others coalesced or carried by the submit); "
-        "acknowledged: each answer is clicked once the previous one's save came back (one autosave "
-        "per answer at think 0, as this driver did before)",
+        choices=("acknowledged", "page"),
+        default="acknowledged",
+        help="acknowledged: each answer is clicked once the previous one's save came back (one "
+        "autosave per answer: the server's cost per answer, as the floor ratio compares); page: "
+        "answers are clicked after the think time whatever the saves do, and sent as survey.js sends "
+        "them (one request in flight, the others coalesced or carried by the submit)",
     )
     args = parser.parse_args()
     database_url = os.environ.get("DATABASE_URL", "")
