@@ -618,6 +618,18 @@ def _item_fail(
 
 def judge_run_agreement_compute(*, run: JudgeRun, n_resamples: int | None = None) -> dict[str, Any]:
     """Compute and store the run's agreement with the study's humans (judging.agreement)."""
+    result = judge_run_agreement_result(run=run, n_resamples=n_resamples)
+    JudgeRun.objects.filter(pk=run.pk).update(**_agreement_fields(result))
+    run.refresh_from_db(fields=["agreement", "agreement_computed_at", "agreement_error"])
+    return result
+
+
+def _agreement_fields(result: dict[str, Any]) -> dict[str, Any]:
+    return {"agreement": result, "agreement_computed_at": timezone.now(), "agreement_error": ""}
+
+
+def judge_run_agreement_result(*, run: JudgeRun, n_resamples: int | None = None) -> dict[str, Any]:
+    """The run's agreement with the study's humans (judging.agreement), not stored."""
     # pandas, scipy and scikit-learn load here, in the task or command that computes, not in a web worker.
     from judging.agreement import judge_agreement
     from judging.agreement_inputs import agreement_inputs
@@ -635,10 +647,6 @@ def judge_run_agreement_compute(*, run: JudgeRun, n_resamples: int | None = None
         result["position_bias"] = run_position_bias(run=run)
         result["instrument_items"] = _instrument_items_agreement(run)
         result["error_spans"] = _error_spans_agreement(run)
-    JudgeRun.objects.filter(pk=run.pk).update(
-        agreement=result, agreement_computed_at=timezone.now(), agreement_error=""
-    )
-    run.refresh_from_db(fields=["agreement", "agreement_computed_at", "agreement_error"])
     return result
 
 
@@ -742,16 +750,18 @@ def judge_run_agreement_run(*, run_id: int) -> None:
     started = timezone.now()
     with lease.heartbeat(JudgeRun, pk=run_id, field="agreement_heartbeat_at", interval=timing().heartbeat):
         try:
-            judge_run_agreement_compute(run=run)
+            outcome = _agreement_fields(judge_run_agreement_result(run=run))
         except DATABASE_ERRORS:
             raise
         except Exception as exc:  # noqa: BLE001 - recorded on the run, shown on its page
             logger.exception("judge run %s: the agreement failed", run_id)
-            JudgeRun.objects.filter(pk=run_id).update(agreement_error=f"{type(exc).__name__}: {exc}")
-    # The lease ends; a request made while this one ran stays pending (its own message computes
-    # again), as not started yet.
-    JudgeRun.objects.filter(pk=run_id).update(agreement_heartbeat_at=None)
-    JudgeRun.objects.filter(pk=run_id, agreement_sent_at__lte=started).update(agreement_sent_at=None)
+            outcome = {"agreement_error": f"{type(exc).__name__}: {exc}"}
+    # The heartbeat has stopped. The outcome and the end of the lease are written together: nobody
+    # sees an agreement computed while its lease still looks held. A request made while this one
+    # ran stays pending (its own message computes again), as not started yet.
+    with transaction.atomic():
+        JudgeRun.objects.filter(pk=run_id).update(**outcome, agreement_heartbeat_at=None)
+        JudgeRun.objects.filter(pk=run_id, agreement_sent_at__lte=started).update(agreement_sent_at=None)
 
 
 def judge_run_agreements_heal(*, run: JudgeRun | None = None) -> int:
