@@ -31,7 +31,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -61,7 +61,7 @@ from judging.instrument_items import (
     judge_items,
     parse_item_answer,
 )
-from judging.models import JudgeAnswer, JudgeItem, JudgeRun
+from judging.models import JudgeAnswer, JudgeItem, JudgeRun, answer_bounds_errors
 from judging.pair_orders import asks_both_orders, is_reversed_order, reference_texts, reversed_order_items
 from judging.prompts.registry import available_versions, load_judge_prompts
 from measures.metrics.sentences import split_sentences
@@ -576,7 +576,11 @@ def _item_record(item: JudgeItem, outcome: _Outcome) -> JudgeItem:
             raw_outputs=outcome.raw_outputs,
             **extra,
         )
-        answer.full_clean()
+        # The bounds constraints are checked in Python (answer_bounds_errors), not by a query each;
+        # the database enforces them on save as well.
+        answer.full_clean(validate_constraints=False)
+        if errors := answer_bounds_errors(answer):
+            raise ValidationError({NON_FIELD_ERRORS: errors})
         answer.save()
 
     item.failure_kind = ""
