@@ -31,7 +31,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -61,7 +61,7 @@ from judging.instrument_items import (
     judge_items,
     parse_item_answer,
 )
-from judging.models import JudgeAnswer, JudgeItem, JudgeRun
+from judging.models import JudgeAnswer, JudgeItem, JudgeRun, answer_bounds_errors
 from judging.pair_orders import asks_both_orders, is_reversed_order, reference_texts, reversed_order_items
 from judging.prompts.registry import available_versions, load_judge_prompts
 from measures.metrics.sentences import split_sentences
@@ -576,7 +576,11 @@ def _item_record(item: JudgeItem, outcome: _Outcome) -> JudgeItem:
             raw_outputs=outcome.raw_outputs,
             **extra,
         )
-        answer.full_clean()
+        # The bounds constraints are checked in Python (answer_bounds_errors), not by a query each;
+        # the database enforces them on save as well.
+        answer.full_clean(validate_constraints=False)
+        if errors := answer_bounds_errors(answer):
+            raise ValidationError({NON_FIELD_ERRORS: errors})
         answer.save()
 
     item.failure_kind = ""
@@ -618,6 +622,18 @@ def _item_fail(
 
 def judge_run_agreement_compute(*, run: JudgeRun, n_resamples: int | None = None) -> dict[str, Any]:
     """Compute and store the run's agreement with the study's humans (judging.agreement)."""
+    result = judge_run_agreement_result(run=run, n_resamples=n_resamples)
+    JudgeRun.objects.filter(pk=run.pk).update(**_agreement_fields(result))
+    run.refresh_from_db(fields=["agreement", "agreement_computed_at", "agreement_error"])
+    return result
+
+
+def _agreement_fields(result: dict[str, Any]) -> dict[str, Any]:
+    return {"agreement": result, "agreement_computed_at": timezone.now(), "agreement_error": ""}
+
+
+def judge_run_agreement_result(*, run: JudgeRun, n_resamples: int | None = None) -> dict[str, Any]:
+    """The run's agreement with the study's humans (judging.agreement), not stored."""
     # pandas, scipy and scikit-learn load here, in the task or command that computes, not in a web worker.
     from judging.agreement import judge_agreement
     from judging.agreement_inputs import agreement_inputs
@@ -635,10 +651,6 @@ def judge_run_agreement_compute(*, run: JudgeRun, n_resamples: int | None = None
         result["position_bias"] = run_position_bias(run=run)
         result["instrument_items"] = _instrument_items_agreement(run)
         result["error_spans"] = _error_spans_agreement(run)
-    JudgeRun.objects.filter(pk=run.pk).update(
-        agreement=result, agreement_computed_at=timezone.now(), agreement_error=""
-    )
-    run.refresh_from_db(fields=["agreement", "agreement_computed_at", "agreement_error"])
     return result
 
 
@@ -742,16 +754,18 @@ def judge_run_agreement_run(*, run_id: int) -> None:
     started = timezone.now()
     with lease.heartbeat(JudgeRun, pk=run_id, field="agreement_heartbeat_at", interval=timing().heartbeat):
         try:
-            judge_run_agreement_compute(run=run)
+            outcome = _agreement_fields(judge_run_agreement_result(run=run))
         except DATABASE_ERRORS:
             raise
         except Exception as exc:  # noqa: BLE001 - recorded on the run, shown on its page
             logger.exception("judge run %s: the agreement failed", run_id)
-            JudgeRun.objects.filter(pk=run_id).update(agreement_error=f"{type(exc).__name__}: {exc}")
-    # The lease ends; a request made while this one ran stays pending (its own message computes
-    # again), as not started yet.
-    JudgeRun.objects.filter(pk=run_id).update(agreement_heartbeat_at=None)
-    JudgeRun.objects.filter(pk=run_id, agreement_sent_at__lte=started).update(agreement_sent_at=None)
+            outcome = {"agreement_error": f"{type(exc).__name__}: {exc}"}
+    # The heartbeat has stopped. The outcome and the end of the lease are written together: nobody
+    # sees an agreement computed while its lease still looks held. A request made while this one
+    # ran stays pending (its own message computes again), as not started yet.
+    with transaction.atomic():
+        JudgeRun.objects.filter(pk=run_id).update(**outcome, agreement_heartbeat_at=None)
+        JudgeRun.objects.filter(pk=run_id, agreement_sent_at__lte=started).update(agreement_sent_at=None)
 
 
 def judge_run_agreements_heal(*, run: JudgeRun | None = None) -> int:

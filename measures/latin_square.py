@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from math import gcd
 
 Pair = tuple[int, int]  # (source index, system index)
@@ -75,9 +76,7 @@ class LatinSquare:
 
     def pairs(self, row: int) -> list[Pair]:
         """(source index, system index) for each source of `row`, in window order (not display order)."""
-        row = self._check_row(row)
-        start = self.window_start(row)
-        return [((start + t) % self.n_sources, (row + start + t) % self.n_systems) for t in range(self.m)]
+        return list(_row_pairs(self, self._check_row(row)))
 
     def sources(self, row: int) -> list[int]:
         return [source for source, _ in self.pairs(row)]
@@ -97,6 +96,15 @@ class LatinSquare:
                     break
             result[source] = chosen
         return result
+
+
+@lru_cache(maxsize=8192)
+def _row_pairs(square: LatinSquare, row: int) -> tuple[Pair, ...]:
+    """LatinSquare.pairs of a row within the period, computed once: the sample-size simulations ask
+    for the same rows hundreds of thousands of times."""
+    start = square.window_start(row)
+    n_sources, n_systems = square.n_sources, square.n_systems
+    return tuple(((start + t) % n_sources, (row + start + t) % n_systems) for t in range(square.m))
 
 
 def pair_counts(square: LatinSquare, rows: Iterable[int]) -> Counter[Pair]:

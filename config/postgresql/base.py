@@ -7,6 +7,12 @@ statement for it (an `__in` of a whole study's ids, a large `bulk_create`): such
 bound on the client instead, as Django binds every statement by default. The same holds for named
 cursors, which stream large results (`QuerySet.iterator()`).
 
+A statement with many parameters (an `__in` of a batch of keys) is never prepared: PostgreSQL's
+generic plan for a prepared `key IN ($1, …, $2000)` compares each row with every parameter in
+turn, where the plan made for the values at hand looks them up in a hash table (a batch lookup
+of an import went from a twentieth of a second to seconds as its study grew). Such statements
+rarely repeat anyway: each length of an `__in` is a statement of its own.
+
 With server-side binding Django sends the value of an integer field as psycopg's `Int2`/`Int4`
 (DatabaseOperations.integerfield_type_map), and psycopg packs those into 2 or 4 bytes without a
 range check: 99999999999 reached an `integer` column as 1215752191, 4294967304 as 8. The cursors
@@ -25,6 +31,9 @@ from django.db.backends.postgresql import base
 from psycopg.types.numeric import Int2, Int4
 
 MAX_PARAMETERS = 65_535  # the protocol's parameter count is a 16-bit number
+# A statement with more parameters than this (an `__in` of a batch of keys) is never prepared: see
+# the module's docstring.
+MAX_PREPARED_PARAMETERS = 100
 # The parameter types psycopg packs into a fixed width without checking that the value fits.
 _WIDTHS = ((Int2, "smallint", -(2**15), 2**15 - 1), (Int4, "integer", -(2**31), 2**31 - 1))
 
@@ -50,6 +59,8 @@ class _CheckedParameters(_CursorBase):  # type: ignore[misc,valid-type]
         integer_parameters_check(params)
         if params is not None and len(params) > MAX_PARAMETERS:
             query, params = psycopg.ClientCursor(self.connection).mogrify(query, params), None
+        elif params is not None and len(params) > MAX_PREPARED_PARAMETERS:
+            kwargs.setdefault("prepare", False)
         return super().execute(query, params, **kwargs)
 
     def executemany(self, query, params_seq, **kwargs):

@@ -17,17 +17,18 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from presidio_analyzer import AnalyzerEngine, RecognizerRegistry, RecognizerResult
-from presidio_analyzer.context_aware_enhancers import ContextAwareEnhancer
-from presidio_analyzer.nlp_engine import NoOpNlpEngine
-from presidio_analyzer.predefined_recognizers import (
+from privacy.detection import names
+from privacy.detection.presidio_without_models import (
+    AnalyzerEngine,
+    ContextAwareEnhancer,
     DateRecognizer,
     IpRecognizer,
+    NoOpNlpEngine,
     PhoneRecognizer,
+    RecognizerRegistry,
+    RecognizerResult,
     UsSsnRecognizer,
 )
-
-from privacy.detection import names
 from privacy.detection.recognizers import radiology_recognizers
 from privacy.detection.spans import DETECTOR_VERSION, REVIEW_BELOW, Span, merge_overlaps
 

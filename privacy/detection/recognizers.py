@@ -17,10 +17,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from presidio_analyzer import AnalysisExplanation, EntityRecognizer, RecognizerResult
-from presidio_analyzer.nlp_engine import NlpArtifacts
-
 from privacy.detection import names
+from privacy.detection.presidio_without_models import (
+    AnalysisExplanation,
+    EntityRecognizer,
+    NlpArtifacts,
+    RecognizerResult,
+)
 
 # --- Building blocks --------------------------------------------------------------------------------
 

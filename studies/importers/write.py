@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -109,15 +110,23 @@ class StudyBulkWriter:
         self.systems = systems_bulk_upsert(study=study, keys=systems, labels=labels or {}, file=file)
         self.provenance = {"origin": "import", "backend": "", "parameters": {"file": file} if file else {}}
         last = Source.objects.filter(study=study).aggregate(last=Max("position"))["last"]
-        self.study_had_sources = last is not None
         self.next_position = 0 if last is None else last + 1
+        # The study's sources before this import, by key (keys only, never their texts): a batch
+        # reads the rows of its keys among them by primary key, and asks nothing about the keys
+        # this import adds. (A batch's `key IN (…)` over a study the import is filling cost a
+        # scan of its sources so far per batch: minutes for 100,000 rows.)
+        self.existing_ids: dict[str, int] = (
+            dict(Source.objects.filter(study=study).values_list("key", "pk")) if last is not None else {}
+        )
         self.source_ids: dict[str, int] = {}
         # Sources that may already have texts and simplifications in the database: those from
         # before this import and those an earlier batch wrote to. Only theirs are looked up.
         self.sources_with_rows: set[int] = set()
         self.pending: list[tuple[SourceRecord, list[SimplificationRecord]]] = []
         self.replaced_texts: set[int] = set()
-        # Sources added or changed by the batch being written: de-identified with it.
+        # Sources added or changed by the batch being written: de-identified with it (collected
+        # only when imports are de-identified: a model instance per row is most of a batch's time).
+        self.deidentify = settings.RADLAY_DEIDENTIFY_ON_IMPORT
         self.written: list[Source] = []
 
     def add(self, source: SourceRecord, simplifications: list[SimplificationRecord]) -> None:
@@ -146,11 +155,8 @@ class StudyBulkWriter:
 
     def _write_sources(self, records: list[SourceRecord]) -> None:
         records = list({r.key: r for r in records if r.key not in self.source_ids}.values())
-        existing = {}
-        if self.study_had_sources:
-            existing = {
-                s.key: s for s in Source.objects.filter(study=self.study, key__in=[r.key for r in records])
-            }
+        known = [self.existing_ids[r.key] for r in records if r.key in self.existing_ids]
+        existing = {s.key: s for s in Source.objects.filter(pk__in=known)} if known else {}
         new, changed = [], []
         for record in records:
             source = existing.get(record.key)
@@ -189,10 +195,13 @@ class StudyBulkWriter:
         for source in existing.values():
             self.source_ids[source.key] = source.pk
             self.sources_with_rows.add(source.pk)
-        for row, pk in zip(new, ids, strict=True):
-            self.source_ids[row[0]] = pk
-            self.written.append(Source(pk=pk, study=self.study, key=row[0], text=row[1]))
-        self.written.extend(changed)
+        self.source_ids.update(zip((row[0] for row in new), ids, strict=True))
+        if self.deidentify:
+            self.written.extend(
+                Source(pk=pk, study=self.study, key=row[0], text=row[1])
+                for row, pk in zip(new, ids, strict=True)
+            )
+            self.written.extend(changed)
 
     def _write_simplifications(self, records: list[SimplificationRecord]) -> None:
         if not records:

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 from django.db import DataError, connection, transaction
+from django.db.models import Value
 
 from annotation.models import Source, Study
 from annotation.prepared_queries import PreparedQuery, PreparedUpdate
-from config.postgresql.base import MAX_PARAMETERS
+from config.postgresql.base import MAX_PARAMETERS, MAX_PREPARED_PARAMETERS
 
 pytestmark = [
     pytest.mark.django_db,
@@ -33,6 +34,24 @@ def test_a_statement_with_more_parameters_than_postgresql_takes_still_runs():
     assert Source.objects.filter(pk__in=ids).count() == 12_000
     streamed = Source.objects.filter(pk__in=ids).values_list("pk", flat=True).iterator(chunk_size=1000)
     assert sorted(streamed) == sorted(s.pk for s in sources)
+
+
+def _prepared_statements_naming(marker: str) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return sum(marker in statement for (statement,) in cursor.fetchall())
+
+
+@pytest.mark.parametrize(("keys", "prepared"), [(3, True), (MAX_PREPARED_PARAMETERS + 1, False)])
+def test_a_statement_with_many_parameters_is_planned_for_its_values_not_prepared(keys, prepared):
+    # A generic plan of `key IN ($1, …, $n)` compares each row with all n parameters in turn.
+    study = Study.objects.create(slug="batch", title="Batch")
+    Source.objects.create(study=study, key="k0", text="Sentence.", position=0)
+    marker = f"prepared_{keys}"
+    for _ in range(8):  # past prepare_threshold
+        found = Source.objects.filter(key__in=[f"k{i}" for i in range(keys)]).annotate(**{marker: Value(1)})
+        assert [s.key for s in found] == ["k0"]
+    assert (_prepared_statements_naming(marker) == 1) is prepared
 
 
 # Values that psycopg packed into 4 bytes: 99999999999 mod 2**32 = 1215752191, 4294967304 = 8.

@@ -103,7 +103,7 @@ def test_a_failed_computation_is_recorded_and_not_sent_again(
     def broken(*, run, n_resamples=None):
         raise ValueError("no radiologist rated these texts")
 
-    monkeypatch.setattr(services, "judge_run_agreement_compute", broken)
+    monkeypatch.setattr(services, "judge_run_agreement_result", broken)
     services.judge_run_agreement_run(run_id=run.pk)
     run.refresh_from_db()
     assert run.agreement_error == "ValueError: no radiologist rated these texts"

@@ -68,3 +68,23 @@ def test_one_instrument_task_per_target_nulls_counting_as_equal():
     for target in targets:
         JudgeItem.objects.create(run=other, task=ITEM_TASK, instrument=instrument, source=source, **target)
     assert JudgeItem.objects.filter(task=ITEM_TASK).count() == 2 * len(targets)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "values",
+    [{}, {"correctness": 0}, {"simplicity": 5.5, "severity": -1}, {"correctness": 1, "simplicity": 5}],
+)
+def test_the_bounds_checked_in_python_are_the_constraints_full_clean_checks(values):
+    # The judge's answers are checked by answer_bounds_errors, not by a query per constraint.
+    from django.core.exceptions import ValidationError
+
+    from judging.models import JudgeAnswer, answer_bounds_errors
+
+    answer = JudgeAnswer(**values)
+    try:
+        answer.validate_constraints()
+        expected = []
+    except ValidationError as error:
+        expected = error.messages
+    assert answer_bounds_errors(answer) == expected

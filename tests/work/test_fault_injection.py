@@ -35,11 +35,10 @@ from tests.judging.conftest import add_radiologist, valid_answer
 # A real worker runs the calls: the studies' data policy approves the scripted server.
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("studies_approve_scripted_llm")]
 
-JUDGE_RECOVERY = {
-    "RADLAY_JOB_TIMING": "retry_delay=0.2",
-    "RADLAY_JOB_ATTEMPTS": "3",
-    "RADLAY_JUDGING": "bootstrap_resamples=50",
-}
+# Added to fault_env's short recovery timings (RECOVERY: heartbeat 0.5 s, stale after 3 s, healing
+# every second, retries after 0.2 s), which a RADLAY_JOB_TIMING here would replace whole: the
+# default timings made a killed worker's agreement wait a minute to be healed.
+JUDGE_RECOVERY = {"RADLAY_JUDGING": "bootstrap_resamples=50"}
 FINISH_WITHIN = 120
 
 
