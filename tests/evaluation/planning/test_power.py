@@ -48,7 +48,6 @@ def test_wilcoxon_matches_scipy_approx_with_ties_zeros_and_missing_sources():
         assert p == pytest.approx(expected, rel=1e-9, abs=1e-12)
 
 
-@pytest.mark.heavy
 def test_holm_matches_statsmodels_and_skips_untestable_pairs():
     rng = np.random.default_rng(1)
     p = rng.random((30, 6)) ** 3

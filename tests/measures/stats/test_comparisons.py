@@ -80,7 +80,6 @@ def test_identical_systems_have_no_test_and_stay_out_of_the_holm_family():
     assert [r["p_holm"] for r in records[1:]] == pytest.approx(list(expected_holm))
 
 
-@pytest.mark.heavy
 def test_holm_equals_statsmodels():
     from measures.stats.comparisons import holm
 
