@@ -6,11 +6,8 @@ is the one stored, and a revision is kept for each change (never for a first sav
 
 from __future__ import annotations
 
-import threading
-import time
-
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
@@ -18,18 +15,13 @@ from annotation import participant_services
 from annotation.models import AnswerRevision, ItemAnswer, LayItem, Participant
 from surveys.lay import assignment, panels
 from tests.annotation.factories import build_study
+from tests.surveys.lock_race import race
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(connection.vendor != "postgresql", reason="row locks of PostgreSQL"),
 ]
 SOME, MOST, ALL = "Some parts of it", "Most of it", "Completely"
-
-
-def _waiting_for_a_lock() -> bool:
-    with connections["default"].cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
-        return cursor.fetchone()[0] > 0
 
 
 def _first_item(slug: str) -> LayItem:
@@ -48,52 +40,25 @@ def _understanding(item: LayItem) -> str:
 def _while_held(item: LayItem, held_value: str, sent_value: str) -> int:
     """Save `held_value` in a transaction that keeps the item locked, send an autosave of
     `sent_value` meanwhile, check that it waits, release: the autosave's status."""
-    saved, release = threading.Event(), threading.Event()
-    errors: list[BaseException] = []
     statuses: list[int] = []
 
     def holder() -> None:
-        try:
-            with transaction.atomic():
-                panels.lay_panel_save(
-                    participant=Participant.objects.select_related("study").get(pk=item.participant_id),
-                    item_id=item.pk,
-                    panel="original",
-                    data={"understanding": held_value},
-                )
-                saved.set()
-                release.wait(10)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-        finally:
-            connection.close()
+        panels.lay_panel_save(
+            participant=Participant.objects.select_related("study").get(pk=item.participant_id),
+            item_id=item.pk,
+            panel="original",
+            data={"understanding": held_value},
+        )
 
     def autosave() -> None:
-        try:
-            url = reverse(
-                "surveys:lay-panel",
-                kwargs={"token": item.participant.token, "item_id": item.pk, "panel": "original"},
-            )
-            data = {"autosave": "1", "understanding": sent_value, "elapsed_ms": "700"}
-            statuses.append(Client().post(url, data, HTTP_HX_REQUEST="true").status_code)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-        finally:
-            connection.close()
+        url = reverse(
+            "surveys:lay-panel",
+            kwargs={"token": item.participant.token, "item_id": item.pk, "panel": "original"},
+        )
+        data = {"autosave": "1", "understanding": sent_value, "elapsed_ms": "700"}
+        statuses.append(Client().post(url, data, HTTP_HX_REQUEST="true").status_code)
 
-    first = threading.Thread(target=holder)
-    first.start()
-    assert saved.wait(10)
-    second = threading.Thread(target=autosave)
-    second.start()
-    deadline = time.monotonic() + 10
-    while not _waiting_for_a_lock() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert _waiting_for_a_lock(), "the autosave should wait for the item's lock"
-    release.set()
-    first.join(10)
-    second.join(10)
-    assert not errors, errors
+    race(holder, autosave, who="the autosave")
     return statuses[0]
 
 

@@ -6,11 +6,8 @@ last answer acknowledged is the one stored)."""
 
 from __future__ import annotations
 
-import threading
-import time
-
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
@@ -18,17 +15,12 @@ from annotation import participant_services
 from annotation.models import ExpertItem, ItemAnswer, Participant
 from surveys.radiologist import pages
 from tests.annotation.factories import build_study
+from tests.surveys.lock_race import race
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(connection.vendor != "postgresql", reason="row locks of PostgreSQL"),
 ]
-
-
-def _waiting_for_a_lock() -> bool:
-    with connections["default"].cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
-        return cursor.fetchone()[0] > 0
 
 
 def _severity(participant: Participant) -> int:
@@ -45,49 +37,21 @@ def test_a_save_that_waited_for_the_page_sees_the_save_before_it():
     pages.expert_page_save(participant=participant, item=item, data={"original-severity": "Mild"})
     mild = _severity(participant)
 
-    first_saved, release = threading.Event(), threading.Event()
-    errors: list[BaseException] = []
-
     def first() -> None:
-        try:
-            with transaction.atomic():
-                pages.expert_page_save(
-                    participant=Participant.objects.get(pk=participant.pk),
-                    item=ExpertItem.objects.get(pk=item.pk),
-                    data={"original-severity": "Serious"},
-                )
-                first_saved.set()
-                release.wait(10)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-        finally:
-            connection.close()
+        pages.expert_page_save(
+            participant=Participant.objects.get(pk=participant.pk),
+            item=ExpertItem.objects.get(pk=item.pk),
+            data={"original-severity": "Serious"},
+        )
 
     def second() -> None:
-        try:
-            pages.expert_page_save(
-                participant=Participant.objects.get(pk=participant.pk),
-                item=ExpertItem.objects.get(pk=item.pk),
-                data={"original-severity": "Mild"},
-            )
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-        finally:
-            connection.close()
+        pages.expert_page_save(
+            participant=Participant.objects.get(pk=participant.pk),
+            item=ExpertItem.objects.get(pk=item.pk),
+            data={"original-severity": "Mild"},
+        )
 
-    holder = threading.Thread(target=first)
-    holder.start()
-    assert first_saved.wait(10)
-    waiter = threading.Thread(target=second)
-    waiter.start()
-    deadline = time.monotonic() + 10
-    while not _waiting_for_a_lock() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert _waiting_for_a_lock(), "the second save should wait for the page's lock"
-    release.set()
-    holder.join(10)
-    waiter.join(10)
-    assert not errors, errors
+    race(first, second, who="the second save")
     assert _severity(participant) == mild
     assert pages.expert_page_get(item=ExpertItem.objects.get(pk=item.pk)).severity.value == "Mild"
 
@@ -107,50 +71,21 @@ def test_an_autosave_that_waited_for_the_page_sees_the_save_before_it():
     mild = _severity(participant)
     time_before = ExpertItem.objects.get(pk=item.pk).time_spent_ms
 
-    first_saved, release = threading.Event(), threading.Event()
-    errors: list[BaseException] = []
     statuses: list[int] = []
 
     def first() -> None:
-        try:
-            with transaction.atomic():
-                pages.expert_page_save(
-                    participant=Participant.objects.get(pk=participant.pk),
-                    item=ExpertItem.objects.get(pk=item.pk),
-                    data={"original-severity": "Serious"},
-                    time_spent_ms=300,
-                )
-                first_saved.set()
-                release.wait(10)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-        finally:
-            connection.close()
+        pages.expert_page_save(
+            participant=Participant.objects.get(pk=participant.pk),
+            item=ExpertItem.objects.get(pk=item.pk),
+            data={"original-severity": "Serious"},
+            time_spent_ms=300,
+        )
 
     def second() -> None:
-        try:
-            response = Client().post(
-                url, {"original-severity": "Mild", "elapsed_ms": "700"}, HTTP_HX_REQUEST="true"
-            )
-            statuses.append(response.status_code)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-        finally:
-            connection.close()
+        data = {"original-severity": "Mild", "elapsed_ms": "700"}
+        statuses.append(Client().post(url, data, HTTP_HX_REQUEST="true").status_code)
 
-    holder = threading.Thread(target=first)
-    holder.start()
-    assert first_saved.wait(10)
-    waiter = threading.Thread(target=second)
-    waiter.start()
-    deadline = time.monotonic() + 10
-    while not _waiting_for_a_lock() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert _waiting_for_a_lock(), "the autosave should wait for the page's lock"
-    release.set()
-    holder.join(10)
-    waiter.join(10)
-    assert not errors, errors
+    race(first, second, who="the autosave")
     assert statuses == [200]
     assert _severity(participant) == mild
     assert ExpertItem.objects.get(pk=item.pk).time_spent_ms == time_before + 300 + 700
