@@ -225,6 +225,16 @@ def stored_answers(ratings: list[tuple], judgement: tuple | None, text_order: li
     return out
 
 
+def stored_answers_of(participant: Participant, text_order: list[int]) -> dict[str, object]:
+    """stored_answers of what `participant` has stored, read through the answer selectors."""
+    ratings = [
+        (r.shown_text_id, *(getattr(r, a) for a in scales.EXPERT_ASPECTS))
+        for r in answers.ratings(participant=participant)
+    ]
+    judgement = next(((j.severity, j.simplicity) for j in answers.judgements(participant=participant)), None)
+    return stored_answers(ratings, judgement, text_order)
+
+
 @pytest.mark.django_db(transaction=True)
 def test_seventeen_answers_typed_fast_survive_closing_the_tab_on_postgresql(browser, live_server):
     study = build_study(slug="fast", n_sources=1, systems=("a", "b", "c"))
@@ -239,14 +249,7 @@ def test_seventeen_answers_typed_fast_survive_closing_the_tab_on_postgresql(brow
     expected = {field: answer_value(field, key) for field, key in pressed.items()}
 
     def read() -> dict:
-        ratings = [
-            (r.shown_text_id, *(getattr(r, a) for a in scales.EXPERT_ASPECTS))
-            for r in answers.ratings(participant=participant)
-        ]
-        judgement = next(
-            ((j.severity, j.simplicity) for j in answers.judgements(participant=participant)), None
-        )
-        return stored_answers(ratings, judgement, item.text_order)
+        return stored_answers_of(participant, item.text_order)
 
     assert wait_for(read, expected) == expected
     context.close()
@@ -447,14 +450,7 @@ def test_answers_waiting_at_the_submit_go_with_it_after_the_request_in_flight(br
     assert posts == ["autosave", "submit"], posts
 
     def read() -> dict:
-        ratings = [
-            (r.shown_text_id, *(getattr(r, a) for a in scales.EXPERT_ASPECTS))
-            for r in answers.ratings(participant=participant)
-        ]
-        judgement = next(
-            ((j.severity, j.simplicity) for j in answers.judgements(participant=participant)), None
-        )
-        return stored_answers(ratings, judgement, first.text_order)
+        return stored_answers_of(participant, first.text_order)
 
     expected = {field: answer_value(field, key) for field, key in pressed.items()}
     assert wait_for(read, expected) == expected

@@ -27,13 +27,18 @@ def _severity(participant: Participant) -> int:
     return ItemAnswer.objects.get(participant=participant, item_key="severity", control__isnull=True).value
 
 
-def test_a_save_that_waited_for_the_page_sees_the_save_before_it():
-    study = build_study(slug="lockstep", n_sources=1)
+def _on_the_first_page(study) -> tuple[Client, Participant, ExpertItem]:
+    """A radiologist of `study` who took the link and began: their client, them and their page."""
     participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
     client = Client()
     client.get(reverse("surveys:entry", args=[participant.token]))
     client.post(reverse("surveys:expert-instructions", args=[participant.token]))
-    item = ExpertItem.objects.get(participant=participant)
+    return client, participant, ExpertItem.objects.get(participant=participant)
+
+
+def test_a_save_that_waited_for_the_page_sees_the_save_before_it():
+    study = build_study(slug="lockstep", n_sources=1)
+    client, participant, item = _on_the_first_page(study)
     pages.expert_page_save(participant=participant, item=item, data={"original-severity": "Mild"})
     mild = _severity(participant)
 
@@ -61,11 +66,7 @@ def test_an_autosave_that_waited_for_the_page_sees_the_save_before_it():
     the page together (annotation/access.py, access_expert_page_locked): the request waits for the
     page, then reads the answers the save before it committed, and both saves' times are kept."""
     study = build_study(slug="lockstep-http", n_sources=1)
-    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
-    client = Client()
-    client.get(reverse("surveys:entry", args=[participant.token]))
-    client.post(reverse("surveys:expert-instructions", args=[participant.token]))
-    item = ExpertItem.objects.get(participant=participant)
+    client, participant, item = _on_the_first_page(study)
     url = reverse("surveys:expert-page", args=[participant.token, item.pk])
     assert client.post(url, {"original-severity": "Mild"}, HTTP_HX_REQUEST="true").status_code == 200
     mild = _severity(participant)
@@ -93,11 +94,7 @@ def test_an_autosave_that_waited_for_the_page_sees_the_save_before_it():
 
 def test_a_refused_save_adds_no_time_to_the_page():
     study = build_study(slug="lockstep-refused", n_sources=1)
-    participant = participant_services.participant_create(study=study, role=Participant.Role.RADIOLOGIST)
-    client = Client()
-    client.get(reverse("surveys:entry", args=[participant.token]))
-    client.post(reverse("surveys:expert-instructions", args=[participant.token]))
-    item = ExpertItem.objects.get(participant=participant)
+    client, participant, item = _on_the_first_page(study)
     url = reverse("surveys:expert-page", args=[participant.token, item.pk])
     refused = client.post(url, {"original-severity": "Fatal", "elapsed_ms": "900"}, HTTP_HX_REQUEST="true")
     assert refused.status_code == 400
